@@ -1,0 +1,115 @@
+"""The connection to the Docker engine, error translation, labels and pruning.
+
+Everything here speaks Engine API 1.41 (Docker 20.10), the oldest engine we support: nothing
+newer is used even when the engine is newer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from .errors import ContainerGone, EngineUnavailable, ImageNotFound, InfraError, SandboxError
+
+API_VERSION = "1.41"
+LABEL = "wholeloop"  # every image and container we make carries LABEL=1
+LABEL_RUN = "wholeloop.run"  # the run id a container belongs to
+LABEL_OWNER = "wholeloop.owner"  # "<hostname>:<pid>" of the process that made it
+LABEL_ROLE = "wholeloop.role"  # agent | grading | build
+
+
+@functools.cache
+def client() -> docker.DockerClient:
+    """The shared Docker client (DOCKER_HOST etc. are honoured); raises EngineUnavailable."""
+    timeout = int(os.environ.get("WHOLELOOP_DOCKER_TIMEOUT", "120"))
+    try:
+        cli = docker.DockerClient.from_env(version=API_VERSION, timeout=timeout)
+        cli.ping()
+    except docker.errors.DockerException as exc:
+        client.cache_clear()
+        raise EngineUnavailable(f"Docker engine not reachable: {_short(exc)}") from exc
+    return cli
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def labels(role: str, run_id: str = "", **extra: str) -> dict[str, str]:
+    out = {LABEL: "1", LABEL_ROLE: role, LABEL_OWNER: owner_id()}
+    if run_id:
+        out[LABEL_RUN] = run_id
+    out.update(extra)
+    return out
+
+
+@contextlib.contextmanager
+def translate(what: str) -> Iterator[None]:
+    """Turn docker SDK / transport errors raised inside the block into SandboxErrors."""
+    try:
+        yield
+    except SandboxError:
+        raise
+    except docker.errors.ImageNotFound as exc:
+        raise ImageNotFound(f"{what}: image not found: {_short(exc)}") from exc
+    except docker.errors.NotFound as exc:
+        raise ContainerGone(f"{what}: {_short(exc)}") from exc
+    except docker.errors.APIError as exc:
+        if exc.status_code and exc.status_code >= 500:
+            raise InfraError(f"{what}: engine error: {_short(exc)}") from exc
+        raise SandboxError(f"{what}: {_short(exc)}") from exc
+    except (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError) as exc:
+        raise EngineUnavailable(f"{what}: Docker engine not reachable: {_short(exc)}") from exc
+
+
+def _short(exc: BaseException) -> str:
+    explanation = getattr(exc, "explanation", None)
+    return str(explanation or exc).strip().splitlines()[0][:500] if str(explanation or exc).strip() else type(exc).__name__
+
+
+@dataclass
+class PruneReport:
+    removed: list[str]
+    kept_live: list[str]
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, pid = owner.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's container: never ours to judge
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prune_containers(*, all_owners: bool = False) -> PruneReport:
+    """Remove our containers whose owning process is gone (or all of ours with all_owners).
+
+    A live run's containers are never touched: the owner label names the process that made them.
+    """
+    report = PruneReport([], [])
+    with translate("listing containers"):
+        found = client().containers.list(all=True, filters={"label": f"{LABEL}=1"})
+    for container in found:
+        owner = container.labels.get(LABEL_OWNER, "")
+        if not all_owners and _owner_alive(owner):
+            report.kept_live.append(container.name)
+            continue
+        with contextlib.suppress(docker.errors.NotFound), translate("removing a container"):
+            container.remove(force=True)
+        report.removed.append(container.name)
+    return report

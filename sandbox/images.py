@@ -1,0 +1,340 @@
+"""Images in three tiers, each tagged by a hash of everything that went into it.
+
+base  -- pulled from a registry, built from a Dockerfile, or bootstrapped offline (debootstrap)
+env   -- base + CA trust + Python venv + the environment's setup commands (no repository)
+task  -- env + the repository snapshot + install commands that need the repository
+
+An unchanged input never rebuilds; a changed one always does, because the tag *is* the hash.
+Builds of the same tag happen once even when many workers (threads or processes) ask for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker.errors
+
+from .engine import client, labels, translate
+from .errors import ImageBuildError, ImageNotFound, InputError
+from .snapshot import SNAPSHOT_FORMAT, Snapshot, _cache_dir, tar_directory
+
+IMAGE_FORMAT = 1  # bump when the build recipes below change: forces rebuilds everywhere
+DEFAULT_BASE = "wholeloop/base:bookworm"
+BOOTSTRAP_PACKAGES = ["python3", "python3-pip", "python3-venv", "git", "ca-certificates", "patch", "procps"]
+CA_PATH = "/usr/local/share/wholeloop/ca-bundle.crt"
+# Every client we know of that reads a CA bundle from the environment.
+CA_ENV = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
+REPO_DIR = "/repo"
+
+LogFn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment image is made of (the harness maps task specs onto this)."""
+
+    image: str = DEFAULT_BASE  # base image reference (ignored when dockerfile is set)
+    pull: str = "if-missing"  # if-missing | always | never
+    dockerfile: str | None = None  # path to a Dockerfile; its folder is the build context
+    setup: tuple[str, ...] = ()  # shell commands run once, without the repository
+    env: tuple[tuple[str, str], ...] = ()  # environment variables baked into the image
+    ca_bundle: str | None = None  # host path of a CA bundle the image should trust
+    network: bool = True  # network while running setup and install commands
+    python_venv: bool = True  # create /opt/venv and put it first on PATH when python3 exists
+
+
+@dataclass
+class BuiltImage:
+    tag: str
+    id: str
+    cached: bool  # True when nothing had to be built
+    seconds: float = 0.0
+    log_tail: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- base tier
+
+
+def base_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
+    """The base image for an environment, pulled or built as the spec says."""
+    if spec.dockerfile:
+        return _dockerfile_image(Path(spec.dockerfile), spec.network, log)
+    cli = client()
+    with translate(f"looking up image {spec.image}"):
+        if spec.pull != "always":
+            try:
+                img = cli.images.get(spec.image)
+                return BuiltImage(spec.image, img.id, cached=True)
+            except docker.errors.ImageNotFound:
+                pass
+        if spec.pull == "never":
+            raise ImageNotFound(f"image {spec.image} is not present and pull is 'never'")
+    if log:
+        log(f"pulling {spec.image}")
+    try:
+        with translate(f"pulling {spec.image}"):
+            repo, _, tag = spec.image.rpartition(":") if ":" in spec.image.split("/")[-1] else (spec.image, "", "latest")
+            img = cli.images.pull(repo, tag=tag or "latest")
+    except Exception as exc:
+        if spec.image == DEFAULT_BASE:
+            raise ImageNotFound(
+                f"base image {spec.image} is not present and cannot be pulled",
+                hint="Build it offline: `wholeloop images bootstrap` (about a minute).",
+            ) from exc
+        raise ImageNotFound(
+            f"image {spec.image} is not present and cannot be pulled: {exc}",
+            hint="Check the name and your registry access, or use the offline base image "
+            f"{DEFAULT_BASE} (`wholeloop images bootstrap`).",
+        ) from exc
+    return BuiltImage(spec.image, img.id, cached=False)
+
+
+def _dockerfile_image(dockerfile: Path, network: bool, log: LogFn | None) -> BuiltImage:
+    if not dockerfile.is_file():
+        raise InputError(f"Dockerfile not found: {dockerfile}")
+    context = dockerfile.parent
+    digest = hashlib.sha256(f"dockerfile:{IMAGE_FORMAT}:{dockerfile.name}".encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes())
+    tag = f"wholeloop-base:{digest.hexdigest()[:16]}"
+    buf = io.BytesIO(tar_directory(context))
+    return _build(tag, buf, network, log, dockerfile=dockerfile.name)
+
+
+def bootstrap_base_image(
+    tag: str = DEFAULT_BASE,
+    *,
+    suite: str = "bookworm",
+    mirror: str = "http://deb.debian.org/debian",
+    packages: list[str] | None = None,
+    log: LogFn | None = None,
+) -> BuiltImage:
+    """Build a base image with no registry: debootstrap a minimal Debian and `docker import` it.
+
+    Needs root and the `debootstrap` program (Debian package of the same name).
+    """
+    if shutil.which("debootstrap") is None:
+        raise ImageBuildError(
+            "debootstrap is not installed", hint="apt-get install -y debootstrap (scripts/setup.sh does it)"
+        )
+    pkgs = ",".join(packages or BOOTSTRAP_PACKAGES)
+    with tempfile.TemporaryDirectory(prefix="wholeloop-bootstrap-") as tmp:
+        root = Path(tmp) / "root"
+        cmd = ["debootstrap", "--variant=minbase", f"--include={pkgs}", suite, str(root), mirror]
+        if log:
+            log(" ".join(cmd))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+            raise ImageBuildError("debootstrap failed:\n" + "\n".join(tail))
+        # Caches and docs are a third of the size and nobody reads them in a sandbox.
+        for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
+            shutil.rmtree(root / sub, ignore_errors=True)
+        archive = Path(tmp) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(root), "-cf", str(archive), "."], check=True)
+        repo, _, version = tag.rpartition(":")
+        changes = [
+            "ENV LANG=C.UTF-8",
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            'CMD ["/bin/bash"]',
+            f"LABEL wholeloop=1 wholeloop.tier=base wholeloop.bootstrap={suite}",
+        ]
+        with translate("importing the base image"):
+            client().api.import_image_from_file(str(archive), repository=repo, tag=version, changes=changes)
+            img = client().images.get(tag)
+    return BuiltImage(tag, img.id, cached=False)
+
+
+# ----------------------------------------------------------------------------- env tier
+
+
+def env_image_tag(spec: EnvSpec, base_id: str) -> str:
+    ca = Path(spec.ca_bundle).read_bytes() if spec.ca_bundle else b""
+    key = {
+        "format": IMAGE_FORMAT,
+        "base": base_id,
+        "setup": list(spec.setup),
+        "env": list(spec.env),
+        "ca": hashlib.sha256(ca).hexdigest() if ca else None,
+        "network": spec.network,
+        "venv": spec.python_venv,
+    }
+    return "wholeloop-env:" + _hash(key)
+
+
+def env_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
+    """The environment image for `spec`, built once and reused while its inputs are unchanged."""
+    base = base_image(spec, log)
+    if spec.ca_bundle and not Path(spec.ca_bundle).is_file():
+        raise InputError(
+            f"CA bundle not found: {spec.ca_bundle}",
+            hint="Set environment.trust_ca_bundle to a file that exists on this host, or to false.",
+        )
+    tag = env_image_tag(spec, base.id)
+    lines = [f"FROM {base.id}"]
+    files: dict[str, bytes] = {}
+    if spec.ca_bundle:
+        files["ca-bundle.crt"] = Path(spec.ca_bundle).read_bytes()
+        lines.append(f"COPY ca-bundle.crt {CA_PATH}")
+        lines.append("ENV " + " ".join(f"{name}={CA_PATH}" for name in CA_ENV))
+    if spec.env:
+        lines.append("ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in spec.env))
+    if spec.python_venv:
+        # Debian's system pip refuses to install (PEP 668); a venv first on PATH makes
+        # `pip install` and `python` behave the way task authors expect.
+        lines.append(
+            "RUN if command -v python3 >/dev/null && [ ! -x /opt/venv/bin/python ] "
+            "&& python3 -c 'import venv, ensurepip' 2>/dev/null; then python3 -m venv /opt/venv; fi"
+        )
+        lines.append("ENV VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH")
+    lines += [f"RUN {_shell(cmd)}" for cmd in spec.setup]
+    return _build_cached(tag, lines, files, spec.network, log)
+
+
+# ----------------------------------------------------------------------------- task tier
+
+
+def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool) -> str:
+    key = {
+        "format": IMAGE_FORMAT,
+        "snapshot_format": SNAPSHOT_FORMAT,
+        "env": env.id,
+        "tree": snapshot.tree,
+        "commit": snapshot.commit,
+        "install": list(install),
+        "network": network,
+    }
+    return "wholeloop-task:" + _hash(key)
+
+
+def task_image(
+    env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool, log: LogFn | None = None
+) -> BuiltImage:
+    """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs."""
+    tag = task_image_tag(env, snapshot, install, network)
+    lines = [f"FROM {env.id}", f"COPY repo/ {REPO_DIR}/", f"WORKDIR {REPO_DIR}"]
+    lines += [f"RUN {_shell(cmd)}" for cmd in install]
+    # Files an install step leaves behind (egg-info, build/, caches) must not show up in the
+    # agent's patch: list them in .git/info/exclude, which is not part of any commit.
+    lines.append(
+        "RUN git ls-files --others --exclude-standard --directory -z "
+        "| xargs -0 -r printf '/%s\\n' >> .git/info/exclude"
+    )
+    return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
+
+
+def image_exists(tag: str) -> bool:
+    with translate(f"looking up image {tag}"):
+        try:
+            client().images.get(tag)
+            return True
+        except docker.errors.ImageNotFound:
+            return False
+
+
+# ----------------------------------------------------------------------------- building
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def _build_lock(tag: str) -> Iterator[None]:
+    """One build per tag across threads (a lock) and processes (an flock on a cache file)."""
+    with _locks_guard:
+        lock = _locks.setdefault(tag, threading.Lock())
+    lock_dir = _cache_dir() / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with lock, open(lock_dir / (tag.replace("/", "_").replace(":", "_") + ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_cached(
+    tag: str, lines: list[str], files: dict[str, bytes], network: bool, log: LogFn | None, repo_dir: Path | None = None
+) -> BuiltImage:
+    with _build_lock(tag):
+        with translate(f"looking up image {tag}"):
+            try:
+                return BuiltImage(tag, client().images.get(tag).id, cached=True)
+            except docker.errors.ImageNotFound:
+                pass
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, data in {"Dockerfile": "\n".join(lines).encode() + b"\n", **files}.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            if repo_dir is not None:
+                tar.add(str(repo_dir), arcname="repo", filter=_as_root)
+        buf.seek(0)
+        return _build(tag, buf, network, log)
+
+
+def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dockerfile: str = "Dockerfile") -> BuiltImage:
+    import time
+
+    started = time.monotonic()
+    tail: list[str] = []
+    tier = tag.split(":")[0].removeprefix("wholeloop-")
+    with translate(f"building image {tag}"):
+        stream = client().api.build(
+            fileobj=context,
+            custom_context=True,
+            dockerfile=dockerfile,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            network_mode="bridge" if network else "none",
+            labels={"wholeloop": "1", "wholeloop.tier": tier},
+        )
+        for chunk in stream:
+            if "error" in chunk:
+                tail.append(chunk["error"].rstrip())
+                raise ImageBuildError(
+                    f"building {tag} failed:\n" + "\n".join(tail[-25:]),
+                    hint="Fix the setup/install commands in the task's environment; "
+                    "the lines above are the end of the build log.",
+                )
+            text = chunk.get("stream", "")
+            for line in text.splitlines():
+                if line.strip():
+                    tail = (tail + [line.rstrip()])[-50:]
+                    if log:
+                        log(line.rstrip())
+        img = client().images.get(tag)
+    return BuiltImage(tag, img.id, cached=False, seconds=time.monotonic() - started, log_tail=tail)
+
+
+def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def _shell(cmd: str) -> str:
+    # JSON exec form keeps multi-line commands and quoting exactly as written; /bin/sh because
+    # not every image has bash. `set -e` so a failing line in a multi-line command fails the build.
+    return json.dumps(["/bin/sh", "-c", "set -e\n" + cmd])
+
+
+def _hash(key: dict) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,162 @@
+"""Snapshots of a repository at one commit, with no trace of any other commit.
+
+The agent must not be able to read the fix from history (`git log --all`, the reflog, packed or
+dangling objects, remotes, stashes). So we never copy a `.git` directory: we write the base
+commit's tree into a new folder and make a brand-new repository whose only commit holds that
+tree. Author, committer and dates are fixed, so the same tree always gives the same commit id,
+which keeps image tags stable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from .errors import RepositoryError
+
+SNAPSHOT_FORMAT = 1  # bump when the layout of a snapshot changes: it is part of image hashes
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "wholeloop",
+    "GIT_AUTHOR_EMAIL": "snapshot@wholeloop.invalid",
+    "GIT_COMMITTER_NAME": "wholeloop",
+    "GIT_COMMITTER_EMAIL": "snapshot@wholeloop.invalid",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    source: str  # where the repository came from, as the task names it
+    source_commit: str  # full id of the base commit in the source repository
+    tree: str  # id of the base tree (same in source and snapshot)
+    commit: str  # id of the single commit in the snapshot repository
+    path: Path  # the snapshot folder on the host (work tree + fresh .git)
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("WHOLELOOP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "wholeloop"
+    )
+    return Path(root)
+
+
+def open_repository(source: str) -> git.Repo:
+    """Open a local repository, or a cached bare mirror of a bundle or remote URL.
+
+    Raises RepositoryError when the source cannot be read.
+    """
+    path = Path(source)
+    try:
+        if path.is_dir():
+            return git.Repo(path)
+        if not path.exists() and "://" not in source and not source.startswith("git@"):
+            raise RepositoryError(
+                f"repository not found: {source}",
+                hint="Repository paths in a task spec are relative to the spec file.",
+            )
+        key = hashlib.sha256(str(path.resolve() if path.exists() else source).encode()).hexdigest()[:16]
+        mirror = _cache_dir() / "repos" / key
+        if mirror.exists():
+            repo = git.Repo(mirror)
+            if path.is_file():  # a bundle may have been regenerated: keep the mirror current
+                repo.git.fetch(str(path.resolve()), "+refs/*:refs/*", "--prune")
+            return repo
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
+        git.Repo.clone_from(str(path.resolve()) if path.exists() else source, tmp, mirror=True)
+        os.replace(tmp, mirror)  # atomic: concurrent workers never see a half clone
+        return git.Repo(mirror)
+    except git.exc.GitError as exc:  # translate at the boundary
+        raise RepositoryError(f"cannot read repository {source}: {_git_message(exc)}") from exc
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) or "Directory not empty" in str(exc):
+            return git.Repo(mirror)  # another worker finished the same clone first
+        raise RepositoryError(f"cannot read repository {source}: {exc}") from exc
+
+
+def resolve_commit(repo: git.Repo, commit: str, source: str = "") -> git.Commit:
+    """The commit object for an id or ref; RepositoryError when it does not exist."""
+    try:
+        obj = repo.commit(commit)
+    except (git.exc.GitError, ValueError, IndexError) as exc:
+        raise RepositoryError(
+            f"commit {commit!r} not found in {source or repo.git_dir}",
+            hint="Check base_commit in the task spec (a full or abbreviated id, or a ref).",
+        ) from exc
+    return obj
+
+
+def make_snapshot(source: str, commit: str, dest: Path) -> Snapshot:
+    """Write the tree of `commit` into `dest` (which must not exist) as a one-commit repository."""
+    repo = open_repository(source)
+    base = resolve_commit(repo, commit, source)
+    dest = Path(dest)
+    dest.mkdir(parents=True)
+    index = Path(tempfile.mkdtemp()) / "index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        # A private index: the source repository's own index and HEAD stay untouched.
+        repo.git.read_tree(base.hexsha, env=env)
+        repo.git.checkout_index("--all", f"--prefix={dest}/", env=env)
+        fresh = git.Repo.init(dest, initial_branch="main")
+        fresh.git.add("--all", "--force")  # every file came from the tree, even ignored ones
+        fresh.git.commit("--no-verify", "--allow-empty", "-q", "-m", "base", env=_IDENTITY)
+        new_commit = fresh.head.commit.hexsha
+        shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)
+        for sample in (dest / ".git" / "hooks").glob("*"):
+            sample.unlink()
+    except git.exc.GitError as exc:
+        raise RepositoryError(f"cannot snapshot {source} at {commit}: {_git_message(exc)}") from exc
+    finally:
+        shutil.rmtree(index.parent, ignore_errors=True)
+    return Snapshot(source, base.hexsha, base.tree.hexsha, new_commit, dest)
+
+
+def tar_directory(path: Path, arcname: str = ".") -> bytes:
+    """A tar archive of `path` owned by root, for `put_archive` or a build context."""
+    buf = io.BytesIO()
+
+    def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(path), arcname=arcname, filter=as_root)
+    return buf.getvalue()
+
+
+def _git_message(exc: git.exc.GitError) -> str:
+    stderr = getattr(exc, "stderr", "") or ""
+    return (stderr.strip().splitlines() or [str(exc)])[-1].strip().removeprefix("stderr: ").strip("'")
+
+
+def cached_snapshot(source: str, commit: str) -> Snapshot:
+    """The snapshot of `source` at `commit`, made once and kept in the cache folder.
+
+    Concurrent callers are safe: each builds in its own temporary folder and the first rename wins.
+    """
+    repo = open_repository(source)
+    base = resolve_commit(repo, commit, source)
+    key = hashlib.sha256(f"{SNAPSHOT_FORMAT}:{source}".encode()).hexdigest()[:12]
+    final = _cache_dir() / "snapshots" / f"{key}-{base.hexsha[:16]}"
+    if not (final / ".git").is_dir():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
+        made = make_snapshot(source, base.hexsha, tmp / "repo")
+        try:
+            os.replace(made.path, final)
+        except OSError:
+            pass  # another worker won the race; its snapshot is identical
+        shutil.rmtree(tmp, ignore_errors=True)
+    fresh = git.Repo(final)
+    return Snapshot(source, base.hexsha, base.tree.hexsha, fresh.head.commit.hexsha, final)
