@@ -1,0 +1,68 @@
+"""`wholeloop doctor`: can this machine run tasks? Each problem comes with the command that fixes it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from rich.console import Console
+
+MIN_FREE_GB = 5.0
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    fatal: bool = True
+
+
+def checks() -> list[Check]:
+    from sandbox.engine import API_VERSION, client
+    from sandbox.errors import SandboxError
+    from sandbox.images import DEFAULT_BASE, image_exists
+
+    found: list[Check] = []
+    try:
+        version = client().version()
+        api = version.get("ApiVersion", "?")
+        found.append(Check("docker engine", True, f"Docker {version.get('Version')} (API {api}; we use {API_VERSION})"))
+        too_old = tuple(int(x) for x in api.split(".")) < tuple(int(x) for x in API_VERSION.split("."))
+        if too_old:
+            found.append(Check("engine API", False, f"API {api} is older than {API_VERSION}", "upgrade Docker to 20.10 or newer"))
+    except SandboxError as exc:
+        found.append(Check("docker engine", False, str(exc), "bash scripts/setup.sh   (installs and starts dockerd)"))
+        return found
+    try:
+        has_base = image_exists(DEFAULT_BASE)
+    except SandboxError as exc:
+        has_base = False
+        found.append(Check("images", False, str(exc)))
+    found.append(
+        Check("base image", has_base, DEFAULT_BASE + (" present" if has_base else " missing"),
+              "wholeloop images bootstrap   (or pull an image and name it in your tasks)", fatal=False)
+    )
+    try:
+        root = client().info().get("DockerRootDir", "/var/lib/docker")
+        free = shutil.disk_usage(root if os.path.exists(root) else "/").free / 1e9
+        found.append(Check("free disk", free >= MIN_FREE_GB, f"{free:.1f} GB free under {root}",
+                           "free space (wholeloop prune --images; docker system prune)"))
+    except (SandboxError, OSError) as exc:
+        found.append(Check("free disk", False, str(exc), fatal=False))
+    return found
+
+
+def run_checks(console: Console | None = None) -> bool:
+    console = console or Console()
+    results = checks()
+    for check in results:
+        mark = "[green]ok[/]  " if check.ok else ("[red]FAIL[/]" if check.fatal else "[yellow]warn[/]")
+        console.print(f"{mark} {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            console.print(f"      fix: {check.fix}")
+    healthy = all(c.ok or not c.fatal for c in results)
+    console.print("[green]this machine can run tasks[/]" if healthy else "[red]this machine cannot run tasks yet[/]")
+    return healthy

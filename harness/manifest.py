@@ -1,0 +1,106 @@
+"""manifest.json: the recipe behind every number in a run.
+
+Command line, versions (wholeloop and its git commit, dependencies, Python, Docker engine), host
+facts, the agent configuration, the tasks with content hashes and their image ids, and times.
+Secrets never go in: model base URLs are recorded, keys are not.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__
+
+MANIFEST_SCHEMA = 1
+_DEPENDENCIES = ["docker", "gitpython", "anthropic", "openai", "litellm", "tenacity", "pydantic", "rich", "click", "PyYAML"]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name in _DEPENDENCIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _engine() -> dict:
+    try:
+        from sandbox.engine import client
+
+        info = client().version()
+        return {"version": info.get("Version"), "api_version": info.get("ApiVersion"), "os": info.get("Os")}
+    except Exception as exc:  # the manifest must never fail a run
+        return {"error": str(exc)}
+
+
+def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict) -> dict:
+    return {
+        "schema_version": MANIFEST_SCHEMA,
+        "run_id": run_id,
+        "command": sys.argv,
+        "cwd": os.getcwd(),
+        "wholeloop": {"version": __version__, "git_commit": _git_commit()},
+        "python": sys.version.split()[0],
+        "dependencies": _versions(),
+        "docker_engine": _engine(),
+        "host": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "cpu": _cpu_model(),
+            "cpus": os.cpu_count(),
+            "memory_bytes": _memory_bytes(),
+        },
+        "agent": agent,
+        "options": options,
+        "tasks": {
+            t.id: {"content_hash": t.content_hash(), "spec": str(t.spec_path), "repo": t.repo, "base_commit": t.base_commit}
+            for t in tasks
+        },
+        "images": {},
+        "started_at": now(),
+        "finished_at": None,
+        "sessions": [{"started_at": now(), "command": sys.argv}],
+    }

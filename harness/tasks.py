@@ -1,0 +1,268 @@
+"""Task specs: what to evaluate, validated strictly, with errors that name the file and the field.
+
+A task is one YAML file (`tasks/**/*.yaml`). Relative paths inside it (repository, patch files,
+Dockerfile) are relative to the spec file, so a folder of specs can be moved as a whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from sandbox import DEFAULT_BASE, EnvSpec, Limits
+
+# Files a test runner reads that an agent must not be able to plant or change to pass the grade.
+DEFAULT_PROTECTED = [
+    "**/conftest.py",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/tests/**",
+    "**/testing/**",
+    "pytest.ini",
+    "tox.ini",
+    "**/__snapshots__/**",
+]
+SYSTEM_CA_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
+
+
+class TaskSpecError(ValueError):
+    """A task spec is malformed; the message names the file and each bad field."""
+
+    hint = "Fix the spec, then check it with `wholeloop tasks validate PATH`."
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Environment(_Strict):
+    image: str = Field(DEFAULT_BASE, description="base image, pulled when missing (see pull)")
+    pull: Literal["if-missing", "always", "never"] = "if-missing"
+    dockerfile: str | None = Field(None, description="Dockerfile (relative to the spec) instead of image")
+    setup: list[str] = Field(default_factory=list, description="commands run once per environment, no repository")
+    install: list[str] = Field(default_factory=list, description="commands run in the repository (pip install -e .)")
+    env: dict[str, str] = Field(default_factory=dict)
+    trust_ca_bundle: bool | str = Field(
+        True,
+        description="true: trust the host's CA bundle ($WHOLELOOP_CA_BUNDLE, $SSL_CERT_FILE or the system one) "
+        "during setup; a path: that bundle; false: the image's own trust store only",
+    )
+    network: bool = Field(True, description="network during setup and install (agents never have it)")
+    python_venv: bool = True
+
+
+class HiddenTests(_Strict):
+    command: str = Field(..., description="runs the hidden tests in the grading container")
+    patch: str | None = Field(None, description="unified diff adding/changing test files")
+    patch_file: str | None = None
+    files: dict[str, str] = Field(default_factory=dict, description="path in the repository -> content")
+    parser: Literal["pytest"] = "pytest"
+
+    @model_validator(mode="after")
+    def _one_patch(self) -> HiddenTests:
+        if self.patch and self.patch_file:
+            raise ValueError("give either patch or patch_file, not both")
+        return self
+
+
+class LimitsSpec(_Strict):
+    cpus: float | None = Field(None, gt=0)
+    memory: str | None = None
+    pids: int | None = Field(None, gt=0)
+    output_bytes: int | None = Field(None, gt=0)
+    command_timeout_s: float | None = Field(None, gt=0)
+
+    def apply(self, base: Limits) -> Limits:
+        return base.with_(**self.model_dump())
+
+
+class Timeouts(_Strict):
+    agent_s: float = Field(1800, gt=0, description="wall time for the agent phase")
+    tests_s: float = Field(900, gt=0, description="wall time for the hidden test command")
+
+
+class Task(_Strict):
+    id: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    repo: str = Field(..., description="local path (relative to the spec), git bundle, or git URL")
+    base_commit: str
+    problem_statement: str
+    environment: Environment = Field(default_factory=Environment)
+    test_command: str | None = Field(None, description="the visible test command the agent may run")
+    hidden_tests: HiddenTests
+    fail_to_pass: list[str] = Field(..., alias="FAIL_TO_PASS", min_length=1)
+    pass_to_pass: list[str] = Field(default_factory=list, alias="PASS_TO_PASS")
+    gold_patch: str | None = None
+    gold_patch_file: str | None = None
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _spec_path: Path | None = PrivateAttr(None)
+
+    @field_validator("problem_statement", "base_commit", "repo")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _one_gold(self) -> Task:
+        if self.gold_patch and self.gold_patch_file:
+            raise ValueError("give either gold_patch or gold_patch_file, not both")
+        return self
+
+    # ---------------------------------------------------------------- paths and content
+
+    @property
+    def spec_path(self) -> Path | None:
+        return self._spec_path
+
+    def _rel(self, value: str) -> Path:
+        path = Path(os.path.expanduser(value))
+        if not path.is_absolute() and self._spec_path is not None:
+            path = self._spec_path.parent / path
+        return path
+
+    def repo_source(self) -> str:
+        """The repository as git can open it: an absolute local path, or the URL unchanged."""
+        if "://" in self.repo or self.repo.startswith("git@"):
+            return self.repo
+        return str(self._rel(self.repo).resolve())
+
+    def _read(self, inline: str | None, file: str | None, what: str) -> str:
+        if inline is not None:
+            return inline
+        if file is None:
+            return ""
+        path = self._rel(file)
+        try:
+            return path.read_text()
+        except OSError as exc:
+            raise TaskSpecError(f"{self._spec_path}: {what}: cannot read {path}: {exc.strerror}") from exc
+
+    def gold(self) -> str:
+        return self._read(self.gold_patch, self.gold_patch_file, "gold_patch_file")
+
+    def test_patch(self) -> str:
+        return self._read(self.hidden_tests.patch, self.hidden_tests.patch_file, "hidden_tests.patch_file")
+
+    def env_spec(self) -> EnvSpec:
+        env = self.environment
+        return EnvSpec(
+            image=env.image,
+            pull=env.pull,
+            dockerfile=str(self._rel(env.dockerfile)) if env.dockerfile else None,
+            setup=tuple(env.setup),
+            env=tuple(sorted(env.env.items())),
+            ca_bundle=self.ca_bundle(),
+            network=env.network,
+            python_venv=env.python_venv,
+        )
+
+    def ca_bundle(self) -> str | None:
+        choice = self.environment.trust_ca_bundle
+        if choice is False:
+            return None
+        if isinstance(choice, str):
+            return str(self._rel(choice))
+        for candidate in (os.environ.get("WHOLELOOP_CA_BUNDLE"), os.environ.get("SSL_CERT_FILE"), *SYSTEM_CA_BUNDLES):
+            if candidate and Path(candidate).is_file():
+                return candidate
+        return None
+
+    def content_hash(self) -> str:
+        """Changes whenever anything that affects the task's outcome changes."""
+        data = self.model_dump(mode="json", by_alias=True)
+        data["_gold"] = self.gold()
+        data["_test_patch"] = self.test_patch()
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# -------------------------------------------------------------------------- loading
+
+
+def _format_errors(path: Path, exc: ValidationError) -> str:
+    lines = [f"{path}: invalid task spec"]
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = "unknown key (not part of the task format)" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"  {where}: {msg}")
+    return "\n".join(lines)
+
+
+def load_task(path: Path) -> Task:
+    """Read and validate one spec file. Raises TaskSpecError naming the file and fields."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise TaskSpecError(f"{path}: cannot read: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise TaskSpecError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise TaskSpecError(f"{path}: a task spec must be a mapping of keys to values")
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as exc:
+        raise TaskSpecError(_format_errors(path, exc)) from None
+    task._spec_path = path.resolve()
+    return task
+
+
+def spec_files(paths: list[str | Path]) -> list[Path]:
+    """Spec files named directly or found (recursively) in the named folders, sorted."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            out += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise TaskSpecError(f"{path}: no such file or folder")
+    return out
+
+
+def load_tasks(paths: list[str | Path]) -> list[Task]:
+    """All tasks under `paths`; raises TaskSpecError listing every bad file, or duplicate ids."""
+    tasks, problems, seen = [], [], {}
+    for file in spec_files(paths):
+        try:
+            task = load_task(file)
+        except TaskSpecError as exc:
+            problems.append(str(exc))
+            continue
+        if task.id in seen:
+            problems.append(f"{file}: task id {task.id!r} is also used by {seen[task.id]}")
+            continue
+        seen[task.id] = file
+        tasks.append(task)
+    if problems:
+        raise TaskSpecError("\n".join(problems))
+    return tasks
+
+
+def dump_task(task: Task) -> str:
+    """YAML for a task, keys in the documented order, defaults left out, long text as blocks."""
+    data = task.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    pass
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_representer)

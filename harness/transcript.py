@@ -1,0 +1,254 @@
+"""Typed transcript events and an append-only JSONL writer/reader.
+
+A transcript is what a reviewer reads to see *why* an attempt ended the way it did, so every event
+is written and flushed the moment it happens: a crash leaves everything up to the crash. Big
+payloads are capped (a viewer must be able to open the file) and secrets from the environment are
+scrubbed from every string before it reaches disk.
+
+This module is a leaf: it imports pydantic and the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = 1
+MAX_TEXT = 20_000  # characters kept of any one string field in an event
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    seq: int = 0
+    time: str = ""  # ISO 8601, UTC
+    elapsed_s: float = 0.0  # since the transcript was opened
+
+
+class AttemptStart(_Event):
+    type: Literal["attempt_start"] = "attempt_start"
+    task_id: str
+    attempt: int
+    repeat: int = 0
+    config: str = ""
+    image: str = ""
+
+
+class Phase(_Event):
+    """A timed piece of infrastructure work: image, container start, grading..."""
+
+    type: Literal["phase"] = "phase"
+    name: str
+    seconds: float
+    detail: str = ""
+
+
+class ModelRequest(_Event):
+    type: Literal["model_request"] = "model_request"
+    step: int
+    messages_hash: str  # hash of the whole conversation sent
+    new_messages: list[dict[str, Any]]  # only what was added since the previous request
+
+
+class ModelResponse(_Event):
+    type: Literal["model_response"] = "model_response"
+    step: int
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    stop_reason: str = ""
+    usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    retry_wait_s: float = 0.0
+    model: str = ""
+
+
+class Retry(_Event):
+    type: Literal["retry"] = "retry"
+    step: int
+    attempt: int
+    error_type: str
+    status_code: int | None = None
+    message: str = ""
+    wait_s: float = 0.0
+
+
+class ToolCallEvent(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    step: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str = ""
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    step: int
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    exit_code: int | None = None
+    truncated: bool = False
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+class TestRun(_Event):
+    type: Literal["test_run"] = "test_run"
+    step: int
+    command: str
+    exit_code: int | None
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    failing: list[str] = Field(default_factory=list)
+    green: bool = False
+
+
+class LimitHit(_Event):
+    type: Literal["limit"] = "limit"
+    limit: str
+    value: float
+    maximum: float
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    where: str
+    error_type: str
+    message: str
+
+
+class Stop(_Event):
+    type: Literal["stop"] = "stop"
+    reason: str  # submitted | no_tool_call | step_limit | time_limit | token_limit | cost_limit | model_error | ...
+    detail: str = ""
+
+
+class PatchEvent(_Event):
+    type: Literal["patch"] = "patch"
+    attempt: int
+    bytes: int
+    files: list[str] = Field(default_factory=list)
+    diff: str = ""
+
+
+class GradeEvent(_Event):
+    type: Literal["grade"] = "grade"
+    attempt: int
+    outcome: str
+    resolved: bool
+    failing: list[str] = Field(default_factory=list)
+    detail: str = ""
+
+
+class Feedback(_Event):
+    type: Literal["feedback"] = "feedback"
+    attempt: int
+    mode: str
+    text: str
+
+
+Event = Annotated[
+    AttemptStart | Phase | ModelRequest | ModelResponse | Retry | ToolCallEvent | ToolResultEvent | TestRun
+    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback,
+    Field(discriminator="type"),
+]
+_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names look secret (long enough to be real)."""
+    env = os.environ if environ is None else environ
+    return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True)
+
+
+def scrub(value: Any, secrets: list[str]) -> Any:
+    """Replace every secret in every string of a JSON-like value, and cap long strings."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, "[REDACTED]")
+        if len(value) > MAX_TEXT:
+            cut = len(value) - MAX_TEXT
+            value = value[: MAX_TEXT // 2] + f"\n[... {cut} characters not kept in the transcript ...]\n" + value[-MAX_TEXT // 2 :]
+        return value
+    if isinstance(value, dict):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    return value
+
+
+class TranscriptWriter:
+    """Appends events to a JSONL file, one line each, flushed (and fsynced) as they happen."""
+
+    def __init__(self, path: Path, *, secrets: list[str] | None = None, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._secrets = secret_values() if secrets is None else secrets
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+        _drop_torn_tail(self.path)
+        existing = read_transcript(self.path) if self.path.exists() else []
+        self._seq = existing[-1].seq + 1 if existing else 0
+        self._fh = open(self.path, "a", encoding="utf-8")
+
+    def write(self, event: _Event) -> _Event:
+        with self._lock:
+            event.seq = self._seq
+            event.time = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+            event.elapsed_s = round(time.monotonic() - self._t0, 3)
+            data = scrub(event.model_dump(mode="json"), self._secrets)
+            self._fh.write(json.dumps(data, ensure_ascii=False) + "\n")
+            self._fh.flush()
+            if self._fsync:
+                os.fsync(self._fh.fileno())
+            self._seq += 1
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> TranscriptWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_transcript(path: Path) -> list[_Event]:
+    """All complete events of a transcript; a torn last line (a crash mid-write) is skipped."""
+    events: list[_Event] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break  # torn write
+            try:
+                events.append(_adapter.validate_python(json.loads(line)))
+            except (ValueError, TypeError):
+                continue  # an event type from a newer version: keep reading
+    return events
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a half-written last line (left by a crash) so the next event starts on its own line."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
