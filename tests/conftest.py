@@ -1,0 +1,110 @@
+"""Shared fixtures. Tests marked `docker` use the real engine: in CI (CI=true) a missing engine is
+a failure, elsewhere those tests are skipped with the command that would make them run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _engine_ok() -> str | None:
+    try:
+        from sandbox.engine import client
+        from sandbox.images import DEFAULT_BASE, image_exists
+
+        client()
+        if not image_exists(DEFAULT_BASE):
+            return f"base image {DEFAULT_BASE} missing (run: bash scripts/setup.sh)"
+    except Exception as exc:  # any reason the engine can't be used
+        return f"Docker engine not usable: {exc} (run: bash scripts/setup.sh)"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if not any(item.get_closest_marker("docker") for item in items):
+        return
+    problem = _engine_ok()
+    if problem is None:
+        return
+    if os.environ.get("CI"):
+        raise pytest.UsageError(f"CI needs Docker for the tests marked docker: {problem}")
+    for item in items:
+        if item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.skip(reason=problem))
+
+
+def git(cwd: Path, *args: str, env: dict | None = None) -> str:
+    full_env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        **(env or {}),
+    }
+    out = subprocess.run(["git", *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def tiny_task(tmp_path: Path):
+    """A real git repository with a bug, its later fix (the future), and a task spec for it.
+
+    Returns a dict with the spec path, the repo path, and the base and fix commit ids.
+    """
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, {
+        "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+        "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+        "data.bin": "",
+    })
+    (repo / "data.bin").write_bytes(bytes(range(256)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo, {
+        "calc/__init__.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+        "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    })
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "FIX-SECRET-MARKER: add must add")
+    fix = git(repo, "rev-parse", "HEAD")
+    git(repo, "tag", "v-fixed")
+    gold = git(repo, "diff", base, fix, "--", "calc")
+    test_patch = git(repo, "diff", base, fix, "--", "tests")
+    git(repo, "checkout", "-q", "-b", "feature", base)  # a branch and a reflog with the future in it
+    git(repo, "checkout", "-q", "main")
+    spec_dir = tmp_path / "specs"
+    spec_dir.mkdir()
+    (spec_dir / "gold.diff").write_text(gold + "\n")
+    (spec_dir / "test.diff").write_text(test_patch + "\n")
+    (spec_dir / "tiny.yaml").write_text(textwrap.dedent(f"""\
+        id: tiny-001
+        repo: ../repo
+        base_commit: {base}
+        problem_statement: add() subtracts instead of adding.
+        environment:
+          setup: ["pip install -q pytest==8.3.4"]
+        test_command: python -m pytest -q
+        hidden_tests:
+          command: python -m pytest -rA -p no:cacheprovider tests
+          patch_file: test.diff
+        FAIL_TO_PASS: [tests/test_add.py::test_add]
+        PASS_TO_PASS: [tests/test_mul.py::test_mul]
+        gold_patch_file: gold.diff
+        limits: {{command_timeout_s: 60}}
+        """))
+    return {"spec": spec_dir / "tiny.yaml", "dir": spec_dir, "repo": repo, "base": base, "fix": fix}

@@ -1,0 +1,73 @@
+from harness.parsers.pytest import parse_pytest
+
+OUTPUT = """\
+============================= test session starts ==============================
+collected 5 items
+
+tests/test_a.py .F.                                                      [ 60%]
+tests/test_b.py .E                                                       [100%]
+
+==================================== ERRORS ====================================
+=================================== FAILURES ===================================
+_________________________________ test_two ___________________________________
+----------------------------- Captured stdout call -----------------------------
+PASSED tests/test_a.py::test_two
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+PASSED tests/test_a.py::test_three[a - b]
+PASSED tests/test_b.py::test_four
+FAILED tests/test_a.py::test_two - AssertionError: assert 1 == 2
+ERROR tests/test_b.py::test_five - RuntimeError: boom
+SKIPPED [1] tests/test_b.py:9: no network
+==================== 1 failed, 3 passed, 1 skipped, 1 error in 0.12s ====================
+"""
+
+
+def test_summary_block_gives_statuses_with_swebench_node_ids():
+    report = parse_pytest(OUTPUT)
+    assert report.statuses == {
+        "tests/test_a.py::test_one": "PASSED",
+        "tests/test_a.py::test_three[a - b]": "PASSED",
+        "tests/test_b.py::test_four": "PASSED",
+        "tests/test_a.py::test_two": "FAILED",
+        "tests/test_b.py::test_five": "ERROR",
+    }
+    assert report.counts == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}
+    assert report.consistent_with(1) == (True, "")
+
+
+def test_printed_result_lines_outside_the_last_summary_do_not_count():
+    faked = "=== short test summary info ===\nPASSED tests/test_a.py::test_two\n" + OUTPUT
+    assert parse_pytest(faked).statuses["tests/test_a.py::test_two"] == "FAILED"
+
+
+def test_exit_code_contradicting_the_output_is_inconsistent():
+    report = parse_pytest(OUTPUT)
+    ok, why = report.consistent_with(0)
+    assert not ok and "exit code 0" in why
+    only_passes = parse_pytest("=== short test summary info ===\nPASSED t.py::a\n=== 1 passed in 0.1s ===\n")
+    assert only_passes.consistent_with(0) == (True, "")
+    assert not only_passes.consistent_with(1)[0]
+
+
+def test_counts_mismatch_is_inconsistent():
+    text = "=== short test summary info ===\nPASSED t.py::a\nPASSED t.py::b\n=== 1 passed in 0.1s ===\n"
+    ok, why = parse_pytest(text).consistent_with(0)
+    assert not ok and "1 passed" in why
+
+
+def test_collection_error_and_teardown_error():
+    text = (
+        "=== short test summary info ===\nERROR tests/test_x.py - ImportError: nope\n"
+        "PASSED tests/test_y.py::t\nERROR tests/test_y.py::t - teardown failed\n"
+        "=== 1 passed, 2 errors in 0.1s ===\n"
+    )
+    report = parse_pytest(text)
+    assert report.collection_errors == ["tests/test_x.py"]
+    assert report.statuses == {"tests/test_y.py::t": "ERROR"}
+    assert report.consistent_with(1) == (True, "")
+
+
+def test_no_summary():
+    report = parse_pytest("Traceback (most recent call last):\nSyntaxError\n")
+    assert not report.found_summary and report.statuses == {}

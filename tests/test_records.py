@@ -1,0 +1,83 @@
+import json
+
+from harness.grading import Outcome, classify
+from harness.records import ResultRow, ResultsFile, latest_rows
+from harness.tasks import Task
+from harness.transcript import Stop, ToolResultEvent, TranscriptWriter, read_transcript, scrub, secret_values
+from sandbox.container import _Capped
+
+
+def make_task(**kw):
+    data = {"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p",
+            "hidden_tests": {"command": "pytest"}, "FAIL_TO_PASS": ["a", "b"], "PASS_TO_PASS": ["c"], **kw}
+    return Task.model_validate(data)
+
+
+def test_classify_outcomes():
+    task = make_task()
+    assert classify(task, {"a": "PASSED", "b": "XFAIL", "c": "PASSED"}, 0, True, "").outcome is Outcome.resolved
+    assert classify(task, {"a": "PASSED", "b": "FAILED", "c": "PASSED"}, 1, True, "").outcome is Outcome.unresolved
+    assert classify(task, {"a": "PASSED", "b": "PASSED"}, 0, True, "").outcome is Outcome.regression  # c missing
+    assert classify(task, {"a": "PASSED", "b": "PASSED", "c": "SKIPPED"}, 0, True, "").outcome is Outcome.resolved
+    inconsistent = classify(task, {"a": "PASSED", "b": "PASSED", "c": "PASSED"}, 1, False, "why")
+    assert inconsistent.outcome is Outcome.unresolved and not inconsistent.resolved
+
+
+def row(task_id, outcome="resolved", attempt=1):
+    return ResultRow(run_id="r", task_id=task_id, task_hash="h", config="c", agent="gold",
+                     outcome=outcome, resolved=outcome == "resolved", attempt=attempt)
+
+
+def test_results_file_survives_a_torn_last_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    results = ResultsFile(path)
+    results.append(row("a"))
+    with open(path, "a") as fh:
+        fh.write('{"run_id": "r", "task_')  # a crash mid-write
+    results = ResultsFile(path)  # reopening repairs
+    results.append(row("b"))
+    assert [r.task_id for r in results.rows()] == ["a", "b"]
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_latest_row_per_attempt_wins():
+    rows = [row("a", "infra_error"), row("a", "resolved"), row("b")]
+    assert sorted((r.task_id, r.outcome) for r in latest_rows(rows)) == [("a", "resolved"), ("b", "resolved")]
+
+
+def test_transcript_scrubs_secrets_and_caps_payloads(tmp_path):
+    secrets = secret_values({"ANTHROPIC_API_KEY": "sk-ant-canary-123456", "HOME": "/root", "X_TOKEN": "short"})
+    assert secrets == ["sk-ant-canary-123456"]
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path, secrets=secrets, fsync=False) as tw:
+        tw.write(ToolResultEvent(step=1, call_id="1", name="bash", output="key=sk-ant-canary-123456 " + "x" * 50_000))
+        tw.write(Stop(reason="submitted"))
+    text = path.read_text()
+    assert "canary" not in text and "[REDACTED]" in text and len(text) < 30_000
+    events = read_transcript(path)
+    assert [e.type for e in events] == ["tool_result", "stop"] and events[1].seq == 1
+    assert scrub({"a": ["sk-ant-canary-123456"]}, secrets) == {"a": ["[REDACTED]"]}
+
+
+def test_transcript_appends_after_a_torn_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path, secrets=[], fsync=False) as tw:
+        tw.write(Stop(reason="a"))
+    with open(path, "a") as fh:
+        fh.write('{"type": "sto')
+    with TranscriptWriter(path, secrets=[], fsync=False) as tw:
+        tw.write(Stop(reason="b"))
+    assert [e.reason for e in read_transcript(path)] == ["a", "b"]
+
+
+def test_capped_output_keeps_head_and_tail_with_a_marker():
+    cap = _Capped(10)
+    for chunk in (b"0123", b"4567", b"89abcdef"):
+        cap.add(chunk)
+    text = cap.text()
+    assert cap.truncated and cap.total == 16
+    assert text.startswith("01234") and text.endswith("bcdef") and "6 bytes of output truncated" in text
+    small = _Capped(10)
+    small.add("é".encode()[:1])
+    small.add("é".encode()[1:])  # a multi-byte character split across reads decodes whole
+    assert small.text() == "é" and not small.truncated

@@ -1,0 +1,106 @@
+"""The sandbox contract against the real Docker engine."""
+
+import time
+
+import pytest
+
+from sandbox import FileOpError, Limits, Sandbox
+from sandbox.images import DEFAULT_BASE
+from sandbox.engine import client, prune_containers
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox.start(DEFAULT_BASE, limits=Limits(output_bytes=4096, command_timeout_s=30), workdir="/tmp") as box:
+        yield box
+
+
+def test_exec_returns_code_and_separate_streams(sb):
+    result = sb.exec("echo out; echo err >&2; exit 3")
+    assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert not result.timed_out and not result.truncated
+    assert sb.exec("cat", stdin=b"fed through stdin").stdout == "fed through stdin"
+
+
+def test_timeout_kills_the_whole_tree_including_setsid_daemons(sb):
+    started = time.monotonic()
+    result = sb.exec("setsid sleep 1000 & (sleep 1000 &) ; sleep 1000", timeout=1)
+    assert result.timed_out and result.returncode in (124, 137)
+    assert time.monotonic() - started < 8
+    assert "timed out" in result.stderr
+    left = sb.exec("ps -eo args | grep -c '^sleep 1000' || true").stdout.strip()
+    assert left == "0"
+
+
+def test_output_is_capped_with_a_visible_marker(sb):
+    result = sb.exec("head -c 50000000 /dev/zero | tr '\\0' x; echo END")
+    assert result.truncated and result.output_bytes == 50_000_004
+    assert "bytes of output truncated" in result.stdout and result.stdout.endswith("END\n")
+    assert len(result.stdout) < 5000
+
+
+def test_invalid_utf8_is_replaced_once_at_the_end(sb):
+    result = sb.exec("printf 'a\\xff\\xe2\\x82'; printf '\\xacb'")
+    assert result.stdout == "a\ufffd€b"
+
+
+def test_files_round_trip_bytes_and_create_parents(sb):
+    payload = bytes(range(256)) * 10
+    sb.write_file("/tmp/deep/er/f.bin", payload)
+    assert sb.read_file("/tmp/deep/er/f.bin") == payload
+    with pytest.raises(FileOpError):
+        sb.read_file("/tmp/missing.txt")
+    with pytest.raises(FileOpError):
+        sb.read_file("/tmp/deep")
+
+
+def test_network_is_off_by_default(sb):
+    result = sb.exec("python3 -c \"import socket; socket.create_connection(('pypi.org', 443), timeout=3)\"")
+    assert result.returncode != 0
+
+
+def test_limits_are_applied():
+    with Sandbox.start(DEFAULT_BASE, limits=Limits(pids=64, memory="256m", cpus=0.5), workdir="/") as box:
+        host = client().api.inspect_container(box.id)["HostConfig"]
+        assert (host["PidsLimit"], host["Memory"], host["NanoCpus"]) == (64, 256 * 2**20, 500_000_000)
+        assert host["NetworkMode"] == "none"
+        bomb = box.exec("for i in $(seq 200); do sleep 5 & done; wait", timeout=3)
+        assert "Resource temporarily unavailable" in bomb.stderr or "fork" in bomb.stderr
+
+
+def test_diff_covers_new_deleted_and_binary_files_without_touching_the_index():
+    with Sandbox.start(DEFAULT_BASE, workdir="/r") as box:
+        box.exec(["mkdir", "-p", "/r"], cwd="/")
+        setup = "git init -q -b main && printf 'a\\n' > keep.txt && printf 'b\\n' > gone.txt && " \
+                "git add -A && git -c user.name=t -c user.email=t@t commit -qm base"
+        assert box.exec(setup).ok
+        base = box.exec("git rev-parse HEAD").stdout.strip()
+        box.exec("printf 'a2\\n' > keep.txt && rm gone.txt && printf 'new\\n' > new.txt")
+        box.write_file("/r/blob.bin", bytes(range(256)))
+        patch = box.diff(base)
+        assert "GIT binary patch" in patch
+        for name in ("keep.txt", "gone.txt", "new.txt", "blob.bin"):
+            assert f"b/{name}" in patch or f"a/{name}" in patch
+        assert box.exec("git status --porcelain").stdout.count("??") == 2  # agent's index untouched
+        # the agent committing its work does not hide it from the patch
+        box.exec("git add -A && git -c user.name=t -c user.email=t@t commit -qm mine")
+        assert box.diff(base) == patch
+
+
+def test_prune_removes_only_containers_of_dead_owners():
+    alive = Sandbox.start(DEFAULT_BASE, workdir="/")
+    orphan = client().containers.run(
+        DEFAULT_BASE, ["sleep", "infinity"], detach=True, init=True,
+        labels={"wholeloop": "1", "wholeloop.role": "agent", "wholeloop.owner": "%s:999999999" % __import__("socket").gethostname()},
+    )
+    try:
+        report = prune_containers()
+        assert orphan.name in report.removed and alive.name in report.kept_live
+    finally:
+        alive.close()
+        try:
+            orphan.remove(force=True)
+        except Exception:
+            pass

@@ -1,0 +1,79 @@
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.tasks import TaskSpecError, dump_task, load_task, load_tasks
+
+VALID = """\
+id: ok-1
+repo: ../repo
+base_commit: abc123
+problem_statement: It breaks.
+hidden_tests: {command: pytest -rA, patch: ""}
+FAIL_TO_PASS: [t.py::a]
+"""
+
+
+def spec(tmp_path, text, name="t.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_valid_spec_resolves_paths_relative_to_the_file(tmp_path):
+    task = load_task(spec(tmp_path, VALID))
+    assert task.repo_source() == str((tmp_path.parent / "repo").resolve())
+    assert task.fail_to_pass == ["t.py::a"] and task.pass_to_pass == []
+    assert task.limits.apply(__import__("sandbox").Limits()).network is False
+
+
+def test_unknown_key_names_file_and_field(tmp_path):
+    path = spec(tmp_path, VALID + "enviroment: {setup: []}\n")
+    with pytest.raises(TaskSpecError) as err:
+        load_task(path)
+    assert str(path) in str(err.value) and "enviroment: unknown key" in str(err.value)
+
+
+def test_nested_errors_name_the_field(tmp_path):
+    path = spec(tmp_path, VALID.replace("FAIL_TO_PASS: [t.py::a]", "FAIL_TO_PASS: []") + "limits: {cpus: -1}\n")
+    message = str(pytest.raises(TaskSpecError, load_task, path).value)
+    assert "FAIL_TO_PASS" in message and "limits.cpus" in message
+
+
+def test_bad_yaml_and_non_mapping(tmp_path):
+    assert "not valid YAML" in str(pytest.raises(TaskSpecError, load_task, spec(tmp_path, "id: [\n")).value)
+    assert "mapping" in str(pytest.raises(TaskSpecError, load_task, spec(tmp_path, "- a\n")).value)
+
+
+def test_duplicate_ids_and_all_bad_files_reported_together(tmp_path):
+    spec(tmp_path, VALID, "a.yaml")
+    spec(tmp_path, VALID, "b.yaml")
+    spec(tmp_path, "id: 1\n", "c.yaml")
+    message = str(pytest.raises(TaskSpecError, load_tasks, [tmp_path]).value)
+    assert "also used by" in message and "c.yaml" in message
+
+
+def test_missing_patch_file_is_a_clear_error(tmp_path):
+    task = load_task(spec(tmp_path, VALID + "gold_patch_file: nope.diff\n"))
+    assert "nope.diff" in str(pytest.raises(TaskSpecError, task.gold).value)
+
+
+def test_dump_round_trips(tmp_path):
+    task = load_task(spec(tmp_path, VALID.replace("It breaks.", "|\n  It breaks.\n  Badly.")))
+    again = load_task(spec(tmp_path, dump_task(task), "again.yaml"))
+    assert again.model_dump() == task.model_dump()
+
+
+def test_validate_command_reports_bad_specs_without_traceback(tmp_path):
+    spec(tmp_path, VALID + "bogus: 1\n")
+    result = CliRunner().invoke(main, ["tasks", "validate", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "bogus: unknown key" in result.output and "Traceback" not in result.output
+
+
+def test_validate_reports_missing_repository(tmp_path):
+    spec(tmp_path, VALID)
+    result = CliRunner().invoke(main, ["tasks", "validate", str(tmp_path)])
+    assert result.exit_code == 1 and "repository not found" in result.output
