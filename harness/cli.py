@@ -47,7 +47,13 @@ def main() -> None:
 
 @main.command()
 @click.argument("suite", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--agent", "agent_name", default="gold", show_default=True, help="gold | noop")
+@click.option("--agent", "agent_name", default=None, help="gold | noop | default (the tool-calling agent; the default when --model is given)")
+@click.option("--model", default=None, help="anthropic/<id>, openai/<id>, litellm/<provider>/<id> or replay:<recording>")
+@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False), help="agent config YAML (tools, prompts, limits)")
+@click.option("--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)")
+@click.option("--stream/--no-stream", default=False, help="use the provider's streaming API")
+@click.option("--temperature", type=float, default=None)
+@click.option("--max-tokens", type=int, default=None, help="output tokens per model call")
 @click.option("--out", type=click.Path(path_type=Path), help="run folder (re-use one to resume it)")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256))
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 1000), help="runs of each task")
@@ -57,7 +63,8 @@ def main() -> None:
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
-def run(suite, agent_name, out, workers, repeats, config_label, cpus, memory, pids, command_timeout, output_bytes):
+def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
+        config_label, cpus, memory, pids, command_timeout, output_bytes):
     """Run an agent on every task in SUITE (spec files or folders of them)."""
     from rich.console import Console
 
@@ -71,7 +78,10 @@ def run(suite, agent_name, out, workers, repeats, config_label, cpus, memory, pi
     tasks = load_tasks(list(suite))
     if not tasks:
         raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, suite)))
-    agent = get_agent(agent_name)
+    agent_name = agent_name or ("default" if model or agent_config else "gold")
+    agent = get_agent(agent_name, model=model, config_path=agent_config,
+                      model_options={"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {},
+                      settings={"temperature": temperature, "max_tokens": max_tokens})
     limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, command_timeout_s=command_timeout, output_bytes=output_bytes)
     options = RunOptions(out=Path("."), workers=workers, repeats=repeats, limits=limits, config=config_label)
     label = options.label(agent)
@@ -147,6 +157,19 @@ def report(runs, per_task):
         _, found = load_run(run_dir)
         rows += latest_rows(found)
     print_report(rows, Console(), per_task=per_task)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("task_id")
+@click.option("--config", default=None, help="only this configuration")
+@click.option("--repeat", type=int, default=None, help="only this repeat")
+@click.option("--full", is_flag=True, help="whole outputs instead of their last lines")
+def show(run_dir, task_id, config, repeat, full):
+    """Render an attempt's transcript: each step, what the agent ran and saw, the tests, the patch."""
+    from .report.show import show as render
+
+    render(run_dir, task_id, config=config, repeat=repeat, full=full)
 
 
 @main.command("export-predictions")

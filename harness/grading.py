@@ -132,13 +132,16 @@ def revert_protected(sb: Sandbox, task: Task, base: str) -> list[str]:
 
 
 def touched_files(patch: str) -> list[str]:
-    """Paths a unified diff creates or changes (from its +++ / --- headers)."""
+    """Paths a git diff creates, changes or deletes (binary ones included), from its headers."""
     files: list[str] = []
     for line in patch.splitlines():
-        if line.startswith(("+++ b/", "--- a/")):
+        path = None
+        if line.startswith("diff --git a/"):
+            path = line[len("diff --git a/"):].split(" b/", 1)[0]
+        elif line.startswith(("+++ b/", "--- a/")):
             path = line[6:].split("\t")[0].strip()
-            if path not in files:
-                files.append(path)
+        if path and path not in files:
+            files.append(path)
     return files
 
 

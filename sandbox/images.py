@@ -31,13 +31,15 @@ from .engine import client, labels, translate
 from .errors import ImageBuildError, ImageNotFound, InputError
 from .snapshot import SNAPSHOT_FORMAT, Snapshot, _cache_dir, tar_directory
 
-IMAGE_FORMAT = 1  # bump when the build recipes below change: forces rebuilds everywhere
+IMAGE_FORMAT = 2  # bump when the build recipes below change: forces rebuilds everywhere
 DEFAULT_BASE = "wholeloop/base:bookworm"
 BOOTSTRAP_PACKAGES = ["python3", "python3-pip", "python3-venv", "git", "ca-certificates", "patch", "procps"]
 CA_PATH = "/usr/local/share/wholeloop/ca-bundle.crt"
 # Every client we know of that reads a CA bundle from the environment.
 CA_ENV = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
 REPO_DIR = "/repo"
+# Caches that running code or tests leaves in the work tree: never part of anyone's patch.
+CACHE_PATTERNS = ["__pycache__/", "'*.py[co]'", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/", ".tox/", ".nox/", "'*.egg-info/'"]
 
 LogFn = Callable[[str], None]
 
@@ -232,6 +234,7 @@ def task_image(
     lines.append(
         "RUN git ls-files --others --exclude-standard --directory -z "
         "| xargs -0 -r printf '/%s\\n' >> .git/info/exclude"
+        f" && printf '%s\\n' {' '.join(CACHE_PATTERNS)} >> .git/info/exclude"
     )
     return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
 

@@ -58,9 +58,23 @@ class UnknownAgent(ValueError):
     pass
 
 
-def get_agent(name: str, **options) -> Agent:
+def get_agent(name: str, *, model: str | None = None, config_path: str | None = None,
+              model_options: dict | None = None, settings: dict | None = None) -> Agent:
+    """`gold` / `noop`, or a tool-calling agent (`default`, or the config file's) on `model`."""
     from .controls import CONTROLS
 
     if name in CONTROLS:
+        if model:
+            raise UnknownAgent(f"the {name} control uses no model; drop --model or use --agent default")
         return CONTROLS[name]()
-    raise UnknownAgent(f"unknown agent {name!r}; choose one of: {', '.join(sorted(CONTROLS))}")
+    if name != "default" and config_path is None:
+        raise UnknownAgent(f"unknown agent {name!r}; choose gold, noop or default (or give --agent-config FILE)")
+    if not model:
+        raise UnknownAgent(f"the {name} agent needs a model: --model anthropic/<id>, openai/<id>, "
+                           "litellm/<provider>/<id> or replay:<recording>")
+    from ..models import get_model
+    from .config import load_agent_config
+    from .loop import ToolAgent
+
+    config = load_agent_config(config_path, **(settings or {}))
+    return ToolAgent(get_model(model, **(model_options or {})), config)

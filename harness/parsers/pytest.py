@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS = "PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS"
 _STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS)
 _HEADER = re.compile(r"^=+ short test summary info =+$")
-_CLOSING = re.compile(r"^=+ (?P<body>.*\d+ (passed|failed|error|errors|skipped|xfailed|xpassed|deselected|warnings?).*?) =+$")
+# "==== 1 failed, 2 passed in 0.1s ====", or without the rules under -q
+_CLOSING = re.compile(
+    r"^(=+ )?(?P<body>(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+ in [\d.]+s\b.*?)( =+)?$"
+)
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
