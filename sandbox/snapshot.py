@@ -105,8 +105,10 @@ def make_snapshot(source: str, commit: str, dest: Path) -> Snapshot:
     env = {"GIT_INDEX_FILE": str(index)}
     try:
         # A private index: the source repository's own index and HEAD stay untouched.
-        repo.git.read_tree(base.hexsha, env=env)
-        repo.git.checkout_index("--all", f"--prefix={dest}/", env=env)
+        # --work-tree makes this work for bare mirrors (bundles, URLs) as well as checkouts.
+        git_in_dest = ["git", f"--git-dir={repo.git_dir}", f"--work-tree={dest}"]
+        repo.git.execute([*git_in_dest, "read-tree", base.hexsha], env={**os.environ, **env})
+        repo.git.execute([*git_in_dest, "checkout-index", "--all"], env={**os.environ, **env})
         fresh = git.Repo.init(dest, initial_branch="main")
         fresh.git.add("--all", "--force")  # every file came from the tree, even ignored ones
         fresh.git.commit("--no-verify", "--allow-empty", "-q", "-m", "base", env=_IDENTITY)
