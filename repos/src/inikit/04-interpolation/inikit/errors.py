@@ -1,0 +1,25 @@
+"""Exceptions raised by inikit. All of them derive from :class:`InikitError`."""
+
+
+class InikitError(Exception):
+    """Base class for every error inikit raises."""
+
+
+class ParseError(InikitError):
+    """The text is not valid INI."""
+
+
+class NoSectionError(InikitError, LookupError):
+    """A section was asked for that the configuration does not have."""
+
+
+class NoOptionError(InikitError, LookupError):
+    """An option was asked for that the section (and [DEFAULT]) does not have."""
+
+
+class ConversionError(InikitError, ValueError):
+    """An option's value cannot be converted to the type asked for."""
+
+
+class InterpolationError(InikitError):
+    """A ``${...}`` reference in a value cannot be expanded."""

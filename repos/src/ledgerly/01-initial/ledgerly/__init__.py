@@ -1,0 +1,18 @@
+"""ledgerly: money amounts and invoices with exact decimal arithmetic."""
+
+from .currency import CURRENCIES, Currency, get_currency, register_currency
+from .errors import CurrencyMismatchError, LedgerlyError, UnknownCurrencyError
+from .money import Money
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CURRENCIES",
+    "Currency",
+    "CurrencyMismatchError",
+    "LedgerlyError",
+    "Money",
+    "UnknownCurrencyError",
+    "get_currency",
+    "register_currency",
+]
