@@ -15,6 +15,13 @@ import click
 EXIT_USAGE = 2
 
 
+def _console():
+    """A rich console; when output is not a terminal (CI logs, pipes) tables get room to breathe."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=150)
+
+
 class _Group(click.Group):
     """Turns our typed errors into a message and a hint instead of a traceback."""
 
@@ -66,15 +73,13 @@ def main() -> None:
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         config_label, cpus, memory, pids, command_timeout, output_bytes):
     """Run an agent on every task in SUITE (spec files or folders of them)."""
-    from rich.console import Console
-
     from .agents import get_agent
     from .records import slug
     from .report.terminal import print_report
     from .runner import RunOptions, Runner
     from .tasks import LimitsSpec, load_tasks
 
-    console = Console()
+    console = _console()
     tasks = load_tasks(list(suite))
     if not tasks:
         raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, suite)))
@@ -147,8 +152,6 @@ class _Progress:
 @click.option("--tasks/--no-tasks", "per_task", default=True, help="show the per-task table")
 def report(runs, per_task):
     """Reprint the summary of one or more run folders, from disk only (no Docker)."""
-    from rich.console import Console
-
     from .records import latest_rows, load_run
     from .report.terminal import print_report
 
@@ -156,7 +159,7 @@ def report(runs, per_task):
     for run_dir in runs:
         _, found = load_run(run_dir)
         rows += latest_rows(found)
-    print_report(rows, Console(), per_task=per_task)
+    print_report(rows, _console(), per_task=per_task)
 
 
 @main.command()
@@ -169,18 +172,20 @@ def show(run_dir, task_id, config, repeat, full):
     """Render an attempt's transcript: each step, what the agent ran and saw, the tests, the patch."""
     from .report.show import show as render
 
-    render(run_dir, task_id, config=config, repeat=repeat, full=full)
+    render(run_dir, task_id, config=config, repeat=repeat, full=full, console=_console())
 
 
 @main.command("export-predictions")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="predictions JSONL (default RUN_DIR/predictions.jsonl)")
 @click.option("--model-name", help="model_name_or_path to write (default: the run's config label)")
-def export_predictions(run_dir, out, model_name):
+@click.option("--repeat", default=0, show_default=True, help="which repeat to export")
+@click.option("--config", "config_label", default=None, help="which configuration, when the run has several")
+def export_predictions(run_dir, out, model_name, repeat, config_label):
     """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run."""
     from .swebench import export_predictions as export
 
-    path = export(run_dir, out, model_name=model_name)
+    path = export(run_dir, out, model_name=model_name, repeat=repeat, config=config_label)
     click.echo(f"wrote {path}")
 
 
@@ -197,7 +202,7 @@ def tasks():
 def tasks_validate(paths):
     """Check task specs without running them: schema, files, repository and commit."""
     from sandbox.errors import SandboxError
-    from sandbox.snapshot import open_repository, resolve_commit
+    from sandbox.snapshot import find_commit
 
     from .tasks import TaskSpecError, load_task, spec_files
 
@@ -206,7 +211,7 @@ def tasks_validate(paths):
         try:
             task = load_task(file)
             task.gold(), task.test_patch()
-            resolve_commit(open_repository(task.repo_source()), task.base_commit, task.repo)
+            find_commit(task.repo_source(), task.base_commit)
         except (TaskSpecError, SandboxError) as exc:
             bad += 1
             click.secho(f"FAIL {exc}", fg="red")
@@ -228,6 +233,10 @@ def tasks_import_swebench(jsonl, out, specs):
 
     written = import_swebench(jsonl, out, specs_file=specs)
     click.echo(f"wrote {len(written)} task spec(s) to {out}")
+    for message in getattr(written, "skipped", []):
+        click.secho(f"skipped {message}", fg="yellow", err=True)
+    if getattr(written, "skipped", []):
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------------------- machine

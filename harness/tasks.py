@@ -144,7 +144,8 @@ class Task(_Strict):
             return ""
         path = self._rel(file)
         try:
-            return path.read_text()
+            with open(path, newline="") as fh:  # keep CRLF: patches to CRLF files must stay exact
+                return fh.read()
         except OSError as exc:
             raise TaskSpecError(f"{self._spec_path}: {what}: cannot read {path}: {exc.strerror}") from exc
 

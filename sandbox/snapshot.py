@@ -9,12 +9,16 @@ which keeps image tags stable.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import os
 import shutil
 import tarfile
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,38 +53,69 @@ def _cache_dir() -> Path:
     return Path(root)
 
 
-def open_repository(source: str) -> git.Repo:
+def open_repository(source: str, *, refresh: bool = False) -> git.Repo:
     """Open a local repository, or a cached bare mirror of a bundle or remote URL.
 
+    The mirror is cloned once and fetched again only when `refresh` is asked for (a commit was
+    not found), under a lock, so parallel workers never fetch into it at the same time.
     Raises RepositoryError when the source cannot be read.
     """
     path = Path(source)
-    try:
-        if path.is_dir():
+    if path.is_dir():
+        try:
             return git.Repo(path)
-        if not path.exists() and "://" not in source and not source.startswith("git@"):
-            raise RepositoryError(
-                f"repository not found: {source}",
-                hint="Repository paths in a task spec are relative to the spec file.",
-            )
-        key = hashlib.sha256(str(path.resolve() if path.exists() else source).encode()).hexdigest()[:16]
-        mirror = _cache_dir() / "repos" / key
-        if mirror.exists():
-            repo = git.Repo(mirror)
-            if path.is_file():  # a bundle may have been regenerated: keep the mirror current
-                repo.git.fetch(str(path.resolve()), "+refs/*:refs/*", "--prune")
-            return repo
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
-        git.Repo.clone_from(str(path.resolve()) if path.exists() else source, tmp, mirror=True)
-        os.replace(tmp, mirror)  # atomic: concurrent workers never see a half clone
-        return git.Repo(mirror)
-    except git.exc.GitError as exc:  # translate at the boundary
-        raise RepositoryError(f"cannot read repository {source}: {_git_message(exc)}") from exc
-    except OSError as exc:
-        if isinstance(exc, FileExistsError) or "Directory not empty" in str(exc):
-            return git.Repo(mirror)  # another worker finished the same clone first
-        raise RepositoryError(f"cannot read repository {source}: {exc}") from exc
+        except git.exc.GitError as exc:
+            raise RepositoryError(f"{source} is not a git repository: {_git_message(exc)}") from exc
+    if not path.exists() and "://" not in source and not source.startswith("git@"):
+        raise RepositoryError(
+            f"repository not found: {source}",
+            hint="Repository paths in a task spec are relative to the spec file.",
+        )
+    origin = str(path.resolve()) if path.exists() else source
+    key = hashlib.sha256(origin.encode()).hexdigest()[:16]
+    mirror = _cache_dir() / "repos" / key
+    with _mirror_lock(mirror):
+        try:
+            if not mirror.exists():
+                mirror.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=".tmp-"))
+                git.Repo.clone_from(origin, tmp, mirror=True)
+                os.replace(tmp, mirror)
+            elif refresh:
+                git.Repo(mirror).git.fetch(origin, "+refs/*:refs/*", "--prune")
+            return git.Repo(mirror)
+        except git.exc.GitError as exc:  # translate at the boundary
+            raise RepositoryError(f"cannot read repository {source}: {_git_message(exc)}") from exc
+
+
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def _mirror_lock(mirror: Path) -> Iterator[None]:
+    """One writer per mirror: a lock across threads, an flock across processes."""
+    with _thread_locks_guard:
+        lock = _thread_locks.setdefault(str(mirror), threading.Lock())
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    with lock, open(str(mirror) + ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def find_commit(source: str, commit: str) -> tuple[git.Repo, git.Commit]:
+    """The repository and the commit; a mirror is fetched again once if the commit is unknown."""
+    repo = open_repository(source)
+    try:
+        return repo, resolve_commit(repo, commit, source)
+    except RepositoryError:
+        if Path(source).is_dir():
+            raise
+    repo = open_repository(source, refresh=True)
+    return repo, resolve_commit(repo, commit, source)
 
 
 def resolve_commit(repo: git.Repo, commit: str, source: str = "") -> git.Commit:
@@ -97,8 +132,7 @@ def resolve_commit(repo: git.Repo, commit: str, source: str = "") -> git.Commit:
 
 def make_snapshot(source: str, commit: str, dest: Path) -> Snapshot:
     """Write the tree of `commit` into `dest` (which must not exist) as a one-commit repository."""
-    repo = open_repository(source)
-    base = resolve_commit(repo, commit, source)
+    repo, base = find_commit(source, commit)
     dest = Path(dest)
     dest.mkdir(parents=True)
     index = Path(tempfile.mkdtemp()) / "index"
@@ -147,8 +181,7 @@ def cached_snapshot(source: str, commit: str) -> Snapshot:
 
     Concurrent callers are safe: each builds in its own temporary folder and the first rename wins.
     """
-    repo = open_repository(source)
-    base = resolve_commit(repo, commit, source)
+    repo, base = find_commit(source, commit)
     key = hashlib.sha256(f"{SNAPSHOT_FORMAT}:{source}".encode()).hexdigest()[:12]
     final = _cache_dir() / "snapshots" / f"{key}-{base.hexsha[:16]}"
     if not (final / ".git").is_dir():

@@ -108,3 +108,25 @@ def tiny_task(tmp_path: Path):
         limits: {{command_timeout_s: 60}}
         """))
     return {"spec": spec_dir / "tiny.yaml", "dir": spec_dir, "repo": repo, "base": base, "fix": fix}
+
+
+@pytest.fixture(scope="session")
+def swebench_fixture() -> Path:
+    """SWE-bench instances built from a real package (more-itertools, from PyPI) by
+    scripts/make_swebench_fixture.py: a folder with instances.jsonl, specs.yaml and the repository.
+
+    Built once into the wholeloop cache ($WHOLELOOP_CACHE or ~/.cache/wholeloop) and reused while
+    its recipe is unchanged. Needs PyPI the first time: without it the test is skipped (failed in CI).
+    """
+    import sys
+
+    cache = Path(os.environ.get("WHOLELOOP_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop")
+    out = cache / "fixtures" / "swebench-more-itertools"
+    script = ROOT / "scripts" / "make_swebench_fixture.py"
+    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        why = f"cannot build the SWE-bench fixture ({script.name}): {(proc.stderr or proc.stdout).strip()[-800:]}"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return out

@@ -71,3 +71,9 @@ def test_collection_error_and_teardown_error():
 def test_no_summary():
     report = parse_pytest("Traceback (most recent call last):\nSyntaxError\n")
     assert not report.found_summary and report.statuses == {}
+
+
+def test_failed_subtest_fails_its_test():
+    text = ("=== short test summary info ===\nSUBFAILED(x=1) tests/t.py::T::test_a - AssertionError\n"
+            "PASSED tests/t.py::T::test_a\n=== 1 failed, 1 passed in 0.1s ===\n")
+    assert parse_pytest(text).statuses == {"tests/t.py::T::test_a": "FAILED"}

@@ -72,6 +72,8 @@ def parse_pytest(output: str) -> PytestReport:
         report.found_summary = True
         for line in lines[starts[-1] + 1 :]:
             status, _, rest = line.partition(" ")
+            if status.startswith("SUBFAILED"):  # pytest 9: a failed unittest subTest of a PASSED test
+                status = FAILED
             if status not in _STATUSES or not rest:
                 if _CLOSING.match(line.strip()):
                     break
@@ -83,7 +85,7 @@ def parse_pytest(output: str) -> PytestReport:
             if status == ERROR and "::" not in node:
                 report.collection_errors.append(node)
                 continue
-            # a test that errors in teardown after passing is reported twice: the error wins
+            # a test reported twice (error in teardown, failed subtest): the failure wins
             if report.statuses.get(node) in (FAILED, ERROR):
                 continue
             report.statuses[node] = status
