@@ -31,6 +31,9 @@ class ModelError(Exception):
         #: What the server asked us to wait (Retry-After), if it said.
         self.retry_after_s = retry_after_s
         self.request_id = request_id
+        #: RetryEvents recorded before this error ended the call (set by harness.models.retry).
+        self.retries: list[Any] = []
+        self.retry_wait_s = 0.0
         if hint is not None:
             self.hint = hint
 
@@ -103,12 +106,7 @@ class ContextLengthExceeded(BadRequest):
 class ModelUnavailable(ModelError):
     """Retries ran out; the last error is the ``__cause__``. Infra trouble, not the agent's."""
 
-    def __init__(self, message: str, *, retries: list[Any] | None = None,
-                 retry_wait_s: float = 0.0, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        #: The RetryEvents recorded before giving up, so the transcript can show them.
-        self.retries = list(retries or [])
-        self.retry_wait_s = retry_wait_s
+    hint = "the provider kept failing; the attempt counts as infra_error: rerun or resume later"
 
 
 class ReplayExhausted(ModelError):

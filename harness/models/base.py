@@ -1,0 +1,103 @@
+"""What every HTTP adapter shares: retries, cost, error translation for transport errors.
+
+An adapter implements ``_attempt`` (one request, one Turn, SDK errors translated to ModelErrors)
+and inherits ``complete``, which wraps it in the one retry policy and prices the result. SDKs are
+imported inside the adapters' methods, never at module level, so importing harness.models stays
+cheap for runs that use no model.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from .errors import ConnectionFailed, ModelError, ModelTimeout
+from .pricing import PriceTable, turn_cost
+from .retry import call_with_retries
+from .types import Message, Settings, SleepFn, ToolSpec, Turn
+
+
+class HTTPModel:
+    """Base of the anthropic / openai / litellm adapters (a ``Model``)."""
+
+    provider: str = ""
+    #: The environment variable holding the key, named in AuthError hints.
+    env_key: str | None = None
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 stream: bool = False, prices: PriceTable | None = None,
+                 sleep: SleepFn = time.sleep, client: Any = None) -> None:
+        self.model = model  # the id the provider knows
+        self.name = f"{self.provider}/{model}"
+        self.base_url = base_url
+        self.stream = stream
+        self._api_key = api_key
+        self._prices = prices
+        self._sleep = sleep
+        self._client = client
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} base_url={self.base_url!r} stream={self.stream}>"
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
+                 settings: Settings | None = None) -> Turn:
+        """One assistant turn. Raises ModelError (ModelUnavailable once retries are spent)."""
+        settings = settings or Settings()
+        specs = [t if isinstance(t, ToolSpec) else ToolSpec.model_validate(t) for t in tools]
+        msgs = list(messages)
+        self._prepare()  # SDK import and client set-up: seconds that are not the model's latency
+        turn = call_with_retries(lambda: self._guarded(msgs, specs, settings), settings,
+                                 sleep=self._sleep, what=self.name)
+        cost = turn_cost(turn.usage, self.model, self.provider, overrides=self._prices)
+        if cost is None and turn.model != self.model and turn.model.startswith(self.model):
+            # An alias ("gpt-4o") answered by a dated snapshot the map may know by that name.
+            cost = turn_cost(turn.usage, turn.model, self.provider, overrides=self._prices)
+        return turn.model_copy(update={"cost_usd": cost})
+
+    def _guarded(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn:
+        try:
+            return self._attempt(messages, tools, settings)
+        except ModelError:
+            raise
+        except Exception as e:
+            err = self._translate(e) or translate_transport(e)
+            if err is None:
+                raise  # a bug on our side, not the provider's: let it surface as is
+            raise err from e
+
+    # --- for subclasses ---------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        """Import the SDK and build the client (raises AuthError without credentials)."""
+
+    def _attempt(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn:
+        raise NotImplementedError
+
+    def _translate(self, exc: Exception) -> ModelError | None:
+        """The ModelError for an SDK exception, or None if it is not the SDK's."""
+        return None
+
+
+def translate_transport(exc: BaseException) -> ModelError | None:
+    """Map raw httpx / httpx2 errors that escape an SDK while a stream is being read.
+
+    Matched by class name so neither HTTP library is imported here.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__
+             if cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore")}
+    if "TimeoutException" in names or "TimeoutError" in names:
+        return ModelTimeout(f"timed out while reading the response: {exc}")
+    if names & {"TransportError", "NetworkError", "ProtocolError", "StreamError"}:
+        return ConnectionFailed(f"connection failed while reading the response: {exc}")
+    return None
+
+
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj.name`` or ``obj[name]``: SDK objects and plain dicts alike (None-safe)."""
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        value = obj.get(name, default)
+    else:
+        value = getattr(obj, name, default)
+    return default if value is None else value

@@ -1,0 +1,101 @@
+"""Models that need no provider: ``replay`` (a recorded run, turn by turn) and ``scripted``
+(a Python list, for tests: fakes instead of mocks, as mini-swe-agent does).
+
+Neither retries nor prices anything: a recorded Turn keeps the usage, cost and retries it had
+when it was recorded, so a replayed run reports what the original run spent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, Union
+
+from .errors import ModelError, ReplayExhausted
+from .types import Message, Settings, ToolCall, ToolSpec, Turn
+
+
+def load_turns_jsonl(path: str | Path) -> list[Turn]:
+    """One Turn (JSON) per non-blank line. Swap this for the transcript reader once transcripts
+    carry Turns: ReplayModel takes any ``loader``."""
+    turns = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    turns.append(Turn.model_validate_json(line))
+                except ValueError as e:
+                    raise ModelError(f"{path}:{n}: not a recorded Turn: {e}") from e
+    return turns
+
+
+class ReplayModel:
+    """Replays the assistant turns of a recording in order, whatever the messages say."""
+
+    provider = "replay"
+    base_url = None
+
+    def __init__(self, source: str | Path | Iterable[Turn | dict[str, Any]], *,
+                 loader: Callable[[str | Path], list[Turn]] = load_turns_jsonl) -> None:
+        if isinstance(source, (str, Path)):
+            self.name = f"replay:{source}"
+            self.turns = list(loader(source))
+        else:
+            self.name = "replay:<memory>"
+            self.turns = [t if isinstance(t, Turn) else Turn.model_validate(t) for t in source]
+        self.position = 0
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
+                 settings: Settings | None = None) -> Turn:
+        if self.position >= len(self.turns):
+            raise ReplayExhausted(
+                f"{self.name}: the recording has {len(self.turns)} turns and turn "
+                f"{self.position + 1} was requested",
+                hint="the run diverged from the recording (different prompt, tools or limits)")
+        turn = self.turns[self.position]
+        self.position += 1
+        return turn.model_copy(deep=True)
+
+
+#: A script step: a Turn; a str (a text-only turn); an exception to raise; or a callable
+#: (messages, tools, settings) -> one of those, to answer depending on what the agent sent.
+Step = Union[Turn, str, BaseException, Callable[..., Any]]
+
+
+class ScriptedModel:
+    """A model built from a Python list of steps, for tests. Records every call it received."""
+
+    provider = "scripted"
+    base_url = None
+
+    def __init__(self, steps: Iterable[Step], *, name: str = "scripted") -> None:
+        self.name = name
+        self.steps = list(steps)
+        self.calls: list[dict[str, Any]] = []
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
+                 settings: Settings | None = None) -> Turn:
+        self.calls.append({"messages": [dict(m) for m in messages], "tools": list(tools),
+                           "settings": settings})
+        if not self.steps:
+            raise ReplayExhausted(f"{self.name}: the script ran out after {len(self.calls) - 1} "
+                                  "turns", hint="add steps to the ScriptedModel")
+        step = self.steps.pop(0)
+        if callable(step) and not isinstance(step, (Turn, BaseException)):
+            step = step(list(messages), list(tools), settings)
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, str):
+            return Turn(text=step, model=self.name)
+        if isinstance(step, Turn):
+            return step.model_copy(deep=True)
+        raise TypeError(f"a script step must give a Turn, str or exception, not {type(step)}")
+
+
+def tool_turn(name: str, arguments: dict[str, Any] | str, *, text: str = "",
+              id: str | None = None) -> Turn:
+    """A Turn making one tool call (a str ``arguments`` is raw, possibly malformed, JSON)."""
+    call_id = id or f"call_{name}"
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Turn(text=text, tool_calls=[ToolCall.parse(call_id, name, raw)], stop_reason="tool_use",
+                model="scripted")

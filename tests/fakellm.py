@@ -1,0 +1,360 @@
+"""A local fake LLM server that speaks the Anthropic and OpenAI wire formats.
+
+Tests script it with a queue of responses, point a real SDK at ``base_url`` and then assert what
+came back *and* what the SDK sent (every request body is recorded). It exists so that tests run the
+real anthropic / openai / litellm clients end to end, with no network and no mocks.
+
+    with FakeLLM() as srv:
+        srv.script(Reply(text="hi", usage=Tokens(input=10, output=2)), Error(429, retry_after=1))
+        ...  # Anthropic SDK: base_url=srv.base_url; OpenAI SDK: base_url=srv.openai_url
+
+Usage figures in a script are neutral (``Tokens``); each protocol renders them the way that
+provider reports them (Anthropic: ``input_tokens`` excludes cache reads/writes; OpenAI:
+``prompt_tokens`` includes cache reads, and there is no cache-write figure).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# Streamed text and arguments are cut into pieces this small so delta assembly is really exercised.
+CHUNK = 5
+
+
+@dataclass
+class Tokens:
+    input: int = 10  # uncached prompt tokens
+    output: int = 5  # includes reasoning
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
+@dataclass
+class Call:
+    """A tool call in a scripted reply. ``args`` as a dict is sent as JSON; a str is sent raw."""
+
+    name: str
+    args: dict | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    calls: list[Call] = field(default_factory=list)
+    usage: Tokens = field(default_factory=Tokens)
+    stop_reason: str | None = None  # protocol-native; derived from `calls` when None
+    model: str | None = None  # echoed model id; the requested one when None
+    delay_s: float = 0.0  # sleep before answering (timeout tests)
+    stream_error: str | None = None  # Anthropic only: an `error` event of this type mid-stream
+    thinking: str = ""  # Anthropic only: a signed thinking block before the text
+
+
+@dataclass
+class Error:
+    status: int
+    message: str = "scripted error"
+    retry_after: str | float | None = None  # rendered as the Retry-After header
+    code: str | None = None  # OpenAI error.code / Anthropic error.type override
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None  # full body override (anything JSON-serialisable, or raw str)
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+    500: "api_error", 529: "overloaded_error",
+}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out hangs up before the (delayed) answer: expected, not news.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class FakeLLM:
+    """Threaded HTTP server on 127.0.0.1 (random port); a context manager."""
+
+    def __init__(self) -> None:
+        self.queue: deque[Reply | Error] = deque()
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), _make_handler(self))
+        # A short poll interval keeps shutdown (once per test) fast.
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        # The OpenAI SDK and litellm's openai/ provider expect the /v1 prefix in the base URL.
+        return self.base_url + "/v1"
+
+    def script(self, *entries: Reply | Error) -> FakeLLM:
+        with self._lock:
+            self.queue.extend(entries)
+        return self
+
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    def __enter__(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self, request: Request) -> Reply | Error:
+        with self._lock:
+            self.requests.append(request)
+            if not self.queue:
+                # 418 is never retried, so a test that under-scripts fails at once and says why.
+                return Error(418, "fakellm: the script is empty; this request was not expected")
+            return self.queue.popleft()
+
+
+def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, chunked streaming
+
+        def log_message(self, *args: object) -> None:  # quiet test output
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            path = self.path.split("?")[0]
+            entry = fake._next(Request(path, {k.lower(): v for k, v in self.headers.items()}, body))
+            if path.endswith("/messages"):
+                proto = _Anthropic
+            elif path.endswith("/chat/completions"):
+                proto = _OpenAI
+            else:
+                return self._json(404, {"error": {"message": f"fakellm: no route {path}"}})
+            if isinstance(entry, Error):
+                return self._error(entry, proto)
+            if entry.delay_s:
+                time.sleep(entry.delay_s)
+            req = body if isinstance(body, dict) else {}
+            model = entry.model or req.get("model", "fake-model")
+            rid = {"request-id": f"req_fake_{len(fake.requests)}",  # Anthropic's header
+                   "x-request-id": f"req_fake_{len(fake.requests)}"}  # OpenAI's
+            if req.get("stream"):
+                return self._sse(proto.stream(entry, model, req), rid)
+            return self._json(200, proto.message(entry, model), rid)
+
+        def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, err: Error, proto: type) -> None:
+            headers = dict(err.headers)
+            if err.retry_after is not None:
+                headers["Retry-After"] = str(err.retry_after)
+            body = err.body if err.body is not None else proto.error_body(err)
+            self._json(err.status, body, headers)
+
+        def _sse(self, events: list[str], headers: dict[str, str]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            for ev in events:
+                data = ev.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+
+    return Handler
+
+
+def _pieces(s: str) -> list[str]:
+    return [s[i : i + CHUNK] for i in range(0, len(s), CHUNK)] or [""]
+
+
+def _args_text(call: Call) -> str:
+    return call.args if isinstance(call.args, str) else json.dumps(call.args)
+
+
+def _call_id(call: Call, i: int, prefix: str) -> str:
+    return call.id or f"{prefix}{i:04d}"
+
+
+class _Anthropic:
+    @staticmethod
+    def error_body(err: Error) -> dict:
+        etype = err.code or _ANTHROPIC_ERROR_TYPES.get(err.status, "api_error")
+        return {"type": "error", "error": {"type": etype, "message": err.message}}
+
+    @staticmethod
+    def _usage(u: Tokens) -> dict:
+        usage = {"input_tokens": u.input, "output_tokens": u.output,
+                 "cache_read_input_tokens": u.cache_read, "cache_creation_input_tokens": u.cache_write}
+        if u.reasoning:
+            usage["output_tokens_details"] = {"thinking_tokens": u.reasoning}
+        return usage
+
+    @staticmethod
+    def _stop(r: Reply) -> str:
+        return r.stop_reason or ("tool_use" if r.calls else "end_turn")
+
+    @classmethod
+    def message(cls, r: Reply, model: str) -> dict:
+        content: list[dict] = []
+        if r.thinking:
+            content.append({"type": "thinking", "thinking": r.thinking, "signature": "sig_fake"})
+        if r.text:
+            content.append({"type": "text", "text": r.text})
+        for i, c in enumerate(r.calls):
+            # A str here reaches the SDK as a non-object `input`: the closest the non-streaming
+            # wire format gets to malformed arguments.
+            content.append({"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name,
+                            "input": c.args})
+        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                "content": content, "stop_reason": cls._stop(r), "stop_sequence": None,
+                "usage": cls._usage(r.usage)}
+
+    @classmethod
+    def stream(cls, r: Reply, model: str, req: dict) -> list[str]:
+        def ev(name: str, data: dict) -> str:
+            return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+        start = cls.message(Reply(usage=Tokens(r.usage.input, 1, r.usage.cache_read,
+                                               r.usage.cache_write)), model)
+        start.update(content=[], stop_reason=None)
+        out = [ev("message_start", {"type": "message_start", "message": start}),
+               ev("ping", {"type": "ping"})]
+        if r.stream_error:  # the API can fail after a 200, e.g. overloaded mid-generation
+            return out + [ev("error", {"type": "error", "error": {
+                "type": r.stream_error, "message": "scripted stream error"}})]
+        blocks: list[tuple[dict, str, list[str]]] = []
+        if r.thinking:
+            blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, "thinking_delta",
+                           _pieces(r.thinking)))
+        if r.text:
+            blocks.append(({"type": "text", "text": ""}, "text_delta", _pieces(r.text)))
+        for i, c in enumerate(r.calls):
+            head = {"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name, "input": {}}
+            blocks.append((head, "input_json_delta", _pieces(_args_text(c))))
+        for idx, (head, kind, parts) in enumerate(blocks):
+            out.append(ev("content_block_start",
+                          {"type": "content_block_start", "index": idx, "content_block": head}))
+            key = {"text_delta": "text", "thinking_delta": "thinking"}.get(kind, "partial_json")
+            for p in parts:
+                out.append(ev("content_block_delta", {"type": "content_block_delta", "index": idx,
+                                                      "delta": {"type": kind, key: p}}))
+            if kind == "thinking_delta":
+                out.append(ev("content_block_delta", {"type": "content_block_delta", "index": idx,
+                                                      "delta": {"type": "signature_delta",
+                                                                "signature": "sig_fake"}}))
+            out.append(ev("content_block_stop", {"type": "content_block_stop", "index": idx}))
+        # message_delta carries the final, cumulative usage.
+        out.append(ev("message_delta", {"type": "message_delta",
+                                        "delta": {"stop_reason": cls._stop(r), "stop_sequence": None},
+                                        "usage": cls._usage(r.usage)}))
+        out.append(ev("message_stop", {"type": "message_stop"}))
+        return out
+
+
+class _OpenAI:
+    @staticmethod
+    def error_body(err: Error) -> dict:
+        return {"error": {"message": err.message, "type": "invalid_request_error",
+                          "param": None, "code": err.code}}
+
+    @staticmethod
+    def _usage(u: Tokens) -> dict:
+        prompt = u.input + u.cache_read
+        return {"prompt_tokens": prompt, "completion_tokens": u.output,
+                "total_tokens": prompt + u.output,
+                "prompt_tokens_details": {"cached_tokens": u.cache_read},
+                "completion_tokens_details": {"reasoning_tokens": u.reasoning}}
+
+    @staticmethod
+    def _finish(r: Reply) -> str:
+        return r.stop_reason or ("tool_calls" if r.calls else "stop")
+
+    @classmethod
+    def message(cls, r: Reply, model: str) -> dict:
+        msg: dict = {"role": "assistant", "content": r.text or None}
+        if r.calls:
+            msg["tool_calls"] = [{"id": _call_id(c, i, "call_"), "type": "function",
+                                  "function": {"name": c.name, "arguments": _args_text(c)}}
+                                 for i, c in enumerate(r.calls)]
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                "model": model, "choices": [{"index": 0, "message": msg,
+                                             "finish_reason": cls._finish(r)}],
+                "usage": cls._usage(r.usage)}
+
+    @classmethod
+    def stream(cls, r: Reply, model: str, req: dict) -> list[str]:
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": model}
+
+        def chunk(delta: dict | None, finish: str | None = None, **extra: Any) -> str:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+            return "data: " + json.dumps({**base, "choices": choices, **extra}) + "\n\n"
+
+        out = [chunk({"role": "assistant", "content": ""})]
+        if r.text:
+            out += [chunk({"content": p}) for p in _pieces(r.text)]
+        for i, c in enumerate(r.calls):
+            head = {"index": i, "id": _call_id(c, i, "call_"), "type": "function",
+                    "function": {"name": c.name, "arguments": ""}}
+            out.append(chunk({"tool_calls": [head]}))
+            out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+                    for p in _pieces(_args_text(c))]
+        out.append(chunk({}, cls._finish(r)))
+        if (req.get("stream_options") or {}).get("include_usage"):
+            out.append(chunk(None, usage=cls._usage(r.usage)))
+        out.append("data: [DONE]\n\n")
+        return out
+
+
+try:  # the fixture, for test modules and conftest.py to import (pytest is a test dependency only)
+    import pytest
+except ImportError:  # pragma: no cover
+    pass
+else:
+
+    @pytest.fixture
+    def fake_llm():
+        """A running FakeLLM, stopped after the test."""
+        with FakeLLM() as server:
+            yield server
