@@ -1,0 +1,91 @@
+"""Agent configs (YAML): which tools, which prompts, which limits and sampling settings.
+
+A config is the unit a team compares ("our scaffold vs. theirs"), so everything that shapes the
+agent's behaviour lives here and is recorded, with hashes, in the run's manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from jinja2 import Environment, StrictUndefined, TemplateError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..models.types import Settings
+from ..tools import SCHEMAS, tool_specs
+
+
+class AgentConfigError(ValueError):
+    hint = "Start from harness/data/agents/default.yaml; unknown keys are rejected."
+
+
+class AgentLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_steps: int = Field(40, gt=0, description="model calls")
+    max_wall_s: float = Field(1800, gt=0, description="agent time, not counting waits on rate limits")
+    max_input_tokens: int = Field(3_000_000, gt=0)
+    max_output_tokens: int = Field(200_000, gt=0)
+    max_cost_usd: float | None = Field(5.0, gt=0, description="unchecked when the model's price is unknown")
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = "default"
+    tools: list[str] = Field(default_factory=lambda: ["bash", "edit", "run_tests", "submit"])
+    system_prompt: str
+    instance_prompt: str
+    limits: AgentLimits = Field(default_factory=AgentLimits)
+    settings: Settings = Field(default_factory=Settings)
+    output_chars: int = Field(12_000, gt=100, description="characters of one tool result shown to the model")
+
+    def render(self, template: str, **values: object) -> str:
+        try:
+            return _jinja.from_string(template).render(**values).strip() + "\n"
+        except TemplateError as exc:
+            raise AgentConfigError(f"agent config {self.name!r}: prompt template error: {exc}") from exc
+
+    def tool_schemas(self) -> list[dict]:
+        return tool_specs(self.tools)
+
+    def describe(self) -> dict:
+        """For the manifest: the whole config, plus hashes of the prompts and tool schemas."""
+        schemas = json.dumps(self.tool_schemas(), sort_keys=True)
+        return {
+            **self.model_dump(mode="json"),
+            "tool_schema_sha256": hashlib.sha256(schemas.encode()).hexdigest(),
+            "prompt_sha256": hashlib.sha256((self.system_prompt + "\0" + self.instance_prompt).encode()).hexdigest(),
+        }
+
+
+_jinja = Environment(undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def load_agent_config(path: str | Path | None = None, **overrides: object) -> AgentConfig:
+    """The config at `path` (default: the shipped default.yaml), with settings overrides applied."""
+    if path is None:
+        text = resources.files("harness.data").joinpath("agents/default.yaml").read_text()
+        where = "default.yaml"
+    else:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise AgentConfigError(f"cannot read agent config {path}: {exc.strerror}") from exc
+        where = str(path)
+    try:
+        data = yaml.safe_load(text) or {}
+        settings = {**data.get("settings", {}), **{k: v for k, v in overrides.items() if v is not None}}
+        data["settings"] = settings
+        config = AgentConfig.model_validate(data)
+    except yaml.YAMLError as exc:
+        raise AgentConfigError(f"{where}: not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise AgentConfigError(f"{where}: invalid agent config: {fields}") from None
+    unknown = [t for t in config.tools if t not in SCHEMAS]
+    if unknown:
+        raise AgentConfigError(f"{where}: unknown tools {unknown}; available: {sorted(SCHEMAS)}")
+    return config
