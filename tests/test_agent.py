@@ -32,8 +32,9 @@ def run(agent_steps, task, box, tmp_path, **limits):
     config.limits = config.limits.model_copy(update=limits)
     agent = ToolAgent(ScriptedModel(agent_steps), config)
     with TranscriptWriter(tmp_path / "t.jsonl", secrets=[], fsync=False) as tw:
-        result = agent.run(AgentContext(task=task, sandbox=box, transcript=tw))
-    return result, read_transcript(tmp_path / "t.jsonl"), agent
+        ctx = AgentContext(task=task, sandbox=box, transcript=tw)
+        result = agent.run(ctx)
+    return result, read_transcript(tmp_path / "t.jsonl"), ctx
 
 
 def priced(turn, cost=0.01, tokens=(1000, 100)):
@@ -69,7 +70,7 @@ def test_the_loop_runs_tools_and_ends_on_submit(task, box, tmp_path):
         tool_turn("bash", '{"command": oops'),
         tool_turn("submit", {}),
     ]
-    result, events, agent = run(steps, task, box, tmp_path)
+    result, events, ctx = run(steps, task, box, tmp_path)
     assert result.stop_reason == "submitted" and result.steps == 4 and result.infra_error is None
     results = [e for e in events if e.type == "tool_result"]
     assert results[0].exit_code == 0 and "2:    return a - b" in results[0].output
@@ -77,7 +78,7 @@ def test_the_loop_runs_tools_and_ends_on_submit(task, box, tmp_path):
     assert results[2].is_error and "not valid JSON" in results[2].output
     assert events[-1].type == "stop" and events[-1].reason == "submitted"
     # every tool call got its result back into the conversation, in order
-    tool_messages = [m for m in agent.messages if m["role"] == "tool"]
+    tool_messages = [m for m in ctx.messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_bash", "call_edit", "call_bash", "call_submit"]
 
 
@@ -129,8 +130,8 @@ def test_auth_error_is_infrastructure_context_length_is_the_agents(task, box, tm
 
 
 def test_prompts_are_rendered_from_the_config(task, box, tmp_path):
-    _, _, agent = run([tool_turn("submit", {})], task, box, tmp_path)
-    system, user = agent.messages[0]["content"], agent.messages[1]["content"]
+    _, _, ctx = run([tool_turn("submit", {})], task, box, tmp_path)
+    system, user = ctx.messages[0]["content"], ctx.messages[1]["content"]
     assert "/repo" in system and "add() subtracts" in user and "python -m pytest -q" in user
 
 
@@ -142,3 +143,28 @@ def test_bad_agent_config_is_a_clear_error(tmp_path):
     bad.write_text("system_prompt: x\ninstance_prompt: y\nlimts: {}\n")
     with pytest.raises(AgentConfigError, match="limts"):
         load_agent_config(bad)
+
+
+def test_a_transcript_replays_the_same_attempt(task, box, tmp_path):
+    from harness.models import ReplayModel
+
+    steps = [priced(tool_turn("edit", {"command": "str_replace", "path": "calc.py",
+                                       "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"})),
+             priced(tool_turn("submit", {}))]
+    (tmp_path / "one").mkdir()
+    first, _, first_ctx = run(steps, task, box, tmp_path / "one")
+    (box.root / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    (tmp_path / "one" / "t.jsonl").rename(recordings / "t.jsonl")  # the transcript is the recording
+    agent = ToolAgent(ReplayModel(recordings), load_agent_config())
+    with TranscriptWriter(tmp_path / "two.jsonl", secrets=[], fsync=False) as tw:
+        ctx = AgentContext(task=task, sandbox=box, transcript=tw)
+        again = agent.run(ctx)
+    assert (again.stop_reason, again.steps, again.usage, again.cost_usd) == (first.stop_reason, 2, first.usage, first.cost_usd)
+    assert ctx.messages == first_ctx.messages
+    assert "return a + b" in (box.root / "calc.py").read_text()
+    missing = task.model_copy(update={"id": "other"})
+    with TranscriptWriter(tmp_path / "three.jsonl", secrets=[], fsync=False) as tw:
+        result = agent.run(AgentContext(task=missing, sandbox=box, transcript=tw))
+    assert result.stop_reason == "model_error" and "no recording for task other" in result.infra_error

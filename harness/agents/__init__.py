@@ -28,6 +28,8 @@ class AgentContext:
     attempt: int = 1
     feedback: str | None = None  # what the previous attempt's grade said, if anything
     deadline_s: float | None = None  # wall time left for this attempt's agent phase
+    # The conversation of this (task, repeat), owned by the runner: a later attempt continues it.
+    messages: list = field(default_factory=list)
 
 
 @dataclass

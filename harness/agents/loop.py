@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from sandbox import InfraError, REPO_DIR, SandboxError
 
-from ..models import ContextLengthExceeded, Message, Model, ModelError, ReplayExhausted, ToolCall, Turn, Usage
+from ..models import ContextLengthExceeded, Model, ModelError, ReplayExhausted, ToolCall, Turn, Usage
 from ..records import Usage as RowUsage
 from ..tools import Toolbox, ToolFailure, ToolOutput
 from ..transcript import LimitHit, ModelRequest, ModelResponse, Retry, Stop, TestRun, ToolCallEvent, ToolResultEvent
@@ -55,26 +55,32 @@ class ToolAgent:
     def __init__(self, model: Model, config: AgentConfig) -> None:
         self.model_obj, self.config = model, config
         self.name, self.model = config.name, model.name
-        self.messages: list[Message] = []
 
     def describe(self) -> dict:
         return {"agent": self.name, "model": self.model, "provider": getattr(self.model_obj, "provider", ""),
                 "base_url": getattr(self.model_obj, "base_url", None), "config": self.config.describe()}
 
     def run(self, ctx: AgentContext) -> AgentResult:
+        # One agent serves every task of a run, in parallel: all per-attempt state lives in
+        # `state`, `ctx.messages` and the per-task model (a replay of that task's recording).
         state, tools = _State(), Toolbox(ctx.sandbox, ctx.task, output_chars=self.config.output_chars,
                                          enabled=self.config.tools)
-        if not self.messages:
+        try:
+            model = self.model_obj.for_task(ctx.task.id) if hasattr(self.model_obj, "for_task") else self.model_obj
+        except ModelError as exc:  # e.g. no recording for this task: the setup's fault, not the agent's
+            ctx.transcript.write(Stop(reason="model_error", detail=str(exc)))
+            return AgentResult(stop_reason="model_error", infra_error=f"model_error: {exc}")
+        if not ctx.messages:
             values = {"repo_dir": REPO_DIR, "problem_statement": ctx.task.problem_statement,
                       "test_command": ctx.task.test_command, "task_id": ctx.task.id}
-            self.messages = [{"role": "system", "content": self.config.render(self.config.system_prompt, **values)},
+            ctx.messages += [{"role": "system", "content": self.config.render(self.config.system_prompt, **values)},
                              {"role": "user", "content": self.config.render(self.config.instance_prompt, **values)}]
         elif ctx.feedback:  # a later attempt continues the same conversation
-            self.messages.append({"role": "user", "content": ctx.feedback})
+            ctx.messages.append({"role": "user", "content": ctx.feedback})
         try:
             while True:
                 self._check_limits(state, ctx)
-                turn = self._ask(state, ctx)
+                turn = self._ask(model, state, ctx)
                 if not turn.tool_calls:
                     raise StopAgent("no_tool_call", "the model answered without calling a tool")
                 for call in turn.tool_calls:
@@ -109,13 +115,13 @@ class ToolAgent:
 
     # ------------------------------------------------------------------ model
 
-    def _ask(self, state: _State, ctx: AgentContext) -> Turn:
+    def _ask(self, model: Model, state: _State, ctx: AgentContext) -> Turn:
         state.steps += 1
-        digest = hashlib.sha256(json.dumps(self.messages, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        ctx.transcript.write(ModelRequest(step=state.steps, messages_hash=digest, new_messages=self.messages[state.sent:]))
-        state.sent = len(self.messages)
+        digest = hashlib.sha256(json.dumps(ctx.messages, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        ctx.transcript.write(ModelRequest(step=state.steps, messages_hash=digest, new_messages=ctx.messages[state.sent:]))
+        state.sent = len(ctx.messages)
         try:
-            turn = self.model_obj.complete(self.messages, self.config.tool_schemas(), self.config.settings)
+            turn = model.complete(ctx.messages, self.config.tool_schemas(), self.config.settings)
         except ModelError as exc:
             for event in getattr(exc, "retries", []) or []:
                 ctx.transcript.write(Retry(step=state.steps, **event.model_dump()))
@@ -139,7 +145,7 @@ class ToolAgent:
             stop_reason=turn.stop_reason, usage=turn.usage.model_dump(), cost_usd=turn.cost_usd,
             latency_s=round(turn.latency_s, 3), retry_wait_s=round(turn.retry_wait_s, 3), model=turn.model,
         ))
-        self.messages.append(turn.to_message())
+        ctx.messages.append(turn.to_message())
         return turn
 
     # ------------------------------------------------------------------ the one place tool errors are translated
@@ -169,6 +175,6 @@ class ToolAgent:
             t = out.test
             ctx.transcript.write(TestRun(step=state.steps, command=t.command, exit_code=t.exit_code, passed=t.passed,
                                          failed=t.failed, errors=t.errors, failing=t.failing, green=t.green))
-        self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+        ctx.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                               "content": out.content, "is_error": out.is_error})
         return out

@@ -16,34 +16,69 @@ from .types import Message, Settings, ToolCall, ToolSpec, Turn
 
 
 def load_turns_jsonl(path: str | Path) -> list[Turn]:
-    """One Turn (JSON) per non-blank line. Swap this for the transcript reader once transcripts
-    carry Turns: ReplayModel takes any ``loader``."""
+    """The assistant turns in a JSONL file: either one Turn per line, or a wholeloop transcript
+    (its `model_response` events are the turns; every other event is skipped)."""
     turns = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    turns.append(Turn.model_validate_json(line))
-                except ValueError as e:
-                    raise ModelError(f"{path}:{n}: not a recorded Turn: {e}") from e
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if "type" in data:  # a transcript event
+                    if data["type"] != "model_response":
+                        continue
+                    data = {k: data[k] for k in _TURN_FIELDS if k in data}
+                turns.append(Turn.model_validate(data))
+            except ValueError as e:
+                raise ModelError(f"{path}:{n}: not a recorded Turn or transcript event: {e}") from e
     return turns
 
 
+_TURN_FIELDS = ("text", "tool_calls", "usage", "cost_usd", "latency_s", "retry_wait_s", "stop_reason", "model")
+
+
 class ReplayModel:
-    """Replays the assistant turns of a recording in order, whatever the messages say."""
+    """Replays the assistant turns of a recording in order, whatever the messages say.
+
+    The source is a recording file (Turn JSONL or a transcript), a folder of `<task-id>.jsonl`
+    recordings, or a run folder (its transcripts); with a folder, the agent asks `for_task`.
+    """
 
     provider = "replay"
     base_url = None
 
     def __init__(self, source: str | Path | Iterable[Turn | dict[str, Any]], *,
                  loader: Callable[[str | Path], list[Turn]] = load_turns_jsonl) -> None:
+        self.folder: Path | None = None
+        self._loader = loader
+        self.position = 0
         if isinstance(source, (str, Path)):
             self.name = f"replay:{source}"
-            self.turns = list(loader(source))
+            if Path(source).is_dir():
+                self.folder, self.turns = Path(source), []
+            elif not Path(source).is_file():
+                raise ModelError(f"no recording at {source}", hint="give a Turn JSONL, a transcript, "
+                                 "a folder of <task-id>.jsonl files or a run folder")
+            else:
+                self.turns = list(loader(source))
         else:
             self.name = "replay:<memory>"
             self.turns = [t if isinstance(t, Turn) else Turn.model_validate(t) for t in source]
-        self.position = 0
+
+    def for_task(self, task_id: str) -> ReplayModel:
+        """A fresh replay of this task's recording (from a folder), or self for a single file."""
+        if self.folder is None:
+            return self
+        candidates = [self.folder / f"{task_id}.jsonl",
+                      *sorted((self.folder / "attempts" / task_id).glob("*/rep-0/transcript.jsonl"))]
+        for path in candidates:
+            if path.is_file():
+                model = ReplayModel(path, loader=self._loader)
+                model.name = self.name
+                return model
+        raise ReplayExhausted(f"{self.name}: no recording for task {task_id}",
+                              hint=f"expected {candidates[0]} or a run folder with that task's transcript")
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
                  settings: Settings | None = None) -> Turn:
