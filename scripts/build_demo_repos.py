@@ -391,7 +391,9 @@ def main(argv: list[str] | None = None) -> int:
                             )
 
         if args.repo is None and (args.tasks or args.check or args.verify):  # needs every repository
-            on_disk = {p.relative_to(TASKS) for p in TASKS.rglob("*") if p.is_file()} if TASKS.is_dir() else set()
+            # recordings/ is written by scripts/record_demo.py, not generated here
+            on_disk = {p.relative_to(TASKS) for p in TASKS.rglob("*")
+                       if p.is_file() and p.relative_to(TASKS).parts[0] != "recordings"} if TASKS.is_dir() else set()
             for rel, text in sorted(expected_tasks.items()):
                 path = TASKS / rel
                 current = path.read_text() if path.is_file() else None
