@@ -113,3 +113,14 @@ def prune_containers(*, all_owners: bool = False) -> PruneReport:
             container.remove(force=True)
         report.removed.append(container.name)
     return report
+
+
+def pause(container_id: str) -> None:
+    """Freeze every process of a container (it keeps its state); raises SandboxError."""
+    with translate("pausing a container"):
+        client().api.pause(container_id)
+
+
+def unpause(container_id: str) -> None:
+    with translate("resuming a container"):
+        client().api.unpause(container_id)

@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -40,8 +41,11 @@ def run_one(spec, agent, out):
     return rows[0]
 
 
-def our_containers():
-    return client().containers.list(all=True, filters={"label": "wholeloop=1"})
+def our_containers(*run_dirs):
+    """Containers of these runs (other processes on this machine may be running their own)."""
+    found = client().containers.list(all=True, filters={"label": "wholeloop=1"})
+    names = {Path(d).name for d in run_dirs}
+    return [c for c in found if c.labels.get("wholeloop.run") in names]
 
 
 def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_path):
@@ -66,7 +70,7 @@ def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_pa
     shown = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "gold")],
                            capture_output=True, text=True, env=env)
     assert shown.returncode == 0 and "100%" in shown.stdout, shown.stderr
-    assert not our_containers()
+    assert not our_containers(tmp_path / "gold", tmp_path / "noop")
     # running the same command again resumes: nothing is redone
     again = cli.invoke(main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--out", str(tmp_path / "gold")])
     assert again.exit_code == 0 and "0 to run, 1 already done" in again.output

@@ -10,6 +10,7 @@ suite is checked with (gold must resolve 100 %, noop 0 %).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,6 +31,9 @@ class AgentContext:
     deadline_s: float | None = None  # wall time left for this attempt's agent phase
     # The conversation of this (task, repeat), owned by the runner: a later attempt continues it.
     messages: list = field(default_factory=list)
+    # Set when the run is being stopped (Ctrl-C): the agent ends with stop_reason "interrupted",
+    # and the attempt is not recorded, so a resumed run does it again.
+    cancel: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -43,6 +47,7 @@ class AgentResult:
     tool_s: float = 0.0
     retry_wait_s: float = 0.0
     infra_error: str | None = None  # set when the attempt failed for reasons not the agent's
+    infra_retryable: bool = False  # ...and another try may succeed (provider down, container died)
 
 
 class Agent(Protocol):

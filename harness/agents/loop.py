@@ -28,9 +28,9 @@ _INFRA_MODEL_ERRORS = ("AuthError", "NotFound", "ModelUnavailable", "ModelConfig
 
 
 class StopAgent(Exception):
-    def __init__(self, reason: str, detail: str = "", *, infra: bool = False) -> None:
+    def __init__(self, reason: str, detail: str = "", *, infra: bool = False, retryable: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.detail, self.infra = reason, detail, infra
+        self.reason, self.detail, self.infra, self.retryable = reason, detail, infra, retryable
 
 
 @dataclass
@@ -92,12 +92,14 @@ class ToolAgent:
                 stop_reason=stop.reason, steps=state.steps, model_calls=state.steps,
                 usage=RowUsage(**state.usage.model_dump()), cost_usd=state.cost if state.cost_known else None,
                 model_s=state.model_s, tool_s=state.tool_s, retry_wait_s=state.wait_s,
-                infra_error=f"{stop.reason}: {stop.detail}" if stop.infra else None,
+                infra_error=f"{stop.reason}: {stop.detail}" if stop.infra else None, infra_retryable=stop.retryable,
             )
 
     # ------------------------------------------------------------------ the one place for limits
 
     def _check_limits(self, state: _State, ctx: AgentContext) -> None:
+        if ctx.cancel.is_set():
+            raise StopAgent("interrupted", "the run is being stopped; this attempt will be redone on resume")
         lim = self.config.limits
         wall = min(lim.max_wall_s, ctx.deadline_s or lim.max_wall_s)
         checks = [
@@ -130,7 +132,10 @@ class ToolAgent:
                 raise StopAgent("context_length", str(exc)) from exc
             if isinstance(exc, ReplayExhausted):
                 raise StopAgent("model_error", str(exc)) from exc
-            raise StopAgent("model_error", f"{name}: {exc}", infra=name in _INFRA_MODEL_ERRORS or exc.retryable) from exc
+            # A bad key or model name will not get better; a provider that kept failing might.
+            retryable = exc.retryable or name == "ModelUnavailable"
+            raise StopAgent("model_error", f"{name}: {exc}", infra=name in _INFRA_MODEL_ERRORS or retryable,
+                            retryable=retryable) from exc
         for event in turn.retries:
             ctx.transcript.write(Retry(step=state.steps, **event.model_dump()))
         state.usage += turn.usage
@@ -162,7 +167,7 @@ class ToolAgent:
         except ToolFailure as exc:
             out = ToolOutput(f"error: {exc}", is_error=True)
         except InfraError as exc:  # the container or engine died: not the agent's doing
-            raise StopAgent("infra_error", f"{type(exc).__name__}: {exc}", infra=True) from exc
+            raise StopAgent("infra_error", f"{type(exc).__name__}: {exc}", infra=True, retryable=True) from exc
         except SandboxError as exc:
             out = ToolOutput(f"error: {exc}", is_error=True)
         out.duration_s = time.monotonic() - started

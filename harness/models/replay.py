@@ -1,8 +1,9 @@
 """Models that need no provider: ``replay`` (a recorded run, turn by turn) and ``scripted``
 (a Python list, for tests: fakes instead of mocks, as mini-swe-agent does).
 
-Neither retries nor prices anything: a recorded Turn keeps the usage, cost and retries it had
-when it was recorded, so a replayed run reports what the original run spent.
+Neither retries nor prices anything: a replayed Turn keeps the usage and cost it had when it was
+recorded, so a replayed run reports what the original run spent; its latency and retry waits are
+today's (none), so time limits and phase times stay true.
 """
 
 from __future__ import annotations
@@ -87,9 +88,12 @@ class ReplayModel:
                 f"{self.name}: the recording has {len(self.turns)} turns and turn "
                 f"{self.position + 1} was requested",
                 hint="the run diverged from the recording (different prompt, tools or limits)")
-        turn = self.turns[self.position]
+        turn = self.turns[self.position].model_copy(deep=True)
         self.position += 1
-        return turn.model_copy(deep=True)
+        # Tokens and cost are the recording's (what that run spent); time is today's: a replay
+        # neither waits on a provider nor retries, and must not claim it did.
+        turn.latency_s, turn.retry_wait_s, turn.retries = 0.0, 0.0, []
+        return turn
 
 
 #: A script step: a Turn; a str (a text-only turn); an exception to raise; or a callable
