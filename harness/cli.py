@@ -54,16 +54,24 @@ def main() -> None:
 
 @main.command()
 @click.argument("suite", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--agent", "agent_name", default=None, help="gold | noop | default (the tool-calling agent; the default when --model is given)")
-@click.option("--model", default=None, help="anthropic/<id>, openai/<id>, litellm/<provider>/<id> or replay:<recording>")
+@click.option("--agent", "agent_name", default=None,
+              help="gold | noop | default (the tool-calling agent; implied by --model)")
+@click.option("--model", default=None,
+              help="anthropic/<id>, openai/<id>, litellm/<provider>/<id>, replay:<recordings or run folder>")
 @click.option("--agent-config", type=click.Path(exists=True, dir_okay=False), help="agent config YAML (tools, prompts, limits)")
 @click.option("--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)")
 @click.option("--stream/--no-stream", default=False, help="use the provider's streaming API")
 @click.option("--temperature", type=float, default=None)
 @click.option("--max-tokens", type=int, default=None, help="output tokens per model call")
-@click.option("--out", type=click.Path(path_type=Path), help="run folder (re-use one to resume it)")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256))
+@click.option("--out", type=click.Path(path_type=Path), help="run folder (run again with the same --out to resume)")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256), help="units run at once")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 1000), help="runs of each task")
+@click.option("--attempts", default=1, show_default=True, type=click.IntRange(1, 20),
+              help="tries per task and repeat; a later try continues the conversation after feedback")
+@click.option("--feedback", type=click.Choice(["none", "visible", "hidden"]), default="none", show_default=True,
+              help="what the agent hears after a rejected attempt")
+@click.option("--infra-retries", default=2, show_default=True, type=click.IntRange(0, 10),
+              help="extra tries of a unit that failed for the machine's reasons")
 @click.option("--config", "config_label", default="", help="label for this configuration in reports")
 @click.option("--cpus", type=float, help="CPU limit per container (overrides tasks)")
 @click.option("--memory", help="memory limit per container, e.g. 2g (overrides tasks)")
@@ -71,9 +79,10 @@ def main() -> None:
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
-        config_label, cpus, memory, pids, command_timeout, output_bytes):
+        attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes):
     """Run an agent on every task in SUITE (spec files or folders of them)."""
     from .agents import get_agent
+    from .progress import RunProgress
     from .records import slug
     from .report.terminal import print_report
     from .runner import RunOptions, Runner
@@ -84,16 +93,17 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     if not tasks:
         raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, suite)))
     agent_name = agent_name or ("default" if model or agent_config else "gold")
-    agent = get_agent(agent_name, model=model, config_path=agent_config,
-                      model_options={"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {},
+    model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
+    agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
                       settings={"temperature": temperature, "max_tokens": max_tokens})
     limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, command_timeout_s=command_timeout, output_bytes=output_bytes)
-    options = RunOptions(out=Path("."), workers=workers, repeats=repeats, limits=limits, config=config_label)
+    options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
+                         infra_retries=infra_retries, limits=limits, config=config_label)
     label = options.label(agent)
     options.out = out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(label)}"
     console.print(f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], "
                   f"{workers} worker(s) -> {options.out}")
-    with _Progress(console, len(tasks) * repeats) as progress:
+    with RunProgress(console, len(tasks) * repeats) as progress:
         runner = Runner(tasks, agent, options, progress=progress.update)
         try:
             rows = runner.run()
@@ -102,64 +112,86 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
                           f"--out {options.out} to resume")
             sys.exit(130)
     print_report(rows, console)
-    console.print(f"run folder: {options.out}   (wholeloop report {options.out})")
-
-
-class _Progress:
-    """A rich progress bar plus one line per task that is in flight."""
-
-    def __init__(self, console, total: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, transient=False,
-        )
-        self.bar = self.progress.add_task("tasks", total=total)
-        self.console = console
-        self.active: dict[str, str] = {}
-
-    def __enter__(self) -> _Progress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
-
-    def update(self, event: str, task_id: str, text: str) -> None:
-        if event == "plan":
-            done = int(text.split(", ")[1].split()[0]) if "already done" in text else 0
-            self.progress.update(self.bar, completed=done)
-            if done:
-                self.console.print(f"resuming: {text}")
-        elif event == "done":
-            self.active.pop(task_id, None)
-            self.progress.advance(self.bar)
-            self.console.print(f"  {task_id}: {text}")
-        elif event == "interrupt":
-            self.console.print(f"[yellow]{text}[/]")
-        elif task_id:
-            self.active[task_id] = text
-        current = "; ".join(f"{k}: {v}" for k, v in list(self.active.items())[:3])
-        self.progress.update(self.bar, description=current[:80] or "tasks")
+    console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
 
 
 # ---------------------------------------------------------------------------- reports
 
 
-@main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--tasks/--no-tasks", "per_task", default=True, help="show the per-task table")
-def report(runs, per_task):
-    """Reprint the summary of one or more run folders, from disk only (no Docker)."""
+_SCORING_HELP = "YAML mapping outcomes to costs (e.g. regression: 3); default: every failure costs 1"
+
+
+def _rows(runs):
     from .records import latest_rows, load_run
-    from .report.terminal import print_report
 
     rows = []
     for run_dir in runs:
-        _, found = load_run(run_dir)
-        rows += latest_rows(found)
-    print_report(rows, _console(), per_task=per_task)
+        rows += latest_rows(load_run(run_dir)[1])
+    return rows
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--tasks/--no-tasks", "per_task", default=True, help="show the per-task table")
+@click.option("--scoring", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=_SCORING_HELP)
+@click.option("--compare/--no-compare", "with_compare", default=False, help="also the paired comparisons")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write every figure as JSON")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the HTML report")
+@click.option("--evidence", type=click.Path(file_okay=False, path_type=Path),
+              help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html")
+def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence):
+    """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
+    recovery, failure analysis and the recipe behind them."""
+    from .records import write_json
+    from .report.figures import compute_figures, write_evidence
+    from .report.terminal import print_figures
+
+    console = _console()
+    figures = compute_figures(list(runs), scoring)
+    print_figures(figures, _rows(runs), console, per_task=per_task, comparisons=with_compare)
+    if json_out:
+        write_json(json_out, figures.model_dump(mode="json"))
+        console.print(f"wrote {json_out}")
+    if html_out:
+        try:
+            from .report.html import write_html
+        except ImportError:
+            console.print("[yellow]HTML not available[/]")
+        else:
+            console.print(f"wrote {write_html(list(runs), html_out, figures=figures)}")
+    if evidence:
+        for line in write_evidence(figures, list(runs), evidence):
+            console.print(line)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--scoring", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=_SCORING_HELP)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the comparison as JSON")
+def compare(runs, scoring, json_out):
+    """Compare configurations paired on their shared tasks: wins/losses/ties, exact McNemar, a paired
+    bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them."""
+    from .records import write_json
+    from .report.figures import compute_figures
+    from .report.terminal import comparison_block, recipe_block, stats_table
+
+    console = _console()
+    figures = compute_figures(list(runs), scoring, recovery=False)
+    if len(figures.configs) < 2:
+        raise click.UsageError(f"compare needs at least two configurations; found {len(figures.configs)} in "
+                               + ", ".join(map(str, runs)))
+    for run in figures.runs:
+        console.print(recipe_block(run.recipe, run.run_dir, run.configs))
+    console.print(stats_table(figures))
+    for cmp in figures.comparisons:
+        console.print(comparison_block(cmp))
+    if json_out:
+        write_json(json_out, {"comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
+                              "configs": [c.model_dump(mode="json") for c in figures.configs],
+                              "scoring": figures.scoring.model_dump(mode="json"),
+                              "bootstrap": figures.bootstrap.model_dump(mode="json"),
+                              "recipes": [r.model_dump(mode="json") for r in figures.runs]})
+        console.print(f"wrote {json_out}")
 
 
 @main.command()
