@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from ..records import ResultRow
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+    from .figures import Figures, Recipe
+    from .stats import Interval
 
 OUTCOME_STYLE = {
     "resolved": "green",
@@ -71,12 +79,232 @@ def task_table(rows: list[ResultRow]) -> Table:
 
 
 def print_report(rows: list[ResultRow], console: Console | None = None, *, per_task: bool = True) -> None:
+    """The short report printed after a run: per-task table, summary, infra errors."""
     console = console or Console()
     if per_task:
         console.print(task_table(rows))
     console.print(summary_table(rows))
+    _print_infra_errors(rows, console)
+
+
+def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
     errors = [r for r in rows if r.final and r.error]
     for row in errors[:10]:
         console.print(f"[bold red]infra_error[/] {row.task_id}: {row.error.splitlines()[0][:300]}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def fmt_interval(iv: Interval, kind: str = "rate") -> str:
+    """'71% [36%, 92%]', '$0.0612 [$0.0500, $0.0800]', 'unknown', '12.0s [9.1s, 15.2s]' (rich markup)."""
+    if iv.unknown:
+        return "[yellow]unknown[/]"
+    if iv.value is None:
+        return "n/a (none resolved)" if iv.unbounded else "n/a"
+    f = {"rate": lambda v: f"{100 * v:.0f}", "usd": lambda v: f"${v:.4f}", "s": _secs,
+         "pts": lambda v: f"{100 * v:+.1f}", "num": lambda v: f"{v:.2f}"}[kind]
+    unit = "%" if kind == "rate" else ""
+    value = f(iv.value) + unit
+    if iv.low is None and not iv.unbounded:
+        return value
+    high = "unbounded" if iv.unbounded or iv.high is None else f(iv.high) + unit
+    return f"{value} [dim]\\[{f(iv.low) + unit if iv.low is not None else '?'}, {high}][/]"
+
+
+def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
+    """The recipe next to the numbers: what produced them, compactly."""
+    s = recipe.sampling
+    settings = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k in
+                         ("temperature", "top_p", "max_tokens", "thinking_budget")) or "provider defaults"
+    limits = ", ".join(f"{k}={v}" for k, v in recipe.limits.items() if v is not None)
+    opts = recipe.options
+    runs = ", ".join(f"{k}={opts[k]}" for k in ("repeats", "attempts", "feedback", "workers") if k in opts)
+    lines = [
+        f"[bold]{run_dir}[/]  configs: {', '.join(configs) or '-'}",
+        f"wholeloop {recipe.wholeloop_version or '?'} @ {(recipe.git_commit or 'unknown commit')[:20]}"
+        f"   python {recipe.python or '?'}   docker {recipe.docker_engine.get('version', '?')}",
+        f"model(s): {', '.join(recipe.models) or '-'}" + (f"   base url: {', '.join(recipe.base_urls)}" if recipe.base_urls else ""),
+        f"agent: {recipe.agent or '-'}   settings: {settings}" + (f"   limits: {limits}" if limits else ""),
+        f"agent config sha256 {(recipe.agent_config_sha256 or '-')[:16]}   prompts {(recipe.prompt_sha256 or '-')[:16]}"
+        f"   tools {(recipe.tool_schema_sha256 or '-')[:16]}",
+        f"{recipe.tasks} task(s)   {runs}   {recipe.started_at or '?'} -> {recipe.finished_at or 'not finished'}"
+        + (f"   ({recipe.sessions} sessions)" if recipe.sessions > 1 else ""),
+        f"[dim]$ {recipe.command}[/]",
+    ]
+    return Panel("\n".join(lines), title="recipe", title_align="left", expand=False)
+
+
+def stats_table(figures: Figures) -> Table:
+    table = Table(title="Per configuration (95% intervals)", title_justify="left")
+    cols = ["config", "tasks", "trials", "resolved", "rate (Wilson)", "infra", "cost / trial", "cost / resolved",
+            "time / trial", "expected cost / task"]
+    for col in cols:
+        table.add_column(col, justify="left" if col == "config" else "right", overflow="fold")
+    scores = {s.config: s for s in figures.scoring.configs}
+    for c in figures.configs:
+        score = scores.get(c.name)
+        table.add_row(
+            c.name, str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
+            fmt_interval(c.resolve_rate), str(c.infra_errors) if c.infra_errors else "0",
+            fmt_interval(c.cost_per_trial, "usd"), fmt_interval(c.cost_per_resolved, "usd"),
+            fmt_interval(c.time_per_trial, "s"),
+            fmt_interval(score.expected_cost_per_task, "num") if score else "-",
+        )
+    b = figures.bootstrap
+    repeats = any(c.repeats > 1 for c in figures.configs)
+    table.caption = ("rate: Wilson score interval over scored trials (infra errors left out)"
+                     + ("; it treats repeats of a task as independent, the task-resampled interval below does not"
+                        if repeats else "") + f". money/time/cost: "
+                     f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
+                     f"scoring: {figures.scoring.scoring.source}")
+    table.caption_justify = "left"
+    return table
+
+
+def passk_table(figures: Figures) -> Table | None:
+    rows = [c for c in figures.configs if c.repeats > 1 and c.pass_at_k]
+    if not rows:
+        return None
+    kmax = max(len(c.pass_at_k) for c in rows)
+    table = Table(title="Repeats: pass@k (at least one of k) and pass^k (all k)", title_justify="left")
+    table.add_column("config")
+    table.add_column("rate over tasks", justify="right")
+    for k in range(1, kmax + 1):
+        table.add_column(f"pass@{k}", justify="right")
+    for k in range(1, kmax + 1):
+        table.add_column(f"pass^{k}", justify="right")
+    for c in rows:
+        at = {v.k: _pct(v.value) for v in c.pass_at_k}
+        hat = {v.k: _pct(v.value) for v in c.pass_hat_k}
+        table.add_row(c.name, fmt_interval(c.resolve_rate_tasks), *[at.get(k, "-") for k in range(1, kmax + 1)],
+                      *[hat.get(k, "-") for k in range(1, kmax + 1)])
+    table.caption = "unbiased estimators per task, averaged over tasks; rate over tasks: bootstrap interval (tasks resampled)"
+    table.caption_justify = "left"
+    return table
+
+
+def task_rate_table(figures: Figures) -> Table | None:
+    """Task x configuration success rates, when some configuration has repeats."""
+    if not any(c.repeats > 1 for c in figures.configs):
+        return None
+    table = Table(title="Per task success rate", title_justify="left")
+    table.add_column("task")
+    for c in figures.configs:
+        table.add_column(c.name, justify="right")
+    tasks = sorted({t.task_id for c in figures.configs for t in c.per_task})
+    rates = {(c.name, t.task_id): t for c in figures.configs for t in c.per_task}
+    for tid in tasks:
+        cells = []
+        for c in figures.configs:
+            t = rates.get((c.name, tid))
+            if t is None:
+                cells.append("-")
+            else:
+                style = "green" if t.rate == 1 else "red" if t.rate == 0 else "yellow"
+                cells.append(f"[{style}]{t.resolved}/{t.trials}[/]" + (f" [red]+{t.infra_errors} infra[/]" if t.infra_errors else ""))
+        table.add_row(tid, *cells)
+    return table
+
+
+def recovery_table(figures: Figures) -> Table:
+    table = Table(title="Recovery", title_justify="left")
+    for col in ("config", "attempts", "ran tests", "green", "red -> green", "red runs before green", "edits after red",
+                "tool errors recovered", "steps / s to green", "pass@att-1", "pass@att-K", "recovered later"):
+        table.add_column(col, justify="left" if col == "config" else "right", overflow="fold",
+                         min_width=18 if col == "config" else None)
+    for r in figures.recovery:
+        i, a = r.inside, r.across
+        steps = "-" if i.median_steps_to_green is None else f"{i.median_steps_to_green:g} / {_secs(i.median_seconds_to_green)}"
+        later = "-" if a.recovery_rate is None else f"{a.resolved_later}/{a.failed_first} ({_pct(a.recovery_rate)})"
+        table.add_row(
+            r.config, f"{i.with_transcript}/{i.attempts}", str(i.with_tests), str(i.reached_green),
+            f"{i.green_after_red}/{i.saw_red}", "-" if i.red_runs_before_green_mean is None else f"{i.red_runs_before_green_mean:.2f}",
+            "-" if i.edits_after_red_mean is None else f"{i.edits_after_red_mean:.1f}",
+            f"{i.tool_errors_recovered}/{i.tool_errors}", steps,
+            _pct(a.pass_at_attempt_1), _pct(a.pass_at_attempt_k) + (f" (K={a.max_attempts})" if a.max_attempts > 1 else ""),
+            later,
+        )
+    table.caption = ("inside an attempt from transcripts (visible test runs, edits, tool errors; medians to first green); "
+                     "across attempts from results: recovered later = resolved at attempt > 1 / failed attempt 1")
+    table.caption_justify = "left"
+    return table
+
+
+def failures_block(figures: Figures) -> Group:
+    table = Table(title="Failure analysis (final attempt of each trial)", title_justify="left")
+    table.add_column("config")
+    table.add_column("outcomes")
+    table.add_column("stop reasons")
+    for f in figures.failures.configs:
+        outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k, '')}]{k}[/] {v}" for k, v in f.outcomes.items())
+        table.add_row(f.config, outcomes, ", ".join(f"{k} {v}" for k, v in f.stop_reasons.items()))
+    parts: list = [table]
+    hardest = figures.failures.hardest
+    if hardest:
+        parts.append(Text(f"Hardest failures: {len(hardest)} task(s) no configuration resolved in any repeat", style="bold"))
+        for h in hardest[:15]:
+            outcomes = ", ".join(f"{k} x{v}" for k, v in h.outcomes.items())
+            ref = h.transcripts[0]
+            parts.append(Text.from_markup(f"  [bold]{h.task_id}[/] ({outcomes}) - {ref.transcript_path}\n"
+                                          f"    [dim]$ {ref.show_command}[/]"))
+        if len(hardest) > 15:
+            parts.append(Text(f"  ... and {len(hardest) - 15} more (--evidence writes them all)"))
+    return Group(*parts)
+
+
+def comparison_block(cmp: Comparison) -> Group:
+    table = Table(title=f"{cmp.a}  vs  {cmp.b}   ({cmp.shared_tasks} shared tasks)", title_justify="left")
+    table.add_column("")
+    table.add_column(cmp.a, justify="right")
+    table.add_column(cmp.b, justify="right")
+    table.add_row("tasks won", str(cmp.wins_a), str(cmp.wins_b))
+    table.add_row("ties", str(cmp.ties), str(cmp.ties))
+    table.add_row("resolve rate (shared tasks)", _pct(cmp.side_a.resolve_rate), _pct(cmp.side_b.resolve_rate))
+    table.add_row("resolved trials", f"{cmp.side_a.resolved_trials}/{cmp.side_a.trials}",
+                  f"{cmp.side_b.resolved_trials}/{cmp.side_b.trials}")
+    table.add_row("cost / resolved", fmt_interval(cmp.side_a.cost_per_resolved, "usd"), fmt_interval(cmp.side_b.cost_per_resolved, "usd"))
+    table.add_row("time / resolved", fmt_interval(cmp.side_a.time_per_resolved, "s"), fmt_interval(cmp.side_b.time_per_resolved, "s"))
+    p = "n/a" if cmp.mcnemar_p is None else f"{cmp.mcnemar_p:.4g}"
+    stats = (f"exact McNemar (first repeat per task): only {cmp.a} resolved {cmp.mcnemar_b}, only {cmp.b} resolved "
+             f"{cmp.mcnemar_c}, two-sided p = {p}\n"
+             f"difference in resolve rate ({cmp.a} - {cmp.b}), paired bootstrap over tasks (all repeats): "
+             f"{fmt_interval(cmp.difference, 'pts')} points")
+    verdict = Text.from_markup(("[bold yellow]" if cmp.same_tier else "[bold green]") + cmp.verdict + "[/]")
+    parts: list = [table, Text.from_markup(stats), verdict]
+    if cmp.caution:
+        parts.append(Text("caution: " + cmp.caution, style="yellow"))
+    if cmp.only_a or cmp.only_b:
+        parts.append(Text(f"not paired: {len(cmp.only_a)} task(s) only in {cmp.a}, {len(cmp.only_b)} only in {cmp.b}", style="dim"))
+    return Group(*parts)
+
+
+def print_figures(figures: Figures, rows: list[ResultRow], console: Console | None = None, *, per_task: bool = True,
+                  comparisons: bool = False) -> None:
+    """The full report of `wholeloop report`: per-task table, recipe, numbers with intervals,
+    pass@k, recovery, failure analysis (and the comparisons when asked)."""
+    console = console or Console()
+    if per_task:
+        console.print(task_table(rows))
+    for tbl in (task_rate_table(figures),):
+        if tbl is not None:
+            console.print(tbl)
+    for run in figures.runs:
+        console.print(recipe_block(run.recipe, run.run_dir, run.configs))
+    console.print(stats_table(figures))
+    tbl = passk_table(figures)
+    if tbl is not None:
+        console.print(tbl)
+    if figures.recovery:
+        console.print(recovery_table(figures))
+    console.print(failures_block(figures))
+    if comparisons:
+        for cmp in figures.comparisons:
+            console.print(comparison_block(cmp))
+    _print_infra_errors(rows, console)

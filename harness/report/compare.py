@@ -1,0 +1,150 @@
+"""Paired comparison of configurations on the tasks they share.
+
+For each pair (A, B) and each shared task, a task's success rate in a configuration is the share
+of its scored trials (all repeats; infra errors left out) that resolved. Then:
+
+- **wins / losses / ties** per task compare those rates (A wins a task when its rate is higher);
+- **exact McNemar test** on one outcome per task: the *first* scored repeat of each
+  configuration (the lowest repeat number), so each task gives exactly one paired 0/1 outcome as
+  the test assumes. b = tasks A resolved and B did not, c = the reverse; the two-sided p value is
+  ``scipy.stats.binomtest(b, b + c, 0.5)`` (1.0 when there are no discordant tasks). Using the
+  first repeat instead of a per-task majority keeps ties out and is what a single-run comparison
+  would have seen;
+- **paired bootstrap interval** for the difference in resolve rate A - B, using *all* repeats:
+  the statistic is the mean over tasks of (rate_A - rate_B); tasks are resampled with
+  replacement, the pair of rates staying together (percentile method, fixed seed);
+- cost and time per resolved trial of each configuration on the shared tasks.
+
+Verdict: when the interval contains zero the data does not separate them ("same tier") and no
+ranking is made; otherwise the configuration the interval favours is named, with the interval,
+and a ``caution`` is attached when the exact McNemar test disagrees (p >= 0.05): with few tasks
+the percentile bootstrap interval is too narrow, and a reader should see both.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from pydantic import BaseModel, Field
+from scipy.stats import binomtest
+
+from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
+
+SAME_TIER = "same tier: the data does not separate them"
+
+
+class TaskPair(BaseModel):
+    task_id: str
+    rate_a: float
+    rate_b: float
+    trials_a: int
+    trials_b: int
+    first_a: bool  # first scored repeat resolved?
+    first_b: bool
+    result: str  # "a" | "b" | "tie"
+
+
+class SideFigures(BaseModel):
+    config: str
+    resolve_rate: float | None = None  # mean of per-task rates on the shared tasks
+    resolved_trials: int = 0
+    trials: int = 0
+    cost_per_resolved: Interval = Field(default_factory=Interval)
+    time_per_resolved: Interval = Field(default_factory=Interval)
+
+
+class Comparison(BaseModel):
+    a: str
+    b: str
+    shared_tasks: int = 0
+    only_a: list[str] = Field(default_factory=list)
+    only_b: list[str] = Field(default_factory=list)
+    wins_a: int = 0
+    wins_b: int = 0
+    ties: int = 0
+    mcnemar_b: int = 0  # A resolved, B not (first repeat)
+    mcnemar_c: int = 0  # B resolved, A not (first repeat)
+    mcnemar_p: float | None = None
+    difference: Interval = Field(default_factory=Interval)  # resolve rate A - B, paired bootstrap
+    same_tier: bool = True
+    better: str | None = None  # None when same tier
+    verdict: str = SAME_TIER
+    caution: str = ""  # set when the paired test and the interval disagree
+    side_a: SideFigures
+    side_b: SideFigures
+    tasks: list[TaskPair] = Field(default_factory=list)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p value on the discordant pairs (b, c)."""
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+
+
+def _scored_by_task(cfg: ConfigRows) -> dict[str, list[Trial]]:
+    return {tid: ts for tid, ts in by_task([t for t in trials_of(cfg.rows) if t.scored]).items() if ts}
+
+
+def _side(cfg: ConfigRows, tasks: dict[str, list[Trial]], shared: list[str], rates: list[float],
+          settings: BootstrapSettings) -> SideFigures:
+    trials = [tasks[t] for t in shared]
+    resolved = [sum(x.resolved for x in ts) for ts in trials]
+    out = SideFigures(config=cfg.name, resolve_rate=sum(rates) / len(rates) if rates else None,
+                      resolved_trials=sum(resolved), trials=sum(len(ts) for ts in trials))
+    costs = [[x.cost for x in ts] for ts in trials]
+    if any(c is None for cs in costs for c in cs):
+        out.cost_per_resolved = Interval(unknown=True, n=len(shared), note="a price is unknown for some attempts")
+    else:
+        out.cost_per_resolved = bootstrap_ratio([sum(cs) for cs in costs], resolved, settings=settings)
+    out.time_per_resolved = bootstrap_ratio([sum(x.time_s for x in ts) for ts in trials], resolved, settings=settings)
+    return out
+
+
+def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None) -> Comparison:
+    settings = settings or BootstrapSettings()
+    ta, tb = _scored_by_task(a), _scored_by_task(b)
+    shared = sorted(set(ta) & set(tb))
+    pairs: list[TaskPair] = []
+    for tid in shared:
+        ra = sum(t.resolved for t in ta[tid]) / len(ta[tid])
+        rb = sum(t.resolved for t in tb[tid]) / len(tb[tid])
+        fa = min(ta[tid], key=lambda t: t.repeat).resolved
+        fb = min(tb[tid], key=lambda t: t.repeat).resolved
+        pairs.append(TaskPair(task_id=tid, rate_a=ra, rate_b=rb, trials_a=len(ta[tid]), trials_b=len(tb[tid]),
+                              first_a=fa, first_b=fb, result="a" if ra > rb else "b" if rb > ra else "tie"))
+    rates_a, rates_b = [p.rate_a for p in pairs], [p.rate_b for p in pairs]
+    cmp = Comparison(
+        a=a.name, b=b.name, shared_tasks=len(shared), only_a=sorted(set(ta) - set(tb)), only_b=sorted(set(tb) - set(ta)),
+        wins_a=sum(p.result == "a" for p in pairs), wins_b=sum(p.result == "b" for p in pairs),
+        ties=sum(p.result == "tie" for p in pairs),
+        mcnemar_b=sum(p.first_a and not p.first_b for p in pairs), mcnemar_c=sum(p.first_b and not p.first_a for p in pairs),
+        side_a=_side(a, ta, shared, rates_a, settings), side_b=_side(b, tb, shared, rates_b, settings), tasks=pairs,
+    )
+    if shared:
+        cmp.mcnemar_p = mcnemar_exact(cmp.mcnemar_b, cmp.mcnemar_c)
+        cmp.difference = bootstrap_mean([x - y for x, y in zip(rates_a, rates_b)], settings=settings,
+                                        method="paired-bootstrap-percentile")
+    diff = cmp.difference
+    if diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
+        cmp.same_tier, cmp.better, cmp.verdict = True, None, SAME_TIER
+        if diff.value is not None and diff.low is None:
+            cmp.verdict += f" ({diff.note or 'no interval'})"
+    else:
+        cmp.same_tier = False
+        cmp.better = a.name if diff.low > 0 else b.name
+        sign = 1 if diff.low > 0 else -1
+        lo, hi = sorted((sign * diff.low, sign * diff.high))
+        worse = b.name if cmp.better == a.name else a.name
+        cmp.verdict = (f"{cmp.better} resolves more than {worse}: +{100 * sign * diff.value:.1f} points "
+                       f"(95% CI {100 * lo:+.1f} to {100 * hi:+.1f}, {len(shared)} paired tasks)")
+        if cmp.mcnemar_p is not None and cmp.mcnemar_p >= 0.05:
+            cmp.caution = (f"the exact McNemar test on the first repeat does not reach 0.05 (p = {cmp.mcnemar_p:.3g}, "
+                           f"{cmp.mcnemar_b + cmp.mcnemar_c} discordant tasks): a percentile bootstrap over few tasks "
+                           f"is optimistic; more tasks would settle it")
+    return cmp
+
+
+def compare_all(configs: list[ConfigRows], settings: BootstrapSettings | None = None) -> list[Comparison]:
+    """Every pair of configurations, in the order given (A = the earlier one)."""
+    return [compare_pair(a, b, settings) for a, b in combinations(configs, 2)]

@@ -1,0 +1,215 @@
+"""Every figure of a report in one JSON-able object: what terminal, HTML and evidence pack show.
+
+    figures = compute_figures([Path("runs/a"), Path("runs/b")], scoring="costs.yaml")
+    figures.model_dump(mode="json")      # plain dict, ready for json.dumps
+
+Shape (stable; fields are only ever added):
+
+    schema_version, generated_at, bootstrap (seed, resamples, method, confidence)
+    runs[]:        run_dir, run_id, configs[], recipe (command, versions, commit, models, settings, ...)
+    configs[]:     ConfigStats per configuration (stats.py): counts, Wilson rate, per-task rates,
+                   pass@k / pass^k, bootstrap intervals for cost and time
+    recovery[]:    ConfigRecovery (recovery.py): inside attempts (transcripts) and across attempts
+    comparisons[]: Comparison per pair (compare.py): wins/losses/ties, McNemar, paired bootstrap, verdict
+    scoring:       ScoringFigures (scoring.py): the scoring used and expected cost per task
+    failures:      FailureFigures (failures.py): outcomes, stop reasons, hardest failures
+    cells[]:       one per attempt row: task x configuration matrix with paths to open it
+
+Pure functions over run folders: no Docker, no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from .compare import Comparison, compare_all
+from .failures import FailureFigures, failure_figures
+from .recovery import ConfigRecovery, config_recovery
+from .scoring import Scoring, ScoringFigures, load_scoring, score_configs
+from .stats import BootstrapSettings, ConfigRows, ConfigStats, config_stats, load_configs
+
+FIGURES_SCHEMA = 1
+
+
+class Recipe(BaseModel):
+    """What produced a run's numbers, from its manifest.json (never keys)."""
+
+    run_id: str = ""
+    command: str = ""
+    cwd: str = ""
+    wholeloop_version: str | None = None
+    git_commit: str | None = None
+    python: str | None = None
+    dependencies: dict[str, str | None] = Field(default_factory=dict)
+    docker_engine: dict = Field(default_factory=dict)
+    host: dict = Field(default_factory=dict)
+    agent: str | None = None
+    models: list[str] = Field(default_factory=list)
+    provider: str | None = None
+    base_urls: list[str] = Field(default_factory=list)
+    sampling: dict = Field(default_factory=dict)  # temperature, top_p, max_tokens, ...
+    limits: dict = Field(default_factory=dict)
+    agent_config_sha256: str | None = None  # hash of the whole agent config (prompts, tools, limits, settings)
+    prompt_sha256: str | None = None
+    tool_schema_sha256: str | None = None
+    options: dict = Field(default_factory=dict)  # workers, repeats, attempts, feedback, limits, label
+    tasks: int = 0
+    task_hashes: dict[str, str] = Field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    sessions: int = 0  # how many times the run was started (resumes)
+
+
+class RunFigures(BaseModel):
+    run_dir: str
+    run_id: str = ""
+    configs: list[str] = Field(default_factory=list)
+    recipe: Recipe = Field(default_factory=Recipe)
+
+
+class Cell(BaseModel):
+    """One attempt: a cell of the task x configuration matrix, with the files that open it."""
+
+    task_id: str
+    config: str
+    run_dir: str
+    repeat: int
+    attempt: int
+    final: bool
+    outcome: str
+    resolved: bool
+    stop_reason: str = ""
+    cost_usd: float | None = None
+    total_s: float = 0.0
+    agent_s: float = 0.0
+    steps: int = 0
+    dir: str = ""  # all paths relative to run_dir
+    transcript_path: str = ""
+    patch_path: str = ""
+
+
+class Figures(BaseModel):
+    schema_version: int = FIGURES_SCHEMA
+    generated_at: str = ""
+    bootstrap: BootstrapSettings = Field(default_factory=BootstrapSettings)
+    runs: list[RunFigures] = Field(default_factory=list)
+    configs: list[ConfigStats] = Field(default_factory=list)
+    recovery: list[ConfigRecovery] = Field(default_factory=list)
+    comparisons: list[Comparison] = Field(default_factory=list)
+    scoring: ScoringFigures = Field(default_factory=ScoringFigures)
+    failures: FailureFigures = Field(default_factory=FailureFigures)
+    cells: list[Cell] = Field(default_factory=list)
+
+
+def _sha(data) -> str | None:
+    if not data:
+        return None
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
+    """The recipe block of one manifest; tolerant of older or partial manifests."""
+    agent = manifest.get("agent") or {}
+    config = agent.get("config") or {}
+    wl = manifest.get("wholeloop") or {}
+    command = manifest.get("command") or []
+    models = [m for m in [agent.get("model")] if m] or sorted({m for m in rows_models or [] if m})
+    base_urls = [u for u in [agent.get("base_url")] if u]
+    return Recipe(
+        run_id=manifest.get("run_id", ""),
+        command=shlex.join(command) if isinstance(command, list) else str(command),
+        cwd=manifest.get("cwd", ""),
+        wholeloop_version=wl.get("version"), git_commit=wl.get("git_commit"), python=manifest.get("python"),
+        dependencies=manifest.get("dependencies") or {}, docker_engine=manifest.get("docker_engine") or {},
+        host=manifest.get("host") or {}, agent=agent.get("agent"), models=models, provider=agent.get("provider"),
+        base_urls=base_urls, sampling=config.get("settings") or {}, limits=config.get("limits") or {},
+        agent_config_sha256=_sha(config), prompt_sha256=config.get("prompt_sha256"),
+        tool_schema_sha256=config.get("tool_schema_sha256"), options=manifest.get("options") or {},
+        tasks=len(manifest.get("tasks") or {}),
+        task_hashes={k: (v or {}).get("content_hash", "") for k, v in (manifest.get("tasks") or {}).items()},
+        started_at=manifest.get("started_at"), finished_at=manifest.get("finished_at"),
+        sessions=len(manifest.get("sessions") or []),
+    )
+
+
+def _cells(cfg: ConfigRows) -> list[Cell]:
+    return [
+        Cell(task_id=r.task_id, config=cfg.name, run_dir=str(cfg.run_dir), repeat=r.repeat, attempt=r.attempt,
+             final=r.final, outcome=r.outcome, resolved=r.resolved, stop_reason=r.stop_reason, cost_usd=r.cost_usd,
+             total_s=r.phases.total_s, agent_s=r.phases.agent_s, steps=r.steps, dir=r.dir,
+             transcript_path=r.transcript_path, patch_path=r.patch_path)
+        for r in sorted(cfg.rows, key=lambda r: (r.task_id, r.repeat, r.attempt))
+    ]
+
+
+def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | None = None, *,
+                    settings: BootstrapSettings | None = None, recovery: bool = True) -> Figures:
+    """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
+    (every failure costs 1). Raises FileNotFoundError for a folder that is not a run."""
+    settings = settings or BootstrapSettings()
+    if not isinstance(scoring, Scoring):
+        scoring = load_scoring(scoring)
+    run_dirs = [Path(d) for d in run_dirs]
+    configs = load_configs(run_dirs)
+    figures = Figures(generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), bootstrap=settings)
+    for run_dir in run_dirs:
+        mine = [c for c in configs if c.run_dir == run_dir]
+        manifest = mine[0].manifest if mine else _manifest(run_dir)
+        models = [r.model for c in mine for r in c.rows]
+        figures.runs.append(RunFigures(run_dir=str(run_dir), run_id=manifest.get("run_id", run_dir.name),
+                                       configs=[c.name for c in mine], recipe=recipe_of(manifest, models)))
+    figures.configs = [config_stats(c, settings) for c in configs]
+    if recovery:
+        figures.recovery = [config_recovery(c) for c in configs]
+    figures.comparisons = compare_all(configs, settings)
+    figures.scoring = score_configs(configs, scoring, settings)
+    figures.failures = failure_figures(configs)
+    figures.cells = [cell for c in configs for cell in _cells(c)]
+    return figures
+
+
+def _manifest(run_dir: Path) -> dict:
+    path = run_dir / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_evidence(figures: Figures, run_dirs: list[Path | str], out_dir: Path | str) -> list[str]:
+    """The evidence pack: figures.json, each run's manifest, hardest_failures.md and, when the
+    HTML renderer is installed, report.html. Returns one line per thing done (for the CLI)."""
+    from ..records import write_atomic, write_json
+    from .failures import hardest_failures_markdown
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    write_json(out / "figures.json", figures.model_dump(mode="json"))
+    done.append(f"wrote {out / 'figures.json'}")
+    names: set[str] = set()
+    for run_dir in map(Path, run_dirs):
+        name = run_dir.resolve().name
+        while name in names:
+            name += "_"
+        names.add(name)
+        src = run_dir / "manifest.json"
+        if src.exists():
+            target = out / "manifests" / f"{name}.json"
+            write_atomic(target, src.read_bytes())
+            done.append(f"copied {src} -> {target}")
+        else:
+            done.append(f"no manifest.json in {run_dir}")
+    write_atomic(out / "hardest_failures.md", hardest_failures_markdown(figures.failures.hardest, len(figures.configs)))
+    done.append(f"wrote {out / 'hardest_failures.md'} ({len(figures.failures.hardest)} task(s))")
+    try:
+        from .html import write_html
+    except ImportError:
+        done.append("HTML not available")
+    else:
+        path = write_html([Path(d) for d in run_dirs], out / "report.html", figures=figures)
+        done.append(f"wrote {path}")
+    return done

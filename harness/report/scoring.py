@@ -1,0 +1,102 @@
+"""Failure costs: a scoring file maps outcomes to costs; reports show expected cost per task.
+
+A scoring file is YAML, either a flat mapping or one under ``costs:``::
+
+    # a broken PASS_TO_PASS test is worse than no patch at all
+    regression: 3
+    patch_apply_failed: 1.5
+    empty_patch: 1
+    default: 1        # any failure not named (default 1)
+    resolved: 0       # (default 0)
+
+``infra_error`` is never scored: it is the machine's failure, so those trials are left out (a
+scoring file that names it is refused, so nobody believes it counted).
+
+Expected cost per task: each scored trial costs what its final outcome costs; a task's cost is
+the mean over its trials; the expected cost is the mean over tasks, with a percentile bootstrap
+interval that resamples tasks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, Field
+
+from .stats import BootstrapSettings, ConfigRows, Interval, bootstrap_mean, by_task, trials_of
+
+
+class Scoring(BaseModel):
+    costs: dict[str, float] = Field(default_factory=dict)  # outcome -> cost
+    default: float = 1.0  # any failure not in costs
+    resolved: float = 0.0
+    source: str = "default: every failure costs 1, resolved costs 0"
+
+    def cost(self, outcome: str, resolved: bool) -> float:
+        if outcome in self.costs:
+            return self.costs[outcome]
+        return self.resolved if resolved else self.default
+
+
+class ConfigScore(BaseModel):
+    config: str
+    expected_cost_per_task: Interval = Field(default_factory=Interval)
+    tasks: int = 0
+    trials: int = 0
+    by_outcome: dict[str, float] = Field(default_factory=dict)  # outcome -> total cost it contributed
+
+
+class ScoringFigures(BaseModel):
+    scoring: Scoring = Field(default_factory=Scoring)
+    configs: list[ConfigScore] = Field(default_factory=list)
+
+
+def load_scoring(path: Path | str | None) -> Scoring:
+    """Read a scoring file. Raises ValueError with a readable message when it is malformed."""
+    if path is None:
+        return Scoring()
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("costs"), dict):
+        data = {**data["costs"], **{k: v for k, v in data.items() if k != "costs"}}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a scoring file maps outcomes to costs, e.g. 'regression: 3'")
+    costs: dict[str, float] = {}
+    default, resolved = 1.0, 0.0
+    for key, value in data.items():
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: the cost of {key!r} must be a number, not {value!r}") from None
+        if key == "infra_error":
+            raise ValueError(f"{path}: infra_error cannot be scored (those trials are left out of every figure)")
+        if key == "default":
+            default = value
+        elif key == "resolved":
+            resolved = value
+        else:
+            costs[str(key)] = value
+    return Scoring(costs=costs, default=default, resolved=resolved, source=str(path))
+
+
+def config_score(cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings | None = None) -> ConfigScore:
+    tasks = by_task([t for t in trials_of(cfg.rows) if t.scored])
+    out = ConfigScore(config=cfg.name, tasks=len(tasks), trials=sum(len(v) for v in tasks.values()))
+    per_task = []
+    for trials in tasks.values():
+        costs = [scoring.cost(t.final.outcome, t.resolved) for t in trials]
+        per_task.append(sum(costs) / len(costs))
+        for t, c in zip(trials, costs):
+            out.by_outcome[t.final.outcome] = out.by_outcome.get(t.final.outcome, 0.0) + c
+    out.expected_cost_per_task = bootstrap_mean(per_task, settings=settings)
+    return out
+
+
+def score_configs(configs: list[ConfigRows], scoring: Scoring | None = None,
+                  settings: BootstrapSettings | None = None) -> ScoringFigures:
+    scoring = scoring or Scoring()
+    return ScoringFigures(scoring=scoring, configs=[config_score(c, scoring, settings) for c in configs])

@@ -1,0 +1,319 @@
+"""Statistics per configuration, computed from run folders alone (no Docker).
+
+Units, so every number says what it counts:
+
+- an **attempt** is one row of results.jsonl (one patch graded);
+- a **trial** is one (task, repeat) of one configuration: its attempts 1..K, judged by the row
+  marked ``final`` (the last attempt). Trials with no final row yet (an interrupted run) are
+  counted as ``incomplete`` and left out;
+- ``infra_error`` trials are the machine's failure, not the agent's: they are counted apart and
+  left out of every denominator.
+
+Intervals: the resolve rate gets a 95 % Wilson score interval (scipy's ``binomtest``). Money and
+time get percentile bootstrap intervals that resample *tasks* (all trials of a task move together,
+so repeats of one task are not treated as independent evidence). The percentile method is used
+rather than BCa because BCa is undefined on the degenerate samples small suites produce (every
+task resolved, every cost equal). The seed is fixed and recorded, so a report is reproducible.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+from scipy.special import comb
+from scipy.stats import binomtest, bootstrap
+
+from ..records import ResultRow, latest_rows, load_run
+
+CONFIDENCE = 0.95
+SEED = 20240917
+N_RESAMPLES = 9999
+
+
+class BootstrapSettings(BaseModel):
+    """How every bootstrap interval in a report was made (enough to recompute it exactly)."""
+
+    seed: int = SEED
+    n_resamples: int = N_RESAMPLES
+    method: str = "percentile"
+    confidence_level: float = CONFIDENCE
+    resample_unit: str = "task"
+    library: str = "scipy.stats.bootstrap"
+
+
+class Interval(BaseModel):
+    """A point estimate with its interval. ``unknown``: a cost was not known (never shown as 0).
+    ``unbounded``: some resamples had nothing to divide by (e.g. no resolved task), so there is
+    no finite upper bound."""
+
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    method: str = ""
+    n: int = 0  # observations behind it (trials for Wilson, tasks for the bootstrap)
+    unknown: bool = False
+    unbounded: bool = False
+    note: str = ""
+
+
+class KValue(BaseModel):
+    k: int
+    value: float
+
+
+class TaskRate(BaseModel):
+    task_id: str
+    trials: int  # scored trials (infra errors left out)
+    resolved: int
+    rate: float | None  # None when every trial was an infra error
+    infra_errors: int = 0
+
+
+class ConfigStats(BaseModel):
+    name: str  # unique across the runs of a report
+    label: str  # the config label in results.jsonl
+    run_dir: str
+    agent: str = ""
+    model: str | None = None
+    tasks: int = 0
+    trials: int = 0
+    attempts: int = 0
+    scored: int = 0
+    resolved: int = 0
+    infra_errors: int = 0
+    incomplete: int = 0
+    repeats: int = 1  # the most trials any task has
+    resolve_rate: Interval = Field(default_factory=Interval)  # Wilson, over scored trials
+    resolve_rate_tasks: Interval = Field(default_factory=Interval)  # bootstrap over tasks (honest with repeats)
+    per_task: list[TaskRate] = Field(default_factory=list)
+    pass_at_k: list[KValue] = Field(default_factory=list)
+    pass_hat_k: list[KValue] = Field(default_factory=list)
+    pass_k_tasks: int = 0  # tasks with at least max(k) scored trials, the ones pass@k averages over
+    total_cost_usd: float | None = None  # None = unknown
+    cost_per_trial: Interval = Field(default_factory=Interval)
+    cost_per_resolved: Interval = Field(default_factory=Interval)
+    time_per_trial: Interval = Field(default_factory=Interval)
+    time_per_resolved: Interval = Field(default_factory=Interval)
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+@dataclass
+class ConfigRows:
+    """The rows of one configuration in one run folder."""
+
+    name: str
+    label: str
+    run_dir: Path
+    manifest: dict
+    rows: list[ResultRow]
+
+
+@dataclass
+class Trial:
+    task_id: str
+    repeat: int
+    attempts: list[ResultRow]  # sorted by attempt number
+    final: ResultRow | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.final is not None
+
+    @property
+    def infra_error(self) -> bool:
+        return self.final is not None and self.final.outcome == "infra_error"
+
+    @property
+    def scored(self) -> bool:
+        return self.complete and not self.infra_error
+
+    @property
+    def resolved(self) -> bool:
+        return bool(self.final and self.final.resolved)
+
+    @property
+    def cost(self) -> float | None:
+        """Money for the whole trial (all its attempts); None when any price is unknown."""
+        costs = [r.cost_usd for r in self.attempts]
+        return None if any(c is None for c in costs) else float(sum(costs))
+
+    @property
+    def time_s(self) -> float:
+        return float(sum(r.phases.total_s for r in self.attempts))
+
+
+def load_configs(run_dirs: list[Path]) -> list[ConfigRows]:
+    """Every configuration of every run folder. A label seen in two runs gets the run's folder
+    name appended, so each configuration has a unique name in reports."""
+    found: list[tuple[Path, dict, str, list[ResultRow]]] = []
+    for run_dir in run_dirs:
+        run_dir = Path(run_dir)
+        manifest, rows = load_run(run_dir)
+        by_label: dict[str, list[ResultRow]] = defaultdict(list)
+        for row in latest_rows(rows):
+            by_label[row.config].append(row)
+        for label, group in by_label.items():
+            found.append((run_dir, manifest, label, group))
+    counts: dict[str, int] = defaultdict(int)
+    for _, _, label, _ in found:
+        counts[label] += 1
+    configs = []
+    for run_dir, manifest, label, group in found:
+        name = label if counts[label] == 1 else f"{label} [{run_dir.name}]"
+        configs.append(ConfigRows(name=name, label=label, run_dir=run_dir, manifest=manifest, rows=group))
+    return configs
+
+
+def trials_of(rows: list[ResultRow]) -> list[Trial]:
+    grouped: dict[tuple[str, int], list[ResultRow]] = defaultdict(list)
+    for row in rows:
+        grouped[(row.task_id, row.repeat)].append(row)
+    trials = []
+    for (task_id, repeat), group in sorted(grouped.items()):
+        group.sort(key=lambda r: r.attempt)
+        finals = [r for r in group if r.final]
+        trials.append(Trial(task_id, repeat, group, finals[-1] if finals else None))
+    return trials
+
+
+def by_task(trials: list[Trial]) -> dict[str, list[Trial]]:
+    out: dict[str, list[Trial]] = defaultdict(list)
+    for t in trials:
+        out[t.task_id].append(t)
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------------- formulas (scipy)
+
+
+def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> Interval:
+    """Resolve rate with its Wilson score interval; n = 0 gives an empty Interval."""
+    if n == 0:
+        return Interval(method="wilson", n=0, note="no scored trials")
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Interval(value=successes / n, low=float(ci.low), high=float(ci.high), method="wilson", n=n)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one task: the chance that at least one of k trials drawn without
+    replacement from n (c of them successes) succeeds: 1 - C(n-c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"k={k} > n={n}")
+    return 1.0 - comb(n - c, k, exact=True) / comb(n, k, exact=True)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k for one task: the chance that all of k trials drawn from n succeed: C(c,k)/C(n,k)."""
+    if k > n:
+        raise ValueError(f"k={k} > n={n}")
+    return comb(c, k, exact=True) / comb(n, k, exact=True)
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def bootstrap_ratio(numerators: list[float], denominators: list[float], *, settings: BootstrapSettings | None = None,
+                    method: str = "") -> Interval:
+    """sum(numerators) / sum(denominators) with a percentile bootstrap interval; each list holds
+    one value per task, and a resample draws tasks with replacement (the pair stays together).
+    A resample with nothing to divide by counts as +infinity (e.g. cost per resolved with no
+    resolved task), which can make the upper bound unbounded."""
+    settings = settings or BootstrapSettings()
+    num = np.asarray(numerators, dtype=float)
+    den = np.asarray(denominators, dtype=float)
+    n = len(num)
+    total = float(den.sum())
+    value = float(num.sum()) / total if total else None
+    label = method or f"bootstrap-{settings.method}"
+    if n < 2:
+        return Interval(value=value, method=label, n=n, unbounded=value is None,
+                        note="fewer than 2 tasks: no interval")
+
+    def statistic(a, b, axis=-1):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.sum(a, axis=axis) / np.sum(b, axis=axis)
+        return np.where(np.isnan(r), np.inf, r)
+
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf inside the percentile of unbounded resamples
+        res = bootstrap((num, den), statistic, paired=True, vectorized=True, n_resamples=settings.n_resamples,
+                        confidence_level=settings.confidence_level, method=settings.method,
+                        rng=np.random.default_rng(settings.seed))
+    low, high = res.confidence_interval.low, res.confidence_interval.high
+    return Interval(value=value, low=_finite(low), high=_finite(high), method=label, n=n,
+                    unbounded=not np.isfinite(high) or value is None)
+
+
+def bootstrap_mean(values: list[float], *, settings: BootstrapSettings | None = None, method: str = "") -> Interval:
+    """The mean of one value per task, with a percentile bootstrap interval (tasks resampled)."""
+    return bootstrap_ratio(values, [1.0] * len(values), settings=settings, method=method)
+
+
+# ---------------------------------------------------------------------------- per configuration
+
+
+def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None) -> ConfigStats:
+    settings = settings or BootstrapSettings()
+    trials = trials_of(cfg.rows)
+    complete = [t for t in trials if t.complete]
+    scored = [t for t in complete if t.scored]
+    tasks = by_task(complete)
+    first = cfg.rows[0] if cfg.rows else None
+    out = ConfigStats(
+        name=cfg.name, label=cfg.label, run_dir=str(cfg.run_dir), agent=first.agent if first else "",
+        model=first.model if first else None, tasks=len(tasks), trials=len(complete), attempts=len(cfg.rows),
+        scored=len(scored), resolved=sum(t.resolved for t in scored), infra_errors=sum(t.infra_error for t in complete),
+        incomplete=len(trials) - len(complete), repeats=max((len(v) for v in tasks.values()), default=0),
+        tokens_in=sum(r.usage.input_tokens for r in cfg.rows), tokens_out=sum(r.usage.output_tokens for r in cfg.rows),
+    )
+    out.resolve_rate = wilson(out.resolved, out.scored, settings.confidence_level)
+
+    per_task_scored = {tid: [t for t in ts if t.scored] for tid, ts in tasks.items()}
+    for tid, ts in tasks.items():
+        s = per_task_scored[tid]
+        out.per_task.append(TaskRate(task_id=tid, trials=len(s), resolved=sum(t.resolved for t in s),
+                                     rate=(sum(t.resolved for t in s) / len(s)) if s else None,
+                                     infra_errors=sum(t.infra_error for t in ts)))
+    rated = [tr for tr in out.per_task if tr.trials]
+    out.resolve_rate_tasks = bootstrap_ratio([tr.resolved for tr in rated], [tr.trials for tr in rated],
+                                             settings=settings)
+
+    # pass@k and pass^k, k = 1..n, averaged over the tasks that have at least n scored trials
+    if rated:
+        n_min = min(tr.trials for tr in rated)
+        out.pass_k_tasks = len(rated)
+        for k in range(1, n_min + 1):
+            out.pass_at_k.append(KValue(k=k, value=float(np.mean([pass_at_k(tr.trials, tr.resolved, k) for tr in rated]))))
+            out.pass_hat_k.append(KValue(k=k, value=float(np.mean([pass_hat_k(tr.trials, tr.resolved, k) for tr in rated]))))
+
+    # money and time: one (sum, count) pair per task, tasks resampled together
+    task_ids = [tid for tid, s in per_task_scored.items() if s]
+    costs = [[t.cost for t in per_task_scored[tid]] for tid in task_ids]
+    unknown = any(c is None for cs in costs for c in cs)
+    n_trials = [len(per_task_scored[tid]) for tid in task_ids]
+    n_resolved = [sum(t.resolved for t in per_task_scored[tid]) for tid in task_ids]
+    times = [sum(t.time_s for t in per_task_scored[tid]) for tid in task_ids]
+    if unknown:
+        note = "a price is unknown for some attempts"
+        out.total_cost_usd = None
+        out.cost_per_trial = Interval(unknown=True, n=len(task_ids), note=note)
+        out.cost_per_resolved = Interval(unknown=True, n=len(task_ids), note=note)
+    else:
+        task_costs = [float(sum(cs)) for cs in costs]
+        out.total_cost_usd = float(sum(task_costs))
+        out.cost_per_trial = bootstrap_ratio(task_costs, n_trials, settings=settings)
+        out.cost_per_resolved = bootstrap_ratio(task_costs, n_resolved, settings=settings)
+    out.time_per_trial = bootstrap_ratio(times, n_trials, settings=settings)
+    out.time_per_resolved = bootstrap_ratio(times, n_resolved, settings=settings)
+    return out
+
