@@ -20,7 +20,7 @@ if ! .venv/bin/python -c "import harness, sandbox, pytest" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.wholeloop-installed ]; then
   say "installing wholeloop and its dependencies into .venv"
   log=$(mktemp)
-  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,ray]'; } >"$log" 2>&1; then
     tail -30 "$log"; say "pip install failed (full log: $log)"; exit 1
   fi
   rm -f "$log"
@@ -39,6 +39,9 @@ apt_install() {
   fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
+
+# headless chromium: tests/test_html_report.py opens the HTML report in it (CI runs that test)
+command -v chromium >/dev/null || { say "installing chromium (headless browser for the HTML report test)"; apt_install chromium; }
 
 if ! docker info >/dev/null 2>&1; then
   if ! command -v dockerd >/dev/null; then
