@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import tarfile
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import docker.errors
 
-from .engine import client, labels, translate
+from .engine import client, translate
 from .errors import ImageBuildError, ImageNotFound, InputError
 from .snapshot import SNAPSHOT_FORMAT, Snapshot, _cache_dir, tar_directory
 

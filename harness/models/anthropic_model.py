@@ -41,16 +41,7 @@ class AnthropicModel(HTTPModel):
         if self._client is None:
             import anthropic
 
-            kw: dict[str, Any] = {"max_retries": 0}  # retries are ours (harness.models.retry)
-            if self.base_url:
-                kw["base_url"] = self.base_url
-            if self._api_key:
-                kw["api_key"] = self._api_key
-            try:
-                self._client = anthropic.Anthropic(**kw)
-            except anthropic.AnthropicError as e:
-                raise AuthError(f"cannot create the Anthropic client: {e}",
-                                hint="set ANTHROPIC_API_KEY (or pass api_key)") from e
+            self._client = self._sdk_client(anthropic.Anthropic, anthropic.AnthropicError, "Anthropic")
         return self._client
 
     def request(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from .errors import ConnectionFailed, ModelError, ModelTimeout
+from .errors import AuthError, ConnectionFailed, ModelError, ModelTimeout
 from .pricing import PriceTable, turn_cost
 from .retry import call_with_retries
 from .types import Message, Settings, SleepFn, ToolSpec, Turn
@@ -38,6 +38,19 @@ class HTTPModel:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} base_url={self.base_url!r} stream={self.stream}>"
+
+    def _sdk_client(self, factory: Any, sdk_error: type[Exception], label: str) -> Any:
+        """An SDK client with the SDK's own retries off (retries are ours: harness.models.retry)."""
+        kw: dict[str, Any] = {"max_retries": 0}
+        if self.base_url:
+            kw["base_url"] = self.base_url
+        if self._api_key:
+            kw["api_key"] = self._api_key
+        try:
+            return factory(**kw)
+        except sdk_error as e:
+            raise AuthError(f"cannot create the {label} client: {e}",
+                            hint=f"set {self.env_key} (or pass api_key)") from e
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
                  settings: Settings | None = None) -> Turn:

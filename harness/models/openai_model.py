@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from .base import HTTPModel
-from .errors import AuthError, ModelConfigError, ModelError
+from .errors import ModelConfigError, ModelError
 from .openai_format import base_request, translate_openai_error, turn_from_chunks
 from .openai_format import turn_from_response
 from .types import Message, Settings, ToolSpec, Turn
@@ -33,16 +33,7 @@ class OpenAIModel(HTTPModel):
         if self._client is None:
             import openai
 
-            kw: dict[str, Any] = {"max_retries": 0}  # retries are ours (harness.models.retry)
-            if self.base_url:
-                kw["base_url"] = self.base_url
-            if self._api_key:
-                kw["api_key"] = self._api_key
-            try:
-                self._client = openai.OpenAI(**kw)
-            except openai.OpenAIError as e:
-                raise AuthError(f"cannot create the OpenAI client: {e}",
-                                hint="set OPENAI_API_KEY (or pass api_key)") from e
+            self._client = self._sdk_client(openai.OpenAI, openai.OpenAIError, "OpenAI")
         return self._client
 
     def request(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> dict:
