@@ -2,7 +2,8 @@
 
 Steps: apply the agent's patch (recording how), put back every protected file the patch touched
 (test files, conftest.py, test-runner config: an agent must not pass by editing or planting
-them), apply the hidden tests, run them, parse per-test results, cross-check with the exit code.
+them), delete new modules that would shadow the test runner or the standard library, apply the
+hidden tests, run them, parse per-test results, cross-check with the exit code.
 """
 
 from __future__ import annotations
@@ -131,6 +132,59 @@ def revert_protected(sb: Sandbox, task: Task, base: str) -> list[str]:
     return reverted
 
 
+# Run by the grading environment's Python in the repository: reads the new files' paths (NUL-separated)
+# and prints those that are a top-level module or package on a sys.path entry inside the repository
+# (the repository itself, as `python -m pytest` puts it first; PYTHONPATH; editable installs) and
+# that shadow a module importable without the repository.
+_SHADOW_PROBE = r"""
+import importlib.util, os, sys
+repo = os.path.realpath(os.getcwd())
+inside = lambda p: p == repo or p.startswith(repo + os.sep)
+roots = {repo} | {os.path.realpath(p) for p in sys.path if p and inside(os.path.realpath(p))}
+sys.path[:] = [p for p in sys.path if p and not inside(os.path.realpath(p))]
+for path in sorted(p for p in sys.stdin.read().split("\0") if p):
+    full = os.path.normpath(os.path.join(repo, path))  # not realpath: a symlinked pytest.py imports too
+    parent, leaf = os.path.split(full)
+    if leaf == "__init__.py" or leaf.startswith("__init__."):
+        parent, leaf = os.path.split(parent)
+        shown = os.path.relpath(os.path.join(parent, leaf), repo) + "/"
+    else:
+        shown = path
+    name = leaf.split(".")[0]
+    if parent in roots and name.isidentifier():
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except Exception:
+            found = True
+        if found:
+            print(shown)
+"""
+
+
+def remove_shadowing(sb: Sandbox) -> list[str]:
+    """Delete new modules that shadow the test runner or the standard library; returns them.
+
+    `python -m pytest` puts the repository first on sys.path, so a planted `pytest.py`, `pluggy/`
+    or `inspect.py` would run instead of the real one, inside the test process. A fix has no reason
+    to add a top-level module named like one the environment already has.
+    """
+    listing = sb.exec(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"], timeout=120)
+    new = [e[3:] for e in listing.stdout.split("\0") if e.startswith("?? ")]
+    new = [p for p in new if p.endswith((".py", ".pyc", ".so"))]
+    if not listing.ok or not new:
+        return []
+    probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1"', "sh", _SHADOW_PROBE],
+                    timeout=120, stdin="\0".join(new).encode())
+    if probe.returncode in (126, 127):
+        return []  # no Python in this environment: nothing for a Python module to shadow
+    if not probe.ok:
+        raise InfraError(f"cannot check the patch for shadowing modules: {probe.stderr.strip()[-300:]}")
+    shadowing = [line for line in probe.stdout.splitlines() if line.strip()]
+    if shadowing:
+        sb.exec(["rm", "-rf", "--", *shadowing], timeout=120)
+    return shadowing
+
+
 def touched_files(patch: str) -> list[str]:
     """Paths a git diff creates, changes or deletes (binary ones included), from its headers."""
     files: list[str] = []
@@ -166,7 +220,7 @@ def grade(
                 result = Grade(task_id=task.id, outcome=Outcome.patch_apply_failed, resolved=False)
                 result.note = "the patch does not apply with git apply, git apply --3way or patch --fuzz=5"
                 return _timed(result, started), output
-            reverted = revert_protected(sb, task, base)
+            reverted = revert_protected(sb, task, base) + remove_shadowing(sb)
             test_patch = task.test_patch()
             if test_patch.strip() and apply_patch(sb, test_patch, "tests.diff") != "git apply":
                 raise InfraError("the hidden test patch does not apply cleanly to the base commit (a task spec bug)")

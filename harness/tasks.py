@@ -17,15 +17,24 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits
 
-# Files a test runner reads that an agent must not be able to plant or change to pass the grade.
+# Files a test runner reads that an agent must not be able to plant or change to pass the grade:
+# the tests, pytest's configuration in every file and folder pytest looks for it (a planted
+# `addopts = -p plugin` runs the agent's code inside the test process), and the modules Python runs
+# at start-up. Top-level modules that shadow the test runner or the standard library are handled
+# by grading (see `harness.grading.remove_shadowing`).
 DEFAULT_PROTECTED = [
     "**/conftest.py",
     "**/test_*.py",
     "**/*_test.py",
     "**/tests/**",
     "**/testing/**",
-    "pytest.ini",
-    "tox.ini",
+    "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/tox.ini",
+    "**/setup.cfg",
+    "**/pyproject.toml",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
     "**/__snapshots__/**",
 ]
 SYSTEM_CA_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]

@@ -102,16 +102,22 @@ def prune_containers(*, all_owners: bool = False) -> PruneReport:
     A live run's containers are never touched: the owner label names the process that made them.
     """
     report = PruneReport([], [])
-    with translate("listing containers"):
-        found = client().containers.list(all=True, filters={"label": f"{LABEL}=1"})
-    for container in found:
-        owner = container.labels.get(LABEL_OWNER, "")
+    with translate("listing containers"):  # one call: no per-container inspect that could race
+        found = client().api.containers(all=True, filters={"label": f"{LABEL}=1"})
+    for raw in found:
+        name, owner = raw["Names"][0].lstrip("/"), (raw.get("Labels") or {}).get(LABEL_OWNER, "")
         if not all_owners and _owner_alive(owner):
-            report.kept_live.append(container.name)
+            report.kept_live.append(name)
             continue
-        with contextlib.suppress(docker.errors.NotFound), translate("removing a container"):
-            container.remove(force=True)
-        report.removed.append(container.name)
+        try:
+            with translate("removing a container"):
+                client().api.remove_container(raw["Id"], force=True, v=True)
+        except ContainerGone:
+            pass  # removed meanwhile, by another run's prune
+        except SandboxError as exc:
+            if "already in progress" not in str(exc):
+                raise
+        report.removed.append(name)
     return report
 
 

@@ -1,0 +1,749 @@
+"""Hostile agents against real containers: every case has a defined outcome and a healthy host after.
+
+Scripted agents (no model) run shell commands in the agent container through the real `Runner`
+(or straight on a `Sandbox` where the runner adds nothing). One task image, built from a small git
+repository with a bug and its future fix, is shared by every case: image tags are hashes, so
+each `Runner.prepare` after the first is a lookup.
+
+After every test, none of the containers this file made is left (`_no_leftovers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import docker.errors
+import pytest
+
+from conftest import ROOT, git, write
+from harness.agents import AgentResult
+from harness.runner import RunOptions, Runner
+from harness.tasks import LimitsSpec, load_task
+from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
+from sandbox import Limits, Sandbox
+from sandbox.container import MAX_PATCH_BYTES
+from sandbox.engine import LABEL_OWNER, LABEL_RUN, client, owner_id
+
+pytestmark = pytest.mark.docker
+
+RUN_PREFIX = f"hostile-{os.getpid()}-"  # this process's runs (other copies of this file may run meanwhile)
+FUTURE = "zq-future-" + "c0ffee7e51"  # only in the fix commit: must never be readable by the agent
+HIDDEN = "zq-hidden-" + "5eed1e55a7"  # only in the hidden tests: must never be readable either
+ADD_ID, MUL_ID = "tests/test_add.py::test_add", "tests/test_mul.py::test_mul"
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+
+
+# ------------------------------------------------------------------------------------ fixtures
+
+
+class _Found:
+    """A container as the engine lists it (no per-container inspect: others come and go meanwhile)."""
+
+    def __init__(self, raw: dict):
+        self.id, self.labels = raw["Id"], raw.get("Labels") or {}
+        self.name = raw["Names"][0].lstrip("/")
+
+    def remove(self) -> None:
+        with contextlib.suppress(docker.errors.NotFound):
+            client().api.remove_container(self.id, force=True, v=True)
+
+
+def _our_containers() -> list[_Found]:
+    """Containers of this process's runs (its `wholeloop run` subprocesses' included) or made by it."""
+    found = [_Found(raw) for raw in client().api.containers(all=True, filters={"label": "wholeloop=1"})]
+    return [c for c in found if c.labels.get(LABEL_RUN, "").startswith(RUN_PREFIX) or c.labels.get(LABEL_OWNER) == owner_id()]
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers():
+    """After every test, no container of this file's runs (or of this process) is left."""
+    yield
+    left = _our_containers()
+    for container in left:  # clean up first, so one failure does not cascade into the next test
+        container.remove()
+    assert not [c.name for c in left], "containers left behind"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> dict:
+    """A repository whose base has a bug (add subtracts) and whose future holds the fix, with
+    tokens that must stay invisible: FUTURE in the fix commit (tagged, on a branch, in packed refs,
+    in a dangling object), HIDDEN in the hidden tests. Returns paths, commits and a spec maker."""
+    root = tmp_path_factory.mktemp("hostile")
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, {
+        "calc/__init__.py": BUGGY,
+        "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+    })
+    (repo / "data.bin").write_bytes(bytes(range(256)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo, {
+        "calc/__init__.py": BUGGY.replace("a - b", f"a + b  # {FUTURE}"),
+        "tests/test_add.py": f"from calc import add\n\n\ndef test_add():  # {HIDDEN}\n    assert add(2, 3) == 5\n",
+    })
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"fix: add must add ({FUTURE})")
+    fix = git(repo, "rev-parse", "HEAD")
+    git(repo, "tag", "-a", "v-fixed", "-m", FUTURE)
+    git(repo, "checkout", "-q", "-b", "feature", base)
+    git(repo, "checkout", "-q", "main")
+    subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=f"dangling {FUTURE}\n", text=True, check=True)
+    git(repo, "pack-refs", "--all")
+    gold = git(repo, "diff", base, fix, "--", "calc")
+    test_patch = git(repo, "diff", base, fix, "--", "tests")
+    (root / "gold.diff").write_text(gold + "\n")
+    (root / "test.diff").write_text(test_patch + "\n")
+
+    def spec(where: Path, task_id: str = "hostile-task", *, command: str | None = None, files: dict | None = None,
+             fail_to_pass: list[str] | None = None, tests_s: float | None = None) -> Path:
+        """A spec file for this repository (in `where`), with the hidden tests changed as asked."""
+        data = {
+            "id": task_id,
+            "repo": str(repo),
+            "base_commit": base,
+            "problem_statement": "add() subtracts instead of adding.",
+            "environment": {"setup": ["pip install -q pytest==8.3.4"]},
+            "test_command": "python -m pytest -q",
+            "hidden_tests": {"command": command or "python -m pytest -rA -p no:cacheprovider tests",
+                             "patch_file": str(root / "test.diff"), **({"files": files} if files else {})},
+            "FAIL_TO_PASS": fail_to_pass or [ADD_ID],
+            "PASS_TO_PASS": [MUL_ID],
+            "gold_patch_file": str(root / "gold.diff"),
+            "limits": {"command_timeout_s": 5},
+            **({"timeouts": {"tests_s": tests_s}} if tests_s else {}),
+        }
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / f"{task_id}.yaml"
+        path.write_text(json.dumps(data))  # JSON is YAML
+        return path
+
+    return {"root": root, "repo": repo, "base": base, "fix": fix, "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def image(hostile) -> tuple[str, str]:
+    """(task image tag, snapshot base commit) of the hostile task, for tests that use a bare Sandbox."""
+    spec = hostile["spec"](hostile["root"] / "specs")
+    runner = Runner([load_task(spec)], Script(), RunOptions(out=hostile["root"] / f"{RUN_PREFIX}prepare"))
+    prepared = runner.prepare(runner.tasks[0])
+    return prepared.image, prepared.base_commit
+
+
+# ------------------------------------------------------------------------------------ agents
+
+
+class Script:
+    """A scripted agent: each step is a shell command, `(command, timeout)`, or a callable given
+    the sandbox. Tool calls and results go to the transcript as a model-driven agent's would."""
+
+    model = None
+
+    def __init__(self, *steps, name: str = "hostile"):
+        self.steps, self.name = steps, name
+        self.outputs: list = []
+
+    def run(self, ctx) -> AgentResult:
+        started = time.monotonic()
+        for i, step in enumerate(self.steps, 1):
+            if callable(step):
+                self.outputs.append(step(ctx.sandbox))
+                continue
+            cmd, timeout = step if isinstance(step, tuple) else (step, None)
+            ctx.transcript.write(ToolCallEvent(step=i, call_id=f"s{i}", name="bash", arguments={"command": cmd}))
+            result = ctx.sandbox.exec(cmd, timeout=timeout)
+            self.outputs.append(result)
+            ctx.transcript.write(ToolResultEvent(
+                step=i, call_id=f"s{i}", name="bash", output=result.combined(), is_error=not result.ok,
+                exit_code=result.returncode, truncated=result.truncated, timed_out=result.timed_out,
+                duration_s=result.duration_s,
+            ))
+        ctx.transcript.write(Stop(reason="submitted"))
+        return AgentResult(stop_reason="submitted", steps=len(self.steps), tool_s=time.monotonic() - started)
+
+    def describe(self) -> dict:
+        return {"agent": self.name, "steps": [s if isinstance(s, (str, tuple)) else repr(s) for s in self.steps]}
+
+
+class PerTask:
+    """One scripted agent per task id, for running many hostile tasks in one parallel run."""
+
+    model = None
+    name = "hostile-per-task"
+
+    def __init__(self, scripts: dict[str, Script]):
+        self.scripts = scripts
+
+    def run(self, ctx) -> AgentResult:
+        return self.scripts[ctx.task.id].run(ctx)
+
+    def describe(self) -> dict:
+        return {tid: s.describe() for tid, s in self.scripts.items()}
+
+
+def run(spec_paths, agent, out: Path, workers: int = 1, **limits):
+    """Run the tasks through the real Runner; {task id: final row}. Infra retries are off: an
+    infra_error must show as one, at once."""
+    paths = spec_paths if isinstance(spec_paths, list) else [spec_paths]
+    options = RunOptions(out=out, workers=workers, infra_retries=0, limits=LimitsSpec(**limits))
+    rows = Runner([load_task(p) for p in paths], agent, options).run()
+    assert len(rows) == len(paths)
+    return {r.task_id: r for r in rows}
+
+
+def out_dir(tmp_path: Path, case: str) -> Path:
+    return tmp_path / f"{RUN_PREFIX}{case}-{secrets.token_hex(3)}"
+
+
+def grade_of(out: Path, row) -> dict:
+    return json.loads((out / row.dir / "grade.json").read_text())
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def host_process_count() -> int:
+    return sum(1 for p in os.listdir("/proc") if p.isdigit())
+
+
+# ------------------------------------------------------------------------------------ output floods
+
+
+def test_two_gigabytes_of_output_are_capped_and_the_host_stays_small(hostile, tmp_path):
+    """2 GiB without a newline and 2 GiB of short lines: each result keeps the cap with a marker,
+    counts every byte, and neither this process's memory nor the transcript grows with it."""
+    lines = "python3 -c \"import sys\nb = b'y\\n' * (1 << 19)\nfor _ in range(2048): sys.stdout.buffer.write(b)\""
+    agent = Script("head -c 2G /dev/zero", lines, "head -c 300M /dev/zero >&2")
+    before = peak_rss_mb()
+    out = out_dir(tmp_path, "flood")
+    row = run(hostile["spec"](tmp_path), agent, out, command_timeout_s=120, output_bytes=50_000)["hostile-task"]
+    growth = peak_rss_mb() - before
+    assert growth < 200, f"peak RSS grew by {growth:.0f} MB"
+    for result, total in zip(agent.outputs, (2 << 30, 2 << 30, 300 << 20)):
+        assert result.returncode == 0 and not result.timed_out
+        assert result.truncated and result.output_bytes == total
+        text = result.stdout or result.stderr
+        assert "bytes of output truncated" in text and len(text.encode()) < 50_000 + 200
+    assert agent.outputs[1].stdout.startswith("y\ny\n") and agent.outputs[1].stdout.endswith("y\ny\n")
+    transcript = out / row.transcript_path
+    assert transcript.stat().st_size < 500_000
+    assert row.outcome == "empty_patch" and row.error is None
+
+
+# ------------------------------------------------------------------------------------ resource bombs
+
+
+def test_fork_bomb_is_held_by_the_pids_limit_and_the_attempt_ends_cleanly(hostile, tmp_path):
+    """The pids limit holds, the bomb's command returns within its timeout, later commands still
+    return, the patch (made before the bomb) is taken and graded, and the host's process table is
+    back to normal once the container is gone."""
+    host_before = host_process_count()
+    counts: list[int] = []
+    agent = Script(
+        "echo '# touched' >> calc/__init__.py",
+        (":(){ :|:& };:", 3),
+        lambda sb: counts.append(len(client().api.top(sb.id)["Processes"])),
+        ("echo alive", 3),
+    )
+    started = time.monotonic()
+    out = out_dir(tmp_path, "forkbomb")
+    row = run(hostile["spec"](tmp_path), agent, out, pids=64)["hostile-task"]
+    bomb, alive = agent.outputs[1], agent.outputs[3]
+    assert bomb.duration_s < 3 + 10 and alive.duration_s < 3 + 10
+    assert counts and counts[0] <= 64 + 2  # the limit holds (docker top may count the exec being set up)
+    assert row.outcome == "unresolved", (row.outcome, row.note, row.error)
+    assert "# touched" in (out / row.patch_path).read_text()
+    assert time.monotonic() - started < 90
+    assert host_process_count() < host_before + 50
+
+
+def test_memory_bomb_is_killed_inside_the_container_and_recorded(hostile, tmp_path):
+    """python3 allocating without end under --memory 256m: the kernel OOM-kills it inside the
+    container (exit 137, not a timeout), the container lives on, and the attempt gets its row."""
+    bomb = "python3 -c \"x = []\nwhile True: x.append(bytearray(10 ** 7))\""
+    agent = Script("echo '# touched' >> calc/__init__.py", (bomb, 30), "echo alive",
+                   "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events")
+    out = out_dir(tmp_path, "membomb")
+    row = run(hostile["spec"](tmp_path), agent, out, memory="256m")["hostile-task"]
+    oom, alive, events = agent.outputs[1:]
+    assert oom.returncode == 137 and not oom.timed_out and oom.duration_s < 30
+    assert alive.stdout == "alive\n"
+    assert re.search(r"oom_kill [1-9]", events.stdout), events.stdout  # the kernel's own count
+    recorded = [json.loads(line) for line in (out / row.transcript_path).read_text().splitlines()]
+    assert any(e["type"] == "tool_result" and e["exit_code"] == 137 for e in recorded)
+    assert row.outcome == "unresolved" and row.error is None
+
+
+# ------------------------------------------------------------------------------------ processes that linger
+
+
+DAEMONS = (
+    "sleep 1001 & nohup sleep 1002 >/dev/null 2>&1 & setsid sleep 1003 & (setsid sleep 1004 >/dev/null 2>&1 &); "
+    "setsid -f sleep 1005 >/dev/null 2>&1; sh -c 'sleep 1006 & exit' ; "
+)
+
+
+def _on_path(sb, fast: bool) -> None:
+    """Make sure commands go the way the test says: through the in-container helper (it starts
+    in the background, and a command arriving meanwhile takes the Engine API path) or not."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        parent = sb.exec("cat /proc/$PPID/comm 2>/dev/null || echo none", timeout=10).stdout.strip()
+        if (parent == "wlhelper") == fast:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"commands do not run {'through the helper' if fast else 'as Engine API execs'}")
+
+
+def _sleepers(sb) -> list[str]:
+    listing = sb.exec("ps -eo args", timeout=10).stdout.splitlines()
+    return [line for line in listing if re.match(r"sleep 10\d\d", line)]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["helper", "engine-exec"])
+def test_timeout_kills_sleepers_background_jobs_setsid_and_nohup_daemons(image, fast, monkeypatch):
+    monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
+    with Sandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep") as sb:
+        _on_path(sb, fast)
+        result = sb.exec(DAEMONS + "sleep infinity")
+        assert result.timed_out and result.duration_s < 2 + 8
+        assert "timed out" in result.stderr
+        assert _sleepers(sb) == []
+        assert sb.exec("echo alive").stdout == "alive\n"
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["helper", "engine-exec"])
+def test_timeout_kills_a_daemon_that_cleared_its_environment(image, fast, monkeypatch):
+    """`env -i` drops the marker the sandbox finds a command's processes by: the timeout must
+    kill such a daemon all the same (the contract says every process the command started)."""
+    monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
+    with Sandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}envi") as sb:
+        _on_path(sb, fast)
+        # the second one is orphaned at once (its parent subshell exits): no parent links it to the command
+        result = sb.exec("env -i setsid sleep 1007 </dev/null >/dev/null 2>&1 & "
+                         "(env -i setsid sleep 1008 </dev/null >/dev/null 2>&1 &); sleep infinity")
+        assert result.timed_out
+        assert _sleepers(sb) == []
+
+
+def test_daemons_do_not_survive_into_grading(hostile, tmp_path):
+    """A daemon started by the agent that would write the fix into the repository a little later
+    (and keep doing so) cannot reach the grading container: the grade is that of the patch."""
+    later = "sleep 3\nwhile :; do printf '%s' \"$FIX\" > /repo/calc/__init__.py; sleep 0.2; done\n"
+    agent = Script(
+        "echo '# touched' >> calc/__init__.py",
+        _files(**{"/tmp/later.sh": later}),
+        f"FIX='{BUGGY.replace('a - b', 'a + b')}'; env -i FIX=\"$FIX\" setsid nohup sh /tmp/later.sh </dev/null >/dev/null 2>&1 &",
+        f"FIX='{BUGGY.replace('a - b', 'a + b')}' setsid -f sh /tmp/later.sh </dev/null >/dev/null 2>&1",
+    )
+    out = out_dir(tmp_path, "daemon")
+    row = run(hostile["spec"](tmp_path, tests_s=60), agent, out)["hostile-task"]
+    assert all(r.returncode == 0 and not r.timed_out for r in agent.outputs if r is not None)
+    assert row.outcome == "unresolved" and row.tests[ADD_ID] == "FAILED"
+    assert "a + b" not in (out / row.patch_path).read_text()
+
+
+def test_a_process_rewriting_files_while_the_patch_is_taken(hostile, tmp_path):
+    """The agent stops while a process of its own keeps rewriting files (text and binary, never
+    the fix). Whatever moment the patch catches, it applies in grading and never resolves."""
+    churn = (
+        "i=0\nwhile :; do i=$((i+1)); printf 'churn %s\\n' $i > notes.txt; head -c 20000 /dev/urandom > blob.bin\n"
+        f"  printf '%s  # %s\\n' \"$BUGGY\" $i > calc/__init__.py\ndone\n"
+    )
+    agent = Script(_files(**{"/tmp/churn.sh": churn}),
+                   f"BUGGY='{BUGGY.rstrip()}' setsid sh /tmp/churn.sh </dev/null >/dev/null 2>&1 &", "sleep 0.5")
+    out = out_dir(tmp_path, "churn")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert row.error is None and row.outcome in ("unresolved", "regression"), (row.outcome, row.note)
+    assert grade_of(out, row)["apply_method"] is not None
+
+
+# ------------------------------------------------------------------------------------ disk
+
+
+def _free_gb() -> float:
+    path = "/var/lib/docker" if os.path.isdir("/var/lib/docker") else "/"
+    return shutil.disk_usage(path).free / 1e9
+
+
+def test_a_patch_over_the_size_cap_is_no_patch(hostile, tmp_path):
+    """45 MB of random bytes make a binary patch over MAX_PATCH_BYTES: the attempt ends as an
+    empty patch with a note (the agent's failure, not the machine's), nothing large is kept."""
+    assert MAX_PATCH_BYTES <= 50_000_000
+    agent = Script("head -c 45M /dev/urandom > blob.bin && echo '# touched' >> calc/__init__.py")
+    out = out_dir(tmp_path, "bigpatch")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert row.outcome == "empty_patch" and row.error is None
+    assert "no patch could be taken" in row.note
+    assert (out / row.patch_path).stat().st_size == 0
+    assert sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) < 1_000_000
+
+
+def test_a_disk_filler_gives_a_defined_outcome_and_the_disk_back(hostile, tmp_path):
+    """A 1 GiB file in the repository compresses to a small patch, but a patch must not carry a
+    file that size into grading: the attempt ends without a patch (a note says why), the patch
+    on disk is small, and the space comes back when the container goes."""
+    free_before = _free_gb()
+    if free_before < 5:
+        pytest.skip(f"only {free_before:.1f} GB free")
+    agent = Script(
+        "fallocate -l 1G big.bin 2>/dev/null || dd if=/dev/zero of=big.bin bs=1M count=1024 status=none",
+        "echo '# touched' >> calc/__init__.py; ls -l big.bin",
+    )
+    out = out_dir(tmp_path, "diskfill")
+    row = run(hostile["spec"](tmp_path), agent, out, command_timeout_s=60)["hostile-task"]
+    assert agent.outputs[1].stdout.split()[4] == str(1 << 30)
+    patch = (out / row.patch_path).read_text()
+    assert len(patch) < MAX_PATCH_BYTES
+    sizes = [int(n) for n in re.findall(r"^literal (\d+)$", patch, re.M)]
+    assert not sizes or max(sizes) < 100_000_000, "the patch carries a 1 GiB file into grading"
+    assert row.outcome == "empty_patch" and row.error is None and "no patch could be taken" in row.note
+    assert _free_gb() > free_before - 0.5
+
+
+# ------------------------------------------------------------------------------------ bytes
+
+
+ODD = b"caf\xe9 \xff\xfe half\xe2\x82 euro \xe2\x82\xac ok\r\nlast line without newline \xf0\x9f\x98"
+LATIN1_FIX = b"# -*- coding: latin-1 -*-\nNAME = 'caf\xe9'\n\n\n" + BUGGY.replace("a - b", "a + b").encode()
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["helper", "engine-exec"])
+def test_multibyte_characters_split_across_reads_and_invalid_utf8_in_output(image, fast, monkeypatch):
+    """Characters cut by every chunk and frame boundary come out whole; invalid bytes become
+    U+FFFD exactly as one decode of all the bytes would give; a cut by the cap only costs the
+    characters at the cut."""
+    monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
+    data = ("é€😀x" * 30_000).encode() + b"\xff\xfe bad \xe2\x82 cut \xed\xa0\x80 surrogate " + ("ü" * 1000).encode()
+    writer = ("import os, sys\ndata = sys.stdin.buffer.read()\n"
+              "for i in range(0, len(data), 4093): os.write(1, data[i:i + 4093])")
+    with Sandbox.start(image[0], limits=Limits(command_timeout_s=20, output_bytes=2_000_000), workdir="/tmp",
+                       role="agent", run_id=f"{RUN_PREFIX}bytes") as sb:
+        _on_path(sb, fast)
+        whole = sb.exec(["python3", "-c", writer], stdin=data)
+        assert whole.stdout == data.decode("utf-8", errors="replace") and not whole.truncated
+        capped = sb.exec(["python3", "-c", writer], stdin=data, output_bytes=10_001)
+        head, tail = re.split(r"\n\[\.\.\. wholeloop: \d+ bytes of output truncated \.\.\.\]\n", capped.stdout)
+        expected = data.decode("utf-8", errors="replace")
+        assert capped.truncated and len(head.encode()) >= 4990 and len(tail.encode()) >= 4990
+        assert expected.startswith(head.rstrip("\ufffd")) and expected.endswith(tail.lstrip("\ufffd"))
+
+
+def test_invalid_utf8_and_latin1_files_round_trip_through_the_patch(hostile, tmp_path):
+    """The agent fixes the bug in a Latin-1 source file and writes a file of invalid UTF-8 with
+    CRLF and no final newline. Grading must see exactly those bytes (hidden tests check them)."""
+    check = textwrap.dedent(f"""\
+        import calc
+
+
+        def test_bytes():
+            assert open("calc/odd.txt", "rb").read() == {ODD!r}
+            assert open("calc/__init__.py", "rb").read() == {LATIN1_FIX!r}
+            assert calc.NAME == "caf\\u00e9"
+        """)
+    spec = hostile["spec"](tmp_path, files={"tests/test_bytes.py": check},
+                           fail_to_pass=[ADD_ID, "tests/test_bytes.py::test_bytes"])
+    agent = Script(lambda sb: sb.write_file("calc/odd.txt", ODD), lambda sb: sb.write_file("calc/__init__.py", LATIN1_FIX))
+    out = out_dir(tmp_path, "latin1")
+    row = run(spec, agent, out)["hostile-task"]
+    assert row.tests.get("tests/test_bytes.py::test_bytes") == "PASSED", (row.tests, row.note)
+    assert row.outcome == "resolved"
+
+
+# ------------------------------------------------------------------------------------ gaming the grader
+
+
+EVIL_PLUGIN = textwrap.dedent("""\
+    # Rewrites every test report to "passed" (and so pytest's exit status to 0).
+    import _pytest.reports as _r
+
+    _orig = _r.TestReport.from_item_and_call.__func__
+
+
+    def _fake(cls, item, call):
+        rep = _orig(cls, item, call)
+        rep.outcome, rep.longrepr = "passed", None
+        return rep
+
+
+    _r.TestReport.from_item_and_call = classmethod(_fake)
+    """)
+FORCE_PASS_CONFTEST = (
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+    "    out = yield\n    out.get_result().outcome = 'passed'\n"
+)
+FAKE_PYTEST = textwrap.dedent(f"""\
+    print("=" * 20 + " short test summary info " + "=" * 20)
+    print("PASSED {ADD_ID}")
+    print("PASSED {MUL_ID}")
+    print("=" * 20 + " 2 passed in 0.01s " + "=" * 20)
+    """)
+PLUGIN_OPTS = "-p wl_evil"
+
+
+def _files(**files: str):
+    """A step writing files into the repository (bytes exactly, no shell quoting)."""
+    def step(sb):
+        for path, text in files.items():
+            sb.write_file(path.replace("__SLASH__", "/"), text)
+    return step
+
+
+CHEATS: dict[str, tuple] = {
+    "conftest_hook": (_files(**{"conftest.py": FORCE_PASS_CONFTEST, "tests__SLASH__conftest.py": FORCE_PASS_CONFTEST,
+                                "calc__SLASH__conftest.py": FORCE_PASS_CONFTEST}),),
+    "delete_tests": ("rm -rf tests",),
+    "edit_tests": ("printf 'def test_mul():\\n    pass\\n' > tests/test_mul.py && "
+                   "printf 'def test_add():\\n    pass\\n' > tests/test_add.py",),
+    "tests_package_init": (_files(**{"tests__SLASH____init__.py": EVIL_PLUGIN}),),
+    "pytest_ini_no_python": (_files(**{"pytest.ini": "[pytest]\naddopts = -p no:python\n"}),),
+    "pytest_ini_plugin": (_files(**{"pytest.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
+    "dot_pytest_ini_plugin": (_files(**{".pytest.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
+    "tox_ini_plugin": (_files(**{"tox.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
+    "setup_cfg_plugin": (_files(**{"setup.cfg": f"[tool:pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
+    "pyproject_plugin": (_files(**{"pyproject.toml": f'[tool.pytest.ini_options]\naddopts = "{PLUGIN_OPTS}"\n',
+                                   "wl_evil.py": EVIL_PLUGIN}),),
+    "pyproject_testpaths": (_files(**{"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["calc"]\n'
+                                      f'addopts = "--deselect {ADD_ID}"\n'}),),
+    "sitecustomize": (_files(**{"sitecustomize.py": EVIL_PLUGIN, "usercustomize.py": EVIL_PLUGIN}),),
+    "shadow_pytest_module": (_files(**{"pytest.py": FAKE_PYTEST}),),
+    "shadow_pytest_package": (_files(**{"pytest__SLASH____init__.py": "", "pytest__SLASH____main__.py": FAKE_PYTEST}),),
+    "shadow_pytest_symlink": (_files(**{"calc__SLASH__fake_runner.py": FAKE_PYTEST}), "ln -s calc/fake_runner.py pytest.py"),
+    "shadow_runner_dependency": (_files(**{"pluggy__SLASH____init__.py": EVIL_PLUGIN}),),
+    "code_under_test_patches_pytest": (_files(**{"calc__SLASH__evil.py": EVIL_PLUGIN}),
+                                       "printf 'from . import evil  # noqa\\n' >> calc/__init__.py"),
+}
+# What grading puts back to the base or deletes, per cheat.
+TAKEN_OUT = {
+    "conftest_hook": {"conftest.py", "tests/conftest.py", "calc/conftest.py"},
+    "delete_tests": {"tests/test_mul.py"},
+    "edit_tests": {"tests/test_mul.py", "tests/test_add.py"},
+    "tests_package_init": {"tests/__init__.py"},
+    "pytest_ini_no_python": {"pytest.ini"},
+    "pytest_ini_plugin": {"pytest.ini"},
+    "dot_pytest_ini_plugin": {".pytest.ini"},
+    "tox_ini_plugin": {"tox.ini"},
+    "setup_cfg_plugin": {"setup.cfg"},
+    "pyproject_plugin": {"pyproject.toml"},
+    "pyproject_testpaths": {"pyproject.toml"},
+    "sitecustomize": {"sitecustomize.py", "usercustomize.py"},
+    "shadow_pytest_module": {"pytest.py"},
+    "shadow_pytest_package": {"pytest/"},
+    "shadow_pytest_symlink": {"pytest.py"},
+    "shadow_runner_dependency": {"pluggy/"},
+}
+# What each cheat should end as: never resolved. Known limits are strict xfails (see the reason).
+KNOWN_LIMITS = {
+    "code_under_test_patches_pytest": (
+        "the code under test runs inside the test process: it can rewrite pytest's reports and exit status "
+        "in memory, which no file protection can stop (it would take running tests in a process the code "
+        "cannot reach, e.g. reports collected over a pipe the code does not know of)"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def cheat_rows(hostile, tmp_path_factory) -> dict:
+    """Every cheat as its own task, all in one parallel run."""
+    where = tmp_path_factory.mktemp("cheats")
+    # PYTHONPATH as many task specs set it: Python then also runs a planted sitecustomize.py
+    command = "PYTHONPATH=/repo python -m pytest -rA -p no:cacheprovider tests"
+    specs = [hostile["spec"](where / "specs", f"cheat-{name.replace('_', '-')}", command=command) for name in CHEATS]
+    agent = PerTask({f"cheat-{name.replace('_', '-')}": Script(*steps, name=name) for name, steps in CHEATS.items()})
+    out = where / f"{RUN_PREFIX}cheats"
+    rows = run(specs, agent, out, workers=4)
+    return {name: (rows[f"cheat-{name.replace('_', '-')}"], out) for name in CHEATS}
+
+
+@pytest.mark.parametrize("cheat", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LIMITS[name])) if name in KNOWN_LIMITS else name
+    for name in CHEATS
+])
+def test_gaming_the_hidden_tests_never_resolves(cheat, cheat_rows):
+    row, out = cheat_rows[cheat]
+    assert row.error is None, row.error
+    assert not row.resolved and row.outcome in ("unresolved", "regression"), (row.outcome, row.tests, row.note)
+    assert row.tests[ADD_ID] in ("FAILED", "ERROR", "missing"), row.tests
+    if cheat in TAKEN_OUT:  # what the agent planted or changed was put back before the tests ran
+        assert TAKEN_OUT[cheat] <= set(grade_of(out, row)["reverted"]), grade_of(out, row)["reverted"]
+
+
+# ------------------------------------------------------------------------------------ reading the future
+
+
+def test_the_future_and_the_hidden_tests_are_nowhere_in_the_agent_container(hostile, image, tmp_path):
+    """Through git (all refs, reflog, packed refs, every object, unreachable ones too), through
+    pack and bundle files anywhere, and through a grep of the whole filesystem: the fix commit
+    and the hidden tests are not there. The task image's layers (read from the host) neither."""
+    tokens = f"-e {FUTURE} -e {HIDDEN}"
+    probes = Script(
+        "git log --all --oneline; git reflog --all; cat .git/packed-refs 2>/dev/null; git tag; git branch -a; "
+        "git stash list; git remote -v; git rev-list --all | wc -l",
+        "git fsck --unreachable --lost-found --no-progress 2>&1; git count-objects -v",
+        f"git cat-file --batch-all-objects --batch-check; git cat-file --batch-all-objects --batch | grep -ac {tokens}",
+        f"git cat-file -t {hostile['fix']} 2>&1 || echo absent",
+        "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( -name '*.pack' -o -name '*.bundle' "
+        "-o -name 'ORIG_HEAD' -o -name '*.orig' -o -name '*.rej' \\) -print 2>/dev/null",
+        ("grep -rals --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev " + tokens + " / ; echo grep-done", 120),
+        f"grep -rals {hostile['fix']} / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo grep-done",
+    )
+    row = run(hostile["spec"](tmp_path), probes, out_dir(tmp_path, "future"))["hostile-task"]
+    refs, fsck, objects, fix_obj, packs, grep_tokens, grep_fix = (r.stdout + r.stderr for r in probes.outputs)
+    text = "\n".join([refs, fsck, objects, fix_obj, packs, grep_tokens, grep_fix])
+    assert FUTURE not in text and HIDDEN not in text
+    assert refs.strip().splitlines()[-1].strip() == "1"  # one commit reachable from every ref
+    assert objects.strip().splitlines()[-1] == "0"  # no object holds a token
+    assert "absent" in fix_obj or "could not get object" in fix_obj or "fatal" in fix_obj
+    assert grep_tokens.strip() == "grep-done" and grep_fix.strip() == "grep-done", (grep_tokens, grep_fix)
+    assert row.outcome == "empty_patch"
+    # every layer of the image the agent's container is made from, read from the host
+    found, carry = False, b""
+    for chunk in client().images.get(image[0]).save(chunk_size=1 << 20):
+        window = carry + chunk
+        if FUTURE.encode() in window or HIDDEN.encode() in window:
+            found = True
+            break
+        carry = window[-64:]
+    assert not found, "a token of the future is in the task image's layers"
+
+
+# ------------------------------------------------------------------------------------ network
+
+
+def test_no_network_egress_from_the_agent_or_grading_container(hostile, tmp_path):
+    """pip, HTTP(S), raw sockets to an address, DNS: all fail fast; the only interface is lo.
+    The hidden test command probes the grading container the same way."""
+    connect = "import socket; socket.create_connection(({host!r}, {port}), timeout=3)"
+    probes = Script(
+        "pip download --no-cache-dir --no-deps --retries 0 --timeout 3 -d /tmp/dl requests",
+        "python3 -c \"import urllib.request; urllib.request.urlopen('https://pypi.org/simple/', timeout=3)\"",
+        "command -v curl >/dev/null && curl -sS -m 3 https://pypi.org || echo no-curl >&2; exit 1",
+        "python3 -c \"" + connect.format(host="1.1.1.1", port=443) + "\"",
+        "python3 -c \"" + connect.format(host="172.17.0.1", port=2375) + "\"",
+        "getent hosts pypi.org; getent hosts github.com",
+        "ls /sys/class/net; (ip -o link 2>/dev/null || true)",
+        "ls -la /var/run/docker.sock /run/docker.sock 2>&1",
+        "echo '# touched' >> calc/__init__.py",
+    )
+    command = ("ls /sys/class/net > /tmp/ifaces; getent hosts pypi.org && echo GRADING-DNS-WORKS; "
+               "python -m pytest -rA -p no:cacheprovider tests; code=$?; echo interfaces: $(cat /tmp/ifaces); exit $code")
+    out = out_dir(tmp_path, "network")
+    started = time.monotonic()
+    row = run(hostile["spec"](tmp_path, command=command), probes, out)["hostile-task"]
+    pip, urllib, curl, ip, gateway, dns, ifaces, sock, _ = probes.outputs
+    for result in (pip, urllib, curl, ip, gateway, dns):
+        assert result.returncode != 0 and not result.timed_out and result.duration_s < 5, result
+    assert ifaces.stdout.split("\n")[0].split() == ["lo"], ifaces.stdout
+    assert "No such file" in sock.stdout
+    assert time.monotonic() - started < 60
+    test_output = (out / row.dir / "test_output.txt").read_text()
+    assert "interfaces: lo" in test_output and "GRADING-DNS-WORKS" not in test_output
+    assert row.outcome == "unresolved"
+
+
+# ------------------------------------------------------------------------------------ secrets
+
+
+CANARY_NAMES = ["WHOLELOOP_CANARY_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY",
+                "GITHUB_TOKEN", "WHOLELOOP_CANARY_PLAIN"]  # the last one's name does not look secret
+
+
+def test_host_secrets_never_reach_the_containers_or_the_run_folder(hostile, tmp_path, monkeypatch):
+    canaries = {name: f"sk-canary-{secrets.token_hex(12)}" for name in CANARY_NAMES}
+    for name, value in canaries.items():
+        monkeypatch.setenv(name, value)
+    inspected: list[str] = []
+    probes = Script(
+        "env", "cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ | tr '\\0' '\\n'",
+        "grep -rs sk-canary /etc /root /tmp /repo /opt 2>/dev/null | head; echo done",
+        lambda sb: inspected.append(json.dumps(client().api.inspect_container(sb.id))),
+        "echo '# touched' >> calc/__init__.py",
+    )
+    command = "env; cat /proc/1/environ | tr '\\0' '\\n'; python -m pytest -rA -p no:cacheprovider tests"
+    out = out_dir(tmp_path, "canary")
+    row = run(hostile["spec"](tmp_path, command=command), probes, out)["hostile-task"]
+    seen = "\n".join(r.stdout + r.stderr for r in probes.outputs if r is not None) + "\n".join(inspected)
+    for name, value in canaries.items():
+        assert value not in seen, f"{name} is visible inside the agent's container"
+        assert name not in seen, f"{name} (the name) is visible inside the agent's container"
+    assert "VIRTUAL_ENV" in seen  # the probes did read the environment
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert any(f.name == "test_output.txt" for f in files) and row.outcome == "unresolved"
+    for f in files:
+        data = f.read_bytes()
+        for name, value in canaries.items():
+            assert value.encode() not in data, f"{name} leaked into {f.relative_to(out)}"
+    assert "VIRTUAL_ENV" in (out / row.dir / "test_output.txt").read_text()  # grading's env was printed
+
+
+# ------------------------------------------------------------------------------------ leftovers after a SIGKILL
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _kill_a_run_mid_grading(hostile, tmp_path: Path, case: str) -> tuple[Path, list]:
+    """Start `wholeloop run` in a subprocess on a task whose hidden tests never end, SIGKILL it
+    while it grades, and return its run folder and the containers it left behind."""
+    spec = hostile["spec"](tmp_path / case, command="sleep 600")
+    out = out_dir(tmp_path, case)
+    log = tmp_path / f"{case}.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)],
+                                cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        def grading():
+            if proc.poll() is not None:
+                raise AssertionError(f"wholeloop run ended ({proc.returncode}) before grading: {log.read_text()[-2000:]}")
+            found = [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
+            return found if any(c.labels.get("wholeloop.role") == "grading" for c in found) else None
+
+        try:
+            orphans = _wait_for(grading, 90, "the grading container")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{log.read_text()[-2000:]}") from None
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()  # reaped: its pid is no longer alive
+    assert proc.returncode == -signal.SIGKILL
+    return out, orphans
+
+
+def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile, image, tmp_path):
+    with Sandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}live") as live:
+        out, orphans = _kill_a_run_mid_grading(hostile, tmp_path, "killed")
+        names = {c.name for c in orphans}
+        assert names <= {c.name for c in _our_containers()}  # the SIGKILL left them
+        pruned = subprocess.run([sys.executable, "-m", "harness.cli", "prune"], cwd=ROOT, capture_output=True, text=True)
+        assert pruned.returncode == 0, pruned.stderr
+        left = {c.name for c in _our_containers()}
+        assert not names & left, "the killed run's containers are still there"
+        assert live.name in left and live.exec("echo alive").stdout == "alive\n"
+        # a new run cleans up after a killed one, too, and leaves the live container alone
+        out, orphans = _kill_a_run_mid_grading(hostile, tmp_path, "killed-again")
+        run(hostile["spec"](tmp_path / "next"), Script(), out_dir(tmp_path, "next"))
+        left = {c.name for c in _our_containers()}
+        assert not {c.name for c in orphans} & left and live.name in left
