@@ -19,15 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
+
 RESULT_SCHEMA = 1
-
-
-class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
 
 
 class Phases(BaseModel):
@@ -170,8 +164,18 @@ def load_run(run_dir: Path) -> tuple[dict, list[ResultRow]]:
 
 
 def latest_rows(rows: list[ResultRow]) -> list[ResultRow]:
-    """One row per attempt key: the last written wins (a redone attempt replaces an old one)."""
-    by_key: dict[tuple, ResultRow] = {}
+    """The rows of the last try of each (task, config, repeat), one per attempt.
+
+    One try appends its attempts in increasing order, so a row whose attempt is not above the
+    previous row of its unit starts a new try: a resumed run redoing an unfinished unit from its
+    first attempt, or an infrastructure retry. The new try supersedes *every* row of the earlier
+    one, also attempts it never reaches (a redo may be resolved sooner than the killed try got).
+    """
+    tries: dict[tuple[str, str, int], dict[int, ResultRow]] = {}
     for row in rows:
-        by_key[row.key()] = row
-    return list(by_key.values())
+        unit = (row.task_id, row.config, row.repeat)
+        current = tries.get(unit)
+        if current is None or row.attempt <= max(current):
+            current = tries[unit] = {}
+        current[row.attempt] = row
+    return [row for attempts in tries.values() for row in attempts.values()]

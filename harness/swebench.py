@@ -490,10 +490,8 @@ def export_predictions(
         raise SWEBenchError(f"{run_dir}: no attempt of repeat {repeat} (repeats in this run: {repeats})")
 
     final: dict[str, dict[str, Any]] = {}
-    for row in rows:  # on equal attempt numbers the later row wins: a redone attempt replaces the old
-        best = final.get(row["task_id"])
-        if best is None or _int(row.get("attempt"), 1) >= _int(best.get("attempt"), 1):
-            final[row["task_id"]] = row
+    for row in rows:  # the last row written is the last try's last attempt (a redo supersedes a killed try)
+        final[row["task_id"]] = row
 
     predictions: dict[str, dict[str, str]] = {}
     owner: dict[str, str] = {}

@@ -8,6 +8,9 @@ real anthropic / openai / litellm clients end to end, with no network and no moc
         srv.script(Reply(text="hi", usage=Tokens(input=10, output=2)), Error(429, retry_after=1))
         ...  # Anthropic SDK: base_url=srv.base_url; OpenAI SDK: base_url=srv.openai_url
 
+Instead of a queue, a test may answer every request itself: ``FakeLLM(responder=fn)`` calls
+``fn(request)`` (concurrently, outside the server's lock) and sends the Reply or Error it returns.
+
 Usage figures in a script are neutral (``Tokens``); each protocol renders them the way that
 provider reports them (Anthropic: ``input_tokens`` excludes cache reads/writes; OpenAI:
 ``prompt_tokens`` includes cache reads, and there is no cache-write figure).
@@ -22,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 # Streamed text and arguments are cut into pieces this small so delta assembly is really exercised.
 CHUNK = 5
@@ -73,6 +76,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
+    received: float = field(default_factory=time.time)  # wall clock, when the body was read
 
 
 _ANTHROPIC_ERROR_TYPES = {
@@ -94,7 +98,8 @@ class _Server(ThreadingHTTPServer):
 class FakeLLM:
     """Threaded HTTP server on 127.0.0.1 (random port); a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, responder: Callable[[Request], Reply | Error] | None = None) -> None:
+        self.responder = responder  # answers every request when set (the queue is then unused)
         self.queue: deque[Reply | Error] = deque()
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -132,10 +137,13 @@ class FakeLLM:
     def _next(self, request: Request) -> Reply | Error:
         with self._lock:
             self.requests.append(request)
-            if not self.queue:
+            responder = self.responder
+            if responder is None and not self.queue:
                 # 418 is never retried, so a test that under-scripts fails at once and says why.
                 return Error(418, "fakellm: the script is empty; this request was not expected")
-            return self.queue.popleft()
+            if responder is None:
+                return self.queue.popleft()
+        return responder(request)
 
 
 def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:

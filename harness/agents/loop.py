@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from sandbox import InfraError, REPO_DIR, SandboxError
 
 from ..models import ContextLengthExceeded, Model, ModelError, ReplayExhausted, ToolCall, Turn, Usage
-from ..records import Usage as RowUsage
 from ..tools import Toolbox, ToolFailure, ToolOutput
 from ..transcript import LimitHit, ModelRequest, ModelResponse, Retry, Stop, TestRun, ToolCallEvent, ToolResultEvent
 from . import AgentContext, AgentResult
@@ -90,7 +89,7 @@ class ToolAgent:
             ctx.transcript.write(Stop(reason=stop.reason, detail=stop.detail))
             return AgentResult(
                 stop_reason=stop.reason, steps=state.steps, model_calls=state.steps,
-                usage=RowUsage(**state.usage.model_dump()), cost_usd=state.cost if state.cost_known else None,
+                usage=state.usage, cost_usd=state.cost if state.cost_known else None,
                 model_s=state.model_s, tool_s=state.tool_s, retry_wait_s=state.wait_s,
                 infra_error=f"{stop.reason}: {stop.detail}" if stop.infra else None, infra_retryable=stop.retryable,
             )
