@@ -463,8 +463,9 @@ def export_predictions(
     writes one line per task, `{"instance_id", "model_name_or_path", "model_patch"}`, sorted by
     instance id, to `out_path` (default `run_dir/predictions.jsonl`).
 
-    - Attempt: for each task, the final attempt (highest `attempt`; for equal ones the row written
-      last) of repeat `repeat` (a row without `repeat` counts as repeat 0).
+    - Attempt: for each task, the row written last for repeat `repeat` (a row without `repeat`
+      counts as repeat 0): the last try's last attempt, since a resumed run's redo supersedes a
+      killed try.
     - instance_id: the row's `instance_id` (the runner copies it from the task's metadata), or its
       `metadata.instance_id`, else the task id.
     - model_patch: the file at the row's `patch_path` (relative to `run_dir`); empty when the
