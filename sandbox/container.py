@@ -33,9 +33,11 @@ Contract (every method says what it raises; all errors are `SandboxError`s):
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import os
+import re
 import secrets
 import shlex
 import tarfile
@@ -374,23 +376,54 @@ class Sandbox:
         """The patch from `base` to the work tree: binary-safe, new and deleted files included.
 
         A throw-away index is used, so the agent's own index and commits are not disturbed, and
-        external diff drivers and text conversions are off. Raises PatchError when the repository
-        is unusable (for example .git was deleted).
+        external diff drivers and text conversions are off. Text files that are not UTF-8 come as
+        binary patches (ASCII, exact): a text hunk would reach the caller decoded with replacement
+        and no longer apply to the same bytes. Raises PatchError when the repository is unusable
+        (for example .git was deleted), when a changed file is larger than MAX_PATCH_BYTES (it is
+        refused before git reads it), or when the patch is.
         """
+        patch = self._diff(base, repo, binary=())
+        if "\ufffd" in patch:  # maybe lossy: take the files whose hunks show it again, as binary
+            patch = self._diff(base, repo, binary=[p for p, text in _sections(patch) if "\ufffd" in text])
+        return patch
+
+    def _diff(self, base: str, repo: str | None, binary: list[bytes] | tuple[bytes, ...]) -> str:
+        attributes = "".join(_attr_line(p) for p in binary)
+        git = "git -c core.hooksPath=/dev/null"
         script = (
-            "set -e; export GIT_INDEX_FILE=$(mktemp); trap 'rm -f $GIT_INDEX_FILE' EXIT; "
-            "git -c core.hooksPath=/dev/null read-tree " + shlex.quote(base) + " && "
-            "git -c core.hooksPath=/dev/null add --all . && "
-            "git -c core.hooksPath=/dev/null -c diff.noprefix=false -c core.quotePath=true "
-            "diff --cached --binary --no-ext-diff --no-textconv --no-color --full-index " + shlex.quote(base)
+            "set -e; export GIT_INDEX_FILE=$(mktemp); attrs=$(mktemp); trap 'rm -f $GIT_INDEX_FILE $attrs' EXIT; "
+            'printf %s "$1" > $attrs; '
+            f"{git} read-tree {shlex.quote(base)}; "
+            # refuse huge files before `git add` spends minutes compressing them
+            "git update-index -q --refresh >/dev/null 2>&1 || true; "
+            "big=$(git ls-files -z -m -o --exclude-standard | xargs -0 -r stat -c '%s %n' 2>/dev/null "
+            f"| awk '$1 > {MAX_PATCH_BYTES} {{ sub(/^[0-9]+ /, \"\"); print }}' | head -n 5); "
+            f'if [ -n "$big" ]; then printf "files larger than {MAX_PATCH_BYTES} bytes cannot be part of a patch: %s\\n" "$big" >&2; exit 3; fi; '
+            f"{git} add --all . && "
+            f"{git} -c core.attributesFile=$attrs -c diff.noprefix=false -c core.quotePath=true "
+            f"diff --cached --binary --no-ext-diff --no-textconv --no-color --full-index {shlex.quote(base)}"
         )
-        result = self.exec(
-            ["/bin/sh", "-c", script], cwd=repo or self.workdir, timeout=300, output_bytes=MAX_PATCH_BYTES
-        )
+        result = self.exec(["/bin/sh", "-c", script, "sh", attributes], cwd=repo or self.workdir, timeout=300,
+                           output_bytes=MAX_PATCH_BYTES)
         if result.returncode != 0 or result.truncated:
             why = "the patch is larger than the output cap" if result.truncated else result.stderr.strip()[-500:]
             raise PatchError(f"cannot compute the patch: {why}")
         return result.stdout
+
+    def stop_processes(self) -> None:
+        """Kill every process in the container and start it again, files kept: what the agent left
+        running (daemons, background jobs, a fork bomb, a loop rewriting files) stops before the
+        patch is taken. Done from outside: a full process table leaves no room for a command that
+        would do it from inside. Raises ContainerGone."""
+        if self._fast is not None:
+            self._fast.close()
+        with translate("stopping the container's processes"):
+            self._container.kill()
+            client().api.wait(self._container.id, condition="not-running", timeout=30)
+            self._container.start()
+        if self._fast is not None:
+            self._fast = FastExec(self._container.id, self._kill_marked)
+            self._fast.warm()
 
     def status(self) -> dict:
         """The container's state as the engine reports it (for OOM and exit diagnostics)."""
@@ -398,3 +431,22 @@ class Sandbox:
             self._container.reload()
             return dict(self._container.attrs.get("State", {}))
 
+
+
+def _sections(patch: str) -> list[tuple[bytes, str]]:
+    """(path, text) of each file of a git patch; paths git C-quoted are unquoted to their bytes."""
+    out: list[tuple[bytes, str]] = []
+    for chunk in re.split(r"(?m)^(?=diff --git )", patch):
+        names = re.findall(r'(?m)^(?:\+\+\+|---) ("?)[ab]/(.*?)\1\t?$', chunk)
+        if names:
+            quoted, path = names[-1]
+            out.append((codecs.escape_decode(path.encode())[0] if quoted else path.encode(), chunk))
+    return out
+
+
+def _attr_line(path: bytes) -> str:
+    """A gitattributes line marking exactly this path binary: glob characters escaped, then
+    C-quoted (spaces, quotes and non-ASCII bytes included)."""
+    globbed = re.sub(rb"([*?\[\\])", rb"\\\1", path)
+    quoted = "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}" for b in globbed)
+    return f'"/{quoted}" -diff\n'
