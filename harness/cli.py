@@ -78,8 +78,13 @@ def main() -> None:
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
+@click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)")
+@click.option("--ray-address", default=None,
+              help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
-        attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes):
+        attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
+        executor_name, ray_address):
     """Run an agent on every task in SUITE (spec files or folders of them)."""
     from .agents import get_agent
     from .progress import RunProgress
@@ -101,10 +106,22 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
                          infra_retries=infra_retries, limits=limits, config=config_label)
     label = options.label(agent)
     options.out = out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(label)}"
+    executor, where = None, f"{workers} worker(s)"
+    if executor_name == "ray":
+        from click.core import ParameterSource
+
+        from .executors_ray import RayExecutor
+
+        # On a cluster the nodes' CPUs bound the units running; --workers, when given, caps them too.
+        explicit = click.get_current_context().get_parameter_source("workers") is not ParameterSource.DEFAULT
+        executor = RayExecutor(ray_address, max_in_flight=workers if explicit else None)
+        where = f"Ray cluster {ray_address or 'auto'}"
+    elif ray_address:
+        raise click.UsageError("--ray-address needs --executor ray")
     console.print(f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], "
-                  f"{workers} worker(s) -> {options.out}")
+                  f"{where} -> {options.out}")
     with RunProgress(console, len(tasks) * repeats) as progress:
-        runner = Runner(tasks, agent, options, progress=progress.update)
+        runner = Runner(tasks, agent, options, progress=progress.update, executor=executor)
         try:
             rows = runner.run()
         except KeyboardInterrupt:

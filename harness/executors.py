@@ -3,6 +3,12 @@ yields each unit's result as it completes.
 
 `LocalExecutor` is a bounded thread pool: attempts spend their time waiting on the model and on
 Docker, not on this process's CPU, so threads are enough and share the image-build locks.
+
+An executor whose units run in other processes or machines (`remote = True`, e.g.
+`harness.executors_ray.RayExecutor`) cannot take the runner's closure. It offers
+`run_units(runner, units)` instead: it runs each (task, repeat) elsewhere, writes the unit's files
+into the run folder and yields the unit's rows, which the runner then appends to results.jsonl
+(exactly once, on this machine). Local units append their rows themselves, the moment each is known.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
+    remote = False
+
     def __init__(self, workers: int = 1) -> None:
         self.workers = max(1, workers)
         self._pool: ThreadPoolExecutor | None = None

@@ -110,9 +110,14 @@ class Runner:
         todo = self.pending()
         total = len(self.tasks) * self.options.repeats
         self.progress("plan", "", f"{len(todo)} to run, {total - len(todo)} already done")
+        # A remote executor runs units elsewhere and hands back their rows: they are appended here.
+        remote = getattr(self.executor, "remote", False)
         try:
-            for rows in self.executor.map(lambda unit: self.run_unit(*unit), todo):
+            work = self.executor.run_units(self, todo) if remote else self.executor.map(lambda unit: self.run_unit(*unit), todo)
+            for rows in work:
                 for row in rows:
+                    if remote:
+                        self.results.append(row)
                     if row.final:
                         self.progress("done", self._unit(row.task_id, row.repeat), row.outcome)
         except KeyboardInterrupt:
@@ -216,6 +221,7 @@ class Runner:
             adir.mkdir(parents=True, exist_ok=True)
             t2 = time.monotonic()
             try:
+                sb.stop_processes()  # nothing the agent left running can change the tree any more
                 patch, note = sb.diff(prepared.base_commit), ""
             except PatchError as exc:  # the agent broke the repository or wrote a huge patch
                 patch, note = "", f"no patch could be taken: {exc}"

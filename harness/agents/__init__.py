@@ -67,7 +67,18 @@ class UnknownAgent(ValueError):
 
 def get_agent(name: str, *, model: str | None = None, config_path: str | None = None,
               model_options: dict | None = None, settings: dict | None = None) -> Agent:
-    """`gold` / `noop`, or a tool-calling agent (`default`, or the config file's) on `model`."""
+    """`gold` / `noop`, or a tool-calling agent (`default`, or the config file's) on `model`.
+
+    The agent keeps its recipe as `agent.spec`: `get_agent(**agent.spec)` builds it again (the
+    Ray executor rebuilds it on each worker that way)."""
+    agent = _build_agent(name, model=model, config_path=config_path, model_options=model_options, settings=settings)
+    agent.spec = {"name": name, "model": model, "config_path": None if config_path is None else str(config_path),
+                  "model_options": dict(model_options or {}), "settings": dict(settings or {})}
+    return agent
+
+
+def _build_agent(name: str, *, model: str | None, config_path: str | None, model_options: dict | None,
+                 settings: dict | None) -> Agent:
     from .controls import CONTROLS
 
     if name in CONTROLS:

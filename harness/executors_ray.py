@@ -1,0 +1,428 @@
+"""Units on a Ray cluster: `wholeloop run SUITE --executor ray [--ray-address HEAD:PORT]`.
+
+Each (task, repeat) runs as one Ray task on some node, against that node's own Docker engine, by
+`Runner.run_unit` itself, in a temporary run folder there. The node hands back the unit's rows
+and files (transcript, patches, grades, test output, image log); this process writes the files
+under the one run folder and the runner appends the rows to results.jsonl, once. What is pending
+is decided here, from results.jsonl, exactly as for a local run, so resume works the same way.
+
+A node needs nothing of this machine's disk. What a task spec references is shipped: the
+repository (a bundle as it is, a local checkout as `git bundle --all`), the gold and test patch
+files, a Dockerfile's folder, a CA bundle file; so are the agent config and, for `replay:` models,
+each task's recording. Every item goes into Ray's object store once, keyed by its content, and a
+node fetches it only when its cache (`<wholeloop cache>/ray-files/`) lacks it, so its repository
+mirrors, snapshots and images stay cached across units and runs. Repositories named by URL are
+cloned by the node itself. An item larger than WHOLELOOP_RAY_MAX_SHIP_MB (default 256) stops the
+run before anything is submitted.
+
+Trade-offs: a transcript is written as it happens on the node but reaches the run folder when its
+unit ends; images are built (once) on every node that runs a task needing them; model API keys
+are read from each node's environment (nothing secret is shipped).
+
+The node's side lives in harness.ray_node. `ray` is imported by these two modules only, and they
+only when `--executor ray` is asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .ray_node import ProgressBox, node_info, run_unit
+
+DEFAULT_MAX_SHIP_MB = 256
+
+
+class RayExecutorError(ValueError):
+    """The Ray executor cannot run this: no ray package, no cluster, an input too large to ship."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class RayExecutor:
+    """Runs units as Ray tasks. Connects on creation (raises RayExecutorError when it cannot).
+
+    `address`: HEAD:PORT of a cluster; None means RAY_ADDRESS or the cluster started on this
+    machine with `ray start --head`; "local" starts a private one-machine cluster for this run.
+    `max_in_flight`: units submitted at once (None: all; the cluster's CPUs bound what runs).
+    `unit_cpus`: CPUs a unit reserves on its node (units mostly wait on Docker and the model).
+    """
+
+    remote = True
+
+    def __init__(self, address: str | None = None, *, max_in_flight: int | None = None,
+                 unit_cpus: float | None = None, max_ship_mb: float | None = None) -> None:
+        self.address = address
+        self.max_in_flight = max_in_flight
+        self.unit_cpus = unit_cpus if unit_cpus is not None else float(os.environ.get("WHOLELOOP_RAY_UNIT_CPUS", "1"))
+        mb = max_ship_mb if max_ship_mb is not None else float(os.environ.get("WHOLELOOP_RAY_MAX_SHIP_MB", DEFAULT_MAX_SHIP_MB))
+        self.max_ship_bytes = int(mb * 1024 * 1024)
+        self._max_retries = 2  # Ray's own retries when a unit's worker process or node dies
+        self._inflight: dict[Any, Any] = {}
+        self._box = None
+        self._owns = False
+        self.ray = _import_ray()
+        self._connect()
+
+    # ------------------------------------------------------------------ connection
+
+    def _connect(self) -> None:
+        ray = self.ray
+        if ray.is_initialized():
+            return
+        address = self.address or os.environ.get("RAY_ADDRESS") or "auto"
+        extra = {"include_dashboard": False} if address == "local" else {}
+        _check_reachable(address)  # ray.init would retry an unreachable address for many minutes
+        try:
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **extra)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise RayExecutorError(
+                f"cannot reach a Ray cluster at {address}: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}",
+                hint="start one with `ray start --head --disable-usage-stats` (and `ray start --address=HEAD:PORT` on the "
+                "other nodes), then pass --ray-address HEAD:PORT",
+            ) from exc
+        self._owns = True
+
+    def nodes(self) -> list[dict]:
+        """The cluster's live nodes: host name, address and CPUs."""
+        return [{"host": n.get("NodeManagerHostname"), "address": n.get("NodeManagerAddress"),
+                 "cpus": n.get("Resources", {}).get("CPU", 0)} for n in self.ray.nodes() if n.get("Alive")]
+
+    # ------------------------------------------------------------------ the Executor protocol
+
+    def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[Any]:
+        """`fn(unit)` as a Ray task per unit (fn must be importable on the nodes); results as they
+        complete. A unit that failed raises here."""
+        for _, outcome in self._submit(fn, list(units)):
+            if isinstance(outcome, BaseException):
+                raise outcome
+            yield outcome
+
+    def shutdown(self, *, cancel: bool) -> None:
+        ray = self.ray
+        if cancel and self._inflight and ray.is_initialized():
+            refs = list(self._inflight)
+            for ref in refs:
+                try:
+                    ray.cancel(ref)  # a KeyboardInterrupt in the unit: its containers are closed on the way out
+                except Exception:  # already finished, or the cluster is gone
+                    pass
+            ray.wait(refs, num_returns=len(refs), timeout=30)
+            self._inflight.clear()
+        if cancel:
+            return
+        if self._box is not None and ray.is_initialized():
+            try:
+                ray.kill(self._box)
+            except Exception:
+                pass
+            self._box = None
+        if self._owns and ray.is_initialized():
+            ray.shutdown()
+            self._owns = False
+
+    def _submit(self, fn: Callable[[Any], Any], units: list[Any],
+                tick: Callable[[], None] | None = None) -> Iterator[tuple[Any, Any]]:
+        """(unit, result or exception) per unit, as they complete, at most max_in_flight at once."""
+        ray = self.ray
+        remote = ray.remote(fn).options(num_cpus=self.unit_cpus, max_retries=self._max_retries,
+                                        retry_exceptions=False, scheduling_strategy="SPREAD")
+        queue = list(units)
+        while queue or self._inflight:
+            while queue and (self.max_in_flight is None or len(self._inflight) < self.max_in_flight):
+                unit = queue.pop(0)
+                self._inflight[remote.remote(unit)] = unit
+            done, _ = ray.wait(list(self._inflight), num_returns=1, timeout=0.5)
+            if tick:
+                tick()
+            for ref in done:
+                unit = self._inflight.pop(ref)
+                try:
+                    yield unit, ray.get(ref)
+                except Exception as exc:  # the unit's process or node died, or our code failed there
+                    yield unit, exc
+        if tick:
+            tick()
+
+    # ------------------------------------------------------------------ wholeloop units
+
+    def run_units(self, runner, units: Iterable[tuple]) -> Iterator[list]:
+        """Run (task, repeat) units of `runner` on the cluster; write each unit's files into the run
+        folder and yield its rows (not yet appended: the runner appends them)."""
+        from . import __version__
+        from .records import ResultRow
+
+        units = list(units)
+        if not units:
+            return
+        self._connect()
+        self._max_retries = runner.options.infra_retries
+        probe = self._probe()
+        runner.progress("note", "", f"ray: {len(self.nodes())} node(s); wholeloop {probe['version']} on {probe['node']}")
+        if probe["version"] != __version__:
+            runner.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
+        payloads, hashes = self._payloads(runner, units)
+        self._note_manifest(runner)
+        self._box = self.ray.remote(num_cpus=0)(ProgressBox).remote()
+        for payload in payloads:
+            payload["progress"] = self._box
+        by_id = {t.id: t for t in runner.tasks}
+        for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(runner)):
+            task, repeat = by_id[payload["task"]["task"]["id"]], payload["repeat"]
+            if isinstance(outcome, BaseException):
+                yield [self._failure_row(runner, task, repeat, outcome)]
+                continue
+            self._land(runner, task, repeat, outcome)
+            yield [ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
+                   for row in outcome["rows"]]
+
+    def _probe(self) -> dict:
+        ref = self.ray.remote(node_info).options(num_cpus=0).remote()
+        try:
+            return self.ray.get(ref, timeout=180)
+        except Exception as exc:
+            last = (str(exc).strip().splitlines() or [""])[-1]
+            raise RayExecutorError(
+                f"the Ray workers cannot run wholeloop: {type(exc).__name__}: {last}",
+                hint="install wholeloop on every node (bash scripts/setup.sh) and run `ray start` from its .venv",
+            ) from exc
+
+    def _relay(self, runner) -> None:
+        """Progress lines the nodes sent since the last look."""
+        if self._box is None:
+            return
+        try:
+            events = self.ray.get(self._box.drain.remote(), timeout=10)
+        except Exception:
+            return
+        for event in events:
+            runner.progress(*event)
+
+    # ------------------------------------------------------------------ what is shipped
+
+    def _payloads(self, runner, units: list[tuple]) -> tuple[list[dict], dict[str, str]]:
+        """One payload per unit; raises RayExecutorError (nothing submitted) if an input is too big."""
+        shipper = _Shipper(self.ray, self.max_ship_bytes)
+        spec = getattr(runner.agent, "spec", None)
+        if spec is None:
+            raise RayExecutorError(f"agent {runner.agent.name!r} cannot be rebuilt on a Ray worker",
+                                   hint="build the agent with harness.agents.get_agent (the CLI does)")
+        agent = {"spec": dict(spec), "config_text": None}
+        if spec.get("config_path"):
+            agent["config_text"] = Path(spec["config_path"]).read_text()
+        replay = (spec.get("model") or "").removeprefix("replay:") if (spec.get("model") or "").startswith("replay:") else None
+        per_task, hashes = {}, {}
+        for task in {t.id: t for t, _ in units}.values():
+            per_task[task.id] = _task_payload(task, shipper)
+            per_task[task.id]["recording"] = _recording(Path(replay), task.id, shipper) if replay is not None else None
+            per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
+            hashes[task.id] = task.content_hash()
+        options = runner.options
+        common = {"run_id": runner.run_id, "config": runner.config, "agent": agent,
+                  "options": {"repeats": options.repeats, "attempts": options.attempts, "feedback": options.feedback,
+                              "infra_retries": options.infra_retries,
+                              "limits": options.limits.model_dump(exclude_none=True)}}
+        return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units], hashes
+
+    def _note_manifest(self, runner) -> None:
+        import json
+
+        from .records import write_json
+
+        with runner._manifest_lock:
+            path = runner.run_dir / "manifest.json"
+            manifest = json.loads(path.read_text()) if path.exists() else {}
+            manifest["executor"] = {"kind": "ray", "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
+                                    "nodes": self.nodes(), "unit_cpus": self.unit_cpus}
+            write_json(path, manifest)
+
+    # ------------------------------------------------------------------ what comes back
+
+    def _land(self, runner, task, repeat: int, result: dict) -> None:
+        """Write a finished unit's files into the run folder (before its rows are appended)."""
+        import json
+
+        from .records import rep_dir, write_atomic, write_json
+        from .runner import _move_aside
+
+        run_dir = runner.run_dir
+        _move_aside(rep_dir(run_dir, task.id, runner.config, repeat) / "transcript.jsonl")  # an unfinished earlier try
+        for rel, data in sorted(result["files"].items()):
+            parts = Path(rel).parts
+            if not parts or parts[0] != "attempts" or ".." in parts or Path(rel).is_absolute():
+                continue  # only a unit's own attempt files are written
+            target = run_dir / rel
+            if target.name.startswith("transcript.unfinished-") and target.exists():
+                n = 1
+                while (target := target.with_name(f"transcript.unfinished-{n}.jsonl")).exists():
+                    n += 1
+            write_atomic(target, data)
+        if result.get("log"):
+            log = run_dir / "logs" / "images.log"
+            log.parent.mkdir(exist_ok=True)
+            with runner._log_lock, open(log, "a") as fh:
+                fh.write(result["log"])
+        if result.get("images"):
+            with runner._manifest_lock:
+                path = run_dir / "manifest.json"
+                manifest = json.loads(path.read_text()) if path.exists() else {}
+                manifest.setdefault("images", {})[task.id] = {**result["images"], "node": result["node"]}
+                write_json(path, manifest)
+
+    def _failure_row(self, runner, task, repeat: int, exc: BaseException):
+        """The unit could not be run on the cluster (its node died beyond Ray's retries, or our code
+        failed there): an infra_error row, with a transcript saying why."""
+        from .agents import AgentResult
+        from .manifest import now
+        from .records import Phases, attempt_dir, rep_dir
+        from .runner import _move_aside
+        from .transcript import ErrorEvent, TranscriptWriter
+
+        path = rep_dir(runner.run_dir, task.id, runner.config, repeat) / "transcript.jsonl"
+        _move_aside(path)
+        message = f"ray: {type(exc).__name__}: {str(exc).strip()[-2000:]}"
+        transcript = TranscriptWriter(path)
+        try:
+            transcript.write(ErrorEvent(where="ray", error_type=type(exc).__name__, message=message))
+        finally:
+            transcript.close()
+        adir = attempt_dir(runner.run_dir, task.id, runner.config, repeat, 1)
+        return runner._row(task, repeat, 1, True, AgentResult(stop_reason="error"), None, message, "", Phases(), adir, now())
+
+
+# ---------------------------------------------------------------------------- shipping (driver)
+
+
+def _import_ray():
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayExecutorError("--executor ray needs the ray package",
+                               hint="pip install -e '.[ray]' (bash scripts/setup.sh installs it)") from exc
+    return ray
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A HOST:PORT that accepts no TCP connection fails at once, with a hint."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return  # "auto", "local", ray://...: Ray resolves those itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RayExecutorError(
+            f"no Ray cluster answers at {address}: {exc.strerror or exc}",
+            hint="check HEAD:PORT (the head prints it: `ray start --address=HEAD:PORT`), or start one with "
+            "`ray start --head --disable-usage-stats`",
+        ) from exc
+
+
+class _Shipper:
+    """Puts each referenced input into the object store once, keyed by content."""
+
+    def __init__(self, ray, limit: int) -> None:
+        self.ray, self.limit = ray, limit
+        self._done: dict[tuple[str, str], dict] = {}
+        self._refs: dict[str, Any] = {}
+
+    def _item(self, key: str, kind: str, name: str, data: bytes, path: Path, what: str) -> dict:
+        if len(data) > self.limit:
+            raise RayExecutorError(
+                f"{what}: {path} is {len(data) / 2**20:.0f} MB, more than the {self.limit / 2**20:.0f} MB "
+                "the Ray executor ships to its workers",
+                hint="raise WHOLELOOP_RAY_MAX_SHIP_MB, or name the repository by a git URL the nodes can clone",
+            )
+        if key not in self._refs:
+            self._refs[key] = self.ray.put(data)
+        return {"key": key, "kind": kind, "name": name, "ref": self._refs[key], "size": len(data)}
+
+    def file(self, path: Path, what: str) -> dict | None:
+        if not path.is_file():
+            return None
+        cached = self._done.get(("file", str(path)))
+        if cached is None:
+            data = path.read_bytes()
+            key = hashlib.sha256(b"file\0" + path.name.encode() + b"\0" + data).hexdigest()[:24]
+            cached = self._done[("file", str(path))] = self._item(key, "file", path.name, data, path, what)
+        return cached
+
+    def repo(self, path: Path, what: str) -> dict | None:
+        """A bundle file as it is; a local checkout as a bundle of all its refs."""
+        if path.is_file():
+            return self.file(path, what)
+        if not path.is_dir():
+            return None
+        cached = self._done.get(("repo", str(path)))
+        if cached is None:
+            with tempfile.TemporaryDirectory() as tmp:
+                bundle = Path(tmp) / "repo.bundle"
+                proc = subprocess.run(["git", "-C", str(path), "bundle", "create", str(bundle), "--all"],
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    return None  # not a git repository: the node says so, as a local run would
+                data = bundle.read_bytes()
+            key = hashlib.sha256(b"bundle\0" + data).hexdigest()[:24]
+            cached = self._done[("repo", str(path))] = self._item(key, "file", "repo.bundle", data, path, what)
+        return cached
+
+    def folder(self, path: Path, what: str) -> dict | None:
+        if not path.is_dir():
+            return None
+        cached = self._done.get(("folder", str(path)))
+        if cached is None:
+            from sandbox.snapshot import tar_directory
+
+            data = tar_directory(path)
+            digest = hashlib.sha256(b"folder\0")
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                digest.update(str(file.relative_to(path)).encode() + b"\0" + file.read_bytes())
+            cached = self._done[("folder", str(path))] = self._item(digest.hexdigest()[:24], "tar", "", data, path, what)
+        return cached
+
+
+def _task_payload(task, shipper: _Shipper) -> dict:
+    """The task as data, and what each of its file fields points at: a shipped item, or (when the
+    file is missing here) the missing path, so the node fails as a local run would."""
+    files: dict[str, dict] = {}
+
+    def add(field: str, desc: dict | None, path: Path, **extra: str) -> None:
+        files[field] = {**desc, **extra} if desc is not None else {"missing": str(path)}
+
+    if "://" not in task.repo and not task.repo.startswith("git@"):
+        path = Path(task.repo_source())
+        add("repo", shipper.repo(path, f"task {task.id}: repository"), path)
+    if task.gold_patch_file:
+        path = task._rel(task.gold_patch_file)
+        add("gold_patch_file", shipper.file(path, f"task {task.id}: gold_patch_file"), path)
+    if task.hidden_tests.patch_file:
+        path = task._rel(task.hidden_tests.patch_file)
+        add("hidden_tests.patch_file", shipper.file(path, f"task {task.id}: hidden_tests.patch_file"), path)
+    if task.environment.dockerfile:
+        path = task._rel(task.environment.dockerfile)
+        add("environment.dockerfile", shipper.folder(path.parent, f"task {task.id}: Dockerfile folder"), path,
+            inner=path.name)
+    if isinstance(task.environment.trust_ca_bundle, str):
+        path = task._rel(task.environment.trust_ca_bundle)
+        add("environment.trust_ca_bundle", shipper.file(path, f"task {task.id}: trust_ca_bundle"), path)
+    return {"task": task.model_dump(mode="json", by_alias=True), "files": files, "spec": str(task.spec_path)}
+
+
+def _recording(source: Path, task_id: str, shipper: _Shipper) -> dict | None:
+    """The recording a replay model would read for this task (see ReplayModel.for_task)."""
+    if source.is_file():
+        return shipper.file(source, "replay recording")
+    candidates = [source / f"{task_id}.jsonl", *sorted((source / "attempts" / task_id).glob("*/rep-0/transcript.jsonl"))]
+    for path in candidates:
+        if path.is_file():
+            return shipper.file(path, f"replay recording of {task_id}")
+    return None

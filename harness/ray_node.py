@@ -1,0 +1,193 @@
+"""The node's side of the Ray executor (see harness.executors_ray): one (task, repeat) run by
+`Runner.run_unit` in a temporary run folder, from shipped inputs kept in this node's cache; its
+rows and files go back to the driver. Imported on the nodes by Ray; imports ray only when fetching.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
+
+
+class ProgressBox:
+    """A Ray actor holding progress lines from the nodes until the driver drains them."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str, str]] = []
+
+    def push(self, item: tuple[str, str, str]) -> None:
+        self.items.append(item)
+        del self.items[:-1000]  # a driver that stopped looking must not grow this without bound
+
+    def drain(self) -> list[tuple[str, str, str]]:
+        items, self.items = self.items, []
+        return items
+
+
+def node_info() -> dict:
+    from . import __version__
+
+    return {"node": socket.gethostname(), "version": __version__}
+
+
+def materialise(desc: dict) -> Path:
+    """The shipped item in this node's cache (fetched from the object store only if missing)."""
+    import ray
+
+    from sandbox.snapshot import _cache_dir
+
+    root = _cache_dir() / "ray-files" / desc["key"]
+    if not root.is_dir():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        data = ray.get(desc["ref"])
+        tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=".tmp-"))
+        if desc["kind"] == "file":
+            (tmp / desc["name"]).write_bytes(data)
+        else:
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        try:
+            os.replace(tmp, root)
+        except OSError:  # another process on this node got there first; same content
+            shutil.rmtree(tmp, ignore_errors=True)
+    return root / desc["name"] if desc["kind"] == "file" else root
+
+
+def rebuild_task(payload: dict, workdir: Path):
+    """The task, its file fields pointing at the shipped copies in this node's cache."""
+    from .tasks import Task
+
+    data = copy.deepcopy(payload["task"])
+    for field, desc in payload["files"].items():
+        if "missing" in desc:
+            value = desc["missing"]
+        else:
+            value = str(materialise(desc) / desc["inner"]) if "inner" in desc else str(materialise(desc))
+        *parents, leaf = field.split(".")
+        target = data
+        for key in parents:
+            target = target[key]
+        target[leaf] = value
+    task = Task.model_validate(data)
+    task._spec_path = workdir / Path(payload["spec"]).name
+    return task
+
+
+def rebuild_agent(payload: dict, task_payload: dict, task_id: str, workdir: Path):
+    """The driver's agent, by `get_agent(**spec)`, its config file and recording shipped with it."""
+    from .agents import get_agent
+
+    spec = dict(payload["agent"]["spec"])
+    if payload["agent"]["config_text"] is not None:
+        config = workdir / "agent-config.yaml"
+        config.write_text(payload["agent"]["config_text"])
+        spec["config_path"] = str(config)
+    model = spec.get("model")
+    if model and model.startswith("replay:"):
+        recording = task_payload["recording"]
+        if recording is not None and not task_payload["replay_is_dir"]:
+            spec["model"] = "replay:" + str(materialise(recording))
+        else:  # a folder holding this task's recording, or none (the agent then says so, as locally)
+            folder = workdir / "replay"
+            folder.mkdir()
+            if recording is not None:
+                shutil.copyfile(materialise(recording), folder / f"{task_id}.jsonl")
+            spec["model"] = "replay:" + str(folder)
+    agent = get_agent(**spec)
+    if model:  # the rows and transcripts name the model as the driver does, not by a node's path
+        agent.model = model
+        if getattr(agent, "model_obj", None) is not None:
+            agent.model_obj.name = model
+    return agent
+
+
+def run_unit(payload: dict) -> dict:
+    """On a node: one (task, repeat) in a temporary run folder; its rows and files come back."""
+    from sandbox import SandboxError
+    from sandbox.engine import prune_containers
+
+    from . import __version__
+    from .runner import RunOptions, Runner
+    from .tasks import LimitsSpec
+
+    host = socket.gethostname()
+    try:
+        prune_containers()  # containers of units whose worker process died on this node
+    except SandboxError:
+        pass
+    _remove_orphaned_workdirs()
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
+    try:
+        task = rebuild_task(payload["task"], workdir)
+        agent = rebuild_agent(payload, payload["task"], task.id, workdir)
+        opts = payload["options"]
+        options = RunOptions(out=workdir / payload["run_id"], workers=1, repeats=opts["repeats"],
+                             attempts=opts["attempts"], feedback=opts["feedback"],
+                             infra_retries=opts["infra_retries"], limits=LimitsSpec(**opts["limits"]),
+                             config=payload["config"])
+        runner = Runner([task], agent, options, progress=forwarder(payload.get("progress"), host))
+        rows = runner.run_unit(task, payload["repeat"])
+        run_dir = options.out
+        files = {str(p.relative_to(run_dir)): p.read_bytes()
+                 for p in sorted((run_dir / "attempts").rglob("*")) if p.is_file()}
+        log = run_dir / "logs" / "images.log"
+        manifest = run_dir / "manifest.json"
+        images = {}
+        if manifest.exists():
+            images = json.loads(manifest.read_text()).get("images", {}).get(task.id, {})
+        return {"rows": [row.model_dump(mode="json") for row in rows], "files": files,
+                "log": log.read_text() if log.exists() else "", "images": images, "node": host, "version": __version__}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _remove_orphaned_workdirs() -> None:
+    """Unit folders of worker processes that were killed (a killed driver's units are) go."""
+    for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = path.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def forwarder(box, host: str) -> Callable[[str, str, str], None]:
+    """A progress function sending the node's progress lines to the driver (never blocking, never
+    failing the unit; image-build lines at most one a second per unit)."""
+    last: dict[str, float] = {}
+
+    def progress(event: str, unit: str, text: str) -> None:
+        if box is None:
+            return
+        if event == "build":
+            now = time.monotonic()
+            if now - last.get(unit, 0.0) < 1.0:
+                return
+            last[unit] = now
+        if event == "start":
+            text = f"{text} on {host}"
+        try:
+            box.push.remote((event, unit, text))
+        except Exception:
+            pass
+
+    return progress

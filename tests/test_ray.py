@@ -1,0 +1,289 @@
+"""The Ray executor: units as Ray tasks on a real local cluster (`ray start --head`), results and
+transcripts back in the one run folder, the same results as the local executor, and resume after
+the driver is killed. The shipping of a task's inputs to a node is checked without Ray or Docker.
+
+The cluster binds to loopback only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 keeps Ray from swapping
+127.0.0.1 for the machine's routable address), never reports usage statistics, and takes only
+clients holding this test's own token.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from harness.agents import get_agent
+from harness.executors import LocalExecutor
+from harness.records import read_results
+from harness.runner import RunOptions, Runner
+from harness.tasks import TaskSpecError, load_task, load_tasks
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "tasks" / "demo"
+RECORDINGS = DEMO / "recordings"
+LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+# ---------------------------------------------------------------------------- no Ray, no Docker
+
+
+def test_ray_is_imported_only_when_the_ray_executor_is_asked_for():
+    code = ("import sys, harness.cli, harness.runner, harness.executors; from harness.agents import get_agent; "
+            "get_agent('gold'); print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_an_agent_is_rebuilt_from_its_spec():
+    for agent in (get_agent("gold"), get_agent("default", model=f"replay:{RECORDINGS}", settings={"temperature": 0.5})):
+        again = get_agent(**agent.spec)
+        assert again.describe() == agent.describe()
+
+
+class _FakeRay:
+    """The two object-store calls shipping needs, in memory; counts what nodes fetch."""
+
+    def __init__(self) -> None:
+        self.fetched = 0
+
+    def put(self, data: bytes):
+        return ("ref", data)
+
+    def get(self, ref, timeout=None):
+        self.fetched += 1
+        return ref[1]
+
+
+@pytest.fixture
+def fake_node(monkeypatch, tmp_path):
+    """A 'node': its own wholeloop cache, and `import ray` giving the fake object store."""
+    fake = _FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(get=fake.get, put=fake.put))
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "node-cache"))
+    return fake
+
+
+def test_a_task_is_shipped_whole_and_rebuilt_on_a_node(tiny_task, fake_node, tmp_path):
+    from harness.executors_ray import _Shipper, _task_payload
+    from harness.ray_node import rebuild_task
+    from sandbox.snapshot import find_commit
+
+    task = load_task(tiny_task["spec"])
+    payload = _task_payload(task, _Shipper(fake_node, 2**20))
+    assert set(payload["files"]) == {"repo", "gold_patch_file", "hidden_tests.patch_file"}
+    shipped = fake_node.fetched
+    on_node = rebuild_task(payload, tmp_path / "unit-1")
+    assert fake_node.fetched == shipped + 3
+    assert on_node.gold() == task.gold() and on_node.test_patch() == task.test_patch()
+    assert not on_node.repo_source().startswith(str(tiny_task["repo"]))  # a bundle in the node's cache
+    _, commit = find_commit(on_node.repo_source(), task.base_commit)
+    assert commit.hexsha == tiny_task["base"]
+    again = rebuild_task(payload, tmp_path / "unit-2")  # a second unit on the node fetches nothing
+    assert fake_node.fetched == shipped + 3 and again.repo_source() == on_node.repo_source()
+
+
+def test_a_missing_input_fails_on_the_node_as_it_would_locally(tiny_task, fake_node, tmp_path):
+    from harness.executors_ray import _Shipper, _task_payload
+    from harness.ray_node import rebuild_task
+
+    (tiny_task["dir"] / "gold.diff").unlink()
+    task = load_task(tiny_task["spec"])
+    on_node = rebuild_task(_task_payload(task, _Shipper(fake_node, 2**20)), tmp_path / "unit")
+    with pytest.raises(TaskSpecError, match="gold.diff"):
+        on_node.gold()
+
+
+def test_an_input_too_large_to_ship_stops_the_run_with_a_hint(tiny_task, fake_node):
+    from harness.executors_ray import RayExecutorError, _Shipper, _task_payload
+
+    with pytest.raises(RayExecutorError, match="repository.*more than") as info:
+        _task_payload(load_task(tiny_task["spec"]), _Shipper(fake_node, 100))
+    assert "WHOLELOOP_RAY_MAX_SHIP_MB" in info.value.hint
+
+
+def test_a_replay_agent_is_rebuilt_on_a_node_with_the_tasks_recording(fake_node, tmp_path):
+    from harness.executors_ray import _recording, _Shipper
+    from harness.ray_node import rebuild_agent
+
+    model = f"replay:{RECORDINGS}"
+    task_payload = {"recording": _recording(RECORDINGS, "inikit-001", _Shipper(fake_node, 2**20)), "replay_is_dir": True}
+    payload = {"agent": {"spec": get_agent("default", model=model).spec, "config_text": None}}
+    (tmp_path / "unit").mkdir()
+    agent = rebuild_agent(payload, task_payload, "inikit-001", tmp_path / "unit")
+    assert agent.model == model  # rows name the model as on the driver, not by the node's path
+    assert len(agent.model_obj.for_task("inikit-001").turns) > 0
+
+
+# ---------------------------------------------------------------------------- a real cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """`ray start --head` on loopback, 2 CPUs, in its own session; stopped (that session only) after."""
+    if importlib.util.find_spec("ray") is None:  # not imported here: Ray reads LOOPBACK_ENV on import
+        if os.environ.get("CI"):
+            pytest.fail("CI needs the ray extra (pip install -e '.[test,ray]'; scripts/setup.sh does it)")
+        pytest.skip("ray is not installed (pip install -e '.[ray]')")
+    port = _free_port()
+    temp = Path(tempfile.mkdtemp(prefix="wlray-", dir="/tmp"))  # short: Ray's socket paths must stay short
+    log = open(temp / "start.log", "w")
+    # Token authentication with a token of this test's own (not ~/.ray/auth_token, whatever is there).
+    cluster_env = {**LOOPBACK_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env = {**os.environ, **cluster_env}
+    env.pop("RAY_ADDRESS", None)
+    ray_bin = Path(sys.executable).with_name("ray")
+    proc = subprocess.Popen([str(ray_bin), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                             "--disable-usage-stats", "--include-dashboard=false", f"--temp-dir={temp}"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    patch = pytest.MonkeyPatch()
+    try:
+        deadline = time.monotonic() + 90
+        while "Ray runtime started" not in (temp / "start.log").read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("ray start --head failed:\n" + (temp / "start.log").read_text()[-3000:])
+            time.sleep(0.3)
+        for key, value in cluster_env.items():
+            patch.setenv(key, value)
+        patch.delenv("RAY_ADDRESS", raising=False)
+        if "ray._private.ray_constants" in sys.modules:  # imported before: its reading of the env is stale
+            patch.setattr(sys.modules["ray._private.ray_constants"], "ENABLE_RAY_CLUSTER", False)
+        yield f"127.0.0.1:{port}"
+    finally:
+        patch.undo()
+        proc.send_signal(signal.SIGTERM)  # the head drains and stops its own processes
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything of that session still running
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def local_demo(tmp_path_factory):
+    """The demo suite on the replayed model with the local executor: the results to match."""
+    out = tmp_path_factory.mktemp("local") / "local-demo"
+    agent = get_agent("default", model=f"replay:{RECORDINGS}")
+    rows = Runner(load_tasks([DEMO]), agent, RunOptions(out=out, workers=2), executor=LocalExecutor(2)).run()
+    for row in rows:
+        row.run_dir = out  # where its files are
+    return {r.task_id: r for r in rows}
+
+
+def _summary(row):
+    return (row.outcome, row.resolved, row.stop_reason, row.steps, row.model_calls, row.tests)
+
+
+def _our_containers(run_id: str) -> list[dict]:
+    """The run's containers, in one engine call (no per-container look-up racing their removal)."""
+    from sandbox.engine import client
+
+    return client().api.containers(all=True, filters={"label": f"wholeloop.run={run_id}"})
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_cluster, local_demo, tmp_path):
+    from harness.executors_ray import RayExecutor
+
+    out = tmp_path / "ray-demo"
+    events = []
+    agent = get_agent("default", model=f"replay:{RECORDINGS}")
+    runner = Runner(load_tasks([DEMO]), agent, RunOptions(out=out), progress=lambda *e: events.append(e),
+                    executor=RayExecutor(ray_cluster))
+    rows = {r.task_id: r for r in runner.run()}
+    assert {k: _summary(r) for k, r in rows.items()} == {k: _summary(r) for k, r in local_demo.items()}
+    assert sum(r.resolved for r in rows.values()) == 5  # the demo recordings: 5 of 7 resolved
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == len(rows) == 7  # each row appended once, by the driver
+    for row in rows.values():
+        assert row.task_hash == local_demo[row.task_id].task_hash and row.node == socket.gethostname()
+        local = local_demo[row.task_id]
+        assert (out / row.patch_path).read_text() == (local.run_dir / local.patch_path).read_text()
+        events_on_disk = [json.loads(line)["type"] for line in (out / row.transcript_path).read_text().splitlines()]
+        assert events_on_disk[0] == "phase" and "grade" in events_on_disk
+        assert (out / row.dir / "grade.json").is_file() and (out / row.dir / "test_output.txt").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["executor"]["kind"] == "ray" and set(manifest["images"]) == set(rows)
+    relayed = [text for event, unit, text in events if event == "start"]
+    assert relayed and all(text.endswith(f"on {socket.gethostname()}") for text in relayed)
+    assert any(event == "agent" for event, *_ in events)  # the nodes' live progress reached the driver
+    assert not _our_containers(out.name)
+    plain = RayExecutor(ray_cluster)  # the Executor protocol: any function importable on the nodes
+    try:
+        assert sorted(plain.map(json.dumps, [1, [2]])) == ["1", "[2]"]
+    finally:
+        plain.shutdown(cancel=False)
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(300)
+def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_cluster, local_demo, tmp_path):
+    out = tmp_path / "ray-killed"
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), "--model", f"replay:{RECORDINGS}",
+           "--out", str(out), "--executor", "ray", "--ray-address", ray_cluster]
+    log = tmp_path / "first.log"
+    with open(log, "w") as fh:
+        first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 150
+    while len(read_results(results)) < 2:
+        assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+    first.kill()  # SIGKILL: no clean-up of any kind in the driver
+    first.wait()
+    before = read_results(results)
+    assert 2 <= len(before) < 7
+    _wait_for_owners_to_die(out.name)  # Ray stops the dead driver's units; their containers are then pruned
+
+    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert f"{7 - len(before)} to run, {len(before)} already done" in second.stdout
+    after = read_results(results)
+    assert after[: len(before)] == before  # finished units untouched, never redone
+    assert len(after) == 7 and len({r.task_id for r in after}) == 7 and all(r.final for r in after)
+    assert {r.task_id: _summary(r) for r in after} == {k: _summary(r) for k, r in local_demo.items()}
+    for row in after:
+        assert (out / row.transcript_path).is_file() and (out / row.patch_path).is_file()
+    assert not _our_containers(out.name)
+    orphans = [p for p in Path(tempfile.gettempdir()).glob("wholeloop-ray-*")  # the killed units' folders
+               if not Path(f"/proc/{p.name.split('-')[2]}").exists()]
+    assert not orphans
+
+
+def _wait_for_owners_to_die(run_id: str, timeout: float = 30) -> None:
+    """Until no container of the run belongs to a live process (Ray kills a dead driver's workers)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for container in _our_containers(run_id):
+            pid = (container.get("Labels") or {}).get("wholeloop.owner", ":").partition(":")[2]
+            if pid.isdigit() and Path(f"/proc/{pid}").exists():
+                alive.append(pid)
+        if not alive:
+            return
+        time.sleep(0.5)
