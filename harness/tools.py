@@ -124,6 +124,8 @@ class Toolbox:
         result = self.sb.exec(command)
         body = self._clip(result.combined()) or "(no output)"
         note = " (timed out)" if result.timed_out else ""
+        if result.returncode == 137 and not result.timed_out:  # SIGKILL from outside: usually the OOM killer
+            note = f" (killed: SIGKILL, most often the container's memory limit of {self.sb.limits.memory})"
         return ToolOutput(f"exit code {result.returncode}{note}\n{body}", exit_code=result.returncode,
                           truncated=result.truncated, timed_out=result.timed_out)
 

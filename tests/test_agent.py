@@ -168,3 +168,8 @@ def test_a_transcript_replays_the_same_attempt(task, box, tmp_path):
     with TranscriptWriter(tmp_path / "three.jsonl", secrets=[], fsync=False) as tw:
         result = agent.run(AgentContext(task=missing, sandbox=box, transcript=tw))
     assert result.stop_reason == "model_error" and "no recording for task other" in result.infra_error
+
+
+def test_a_killed_command_says_it_may_have_run_out_of_memory(task, box):
+    out = Toolbox(box, task).call("bash", {"command": "sh -c 'kill -9 $$'"})
+    assert out.exit_code == 137 and "memory limit of 4g" in out.content.splitlines()[0]
