@@ -9,6 +9,7 @@ cheap for runs that use no model.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 from .errors import AuthError, ConnectionFailed, ModelError, ModelTimeout
@@ -17,7 +18,7 @@ from .retry import call_with_retries
 from .types import Message, Settings, SleepFn, ToolSpec, Turn
 
 
-class HTTPModel:
+class HTTPModel(ABC):
     """Base of the anthropic / openai / litellm adapters (a ``Model``)."""
 
     provider: str = ""
@@ -83,8 +84,9 @@ class HTTPModel:
     def _prepare(self) -> None:
         """Import the SDK and build the client (raises AuthError without credentials)."""
 
+    @abstractmethod
     def _attempt(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn:
-        raise NotImplementedError
+        """One request, one Turn; SDK errors may escape (``_translate`` maps them)."""
 
     def _translate(self, exc: Exception) -> ModelError | None:
         """The ModelError for an SDK exception, or None if it is not the SDK's."""
