@@ -63,6 +63,8 @@ def translate(what: str) -> Iterator[None]:
     except docker.errors.NotFound as exc:
         raise ContainerGone(f"{what}: {_short(exc)}") from exc
     except docker.errors.APIError as exc:
+        if exc.status_code == 409 and "is not running" in str(exc):  # it died (OOM, engine restart)
+            raise ContainerGone(f"{what}: {_short(exc)}") from exc
         if exc.status_code and exc.status_code >= 500:
             raise InfraError(f"{what}: engine error: {_short(exc)}") from exc
         raise SandboxError(f"{what}: {_short(exc)}") from exc

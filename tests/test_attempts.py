@@ -79,3 +79,59 @@ def test_retries_are_bounded_and_end_as_infra_error(tiny_task, tmp_path):
 
     rows = Runner([load_task(tiny_task["spec"])], AlwaysDies(), RunOptions(out=tmp_path / "run", infra_retries=1)).run()
     assert [r.outcome for r in rows] == ["infra_error"] and "ContainerGone" in rows[0].error
+
+
+def test_an_environment_that_cannot_be_built_is_infra_error_and_the_run_goes_on(tiny_task, tmp_path):
+    broken = tiny_task["spec"].read_text().replace('id: tiny-001', 'id: tiny-broken').replace(
+        'setup: ["pip install -q pytest==8.3.4"]', 'setup: ["pip install -q pytest==8.3.4", "echo cannot build >&2; exit 3"]')
+    (tiny_task["dir"] / "broken.yaml").write_text(broken)
+    from harness.tasks import load_tasks
+
+    from test_run import ScriptAgent
+
+    agent = ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py")
+    rows = Runner(load_tasks([tiny_task["dir"]]), agent, RunOptions(out=tmp_path / "run", workers=2, infra_retries=1)).run()
+    outcomes = {r.task_id: (r.outcome, r.error or "") for r in rows}
+    assert outcomes["tiny-001"][0] == "resolved"
+    assert outcomes["tiny-broken"][0] == "infra_error" and "ImageBuildError" in outcomes["tiny-broken"][1]
+    assert "cannot build" in outcomes["tiny-broken"][1]
+
+
+def _engine_restart():
+    import shutil
+    import subprocess
+    import time
+
+    if shutil.which("systemctl") and subprocess.run(["systemctl", "is-active", "--quiet", "docker"]).returncode == 0:
+        subprocess.run(["systemctl", "restart", "docker"], check=True)
+    else:
+        subprocess.run(["pkill", "-x", "dockerd"])
+        for _ in range(100):
+            if subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode != 0:
+                break
+            time.sleep(0.2)
+        subprocess.Popen("setsid nohup dockerd >>/var/log/wholeloop-dockerd.log 2>&1 </dev/null &", shell=True)
+    for _ in range(120):
+        if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("dockerd did not come back")
+
+
+def test_the_engine_restarting_mid_attempt_is_retried_not_blamed_on_the_agent(tiny_task, tmp_path):
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("restarting the Docker engine needs root")
+
+    class RestartsEngineOnce(DiesOnce):
+        def run(self, ctx):
+            self.tries += 1
+            if self.tries == 1:
+                _engine_restart()  # every container dies with the engine (no live-restore)
+            ctx.sandbox.exec("sed -i 's/a - b/a + b/' calc/__init__.py")
+            return AgentResult(stop_reason="submitted", steps=1)
+
+    agent = RestartsEngineOnce()
+    rows = Runner([load_task(tiny_task["spec"])], agent, RunOptions(out=tmp_path / "run", infra_retries=2)).run()
+    assert agent.tries == 2 and [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
