@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from sandbox.engine import pid_alive
+
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
 
 
@@ -156,18 +158,8 @@ def _remove_orphaned_workdirs() -> None:
     """Unit folders of worker processes that were killed (a killed driver's units are) go."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
         pid = path.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def forwarder(box, host: str) -> Callable[[str, str, str], None]:

@@ -83,19 +83,22 @@ class PruneReport:
     kept_live: list[str]
 
 
-def _owner_alive(owner: str) -> bool:
-    host, _, pid = owner.partition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True  # another machine's container: never ours to judge
-    if int(pid) == os.getpid():
-        return True
+def pid_alive(pid: int) -> bool:
+    """Is a process with this id running on this host? (One we may not signal counts as alive.)"""
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
     return True
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, pid = owner.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's container: never ours to judge
+    return int(pid) == os.getpid() or pid_alive(int(pid))
 
 
 def prune_containers(*, all_owners: bool = False) -> PruneReport:
