@@ -21,13 +21,12 @@ class Check:
 
 
 def checks() -> list[Check]:
-    from sandbox.engine import API_VERSION, client
-    from sandbox.errors import SandboxError
-    from sandbox.images import DEFAULT_BASE, image_exists
+    from sandbox import SandboxError
+    from sandbox.docker import API_VERSION, DEFAULT_BASE, engine_root, engine_version, image_exists
 
     found: list[Check] = []
     try:
-        version = client().version()
+        version = engine_version()
         api = version.get("ApiVersion", "?")
         found.append(Check("docker engine", True, f"Docker {version.get('Version')} (API {api}; we use {API_VERSION})"))
         too_old = tuple(int(x) for x in api.split(".")) < tuple(int(x) for x in API_VERSION.split("."))
@@ -46,7 +45,7 @@ def checks() -> list[Check]:
               "wholeloop images bootstrap   (or pull an image and name it in your tasks)", fatal=False)
     )
     try:
-        root = client().info().get("DockerRootDir", "/var/lib/docker")
+        root = engine_root()
         free = shutil.disk_usage(root if os.path.exists(root) else "/").free / 1e9
         found.append(Check("free disk", free >= MIN_FREE_GB, f"{free:.1f} GB free under {root}",
                            "free space (wholeloop prune --images; docker system prune)"))

@@ -1,30 +1,42 @@
-"""The run folder on disk: the product's real interface.
+"""The run folder on disk, the product's real interface, and `RunFolder`, its one owner.
 
     RUN/manifest.json        how to reproduce every number (written at start, completed at end)
     RUN/results.jsonl        one validated row per attempt, appended atomically
     RUN/attempts/<task>/<config>/rep-<r>/transcript.jsonl
+    RUN/attempts/<task>/<config>/rep-<r>/transcript.unfinished-<n>.jsonl   earlier, unfinished tries
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
+    RUN/logs/images.log      image build output
 
-Everything a report shows is recomputed from these files, with no Docker.
+Everything a report shows is recomputed from these files, with no Docker. Every part of wholeloop
+that reads or writes a run folder (the runner, the executors, reports, export, show, a history
+index) goes through `RunFolder`: paths, appending rows (the one append point), the latest-row
+rule, manifest updates under one lock, moving an unfinished transcript aside, the image log.
+
+A leaf: it imports neither `sandbox` nor the runner.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
+import shutil
 import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .jsonl import append_line, complete_lines, drop_torn_tail
 from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
 
 RESULT_SCHEMA = 1
 
 
-class Phases(BaseModel):
+class PhaseTimes(BaseModel):
     """Seconds per phase. Working time and waiting time are kept apart (retry_wait_s)."""
 
     image_s: float = 0.0  # building (or finding) the environment and task images
@@ -62,7 +74,7 @@ class ResultRow(BaseModel):
     model_calls: int = 0
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = 0.0  # None = the price is unknown (never silently 0)
-    phases: Phases = Field(default_factory=Phases)
+    phases: PhaseTimes = Field(default_factory=PhaseTimes)
     patch_bytes: int = 0
     error: str | None = None
     note: str = ""
@@ -76,22 +88,19 @@ class ResultRow(BaseModel):
     def key(self) -> tuple[str, str, int, int]:
         return (self.task_id, self.config, self.repeat, self.attempt)
 
+    def unit(self) -> tuple[str, str, int]:
+        """(task, configuration, repeat): the unit of work this row belongs to."""
+        return (self.task_id, self.config, self.repeat)
+
 
 def slug(text: str) -> str:
     """A folder-safe version of a label."""
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_") or "x"
 
 
-def rep_dir(run_dir: Path, task_id: str, config: str, repeat: int) -> Path:
-    return run_dir / "attempts" / slug(task_id) / slug(config) / f"rep-{repeat}"
-
-
-def attempt_dir(run_dir: Path, task_id: str, config: str, repeat: int, attempt: int) -> Path:
-    return rep_dir(run_dir, task_id, config, repeat) / f"attempt-{attempt}"
-
-
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write a whole file or nothing: a temporary file renamed over the target."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as fh:
@@ -105,77 +114,207 @@ def write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-class ResultsFile:
-    """results.jsonl: each row is one write() of one whole line, fsynced, under a lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._repair()
-
-    def _repair(self) -> None:
-        """A crash mid-append leaves a torn last line: cut it, so appends start clean."""
-        if not self.path.exists():
-            return
-        with open(self.path, "rb+") as fh:
-            data = fh.read()
-            if data and not data.endswith(b"\n"):
-                fh.truncate(data.rfind(b"\n") + 1)
-
-    def append(self, row: ResultRow) -> None:
-        line = (row.model_dump_json() + "\n").encode()
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-    def rows(self) -> list[ResultRow]:
-        return read_results(self.path)
-
-
-def read_results(path: Path) -> list[ResultRow]:
-    """Valid rows of a results file; a torn or invalid line is skipped, never fatal."""
+def parse_rows(lines: Iterator[str]) -> list[ResultRow]:
+    """Valid rows of results.jsonl lines; an invalid line is skipped, never fatal."""
     rows: list[ResultRow] = []
-    if not Path(path).exists():
-        return rows
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break
-            try:
-                rows.append(ResultRow.model_validate_json(line))
-            except ValidationError:
-                continue
+    for line in lines:
+        try:
+            rows.append(ResultRow.model_validate_json(line))
+        except ValidationError:
+            continue
     return rows
 
 
-def load_run(run_dir: Path) -> tuple[dict, list[ResultRow]]:
-    """The manifest and the rows of a run folder. Raises FileNotFoundError with a clear message."""
-    run_dir = Path(run_dir)
-    results = run_dir / "results.jsonl"
-    if not results.exists():
-        raise FileNotFoundError(f"{run_dir} is not a wholeloop run folder (no results.jsonl)")
-    manifest_path = run_dir / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    return manifest, read_results(results)
+T = TypeVar("T")
 
 
-def latest_rows(rows: list[ResultRow]) -> list[ResultRow]:
-    """The rows of the last try of each (task, config, repeat), one per attempt.
+def latest_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callable[[T], int]) -> list[T]:
+    """The latest-row rule, for rows of any shape: the rows of the last try of each unit, one per
+    attempt, in the order written.
 
     One try appends its attempts in increasing order, so a row whose attempt is not above the
     previous row of its unit starts a new try: a resumed run redoing an unfinished unit from its
-    first attempt, or an infrastructure retry. The new try supersedes *every* row of the earlier
-    one, also attempts it never reaches (a redo may be resolved sooner than the killed try got).
+    first attempt, an infrastructure retry, or a unit redone on purpose. The new try supersedes
+    *every* row of the earlier one, also attempts it never reaches (a redo may be resolved sooner
+    than the killed try got). Superseded rows stay in results.jsonl: nothing is ever rewritten.
     """
-    tries: dict[tuple[str, str, int], dict[int, ResultRow]] = {}
-    for row in rows:
-        unit = (row.task_id, row.config, row.repeat)
-        current = tries.get(unit)
-        if current is None or row.attempt <= max(current):
-            current = tries[unit] = {}
-        current[row.attempt] = row
-    return [row for attempts in tries.values() for row in attempts.values()]
+    tries: dict[Hashable, dict[int, T]] = {}
+    for item in items:
+        key, number = unit(item), attempt(item)
+        current = tries.get(key)
+        if current is None or number <= max(current):
+            current = tries[key] = {}
+        current[number] = item
+    return [item for attempts in tries.values() for item in attempts.values()]
+
+
+def latest_rows(rows: list[ResultRow]) -> list[ResultRow]:
+    """The rows that count of a run: `latest_of` over (task, config, repeat) units."""
+    return latest_of(rows, ResultRow.unit, lambda row: row.attempt)
+
+
+RowListener = Callable[["ResultRow"], None]
+
+
+class RunFolder:
+    """One run folder. Thread-safe; the manifest is also safe across processes (an flock)."""
+
+    RESULTS = "results.jsonl"
+    MANIFEST = "manifest.json"
+
+    def __init__(self, path: Path | str, *, create: bool = False) -> None:
+        self.path = Path(path)
+        if create:
+            self.path.mkdir(parents=True, exist_ok=True)
+        self._rows_lock = threading.Lock()
+        self._manifest_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._listeners: list[RowListener] = []
+        self._repaired = False
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ paths
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / self.RESULTS
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / self.MANIFEST
+
+    @property
+    def image_log_path(self) -> Path:
+        return self.path / "logs" / "images.log"
+
+    def is_run(self) -> bool:
+        """Has this folder the records of a run (results or manifest)?"""
+        return self.results_path.exists()
+
+    def rep_dir(self, task_id: str, label: str, repeat: int) -> Path:
+        return self.path / "attempts" / slug(task_id) / slug(label) / f"rep-{repeat}"
+
+    def attempt_dir(self, task_id: str, label: str, repeat: int, attempt: int) -> Path:
+        return self.rep_dir(task_id, label, repeat) / f"attempt-{attempt}"
+
+    def transcript_path(self, task_id: str, label: str, repeat: int) -> Path:
+        return self.rep_dir(task_id, label, repeat) / "transcript.jsonl"
+
+    def relative(self, path: Path) -> Path:
+        return Path(path).relative_to(self.path)
+
+    # ------------------------------------------------------------------ rows
+
+    def on_row(self, listener: RowListener) -> None:
+        """Call `listener(row)` after each row is appended (a history index hooks in here).
+        A listener that raises does not lose the row: it is on disk first."""
+        self._listeners.append(listener)
+
+    def append(self, row: ResultRow) -> None:
+        """The one append point of results.jsonl: one whole line, one write, fsynced."""
+        line = (row.model_dump_json() + "\n").encode()
+        with self._rows_lock:
+            if not self._repaired:  # a crash mid-append leaves a torn last line: cut it first
+                drop_torn_tail(self.results_path)
+                self._repaired = True
+            self.results_path.parent.mkdir(parents=True, exist_ok=True)
+            append_line(self.results_path, line)
+        for listener in self._listeners:
+            listener(row)
+
+    def rows(self) -> list[ResultRow]:
+        """Every valid row, in the order written (superseded ones included)."""
+        return parse_rows(complete_lines(self.results_path))
+
+    def latest(self) -> list[ResultRow]:
+        """The rows that count: see `latest_rows`."""
+        return latest_rows(self.rows())
+
+    def finished_units(self) -> set[tuple[str, str, int]]:
+        """(task, configuration, repeat) units whose latest try has a final row."""
+        return {row.unit() for row in self.latest() if row.final}
+
+    # ------------------------------------------------------------------ manifest
+
+    def manifest(self) -> dict:
+        """The manifest, or {} when there is none yet."""
+        path = self.manifest_path
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    @contextlib.contextmanager
+    def _manifest_locked(self) -> Iterator[None]:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with self._manifest_lock, open(self.path / ".manifest.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def update_manifest(self, change: Callable[[dict], None]) -> dict:
+        """Read, change in place with `change(manifest)`, write atomically: one writer at a time."""
+        with self._manifest_locked():
+            manifest = self.manifest()
+            change(manifest)
+            write_json(self.manifest_path, manifest)
+            return manifest
+
+    # ------------------------------------------------------------------ transcripts and logs
+
+    def move_aside(self, transcript: Path) -> Path | None:
+        """Keep an unfinished earlier try's transcript as transcript.unfinished-N.jsonl (the next
+        free N); returns where it went, or None when there was none."""
+        transcript = Path(transcript)
+        if not transcript.exists():
+            return None
+        target = self.unfinished_slot(transcript)
+        shutil.move(transcript, target)
+        return target
+
+    @staticmethod
+    def unfinished_slot(transcript: Path) -> Path:
+        """The next free transcript.unfinished-N.jsonl beside `transcript`."""
+        n = 1
+        while (target := transcript.with_name(f"transcript.unfinished-{n}.jsonl")).exists():
+            n += 1
+        return target
+
+    def write_file(self, rel: str | Path, data: str | bytes) -> Path:
+        """Write a file of an attempt (relative to the run folder) atomically; refuses paths that
+        leave `attempts/`. An unfinished transcript never overwrites another: it takes a free slot."""
+        rel = Path(rel)
+        if rel.is_absolute() or not rel.parts or rel.parts[0] != "attempts" or ".." in rel.parts:
+            raise ValueError(f"{rel}: not an attempt file of a run folder")
+        target = self.path / rel
+        if target.name.startswith("transcript.unfinished-") and target.exists():
+            target = self.unfinished_slot(target)
+        write_atomic(target, data)
+        return target
+
+    def log_image(self, text: str) -> None:
+        """Append lines to logs/images.log (one writer at a time)."""
+        path = self.image_log_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._log_lock, open(path, "a") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+
+
+def open_run(path: Path | str) -> RunFolder:
+    """An existing run folder; raises FileNotFoundError with a clear message when it is not one."""
+    folder = RunFolder(path)
+    if not folder.is_run():
+        raise FileNotFoundError(f"{folder.path} is not a wholeloop run folder (no results.jsonl)")
+    return folder
+
+
+def load_run(run_dir: Path | str) -> tuple[dict, list[ResultRow]]:
+    """The manifest and every row of a run folder. Raises FileNotFoundError with a clear message."""
+    folder = open_run(run_dir)
+    return folder.manifest(), folder.rows()
+
+
+def read_results(path: Path) -> list[ResultRow]:
+    """Valid rows of a results file (a torn or invalid line is skipped, never fatal)."""
+    return parse_rows(complete_lines(Path(path)))

@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .jsonl import complete_lines, drop_torn_tail
+
 SCHEMA_VERSION = 1
 MAX_TEXT = 20_000  # characters kept of any one string field in an event
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
@@ -42,7 +44,7 @@ class AttemptStart(_Event):
     image: str = ""
 
 
-class Phase(_Event):
+class PhaseEvent(_Event):
     """A timed piece of infrastructure work: image, container start, grading..."""
 
     type: Literal["phase"] = "phase"
@@ -71,7 +73,9 @@ class ModelResponse(_Event):
     model: str = ""
 
 
-class Retry(_Event):
+class ModelRetry(_Event):
+    """The model call of `step` failed and is tried again after `wait_s` (not the agent's time)."""
+
     type: Literal["retry"] = "retry"
     step: int
     attempt: int
@@ -160,11 +164,13 @@ class Feedback(_Event):
 
 
 Event = Annotated[
-    AttemptStart | Phase | ModelRequest | ModelResponse | Retry | ToolCallEvent | ToolResultEvent | TestRun
+    AttemptStart | PhaseEvent | ModelRequest | ModelResponse | ModelRetry | ToolCallEvent | ToolResultEvent | TestRun
     | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback,
     Field(discriminator="type"),
 ]
 _adapter: TypeAdapter[Event] = TypeAdapter(Event)
+#: The events that belong to a step of the agent (a model call and the tools it asked for).
+STEP_EVENTS = (ModelRequest, ModelResponse, ModelRetry, ToolCallEvent, ToolResultEvent, TestRun)
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
@@ -200,7 +206,7 @@ class TranscriptWriter:
         self._fsync = fsync
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
-        _drop_torn_tail(self.path)
+        drop_torn_tail(self.path)
         existing = read_transcript(self.path) if self.path.exists() else []
         self._seq = existing[-1].seq + 1 if existing else 0
         self._fh = open(self.path, "a", encoding="utf-8")
@@ -233,22 +239,9 @@ class TranscriptWriter:
 def read_transcript(path: Path) -> list[_Event]:
     """All complete events of a transcript; a torn last line (a crash mid-write) is skipped."""
     events: list[_Event] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break  # torn write
-            try:
-                events.append(_adapter.validate_python(json.loads(line)))
-            except (ValueError, TypeError):
-                continue  # an event type from a newer version: keep reading
+    for line in complete_lines(Path(path)):
+        try:
+            events.append(_adapter.validate_python(json.loads(line)))
+        except (ValueError, TypeError):
+            continue  # an event type from a newer version: keep reading
     return events
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a half-written last line (left by a crash) so the next event starts on its own line."""
-    if not path.exists():
-        return
-    with open(path, "rb+") as fh:
-        data = fh.read()
-        if data and not data.endswith(b"\n"):
-            fh.truncate(data.rfind(b"\n") + 1)

@@ -1,9 +1,11 @@
-"""Docker and git, nothing else: images, repository snapshots, containers, limits, errors.
+"""Docker and git, nothing else: the sandbox contract, repository snapshots, errors, and the Docker
+implementation (`sandbox.docker`).
 
 This package never imports `harness`.
 """
 
-from .container import ExecResult, Limits, Sandbox
+from .base import Backend, ExecResult, Limits, Mount, OutputCap, Sandbox
+from .docker import DEFAULT_BASE, REPO_DIR, BuiltImage, DockerBackend, DockerSandbox, EnvSpec
 from .errors import (
     ContainerGone,
     EngineUnavailable,
@@ -17,12 +19,11 @@ from .errors import (
     RepositoryError,
     SandboxError,
 )
-from .images import DEFAULT_BASE, REPO_DIR, BuiltImage, EnvSpec
-from .snapshot import Snapshot, make_snapshot
+from .snapshot import Snapshot, cache_dir, cached_snapshot, find_commit, make_snapshot, tar_directory
 
 __all__ = [
-    "BuiltImage", "ContainerGone", "DEFAULT_BASE", "EngineUnavailable", "EnvSpec", "ExecError",
-    "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError", "InputError",
-    "Limits", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError", "Snapshot",
-    "make_snapshot",
+    "Backend", "BuiltImage", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
+    "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
+    "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",
+    "Snapshot", "cache_dir", "cached_snapshot", "find_commit", "make_snapshot", "tar_directory",
 ]

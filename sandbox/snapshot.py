@@ -46,7 +46,8 @@ class Snapshot:
     path: Path  # the snapshot folder on the host (work tree + fresh .git)
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """wholeloop's cache folder: $WHOLELOOP_CACHE, else $XDG_CACHE_HOME/wholeloop (~/.cache/wholeloop)."""
     root = os.environ.get("WHOLELOOP_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "wholeloop"
     )
@@ -73,7 +74,7 @@ def open_repository(source: str, *, refresh: bool = False) -> git.Repo:
         )
     origin = str(path.resolve()) if path.exists() else source
     key = hashlib.sha256(origin.encode()).hexdigest()[:16]
-    mirror = _cache_dir() / "repos" / key
+    mirror = cache_dir() / "repos" / key
     with _mirror_lock(mirror):
         try:
             if not mirror.exists():
@@ -183,7 +184,7 @@ def cached_snapshot(source: str, commit: str) -> Snapshot:
     """
     repo, base = find_commit(source, commit)
     key = hashlib.sha256(f"{SNAPSHOT_FORMAT}:{source}".encode()).hexdigest()[:12]
-    final = _cache_dir() / "snapshots" / f"{key}-{base.hexsha[:16]}"
+    final = cache_dir() / "snapshots" / f"{key}-{base.hexsha[:16]}"
     if not (final / ".git").is_dir():
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))

@@ -15,6 +15,7 @@ Speed claims live here, never in the test suite. Uses only public APIs of harnes
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import os
@@ -37,11 +38,19 @@ from harness.agents.config import load_agent_config  # noqa: E402
 from harness.agents.loop import ToolAgent  # noqa: E402
 from harness.grading import grade  # noqa: E402
 from harness.models import ScriptedModel, tool_turn  # noqa: E402
-from harness.runner import RunOptions, Runner  # noqa: E402
+from harness.run import RunOptions, Runner  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
-from sandbox import Limits, Sandbox  # noqa: E402
-from sandbox.engine import client  # noqa: E402
-from sandbox.snapshot import cached_snapshot, tar_directory  # noqa: E402
+from sandbox import DockerSandbox, Limits, cached_snapshot, tar_directory  # noqa: E402
+from sandbox.docker import API_VERSION, engine_version  # noqa: E402
+
+
+@functools.cache
+def raw_api():
+    """The Docker SDK's low-level client: the raw baseline every overhead is measured against."""
+    import docker
+
+    return docker.from_env(version=API_VERSION).api
+
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
@@ -88,9 +97,9 @@ def interleaved(pairs: dict[str, callable], reps: int, warmup: int) -> dict[str,
 
 def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
     """Per command: the helper; the fallback (one Engine API exec) against a raw exec."""
-    api = client().api
+    api = raw_api()
     rows = []
-    with Sandbox.start(image, limits=limits, workdir="/repo") as fast:
+    with DockerSandbox.start(image, limits=limits, workdir="/repo") as fast:
         while fast.exec_path == "pending":  # the helper starts in the background
             time.sleep(0.01)
         assert fast.exec_path == "helper", fast.exec_path
@@ -117,7 +126,7 @@ def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
                     got[key] += values
         starts = []
         for _ in range(5):  # from the container's start until its helper answers
-            with Sandbox.start(image, limits=limits, workdir="/repo") as box:
+            with DockerSandbox.start(image, limits=limits, workdir="/repo") as box:
                 t = time.perf_counter()
                 while box.exec_path == "pending":
                     time.sleep(0.001)
@@ -132,7 +141,7 @@ def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
     rows.append(Row("  helper overhead per shell command", shell - own_bash, goal="<= 2 ms", ok=shell - own_bash <= 2.0))
     rows.append(Row("helper start (once per container, in the background)", median_ms(starts)))
 
-    with Sandbox.start(image, limits=limits, workdir="/repo", fast_exec=False) as slow:
+    with DockerSandbox.start(image, limits=limits, workdir="/repo", fast_exec=False) as slow:
         cid = slow.id
 
         def raw(inspect: bool) -> None:
@@ -154,7 +163,7 @@ def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
 
 def bench_setup(runner: Runner, task, limits: Limits, reps: int) -> list[Row]:
     """Set-up of an attempt from cached images, and teardown, against raw create+start+put_archive."""
-    api = client().api
+    api = raw_api()
     snapshot = cached_snapshot(task.repo_source(), task.base_commit)
     repo_tar = tar_directory(snapshot.path, arcname="repo")
     image = runner.prepare(task).image
@@ -164,7 +173,7 @@ def bench_setup(runner: Runner, task, limits: Limits, reps: int) -> list[Row]:
 
     def ours_up() -> None:
         prepared = runner.prepare(task)
-        boxes.append(Sandbox.start(prepared.image, limits=limits, role="agent", run_id="bench"))
+        boxes.append(DockerSandbox.start(prepared.image, limits=limits, role="agent", run_id="bench"))
 
     def raw_up() -> None:
         cid = api.create_container(image, ["sleep", "infinity"], host_config=host)["Id"]
@@ -185,7 +194,7 @@ def bench_setup(runner: Runner, task, limits: Limits, reps: int) -> list[Row]:
 
 def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
     """grade() of the gold patch against the same steps done with raw API calls."""
-    api = client().api
+    api = raw_api()
     gold, tests = task.gold(), task.test_patch()
     files = io.BytesIO()
     with tarfile.open(fileobj=files, mode="w") as tar:
@@ -216,7 +225,7 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
             api.remove_container(cid, force=True)
 
     def ours() -> None:
-        result, _ = grade(task, gold, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
+        result, _, _ = grade(task, gold, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
         assert result.resolved, result
 
     got = interleaved({"ours": ours, "raw": raw}, reps, 1)
@@ -282,8 +291,8 @@ def bench_cli(reps: int) -> list[Row]:
             main(["run", {str(SPEC)!r}, "--agent", "gold", "--out", out + "/run"], standalone_mode=False)
         except SystemExit:
             pass
-        from harness.records import read_results
-        rows = read_results(out + "/run/results.jsonl")
+        from harness.records import RunFolder
+        rows = RunFolder(out + "/run").rows()
         sdks = sorted(m for m in sys.modules if m.split(".")[0] in ("anthropic", "openai", "litellm"))
         print(json.dumps({{"outcome": [r.outcome for r in rows], "sdks": sdks}}))
     """)
@@ -323,7 +332,7 @@ def main() -> int:
     args = parser.parse_args()
     only = set(args.only.split(","))
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
-          f"docker {client().version().get('Version')}; python {sys.version.split()[0]}")
+          f"docker {engine_version().get('Version')}; python {sys.version.split()[0]}")
     task = load_task(SPEC)
     tasks = [load_task(p) for p in sorted(DEMO.glob("inikit-*.yaml"))]
     rows: list[Row] = []

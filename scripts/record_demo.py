@@ -61,7 +61,7 @@ from harness.models import ReplayModel, ScriptedModel, ToolCall, ToolSpec, Turn,
 from harness.models.openai_format import to_openai_messages, to_openai_tools  # noqa: E402
 from harness.models.pricing import lookup_price, turn_cost  # noqa: E402
 from harness.records import ResultRow  # noqa: E402
-from harness.runner import RunOptions, Runner  # noqa: E402
+from harness.run import RunOptions, Runner  # noqa: E402
 from harness.tasks import Task, load_tasks  # noqa: E402
 from harness.transcript import ToolResultEvent, read_transcript  # noqa: E402
 
@@ -735,7 +735,7 @@ def make_turn(step: Step, index: int, messages: list[dict], tools: list[dict], m
 def _run(task: Task, model: Any, out: Path, label: str) -> ResultRow:
     """One task through the real loop in Docker: a fresh agent, its own run folder."""
     agent = ToolAgent(model, load_agent_config())
-    rows = Runner([task], agent, RunOptions(out=out, config=label)).run()
+    rows = Runner([task], agent, RunOptions(out=out, label=label)).run()
     (row,) = [r for r in rows if r.task_id == task.id]
     return row
 

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _engine_ok() -> str | None:
     try:
-        from sandbox.engine import client
-        from sandbox.images import DEFAULT_BASE, image_exists
+        from sandbox.docker.engine import client
+        from sandbox.docker.images import DEFAULT_BASE, image_exists
 
         client()
         if not image_exists(DEFAULT_BASE):

@@ -7,7 +7,7 @@ from harness.agents.config import AgentConfigError, load_agent_config
 from harness.agents.loop import ToolAgent
 from harness.models import AuthError, ContextLengthExceeded, ScriptedModel, Turn, Usage, tool_turn
 from harness.tasks import Task
-from harness.tools import Toolbox, ToolFailure
+from harness.agents.tools import Toolbox, ToolFailure
 from harness.transcript import TranscriptWriter, read_transcript
 
 from fakesandbox import LocalSandbox

@@ -7,10 +7,10 @@ from harness.agents.config import load_agent_config
 from harness.agents.loop import ToolAgent
 from harness.models import ScriptedModel, tool_turn
 from harness.records import read_results
-from harness.runner import RunOptions, Runner
+from harness.run import RunOptions, Runner
 from harness.tasks import load_task
 from harness.transcript import read_transcript
-from sandbox.engine import client
+from sandbox.docker.engine import client
 
 pytestmark = pytest.mark.docker
 

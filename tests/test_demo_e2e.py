@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.records import read_results
-from harness.runner import RunOptions, Runner
+from harness.run import RunOptions, Runner
 from harness.tasks import load_task, load_tasks
 
 from test_run import ScriptAgent, our_containers

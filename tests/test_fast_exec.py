@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from sandbox import Limits, Sandbox
-from sandbox.engine import client
-from sandbox.images import DEFAULT_BASE
-from sandbox.helper import MAX_STARTS
+from sandbox import DockerSandbox, Limits
+from sandbox.docker.engine import client
+from sandbox.docker.images import DEFAULT_BASE
+from sandbox.docker.exec_fast import MAX_STARTS
 
 pytestmark = pytest.mark.docker
 LIMITS = Limits(output_bytes=4096, command_timeout_s=30)
@@ -27,14 +27,14 @@ def settled(box, timeout=30):
 
 @pytest.fixture(scope="module")
 def sb():
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=True) as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=True) as box:
         assert settled(box) == "helper"
         yield box
 
 
 @pytest.fixture
 def fresh():
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=True) as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=True) as box:
         assert settled(box) == "helper"
         yield box
 
@@ -80,7 +80,7 @@ def test_exit_codes_streams_and_stdin(sb):
 
 
 def test_cwd_env_and_failures_match_the_engine_path(sb):
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=False) as slow:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=False) as slow:
         for box in (sb, slow):
             assert box.exec("pwd").stdout == "/tmp\n"
             assert box.exec("pwd", cwd="/usr/lib").stdout == "/usr/lib\n"
@@ -109,7 +109,7 @@ def test_timeout_kills_unmarked_term_proof_daemons_but_not_earlier_jobs(fast):
     orphaned at once (double fork). Both die; a job an earlier command left running does not."""
     daemons = ("env -i setsid sh -c \"trap '' TERM; sleep 1009\" </dev/null >/dev/null 2>&1 & "
                "(env -i setsid sh -c \"trap '' TERM; sleep 1008\" </dev/null >/dev/null 2>&1 &); sleep 1000")
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
         if fast:
             assert settled(box) == "helper"
         assert box.exec("(sleep 1500 >/dev/null 2>&1 &); sleep 1501 >/dev/null 2>&1 &").ok
@@ -168,7 +168,7 @@ def test_invalid_utf8_and_characters_split_across_reads(sb):
 def test_files_have_the_archive_semantics_on_both_paths(fast):
     from sandbox import FileOpError
 
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
         if fast:
             assert settled(box) == "helper"
         payload = bytes(range(256)) * 39_000  # 10 MB, every byte value
@@ -254,7 +254,7 @@ def test_concurrent_commands_all_get_their_own_result(sb):
 
 
 def test_an_image_without_python_falls_back_to_the_engine(nopython_image):
-    with Sandbox.start(nopython_image, limits=LIMITS, workdir="/tmp") as box:
+    with DockerSandbox.start(nopython_image, limits=LIMITS, workdir="/tmp") as box:
         result = box.exec("echo out; echo err >&2; exit 3")
         assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
         assert settled(box) == "engine (the helper cannot start: the image has no python3)"
@@ -265,16 +265,16 @@ def test_an_image_without_python_falls_back_to_the_engine(nopython_image):
 
 def test_commands_before_the_helper_is_up_and_closing_while_it_starts():
     for _ in range(3):
-        with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp") as box:
+        with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp") as box:
             assert box.exec("echo first").stdout == "first\n"  # engine or helper: the same answer
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp") as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp") as box:
         pass  # closed at once, while the helper may still be starting: nothing hangs or leaks
     assert not client().containers.list(all=True, filters={"name": box.name})
 
 
 def test_fast_exec_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "0")
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp") as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp") as box:
         assert box.exec("echo hi").stdout == "hi\n"
         assert box.exec_path == "engine (fast exec is off)"
         assert "wlhelper" not in box.exec("ps -eo args").stdout
@@ -284,7 +284,7 @@ def test_fast_exec_can_be_turned_off(monkeypatch):
 def test_a_container_that_dies_mid_command_is_an_infrastructure_error(fast):
     from sandbox import ContainerGone
 
-    with Sandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
         if fast:
             assert settled(box) == "helper"
         threading.Timer(0.5, lambda: client().api.kill(box.id)).start()

@@ -29,12 +29,12 @@ import pytest
 
 from conftest import ROOT, git, write
 from harness.agents import AgentResult
-from harness.runner import RunOptions, Runner
+from harness.run import RunOptions, Runner
 from harness.tasks import LimitsSpec, load_task
 from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
-from sandbox import Limits, Sandbox
-from sandbox.container import MAX_PATCH_BYTES
-from sandbox.engine import LABEL_OWNER, LABEL_RUN, client, owner_id
+from sandbox import DockerSandbox, Limits
+from sandbox.docker.container import MAX_PATCH_BYTES
+from sandbox.docker.engine import LABEL_OWNER, LABEL_RUN, client, owner_id
 
 pytestmark = pytest.mark.docker
 
@@ -319,7 +319,7 @@ def _sleepers(sb) -> list[str]:
 @pytest.mark.parametrize("fast", [True, False], ids=["helper", "engine-exec"])
 def test_timeout_kills_sleepers_background_jobs_setsid_and_nohup_daemons(image, fast, monkeypatch):
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
-    with Sandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep") as sb:
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep") as sb:
         _on_path(sb, fast)
         result = sb.exec(DAEMONS + "sleep infinity")
         assert result.timed_out and result.duration_s < 2 + 8
@@ -333,7 +333,7 @@ def test_timeout_kills_a_daemon_that_cleared_its_environment(image, fast, monkey
     """`env -i` drops the marker the sandbox finds a command's processes by: the timeout must
     kill such a daemon all the same (the contract says every process the command started)."""
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
-    with Sandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}envi") as sb:
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}envi") as sb:
         _on_path(sb, fast)
         # the second one is orphaned at once (its parent subshell exits): no parent links it to the command
         result = sb.exec("env -i setsid sleep 1007 </dev/null >/dev/null 2>&1 & "
@@ -433,7 +433,7 @@ def test_multibyte_characters_split_across_reads_and_invalid_utf8_in_output(imag
     data = ("é€😀x" * 30_000).encode() + b"\xff\xfe bad \xe2\x82 cut \xed\xa0\x80 surrogate " + ("ü" * 1000).encode()
     writer = ("import os, sys\ndata = sys.stdin.buffer.read()\n"
               "for i in range(0, len(data), 4093): os.write(1, data[i:i + 4093])")
-    with Sandbox.start(image[0], limits=Limits(command_timeout_s=20, output_bytes=2_000_000), workdir="/tmp",
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20, output_bytes=2_000_000), workdir="/tmp",
                        role="agent", run_id=f"{RUN_PREFIX}bytes") as sb:
         _on_path(sb, fast)
         whole = sb.exec(["python3", "-c", writer], stdin=data)
@@ -733,7 +733,7 @@ def _kill_a_run_mid_grading(hostile, tmp_path: Path, case: str) -> tuple[Path, l
 
 
 def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile, image, tmp_path):
-    with Sandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}live") as live:
+    with DockerSandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}live") as live:
         out, orphans = _kill_a_run_mid_grading(hostile, tmp_path, "killed")
         names = {c.name for c in orphans}
         assert names <= {c.name for c in _our_containers()}  # the SIGKILL left them

@@ -1,7 +1,7 @@
 """The HTML report in a real browser: Debian's chromium, headless, driven over the DevTools
 protocol (websocket-client), with the file opened from a file:// path and no network.
 
-A run folder is fabricated with the real writers (ResultsFile, TranscriptWriter): two
+A run folder is fabricated with the real writers (RunFolder, TranscriptWriter): two
 configurations, repeats, every outcome, realistic transcripts. The test checks the page loads
 without JS errors, that one click on a matrix cell opens the attempt's transcript and a second one
 its diff, and leaves a screenshot (tmp_path, and $WHOLELOOP_ARTIFACTS when set).
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.records import Phases, ResultRow, ResultsFile, Usage, attempt_dir, rep_dir, write_json
+from harness.records import PhaseTimes, ResultRow, RunFolder, Usage, write_json
 from harness.report.figures import compute_figures
 from harness.report.html import build_payload, collect, write_html
 from harness.report.stats import BootstrapSettings
-from harness.transcript import (AttemptStart, GradeEvent, ModelRequest, ModelResponse, PatchEvent, Phase, Stop,
+from harness.transcript import (AttemptStart, GradeEvent, ModelRequest, ModelResponse, PatchEvent, PhaseEvent, Stop,
                                 ToolCallEvent, ToolResultEvent, TranscriptWriter)
 from harness import transcript as events  # events.TestRun: a name pytest would try to collect
 
@@ -50,8 +50,8 @@ def _diff(path: str, n: int) -> str:
 def _transcript(tw: TranscriptWriter, task: str, config: str, repeat: int, outcome: str, diff: str, rnd: random.Random,
                 steps: int) -> tuple[int, int]:
     tw.write(AttemptStart(task_id=task, attempt=1, repeat=repeat, config=config, image="wholeloop-task:abc123"))
-    tw.write(Phase(name="image", seconds=0.02, detail="cached"))
-    tw.write(Phase(name="container_start", seconds=0.2))
+    tw.write(PhaseEvent(name="image", seconds=0.02, detail="cached"))
+    tw.write(PhaseEvent(name="container_start", seconds=0.2))
     tw.write(ModelRequest(step=1, messages_hash="h0", new_messages=[
         {"role": "system", "content": "You are a careful software engineer working in a git repository at /repo."},
         {"role": "user", "content": f"Please resolve this issue:\n<issue>\n{task}: <b>drops</b> values & \"quotes\"\n</issue>"}]))
@@ -79,7 +79,7 @@ def _transcript(tw: TranscriptWriter, task: str, config: str, repeat: int, outco
                              green=not failed))
     tw.write(Stop(reason="submitted"))
     tw.write(PatchEvent(attempt=1, bytes=len(diff), files=["src/parse.py"], diff=diff))
-    tw.write(Phase(name="grading", seconds=3.0))
+    tw.write(PhaseEvent(name="grading", seconds=3.0))
     tw.write(GradeEvent(attempt=1, outcome=outcome, resolved=outcome == "resolved",
                         failing=[] if outcome == "resolved" else ["tests/test_parse.py::test_quotes"]))
     return tokens_in, tokens_out
@@ -89,7 +89,7 @@ def fabricate_run(run_dir: Path, *, tasks: int, configs: list[str], repeats: int
     """A run folder written with the real writers; returns the number of attempt rows."""
     rnd = random.Random(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
-    results = ResultsFile(run_dir / "results.jsonl")
+    results = RunFolder(run_dir)
     manifest = {"schema_version": 1, "run_id": run_dir.name, "command": ["wholeloop", "run", "tasks/x", "--repeats", str(repeats)],
                 "wholeloop": {"version": "0.1.0", "git_commit": "0123456789abcdef"}, "python": "3.11.7",
                 "agent": {"agent": "default", "model": "fake/model", "provider": "fake", "config": {
@@ -107,7 +107,7 @@ def fabricate_run(run_dir: Path, *, tasks: int, configs: list[str], repeats: int
                 if t % 7 == 0:
                     outcome = rnd.choice(["unresolved", "regression"])
                 resolved = outcome == "resolved"
-                adir = attempt_dir(run_dir, task, config, r, 1)
+                adir = results.attempt_dir(task, config, r, 1)
                 adir.mkdir(parents=True, exist_ok=True)
                 diff = "" if outcome == "empty_patch" else _diff("src/parse.py", rnd.randint(2, 12))
                 (adir / "patch.diff").write_text(diff)
@@ -117,7 +117,7 @@ def fabricate_run(run_dir: Path, *, tasks: int, configs: list[str], repeats: int
                 (adir / "test_output.txt").write_text("".join(f"{s} {k}\n" for k, s in tests.items()) + "=== summary ===\n")
                 write_json(adir / "grade.json", {"outcome": outcome, "apply_method": "git apply", "reverted": [],
                                                  "exit_code": 0 if resolved else 1, "consistent": True, "note": ""})
-                tpath = rep_dir(run_dir, task, config, r) / "transcript.jsonl"
+                tpath = results.rep_dir(task, config, r) / "transcript.jsonl"
                 steps = rnd.randint(6, 10)
                 with TranscriptWriter(tpath, secrets=[], fsync=False) as tw:
                     tin, tout = _transcript(tw, task, config, r, outcome, diff, rnd, steps)
@@ -129,7 +129,7 @@ def fabricate_run(run_dir: Path, *, tasks: int, configs: list[str], repeats: int
                     pass_to_pass={"passed": 30 - (outcome == "regression"), "failed": int(outcome == "regression"), "total": 30},
                     steps=steps, model_calls=steps, usage=Usage(input_tokens=tin, output_tokens=tout),
                     cost_usd=round(0.01 * steps * (1 + ci), 4) if ci < 2 else None,
-                    phases=Phases(agent_s=20 + rnd.random() * 60 * (ci + 1), model_s=15 + rnd.random() * 40, tool_s=3,
+                    phases=PhaseTimes(agent_s=20 + rnd.random() * 60 * (ci + 1), model_s=15 + rnd.random() * 40, tool_s=3,
                                   grading_s=2 + rnd.random() * 4, total_s=30 + rnd.random() * 90 * (ci + 1)),
                     patch_bytes=len(diff), error="docker daemon went away" if outcome == "infra_error" else None,
                     dir=str(adir.relative_to(run_dir)), patch_path=str((adir / "patch.diff").relative_to(run_dir)),

@@ -177,7 +177,7 @@ def digest(*paths: Path) -> str:
 def run_containers(run_name: str, pid: int | None = None) -> list[dict]:
     """The run's containers (only those made by process `pid`, when given), as the engine lists
     them: one call, no inspection of each (a container may be removed meanwhile)."""
-    from sandbox.engine import client
+    from sandbox.docker.engine import client
 
     found = client().api.containers(all=True, filters={"label": f"wholeloop.run={run_name}"})
     return [c for c in found if pid is None or (c.get("Labels") or {}).get("wholeloop.owner", "").endswith(f":{pid}")]
@@ -248,7 +248,7 @@ def test_pruning_at_start_survives_a_container_that_vanishes_meanwhile(vanishes,
     Real engine, real containers; only the moment of the other actor's removal is staged."""
     from docker.models.containers import ContainerCollection
 
-    from sandbox.engine import client, prune_containers
+    from sandbox.docker.engine import client, prune_containers
 
     cli = client()
     dead = subprocess.Popen(["true"])
@@ -648,7 +648,7 @@ def _print_summary(sessions: list[Session], log_lines: list[str], seed: int, wal
 def _warm_images(spec: Path, out: Path) -> None:
     """Build (or find) the task image once, so no session spends its life in an image build."""
     from harness.agents.controls import CONTROLS
-    from harness.runner import RunOptions, Runner
+    from harness.run import RunOptions, Runner
     from harness.tasks import load_task
 
     task = load_task(spec)
@@ -657,7 +657,7 @@ def _warm_images(spec: Path, out: Path) -> None:
 
 
 def _make_decoys(run_name: str) -> dict:
-    from sandbox.engine import client
+    from sandbox.docker.engine import client
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -684,7 +684,7 @@ def _pid_alive(owner: str) -> bool:
 def _exists(container_id: str) -> bool:
     import docker.errors
 
-    from sandbox.engine import client
+    from sandbox.docker.engine import client
 
     try:
         client().containers.get(container_id)
@@ -696,7 +696,7 @@ def _exists(container_id: str) -> bool:
 def _remove(containers: dict | list) -> None:
     import docker.errors
 
-    from sandbox.engine import client
+    from sandbox.docker.engine import client
 
     for cid in containers.values() if isinstance(containers, dict) else containers:
         try:

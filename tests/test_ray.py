@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import get_agent
-from harness.executors import LocalExecutor
+from harness.agents import build_agent, get_agent
+from harness.run.executors import LocalExecutor
 from harness.records import read_results
-from harness.runner import RunOptions, Runner
+from harness.run import RunOptions, Runner
 from harness.tasks import TaskSpecError, load_task, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUST
 
 
 def test_ray_is_imported_only_when_the_ray_executor_is_asked_for():
-    code = ("import sys, harness.cli, harness.runner, harness.executors; from harness.agents import get_agent; "
+    code = ("import sys, harness.cli, harness.run.runner, harness.run.executors; from harness.agents import get_agent; "
             "get_agent('gold'); print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False", out.stderr
@@ -49,7 +49,7 @@ def test_ray_is_imported_only_when_the_ray_executor_is_asked_for():
 
 def test_an_agent_is_rebuilt_from_its_spec():
     for agent in (get_agent("gold"), get_agent("default", model=f"replay:{RECORDINGS}", settings={"temperature": 0.5})):
-        again = get_agent(**agent.spec)
+        again = build_agent(agent.spec)
         assert again.describe() == agent.describe()
 
 
@@ -77,8 +77,8 @@ def fake_node(monkeypatch, tmp_path):
 
 
 def test_a_task_is_shipped_whole_and_rebuilt_on_a_node(tiny_task, fake_node, tmp_path):
-    from harness.executors_ray import _Shipper, _task_payload
-    from harness.ray_node import rebuild_task
+    from harness.run.executors.ray import _Shipper, _task_payload
+    from harness.run.executors.ray_node import rebuild_task
     from sandbox.snapshot import find_commit
 
     task = load_task(tiny_task["spec"])
@@ -96,8 +96,8 @@ def test_a_task_is_shipped_whole_and_rebuilt_on_a_node(tiny_task, fake_node, tmp
 
 
 def test_a_missing_input_fails_on_the_node_as_it_would_locally(tiny_task, fake_node, tmp_path):
-    from harness.executors_ray import _Shipper, _task_payload
-    from harness.ray_node import rebuild_task
+    from harness.run.executors.ray import _Shipper, _task_payload
+    from harness.run.executors.ray_node import rebuild_task
 
     (tiny_task["dir"] / "gold.diff").unlink()
     task = load_task(tiny_task["spec"])
@@ -107,7 +107,7 @@ def test_a_missing_input_fails_on_the_node_as_it_would_locally(tiny_task, fake_n
 
 
 def test_an_input_too_large_to_ship_stops_the_run_with_a_hint(tiny_task, fake_node):
-    from harness.executors_ray import RayExecutorError, _Shipper, _task_payload
+    from harness.run.executors.ray import RayExecutorError, _Shipper, _task_payload
 
     with pytest.raises(RayExecutorError, match="repository.*more than") as info:
         _task_payload(load_task(tiny_task["spec"]), _Shipper(fake_node, 100))
@@ -115,8 +115,8 @@ def test_an_input_too_large_to_ship_stops_the_run_with_a_hint(tiny_task, fake_no
 
 
 def test_a_replay_agent_is_rebuilt_on_a_node_with_the_tasks_recording(fake_node, tmp_path):
-    from harness.executors_ray import _recording, _Shipper
-    from harness.ray_node import rebuild_agent
+    from harness.run.executors.ray import _recording, _Shipper
+    from harness.run.executors.ray_node import rebuild_agent
 
     model = f"replay:{RECORDINGS}"
     task_payload = {"recording": _recording(RECORDINGS, "inikit-001", _Shipper(fake_node, 2**20)), "replay_is_dir": True}
@@ -200,7 +200,7 @@ def _summary(row):
 
 def _our_containers(run_id: str) -> list[dict]:
     """The run's containers, in one engine call (no per-container look-up racing their removal)."""
-    from sandbox.engine import client
+    from sandbox.docker.engine import client
 
     return client().api.containers(all=True, filters={"label": f"wholeloop.run={run_id}"})
 
@@ -208,7 +208,7 @@ def _our_containers(run_id: str) -> list[dict]:
 @pytest.mark.docker
 @pytest.mark.timeout(300)
 def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_cluster, local_demo, tmp_path):
-    from harness.executors_ray import RayExecutor
+    from harness.run.executors.ray import RayExecutor
 
     out = tmp_path / "ray-demo"
     events = []

@@ -1,10 +1,10 @@
 import json
 
 from harness.grading import Outcome, classify
-from harness.records import ResultRow, ResultsFile, latest_rows
+from harness.records import ResultRow, RunFolder, latest_rows
 from harness.tasks import Task
 from harness.transcript import Stop, ToolResultEvent, TranscriptWriter, read_transcript, scrub, secret_values
-from sandbox.container import _Capped
+from sandbox import OutputCap
 
 
 def make_task(**kw):
@@ -30,11 +30,11 @@ def row(task_id, outcome="resolved", attempt=1):
 
 def test_results_file_survives_a_torn_last_line(tmp_path):
     path = tmp_path / "results.jsonl"
-    results = ResultsFile(path)
+    results = RunFolder(tmp_path)
     results.append(row("a"))
     with open(path, "a") as fh:
         fh.write('{"run_id": "r", "task_')  # a crash mid-write
-    results = ResultsFile(path)  # reopening repairs
+    results = RunFolder(tmp_path)  # reopening repairs
     results.append(row("b"))
     assert [r.task_id for r in results.rows()] == ["a", "b"]
     assert all(json.loads(line) for line in path.read_text().splitlines())
@@ -71,13 +71,13 @@ def test_transcript_appends_after_a_torn_line(tmp_path):
 
 
 def test_capped_output_keeps_head_and_tail_with_a_marker():
-    cap = _Capped(10)
+    cap = OutputCap(10)
     for chunk in (b"0123", b"4567", b"89abcdef"):
         cap.add(chunk)
     text = cap.text()
     assert cap.truncated and cap.total == 16
     assert text.startswith("01234") and text.endswith("bcdef") and "6 bytes of output truncated" in text
-    small = _Capped(10)
+    small = OutputCap(10)
     small.add("é".encode()[:1])
     small.add("é".encode()[1:])  # a multi-byte character split across reads decodes whole
     assert small.text() == "é" and not small.truncated

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from harness.agents import AgentResult
 from harness.cli import main
 from harness.records import read_results
-from harness.runner import RunOptions, Runner
+from harness.run import RunOptions, Runner
 from harness.tasks import load_task
-from sandbox.engine import client
+from sandbox.docker.engine import client
 
 pytestmark = pytest.mark.docker
 
@@ -139,12 +139,12 @@ def test_bad_inputs_get_an_outcome_and_the_run_goes_on(tiny_task, tmp_path):
 
 def test_an_agent_patch_that_does_not_apply_is_its_own_outcome(tiny_task, tmp_path):
     from harness.grading import grade
-    from harness.runner import Runner as R
+    from harness.run import Runner as R
 
     task = load_task(tiny_task["spec"])
     runner = R([task], ScriptAgent(), RunOptions(out=tmp_path / "run"))
-    runner._write_manifest()
+    runner.write_manifest()
     prepared = runner.prepare(task)
     bogus = "diff --git a/calc/x.py b/calc/x.py\n--- a/calc/x.py\n+++ b/calc/x.py\n@@ -1 +1 @@\n-nothing\n+here\n"
-    result, _ = grade(task, bogus, prepared.image, base=prepared.base_commit, limits=__import__("sandbox").Limits())
+    result, _, _ = grade(task, bogus, prepared.image, base=prepared.base_commit, limits=__import__("sandbox").Limits())
     assert result.outcome.value == "patch_apply_failed"

@@ -1,19 +1,20 @@
 """The sandbox contract against the real Docker engine."""
 
+import os
 import time
 
 import pytest
 
-from sandbox import FileOpError, Limits, Sandbox
-from sandbox.images import DEFAULT_BASE
-from sandbox.engine import client, prune_containers
+from sandbox import DockerSandbox, FileOpError, Limits, Mount
+from sandbox.docker.images import DEFAULT_BASE
+from sandbox.docker.engine import client, prune_containers
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
 def sb():
-    with Sandbox.start(DEFAULT_BASE, limits=Limits(output_bytes=4096, command_timeout_s=30), workdir="/tmp") as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=Limits(output_bytes=4096, command_timeout_s=30), workdir="/tmp") as box:
         yield box
 
 
@@ -62,7 +63,7 @@ def test_network_is_off_by_default(sb):
 
 
 def test_limits_are_applied():
-    with Sandbox.start(DEFAULT_BASE, limits=Limits(pids=64, memory="256m", cpus=0.5), workdir="/") as box:
+    with DockerSandbox.start(DEFAULT_BASE, limits=Limits(pids=64, memory="256m", cpus=0.5), workdir="/") as box:
         host = client().api.inspect_container(box.id)["HostConfig"]
         assert (host["PidsLimit"], host["Memory"], host["NanoCpus"]) == (64, 256 * 2**20, 500_000_000)
         assert host["NetworkMode"] == "none"
@@ -71,7 +72,7 @@ def test_limits_are_applied():
 
 
 def test_diff_covers_new_deleted_and_binary_files_without_touching_the_index():
-    with Sandbox.start(DEFAULT_BASE, workdir="/r") as box:
+    with DockerSandbox.start(DEFAULT_BASE, workdir="/r") as box:
         box.exec(["mkdir", "-p", "/r"], cwd="/")
         setup = "git init -q -b main && printf 'a\\n' > keep.txt && printf 'b\\n' > gone.txt && " \
                 "git add -A && git -c user.name=t -c user.email=t@t commit -qm base"
@@ -90,7 +91,7 @@ def test_diff_covers_new_deleted_and_binary_files_without_touching_the_index():
 
 
 def test_prune_removes_only_containers_of_dead_owners():
-    alive = Sandbox.start(DEFAULT_BASE, workdir="/")
+    alive = DockerSandbox.start(DEFAULT_BASE, workdir="/")
     orphan = client().containers.run(
         DEFAULT_BASE, ["sleep", "infinity"], detach=True, init=True,
         labels={"wholeloop": "1", "wholeloop.role": "agent", "wholeloop.owner": "%s:999999999" % __import__("socket").gethostname()},
@@ -104,3 +105,27 @@ def test_prune_removes_only_containers_of_dead_owners():
             orphan.remove(force=True)
         except Exception:
             pass
+
+
+def test_mounts_are_bound_read_only_unless_asked(tmp_path):
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "in.txt").write_text("from the host\n")
+    (tmp_path / "rw").mkdir()
+    mounts = (Mount(str(tmp_path / "ro"), "/mnt/ro"), Mount(str(tmp_path / "rw"), "/mnt/rw", read_only=False))
+    with DockerSandbox.start(DEFAULT_BASE, workdir="/", mounts=mounts) as box:
+        assert box.read_file("/mnt/ro/in.txt") == b"from the host\n"
+        denied = box.exec("echo x > /mnt/ro/new.txt")
+        assert denied.returncode != 0 and "Read-only file system" in denied.stderr
+        assert box.exec("echo out > /mnt/rw/new.txt").ok
+    assert (tmp_path / "rw" / "new.txt").read_text() == "out\n"
+
+
+def test_named_networks_are_joined_and_no_other():
+    net = client().networks.create(f"wholeloop-test-{os.getpid()}", internal=True, labels={"wholeloop": "1"})
+    try:
+        with DockerSandbox.start(DEFAULT_BASE, workdir="/", networks=(net.name,)) as box:
+            attached = client().api.inspect_container(box.id)["NetworkSettings"]["Networks"]
+            assert list(attached) == [net.name]
+            assert box.exec("ls /sys/class/net").stdout.split() == ["eth0", "lo"]
+    finally:
+        net.remove()

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.records import Phases, ResultRow, ResultsFile, rep_dir, write_json
+from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
 from harness.report.compare import SAME_TIER, compare_pair, mcnemar_exact
 from harness.report.figures import compute_figures, write_evidence
 from harness.report.recovery import across_attempts, bash_modifies_files, config_recovery
@@ -31,15 +31,15 @@ from harness.transcript import AttemptStart, Stop, ToolCallEvent, ToolResultEven
 def make_row(task, config="A", repeat=0, outcome="resolved", attempt=1, final=True, cost=0.1, seconds=10.0, **kw):
     return ResultRow(run_id="fake", task_id=task, task_hash="h", config=config, agent="fake", model="m/1",
                      repeat=repeat, attempt=attempt, final=final, outcome=outcome, resolved=outcome == "resolved",
-                     cost_usd=cost, phases=Phases(total_s=seconds), stop_reason=kw.pop("stop_reason", "submitted"),
+                     cost_usd=cost, phases=PhaseTimes(total_s=seconds), stop_reason=kw.pop("stop_reason", "submitted"),
                      **kw)
 
 
 def make_run(path: Path, rows: list[ResultRow], manifest: dict | None = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    results = ResultsFile(path / "results.jsonl")
+    results = RunFolder(path)
     for r in rows:
-        folder = rep_dir(path, r.task_id, r.config, r.repeat)
+        folder = results.rep_dir(r.task_id, r.config, r.repeat)
         r.transcript_path = str((folder / "transcript.jsonl").relative_to(path))
         r.dir = str((folder / f"attempt-{r.attempt}").relative_to(path))
         r.patch_path = r.dir + "/patch.diff"

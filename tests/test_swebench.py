@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.swebench import (
+from harness.tasks.swebench import (
     SWEBenchError,
     export_predictions,
     hidden_test_files,
@@ -446,7 +446,7 @@ class _TouchReadme:
 def test_real_package_base_fails_fail_to_pass_in_the_container(swebench_fixture, tmp_path):
     """noop is not graded (its patch is empty); a harmless patch is, in the real task image: every
     FAIL_TO_PASS test must fail there and every PASS_TO_PASS test pass."""
-    from harness.runner import Runner, RunOptions
+    from harness.run import Runner, RunOptions
 
     tasks = import_fixture(swebench_fixture, tmp_path / "tasks")
     rows = Runner(tasks, _TouchReadme(), RunOptions(out=tmp_path / "run", workers=3)).run()

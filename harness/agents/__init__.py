@@ -4,21 +4,37 @@ An agent gets an `AgentContext` (the task, the sandbox, the transcript, its limi
 `AgentResult` saying why it stopped and what it cost. The runner does everything else (images,
 containers, the patch, grading, records).
 
-Built in: `gold` applies the task's reference patch and `noop` does nothing -- the controls every
-suite is checked with (gold must resolve 100 %, noop 0 %).
+Kinds of agent, each one module with a `build(spec) -> Agent` and one line in `AGENT_KINDS`
+(or an entry point in the "wholeloop.agents" group): `control` -- `gold` applies the task's
+reference patch, `noop` does nothing, the controls every suite is checked with (gold must resolve
+100 %, noop 0 %); `tool` -- wholeloop's own tool-calling loop on any model, shaped by an agent
+config. An agent config file names its kind (`kind:`, default `tool`).
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+from pydantic import BaseModel, Field
 
 from sandbox import Sandbox
 
-from ..records import Usage
+from ..models.types import Usage
+from ..registry import Registry, UnknownName
 from ..tasks import Task
 from ..transcript import TranscriptWriter
+from .budget import Budget
+
+CONTROL_NAMES = ("gold", "noop")
+
+AGENT_KINDS = Registry("wholeloop.agents", "agent kind", {
+    "control": "harness.agents.controls:build",
+    "tool": "harness.agents.loop:build",
+})
 
 
 @dataclass
@@ -49,10 +65,28 @@ class AgentResult:
     infra_error: str | None = None  # set when the attempt failed for reasons not the agent's
     infra_retryable: bool = False  # ...and another try may succeed (provider down, container died)
 
+    @classmethod
+    def from_budget(cls, budget: Budget, stop_reason: str, **extra: Any) -> AgentResult:
+        """The result of an attempt that spent `budget`."""
+        return cls(stop_reason=stop_reason, steps=budget.steps, model_calls=budget.steps, usage=budget.usage,
+                   cost_usd=budget.cost if budget.cost_known else None, model_s=budget.model_s,
+                   tool_s=budget.tool_s, retry_wait_s=budget.wait_s, **extra)
+
+
+class AgentSpec(BaseModel):
+    """The recipe of an agent: `build_agent(spec)` makes it again (on a Ray worker, say)."""
+
+    name: str
+    model: str | None = None
+    config_path: str | None = None
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
 
 class Agent(Protocol):
     name: str
     model: str | None
+    spec: AgentSpec  # how to build this agent again
 
     def run(self, ctx: AgentContext) -> AgentResult: ...
 
@@ -65,34 +99,33 @@ class UnknownAgent(ValueError):
     pass
 
 
+def config_kind(config_path: str | None) -> str:
+    """The `kind:` an agent config file declares (default: tool)."""
+    if config_path is None:
+        return "tool"
+    try:
+        data = yaml.safe_load(Path(config_path).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return "tool"  # the kind's own loader reports what is wrong with the file
+    kind = data.get("kind", "tool") if isinstance(data, dict) else "tool"
+    return kind if isinstance(kind, str) else "tool"
+
+
 def get_agent(name: str, *, model: str | None = None, config_path: str | None = None,
               model_options: dict | None = None, settings: dict | None = None) -> Agent:
-    """`gold` / `noop`, or a tool-calling agent (`default`, or the config file's) on `model`.
+    """`gold` / `noop`, or an agent of the kind its config says (`default`: the tool loop) on `model`."""
+    spec = AgentSpec(name=name, model=model, config_path=None if config_path is None else str(config_path),
+                     model_options=dict(model_options or {}), settings=dict(settings or {}))
+    return build_agent(spec)
 
-    The agent keeps its recipe as `agent.spec`: `get_agent(**agent.spec)` builds it again (the
-    Ray executor rebuilds it on each worker that way)."""
-    agent = _build_agent(name, model=model, config_path=config_path, model_options=model_options, settings=settings)
-    agent.spec = {"name": name, "model": model, "config_path": None if config_path is None else str(config_path),
-                  "model_options": dict(model_options or {}), "settings": dict(settings or {})}
+
+def build_agent(spec: AgentSpec) -> Agent:
+    """The agent `spec` describes; raises UnknownAgent (or the kind's config error)."""
+    kind = "control" if spec.name in CONTROL_NAMES else config_kind(spec.config_path)
+    try:
+        build = AGENT_KINDS.get(kind)
+    except UnknownName as exc:
+        raise UnknownAgent(f"{spec.config_path}: {exc}") from None
+    agent = build(spec)
+    agent.spec = spec
     return agent
-
-
-def _build_agent(name: str, *, model: str | None, config_path: str | None, model_options: dict | None,
-                 settings: dict | None) -> Agent:
-    from .controls import CONTROLS
-
-    if name in CONTROLS:
-        if model:
-            raise UnknownAgent(f"the {name} control uses no model; drop --model or use --agent default")
-        return CONTROLS[name]()
-    if name != "default" and config_path is None:
-        raise UnknownAgent(f"unknown agent {name!r}; choose gold, noop or default (or give --agent-config FILE)")
-    if not model:
-        raise UnknownAgent(f"the {name} agent needs a model: --model anthropic/<id>, openai/<id>, "
-                           "litellm/<provider>/<id> or replay:<recording>")
-    from ..models import get_model
-    from .config import load_agent_config
-    from .loop import ToolAgent
-
-    config = load_agent_config(config_path, **(settings or {}))
-    return ToolAgent(get_model(model, **(model_options or {})), config)

@@ -16,20 +16,12 @@ from jinja2 import Environment, StrictUndefined, TemplateError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..models.types import Settings
-from ..tools import SCHEMAS, tool_specs
+from .budget import AgentLimits
+from .tools import SCHEMAS, tool_specs
 
 
 class AgentConfigError(ValueError):
     hint = "Start from harness/data/agents/default.yaml; unknown keys are rejected."
-
-
-class AgentLimits(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    max_steps: int = Field(40, gt=0, description="model calls")
-    max_wall_s: float = Field(1800, gt=0, description="agent time, not counting waits on rate limits")
-    max_input_tokens: int = Field(3_000_000, gt=0)
-    max_output_tokens: int = Field(200_000, gt=0)
-    max_cost_usd: float | None = Field(5.0, gt=0, description="unchecked when the model's price is unknown")
 
 
 class AgentConfig(BaseModel):
@@ -77,6 +69,8 @@ def load_agent_config(path: str | Path | None = None, **overrides: object) -> Ag
         where = str(path)
     try:
         data = yaml.safe_load(text) or {}
+        if isinstance(data, dict) and data.get("kind", "tool") == "tool":
+            data.pop("kind", None)  # the agent kind this config is for (harness.agents.AGENT_KINDS)
         settings = {**data.get("settings", {}), **{k: v for k, v in overrides.items() if v is not None}}
         data["settings"] = settings
         config = AgentConfig.model_validate(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..transcript import Stop, ToolCallEvent, ToolResultEvent
-from . import AgentContext, AgentResult
+from . import AgentContext, AgentResult, AgentSpec, UnknownAgent
 
 GOLD_PATH = "/tmp/wholeloop-gold.diff"
 
@@ -60,3 +60,10 @@ class NoopAgent:
 
 
 CONTROLS = {"gold": GoldAgent, "noop": NoopAgent}
+
+
+def build(spec: AgentSpec):
+    """The control named by `spec` (the `control` agent kind)."""
+    if spec.model:
+        raise UnknownAgent(f"the {spec.name} control uses no model; drop --model or use --agent default")
+    return CONTROLS[spec.name]()

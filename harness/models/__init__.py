@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..registry import Registry
 from .errors import (
     AuthError,
     BadRequest,
@@ -45,6 +46,15 @@ from .types import (
 SPEC_FORMS = ("anthropic/<model>", "openai/<model>", "litellm/<provider>/<model>",
               "replay:<path to a JSONL of Turns>")
 
+#: `--model <prefix>/<id>`: the adapter class for each prefix, imported on first use (an adapter
+#: takes the id and base_url, api_key, stream, plus its own options). Add one here, or from your
+#: own package through the "wholeloop.models" entry-point group.
+MODEL_ADAPTERS = Registry("wholeloop.models", "model adapter", {
+    "anthropic": "harness.models.anthropic_model:AnthropicModel",
+    "openai": "harness.models.openai_model:OpenAIModel",
+    "litellm": "harness.models.litellm_model:LiteLLMModel",
+})
+
 
 def get_model(spec: str, *, base_url: str | None = None, api_key: str | None = None,
               stream: bool = False, **kw: Any) -> Model:
@@ -53,22 +63,13 @@ def get_model(spec: str, *, base_url: str | None = None, api_key: str | None = N
     prefix, _, rest = spec.partition("/")
     if spec.startswith("replay:"):
         return ReplayModel(spec[len("replay:"):], **kw)
-    common = dict(base_url=base_url, api_key=api_key, stream=stream, **kw)
-    if rest:
-        if prefix == "anthropic":
-            from .anthropic_model import AnthropicModel
-            return AnthropicModel(rest, **common)
-        if prefix == "openai":
-            from .openai_model import OpenAIModel
-            return OpenAIModel(rest, **common)
-        if prefix == "litellm":
-            from .litellm_model import LiteLLMModel
-            return LiteLLMModel(rest, **common)
+    if rest and prefix in MODEL_ADAPTERS:
+        return MODEL_ADAPTERS.get(prefix)(rest, base_url=base_url, api_key=api_key, stream=stream, **kw)
     raise ModelConfigError(f"unknown model {spec!r}; use one of: {', '.join(SPEC_FORMS)}")
 
 
 __all__ = [
-    "AssistantMessage", "AuthError", "BadRequest", "ConnectionFailed", "ContextLengthExceeded",
+    "AssistantMessage", "AuthError", "MODEL_ADAPTERS", "BadRequest", "ConnectionFailed", "ContextLengthExceeded",
     "Message", "Model", "ModelConfigError", "ModelError", "ModelTimeout", "ModelUnavailable",
     "NotFound", "Overloaded", "RateLimited", "ReplayExhausted", "ReplayModel", "RetryEvent",
     "ScriptedModel", "ServerError", "Settings", "SPEC_FORMS", "SystemMessage", "ToolCall",

@@ -53,6 +53,9 @@ class HTTPModel(ABC):
             raise AuthError(f"cannot create the {label} client: {e}",
                             hint=f"set {self.env_key} (or pass api_key)") from e
 
+    def for_task(self, task_id: str) -> HTTPModel:
+        return self  # one client serves every task
+
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
                  settings: Settings | None = None) -> Turn:
         """One assistant turn. Raises ModelError (ModelUnavailable once retries are spent)."""

@@ -4,7 +4,9 @@ Each adapter translates its SDK's exceptions at the boundary (see ``from_status`
 see anthropic / openai / litellm types. Families are grouped by why a caller catches them:
 ``retryable`` errors are retried by ``harness.models.retry`` and, once retries run out, become
 ``ModelUnavailable`` (the attempt ends as infra_error, not as the agent's failure); the others are
-raised at once because repeating the same request cannot help.
+raised at once because repeating the same request cannot help. ``infra`` says whether an error
+that ends an attempt is the setup's or the provider's (not the agent's), and ``rerun`` whether a
+later try of the whole unit may succeed.
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from typing import Any
 class ModelError(Exception):
     """Root of every error raised by the models layer."""
 
-    retryable: bool = False
+    retryable: bool = False  # the same request may succeed if sent again (retry policy)
+    infra: bool = False  # ending an attempt, it is the setup's or the provider's fault, not the agent's
     #: What the user can do about it; shown under the message by the CLI.
     hint: str = ""
+
+    @property
+    def rerun(self) -> bool:
+        """May a later try of the unit succeed (the provider was failing), or would it fail the same?"""
+        return self.retryable
 
     def __init__(self, message: str, *, status_code: int | None = None,
                  retry_after_s: float | None = None, request_id: str | None = None,
@@ -48,6 +56,7 @@ class RateLimited(ModelError):
     """429: the provider asks us to slow down."""
 
     retryable = True
+    infra = True
     hint = "lower --concurrency, or raise the account's rate limit"
 
 
@@ -55,6 +64,7 @@ class ServerError(ModelError):
     """5xx: the provider failed; usually transient."""
 
     retryable = True
+    infra = True
 
 
 class Overloaded(ServerError):
@@ -67,6 +77,7 @@ class ModelTimeout(ModelError):
     """No complete answer within Settings.timeout_s."""
 
     retryable = True
+    infra = True
     hint = "raise the model timeout (Settings.timeout_s) if long generations are expected"
 
 
@@ -74,6 +85,7 @@ class ConnectionFailed(ModelError):
     """The provider could not be reached (DNS, refused, reset)."""
 
     retryable = True
+    infra = True
     hint = "check the network and the base URL"
 
 
@@ -83,9 +95,13 @@ class ConnectionFailed(ModelError):
 class AuthError(ModelError):
     """401 / 403: missing, wrong or unauthorised credentials."""
 
+    infra = True
+
 
 class NotFound(ModelError):
     """404: unknown model or wrong endpoint."""
+
+    infra = True
 
     hint = "check the model name and the base URL"
 
@@ -93,10 +109,13 @@ class NotFound(ModelError):
 class BadRequest(ModelError):
     """400 (and other 4xx): the provider rejected the request as malformed or unsupported."""
 
+    infra = True
+
 
 class ContextLengthExceeded(BadRequest):
     """The conversation no longer fits the model's context window."""
 
+    infra = False  # the agent's conversation outgrew the window: its own outcome
     hint = "the conversation outgrew the context window; lower max_tokens or shorten tool output"
 
 
@@ -106,7 +125,12 @@ class ContextLengthExceeded(BadRequest):
 class ModelUnavailable(ModelError):
     """Retries ran out; the last error is the ``__cause__``. Infra trouble, not the agent's."""
 
+    infra = True
     hint = "the provider kept failing; the attempt counts as infra_error: rerun or resume later"
+
+    @property
+    def rerun(self) -> bool:
+        return True
 
 
 class ReplayExhausted(ModelError):
@@ -115,6 +139,8 @@ class ReplayExhausted(ModelError):
 
 class ModelConfigError(ModelError, ValueError):
     """A model spec or option is invalid (unknown prefix, unsupported setting)."""
+
+    infra = True
 
 
 # --- translation helpers used by the adapters -----------------------------------------------

@@ -50,7 +50,7 @@ class ReplayModel:
     base_url = None
 
     def __init__(self, source: str | Path | Iterable[Turn | dict[str, Any]], *,
-                 loader: Callable[[str | Path], list[Turn]] = load_turns_jsonl) -> None:
+                 loader: Callable[[str | Path], list[Turn]] = load_turns_jsonl, name: str | None = None) -> None:
         self.folder: Path | None = None
         self._loader = loader
         self.position = 0
@@ -66,6 +66,8 @@ class ReplayModel:
         else:
             self.name = "replay:<memory>"
             self.turns = [t if isinstance(t, Turn) else Turn.model_validate(t) for t in source]
+        if name is not None:  # how records name it (a Ray node names it as the driver does)
+            self.name = name
 
     def for_task(self, task_id: str) -> ReplayModel:
         """A fresh replay of this task's recording (from a folder), or self for a single file."""
@@ -111,6 +113,9 @@ class ScriptedModel:
         self.name = name
         self.steps = list(steps)
         self.calls: list[dict[str, Any]] = []
+
+    def for_task(self, task_id: str) -> ScriptedModel:
+        return self  # one script, whatever the task
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
                  settings: Settings | None = None) -> Turn:

@@ -207,6 +207,11 @@ class Model(Protocol):
     def complete(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn:
         ...
 
+    def for_task(self, task_id: str) -> Model:
+        """The model to use for one task: itself, or (a replay of a folder) that task's recording.
+        Raises ModelError when there is none."""
+        ...
+
 
 #: How tests and the replay model may sleep; injectable so tests do not wait for real.
 SleepFn = Callable[[float], None]

@@ -9,10 +9,30 @@ captured-output sections before the real summary. The closing line (`3 failed, 1
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import ClassVar
 
-PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS = "PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS"
-_STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS)
+from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, TestReport
+
+# Files pytest reads that an agent must not be able to plant or change to pass the grade: the
+# tests, pytest's configuration in every file and folder pytest looks for it (a planted
+# `addopts = -p plugin` runs the agent's code inside the test process), and the modules Python
+# runs at start-up. Top-level modules that shadow the test runner or the standard library are
+# handled by grading (see `harness.grading.patching.remove_shadowing`).
+PROTECTED_PATHS = (
+    "**/conftest.py",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/tests/**",
+    "**/testing/**",
+    "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/tox.ini",
+    "**/setup.cfg",
+    "**/pyproject.toml",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/__snapshots__/**",
+)
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", or without the rules under -q
 _CLOSING = re.compile(
@@ -20,33 +40,6 @@ _CLOSING = re.compile(
 )
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclass
-class PytestReport:
-    statuses: dict[str, str] = field(default_factory=dict)  # node id -> status
-    counts: dict[str, int] = field(default_factory=dict)  # from the closing line
-    collection_errors: list[str] = field(default_factory=list)  # files that failed to import
-    found_summary: bool = False
-    passed_lines: int = 0  # PASSED lines in the summary block, before de-duplication
-
-    def failing(self) -> list[str]:
-        return [t for t, s in self.statuses.items() if s in (FAILED, ERROR)]
-
-    def consistent_with(self, exit_code: int | None) -> tuple[bool, str]:
-        """Does what we parsed agree with pytest's exit code and its closing counts?"""
-        bad = bool(self.failing() or self.collection_errors)
-        if exit_code == 0 and bad:
-            return False, "exit code 0 but failures were reported"
-        if exit_code == 1 and not bad:
-            return False, "exit code 1 (tests failed) but no failure was reported"
-        if self.counts:
-            if self.counts.get("passed", 0) != self.passed_lines:
-                return False, (
-                    f"the closing line says {self.counts.get('passed', 0)} passed "
-                    f"but {self.passed_lines} PASSED lines were found"
-                )
-        return True, ""
 
 
 def _node_id(rest: str) -> str:
@@ -64,9 +57,16 @@ def _node_id(rest: str) -> str:
     return rest[:i].strip()
 
 
-def parse_pytest(output: str) -> PytestReport:
+def _message(rest: str, node: str) -> str:
+    """The ' - message' after a node id in a summary line, if any."""
+    tail = rest[len(node):].strip()
+    return tail[2:].strip() if tail.startswith("- ") else ""
+
+
+def parse_pytest(output: str) -> TestReport:
+    """Statuses from the last -rA summary block, counts from the closing line."""
     lines = [_ANSI.sub("", line.rstrip("\r")) for line in output.splitlines()]
-    report = PytestReport()
+    report = TestReport(missing_hint="no pytest summary in the output (is -rA in the hidden test command?)")
     starts = [i for i, line in enumerate(lines) if _HEADER.match(line.strip())]
     if starts:
         report.found_summary = True
@@ -74,14 +74,14 @@ def parse_pytest(output: str) -> PytestReport:
             status, _, rest = line.partition(" ")
             if status.startswith("SUBFAILED"):  # pytest 9: a failed unittest subTest of a PASSED test
                 status = FAILED
-            if status not in _STATUSES or not rest:
+            if status not in STATUSES or not rest:
                 if _CLOSING.match(line.strip()):
                     break
                 continue
             if status == SKIPPED:
                 continue  # "SKIPPED [1] file.py:12: reason" carries no node id
             node = _node_id(rest)
-            report.passed_lines += status == PASSED
+            report.listed_passed += status == PASSED
             if status == ERROR and "::" not in node:
                 report.collection_errors.append(node)
                 continue
@@ -89,6 +89,8 @@ def parse_pytest(output: str) -> PytestReport:
             if report.statuses.get(node) in (FAILED, ERROR):
                 continue
             report.statuses[node] = status
+            if status in (FAILED, ERROR) and (message := _message(rest, node)):
+                report.messages[node] = message
     for line in reversed(lines):
         match = _CLOSING.match(line.strip())
         if match:
@@ -99,4 +101,12 @@ def parse_pytest(output: str) -> PytestReport:
     return report
 
 
-PARSERS = {"pytest": parse_pytest}
+class PytestParser:
+    """pytest with `-rA`: node ids as SWE-bench writes them."""
+
+    name: ClassVar[str] = "pytest"
+    results_file: ClassVar[str | None] = None
+    protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
+
+    def parse(self, output: str, results: bytes | None = None) -> TestReport:
+        return parse_pytest(output)

@@ -23,7 +23,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..records import ResultRow, latest_rows, load_run, write_atomic
+from ..records import ResultRow, open_run, write_atomic
 from ..transcript import read_transcript
 from . import html_view
 from .svgplot import Point, Series, box_strip_svg, colour, cost_rate_svg, phase_bars_svg
@@ -182,8 +182,8 @@ def collect(run_dirs: list[Path]) -> list[Rep]:
     "label [run folder name]", as figures.load_configs names it, so their repeats stay apart."""
     loaded = []
     for run_dir in run_dirs:
-        manifest, rows = load_run(Path(run_dir))
-        loaded.append((Path(run_dir), manifest.get("run_id") or Path(run_dir).name, latest_rows(rows)))
+        folder = open_run(run_dir)
+        loaded.append((folder.path, folder.manifest().get("run_id") or folder.path.name, folder.latest()))
     runs_of: dict[str, set[str]] = defaultdict(set)
     for run_dir, _, rows in loaded:
         for row in rows:
@@ -204,7 +204,7 @@ def _figures_dict(run_dirs: list[Path], figures: Any) -> dict:
         from .figures import compute_figures
 
         figures = compute_figures(run_dirs)
-    return figures.model_dump(mode="json") if hasattr(figures, "model_dump") else dict(figures)
+    return dict(figures) if isinstance(figures, dict) else figures.model_dump(mode="json")
 
 
 def _recovery_index(figs: dict) -> dict[tuple, dict]:
@@ -227,7 +227,7 @@ def _charts(view: dict, reps: list[Rep]) -> dict:
             points.append(Point(cfg["label"], cfg["mean_cost"], cfg["rate"], cfg.get("rate_lo"), cfg.get("rate_hi"),
                                 cfg.get("cost_lo"), cfg.get("cost_hi"), c))
         for key in series:
-            series[key].append(Series(cfg["label"], [getattr(r.phases, key) for r in rows_of[cfg["label"]]], c))
+            series[key].append(Series(cfg["label"], [r.phases.model_dump()[key] for r in rows_of[cfg["label"]]], c))
     phases = []
     for cfg in view["configs"]:
         rows = rows_of[cfg["label"]] or []

@@ -31,7 +31,7 @@ from statistics import median
 from pydantic import BaseModel, Field
 
 from ..records import ResultRow
-from ..transcript import AttemptStart, TestRun, ToolCallEvent, ToolResultEvent, read_transcript
+from ..transcript import STEP_EVENTS, AttemptStart, TestRun, ToolCallEvent, ToolResultEvent, read_transcript
 from .stats import ConfigRows, trials_of
 
 EDIT_COMMANDS = {"create", "str_replace", "insert"}
@@ -152,9 +152,8 @@ def analyse_attempt(events: list, base: AttemptRecovery) -> AttemptRecovery:
     edit_calls: dict[str, bool] = {}  # call id of an edit -> was the latest test run red when it was made
     steps = set()
     for e in events:
-        step = getattr(e, "step", None)
-        if step is not None:
-            steps.add(step)
+        if isinstance(e, STEP_EVENTS):
+            steps.add(e.step)
         if isinstance(e, ToolCallEvent) and is_edit(e):
             edit_calls[e.call_id] = last_red
         elif isinstance(e, ToolResultEvent):

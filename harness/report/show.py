@@ -16,21 +16,21 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
-from ..records import ResultRow, latest_rows, load_run
+from ..records import ResultRow, open_run
 from ..transcript import read_transcript
 
 TAIL_LINES = 25
 
 
 def find_rows(run_dir: Path, task_id: str, config: str | None, repeat: int | None) -> list[ResultRow]:
-    _, rows = load_run(run_dir)
-    rows = [r for r in latest_rows(rows) if r.task_id == task_id]
+    folder = open_run(run_dir)
+    rows = [r for r in folder.latest() if r.task_id == task_id]
     if config is not None:
         rows = [r for r in rows if r.config == config]
     if repeat is not None:
         rows = [r for r in rows if r.repeat == repeat]
     if not rows:
-        _, every = load_run(run_dir)
+        every = folder.rows()
         known = sorted({r.task_id for r in every})
         raise FileNotFoundError(f"no attempt of task {task_id!r} in {run_dir}; tasks there: {', '.join(known) or 'none'}")
     return sorted(rows, key=lambda r: (r.config, r.repeat, r.attempt))

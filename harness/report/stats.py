@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from scipy.special import comb
 from scipy.stats import binomtest, bootstrap
 
-from ..records import ResultRow, latest_rows, load_run
+from ..records import ResultRow, open_run
 
 CONFIDENCE = 0.95
 SEED = 20240917
@@ -157,9 +157,10 @@ def load_configs(run_dirs: list[Path]) -> list[ConfigRows]:
     found: list[tuple[Path, dict, str, list[ResultRow]]] = []
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
-        manifest, rows = load_run(run_dir)
+        folder = open_run(run_dir)
+        manifest = folder.manifest()
         by_label: dict[str, list[ResultRow]] = defaultdict(list)
-        for row in latest_rows(rows):
+        for row in folder.latest():
             by_label[row.config].append(row)
         for label, group in by_label.items():
             found.append((run_dir, manifest, label, group))

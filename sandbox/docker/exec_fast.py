@@ -1,7 +1,7 @@
 """Fast exec: a small helper process inside the container, spoken to over one attached stream.
 
 Why: an Engine API exec costs about 55 ms (create, start, inspect, and the engine's own work), which
-is most of an agent's tool time. The helper (`_wlhelper.py`, stdlib only) is started once per
+is most of an agent's tool time. The helper (`in_container.py`, stdlib only) is started once per
 container over one `docker exec -i` whose stdin carries its source, so a command then costs a
 fork+exec inside the container and one round trip on a socket that is already open.
 
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import client, translate
-from .errors import ContainerGone, FileOpError, SandboxError
+from ..errors import ContainerGone, FileOpError, SandboxError
 
-PROTOCOL = 1  # must match _wlhelper.PROTOCOL
+PROTOCOL = 1  # must match in_container.PROTOCOL
 MARKER_ENV = "WHOLELOOP_EXEC"
 HEADER = struct.Struct(">cI")  # our frames: kind, payload length
 START_TIMEOUT_S = 20.0  # python3 starting on a loaded machine; a missing python3 answers at once
@@ -50,7 +50,7 @@ MAX_STARTS = 5  # a helper that keeps getting killed is not worth more restarts
 HOST_GRACE_S = 5.0
 FILE_TIMEOUT_S = 60.0  # a file read or write through the helper (10 MB at most, usually tiny)
 NO_PYTHON = 97
-SOURCE = (Path(__file__).with_name("_wlhelper.py")).read_bytes()
+SOURCE = (Path(__file__).with_name("in_container.py")).read_bytes()
 
 # Run python3 under a link named `wlhelper`, so `pkill python3` or `pkill -f python` (common agent
 # moves) leave it alone; isolated (-I: no PYTHONPATH, user site) and without site (-S: faster).

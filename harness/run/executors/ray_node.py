@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import io
-import json
 import os
 import shutil
 import socket
@@ -17,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox.engine import pid_alive
+from sandbox.docker import pid_alive
 
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
 
@@ -38,7 +37,7 @@ class ProgressBox:
 
 
 def node_info() -> dict:
-    from . import __version__
+    from ... import __version__
 
     return {"node": socket.gethostname(), "version": __version__}
 
@@ -47,9 +46,9 @@ def materialise(desc: dict) -> Path:
     """The shipped item in this node's cache (fetched from the object store only if missing)."""
     import ray
 
-    from sandbox.snapshot import _cache_dir
+    from sandbox import cache_dir
 
-    root = _cache_dir() / "ray-files" / desc["key"]
+    root = cache_dir() / "ray-files" / desc["key"]
     if not root.is_dir():
         root.parent.mkdir(parents=True, exist_ok=True)
         data = ray.get(desc["ref"])
@@ -68,7 +67,7 @@ def materialise(desc: dict) -> Path:
 
 def rebuild_task(payload: dict, workdir: Path):
     """The task, its file fields pointing at the shipped copies in this node's cache."""
-    from .tasks import Task
+    from ...tasks import Task
 
     data = copy.deepcopy(payload["task"])
     for field, desc in payload["files"].items():
@@ -87,41 +86,42 @@ def rebuild_task(payload: dict, workdir: Path):
 
 
 def rebuild_agent(payload: dict, task_payload: dict, task_id: str, workdir: Path):
-    """The driver's agent, by `get_agent(**spec)`, its config file and recording shipped with it."""
-    from .agents import get_agent
+    """The driver's agent, by `build_agent(spec)`, its config file and recording shipped with it."""
+    from ...agents import AgentSpec, build_agent
 
-    spec = dict(payload["agent"]["spec"])
+    spec = AgentSpec.model_validate(payload["agent"]["spec"])
     if payload["agent"]["config_text"] is not None:
         config = workdir / "agent-config.yaml"
         config.write_text(payload["agent"]["config_text"])
-        spec["config_path"] = str(config)
-    model = spec.get("model")
+        spec.config_path = str(config)
+    model = spec.model
     if model and model.startswith("replay:"):
         recording = task_payload["recording"]
         if recording is not None and not task_payload["replay_is_dir"]:
-            spec["model"] = "replay:" + str(materialise(recording))
+            spec.model = "replay:" + str(materialise(recording))
         else:  # a folder holding this task's recording, or none (the agent then says so, as locally)
             folder = workdir / "replay"
             folder.mkdir()
             if recording is not None:
                 shutil.copyfile(materialise(recording), folder / f"{task_id}.jsonl")
-            spec["model"] = "replay:" + str(folder)
-    agent = get_agent(**spec)
-    if model:  # the rows and transcripts name the model as the driver does, not by a node's path
+            spec.model = "replay:" + str(folder)
+        # the rows and transcripts name the model as the driver does, not by a node's path
+        spec.model_options = {**spec.model_options, "name": model}
+    agent = build_agent(spec)
+    if model:
         agent.model = model
-        if getattr(agent, "model_obj", None) is not None:
-            agent.model_obj.name = model
     return agent
 
 
 def run_unit(payload: dict) -> dict:
     """On a node: one (task, repeat) in a temporary run folder; its rows and files come back."""
     from sandbox import SandboxError
-    from sandbox.engine import prune_containers
+    from sandbox.docker import prune_containers
 
-    from . import __version__
-    from .runner import RunOptions, Runner
-    from .tasks import LimitsSpec
+    from ... import __version__
+    from ...records import RunFolder
+    from ...tasks import LimitsSpec
+    from ..unit import RunOptions, UnitRunner
 
     host = socket.gethostname()
     try:
@@ -137,17 +137,15 @@ def run_unit(payload: dict) -> dict:
         options = RunOptions(out=workdir / payload["run_id"], workers=1, repeats=opts["repeats"],
                              attempts=opts["attempts"], feedback=opts["feedback"],
                              infra_retries=opts["infra_retries"], limits=LimitsSpec(**opts["limits"]),
-                             config=payload["config"])
-        runner = Runner([task], agent, options, progress=forwarder(payload.get("progress"), host))
+                             label=payload["config"])
+        folder = RunFolder(options.out, create=True)
+        runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
         rows = runner.run_unit(task, payload["repeat"])
         run_dir = options.out
         files = {str(p.relative_to(run_dir)): p.read_bytes()
                  for p in sorted((run_dir / "attempts").rglob("*")) if p.is_file()}
-        log = run_dir / "logs" / "images.log"
-        manifest = run_dir / "manifest.json"
-        images = {}
-        if manifest.exists():
-            images = json.loads(manifest.read_text()).get("images", {}).get(task.id, {})
+        log = folder.image_log_path
+        images = folder.manifest().get("images", {}).get(task.id, {})
         return {"rows": [row.model_dump(mode="json") for row in rows], "files": files,
                 "log": log.read_text() if log.exists() else "", "images": images, "node": host, "version": __version__}
     finally:

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox import Sandbox
+from sandbox import FileOpError, Sandbox
 
-from .parsers.pytest import PARSERS
-from .tasks import Task
+from ..parsers import get_parser
+from ..tasks import Task
 
 
 class ToolFailure(Exception):
@@ -114,7 +114,8 @@ class Toolbox:
         if name not in self.enabled:
             raise ToolFailure(f"there is no tool named {name!r}; the tools are: {', '.join(self.enabled)}")
         started = time.monotonic()
-        out = getattr(self, f"_{name}")(**_check_args(name, args))
+        handler = {"bash": self._bash, "edit": self._edit, "run_tests": self._run_tests, "submit": self._submit}[name]
+        out = handler(**_check_args(name, args))
         out.duration_s = time.monotonic() - started
         return out
 
@@ -134,10 +135,17 @@ class Toolbox:
         if not command:
             raise ToolFailure("this task has no visible test command; run tests yourself with bash")
         result = self.sb.exec(command)
-        parsed = PARSERS[self.task.hidden_tests.parser](result.stdout + "\n" + result.stderr)
+        parser = get_parser(self.task.hidden_tests.parser)
+        results = None
+        if parser.results_file:
+            try:
+                results = self.sb.read_file(parser.results_file)
+            except FileOpError:
+                results = None
+        parsed = parser.parse(result.stdout + "\n" + result.stderr, results)
         failing = parsed.failing() + parsed.collection_errors
-        summary = TestSummary(command, result.returncode, parsed.counts.get("passed", 0),
-                              parsed.counts.get("failed", 0), parsed.counts.get("errors", 0), failing)
+        summary = TestSummary(command, result.returncode, parsed.count("passed"), parsed.count("failed"),
+                              parsed.count("errors"), failing)
         head = f"$ {command}\nexit code {result.returncode}: {summary.passed} passed, {summary.failed} failed, {summary.errors} errors"
         if failing:
             head += "\nfailing:\n" + "\n".join(f"  {t}" for t in failing[:30])

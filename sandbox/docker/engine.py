@@ -17,7 +17,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from .errors import ContainerGone, EngineUnavailable, ImageNotFound, InfraError, SandboxError
+from ..errors import ContainerGone, EngineUnavailable, ImageNotFound, InfraError, SandboxError
 
 API_VERSION = "1.41"
 LABEL = "wholeloop"  # every image and container we make carries LABEL=1
@@ -126,12 +126,14 @@ def prune_containers(*, all_owners: bool = False) -> PruneReport:
     return report
 
 
-def pause(container_id: str) -> None:
-    """Freeze every process of a container (it keeps its state); raises SandboxError."""
-    with translate("pausing a container"):
-        client().api.pause(container_id)
+
+def engine_version() -> dict:
+    """The engine's version facts: Version, ApiVersion, Os (raises EngineUnavailable)."""
+    with translate("asking the engine for its version"):
+        return dict(client().version())
 
 
-def unpause(container_id: str) -> None:
-    with translate("resuming a container"):
-        client().api.unpause(container_id)
+def engine_root() -> str:
+    """The engine's data folder (where images and containers take disk space)."""
+    with translate("asking the engine for its data folder"):
+        return client().info().get("DockerRootDir", "/var/lib/docker")

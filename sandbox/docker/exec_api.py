@@ -1,5 +1,5 @@
 """The Engine API exec path: one `docker exec` per command, used when the in-container helper
-(`sandbox.helper`) cannot be (no python3 in the image, fast exec off, the helper busy or dead).
+(`sandbox.docker.exec_fast`) cannot be (no python3 in the image, fast exec off, the helper busy or dead).
 
 Same contract as the helper path (see `Sandbox.exec`): at the timeout the host kills the
 command's process tree (SIGTERM, a grace, then SIGKILL, freezing the tree first so no child
@@ -13,8 +13,8 @@ import socket
 import time
 
 from .engine import client, translate
-from .errors import SandboxError
-from .helper import MARKER_ENV, raise_if_stopped
+from ..errors import SandboxError
+from .exec_fast import MARKER_ENV, raise_if_stopped
 
 TERM_GRACE_S = 0.5  # on a timeout: SIGTERM, then SIGKILL this much later (both paths)
 # Engine API path: the host kills the command's process tree at the timeout (while the tree is

@@ -1,4 +1,4 @@
-# wlhelper: runs wholeloop's commands inside a container, one at a time, for sandbox/helper.py.
+# in_container: runs wholeloop's commands inside a container, one at a time, for sandbox/docker/exec_fast.py.
 #
 # It is sent over the stdin of one long-lived `docker exec` and speaks a small framed protocol on
 # stdin/stdout, so a command costs a fork+exec instead of an Engine API round trip (~55 ms).

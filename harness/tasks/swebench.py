@@ -66,7 +66,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-from .tasks import Environment, HiddenTests, Task, TaskSpecError, dump_task, load_task
+from ..records import latest_of
+from .spec import Environment, HiddenTests, Task, TaskSpecError, dump_task, load_task
 
 REQUIRED_FIELDS = (
     "instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS",
@@ -491,7 +492,8 @@ def export_predictions(
         raise SWEBenchError(f"{run_dir}: no attempt of repeat {repeat} (repeats in this run: {repeats})")
 
     final: dict[str, dict[str, Any]] = {}
-    for row in rows:  # the last row written is the last try's last attempt (a redo supersedes a killed try)
+    # the run folder's latest-row rule (a redo supersedes a killed try); then the last attempt
+    for row in latest_of(rows, lambda r: (r["task_id"], _config(r)), lambda r: _int(r.get("attempt"), 1)):
         final[row["task_id"]] = row
 
     predictions: dict[str, dict[str, str]] = {}

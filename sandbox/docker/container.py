@@ -11,7 +11,7 @@ Contract (every method says what it raises; all errors are `SandboxError`s):
   end, replacing invalid UTF-8. Background jobs a command leaves running keep running (as with
   `docker exec`); the command returns at most ~0.25 s after it exits even if they hold its output.
   Two paths, same contract. When the image has python3, commands go through a small helper
-  process inside the container over one attached stream (`sandbox.helper`: about 1 ms per
+  process inside the container over one attached stream (`sandbox.docker.exec_fast`: about 1 ms per
   command instead of about 55 ms; it times commands out itself). Otherwise, or with
   `fast_exec=False` / `WHOLELOOP_FAST_EXEC=0`, or while the helper is starting or busy with another
   thread's command, a command is one Engine API exec under `timeout -k`. The agent may kill the
@@ -42,13 +42,13 @@ import secrets
 import shlex
 import tarfile
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
+from ..base import ExecResult, Limits, Mount, OutputCap
+from ..errors import ContainerGone, ExecError, FileOpError, PatchError, SandboxError
 from .engine import client, labels, translate
-from .errors import ContainerGone, ExecError, FileOpError, PatchError, SandboxError
-from .engine_exec import api_exec, kill_marked
-from .helper import MARKER_ENV, FastExec  # noqa: F401 (MARKER_ENV: still importable from here)
+from .exec_api import api_exec, kill_marked
+from .exec_fast import FastExec
 
 MAX_PATCH_BYTES = 50_000_000
 # PID 1: reaps every orphan while it waits (wait on a job reaps any child), restarts its idle child
@@ -56,77 +56,8 @@ MAX_PATCH_BYTES = 50_000_000
 IDLE_PID1 = "while :; do sleep 2147483647 & wait $!; done"
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one container; every field can be set per task and per run."""
-
-    cpus: float = 2.0
-    memory: str = "4g"  # also the memory+swap limit: no swap
-    pids: int = 1024
-    output_bytes: int = 100_000  # kept per stream (stdout, stderr) of one command
-    command_timeout_s: float = 300.0
-    network: bool = False
-
-    def with_(self, **changes: object) -> Limits:
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-
-@dataclass
-class ExecResult:
-    returncode: int
-    stdout: str
-    stderr: str
-    duration_s: float
-    truncated: bool = False
-    timed_out: bool = False
-    output_bytes: int = 0  # bytes the command wrote in all, kept or not
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    def combined(self) -> str:
-        """stdout, then stderr labelled, as a model or a reviewer should read them."""
-        parts = [self.stdout.rstrip("\n")] if self.stdout.strip() else []
-        if self.stderr.strip():
-            parts.append("[stderr]\n" + self.stderr.rstrip("\n"))
-        return "\n".join(parts)
-
-
-@dataclass
-class _Capped:
-    """Keeps the first and last `cap/2` bytes of a stream and counts the rest."""
-
-    cap: int
-    head: bytearray = field(default_factory=bytearray)
-    tail: bytearray = field(default_factory=bytearray)
-    total: int = 0
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.cap // 2 - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            if len(self.tail) > self.cap - self.cap // 2:
-                del self.tail[: len(self.tail) - (self.cap - self.cap // 2)]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def text(self) -> str:
-        if not self.truncated:
-            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
-        dropped = self.total - len(self.head) - len(self.tail)
-        marker = f"\n[... wholeloop: {dropped} bytes of output truncated ...]\n".encode()
-        return bytes(self.head + marker + self.tail).decode("utf-8", errors="replace")
-
-
-class Sandbox:
-    """One container; see the module docstring for the contract."""
+class DockerSandbox:
+    """One container (a `sandbox.base.Sandbox`); see the module docstring for the contract."""
 
     def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None) -> None:
         self._container = container
@@ -168,26 +99,34 @@ class Sandbox:
         run_id: str = "",
         workdir: str = "/repo",
         env: dict[str, str] | None = None,
+        mounts: tuple[Mount, ...] = (),
+        networks: tuple[str, ...] = (),
         fast_exec: bool | None = None,
-    ) -> Sandbox:
+    ) -> DockerSandbox:
         """Create and start a container that idles until commands are executed in it.
 
-        `fast_exec` (default: on unless WHOLELOOP_FAST_EXEC=0) runs commands through the
-        in-container helper when the image has python3. Raises ImageNotFound, EngineUnavailable,
-        or SandboxError for a rejected configuration.
+        `mounts` are bind mounts (read-only unless said otherwise); `networks` are engine networks
+        the container joins besides its own. `fast_exec` (default: on unless WHOLELOOP_FAST_EXEC=0)
+        runs commands through the in-container helper when the image has python3. Raises
+        ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration.
         """
         name = f"wholeloop-{role}-{secrets.token_hex(4)}"
         api = client().api
         # The low-level calls: `containers.run` would also inspect the container (one more round
         # trip) only to build an object we can build from the id and name.
         with translate(f"starting a container from {image}"):
+            # Networks: the default bridge only with limits.network; else the first network named
+            # (an internal one, say) or none at all. The others are joined before the start.
+            mode = "bridge" if limits.network else (networks[0] if networks else "none")
+            extra = list(networks) if limits.network else list(networks[1:])
             host = api.create_host_config(
-                network_mode="bridge" if limits.network else "none",
+                network_mode=mode,
                 nano_cpus=int(limits.cpus * 1e9),
                 mem_limit=limits.memory,
                 memswap_limit=limits.memory,
                 pids_limit=limits.pids,
                 security_opt=["no-new-privileges:true"],
+                binds={m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts} or None,
             )
             cid = api.create_container(
                 image,
@@ -202,6 +141,8 @@ class Sandbox:
             )["Id"]
         try:
             with translate(f"starting a container from {image}"):
+                for network in extra:
+                    api.connect_container_to_network(cid, network)
                 api.start(cid)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -229,7 +170,7 @@ class Sandbox:
             if "already in progress" not in str(exc):
                 raise
 
-    def __enter__(self) -> Sandbox:
+    def __enter__(self) -> DockerSandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -256,7 +197,7 @@ class Sandbox:
         marker = secrets.token_hex(8)
         argv = cmd if isinstance(cmd, list) else [self.shell(), "-c", cmd]
         cap = output_bytes or self.limits.output_bytes
-        out, err = _Capped(cap), _Capped(cap)
+        out, err = OutputCap(cap), OutputCap(cap)
         started = time.monotonic()
         ran = None
         if self._fast is not None:
@@ -288,7 +229,7 @@ class Sandbox:
         )
 
     def _api_exec(self, argv: list[str], cwd: str | None, env: dict[str, str] | None, timeout: float,
-                  stdin: bytes | None, marker: str, out: _Capped, err: _Capped, started: float) -> tuple[int, bool]:
+                  stdin: bytes | None, marker: str, out: OutputCap, err: OutputCap, started: float) -> tuple[int, bool]:
         return api_exec(self._container.id, argv, cwd=cwd or self.workdir, env=env, timeout=timeout, stdin=stdin,
                         marker=marker, out=out, err=err, started=started)
 
@@ -300,7 +241,7 @@ class Sandbox:
         if self._shell is None and self._fast is not None and self._fast.shell:
             self._shell = self._fast.shell  # the helper looked when it started
         if self._shell is None:
-            probe = self.exec(["/bin/sh", "-c", "command -v bash || echo /bin/sh"], timeout=30)
+            probe = self.exec(["/bin/sh", "-c", "command -v bash || echo /bin/sh"], timeout=self.limits.setup_timeout_s)
             self._shell = probe.stdout.strip().splitlines()[-1] if probe.stdout.strip() else "/bin/sh"
         return self._shell
 
@@ -356,7 +297,7 @@ class Sandbox:
             except SandboxError as exc:
                 raise FileOpError(f"cannot write {path}: {exc}") from exc
             if attempt == 0:
-                made = self.exec(["mkdir", "-p", parent], timeout=30)
+                made = self.exec(["mkdir", "-p", parent], timeout=self.limits.setup_timeout_s)
                 if not made.ok:
                     raise FileOpError(f"cannot create {parent}: {made.stderr.strip()}")
         raise FileOpError(f"cannot write {path}")
@@ -403,7 +344,8 @@ class Sandbox:
             f"{git} -c core.attributesFile=$attrs -c diff.noprefix=false -c core.quotePath=true "
             f"diff --cached --binary --no-ext-diff --no-textconv --no-color --full-index {shlex.quote(base)}"
         )
-        result = self.exec(["/bin/sh", "-c", script, "sh", attributes], cwd=repo or self.workdir, timeout=300,
+        result = self.exec(["/bin/sh", "-c", script, "sh", attributes], cwd=repo or self.workdir,
+                           timeout=self.limits.diff_timeout_s,
                            output_bytes=MAX_PATCH_BYTES)
         if result.returncode != 0 or result.truncated:
             why = "the patch is larger than the output cap" if result.truncated else result.stderr.strip()[-500:]
@@ -419,11 +361,21 @@ class Sandbox:
             self._fast.close()
         with translate("stopping the container's processes"):
             self._container.kill()
-            client().api.wait(self._container.id, condition="not-running", timeout=30)
+            client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
             self._container.start()
         if self._fast is not None:
             self._fast = FastExec(self._container.id, self._kill_marked)
             self._fast.warm()
+
+    def pause(self) -> None:
+        """Freeze every process of the container (it keeps its state); raises SandboxError."""
+        with translate("pausing a container"):
+            client().api.pause(self._container.id)
+
+    def unpause(self) -> None:
+        """Let a paused container run again; raises SandboxError."""
+        with translate("resuming a container"):
+            client().api.unpause(self._container.id)
 
     def status(self) -> dict:
         """The container's state as the engine reports it (for OOM and exit diagnostics)."""
@@ -450,3 +402,16 @@ def _attr_line(path: bytes) -> str:
     globbed = re.sub(rb"([*?\[\\])", rb"\\\1", path)
     quoted = "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}" for b in globbed)
     return f'"/{quoted}" -diff\n'
+
+
+class DockerBackend:
+    """Starts `DockerSandbox`es (a `sandbox.base.Backend`)."""
+
+    def __init__(self, *, fast_exec: bool | None = None) -> None:
+        self.fast_exec = fast_exec
+
+    def start(self, image: str, *, limits: Limits = Limits(), role: str = "agent", run_id: str = "",
+              workdir: str = "/repo", env: dict[str, str] | None = None, mounts: tuple[Mount, ...] = (),
+              networks: tuple[str, ...] = ()) -> DockerSandbox:
+        return DockerSandbox.start(image, limits=limits, role=role, run_id=run_id, workdir=workdir, env=env,
+                                   mounts=mounts, networks=networks, fast_exec=self.fast_exec)

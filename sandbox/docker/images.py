@@ -27,8 +27,8 @@ from pathlib import Path
 import docker.errors
 
 from .engine import client, translate
-from .errors import ImageBuildError, ImageNotFound, InputError
-from .snapshot import SNAPSHOT_FORMAT, Snapshot, _cache_dir, tar_directory
+from ..errors import ImageBuildError, ImageNotFound, InputError
+from ..snapshot import SNAPSHOT_FORMAT, Snapshot, cache_dir, tar_directory
 
 IMAGE_FORMAT = 2  # bump when the build recipes below change: forces rebuilds everywhere
 DEFAULT_BASE = "wholeloop/base:bookworm"
@@ -238,6 +238,34 @@ def task_image(
     return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
 
 
+@dataclass
+class ImageInfo:
+    tier: str  # base | env | task | ?
+    tags: list[str]
+    id: str
+    size_bytes: int
+
+
+def list_images() -> list[ImageInfo]:
+    """The images wholeloop made (every tier), sorted by tag."""
+    with translate("listing images"):
+        found = client().images.list(filters={"label": "wholeloop=1"})
+    out = [ImageInfo(img.labels.get("wholeloop.tier", "?"), list(img.tags), img.id, int(img.attrs.get("Size", 0)))
+           for img in found]
+    return sorted(out, key=lambda i: i.tags[0] if i.tags else "")
+
+
+def remove_images(tiers: tuple[str, ...] = ("env", "task")) -> list[str]:
+    """Remove wholeloop's images of these tiers (they rebuild on demand); returns their names."""
+    removed = []
+    for info in list_images():
+        if info.tier in tiers:
+            with translate("removing images"):
+                client().images.remove(info.id, force=True)
+            removed.append(", ".join(info.tags) or info.id[:19])
+    return removed
+
+
 def image_exists(tag: str) -> bool:
     with translate(f"looking up image {tag}"):
         try:
@@ -259,7 +287,7 @@ def _build_lock(tag: str) -> Iterator[None]:
     """One build per tag across threads (a lock) and processes (an flock on a cache file)."""
     with _locks_guard:
         lock = _locks.setdefault(tag, threading.Lock())
-    lock_dir = _cache_dir() / "locks"
+    lock_dir = cache_dir() / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
     with lock, open(lock_dir / (tag.replace("/", "_").replace(":", "_") + ".lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

@@ -57,8 +57,6 @@ class RayExecutor:
     `unit_cpus`: CPUs a unit reserves on its node (units mostly wait on Docker and the model).
     """
 
-    remote = True
-
     def __init__(self, address: str | None = None, *, max_in_flight: int | None = None,
                  unit_cpus: float | None = None, max_ship_mb: float | None = None) -> None:
         self.address = address
@@ -157,9 +155,9 @@ class RayExecutor:
 
     def run_units(self, runner, units: Iterable[tuple]) -> Iterator[list]:
         """Run (task, repeat) units of `runner` on the cluster; write each unit's files into the run
-        folder and yield its rows (not yet appended: the runner appends them)."""
-        from . import __version__
-        from .records import ResultRow
+        folder, append its rows there and yield them."""
+        from ... import __version__
+        from ...records import ResultRow
 
         units = list(units)
         if not units:
@@ -179,11 +177,14 @@ class RayExecutor:
         for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(runner)):
             task, repeat = by_id[payload["task"]["task"]["id"]], payload["repeat"]
             if isinstance(outcome, BaseException):
-                yield [self._failure_row(runner, task, repeat, outcome)]
-                continue
-            self._land(runner, task, repeat, outcome)
-            yield [ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
-                   for row in outcome["rows"]]
+                rows = [self._failure_row(runner, task, repeat, outcome)]
+            else:
+                self._land(runner, task, repeat, outcome)
+                rows = [ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
+                        for row in outcome["rows"]]
+            for row in rows:
+                runner.folder.append(row)
+            yield rows
 
     def _probe(self) -> dict:
         ref = self.ray.remote(node_info).options(num_cpus=0).remote()
@@ -212,11 +213,8 @@ class RayExecutor:
     def _payloads(self, runner, units: list[tuple]) -> tuple[list[dict], dict[str, str]]:
         """One payload per unit; raises RayExecutorError (nothing submitted) if an input is too big."""
         shipper = _Shipper(self.ray, self.max_ship_bytes)
-        spec = getattr(runner.agent, "spec", None)
-        if spec is None:
-            raise RayExecutorError(f"agent {runner.agent.name!r} cannot be rebuilt on a Ray worker",
-                                   hint="build the agent with harness.agents.get_agent (the CLI does)")
-        agent = {"spec": dict(spec), "config_text": None}
+        spec = runner.agent.spec.model_dump()
+        agent = {"spec": spec, "config_text": None}
         if spec.get("config_path"):
             agent["config_text"] = Path(spec["config_path"]).read_text()
         replay = (spec.get("model") or "").removeprefix("replay:") if (spec.get("model") or "").startswith("replay:") else None
@@ -227,76 +225,43 @@ class RayExecutor:
             per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
             hashes[task.id] = task.content_hash()
         options = runner.options
-        common = {"run_id": runner.run_id, "config": runner.config, "agent": agent,
+        common = {"run_id": runner.run_id, "config": runner.label, "agent": agent,
                   "options": {"repeats": options.repeats, "attempts": options.attempts, "feedback": options.feedback,
                               "infra_retries": options.infra_retries,
                               "limits": options.limits.model_dump(exclude_none=True)}}
         return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units], hashes
 
     def _note_manifest(self, runner) -> None:
-        import json
-
-        from .records import write_json
-
-        with runner._manifest_lock:
-            path = runner.run_dir / "manifest.json"
-            manifest = json.loads(path.read_text()) if path.exists() else {}
-            manifest["executor"] = {"kind": "ray", "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
-                                    "nodes": self.nodes(), "unit_cpus": self.unit_cpus}
-            write_json(path, manifest)
-
-    # ------------------------------------------------------------------ what comes back
+        executor = {"kind": "ray", "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
+                    "nodes": self.nodes(), "unit_cpus": self.unit_cpus}
+        runner.folder.update_manifest(lambda manifest: manifest.__setitem__("executor", executor))
 
     def _land(self, runner, task, repeat: int, result: dict) -> None:
-        """Write a finished unit's files into the run folder (before its rows are appended)."""
-        import json
-
-        from .records import rep_dir, write_atomic, write_json
-        from .runner import _move_aside
-
-        run_dir = runner.run_dir
-        _move_aside(rep_dir(run_dir, task.id, runner.config, repeat) / "transcript.jsonl")  # an unfinished earlier try
+        """A finished unit's files from the node, written under the run folder (attempt files only)."""
+        folder = runner.folder
+        folder.move_aside(folder.transcript_path(task.id, runner.label, repeat))  # an unfinished earlier try
         for rel, data in sorted(result["files"].items()):
-            parts = Path(rel).parts
-            if not parts or parts[0] != "attempts" or ".." in parts or Path(rel).is_absolute():
+            try:
+                folder.write_file(rel, data)
+            except ValueError:
                 continue  # only a unit's own attempt files are written
-            target = run_dir / rel
-            if target.name.startswith("transcript.unfinished-") and target.exists():
-                n = 1
-                while (target := target.with_name(f"transcript.unfinished-{n}.jsonl")).exists():
-                    n += 1
-            write_atomic(target, data)
         if result.get("log"):
-            log = run_dir / "logs" / "images.log"
-            log.parent.mkdir(exist_ok=True)
-            with runner._log_lock, open(log, "a") as fh:
-                fh.write(result["log"])
+            folder.log_image(result["log"])
         if result.get("images"):
-            with runner._manifest_lock:
-                path = run_dir / "manifest.json"
-                manifest = json.loads(path.read_text()) if path.exists() else {}
-                manifest.setdefault("images", {})[task.id] = {**result["images"], "node": result["node"]}
-                write_json(path, manifest)
+            images = {**result["images"], "node": result["node"]}
+            folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
 
     def _failure_row(self, runner, task, repeat: int, exc: BaseException):
         """The unit could not be run on the cluster (its node died beyond Ray's retries, or our code
-        failed there): an infra_error row, with a transcript saying why."""
-        from .agents import AgentResult
-        from .manifest import now
-        from .records import Phases, attempt_dir, rep_dir
-        from .runner import _move_aside
-        from .transcript import ErrorEvent, TranscriptWriter
+        failed there): an infra_error row (not yet appended), with a transcript saying why."""
+        from ...transcript import ErrorEvent, TranscriptWriter
 
-        path = rep_dir(runner.run_dir, task.id, runner.config, repeat) / "transcript.jsonl"
-        _move_aside(path)
+        path = runner.folder.transcript_path(task.id, runner.label, repeat)
+        runner.folder.move_aside(path)
         message = f"ray: {type(exc).__name__}: {str(exc).strip()[-2000:]}"
-        transcript = TranscriptWriter(path)
-        try:
+        with TranscriptWriter(path) as transcript:
             transcript.write(ErrorEvent(where="ray", error_type=type(exc).__name__, message=message))
-        finally:
-            transcript.close()
-        adir = attempt_dir(runner.run_dir, task.id, runner.config, repeat, 1)
-        return runner._row(task, repeat, 1, True, AgentResult(stop_reason="error"), None, message, "", Phases(), adir, now())
+        return runner.failure_row(task, repeat, 1, message)
 
 
 # ---------------------------------------------------------------------------- shipping (driver)
@@ -380,7 +345,7 @@ class _Shipper:
             return None
         cached = self._done.get(("folder", str(path)))
         if cached is None:
-            from sandbox.snapshot import tar_directory
+            from sandbox import tar_directory
 
             data = tar_directory(path)
             digest = hashlib.sha256(b"folder\0")
@@ -402,17 +367,17 @@ def _task_payload(task, shipper: _Shipper) -> dict:
         path = Path(task.repo_source())
         add("repo", shipper.repo(path, f"task {task.id}: repository"), path)
     if task.gold_patch_file:
-        path = task._rel(task.gold_patch_file)
+        path = task.resolve_path(task.gold_patch_file)
         add("gold_patch_file", shipper.file(path, f"task {task.id}: gold_patch_file"), path)
     if task.hidden_tests.patch_file:
-        path = task._rel(task.hidden_tests.patch_file)
+        path = task.resolve_path(task.hidden_tests.patch_file)
         add("hidden_tests.patch_file", shipper.file(path, f"task {task.id}: hidden_tests.patch_file"), path)
     if task.environment.dockerfile:
-        path = task._rel(task.environment.dockerfile)
+        path = task.resolve_path(task.environment.dockerfile)
         add("environment.dockerfile", shipper.folder(path.parent, f"task {task.id}: Dockerfile folder"), path,
             inner=path.name)
     if isinstance(task.environment.trust_ca_bundle, str):
-        path = task._rel(task.environment.trust_ca_bundle)
+        path = task.resolve_path(task.environment.trust_ca_bundle)
         add("environment.trust_ca_bundle", shipper.file(path, f"task {task.id}: trust_ca_bundle"), path)
     return {"task": task.model_dump(mode="json", by_alias=True), "files": files, "spec": str(task.spec_path)}
 

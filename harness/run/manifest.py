@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 MANIFEST_SCHEMA = 1
 _DEPENDENCIES = ["docker", "gitpython", "anthropic", "openai", "litellm", "tenacity", "pydantic", "rich", "click", "PyYAML"]
@@ -26,7 +26,7 @@ def now() -> str:
 
 
 def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
@@ -67,9 +67,9 @@ def _cpu_model() -> str:
 
 def _engine() -> dict:
     try:
-        from sandbox.engine import client
+        from sandbox.docker import engine_version
 
-        info = client().version()
+        info = engine_version()
         return {"version": info.get("Version"), "api_version": info.get("ApiVersion"), "os": info.get("Os")}
     except Exception as exc:  # the manifest must never fail a run
         return {"error": str(exc)}

@@ -17,26 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits
 
-# Files a test runner reads that an agent must not be able to plant or change to pass the grade:
-# the tests, pytest's configuration in every file and folder pytest looks for it (a planted
-# `addopts = -p plugin` runs the agent's code inside the test process), and the modules Python runs
-# at start-up. Top-level modules that shadow the test runner or the standard library are handled
-# by grading (see `harness.grading.remove_shadowing`).
-DEFAULT_PROTECTED = [
-    "**/conftest.py",
-    "**/test_*.py",
-    "**/*_test.py",
-    "**/tests/**",
-    "**/testing/**",
-    "**/pytest.ini",
-    "**/.pytest.ini",
-    "**/tox.ini",
-    "**/setup.cfg",
-    "**/pyproject.toml",
-    "**/sitecustomize.py",
-    "**/usercustomize.py",
-    "**/__snapshots__/**",
-]
+from ..parsers import PARSERS, get_parser
+
 SYSTEM_CA_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
 
 
@@ -71,7 +53,14 @@ class HiddenTests(_Strict):
     patch: str | None = Field(None, description="unified diff adding/changing test files")
     patch_file: str | None = None
     files: dict[str, str] = Field(default_factory=dict, description="path in the repository -> content")
-    parser: Literal["pytest"] = "pytest"
+    parser: str = Field("pytest", description="how results are read: a name in harness.parsers.PARSERS")
+
+    @field_validator("parser")
+    @classmethod
+    def _known_parser(cls, value: str) -> str:
+        if value not in PARSERS:
+            raise ValueError(f"unknown parser {value!r}; known: {', '.join(PARSERS.names())}")
+        return value
 
     @model_validator(mode="after")
     def _one_patch(self) -> HiddenTests:
@@ -110,7 +99,8 @@ class Task(_Strict):
     gold_patch_file: str | None = None
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     timeouts: Timeouts = Field(default_factory=Timeouts)
-    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
+    protected_paths: list[str] | None = Field(
+        None, description="globs an agent must not change; default: the test parser's (its tests and runner config)")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     _spec_path: Path | None = PrivateAttr(None)
@@ -134,7 +124,14 @@ class Task(_Strict):
     def spec_path(self) -> Path | None:
         return self._spec_path
 
-    def _rel(self, value: str) -> Path:
+    def protected(self) -> list[str]:
+        """The globs grading protects: the spec's own list, else the test parser's defaults."""
+        if self.protected_paths is not None:
+            return list(self.protected_paths)
+        return list(get_parser(self.hidden_tests.parser).protected_paths)
+
+    def resolve_path(self, value: str) -> Path:
+        """A path named in the spec: relative ones are relative to the spec file."""
         path = Path(os.path.expanduser(value))
         if not path.is_absolute() and self._spec_path is not None:
             path = self._spec_path.parent / path
@@ -144,14 +141,14 @@ class Task(_Strict):
         """The repository as git can open it: an absolute local path, or the URL unchanged."""
         if "://" in self.repo or self.repo.startswith("git@"):
             return self.repo
-        return str(self._rel(self.repo).resolve())
+        return str(self.resolve_path(self.repo).resolve())
 
     def _read(self, inline: str | None, file: str | None, what: str) -> str:
         if inline is not None:
             return inline
         if file is None:
             return ""
-        path = self._rel(file)
+        path = self.resolve_path(file)
         try:
             with open(path, newline="") as fh:  # keep CRLF: patches to CRLF files must stay exact
                 return fh.read()
@@ -169,7 +166,7 @@ class Task(_Strict):
         return EnvSpec(
             image=env.image,
             pull=env.pull,
-            dockerfile=str(self._rel(env.dockerfile)) if env.dockerfile else None,
+            dockerfile=str(self.resolve_path(env.dockerfile)) if env.dockerfile else None,
             setup=tuple(env.setup),
             env=tuple(sorted(env.env.items())),
             ca_bundle=self.ca_bundle(),
@@ -182,7 +179,7 @@ class Task(_Strict):
         if choice is False:
             return None
         if isinstance(choice, str):
-            return str(self._rel(choice))
+            return str(self.resolve_path(choice))
         for candidate in (os.environ.get("WHOLELOOP_CA_BUNDLE"), os.environ.get("SSL_CERT_FILE"), *SYSTEM_CA_BUNDLES):
             if candidate and Path(candidate).is_file():
                 return candidate
@@ -191,6 +188,7 @@ class Task(_Strict):
     def content_hash(self) -> str:
         """Changes whenever anything that affects the task's outcome changes."""
         data = self.model_dump(mode="json", by_alias=True)
+        data["protected_paths"] = self.protected()
         data["_gold"] = self.gold()
         data["_test_patch"] = self.test_patch()
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,54 @@
+"""The `wholeloop` command: parse arguments, call the library, print. Nothing else lives here.
+
+One module per group of commands (run, reports, tasks, machine); each registers its commands on
+`main`. Heavy modules (docker, git, rich, model SDKs) are imported inside the commands that need
+them, so `wholeloop --help` stays fast and a run without a model never imports a model SDK.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+EXIT_USAGE = 2
+
+
+def console():
+    """A rich console; when output is not a terminal (CI logs, pipes) tables get room to breathe."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=150)
+
+
+class _Group(click.Group):
+    """Turns our typed errors into a message and a hint instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        from sandbox.errors import SandboxError
+
+        from ..tasks import TaskSpecError
+
+        try:
+            return super().invoke(ctx)
+        except (SandboxError, TaskSpecError, FileNotFoundError, ValueError) as exc:
+            if isinstance(exc, click.ClickException):
+                raise
+            click.secho(f"error: {exc}", fg="red", err=True)
+            hint = getattr(exc, "hint", "")
+            if hint:
+                click.echo(f"hint: {hint}", err=True)
+            sys.exit(EXIT_USAGE)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="wholeloop")
+def main() -> None:
+    """Which coding agent actually works on your code: real repositories in Docker, patches
+    graded by hidden tests in a fresh container, the whole loop measured."""
+
+
+from . import machine, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""`python -m harness.cli ...` is `wholeloop ...`."""
+
+from . import main
+
+main()

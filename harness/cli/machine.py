@@ -1,0 +1,64 @@
+"""This machine: doctor, base images, pruning leftovers."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import main
+
+
+@main.command()
+def doctor():
+    """Check that this machine can run tasks; each problem comes with the command that fixes it."""
+    from ..doctor import run_checks
+
+    ok = run_checks()
+    sys.exit(0 if ok else 1)
+
+
+@main.group()
+def images():
+    """Base images and the image cache."""
+
+
+@images.command("bootstrap")
+@click.option("--tag", default=None, help="image tag (default wholeloop/base:bookworm)")
+@click.option("--suite", default="bookworm", show_default=True)
+@click.option("--mirror", default="http://deb.debian.org/debian", show_default=True)
+@click.option("--force", is_flag=True, help="rebuild even when the image exists")
+def images_bootstrap(tag, suite, mirror, force):
+    """Build the base image with no registry (debootstrap + docker import; about a minute)."""
+    from sandbox.docker import DEFAULT_BASE, bootstrap_base_image, image_exists
+
+    tag = tag or DEFAULT_BASE
+    if image_exists(tag) and not force:
+        click.echo(f"{tag} is already present (use --force to rebuild)")
+        return
+    click.echo(f"building {tag} from Debian {suite} with debootstrap ...")
+    built = bootstrap_base_image(tag, suite=suite, mirror=mirror, log=click.echo)
+    click.echo(f"built {tag} ({built.id[:19]})")
+
+
+@images.command("list")
+def images_list():
+    """Images wholeloop made (base, env and task tiers)."""
+    from sandbox.docker import list_images
+
+    for img in list_images():
+        click.echo(f"{img.tier:5} {', '.join(img.tags) or img.id[7:19]:40} {img.size_bytes / 1e6:8.0f} MB")
+
+
+@main.command()
+@click.option("--all", "all_owners", is_flag=True, help="also containers of runs that look alive")
+@click.option("--images", "with_images", is_flag=True, help="also remove env and task images (they rebuild)")
+def prune(all_owners, with_images):
+    """Remove containers left behind by runs that are no longer alive (never a live run's)."""
+    from sandbox.docker import prune_containers, remove_images
+
+    report = prune_containers(all_owners=all_owners)
+    click.echo(f"removed {len(report.removed)} container(s); kept {len(report.kept_live)} of live runs")
+    if with_images:
+        for name in remove_images(("env", "task")):
+            click.echo(f"removed image {name}")

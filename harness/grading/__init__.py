@@ -1,0 +1,11 @@
+"""Grading: apply the agent's patch safely, undo what it must not change, run the hidden tests,
+decide the outcome; and what the agent hears between attempts."""
+
+from .feedback import MODES as FEEDBACK_MODES
+from .feedback import feedback_text
+from .grade import grade
+from .outcome import GRADE_SCHEMA, Grade, Outcome, TestTally, classify
+from .patching import touched_files
+
+__all__ = ["FEEDBACK_MODES", "GRADE_SCHEMA", "Grade", "Outcome", "TestTally", "classify", "feedback_text", "grade",
+           "touched_files"]

@@ -1,0 +1,83 @@
+"""Outcomes and grades: what one graded attempt came to, and the rule that decides it."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL
+from ..tasks import Task
+
+GRADE_SCHEMA = 1
+
+
+class Outcome(str, Enum):
+    resolved = "resolved"
+    unresolved = "unresolved"
+    regression = "regression"  # a PASS_TO_PASS test broke
+    empty_patch = "empty_patch"
+    patch_apply_failed = "patch_apply_failed"
+    test_timeout = "test_timeout"
+    infra_error = "infra_error"  # never counted as the agent's failure
+
+
+class TestTally(BaseModel):
+    passed: int = 0
+    failed: int = 0
+    total: int = 0
+
+
+class Grade(BaseModel):
+    schema_version: int = GRADE_SCHEMA
+    task_id: str
+    outcome: Outcome
+    resolved: bool
+    apply_method: str | None = None
+    reverted: list[str] = Field(default_factory=list, description="protected files put back to base")
+    tests: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS and PASS_TO_PASS statuses")
+    fail_to_pass: TestTally = Field(default_factory=TestTally)
+    pass_to_pass: TestTally = Field(default_factory=TestTally)
+    exit_code: int | None = None
+    consistent: bool = True
+    note: str = ""
+    seconds: float = 0.0
+
+    def failing(self) -> list[str]:
+        return [t for t, s in self.tests.items() if s not in (PASSED, XFAIL, SKIPPED)]
+
+
+def _passed(status: str) -> bool:
+    return status in (PASSED, XFAIL)
+
+
+def _failed(status: str) -> bool:
+    return status in (FAILED, ERROR, MISSING)
+
+
+def classify(task: Task, statuses: dict[str, str], exit_code: int | None, consistent: bool, note: str) -> Grade:
+    """The outcome from parsed statuses (tests absent from the output count as failed)."""
+    tests = {t: statuses.get(t, MISSING) for t in [*task.fail_to_pass, *task.pass_to_pass]}
+    f2p = TestTally(total=len(task.fail_to_pass))
+    f2p.passed = sum(_passed(tests[t]) for t in task.fail_to_pass)
+    f2p.failed = f2p.total - f2p.passed
+    p2p = TestTally(total=len(task.pass_to_pass))
+    p2p.failed = sum(_failed(tests[t]) for t in task.pass_to_pass)
+    p2p.passed = sum(_passed(tests[t]) for t in task.pass_to_pass)
+    if p2p.failed:
+        outcome = Outcome.regression
+    elif f2p.failed == 0 and consistent:
+        outcome = Outcome.resolved
+    else:
+        outcome = Outcome.unresolved
+    return Grade(
+        task_id=task.id,
+        outcome=outcome,
+        resolved=outcome is Outcome.resolved,
+        tests=tests,
+        fail_to_pass=f2p,
+        pass_to_pass=p2p,
+        exit_code=exit_code,
+        consistent=consistent,
+        note=note,
+    )

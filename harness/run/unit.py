@@ -1,0 +1,258 @@
+"""One unit of work end to end: a (task, repeat), its attempts, and bounded retries.
+
+Find or build the images, start the agent's container (network off), then for each attempt let
+the agent work, take the patch and grade it in a fresh container; a later attempt continues the
+same conversation in the same container, after feedback. One row per attempt goes into the run
+folder the moment it is known.
+
+Failures are sorted by whose they are: the agent's end up as outcomes; the machine's (engine
+gone, container died, image build failed, provider down) are retried a bounded number of times
+and otherwise recorded as `infra_error`; the task author's (missing repository, unknown commit)
+are recorded as `infra_error` at once. Nothing of that stops the other units.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox import Backend, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
+from sandbox.docker import env_image, task_image
+
+from ..agents import Agent, AgentContext, AgentResult
+from ..grading import Grade, Outcome, feedback_text, grade, touched_files
+from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
+from ..tasks import LimitsSpec, Task, TaskSpecError
+from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
+from .manifest import now
+
+ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    workers: int = 1
+    repeats: int = 1
+    attempts: int = 1  # tries per (task, repeat); a later one continues the conversation
+    feedback: str = "none"  # none | visible | hidden: what the agent hears between attempts
+    infra_retries: int = 2  # extra tries of a unit that failed for the machine's reasons
+    limits: LimitsSpec = field(default_factory=LimitsSpec)  # run-level overrides, above the task's
+    label: str = ""  # the configuration's name in reports; defaults to the agent's name (+ model)
+
+    def label_for(self, agent: Agent) -> str:
+        if self.label:
+            return self.label
+        model = agent.model or ""
+        if model.startswith("replay:"):  # the folder's name says enough; the manifest has the path
+            model = "replay:" + Path(model.removeprefix("replay:")).name
+        return agent.name + (f"+{model}" if model else "")
+
+
+@dataclass
+class Prepared:
+    image: str
+    base_commit: str  # the snapshot's only commit, the base of the agent's diff
+    seconds: float
+    cached: bool
+    images: dict  # what the manifest records: env and task tags and ids, the tree
+
+
+class RetryUnit(Exception):
+    """The machine failed this unit; it may succeed on another try."""
+
+
+class NotRetryable(Exception):
+    """Not the agent's failure, and another try would not help (a bad API key, a wrong model)."""
+
+
+class Interrupted(Exception):
+    """The run is stopping; the unit is left unfinished, to be redone on resume."""
+
+
+class UnitRunner:
+    """Runs units of one configuration (agent + options) into one run folder."""
+
+    def __init__(self, agent: Agent, options: RunOptions, folder: RunFolder, *, progress: ProgressFn | None = None,
+                 backend: Backend | None = None) -> None:
+        self.agent, self.options, self.folder = agent, options, folder
+        self.label = options.label_for(agent)
+        self.run_id = folder.path.name
+        self.progress = progress or (lambda *_: None)
+        self.backend = backend or DockerBackend()
+        self.cancel = threading.Event()
+
+    def unit_name(self, task_id: str, repeat: int) -> str:
+        return task_id if self.options.repeats == 1 else f"{task_id}#{repeat}"
+
+    def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
+        """All attempts of one (task, repeat), with bounded retries of machine failures.
+        Never raises for task or infrastructure problems; returns the rows it appended."""
+        for try_no in range(self.options.infra_retries + 1):
+            try:
+                return self._try_unit(task, repeat, last_try=try_no == self.options.infra_retries)
+            except RetryUnit:
+                self.progress("retry", self.unit_name(task.id, repeat), f"infrastructure failure, retry {try_no + 1}")
+                time.sleep(min(2 ** try_no, 30))
+            except Interrupted:
+                return []
+        return []
+
+    def _try_unit(self, task: Task, repeat: int, *, last_try: bool) -> list[ResultRow]:
+        unit = self.unit_name(task.id, repeat)
+        transcript_path = self.folder.transcript_path(task.id, self.label, repeat)
+        self.folder.move_aside(transcript_path)  # an unfinished earlier try keeps its story, apart
+        transcript = TranscriptWriter(transcript_path)
+        rows: list[ResultRow] = []
+        phases, started, started_at = PhaseTimes(), time.monotonic(), now()
+        try:
+            self.progress("start", unit, "preparing images")
+            prepared = self.prepare(task)
+            phases.image_s, phases.image_cached = round(prepared.seconds, 3), prepared.cached
+            transcript.write(PhaseEvent(name="image", seconds=phases.image_s, detail="cached" if prepared.cached else "built"))
+            limits = self.options.limits.apply(task.limits.apply(Limits()))
+            t0 = time.monotonic()
+            sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id)
+            try:
+                phases.container_start_s = round(time.monotonic() - t0, 3)
+                transcript.write(PhaseEvent(name="container_start", seconds=phases.container_start_s))
+                rows = self._attempts(task, repeat, prepared, sb, limits, transcript, phases, started, started_at)
+            finally:
+                sb.close()
+        except (Interrupted, RetryUnit):
+            raise
+        except InfraError as exc:
+            if not last_try:
+                transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=str(exc)))
+                raise RetryUnit() from exc
+            rows.append(self._error_row(task, repeat, len(rows) + 1, exc, transcript, phases, started, started_at))
+        except (SandboxError, TaskSpecError, NotRetryable) as exc:  # the task's inputs or the setup: no retry
+            rows.append(self._error_row(task, repeat, len(rows) + 1, exc, transcript, phases, started, started_at))
+        except Exception as exc:  # a bug of ours must not take the other tasks down with it
+            transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=traceback.format_exc()))
+            rows.append(self._error_row(task, repeat, len(rows) + 1, exc, transcript, phases, started, started_at))
+        finally:
+            transcript.close()
+        return rows
+
+    def _attempts(self, task: Task, repeat: int, prepared: Prepared, sb: Sandbox, limits: Limits,
+                  transcript: TranscriptWriter, phases: PhaseTimes, started: float, started_at: str) -> list[ResultRow]:
+        rows: list[ResultRow] = []
+        messages: list = []
+        feedback: str | None = None
+        for attempt in range(1, self.options.attempts + 1):
+            last = attempt == self.options.attempts
+            unit = self.unit_name(task.id, repeat)
+            transcript.write(AttemptStart(task_id=task.id, attempt=attempt, repeat=repeat, config=self.label, image=prepared.image))
+            if feedback:
+                transcript.write(Feedback(attempt=attempt, mode=self.options.feedback, text=feedback))
+            self.progress("agent", unit, f"agent working (attempt {attempt})")
+            t1 = time.monotonic()
+            ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
+                               deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel)
+            result = self.agent.run(ctx)
+            phases.agent_s = round(time.monotonic() - t1, 3)
+            phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
+            phases.retry_wait_s = round(result.retry_wait_s, 3)
+            if result.stop_reason == "interrupted":
+                raise Interrupted()
+            if result.infra_error:
+                raise (InfraError if result.infra_retryable else NotRetryable)(result.infra_error)
+            adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
+            adir.mkdir(parents=True, exist_ok=True)
+            t2 = time.monotonic()
+            try:
+                sb.stop_processes()  # nothing the agent left running can change the tree any more
+                patch, note = sb.diff(prepared.base_commit), ""
+            except PatchError as exc:  # the agent broke the repository or wrote a huge patch
+                patch, note = "", f"no patch could be taken: {exc}"
+            phases.patch_s = round(time.monotonic() - t2, 3)
+            (adir / "patch.diff").write_text(patch)
+            transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=touched_files(patch), diff=patch))
+            if last:
+                sb.close()  # the agent's container is gone before the final grading
+            else:
+                sb.pause()  # frozen while grading: nothing it runs can act meanwhile
+            self.progress("grade", unit, f"grading attempt {attempt}")
+            grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
+                                           backend=self.backend, run_id=self.run_id)
+            if grade_.outcome is Outcome.infra_error:
+                raise InfraError(grade_.note)
+            grade_.note = "; ".join(x for x in (note, grade_.note) if x)
+            phases.grading_s = grade_.seconds
+            transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
+            write_atomic(adir / "test_output.txt", output)
+            write_json(adir / "grade.json", grade_.model_dump(mode="json"))
+            transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
+                                        failing=grade_.failing(), detail=grade_.note))
+            phases.total_s = round(time.monotonic() - started, 3)
+            final = grade_.resolved or last
+            row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, started_at)
+            self.folder.append(row)
+            rows.append(row)
+            if final:
+                break
+            sb.unpause()
+            feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
+        return rows
+
+    def prepare(self, task: Task) -> Prepared:
+        """Environment and task images (built once per distinct input), and the snapshot; the
+        images are recorded in the manifest."""
+        t0 = time.monotonic()
+        log = self._build_logger(task.id)
+        env = env_image(task.env_spec(), log=log)
+        snapshot = cached_snapshot(task.repo_source(), task.base_commit)
+        image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log)
+        images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
+        self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
+        return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images)
+
+    def _build_logger(self, task_id: str) -> Callable[[str], None]:
+        def log(line: str) -> None:
+            self.folder.log_image(f"[{task_id}] {line}")
+            self.progress("build", task_id, line[:120])
+
+        return log
+
+    # ------------------------------------------------------------------ rows
+
+    def _error_row(self, task: Task, repeat: int, attempt: int, exc: BaseException, transcript: TranscriptWriter,
+                   phases: PhaseTimes, started: float, started_at: str) -> ResultRow:
+        message = str(exc) if isinstance(exc, NotRetryable) else f"{type(exc).__name__}: {exc}"
+        hint = exc.hint if isinstance(exc, (SandboxError, TaskSpecError)) else ""
+        transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip()))
+        phases.total_s = round(time.monotonic() - started, 3)
+        row = self.failure_row(task, repeat, attempt, message, phases=phases, started_at=started_at)
+        self.folder.append(row)
+        return row
+
+    def failure_row(self, task: Task, repeat: int, attempt: int, message: str, *, phases: PhaseTimes | None = None,
+                    started_at: str = "") -> ResultRow:
+        """The row of a unit that ended in an error before it could be graded (not appended)."""
+        adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
+        return self.row(task, repeat, attempt, True, AgentResult(stop_reason="error"), None, message, "",
+                        phases or PhaseTimes(), adir, started_at or now())
+
+    def row(self, task: Task, repeat: int, attempt: int, final: bool, result: AgentResult, grade_: Grade | None,
+            error: str | None, patch: str, phases: PhaseTimes, adir: Path, started_at: str) -> ResultRow:
+        rel = self.folder.relative(adir)
+        return ResultRow(
+            run_id=self.run_id, task_id=task.id, task_hash=task.content_hash(), config=self.label,
+            agent=self.agent.name, model=self.agent.model, repeat=repeat, attempt=attempt, final=final,
+            outcome=grade_.outcome.value if grade_ else Outcome.infra_error.value,
+            resolved=bool(grade_ and grade_.resolved), stop_reason=result.stop_reason,
+            tests=grade_.tests if grade_ else {},
+            fail_to_pass=grade_.fail_to_pass.model_dump() if grade_ else {},
+            pass_to_pass=grade_.pass_to_pass.model_dump() if grade_ else {},
+            steps=result.steps, model_calls=result.model_calls, usage=result.usage, cost_usd=result.cost_usd,
+            phases=phases.model_copy(), patch_bytes=len(patch.encode()), error=error,
+            note=grade_.note if grade_ else "", instance_id=task.metadata.get("instance_id"),
+            dir=str(rel), patch_path=str(rel / "patch.diff"), transcript_path=str(rel.parent / "transcript.jsonl"),
+            started_at=started_at, finished_at=now(),
+        )

@@ -1,0 +1,184 @@
+"""The sandbox contract: what the harness may ask of a place where commands run.
+
+`Sandbox` is the whole surface the harness uses of one running environment (a container); a
+`Backend` starts them. The Docker implementation (`sandbox.docker`) is one; the tests' fakes are
+others. `sandbox.conformance` checks an implementation against this contract: its core part
+(commands, files, the patch, errors) applies to every sandbox, its isolation part (network off,
+process-tree kills, limits) to real containers only.
+
+Every method says what it raises; everything raised is a `sandbox.errors.SandboxError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits and waits of one container; every field can be set per task and per run."""
+
+    cpus: float = 2.0
+    memory: str = "4g"  # also the memory+swap limit: no swap
+    pids: int = 1024
+    output_bytes: int = 100_000  # kept per stream (stdout, stderr) of one command
+    command_timeout_s: float = 300.0  # a command the agent runs
+    network: bool = False
+    # Waits of the harness's own steps inside a container (not the agent's commands):
+    setup_timeout_s: float = 30.0  # short housekeeping commands (mkdir, probing the shell)
+    step_timeout_s: float = 120.0  # one grading step: applying a patch, reverting files, a probe
+    diff_timeout_s: float = 300.0  # taking the patch of the work tree
+    stop_timeout_s: float = 30.0  # waiting for a killed container to stop before it restarts
+
+    def with_(self, **changes: object) -> Limits:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible inside a container (read-only unless said otherwise)."""
+
+    source: str  # on the host
+    target: str  # inside the container
+    read_only: bool = True
+
+
+@dataclass
+class ExecResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    truncated: bool = False
+    timed_out: bool = False
+    output_bytes: int = 0  # bytes the command wrote in all, kept or not
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def combined(self) -> str:
+        """stdout, then stderr labelled, as a model or a reviewer should read them."""
+        parts = [self.stdout.rstrip("\n")] if self.stdout.strip() else []
+        if self.stderr.strip():
+            parts.append("[stderr]\n" + self.stderr.rstrip("\n"))
+        return "\n".join(parts)
+
+
+@dataclass
+class OutputCap:
+    """Keeps the first and last `cap/2` bytes of a stream and counts the rest; decoded once, at
+    the end, with a visible marker where bytes were dropped and replacement for invalid UTF-8."""
+
+    cap: int
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.cap // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.cap - self.cap // 2:
+                del self.tail[: len(self.tail) - (self.cap - self.cap // 2)]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        if not self.truncated:
+            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
+        dropped = self.total - len(self.head) - len(self.tail)
+        marker = f"\n[... wholeloop: {dropped} bytes of output truncated ...]\n".encode()
+        return bytes(self.head + marker + self.tail).decode("utf-8", errors="replace")
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """One running environment with a repository at `workdir`."""
+
+    limits: Limits
+    workdir: str
+
+    @property
+    def id(self) -> str:
+        """The engine's id of this environment."""
+        ...
+
+    def exec(self, cmd: str | list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
+             timeout: float | None = None, stdin: bytes | None = None,
+             output_bytes: int | None = None) -> ExecResult:
+        """Run `cmd` (a shell string run by `shell()`, or an argv list) and wait for it. A non-zero
+        exit is a result, not an error. At the timeout (default `limits.command_timeout_s`) every
+        process the command started is killed and `timed_out` is set. Each stream keeps at most
+        `output_bytes` (default `limits.output_bytes`), head and tail, with a visible marker.
+        Raises ContainerGone when the environment died, ExecError when the command could not be
+        started, EngineUnavailable when the engine stopped answering."""
+        ...
+
+    def shell(self) -> str:
+        """The shell string commands run in: bash when the image has it, else /bin/sh."""
+        ...
+
+    def read_file(self, path: str, *, max_bytes: int = 10_000_000) -> bytes:
+        """The exact bytes of a regular file (relative paths are under `workdir`). Raises
+        FileOpError when it is missing, not a regular file, or larger than `max_bytes`."""
+        ...
+
+    def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """Create or replace a regular file, parents included; a symlink at `path` is replaced,
+        never followed. Raises FileOpError."""
+        ...
+
+    def put_archive(self, path: str, tar_bytes: bytes) -> None:
+        """Unpack a tar archive into the existing folder `path`. Raises FileOpError."""
+        ...
+
+    def diff(self, base: str = "HEAD", *, repo: str | None = None) -> str:
+        """The binary-safe patch from commit `base` to the work tree, new and deleted files
+        included, leaving the repository's own index and HEAD untouched. Raises PatchError when
+        the repository is unusable or the patch is too large."""
+        ...
+
+    def stop_processes(self) -> None:
+        """Kill every process in the environment, files kept, and make it usable again: what was
+        left running can change nothing afterwards. Raises ContainerGone."""
+        ...
+
+    def pause(self) -> None:
+        """Freeze every process (state kept) until `unpause`. Raises SandboxError."""
+        ...
+
+    def unpause(self) -> None:
+        """Let a paused environment run again. Raises SandboxError."""
+        ...
+
+    def status(self) -> dict:
+        """The engine's view of the environment's state (for exit and OOM diagnostics)."""
+        ...
+
+    def close(self) -> None:
+        """Remove the environment; safe to call twice; raises nothing for one already gone."""
+        ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Backend(Protocol):
+    """Starts sandboxes: the harness's only way to get one."""
+
+    def start(self, image: str, *, limits: Limits = Limits(), role: str = "agent", run_id: str = "",
+              workdir: str = "/repo", env: dict[str, str] | None = None, mounts: tuple[Mount, ...] = (),
+              networks: tuple[str, ...] = ()) -> Sandbox:
+        """A started environment from `image` that idles until commands are executed in it, with
+        `mounts` bound and attached to `networks` besides its own (none unless `limits.network`).
+        Raises ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration."""
+        ...

@@ -1,0 +1,233 @@
+"""A conformance suite for sandboxes: run it against any implementation of `sandbox.base.Sandbox`.
+
+Two tiers:
+
+- `CORE`: the contract every sandbox keeps, the tests' fakes included -- commands (exit codes,
+  streams, cwd, env, stdin, timeouts, output caps), files (exact bytes, parents, errors), the
+  patch (changed, new, deleted and binary files, the repository's own index and HEAD untouched),
+  and that every error is a `SandboxError`.
+- `ISOLATION`: what only a real container gives -- no network, process-tree kills at a timeout,
+  the pids and memory limits, stopping everything the agent left running, pausing. Never run
+  these against a sandbox that acts on the host: they fork-bomb and fill memory on purpose.
+
+Each check is a function `check(sb)` that raises AssertionError with what was wrong. `sb` is a
+fresh sandbox whose `workdir` is an empty folder the sandbox may write, with `git` and a POSIX
+shell available, and `limits.command_timeout_s` of at least 10 s. Run them with pytest by
+parametrizing over `CORE` (and `ISOLATION` for containers), as tests/test_conformance.py does.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from collections.abc import Callable
+
+from .base import ExecResult, Sandbox
+from .errors import FileOpError, PatchError, SandboxError
+
+Check = Callable[[Sandbox], None]
+
+_GIT = "git -c user.name=t -c user.email=t@example.invalid -c init.defaultBranch=main"
+
+
+def _ok(result: ExecResult, what: str) -> ExecResult:
+    assert result.returncode == 0 and not result.timed_out, f"{what}: {result.returncode} {result.combined()}"
+    return result
+
+
+def _repo(sb: Sandbox) -> str:
+    """A repository at the workdir with one commit; returns the commit id."""
+    _ok(sb.exec(f"{_GIT} init -q . && printf 'one\\ntwo\\n' > a.txt && printf 'gone\\n' > old.txt && "
+                f"{_GIT} add -A && {_GIT} commit -qm base"), "making a repository")
+    return _ok(sb.exec("git rev-parse HEAD"), "rev-parse").stdout.strip()
+
+
+# ------------------------------------------------------------------------------ core: commands
+
+
+def check_exit_codes_and_streams(sb: Sandbox) -> None:
+    result = sb.exec("echo out; echo err >&2; exit 3")
+    assert result.returncode == 3 and not result.ok, result
+    assert result.stdout == "out\n" and result.stderr == "err\n", (result.stdout, result.stderr)
+    assert sb.exec(["sh", "-c", 'printf "%s" "$1"', "sh", "a b"]).stdout == "a b", "argv lists are not re-split"
+
+
+def check_cwd_env_and_stdin(sb: Sandbox) -> None:
+    assert sb.exec("pwd").stdout.strip().endswith(sb.workdir.rstrip("/") or "/"), "commands start in workdir"
+    _ok(sb.exec("mkdir -p sub"), "mkdir")
+    assert sb.exec("pwd", cwd=f"{sb.workdir.rstrip('/')}/sub").stdout.strip().endswith("/sub")
+    assert sb.exec('printf "%s" "$WL_CHECK"', env={"WL_CHECK": "v 1"}).stdout == "v 1"
+    assert sb.exec("cat", stdin=b"piped\x00bytes").stdout == "piped\x00bytes"
+
+
+def check_timeout_returns_and_says_so(sb: Sandbox) -> None:
+    started = time.monotonic()
+    result = sb.exec("sleep 30", timeout=1)
+    took = time.monotonic() - started
+    assert result.timed_out and not result.ok, result
+    assert took < 10, f"a 1 s timeout returned after {took:.1f} s"
+
+
+def check_output_is_capped_with_a_marker(sb: Sandbox) -> None:
+    result = sb.exec("head -c 200000 /dev/zero | tr '\\0' x", output_bytes=1000)
+    assert result.truncated and result.output_bytes >= 200000, result.output_bytes
+    assert len(result.stdout) < 2000 and "truncated" in result.stdout, len(result.stdout)
+    invalid = sb.exec("printf 'a\\377b'")
+    assert invalid.stdout == "a\ufffdb", repr(invalid.stdout)
+
+
+# ------------------------------------------------------------------------------ core: files
+
+
+def check_files_round_trip_exact_bytes(sb: Sandbox) -> None:
+    data = bytes(range(256)) * 3 + b"\r\nno newline"
+    sb.write_file("deep/er/blob.bin", data)
+    assert sb.read_file("deep/er/blob.bin") == data, "bytes changed on the way"
+    sb.write_file(f"{sb.workdir.rstrip('/')}/abs.txt", "text é\n")
+    assert sb.read_file("abs.txt") == "text é\n".encode(), "absolute and relative paths differ"
+    _ok(sb.exec("ln -s abs.txt link.txt"), "ln")
+    sb.write_file("link.txt", b"replaced")
+    assert sb.read_file("abs.txt") == "text é\n".encode(), "a write followed a symlink"
+    assert sb.read_file("link.txt") == b"replaced"
+
+
+def check_file_errors(sb: Sandbox) -> None:
+    for bad in ("missing.txt", "."):
+        try:
+            sb.read_file(bad)
+        except FileOpError:
+            pass
+        else:
+            raise AssertionError(f"reading {bad!r} did not raise FileOpError")
+    sb.write_file("big.txt", b"x" * 100)
+    try:
+        sb.read_file("big.txt", max_bytes=10)
+    except FileOpError:
+        pass
+    else:
+        raise AssertionError("a file over max_bytes was read")
+
+
+def check_put_archive(sb: Sandbox) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("unpacked/f.txt")
+        payload = b"from a tar\n"
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    sb.put_archive(sb.workdir, buf.getvalue())
+    assert sb.read_file("unpacked/f.txt") == b"from a tar\n"
+
+
+# ------------------------------------------------------------------------------ core: the patch
+
+
+def check_diff_covers_changed_new_deleted_and_binary(sb: Sandbox) -> None:
+    base = _repo(sb)
+    assert sb.diff(base) == "", "a clean tree has an empty patch"
+    _ok(sb.exec("printf 'one\\nTWO\\n' > a.txt && rm old.txt && printf 'new\\n' > new.txt && "
+                "printf '\\000\\001\\377' > data.bin && git add a.txt"), "changing files")
+    patch = sb.diff(base)
+    for needle in ("a/a.txt", "+TWO", "deleted file mode", "b/new.txt", "GIT binary patch"):
+        assert needle in patch, f"{needle!r} missing from the patch:\n{patch}"
+    status = _ok(sb.exec("git status --porcelain"), "status").stdout
+    assert "M  a.txt" in status and "?? new.txt" in status, f"the repository's own index changed:\n{status}"
+    assert sb.exec("git rev-parse HEAD").stdout.strip() == base, "HEAD moved"
+    fresh = sb.exec(f"d=$(mktemp -d) && {_GIT} clone -q . $d/r && cd $d/r && git apply --binary - && rm -rf $d",
+                    stdin=patch.encode())
+    _ok(fresh, "the patch applies to a clean checkout")
+
+
+def check_diff_of_a_broken_repository_raises(sb: Sandbox) -> None:
+    _repo(sb)
+    _ok(sb.exec("rm -rf .git"), "removing .git")
+    try:
+        sb.diff("HEAD")
+    except PatchError:
+        return
+    raise AssertionError("a diff without a repository did not raise PatchError")
+
+
+def check_errors_are_sandbox_errors(sb: Sandbox) -> None:
+    for call in (lambda: sb.read_file("nope/nope"), lambda: sb.diff("not-a-commit")):
+        try:
+            call()
+        except SandboxError:
+            continue
+        except Exception as exc:  # noqa: BLE001 (the point of the check)
+            raise AssertionError(f"{type(exc).__name__} leaked instead of a SandboxError: {exc}") from exc
+
+
+CORE: list[Check] = [
+    check_exit_codes_and_streams, check_cwd_env_and_stdin, check_timeout_returns_and_says_so,
+    check_output_is_capped_with_a_marker, check_files_round_trip_exact_bytes, check_file_errors, check_put_archive,
+    check_diff_covers_changed_new_deleted_and_binary, check_diff_of_a_broken_repository_raises,
+    check_errors_are_sandbox_errors,
+]
+
+
+# ------------------------------------------------------------------------------ isolation (containers only)
+
+
+def check_no_network(sb: Sandbox) -> None:
+    probe = sb.exec("cat /proc/net/route | tail -n +2 | wc -l; ls /sys/class/net")
+    routes, *interfaces = probe.stdout.split()
+    assert routes == "0" and interfaces == ["lo"], f"network is not off: {probe.stdout!r}"
+
+
+def check_timeout_kills_the_process_tree(sb: Sandbox) -> None:
+    sb.exec("(sleep 300 &) ; setsid sleep 301 & nohup sleep 302 >/dev/null 2>&1 & sleep 60", timeout=1)
+    time.sleep(1.0)
+    left = sb.exec("ps -eo args | grep -c '^sleep 30[012]' || true").stdout.strip()
+    assert left == "0", f"{left} processes of a timed-out command survived"
+
+
+def check_pids_limit_holds(sb: Sandbox) -> None:
+    result = sb.exec(f"for i in $(seq 1 {sb.limits.pids + 50}); do sleep 5 & done; wait", timeout=3)
+    assert "fork" in result.stderr.lower() or "resource" in result.stderr.lower(), result.stderr[-300:]
+    sb.stop_processes()
+    _ok(sb.exec("true"), "the sandbox is usable after a fork flood")
+
+
+def _bytes(size: str) -> int:
+    units = {"k": 2**10, "m": 2**20, "g": 2**30}
+    return int(float(size[:-1]) * units[size[-1].lower()]) if size[-1].lower() in units else int(size)
+
+
+def check_memory_limit_holds(sb: Sandbox) -> None:
+    twice = 2 * _bytes(sb.limits.memory)  # `tail` of a stream without newlines holds it all in memory
+    result = sb.exec(f"head -c {twice} /dev/zero | tail > /dev/null", timeout=60)
+    assert result.returncode != 0, f"twice the memory limit ({twice} bytes) was held in memory"
+    _ok(sb.exec("true"), "the sandbox is usable after an out-of-memory kill")
+
+
+def check_stop_processes_leaves_nothing_running(sb: Sandbox) -> None:
+    _ok(sb.exec("setsid sleep 400 >/dev/null 2>&1 < /dev/null & echo started"), "starting a daemon")
+    sb.write_file("kept.txt", b"kept")
+    sb.stop_processes()
+    left = sb.exec("ps -eo args | grep -c '^sleep 400' || true").stdout.strip()
+    assert left == "0", "a daemon survived stop_processes"
+    assert sb.read_file("kept.txt") == b"kept", "files were lost"
+
+
+def check_pause_freezes(sb: Sandbox) -> None:
+    _ok(sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
+        "starting a ticker")
+    time.sleep(0.5)
+    sb.pause()
+    try:
+        time.sleep(1.0)
+    finally:
+        sb.unpause()
+    time.sleep(0.5)
+    ticks = [int(t) for t in sb.read_file("tick").split()]
+    gaps = [(b - a) / 1e9 for a, b in zip(ticks, ticks[1:])]
+    assert gaps and max(gaps) >= 0.8, f"processes ran while paused (longest gap {max(gaps, default=0):.2f} s)"
+    assert gaps.index(max(gaps)) < len(gaps) - 2, "processes did not run again after unpause"
+
+
+ISOLATION: list[Check] = [
+    check_no_network, check_timeout_kills_the_process_tree, check_pids_limit_holds, check_memory_limit_holds,
+    check_stop_processes_leaves_nothing_running, check_pause_freezes,
+]
