@@ -34,7 +34,8 @@ def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them."""
     from ..records import write_json
-    from ..report.figures import compute_figures, write_evidence
+    from ..report.evidence import write_evidence
+    from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
     out = console()
@@ -44,12 +45,9 @@ def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence):
         write_json(json_out, figures.model_dump(mode="json"))
         out.print(f"wrote {json_out}")
     if html_out:
-        try:
-            from ..report.html import write_html
-        except ImportError:
-            out.print("[yellow]HTML not available[/]")
-        else:
-            out.print(f"wrote {write_html(list(runs), html_out, figures=figures)}")
+        from ..report.html import write_html
+
+        out.print(f"wrote {write_html(list(runs), html_out, figures=figures)}")
     if evidence:
         for line in write_evidence(figures, list(runs), evidence):
             out.print(line)

@@ -177,39 +177,3 @@ def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | 
 def _manifest(run_dir: Path) -> dict:
     path = run_dir / "manifest.json"
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def write_evidence(figures: Figures, run_dirs: list[Path | str], out_dir: Path | str) -> list[str]:
-    """The evidence pack: figures.json, each run's manifest, hardest_failures.md and, when the
-    HTML renderer is installed, report.html. Returns one line per thing done (for the CLI)."""
-    from ..records import write_atomic, write_json
-    from .failures import hardest_failures_markdown
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    done = []
-    write_json(out / "figures.json", figures.model_dump(mode="json"))
-    done.append(f"wrote {out / 'figures.json'}")
-    names: set[str] = set()
-    for run_dir in map(Path, run_dirs):
-        name = run_dir.resolve().name
-        while name in names:
-            name += "_"
-        names.add(name)
-        src = run_dir / "manifest.json"
-        if src.exists():
-            target = out / "manifests" / f"{name}.json"
-            write_atomic(target, src.read_bytes())
-            done.append(f"copied {src} -> {target}")
-        else:
-            done.append(f"no manifest.json in {run_dir}")
-    write_atomic(out / "hardest_failures.md", hardest_failures_markdown(figures.failures.hardest, len(figures.configs)))
-    done.append(f"wrote {out / 'hardest_failures.md'} ({len(figures.failures.hardest)} task(s))")
-    try:
-        from .html import write_html
-    except ImportError:
-        done.append("HTML not available")
-    else:
-        path = write_html([Path(d) for d in run_dirs], out / "report.html", figures=figures)
-        done.append(f"wrote {path}")
-    return done
