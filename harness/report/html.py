@@ -25,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..records import ResultRow, open_run, write_atomic
 from ..transcript import read_transcript
+from . import format as fmt
 from . import html_view
 from .svgplot import Point, Series, box_strip_svg, colour, cost_rate_svg, phase_bars_svg
 
@@ -259,7 +260,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery))) for rep in reps]
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, signed_pct=_signed_pct, usd=_usd, secs=_secs, si=_si)
+    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si)
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
     return env.get_template("report.html.j2").render(
         view=view, charts=charts, payloads=payloads,
@@ -268,35 +269,6 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         n_attempts=sum(len(r.rows) for r in reps), n_reps=len(reps),
     )
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v * 100:.1f}%"
-
-
-def _signed_pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v * 100:+.1f} pts"
-
-
-def _usd(v: float | None) -> str:
-    if v is None:
-        return "unknown"
-    return "$0" if v == 0 else (f"${v:.2f}" if v >= 0.1 else f"${v:.4f}")
-
-
-def _si(v: float | None) -> str:
-    """1234567 -> 1.2M: token counts in a line of text."""
-    v = v or 0
-    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= div:
-            return f"{v / div:.1f}{unit}"
-    return f"{v:g}"
-
-
-def _secs(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.1f}s" if v < 120 else f"{v / 60:.1f}m"
 
 
 def write_html(run_dirs: list[Path], path: Path, *, figures: Any = None) -> Path:

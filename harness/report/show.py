@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
+from .format import seconds, usd
 
 TAIL_LINES = 25
 
@@ -65,12 +66,12 @@ def _call(event) -> Text | Syntax | Group:
 def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: bool = False) -> None:
     colour = "green" if row.resolved else ("bold red" if row.outcome == "infra_error" else "red")
     console.print(Rule(f"[bold]{row.task_id}[/]  {row.config}  repeat {row.repeat}  attempt {row.attempt}"))
-    cost = "unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
+    cost = usd(row.cost_usd)
     console.print(
         f"outcome [{colour}]{row.outcome}[/]   stopped: [bold]{row.stop_reason or '-'}[/]   steps {row.steps}   "
         f"tokens {row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out   cost {cost}   "
-        f"agent {row.phases.agent_s:.1f}s (model {row.phases.model_s:.1f}s, tools {row.phases.tool_s:.1f}s, "
-        f"waiting {row.phases.retry_wait_s:.1f}s)   grading {row.phases.grading_s:.1f}s"
+        f"agent {seconds(row.phases.agent_s)} (model {seconds(row.phases.model_s)}, tools {seconds(row.phases.tool_s)}, "
+        f"waiting {seconds(row.phases.retry_wait_s)})   grading {seconds(row.phases.grading_s)}"
     )
     if row.error:
         console.print(f"[bold red]error:[/] {row.error}")

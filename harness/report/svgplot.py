@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 
+from .format import pct, seconds, seconds_tick, usd, usd_tick
+
 PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626",
            "#475569", "#ca8a04"]
 
@@ -34,20 +36,6 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     if ticks[-1] < hi:
         ticks.append(round(ticks[-1] + step, 10))
     return ticks
-
-
-def fmt_seconds(v: float) -> str:
-    if v >= 3600:
-        return f"{v / 3600:.1f}h"
-    if v >= 120:
-        return f"{v / 60:.0f}m" if v % 60 == 0 else f"{v / 60:.1f}m"
-    return f"{v:g}s"
-
-
-def fmt_usd(v: float) -> str:
-    if v == 0:
-        return "$0"
-    return f"${v:.2f}" if v >= 0.1 else f"${v:.3f}".rstrip("0")
 
 
 @dataclass
@@ -84,7 +72,7 @@ def cost_rate_svg(points: list[Point], *, width: int = 560, height: int = 360) -
         out.append(f'<text class="tick" x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{t * 100:.0f}%</text>')
     for t in xt:
         out.append(f'<line class="grid" y1="{mt}" y2="{mt + ph}" x1="{sx(t):.1f}" x2="{sx(t):.1f}"/>')
-        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{fmt_usd(t)}</text>')
+        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{usd_tick(t)}</text>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}"/>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + ph}"/>')
     out.append(f'<text class="axlbl" x="{ml + pw / 2}" y="{height - 8}" text-anchor="middle">mean cost per trial (USD)</text>')
@@ -93,7 +81,7 @@ def cost_rate_svg(points: list[Point], *, width: int = 560, height: int = 360) -
     placed: list[tuple[float, float]] = []
     for p in points:
         cx, cy, c = sx(p.x), sy(p.y), p.colour
-        tip = escape(f"{p.label}: {p.y * 100:.1f}% resolved, {fmt_usd(p.x)} per trial")
+        tip = escape(f"{p.label}: {pct(p.y)} resolved, {usd(p.x)} per trial")
         out.append(f'<g class="pt"><title>{tip}</title>')
         if p.y_lo is not None and p.y_hi is not None:
             out.append(_line(cx, sy(p.y_lo), cx, sy(p.y_hi), c))
@@ -147,7 +135,7 @@ def box_strip_svg(series: list[Series], *, title: str, width: int = 560, row_h: 
            f'<text class="ctitle" x="0" y="14">{escape(title)}</text>']
     for t in xt:
         out.append(f'<line class="grid" x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{mt}" y2="{height - mb}"/>')
-        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{fmt_seconds(t)}</text>')
+        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>')
     for i, s in enumerate(series):
         y = mt + row_h * i + row_h / 2
         out.append(f'<text class="rowlbl" x="{label_w - 10}" y="{y + 4:.1f}" text-anchor="end"><title>{escape(s.label)}</title>'
@@ -168,7 +156,7 @@ def box_strip_svg(series: list[Series], *, title: str, width: int = 560, row_h: 
                    f'fill="{s.colour}" fill-opacity="0.18" stroke="{s.colour}" stroke-width="1.2" rx="2"/>')
         out.append(f'<line stroke="{s.colour}" stroke-width="2.5" x1="{sx(med):.1f}" x2="{sx(med):.1f}" '
                    f'y1="{y - bh / 2:.1f}" y2="{y + bh / 2:.1f}"/>')
-        tip = f"{s.label}: n={len(vals)}, median {med:.1f}s, quartiles {q1:.1f}-{q3:.1f}s, max {vals[-1]:.1f}s"
+        tip = f"{s.label}: n={len(vals)}, median {seconds(med)}, quartiles {seconds(q1)}-{seconds(q3)}, max {seconds(vals[-1])}"
         out.append(f'<rect x="{ml}" y="{y - row_h / 2:.1f}" width="{pw}" height="{row_h}" fill="transparent">'
                    f'<title>{escape(tip)}</title></rect>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{height - mb}" y2="{height - mb}"/>')
@@ -203,7 +191,7 @@ def phase_bars_svg(rows: list[tuple[str, dict[str, float]]], *, width: int = 600
         lx += 24 + 6.2 * len(name)
     for t in xt:
         out.append(f'<line class="grid" x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{mt}" y2="{height - mb}"/>')
-        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{fmt_seconds(t)}</text>')
+        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>')
     for i, (label, phases) in enumerate(rows):
         y = mt + row_h * i + row_h * 0.2
         out.append(f'<text class="rowlbl" x="{label_w - 10}" y="{y + row_h * 0.3 + 4:.1f}" text-anchor="end">'
@@ -216,7 +204,7 @@ def phase_bars_svg(rows: list[tuple[str, dict[str, float]]], *, width: int = 600
             out.append(f'<rect x="{sx(x):.1f}" y="{y:.1f}" width="{max(sx(x + v) - sx(x), 0.5):.1f}" height="{row_h * 0.6:.1f}" '
                        f'fill="{c}"><title>{escape(label)}: {name} {v:.2f}s</title></rect>')
             x += v
-        out.append(f'<text class="tick" x="{sx(x) + 6:.1f}" y="{y + row_h * 0.3 + 4:.1f}">{fmt_seconds(round(x, 1))}</text>')
+        out.append(f'<text class="tick" x="{sx(x) + 6:.1f}" y="{y + row_h * 0.3 + 4:.1f}">{seconds(x)}</text>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{height - mb}" y2="{height - mb}"/>')
     out.append("</svg>")
     return "".join(out)

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..records import ResultRow
+from .format import pct, seconds, usd
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -29,13 +30,7 @@ OUTCOME_STYLE = {
 
 
 def _money(value: float | None, unknown: bool) -> str:
-    if unknown:
-        return "unknown"
-    return f"${value:.4f}" if value else "$0"
-
-
-def _secs(value: float) -> str:
-    return f"{value:.1f}s" if value < 120 else f"{value / 60:.1f}m"
+    return usd(None if unknown else value)
 
 
 def summary_table(rows: list[ResultRow], title: str = "Summary") -> Table:
@@ -56,7 +51,7 @@ def summary_table(rows: list[ResultRow], title: str = "Summary") -> Table:
         tokens = f"{sum(r.usage.input_tokens for r in group):,}/{sum(r.usage.output_tokens for r in group):,}"
         unknown = any(r.cost_usd is None for r in group)
         cost = _money(sum(r.cost_usd or 0 for r in group), unknown)
-        mean = _secs(sum(r.phases.total_s for r in group) / len(group))
+        mean = seconds(sum(r.phases.total_s for r in group) / len(group))
         table.add_row(config, str(len(group)), str(resolved), rate, outcomes, tokens, cost, mean)
     return table
 
@@ -73,7 +68,7 @@ def task_table(rows: list[ResultRow]) -> Table:
         p2p = f"{row.pass_to_pass.get('passed', 0)}/{row.pass_to_pass.get('total', 0)}" if row.pass_to_pass else "-"
         table.add_row(
             row.task_id, row.config, str(row.repeat), f"[{style}]{row.outcome}[/]", f2p, p2p, row.stop_reason,
-            _secs(row.phases.agent_s), _secs(row.phases.grading_s), _money(row.cost_usd, row.cost_usd is None),
+            seconds(row.phases.agent_s), seconds(row.phases.grading_s), _money(row.cost_usd, row.cost_usd is None),
         )
     return table
 
@@ -98,8 +93,6 @@ def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
 # ---------------------------------------------------------------------------- figures
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
 def fmt_interval(iv: Interval, kind: str = "rate") -> str:
@@ -108,7 +101,7 @@ def fmt_interval(iv: Interval, kind: str = "rate") -> str:
         return "[yellow]unknown[/]"
     if iv.value is None:
         return "n/a (none resolved)" if iv.unbounded else "n/a"
-    f = {"rate": lambda v: f"{100 * v:.0f}", "usd": lambda v: f"${v:.4f}", "s": _secs,
+    f = {"rate": lambda v: f"{100 * v:.0f}", "usd": usd, "s": seconds,
          "pts": lambda v: f"{100 * v:+.1f}", "num": lambda v: f"{v:.2f}"}[kind]
     unit = "%" if kind == "rate" else ""
     value = f(iv.value) + unit
@@ -181,8 +174,8 @@ def passk_table(figures: Figures) -> Table | None:
     for k in range(1, kmax + 1):
         table.add_column(f"pass^{k}", justify="right")
     for c in rows:
-        at = {v.k: _pct(v.value) for v in c.pass_at_k}
-        hat = {v.k: _pct(v.value) for v in c.pass_hat_k}
+        at = {v.k: pct(v.value) for v in c.pass_at_k}
+        hat = {v.k: pct(v.value) for v in c.pass_hat_k}
         table.add_row(c.name, fmt_interval(c.resolve_rate_tasks), *[at.get(k, "-") for k in range(1, kmax + 1)],
                       *[hat.get(k, "-") for k in range(1, kmax + 1)])
     table.caption = "unbiased estimators per task, averaged over tasks; rate over tasks: bootstrap interval (tasks resampled)"
@@ -221,14 +214,14 @@ def recovery_table(figures: Figures) -> Table:
                          min_width=18 if col == "config" else None)
     for r in figures.recovery:
         i, a = r.inside, r.across
-        steps = "-" if i.median_steps_to_green is None else f"{i.median_steps_to_green:g} / {_secs(i.median_seconds_to_green)}"
-        later = "-" if a.recovery_rate is None else f"{a.resolved_later}/{a.failed_first} ({_pct(a.recovery_rate)})"
+        steps = "-" if i.median_steps_to_green is None else f"{i.median_steps_to_green:g} / {seconds(i.median_seconds_to_green)}"
+        later = "-" if a.recovery_rate is None else f"{a.resolved_later}/{a.failed_first} ({pct(a.recovery_rate)})"
         table.add_row(
             r.config, f"{i.with_transcript}/{i.attempts}", str(i.with_tests), str(i.reached_green),
             f"{i.green_after_red}/{i.saw_red}", "-" if i.red_runs_before_green_mean is None else f"{i.red_runs_before_green_mean:.2f}",
             "-" if i.edits_after_red_mean is None else f"{i.edits_after_red_mean:.1f}",
             f"{i.tool_errors_recovered}/{i.tool_errors}", steps,
-            _pct(a.pass_at_attempt_1), _pct(a.pass_at_attempt_k) + (f" (K={a.max_attempts})" if a.max_attempts > 1 else ""),
+            pct(a.pass_at_attempt_1), pct(a.pass_at_attempt_k) + (f" (K={a.max_attempts})" if a.max_attempts > 1 else ""),
             later,
         )
     table.caption = ("inside an attempt from transcripts (visible test runs, edits, tool errors; medians to first green); "
@@ -266,7 +259,7 @@ def comparison_block(cmp: Comparison) -> Group:
     table.add_column(cmp.b, justify="right")
     table.add_row("tasks won", str(cmp.wins_a), str(cmp.wins_b))
     table.add_row("ties", str(cmp.ties), str(cmp.ties))
-    table.add_row("resolve rate (shared tasks)", _pct(cmp.side_a.resolve_rate), _pct(cmp.side_b.resolve_rate))
+    table.add_row("resolve rate (shared tasks)", pct(cmp.side_a.resolve_rate), pct(cmp.side_b.resolve_rate))
     table.add_row("resolved trials", f"{cmp.side_a.resolved_trials}/{cmp.side_a.trials}",
                   f"{cmp.side_b.resolved_trials}/{cmp.side_b.trials}")
     table.add_row("cost / resolved", fmt_interval(cmp.side_a.cost_per_resolved, "usd"), fmt_interval(cmp.side_b.cost_per_resolved, "usd"))

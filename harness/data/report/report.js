@@ -26,8 +26,9 @@
     if (Array.isArray(c)) { c.forEach(function (x) { add(el, x); }); return; }
     el.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
   }
-  function usd(v) { return v == null ? "unknown" : (v === 0 ? "$0" : "$" + (v >= 0.1 ? v.toFixed(2) : v.toFixed(4))); }
-  function secs(v) { return v == null ? "-" : (v >= 120 ? (v / 60).toFixed(1) + "m" : v.toFixed(1) + "s"); }
+  // The rules of harness/report/format.py (usd, seconds), so the page says what the terminal says.
+  function usd(v) { return v == null ? "unknown" : (v === 0 ? "$0" : "$" + (Math.abs(v) < 1 ? v.toFixed(4) : v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }))); }
+  function secs(v) { return v == null ? "-" : (v < 120 ? v.toFixed(1) + "s" : (v < 7200 ? (v / 60).toFixed(1) + "m" : (v / 3600).toFixed(1) + "h")); }
   function num(v) { return (v || 0).toLocaleString("en-US"); }
 
   /* ---- decoding one repeat's payload ------------------------------------------------ */
@@ -180,7 +181,7 @@
           break;
         case "model_response":
           var u = ev.usage || {};
-          b.appendChild(h("div", { class: "ev-step" }, "step " + ev.step, h("span", { class: "meta", text: (ev.latency_s || 0).toFixed(1) + "s · " + num(u.input_tokens) + " in / " + num(u.output_tokens) + " out" + (ev.cost_usd != null ? " · " + usd(ev.cost_usd) : "") + (ev.retry_wait_s ? " · waited " + ev.retry_wait_s.toFixed(1) + "s" : "") })));
+          b.appendChild(h("div", { class: "ev-step" }, "step " + ev.step, h("span", { class: "meta", text: secs(ev.latency_s || 0) + " · " + num(u.input_tokens) + " in / " + num(u.output_tokens) + " out" + (ev.cost_usd != null ? " · " + usd(ev.cost_usd) : "") + (ev.retry_wait_s ? " · waited " + secs(ev.retry_wait_s) : "") })));
           if ((ev.text || "").trim()) b.appendChild(h("div", { class: "say" }, h("span", { class: "who", text: "agent" }), ev.text));
           break;
         case "tool_call": b.appendChild(toolCall(ev)); break;
@@ -195,7 +196,7 @@
           b.appendChild(h("div", { class: "testrun" }, h("span", { class: "pill " + (ev.green ? "green" : "red"), text: ev.green ? "GREEN" : "RED" }),
             ev.passed + " passed, " + ev.failed + " failed, " + ev.errors + " errors" + (ev.failing.length ? " · failing: " + ev.failing.slice(0, 8).join(", ") : "")));
           break;
-        case "retry": b.appendChild(h("div", { class: "warn", text: "retry " + ev.attempt + " after " + ev.error_type + (ev.status_code ? " (" + ev.status_code + ")" : "") + ": waited " + ev.wait_s.toFixed(1) + "s" + (ev.message ? " — " + ev.message : "") })); break;
+        case "retry": b.appendChild(h("div", { class: "warn", text: "retry " + ev.attempt + " after " + ev.error_type + (ev.status_code ? " (" + ev.status_code + ")" : "") + ": waited " + secs(ev.wait_s) + (ev.message ? " — " + ev.message : "") })); break;
         case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + ev.value + " of " + ev.maximum + ")" })); break;
         case "error": b.appendChild(h("div", { class: "err", text: "error in " + ev.where + ": " + ev.error_type + "\n" + ev.message })); break;
         case "stop": b.appendChild(h("div", { class: "stop" }, "stopped: " + ev.reason, ev.detail ? h("span", { class: "d", text: ev.detail }) : null)); break;
