@@ -47,7 +47,8 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     """Run an agent on every task in SUITE (spec files or folders of them)."""
     from ..agents import get_agent
     from ..records import slug
-    from ..report.terminal import print_report
+    from ..report.figures import compute_figures
+    from ..report.terminal import print_figures
     from ..run import RunOptions, Runner
     from ..tasks import LimitsSpec, load_tasks
     from .progress import RunProgress
@@ -87,5 +88,5 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
                           f"--out {options.out} to resume")
             sys.exit(130)
-    print_report(rows, out_console)
+    print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")

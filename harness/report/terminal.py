@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -33,29 +32,6 @@ def _money(value: float | None, unknown: bool) -> str:
     return usd(None if unknown else value)
 
 
-def summary_table(rows: list[ResultRow], title: str = "Summary") -> Table:
-    """One line per configuration: resolve rate (infra errors left out of the denominator)."""
-    table = Table(title=title, title_justify="left")
-    for col in ("config", "attempts", "resolved", "rate", "outcomes", "tokens in/out", "cost", "mean time"):
-        table.add_column(col, justify="right" if col not in ("config", "outcomes") else "left")
-    by_config: dict[str, list[ResultRow]] = defaultdict(list)
-    for row in rows:
-        if row.final:
-            by_config[row.config].append(row)
-    for config, group in by_config.items():
-        scored = [r for r in group if r.outcome != "infra_error"]
-        resolved = sum(r.resolved for r in scored)
-        rate = f"{100 * resolved / len(scored):.0f}%" if scored else "n/a"
-        counts = Counter(r.outcome for r in group)
-        outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k, '')}]{k}[/] {v}" for k, v in counts.most_common())
-        tokens = f"{sum(r.usage.input_tokens for r in group):,}/{sum(r.usage.output_tokens for r in group):,}"
-        unknown = any(r.cost_usd is None for r in group)
-        cost = _money(sum(r.cost_usd or 0 for r in group), unknown)
-        mean = seconds(sum(r.phases.total_s for r in group) / len(group))
-        table.add_row(config, str(len(group)), str(resolved), rate, outcomes, tokens, cost, mean)
-    return table
-
-
 def task_table(rows: list[ResultRow]) -> Table:
     table = Table(title="Per task", title_justify="left")
     for col in ("task", "config", "rep", "outcome", "FAIL_TO_PASS", "PASS_TO_PASS", "stop", "agent", "grading", "cost"):
@@ -71,15 +47,6 @@ def task_table(rows: list[ResultRow]) -> Table:
             seconds(row.phases.agent_s), seconds(row.phases.grading_s), _money(row.cost_usd, row.cost_usd is None),
         )
     return table
-
-
-def print_report(rows: list[ResultRow], console: Console | None = None, *, per_task: bool = True) -> None:
-    """The short report printed after a run: per-task table, summary, infra errors."""
-    console = console or Console()
-    if per_task:
-        console.print(task_table(rows))
-    console.print(summary_table(rows))
-    _print_infra_errors(rows, console)
 
 
 def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
@@ -291,6 +258,9 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
     for run in figures.runs:
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures))
+    for c in figures.configs:
+        console.print(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
+                      f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s)")
     tbl = passk_table(figures)
     if tbl is not None:
         console.print(tbl)
