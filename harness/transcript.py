@@ -30,6 +30,7 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)",
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="allow")
+    schema_version: int = SCHEMA_VERSION  # of the transcript format; every event says it
     seq: int = 0
     time: str = ""  # ISO 8601, UTC
     elapsed_s: float = 0.0  # since the transcript was opened

@@ -81,3 +81,11 @@ def test_capped_output_keeps_head_and_tail_with_a_marker():
     small.add("é".encode()[:1])
     small.add("é".encode()[1:])  # a multi-byte character split across reads decodes whole
     assert small.text() == "é" and not small.truncated
+
+
+def test_every_transcript_event_says_its_schema_version(tmp_path):
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path, secrets=[], fsync=False) as tw:
+        tw.write(Stop(reason="submitted"))
+    (line,) = path.read_text().splitlines()
+    assert json.loads(line)["schema_version"] == 1 and read_transcript(path)[0].schema_version == 1
