@@ -92,15 +92,16 @@ class UnitRunner:
     def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
         """All attempts of one (task, repeat), with bounded retries of machine failures.
         Never raises for task or infrastructure problems; returns the rows it appended."""
-        for try_no in range(self.options.infra_retries + 1):
-            try:
-                return self._try_unit(task, repeat, last_try=try_no == self.options.infra_retries)
-            except RetryUnit:
-                self.progress("retry", self.unit_name(task.id, repeat), f"infrastructure failure, retry {try_no + 1}")
-                time.sleep(min(2 ** try_no, 30))
-            except Interrupted:
-                return []
-        return []
+        try:
+            for try_no in range(self.options.infra_retries):
+                try:
+                    return self._try_unit(task, repeat, last_try=False)
+                except RetryUnit:
+                    self.progress("retry", self.unit_name(task.id, repeat), f"infrastructure failure, retry {try_no + 1}")
+                    time.sleep(min(2 ** try_no, 30))
+            return self._try_unit(task, repeat, last_try=True)  # records the error instead of retrying
+        except Interrupted:
+            return []
 
     def _try_unit(self, task: Task, repeat: int, *, last_try: bool) -> list[ResultRow]:
         unit = self.unit_name(task.id, repeat)
