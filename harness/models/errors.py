@@ -57,7 +57,7 @@ class RateLimited(ModelError):
 
     retryable = True
     infra = True
-    hint = "lower --concurrency, or raise the account's rate limit"
+    hint = "lower --workers, or raise the account's rate limit"
 
 
 class ServerError(ModelError):
@@ -70,7 +70,7 @@ class ServerError(ModelError):
 class Overloaded(ServerError):
     """529 / 503: the provider is overloaded or temporarily unavailable."""
 
-    hint = "the provider is overloaded; retry later or lower --concurrency"
+    hint = "the provider is overloaded; retry later or lower --workers"
 
 
 class ModelTimeout(ModelError):
