@@ -40,6 +40,12 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
 
+# a C compiler with a static libc: wholeloop's in-container helpers are small static binaries
+if ! printf 'int main(void){return 0;}\n' | cc -static -x c - -o /dev/null 2>/dev/null; then
+  say "installing a C compiler with a static libc (gcc, libc6-dev) for wholeloop's container helpers"
+  apt_install gcc libc6-dev
+fi
+
 # headless chromium: tests/test_html_report.py opens the HTML report in it (CI runs that test)
 command -v chromium >/dev/null || { say "installing chromium (headless browser for the HTML report test)"; apt_install chromium; }
 
