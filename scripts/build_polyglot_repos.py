@@ -278,7 +278,8 @@ class Images:
             started = time.monotonic()
             image = env_image(env_spec(lang))
             seconds = time.monotonic() - started
-            self.timings[f"env image {lang.name}"] = round(seconds, 1)
+            if not image.cached:
+                self.timings[f"env image {lang.name}"] = round(seconds, 1)
             self.log(f"  env image {lang.name}: {image.tag} ({'cached' if image.cached else f'built in {seconds:.1f}s'})")
             self._env[lang.name] = image
         return self._env[lang.name]
@@ -290,7 +291,8 @@ class Images:
             started = time.monotonic()
             image = task_image(env, snapshot, tuple(lang.install), True)
             seconds = time.monotonic() - started
-        self.timings[f"task image {label}"] = round(seconds, 1)
+        if not image.cached:
+            self.timings[f"task image {label}"] = round(seconds, 1)
         self.log(f"  task image {label}: {image.tag} ({'cached' if image.cached else f'built in {seconds:.1f}s'})")
         return image
 
@@ -739,8 +741,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     if images.timings:
-        print("timings (s): " + json.dumps(images.timings))
-        print(f"total {time.monotonic() - started:.1f}s")
+        print("images built (s): " + json.dumps(images.timings))
+    print(f"total {time.monotonic() - started:.1f}s")
     if stale:
         what = "out of date" if args.check or args.verify else "not regenerated (run with --tasks)"
         print(f"{what}:\n  " + "\n  ".join(stale), file=sys.stderr)
