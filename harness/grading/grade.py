@@ -13,10 +13,10 @@ import time
 
 from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, Sandbox, SandboxError
 
-from ..parsers import NOT_RUN, TestReport, get_parser
+from ..parsers import NOT_RUN, TestReport, parse_run
 from ..tasks import Task
 from .outcome import Grade, Outcome, TestTally, classify
-from .patching import WORK, apply_patch, remove_shadowing, revert_protected
+from .patching import WORK, apply_patch, remove_shadowing, restore_inline_tests, revert_protected
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 
@@ -38,14 +38,19 @@ def grade(
         empty.pass_to_pass = TestTally(total=len(task.pass_to_pass))
         return empty, output, None
     try:
+        parsers = task.hidden_tests.parsers()
+        results_files = [p.results_file for p in parsers if p.results_file]
         with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
-            sb.exec(["mkdir", "-p", WORK], timeout=limits.setup_timeout_s)
+            folders = sorted({WORK, *(f.rsplit("/", 1)[0] for f in results_files)})
+            sb.exec(["sh", "-c", 'mkdir -p "$@"', "sh", *folders], timeout=limits.setup_timeout_s)
             method = apply_patch(sb, patch, "agent.diff")
             if method is None:
                 result = Grade(task_id=task.id, outcome=Outcome.patch_apply_failed, resolved=False)
                 result.note = "the patch does not apply with git apply, git apply --3way or patch --fuzz=5"
                 return _timed(result, started), output, None
-            reverted = revert_protected(sb, task, base) + remove_shadowing(sb)
+            reverted = revert_protected(sb, task, base) + remove_shadowing(sb) + restore_inline_tests(sb, task, base, patch)
+            if results_files:  # only what the hidden command writes is read
+                sb.exec(["rm", "-f", "--", *results_files], timeout=limits.step_timeout_s)
             test_patch = task.test_patch()
             if test_patch.strip() and apply_patch(sb, test_patch, "tests.diff") != "git apply":
                 raise InfraError("the hidden test patch does not apply cleanly to the base commit (a task spec bug)")
@@ -58,13 +63,16 @@ def grade(
                 result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
                 result.reverted = reverted
                 return _timed(result, started), output, None
-            parser = get_parser(task.hidden_tests.parser)
-            parsed = parser.parse(run.stdout + "\n" + run.stderr, _results_file(sb, parser.results_file))
+            parsed = parse_run(parsers, run.stdout + "\n" + run.stderr, lambda path: _results_file(sb, path))
             consistent, why = parsed.consistent_with(run.returncode)
             result = classify(task, parsed.statuses, run.returncode, consistent, why)
             result.apply_method, result.reverted = method, reverted
+            notes = [result.note] if result.note else []
             if not parsed.found_summary:
-                result.note = (result.note + "; " if result.note else "") + parsed.missing_hint
+                notes.append(parsed.missing_hint)
+            if len(parsed.channels) == 1:
+                notes.append(f"graded on one channel: {parsed.channels[0]}, checked against the exit code")
+            result.note = "; ".join(notes)
             return _timed(result, started), output, parsed
     except SandboxError as exc:
         result = Grade(task_id=task.id, outcome=Outcome.infra_error, resolved=False, note=f"{type(exc).__name__}: {exc}")

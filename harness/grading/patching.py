@@ -6,8 +6,9 @@ in the agent's; each step waits at most `limits.step_timeout_s`.
 
 from __future__ import annotations
 
-from sandbox import InfraError, Sandbox
+from sandbox import FileOpError, InfraError, Sandbox
 
+from ..parsers import matches_any
 from ..tasks import Task
 
 WORK = "/tmp/wholeloop-grade"
@@ -49,6 +50,36 @@ def revert_protected(sb: Sandbox, task: Task, base: str) -> list[str]:
     if untracked:
         sb.exec(["rm", "-rf", "--", *untracked], timeout=sb.limits.step_timeout_s)
     return reverted
+
+
+def restore_inline_tests(sb: Sandbox, task: Task, base: str, patch: str) -> list[str]:
+    """Put back tests that live inside source files (Rust's `#[cfg(test)]` modules), which no
+    path rule can protect: for each file the patch changed that a parser says may hold such tests,
+    the parser restores the base commit's tests in it and keeps the rest of the change. Returns
+    what was put back, as "<path> (<what>)"."""
+    parsers = [p for p in task.hidden_tests.parsers() if p.inline_tests]
+    if not parsers:
+        return []
+    protected = task.protected()
+    restored = []
+    for path in touched_files(patch):
+        owners = [p for p in parsers if matches_any(p.inline_tests, path)]
+        if not owners or matches_any(protected, path):
+            continue
+        shown = sb.exec(["git", "show", f"{base}:{path}"], timeout=sb.limits.step_timeout_s)
+        if not shown.ok:
+            continue  # a file the patch created: it had no tests at the base
+        try:
+            now = sb.read_file(path).decode()
+        except (FileOpError, UnicodeDecodeError):
+            continue  # deleted by the patch, or not text: the build will say what is missing
+        text = now
+        for parser in owners:
+            text, what = parser.restore_inline_tests(path, shown.stdout, text)
+            restored += [f"{path} ({name})" for name in what]
+        if text != now:
+            sb.write_file(path, text)
+    return restored
 
 
 # Run by the grading environment's Python in the repository: reads the new files' paths (NUL-separated)

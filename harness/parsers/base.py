@@ -1,16 +1,29 @@
 """What every test parser produces (`TestReport`) and declares (`Parser`).
 
-Grading, the agent's run_tests tool and feedback consume only `TestReport`, so a framework is
-supported by one parser module: how its results are read (from the output, or from a results file
-the test command writes outside the repository), how they map to per-test statuses, and which
-paths of its ecosystem an agent must not change (its tests and runner configuration).
+Grading, the agent's run_tests tool, feedback, mining and `tasks check` consume only this module's
+names, so a framework is supported by one parser module: how its results are read (from the
+output, or from a results file the test command writes outside the repository), how they map to
+per-test statuses, which files of its ecosystem are tests (`test_paths`), which paths an agent
+must not change (`protected_paths`: its tests and its runner's configuration and start-up hooks),
+and the hidden test command that runs a given set of test files (`hidden_command`, for mining).
 
 Parsers are pure functions of text and bytes: no Docker, no files of their own.
+
+Trust. Every framework here runs the code under test in the same process as (or a child of) the
+thing that prints or writes its results, so any channel of results can be written to by that
+code. Parsers therefore take what cannot be forged from inside that process where there is such a
+thing (the exit code of the command), read every channel the framework has, and call a run
+inconsistent (`problems`) when the channels disagree or when a test was reported in ways the
+framework never reports one (two verdicts for one test, a pass after a failure). A failure always
+wins over a pass.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar, Protocol
 
 # Per-test statuses, as every parser reports them.
@@ -19,6 +32,21 @@ STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS)
 # Statuses grading gives a listed test that no parser reported.
 MISSING = "missing"  # the tests ran, and this id was not in their results
 NOT_RUN = "not_run"  # no tests ran (no patch to test)
+
+# Where grading's containers hold the repository (sandbox.REPO_DIR; parsers do not import the
+# sandbox, tests/test_parsers_polyglot.py checks the two agree). Reports that name files by their
+# absolute path (Jest, Vitest) are made relative to it.
+REPO_ROOT = "/repo"
+# Where grading keeps its own files in the grading container (harness.grading.patching.WORK):
+# results files of the parsers that have one live under it, outside the repository.
+REPORTS_DIR = "/tmp/wholeloop-grade/reports"
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal colour and cursor sequences (some runners colour even into a pipe)."""
+    return _ANSI.sub("", text)
 
 
 @dataclass
@@ -35,6 +63,18 @@ class TestReport:
     listed_passed: int = 0  # passing entries as listed, before de-duplication (to check against counts)
     # When no results were found: what to tell the task author (the parser knows its framework).
     missing_hint: str = ""
+    # Exit codes with which this framework says "a test failed" (or, for some, "did not build");
+    # None: any non-zero code. Exit 0 with a failure, or one of these without any, is inconsistent.
+    failed_exit_codes: tuple[int, ...] | None = (1,)
+    # True: any other non-zero exit code is inconsistent too (the runner was killed, or ended in a
+    # way the framework never ends: its results cannot be trusted).
+    strict_exit: bool = False
+    # Contradictions found while reading (channels that disagree, a test reported twice in ways the
+    # framework never reports one): each makes the run inconsistent.
+    problems: list[str] = field(default_factory=list)
+    # The channels the results were read from and cross-checked, e.g. ["go test -json events"];
+    # one entry: the grade rests on one channel and says so.
+    channels: list[str] = field(default_factory=list)
 
     def failing(self) -> list[str]:
         return [t for t, s in self.statuses.items() if s in (FAILED, ERROR)]
@@ -48,12 +88,19 @@ class TestReport:
         return sum(s == status for s in self.statuses.values())
 
     def consistent_with(self, exit_code: int | None) -> tuple[bool, str]:
-        """Do the parsed results agree with the exit code and the framework's own totals?"""
+        """Do the parsed results agree with the exit code, with each other and with the
+        framework's own totals?"""
+        if self.problems:
+            return False, "; ".join(self.problems)
         bad = bool(self.failing() or self.collection_errors)
         if exit_code == 0 and bad:
             return False, "exit code 0 but failures were reported"
-        if exit_code == 1 and not bad:
-            return False, "exit code 1 (tests failed) but no failure was reported"
+        failed_code = exit_code not in (0, None) if self.failed_exit_codes is None else exit_code in self.failed_exit_codes
+        if failed_code and not bad:
+            return False, f"exit code {exit_code} (tests failed) but no failure was reported"
+        if self.strict_exit and exit_code not in (0, None) and not failed_code:
+            return False, (f"the test command ended with exit code {exit_code}, which the test runner never ends with "
+                           "on its own (killed, or stopped before reporting): its results are not trusted")
         if self.counts:
             if self.counts.get("passed", 0) != self.listed_passed:
                 return False, (
@@ -71,11 +118,105 @@ class Parser(Protocol):
     #: Where results come from: None = the command's output (stdout and stderr); otherwise the path
     #: of a results file the test command writes, outside the repository (grading reads it).
     results_file: ClassVar[str | None]
-    #: Globs (as in a task's protected_paths) of the files of this ecosystem an agent must not
-    #: change or plant: tests, fixtures, runner configuration, start-up hooks.
+    #: Globs (as in a task's protected_paths: git's glob pathspecs, see `glob_match`) of the files
+    #: of this ecosystem an agent must not change or plant: tests, fixtures, runner configuration,
+    #: start-up hooks. Grading puts them back (or deletes them) before the hidden tests run.
     protected_paths: ClassVar[tuple[str, ...]]
+    #: The subset of protected_paths that are tests and their data: a commit's changes to these
+    #: become a task's hidden tests when mining; the rest of protected_paths is runner config.
+    test_paths: ClassVar[tuple[str, ...]]
+    #: Globs of source files that may hold tests inline, which no path rule can protect (Rust's
+    #: `#[cfg(test)]` modules): grading gives each such file the patch touched to
+    #: `restore_inline_tests`. Empty for frameworks whose tests live in files of their own.
+    inline_tests: ClassVar[tuple[str, ...]]
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         """The report of one run, from its output and (when `results_file` is set) the bytes of
         the results file, None when the command did not write it."""
         ...
+
+    def hidden_command(self, test_files: Sequence[str]) -> str | None:
+        """A command that runs the tests in `test_files` (repository-relative paths of test files
+        a commit added or changed) and reports them the way `parse` reads; None when this
+        framework cannot narrow a run to files (mining then needs a command from the user)."""
+        ...
+
+    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
+        """For a file matching `inline_tests` that the patch changed: its text with the tests it
+        held at the base commit put back (the rest of the patch kept), and what was put back."""
+        ...
+
+
+# ------------------------------------------------------------------------------------ paths
+
+
+@lru_cache(maxsize=4096)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """git's `:(glob)` pathspec as a regular expression: `*` and `?` never cross a `/`, `**/`
+    is zero or more folders, a trailing `/**` everything inside, `[...]` a character class; a
+    pattern without any wildcard also matches everything under it (as a folder), one with a
+    wildcard only what it matches itself."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")
+            i += 3
+        elif pattern.startswith("**", i) and i + 2 == n and (i == 0 or pattern[i - 1] == "/"):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1: i + 2] in ("!", "^") else i + 1)
+            if end < 0:
+                out.append(re.escape("["))
+                i += 1
+                continue
+            body = pattern[i + 1: end]
+            if body[:1] in ("!", "^"):
+                body = "^" + body[1:]
+            out.append("(?!/)[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        elif pattern[i] == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    literal = not any(ch in pattern for ch in "*?[")
+    return re.compile("".join(out) + ("(?:/.*)?" if literal else ""), re.DOTALL)
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Does repository-relative `path` match `pattern` as grading's `git status -- :(glob)pattern`
+    matches it? (tests/test_parsers_polyglot.py checks this against git itself.)"""
+    return _glob_regex(pattern).fullmatch(path) is not None
+
+
+def matches_any(patterns: Iterable[str], path: str) -> bool:
+    return any(glob_match(p, path) for p in patterns)
+
+
+def is_test_path(parser: Parser, path: str) -> bool:
+    """Is `path` one of this framework's tests (or their data)? For mining: a commit's changes to
+    such files become the hidden tests."""
+    return matches_any(parser.test_paths, path)
+
+
+def is_protected_path(parser: Parser, path: str) -> bool:
+    """Would grading put `path` back if an agent changed it (a test, or runner configuration)?"""
+    return matches_any(parser.protected_paths, path)
+
+
+def shell_quote(paths: Sequence[str]) -> str:
+    """Paths as shell words (for hidden_command)."""
+    import shlex
+
+    return " ".join(shlex.quote(p) for p in paths)

@@ -9,21 +9,24 @@ captured-output sections before the real summary. The closing line (`3 failed, 1
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, TestReport
+from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, TestReport, shell_quote
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
 # `addopts = -p plugin` runs the agent's code inside the test process), and the modules Python
 # runs at start-up. Top-level modules that shadow the test runner or the standard library are
 # handled by grading (see `harness.grading.patching.remove_shadowing`).
-PROTECTED_PATHS = (
+TEST_PATHS = (
     "**/conftest.py",
     "**/test_*.py",
     "**/*_test.py",
     "**/tests/**",
     "**/testing/**",
+)
+PROTECTED_PATHS = TEST_PATHS + (
     "**/pytest.ini",
     "**/.pytest.ini",
     "**/tox.ini",
@@ -107,6 +110,17 @@ class PytestParser:
     name: ClassVar[str] = "pytest"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
+    test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    inline_tests: ClassVar[tuple[str, ...]] = ()
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_pytest(output)
+
+    def hidden_command(self, test_files: Sequence[str]) -> str | None:
+        """The test modules among `test_files` (conftest.py, helpers and data are applied, not named)."""
+        names = sorted(f for f in test_files if f.endswith(".py") and
+                       (f.rsplit("/", 1)[-1].startswith("test_") or f.endswith("_test.py")))
+        return f"python -m pytest -rA -p no:cacheprovider {shell_quote(names)}" if names else None
+
+    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
+        return patched, []
