@@ -197,7 +197,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def glob_match(pattern: str, path: str) -> bool:
     """Does repository-relative `path` match `pattern` as grading's `git status -- :(glob)pattern`
     matches it? (tests/test_parsers_polyglot.py checks this against git itself.)"""
-    return _glob_regex(pattern).fullmatch(path) is not None
+    # git tries the pattern as a literal path first ("[x].txt" names the file "[x].txt" too)
+    return path == pattern or _glob_regex(pattern).fullmatch(path) is not None
 
 
 def matches_any(patterns: Iterable[str], path: str) -> bool:

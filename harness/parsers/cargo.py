@@ -162,7 +162,8 @@ def parse_cargo(output: str) -> TestReport:
         report.statuses[test_id] = status
         if status == FAILED and test_id in panics:
             report.messages[test_id] = f"panicked at {panics[test_id]}"
-    report.listed_passed = sum(1 for block in blocks for _, v in block.lines if v == "ok")
+    # ok lines of the binaries that reported their totals (a binary that died has none to check against)
+    report.listed_passed = sum(1 for block in blocks if block.result for _, v in block.lines if v == "ok")
     if twice:
         report.problems.append(f"libtest listed {len(twice)} test(s) more than once ({', '.join(sorted(twice)[:5])})")
     return report

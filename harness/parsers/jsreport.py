@@ -73,13 +73,13 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
         if not isinstance(file, dict):
             continue
         path = relative(str(file.get("name", "")))
-        results_of_file = file.get("assertionResults") or []
-        message = file.get("message") or file.get("failureMessage") or ""
-        if file.get("status") == "failed" and (message or not results_of_file):
+        results_of_file = [r for r in file.get("assertionResults") or [] if isinstance(r, dict)]
+        if file.get("status") == "failed" and not any(r.get("status") == "failed" for r in results_of_file):
+            # it failed, and not because of a test in it: it did not load, or a hook outside tests threw
             report.collection_errors.append(path)
+            if line := first_line(str(file.get("message") or "")):
+                report.messages[path] = line
         for result in results_of_file:
-            if not isinstance(result, dict):
-                continue
             titles = [str(t) for t in result.get("ancestorTitles") or []] + [str(result.get("title", ""))]
             test_id = f"{path}::{' > '.join(titles)}"
             status = _STATUS.get(str(result.get("status")), ERROR)
