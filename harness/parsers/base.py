@@ -147,6 +147,21 @@ class Parser(Protocol):
         ...
 
 
+class ParserBase:
+    """Defaults for the parts of the protocol most frameworks do not need: no test-file rule of its
+    own (mining then cannot classify this framework's files), no inline tests, no narrowed command.
+    Inherit it (the built-in parsers do) so that a parser written for an older protocol keeps working."""
+
+    test_paths: ClassVar[tuple[str, ...]] = ()
+    inline_tests: ClassVar[tuple[str, ...]] = ()
+
+    def hidden_command(self, test_files: Sequence[str]) -> str | None:
+        return None
+
+    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
+        return patched, []
+
+
 # ------------------------------------------------------------------------------------ paths
 
 

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .base import FAILED, PASSED, SKIPPED, TestReport, strip_ansi
+from .base import FAILED, PASSED, ParserBase, SKIPPED, TestReport, strip_ansi
 
 TEST_PATHS = (
     "**/tests/**",  # integration tests, their helper modules and data
@@ -293,7 +293,7 @@ def restore_inline_tests(base: str, patched: str) -> tuple[str, list[str]]:
     return text, sorted(restored)
 
 
-class CargoParser:
+class CargoParser(ParserBase):
     """cargo test's libtest text output (stderr merged), one channel."""
 
     name: ClassVar[str] = "cargo"

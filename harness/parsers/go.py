@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, TestReport, shell_quote
+from .base import ERROR, FAILED, PASSED, ParserBase, SKIPPED, TestReport, shell_quote
 
 TEST_PATHS = (
     "**/*_test.go",
@@ -133,14 +133,13 @@ def _message(lines: list[str]) -> str:
     return "\n".join(kept[:_MESSAGE_LINES])[:1000]
 
 
-class GoParser:
+class GoParser(ParserBase):
     """go test -json (go 1.19 and later)."""
 
     name: ClassVar[str] = "go"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
-    inline_tests: ClassVar[tuple[str, ...]] = ()
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_go(output)
@@ -150,6 +149,3 @@ class GoParser:
         if not folders:
             return None
         return f"go test -json -count=1 {shell_quote(folders)}"
-
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from .base import REPORTS_DIR, TestReport, shell_quote
+from .base import ParserBase, REPORTS_DIR, TestReport, shell_quote
 from .jsreport import parse_js_report
 from .vitest import CONFIG_PATHS as _JS_CONFIG
 from .vitest import TEST_PATHS as _JS_TESTS
@@ -34,14 +34,13 @@ CONFIG_PATHS = tuple(p for p in _JS_CONFIG if "vite" not in p) + (
 )
 
 
-class JestParser:
+class JestParser(ParserBase):
     """jest --json writing RESULTS_FILE."""
 
     name: ClassVar[str] = "jest"
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
-    inline_tests: ClassVar[tuple[str, ...]] = ()
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_js_report("jest", output, results)
@@ -51,6 +50,3 @@ class JestParser:
                           or "/__tests__/" in f"/{f}")
         base = f"npx jest --ci --json --outputFile={RESULTS_FILE}"
         return f"{base} --runTestsByPath {shell_quote(runnable)}" if runnable else base
-
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []

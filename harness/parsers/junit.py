@@ -28,9 +28,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from typing import ClassVar
-from collections.abc import Sequence
 
-from .base import ERROR, FAILED, PASSED, REPORTS_DIR, SKIPPED, TestReport
+from .base import ERROR, FAILED, PASSED, ParserBase, REPORTS_DIR, SKIPPED, TestReport
 
 RESULTS_FILE = f"{REPORTS_DIR}/junit.xml"
 TEST_PATHS = (
@@ -125,20 +124,16 @@ def parse_junit(results: bytes | None) -> TestReport:
     return report
 
 
-class JUnitParser:
+class JUnitParser(ParserBase):
     """JUnit XML written to RESULTS_FILE (Maven, Gradle and any tool that writes the format)."""
 
     name: ClassVar[str] = "junit"
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
-    inline_tests: ClassVar[tuple[str, ...]] = ()
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_junit(results)
 
     def hidden_command(self, test_files: Sequence[str]) -> str | None:
         return None  # depends on the build tool: mining asks for a command
-
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, TestReport, shell_quote
+from .base import ERROR, FAILED, PASSED, ParserBase, SKIPPED, STATUSES, TestReport, shell_quote
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
@@ -104,14 +104,13 @@ def parse_pytest(output: str) -> TestReport:
     return report
 
 
-class PytestParser:
+class PytestParser(ParserBase):
     """pytest with `-rA`: node ids as SWE-bench writes them."""
 
     name: ClassVar[str] = "pytest"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
-    inline_tests: ClassVar[tuple[str, ...]] = ()
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_pytest(output)
@@ -121,6 +120,3 @@ class PytestParser:
         names = sorted(f for f in test_files if f.endswith(".py") and
                        (f.rsplit("/", 1)[-1].startswith("test_") or f.endswith("_test.py")))
         return f"python -m pytest -rA -p no:cacheprovider {shell_quote(names)}" if names else None
-
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []

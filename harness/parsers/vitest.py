@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from .base import REPORTS_DIR, TestReport, shell_quote
+from .base import ParserBase, REPORTS_DIR, TestReport, shell_quote
 from .jsreport import parse_js_report
 
 RESULTS_FILE = f"{REPORTS_DIR}/vitest.json"
@@ -54,14 +54,13 @@ CONFIG_PATHS = (
 )
 
 
-class VitestParser:
+class VitestParser(ParserBase):
     """vitest run with the JSON reporter writing RESULTS_FILE (and the verbose one on stdout)."""
 
     name: ClassVar[str] = "vitest"
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
-    inline_tests: ClassVar[tuple[str, ...]] = ()
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_js_report("vitest", output, results)
@@ -71,6 +70,3 @@ class VitestParser:
                     or "/__tests__/" in f"/{f}"]
         base = f"npx vitest run --reporter=verbose --reporter=json --outputFile.json={RESULTS_FILE}"
         return f"{base} {shell_quote(sorted(runnable))}" if runnable else base
-
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []
