@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, git
 from harness.parsers import (ERROR, FAILED, PARSERS, PASSED, REPO_ROOT, REPORTS_DIR, SKIPPED, TestReport, get_parser,
-                             glob_match, is_protected_path, is_test_path, merge, parse_run)
+                             glob_match, is_protected_path, merge, parse_run)
 from harness.parsers.cargo import inline_test_modules, restore_inline_tests
 from harness.tasks import Task, TaskSpecError, load_task
 
@@ -354,8 +354,8 @@ def test_each_parser_protects_its_tests_and_runner_config_and_nothing_a_fix_need
     assert [p for p in protected if not is_protected_path(parser, p)] == []
     assert [p for p in free if is_protected_path(parser, p)] == []
     assert set(parser.test_paths) <= set(parser.protected_paths)
-    assert all(is_test_path(parser, p) for p in protected if p.endswith((".test.ts", "_test.go", "Test.java")))
-    assert not any(is_test_path(parser, p) for p in ("go.mod", "Cargo.toml", "pom.xml", "vitest.config.ts"))
+    assert all(parser.is_test_path(p) for p in protected if p.endswith((".test.ts", "_test.go", "Test.java")))
+    assert not any(parser.is_test_path(p) for p in ("go.mod", "Cargo.toml", "pom.xml", "vitest.config.ts"))
 
 
 def test_glob_matching_is_gits_own(tmp_path):
@@ -394,19 +394,29 @@ def test_the_parsers_constants_are_the_sandboxs_and_gradings():
         assert all(isinstance(p, str) for p in (*parser.protected_paths, *parser.test_paths, *parser.inline_tests))
 
 
-def test_hidden_commands_for_mined_test_files():
-    assert get_parser("go").hidden_command(["semver/a_test.go", "semver/testdata/x", "b_test.go"]) == \
-        "go test -json -count=1 . ./semver"
-    assert get_parser("go").hidden_command(["semver/testdata/x"]) is None
-    assert get_parser("vitest").hidden_command(["src/a.test.ts", "src/__mocks__/m.ts"]).endswith(
+def test_what_mining_asks_of_each_parser():
+    """The test-file rules, configuration files, commands and id-to-file mapping mining and
+    `tasks check` use, per framework."""
+    go, vitest, jest, cargo, junit = (get_parser(n) for n in ("go", "vitest", "jest", "cargo", "junit"))
+    assert go.test_command(["semver/a_test.go", "semver/testdata/x", "b_test.go"]) == "go test -json -count=1 . ./semver"
+    assert go.test_command(None) == go.test_command(["semver/testdata/x"]) == "go test -json -count=1 ./..."
+    assert go.is_test_path("semver/testdata/x") and not go.is_test_module("semver/testdata/x")
+    assert "go.mod" in go.config_files and go.test_file("example.org/m/p::TestA") is None
+    assert vitest.test_command(["src/a.test.ts", "src/__mocks__/m.ts"]).endswith(
         f"--outputFile.json={REPORTS_DIR}/vitest.json src/a.test.ts")
-    assert get_parser("jest").hidden_command(["test/x.test.js"]).endswith("--runTestsByPath test/x.test.js")
-    assert get_parser("cargo").hidden_command(["tests/wrap.rs", "tests/fill.rs"]) == \
-        "cargo test --offline --no-fail-fast --test fill --test wrap 2>&1"
-    assert get_parser("cargo").hidden_command(["tests/common/mod.rs"]) == "cargo test --offline --no-fail-fast 2>&1"
-    assert get_parser("pytest").hidden_command(["tests/conftest.py", "tests/test_a.py"]) == \
-        "python -m pytest -rA -p no:cacheprovider tests/test_a.py"
-    assert get_parser("junit").hidden_command(["src/test/java/ATest.java"]) is None
+    assert vitest.test_command(None).endswith("vitest.json")
+    assert vitest.is_test_module("src/__tests__/long.test.ts") and not vitest.is_test_module("src/__mocks__/m.ts")
+    assert vitest.test_file("src/parse.test.ts::parse > fractions > 1.5h") == "src/parse.test.ts"
+    assert "vitest.config.mts" in vitest.config_files and "package.json" not in vitest.config_files
+    assert jest.test_command(["test/x.test.js"]).endswith("--runTestsByPath test/x.test.js")
+    assert "package.json" in jest.config_files and "babel.config.js" in jest.config_files
+    assert cargo.test_command(["tests/wrap.rs", "tests/fill.rs"]) == "cargo test --offline --no-fail-fast --test fill --test wrap 2>&1"
+    assert cargo.test_command(["tests/common/mod.rs"]) == cargo.test_command(None) == "cargo test --offline --no-fail-fast 2>&1"
+    assert cargo.is_test_module("tests/wrap.rs") and not cargo.is_test_module("tests/common/mod.rs")
+    assert cargo.test_file("tests/wrap.rs::a_line") == "tests/wrap.rs" and cargo.test_file("doc:linefold::src/lib.rs - (line 3)") is None
+    assert "build.rs" in cargo.config_files
+    assert junit.test_command(["src/test/java/a/BTest.java", "src/test/resources/x.json"]).startswith("mvn -q -o test -Dtest=BTest ")
+    assert f"> {REPORTS_DIR}/junit.xml" in junit.test_command(None) and "pom.xml" in junit.config_files
 
 
 # ------------------------------------------------------------------------------------ rust unit tests in source files

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from ..registry import Registry
 from .base import (ERROR, FAILED, MISSING, NOT_RUN, PASSED, REPO_ROOT, REPORTS_DIR, SKIPPED, STATUSES, XFAIL, XPASS,
-                   Parser, ParserBase, TestReport, glob_match, is_protected_path, is_test_path, matches_any)
+                   Parser, ParserBase, TestReport, glob_match, is_protected_path, matches_any)
 
 PARSERS = Registry("wholeloop.parsers", "test parser", {
     "cargo": "harness.parsers.cargo:CargoParser",
@@ -78,4 +78,4 @@ def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
 
 __all__ = ["ERROR", "FAILED", "MISSING", "NOT_RUN", "PARSERS", "PASSED", "Parser", "ParserBase", "REPORTS_DIR", "REPO_ROOT",
            "SKIPPED", "STATUSES", "TestReport", "XFAIL", "XPASS", "get_parser", "get_parsers", "glob_match",
-           "is_protected_path", "is_test_path", "matches_any", "merge", "parse_run", "protected_union"]
+           "is_protected_path", "matches_any", "merge", "parse_run", "protected_union"]

@@ -3,9 +3,10 @@
 Grading, the agent's run_tests tool, feedback, mining and `tasks check` consume only this module's
 names, so a framework is supported by one parser module: how its results are read (from the
 output, or from a results file the test command writes outside the repository), how they map to
-per-test statuses, which files of its ecosystem are tests (`test_paths`), which paths an agent
-must not change (`protected_paths`: its tests and its runner's configuration and start-up hooks),
-and the hidden test command that runs a given set of test files (`hidden_command`, for mining).
+per-test statuses, which files of its ecosystem are tests (`test_paths`, `is_test_path`), which
+paths an agent must not change (`protected_paths`: its tests and its runner's configuration and
+start-up hooks), and the hidden test command that runs a given set of test files (`test_command`,
+for mining).
 
 Parsers are pure functions of text and bytes: no Docker, no files of their own.
 
@@ -122,9 +123,11 @@ class Parser(Protocol):
     #: of this ecosystem an agent must not change or plant: tests, fixtures, runner configuration,
     #: start-up hooks. Grading puts them back (or deletes them) before the hidden tests run.
     protected_paths: ClassVar[tuple[str, ...]]
-    #: The subset of protected_paths that are tests and their data: a commit's changes to these
-    #: become a task's hidden tests when mining; the rest of protected_paths is runner config.
+    #: The subset of protected_paths that are tests and their data (globs): `is_test_path` by default.
     test_paths: ClassVar[tuple[str, ...]]
+    #: Basenames of this ecosystem's test-runner, build and packaging configuration (at any depth):
+    #: a commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
+    config_files: ClassVar[tuple[str, ...]]
     #: Globs of source files that may hold tests inline, which no path rule can protect (Rust's
     #: `#[cfg(test)]` modules): grading gives each such file the patch touched to
     #: `restore_inline_tests`. Empty for frameworks whose tests live in files of their own.
@@ -135,10 +138,22 @@ class Parser(Protocol):
         the results file, None when the command did not write it."""
         ...
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
-        """A command that runs the tests in `test_files` (repository-relative paths of test files
-        a commit added or changed) and reports them the way `parse` reads; None when this
-        framework cannot narrow a run to files (mining then needs a command from the user)."""
+    def is_test_path(self, path: str) -> bool:
+        """Is this repository-relative path (`/`-separated) part of the tests: a test file, a
+        fixture, helper or data file of the tests? Mining splits a commit with it."""
+        ...
+
+    def is_test_module(self, path: str) -> bool:
+        """Is this a file the test command runs by name (not a helper or data file)?"""
+        ...
+
+    def test_command(self, files: list[str] | None) -> str:
+        """The hidden test command for these test files (None: the whole suite), reporting the way
+        `parse` reads (writing `results_file` when there is one)."""
+        ...
+
+    def test_file(self, test_id: str) -> str | None:
+        """The repository-relative file a test id lives in, None when the id does not say."""
         ...
 
     def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
@@ -148,14 +163,22 @@ class Parser(Protocol):
 
 
 class ParserBase:
-    """Defaults for the parts of the protocol most frameworks do not need: no test-file rule of its
-    own (mining then cannot classify this framework's files), no inline tests, no narrowed command.
-    Inherit it (the built-in parsers do) so that a parser written for an older protocol keeps working."""
+    """Defaults for the parts of the protocol a framework may not need: tests are the files
+    `test_paths` match and each is run by name, ids do not name files, no configuration files
+    block mining, no tests inline. Inherit it (the built-in parsers do); a parser still declares
+    name, results_file, protected_paths and test_paths and defines parse and test_command."""
 
     test_paths: ClassVar[tuple[str, ...]] = ()
+    config_files: ClassVar[tuple[str, ...]] = ()
     inline_tests: ClassVar[tuple[str, ...]] = ()
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
+    def is_test_path(self, path: str) -> bool:
+        return matches_any(self.test_paths, path)
+
+    def is_test_module(self, path: str) -> bool:
+        return self.is_test_path(path)
+
+    def test_file(self, test_id: str) -> str | None:
         return None
 
     def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
@@ -220,19 +243,13 @@ def matches_any(patterns: Iterable[str], path: str) -> bool:
     return any(glob_match(p, path) for p in patterns)
 
 
-def is_test_path(parser: Parser, path: str) -> bool:
-    """Is `path` one of this framework's tests (or their data)? For mining: a commit's changes to
-    such files become the hidden tests."""
-    return matches_any(parser.test_paths, path)
-
-
 def is_protected_path(parser: Parser, path: str) -> bool:
     """Would grading put `path` back if an agent changed it (a test, or runner configuration)?"""
     return matches_any(parser.protected_paths, path)
 
 
 def shell_quote(paths: Sequence[str]) -> str:
-    """Paths as shell words (for hidden_command)."""
+    """Paths as shell words (for test_command)."""
     import shlex
 
     return " ".join(shlex.quote(p) for p in paths)

@@ -29,7 +29,6 @@ patch did to it, and the rest of the patch's changes to that file are kept.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -300,18 +299,29 @@ class CargoParser(ParserBase):
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    config_files: ClassVar[tuple[str, ...]] = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain", "rust-toolchain.toml")
     inline_tests: ClassVar[tuple[str, ...]] = ("**/*.rs",)
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_cargo(output)
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
-        targets = sorted({f[len("tests/"):-len(".rs")] for f in test_files
-                          if f.startswith("tests/") and f.endswith(".rs") and f.count("/") == 1})
-        picks = "".join(f" --test {t}" for t in targets)
-        if any(not (f.startswith("tests/") and f.count("/") == 1) for f in test_files if f.endswith(".rs")):
-            picks = ""  # a helper module or another crate's tests: run everything
+    def is_test_module(self, path: str) -> bool:
+        """An integration test target: a .rs file directly in a tests/ folder (not a helper module)."""
+        parts = path.split("/")
+        return path.endswith(".rs") and len(parts) >= 2 and parts[-2] == "tests"
+
+    def test_command(self, files: list[str] | None) -> str:
+        """`--test NAME` per integration test of the top-level crate; everything when a file is
+        anywhere else (a helper module, another crate of a workspace) or for None."""
+        rust = [f for f in files or () if f.endswith(".rs")]
+        picks = ""
+        if rust and all(f.startswith("tests/") and f.count("/") == 1 for f in rust):
+            picks = "".join(f" --test {f[len('tests/'):-len('.rs')]}" for f in sorted(rust))
         return f"cargo test --offline --no-fail-fast{picks} 2>&1"
+
+    def test_file(self, test_id: str) -> str | None:
+        target = test_id.split("::", 1)[0]
+        return target if "::" in test_id and target.endswith(".rs") and not target.startswith("doc:") else None
 
     def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
         text, names = restore_inline_tests(base, patched)

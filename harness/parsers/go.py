@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from typing import ClassVar
 
 from .base import ERROR, FAILED, PASSED, ParserBase, SKIPPED, TestReport, shell_quote
@@ -140,12 +139,15 @@ class GoParser(ParserBase):
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    config_files: ClassVar[tuple[str, ...]] = ("go.mod", "go.sum", "go.work", "go.work.sum")
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_go(output)
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
-        folders = sorted({"./" + f.rsplit("/", 1)[0] if "/" in f else "." for f in test_files if f.endswith("_test.go")})
-        if not folders:
-            return None
-        return f"go test -json -count=1 {shell_quote(folders)}"
+    def is_test_module(self, path: str) -> bool:
+        return path.endswith("_test.go")
+
+    def test_command(self, files: list[str] | None) -> str:
+        """The packages (folders) of the given test files; all of them (./...) for None."""
+        folders = sorted({"./" + f.rsplit("/", 1)[0] if "/" in f else "." for f in files or () if f.endswith("_test.go")})
+        return f"go test -json -count=1 {shell_quote(folders) if folders else './...'}"

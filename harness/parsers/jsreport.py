@@ -35,6 +35,22 @@ _DURATION = re.compile(r"\s\d+(?:\.\d+)?\s?m?s$")
 MESSAGE_CHARS = 300
 
 
+_SCRIPT = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts")
+
+
+def is_js_test_module(path: str) -> bool:
+    """A file Jest and Vitest run by default: *.test.* / *.spec.* scripts, or scripts in __tests__/."""
+    name = path.rsplit("/", 1)[-1]
+    if not name.endswith(_SCRIPT):
+        return False
+    return ".test." in name or ".spec." in name or "/__tests__/" in f"/{path}"
+
+
+def config_names(*stems: str) -> tuple[str, ...]:
+    """Every script extension of each stem (vitest.config -> vitest.config.ts, .mjs, ...)."""
+    return tuple(stem + ext for stem in stems for ext in _SCRIPT)
+
+
 def relative(path: str) -> str:
     """A report's absolute file name as a repository-relative path."""
     if path == REPO_ROOT or path.startswith(REPO_ROOT + "/"):

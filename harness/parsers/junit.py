@@ -131,9 +131,24 @@ class JUnitParser(ParserBase):
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    config_files: ClassVar[tuple[str, ...]] = (
+        "pom.xml", "mvnw", "mvnw.cmd", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
+        "gradle.properties", "gradlew", "gradlew.bat")
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_junit(results)
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
-        return None  # depends on the build tool: mining asks for a command
+    def is_test_module(self, path: str) -> bool:
+        """A test class Surefire runs by default (**/Test*.java, **/*Test.java, *Tests, *TestCase; .kt too)."""
+        name = path.rsplit("/", 1)[-1]
+        stem, _, ext = name.rpartition(".")
+        return (self.is_test_path(path) and ext in ("java", "kt", "groovy", "scala")
+                and (stem.startswith("Test") or stem.endswith(("Test", "Tests", "TestCase"))))
+
+    def test_command(self, files: list[str] | None) -> str:
+        """Maven's (the most common writer of JUnit): Surefire's reports gathered into the results file.
+        A Gradle project names its own command in the task (or in mining, with --test-command)."""
+        classes = sorted({f.rsplit("/", 1)[-1].rsplit(".", 1)[0] for f in files or () if self.is_test_module(f)})
+        only = f" -Dtest={','.join(classes)} -Dsurefire.failIfNoSpecifiedTests=false" if classes else ""
+        return (f"mvn -q -o test{only}; s=$?; cat target/surefire-reports/TEST-*.xml > {RESULTS_FILE} 2>/dev/null; "
+                "exit $s")

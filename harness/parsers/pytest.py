@@ -9,24 +9,24 @@ captured-output sections before the real summary. The closing line (`3 failed, 1
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import shlex
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, ParserBase, SKIPPED, STATUSES, TestReport, shell_quote
+from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParserBase, TestReport
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
 # `addopts = -p plugin` runs the agent's code inside the test process), and the modules Python
 # runs at start-up. Top-level modules that shadow the test runner or the standard library are
 # handled by grading (see `harness.grading.patching.remove_shadowing`).
-TEST_PATHS = (
+PROTECTED_PATHS = (
     "**/conftest.py",
     "**/test_*.py",
     "**/*_test.py",
     "**/tests/**",
     "**/testing/**",
-)
-PROTECTED_PATHS = TEST_PATHS + (
     "**/pytest.ini",
     "**/.pytest.ini",
     "**/tox.ini",
@@ -36,6 +36,12 @@ PROTECTED_PATHS = TEST_PATHS + (
     "**/usercustomize.py",
     "**/__snapshots__/**",
 )
+# Test-runner and packaging configuration: a fix that needs one changed is not mined by default.
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
+                "MANIFEST.in")
+TEST_DIRS = ("tests", "test", "testing")
+TEST_MODULES = ("test_*.py", "*_test.py")
+COMMAND = "python -m pytest -rA -p no:cacheprovider"
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", or without the rules under -q
 _CLOSING = re.compile(
@@ -110,13 +116,24 @@ class PytestParser(ParserBase):
     name: ClassVar[str] = "pytest"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
-    test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    config_files: ClassVar[tuple[str, ...]] = CONFIG_FILES
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_pytest(output)
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
-        """The test modules among `test_files` (conftest.py, helpers and data are applied, not named)."""
-        names = sorted(f for f in test_files if f.endswith(".py") and
-                       (f.rsplit("/", 1)[-1].startswith("test_") or f.endswith("_test.py")))
-        return f"python -m pytest -rA -p no:cacheprovider {shell_quote(names)}" if names else None
+    def is_test_path(self, path: str) -> bool:
+        """test_*.py, *_test.py, conftest.py, or anything under a folder named tests/test/testing."""
+        parts = PurePosixPath(path).parts
+        return self.is_test_module(path) or parts[-1] == "conftest.py" or any(d in TEST_DIRS for d in parts[:-1])
+
+    def is_test_module(self, path: str) -> bool:
+        name = PurePosixPath(path).name
+        return any(fnmatchcase(name, pattern) for pattern in TEST_MODULES)
+
+    def test_command(self, files: list[str] | None) -> str:
+        return COMMAND + "".join(" " + shlex.quote(f) for f in files or ())
+
+    def test_file(self, test_id: str) -> str | None:
+        """`tests/test_x.py::TestA::test_b[p]` -> `tests/test_x.py`."""
+        path = test_id.split("::", 1)[0]
+        return path if "::" in test_id and path.endswith(".py") else None

@@ -12,11 +12,10 @@ exit code with every test passing, which grading calls inconsistent (not resolve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from .base import ParserBase, REPORTS_DIR, TestReport, shell_quote
-from .jsreport import parse_js_report
+from .jsreport import config_names, is_js_test_module, parse_js_report
 
 RESULTS_FILE = f"{REPORTS_DIR}/vitest.json"
 # Tests, their data, snapshots and the manual mocks a test's vi.mock() picks up by folder.
@@ -61,12 +60,20 @@ class VitestParser(ParserBase):
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    config_files: ClassVar[tuple[str, ...]] = config_names("vitest.config", "vitest.workspace", "vite.config") + (
+        ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock",
+        "pnpm-lock.yaml")
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_js_report("vitest", output, results)
 
-    def hidden_command(self, test_files: Sequence[str]) -> str | None:
-        runnable = [f for f in test_files if ".test." in f.rsplit("/", 1)[-1] or ".spec." in f.rsplit("/", 1)[-1]
-                    or "/__tests__/" in f"/{f}"]
+    def is_test_module(self, path: str) -> bool:
+        return is_js_test_module(path)
+
+    def test_command(self, files: list[str] | None) -> str:
+        runnable = sorted(f for f in files or () if is_js_test_module(f))
         base = f"npx vitest run --reporter=verbose --reporter=json --outputFile.json={RESULTS_FILE}"
-        return f"{base} {shell_quote(sorted(runnable))}" if runnable else base
+        return base + (" " + shell_quote(runnable) if runnable else "")
+
+    def test_file(self, test_id: str) -> str | None:
+        return test_id.split("::", 1)[0] if "::" in test_id else None
