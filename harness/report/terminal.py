@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
+from rich.markup import escape
 from rich.text import Text
 
 from ..records import ResultRow
@@ -52,7 +53,7 @@ def task_table(rows: list[ResultRow]) -> Table:
 def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
     errors = [r for r in rows if r.final and r.error]
     for row in errors[:10]:
-        console.print(f"[bold red]infra_error[/] {row.task_id}: {row.error.splitlines()[0][:300]}")
+        console.print(f"[bold red]infra_error[/] {row.task_id}: {escape(row.error.splitlines()[0][:800])}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
 
