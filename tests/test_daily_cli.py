@@ -138,8 +138,8 @@ def test_compare_names_the_flipped_tasks_and_tells_runs_of_one_label_apart(tmp_p
     text = out.stdout
     assert "gold [gold]" in text and "gold [gold_copy]" in text, text
     # each flip, each way, with the transcripts to open
-    first = text.index("only gold [gold] resolved")
-    second = text.index("only gold [gold_copy] resolved")
+    first = text.index("only gold [gold] resolved (")
+    second = text.index("only gold [gold_copy] resolved (")
     block_a, block_b = text[first:second], text[second:]
     assert "t-1" in block_a and "t-2" not in block_a and "t-3" not in block_a, text
     assert "t-2" in block_b and "t-1" not in block_b and "t-3" not in block_b, text
@@ -201,9 +201,10 @@ _HEADER_WORDS = {w for col in (
 
 
 def _cut_words(text: str) -> list[str]:
-    """Tokens that are a piece of a header word but not a word themselves (a word cut in two)."""
+    """Tokens of table headers (the ┃ lines) that are a piece of a header word but not a word
+    themselves: a word cut in two."""
     cut = []
-    for line in text.splitlines():
+    for line in (line for line in text.splitlines() if line.startswith("┃")):
         for token in re.split(r"[\s│┃┏┓┗┛┡┩━─┳┻╇╈┼┠┨]+", line):
             if len(token) < 2 or token in _HEADER_WORDS or not re.search(r"[A-Za-z]", token):
                 continue

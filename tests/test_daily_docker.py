@@ -162,6 +162,38 @@ def test_export_inspect_is_read_back_by_the_real_inspect_ai(demo_run, tmp_path):
     inspect = Path(sys.executable).parent / "inspect"
     dumped = subprocess.run([str(inspect), "log", "dump", str(target)], capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0 and json.loads(dumped.stdout)["eval"]["task"], dumped.stderr[-2000:]
+    # and `inspect view` shows it: the viewer's page, in headless chromium, renders a sample's messages
+    from test_html_report import CHROMIUM, Browser
+
+    if not CHROMIUM:
+        pytest.fail("chromium is needed to look at `inspect view` (bash scripts/setup.sh installs it)")
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    viewer = subprocess.Popen([str(inspect), "view", "start", "--log-dir", str(tmp_path), "--port", str(port),
+                               "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    browser = Browser(tmp_path / "profile")
+    try:
+        url = f"http://127.0.0.1:{port}/#/logs/{target.name}/samples/sample/inikit-004/1/messages"
+        deadline = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < deadline:
+            try:
+                browser.call("Page.navigate", url=url) if not text else None
+                text = browser.js("document.body ? document.body.innerText : ''") or " "
+            except Exception:  # noqa: BLE001 - the viewer is still starting
+                text = ""
+            if "ASSISTANT" in text and "ParseError does not say" in text:
+                break
+            time.sleep(1)
+        assert "ASSISTANT" in text and "ParseError does not say" in text and "unresolved" in text, text[:2000]
+        browser.screenshot(tmp_path / "inspect-view.png")
+    finally:
+        browser.close()
+        viewer.terminate()
+        viewer.wait(timeout=20)
 
 
 # ---------------------------------------------------------------------------- items 1, 2 (exit 3), 11

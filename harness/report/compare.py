@@ -42,6 +42,8 @@ class TaskPair(BaseModel):
     first_a: bool  # first scored repeat resolved?
     first_b: bool
     result: str  # "a" | "b" | "tie"
+    transcripts_a: list[str] = Field(default_factory=list)  # run folder / transcript of each trial
+    transcripts_b: list[str] = Field(default_factory=list)
 
 
 class SideFigures(BaseModel):
@@ -101,6 +103,12 @@ def _side(cfg: ConfigRows, tasks: dict[str, list[Trial]], shared: list[str], rat
     return out
 
 
+def _transcripts(cfg: ConfigRows, trials: list[Trial]) -> list[str]:
+    paths = [str(cfg.run_dir / t.final.transcript_path) for t in sorted(trials, key=lambda t: t.repeat)
+             if t.final is not None and t.final.transcript_path]
+    return list(dict.fromkeys(paths))
+
+
 def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None) -> Comparison:
     settings = settings or BootstrapSettings()
     ta, tb = _scored_by_task(a), _scored_by_task(b)
@@ -112,7 +120,8 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         fa = min(ta[tid], key=lambda t: t.repeat).resolved
         fb = min(tb[tid], key=lambda t: t.repeat).resolved
         pairs.append(TaskPair(task_id=tid, rate_a=ra, rate_b=rb, trials_a=len(ta[tid]), trials_b=len(tb[tid]),
-                              first_a=fa, first_b=fb, result="a" if ra > rb else "b" if rb > ra else "tie"))
+                              first_a=fa, first_b=fb, result="a" if ra > rb else "b" if rb > ra else "tie",
+                              transcripts_a=_transcripts(a, ta[tid]), transcripts_b=_transcripts(b, tb[tid])))
     rates_a, rates_b = [p.rate_a for p in pairs], [p.rate_b for p in pairs]
     cmp = Comparison(
         a=a.name, b=b.name, shared_tasks=len(shared), only_a=sorted(set(ta) - set(tb)), only_b=sorted(set(tb) - set(ta)),
