@@ -176,18 +176,22 @@ def test_export_inspect_is_read_back_by_the_real_inspect_ai(demo_run, tmp_path):
                                "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     browser = Browser(tmp_path / "profile")
     try:
-        url = f"http://127.0.0.1:{port}/#/logs/{target.name}/samples/sample/inikit-004/1/messages"
+        from urllib.request import urlopen
+
         deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the viewer's server is up when it lists the log
+            try:
+                if target.name in urlopen(f"http://127.0.0.1:{port}/api/logs", timeout=5).read().decode():
+                    break
+            except OSError:
+                time.sleep(0.5)
+        browser.call("Page.navigate", url=f"http://127.0.0.1:{port}/#/logs/{target.name}/samples/sample/inikit-004/1/messages")
         text = ""
         while time.monotonic() < deadline:
-            try:
-                browser.call("Page.navigate", url=url) if not text else None
-                text = browser.js("document.body ? document.body.innerText : ''") or " "
-            except Exception:  # noqa: BLE001 - the viewer is still starting
-                text = ""
+            text = browser.js("document.body ? document.body.innerText : ''") or ""
             if "ASSISTANT" in text and "ParseError does not say" in text:
                 break
-            time.sleep(1)
+            time.sleep(0.5)
         assert "ASSISTANT" in text and "ParseError does not say" in text and "unresolved" in text, text[:2000]
         browser.screenshot(tmp_path / "inspect-view.png")
     finally:

@@ -7,7 +7,7 @@ of its scored trials (all repeats; infra errors left out) that resolved. Then:
 - **exact McNemar test** on one outcome per task: the *first* scored repeat of each
   configuration (the lowest repeat number), so each task gives exactly one paired 0/1 outcome as
   the test assumes. b = tasks A resolved and B did not, c = the reverse; the two-sided p value is
-  ``scipy.stats.binomtest(b, b + c, 0.5)`` (1.0 when there are no discordant tasks). Using the
+  ``scipy.stats.binomtest(b, b + c, 0.5)``, computed exactly (1.0 when there are no discordant tasks). Using the
   first repeat instead of a per-task majority keeps ties out and is what a single-run comparison
   would have seen;
 - **paired bootstrap interval** for the difference in resolve rate A - B, using *all* repeats:
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from math import comb
+
 from pydantic import BaseModel, Field
-from scipy.stats import binomtest
 
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
@@ -79,9 +80,12 @@ class Comparison(BaseModel):
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p value on the discordant pairs (b, c)."""
-    if b + c == 0:
+    if b + c == 0 or b == c:
         return 1.0
-    return float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+    # Binomial(n, 1/2) is symmetric: the two-sided p value is twice the tail of the smaller count.
+    n = b + c
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
 
 
 def _scored_by_task(cfg: ConfigRows) -> dict[str, list[Trial]]:

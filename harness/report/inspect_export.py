@@ -95,9 +95,9 @@ def _add_usage(total: dict, name: str, usage: Any, model_api: Any) -> None:
     t.input_tokens += usage.input_tokens
     t.output_tokens += usage.output_tokens
     t.total_tokens += usage.total_tokens
-    for field in ("input_tokens_cache_read", "input_tokens_cache_write", "reasoning_tokens"):
-        a, b = getattr(t, field), getattr(usage, field)
-        setattr(t, field, (a or 0) + (b or 0) or None)
+    t.input_tokens_cache_read = (t.input_tokens_cache_read or 0) + (usage.input_tokens_cache_read or 0) or None
+    t.input_tokens_cache_write = (t.input_tokens_cache_write or 0) + (usage.input_tokens_cache_write or 0) or None
+    t.reasoning_tokens = (t.reasoning_tokens or 0) + (usage.reasoning_tokens or 0) or None
     t.total_cost = None if t.total_cost is None or usage.total_cost is None else t.total_cost + usage.total_cost
 
 

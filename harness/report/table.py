@@ -28,9 +28,7 @@ def flat(row: ResultRow, run_dir: Path | str) -> dict:
         "steps": row.steps, "model_calls": row.model_calls, "input_tokens": row.usage.input_tokens,
         "output_tokens": row.usage.output_tokens, "cache_read_tokens": row.usage.cache_read_tokens,
         "cache_write_tokens": row.usage.cache_write_tokens, "reasoning_tokens": row.usage.reasoning_tokens,
-        "cost_usd": row.cost_usd, **{k: getattr(row.phases, k) for k in (
-            "image_s", "image_cached", "container_start_s", "agent_s", "model_s", "tool_s", "retry_wait_s",
-            "patch_s", "grading_s", "total_s")},
+        "cost_usd": row.cost_usd, **row.phases.model_dump(),
         "fail_to_pass_passed": row.fail_to_pass.get("passed", 0), "fail_to_pass_total": row.fail_to_pass.get("total", 0),
         "pass_to_pass_passed": row.pass_to_pass.get("passed", 0), "pass_to_pass_total": row.pass_to_pass.get("total", 0),
         "patch_bytes": row.patch_bytes, "error": (row.error or "").split("\n", 1)[0], "note": row.note,

@@ -50,7 +50,7 @@ def check_task(task: Task) -> Problem | None:
         task.gold(), task.test_patch()
         find_commit(task.repo_source(), task.base_commit)
     except (SandboxError, TaskSpecError) as exc:
-        return Problem(f"{where}: {str(exc).splitlines()[0]}", getattr(exc, "hint", "") or "")
+        return Problem(f"{where}: {str(exc).splitlines()[0]}", exc.hint or "")
     return None
 
 
