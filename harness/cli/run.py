@@ -99,11 +99,12 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
                            f"{', '.join(sorted(set(redo) - known))}", f"its tasks: {', '.join(sorted(known))}")
     checked = preflight(tasks, model=agent.model if agent_name not in ("gold", "noop") else None, out=options.out,
                         base_url=base_url, allow_unknown_model=allow_unknown_model)
-    if not checked.ok:
-        first, *more = checked.problems
-        for problem in more:  # every problem is said; the last line is the one the exit code is for
+    if not checked.ok:  # every problem is said, one line each; nothing was started
+        if len(checked.problems) == 1:
+            raise InputProblem(checked.problems[0].what, checked.problems[0].fix)
+        for problem in checked.problems:
             click.secho(f"error: {problem.what}" + (f"; {problem.fix}" if problem.fix else ""), fg="red", err=True)
-        raise InputProblem(first.what + (f" (and {len(more)} more problem(s) above)" if more else ""), first.fix)
+        raise InputProblem(f"{len(checked.problems)} problems found before the run (above); nothing was started")
     if dry_run:
         _print_plan(out_console, tasks, agent, label, options, where, redo, checked.notes)
         return
