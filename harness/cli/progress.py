@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from ..records import ResultRow
 from ..report.format import usd
@@ -31,7 +31,7 @@ class RunProgress:
     def __init__(self, console: Console, total: int, *, workers: int = 1) -> None:
         self.console, self.total, self.workers = console, total, workers
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=30),
-                                 TextColumn("{task.fields[summary]}"), TimeElapsedColumn(), console=console)
+                                 TextColumn("{task.fields[summary]}"), console=console)
         self.bar = self.progress.add_task("[bold]all tasks", total=total, summary="")
         self.lines: dict[str, TaskID] = {}
         self.phase: dict[str, str] = {}
@@ -77,9 +77,9 @@ class RunProgress:
         if left == 0:
             parts.append(f"took {clock(elapsed)}")
         elif self._finished_now:
-            parts.append(f"ETA {clock(elapsed / self._finished_now * left)}")
+            parts.append(f"ETA {clock(elapsed / self._finished_now * left)} · {clock(elapsed)} so far")
         else:
-            parts.append("ETA after the first unit")
+            parts.append(f"ETA after the first unit · {clock(elapsed)} so far")
         return " · ".join(parts)
 
     # ------------------------------------------------------------------ events
