@@ -67,6 +67,7 @@ def grade(
             consistent, why = parsed.consistent_with(run.returncode)
             result = classify(task, parsed.statuses, run.returncode, consistent, why)
             result.apply_method, result.reverted = method, reverted
+            result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}
             notes = [result.note] if result.note else []
             if not parsed.found_summary:
                 notes.append(parsed.missing_hint)
