@@ -93,6 +93,11 @@ class ToolCallEvent(_Event):
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str = ""
+    # What the call does, when the name alone does not say (an external CLI's tools, read by the
+    # rules of its agent config): "shell" (runs `command`), "test" (a shell command that runs the
+    # tests), "edit" (changes files); "" for wholeloop's own tools, known by name.
+    kind: str = ""
+    command: str = ""
 
 
 class ToolResultEvent(_Event):
@@ -106,6 +111,7 @@ class ToolResultEvent(_Event):
     truncated: bool = False
     timed_out: bool = False
     duration_s: float = 0.0
+    kind: str = ""  # the call's kind (see ToolCallEvent)
 
 
 class TestRun(_Event):
@@ -157,6 +163,22 @@ class GradeEvent(_Event):
     detail: str = ""
 
 
+class ExternalRun(_Event):
+    """An external CLI's run inside the container: how it ended, what it says it spent, its own logs."""
+
+    type: Literal["external_run"] = "external_run"
+    attempt: int
+    cli: str
+    version: str = ""
+    exit_code: int | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    stopped_by: str = ""  # why wholeloop stopped it, when it did (a budget limit, the run stopping)
+    logs: list[str] = Field(default_factory=list)  # its stdout/stderr and own logs, relative to the transcript
+    self_report: dict[str, Any] | None = None  # the tokens and cost the CLI itself reports
+    stderr_tail: str = ""
+
+
 class Feedback(_Event):
     type: Literal["feedback"] = "feedback"
     attempt: int
@@ -166,7 +188,7 @@ class Feedback(_Event):
 
 Event = Annotated[
     AttemptStart | PhaseEvent | ModelRequest | ModelResponse | ModelRetry | ToolCallEvent | ToolResultEvent | TestRun
-    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback,
+    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback | ExternalRun,
     Field(discriminator="type"),
 ]
 _adapter: TypeAdapter[Event] = TypeAdapter(Event)

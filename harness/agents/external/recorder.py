@@ -1,0 +1,194 @@
+"""From model traffic to the transcript an external CLI's attempt would have written itself.
+
+The proxy hands each model call (request body, reply, usage, cost) to a `Recorder`, on the
+proxy's recording thread. It writes the same events wholeloop's own agent writes:
+
+- `model_request` with only what is new in the conversation: CLIs resend the whole conversation
+  every time, so each request is compared with the previous one of the same conversation (known
+  by its first message) with cache marks removed; the messages after the first difference are
+  recorded (`from_index` says where they start; aider rewrites earlier messages, Claude Code
+  moves cache marks, mini and Codex only append);
+- `tool_result` events for the tool results in those new messages (tool_result blocks, role
+  "tool" messages, function_call_output items), matched to their calls by id, and a `test_run`
+  after a shell command the agent config's rules call a test run, read by the task's test parser;
+- `model_response` with text, tool calls, usage and cost, then one `tool_call` event per call,
+  its kind ("shell", "test", "edit") from the agent config's rules;
+- for a text-based CLI (aider), its SEARCH/REPLACE blocks as edit calls;
+- an `error` event for a call the provider answered with an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ...parsers import get_parser
+from ...transcript import ErrorEvent, ModelRequest, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, TranscriptWriter
+from .config import ToolRules
+from .proxy import Exchange
+from .wire import Call, Wire
+
+#: Shell commands that run tests, besides the task's own test command and the config's patterns.
+DEFAULT_TEST_COMMANDS = (r"\bpytest\b", r"\bpython3?\s+-m\s+(pytest|unittest)\b", r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
+                         r"\bgo\s+test\b", r"\bcargo\s+test\b", r"\bmvn\b.*\btest\b", r"\bgradle\w*\b.*\btest\b", r"\btox\b")
+_SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
+_EDIT_FAILED = re.compile(r"SearchReplaceNoExactMatch|failed to match|did not match|Unable to apply", re.I)
+
+
+@dataclass
+class _Call:
+    step: int
+    name: str
+    kind: str
+    command: str
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+class Recorder:
+    """Writes the events of one attempt's model calls (see the module docstring)."""
+
+    def __init__(self, transcript: TranscriptWriter, wire: Wire, rules: ToolRules, *, test_command: str = "",
+                 parser: str = "pytest") -> None:
+        self.transcript, self.wire, self.rules = transcript, wire, rules
+        self.parser = get_parser(parser)
+        tests = list(rules.test_commands) or list(DEFAULT_TEST_COMMANDS)
+        if test_command.strip():
+            tests.append(re.escape(test_command.strip()))
+        self.test_patterns = [re.compile(p) for p in tests]
+        self.edit_patterns = [re.compile(p) for p in rules.edit_commands]
+        self.exit_pattern = re.compile(rules.exit_code) if rules.exit_code else None
+        self.conversations: dict[str, list[dict]] = {}  # first message -> the latest messages sent
+        self.heads: dict[str, str] = {}  # first message -> digest of its system prompt and tools
+        self.calls: dict[str, _Call] = {}
+        self.answered: set[str] = set()
+        self.text_edits: list[tuple[str, _Call]] = []  # aider's edit blocks waiting for the next request
+
+    def __call__(self, ex: Exchange) -> None:
+        head, messages = self.wire.conversation(ex.body)
+        key = _digest(messages[:1])
+        previous = self.conversations.get(key, [])
+        same = 0
+        for old, new in zip(previous, messages):
+            if old != new:
+                break
+            same += 1
+        fresh = messages[same:]
+        self._results(fresh)
+        head_digest = _digest(head)
+        shown = list(fresh)
+        if head and self.heads.get(key) != head_digest:
+            shown = head + shown
+        self.heads[key], self.conversations[key] = head_digest, messages
+        extra = {"from_index": same, "model": str(ex.body.get("model") or "")}
+        limit_key = self.wire.limit_key(ex.body)
+        if isinstance(ex.body.get(limit_key), int):
+            extra["max_tokens"] = ex.body[limit_key]
+        self.transcript.write(ModelRequest(step=ex.step, messages_hash=_digest(messages), new_messages=shown, **extra))
+        if ex.reply is None:
+            self.transcript.write(ErrorEvent(where="provider", error_type=f"HTTP {ex.status}", message=ex.error))
+            return
+        reply = ex.reply
+        calls = list(reply.calls) + self._text_edit_calls(reply.text, ex.step)
+        self.transcript.write(ModelResponse(
+            step=ex.step, text=reply.text, stop_reason=reply.stop_reason, usage=reply.usage.model_dump(),
+            cost_usd=ex.cost_usd, latency_s=round(ex.latency_s, 3), model=reply.model,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments if c.arguments is not None else {}}
+                        for c in calls],
+        ))
+        if reply.error:
+            self.transcript.write(ErrorEvent(where="provider", error_type="stream error", message=reply.error))
+        for call in calls:
+            self._call(call, ex.step)
+
+    # ------------------------------------------------------------------ calls
+
+    def _call(self, call: Call, step: int) -> None:
+        kind, command = self.classify(call)
+        self.calls[call.id] = _Call(step, call.name, kind, command)
+        self.transcript.write(ToolCallEvent(step=step, call_id=call.id, name=call.name, arguments=call.arguments,
+                                            raw_arguments=call.raw if call.arguments is None else "", kind=kind,
+                                            command=command))
+
+    def classify(self, call: Call) -> tuple[str, str]:
+        """(kind, command) of a call by the config's rules."""
+        if call.name in self.rules.edit:
+            return "edit", ""
+        arg = self.rules.shell.get(call.name)
+        if arg is None:
+            return "", ""
+        value = (call.arguments or {}).get(arg, "")
+        command = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        if any(p.search(command) for p in self.test_patterns):
+            return "test", command
+        if any(p.search(command) for p in self.edit_patterns):
+            return "edit", command
+        return "shell", command
+
+    def _text_edit_calls(self, text: str, step: int) -> list[Call]:
+        if self.rules.text_edits != "search_replace" or "SEARCH" not in text:
+            return []
+        found = []
+        for n, match in enumerate(_SEARCH_REPLACE.finditer(text), 1):
+            call = Call(f"edit-{step}-{n}", "search_replace",
+                        {"path": match.group(1).strip().strip("`*"), "search": match.group(2), "replace": match.group(3)})
+            found.append(call)
+            self.text_edits.append((call.id, _Call(step, call.name, "edit", "")))
+        return found
+
+    # ------------------------------------------------------------------ results
+
+    def _results(self, fresh: list[dict]) -> None:
+        for result in self.wire.results(fresh):
+            if result.call_id in self.answered:
+                continue
+            self.answered.add(result.call_id)
+            call = self.calls.get(result.call_id, _Call(0, "?", "", ""))
+            output, exit_code = self._unpack(call, result.output, result.is_error)
+            self.transcript.write(ToolResultEvent(step=call.step, call_id=result.call_id, name=call.name,
+                                                  output=output, is_error=result.is_error,
+                                                  exit_code=exit_code, kind=call.kind))
+            if call.kind == "test":
+                self._test_run(call, output, exit_code)
+        if self.text_edits:  # aider says what went wrong with an edit in its next message
+            said = "\n".join(m.get("content", "") for m in fresh if m.get("role") == "user" and isinstance(m.get("content"), str))
+            failed = bool(_EDIT_FAILED.search(said))
+            for call_id, call in self.text_edits:
+                self.transcript.write(ToolResultEvent(step=call.step, call_id=call_id, name=call.name,
+                                                      output=said[-2000:] or "(no reply from the CLI)",
+                                                      is_error=failed, kind="edit"))
+            self.text_edits.clear()
+
+    def _unpack(self, call: _Call, output: str, is_error: bool) -> tuple[str, int | None]:
+        """A shell result's output text and exit code, as the config's rules find them."""
+        if call.kind not in ("shell", "test"):
+            return output, None
+        keys = self.rules.result_json
+        if keys and output.lstrip().startswith("{"):
+            try:
+                value = orjson.loads(output)
+            except orjson.JSONDecodeError:
+                value = None
+            if isinstance(value, dict):
+                code = value.get(keys.get("exit_code", ""))
+                text = value.get(keys.get("output", ""))
+                return (text if isinstance(text, str) else output), (code if isinstance(code, int) else None)
+        if self.exit_pattern is not None:
+            match = self.exit_pattern.search(output)
+            if match:
+                return output, int(match.group(1))
+        return output, 1 if is_error else 0
+
+    def _test_run(self, call: _Call, output: str, exit_code: int | None) -> None:
+        report = self.parser.parse(output, None)
+        failing = report.failing() + report.collection_errors
+        green = exit_code == 0 and not failing
+        self.transcript.write(TestRun(step=call.step, command=call.command, exit_code=exit_code,
+                                      passed=report.count("passed"), failed=report.count("failed"),
+                                      errors=report.count("errors"), failing=failing[:50], green=green))
