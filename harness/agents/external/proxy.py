@@ -142,7 +142,7 @@ class MeteringProxy:
 
     # ------------------------------------------------------------------ budget
 
-    def admit(self) -> tuple[int, int | None] | LimitReached:
+    def admit(self, model: str = "") -> tuple[int, int | None] | LimitReached:
         """Before a model call: its step number and the output tokens it may use, or the limit that refuses it."""
         with self.lock:
             if self.limit is None:
@@ -155,12 +155,13 @@ class MeteringProxy:
                 return self.limit
             step = self.budget.start_call()
             self.stats.calls += 1
-            return step, self._output_left()
+            return step, self._output_left(model)
 
-    def _output_left(self) -> int:
+    def _output_left(self, model: str) -> int:
+        """Output tokens the call may use: what the token limit leaves, and what the money left buys."""
         left = self.budget.output_tokens_left()
         limit = self.budget.limits.max_cost_usd
-        price = self._price(None)
+        price = self._price(model)
         if limit is not None and price is not None and self.budget.cost_known and price.output_cost_per_token > 0:
             left = min(left, int(max(limit - self.budget.cost, 0) / price.output_cost_per_token))
         return max(left, 1)
@@ -366,7 +367,7 @@ def _handler(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 return self._refuse(400, "the request body is not JSON", "json")
             if not isinstance(body, dict):
                 return self._refuse(400, "the request body is not a JSON object", "json")
-            admitted = proxy.admit()
+            admitted = proxy.admit(str(body.get("model") or ""))
             if isinstance(admitted, LimitReached):
                 return self._refuse(proxy.refuse_status, f"the attempt's {admitted.reason.replace('_', ' ')} is reached "
                                     f"({admitted.detail}); no more model calls are allowed", "budget")
@@ -409,75 +410,82 @@ def _handler(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 if k.lower() not in _HOP:
                     self.send_header(k, v)
             streamed = "text/event-stream" in ctype and self.command != "HEAD"
+            counted = exchange is not None and response.status < 400
             if streamed:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                reply = self._relay_stream(response)
                 data = b""
+                self._relay_stream(response, exchange if counted else None, started)
             else:
                 data = response.read()
+                if counted:  # charged before the CLI sees the reply, so its next call is checked against it
+                    try:
+                        self._settle(exchange, wire.reply(orjson.loads(data)), started)
+                    except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
+                        exchange.error = f"unreadable reply: {exc}"
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
-                reply = None
-            latency = time.monotonic() - started
             if response.will_close:
                 proxy.drop_connection()
             if exchange is None:
                 return proxy.note({"event": "free", "path": self.path[:200], "status": response.status})
-            exchange.status, exchange.latency_s = response.status, latency
+            exchange.status = response.status
+            exchange.latency_s = exchange.latency_s or time.monotonic() - started
             if response.status >= 400:
                 with proxy.lock:
                     proxy.stats.upstream_errors += 1
                     proxy.stats.last_upstream_error = f"HTTP {response.status}: {data[:500].decode('utf-8', 'replace')}"
                 exchange.error = proxy.stats.last_upstream_error
-            elif reply is None:
-                try:
-                    reply = wire.reply(orjson.loads(data))
-                except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
-                    exchange.error = f"unreadable reply: {exc}"
-            if reply is not None:
-                exchange.reply = reply
-                exchange.cost_usd = proxy.settle(reply.usage, str(exchange.body.get("model") or reply.model), latency)
             proxy.record(exchange)
-            proxy.note({"event": "call", "step": exchange.step, "status": response.status, "ms": round(latency * 1000, 1),
-                        "usage": reply.usage.model_dump(exclude_defaults=True) if reply else None,
-                        "cost_usd": exchange.cost_usd, "stream": streamed})
+            reply = exchange.reply
+            proxy.note({"event": "call", "step": exchange.step, "status": response.status,
+                        "ms": round(exchange.latency_s * 1000, 1), "stream": streamed, "cost_usd": exchange.cost_usd,
+                        "usage": reply.usage.model_dump(exclude_defaults=True) if reply else None})
 
-        def _relay_stream(self, response: http.client.HTTPResponse) -> Reply:
+        def _settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
+            exchange.reply, exchange.latency_s = reply, time.monotonic() - started
+            model = str(exchange.body.get("model") or reply.model)
+            exchange.cost_usd = proxy.settle(reply.usage, model, exchange.latency_s)
+
+        def _relay_stream(self, response: http.client.HTTPResponse, exchange: Exchange | None, started: float) -> None:
+            """Relay a stream chunk by chunk. Each chunk's complete events are read before it is
+            written (microseconds), so the reply is charged before its last event reaches the CLI."""
             reader = wire.stream()
             pending = b""
+            settled = False
             write, flush = self.wfile.write, self.wfile.flush
             while True:
                 chunk = response.read1(65536)
+                if chunk:
+                    pending += chunk
+                    cut = max(pending.rfind(b"\n\n"), pending.rfind(b"\r\n\r\n"))
+                    if cut >= 0:
+                        complete, pending = pending[:cut + 2], pending[cut + 2:].lstrip(b"\r\n")
+                        self._feed(reader, complete)
+                else:  # the stream ended: whatever is left is its last event
+                    self._feed(reader, pending + b"\n\n")
+                if exchange is not None and not settled and (reader.complete or not chunk):
+                    self._settle(exchange, reader.done(), started)
+                    settled = True
                 if not chunk:
                     break
                 write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 flush()
-                pending += chunk
-                cut = max(pending.rfind(b"\n\n"), pending.rfind(b"\r\n\r\n"))
-                if cut < 0:
-                    continue
-                complete, pending = pending[:cut + 2], pending[cut + 2:].lstrip(b"\r\n")
-                for payload in sse_payloads(complete):
-                    if payload == b"[DONE]":
-                        continue
-                    try:
-                        event = orjson.loads(payload)
-                    except orjson.JSONDecodeError:
-                        continue
-                    if isinstance(event, dict):
-                        reader.feed(event)
             write(b"0\r\n\r\n")
             flush()
-            for payload in sse_payloads(pending + b"\n\n"):
+
+        @staticmethod
+        def _feed(reader, block: bytes) -> None:
+            for payload in sse_payloads(block):
+                if payload == b"[DONE]":
+                    continue
                 try:
                     event = orjson.loads(payload)
                 except orjson.JSONDecodeError:
                     continue
                 if isinstance(event, dict):
                     reader.feed(event)
-            return reader.done()
 
     return Handler

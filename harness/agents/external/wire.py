@@ -161,6 +161,7 @@ class StreamReader(ABC):
     def __init__(self, wire: Wire) -> None:
         self.wire = wire
         self.out = Reply()
+        self.complete = False  # the event with the final usage has been read
 
     @abstractmethod
     def feed(self, event: dict) -> None:
@@ -273,6 +274,7 @@ class _AnthropicStream(StreamReader):
             # The usage here is cumulative; fields it leaves out (or null) keep message_start's values.
             self.raw_usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
             self.out.stop_reason = str((event.get("delta") or {}).get("stop_reason") or self.out.stop_reason)
+            self.complete = True
         elif kind == "error":
             self.out.error = str((event.get("error") or {}).get("message") or "stream error")
 
@@ -352,6 +354,7 @@ class _ChatStream(StreamReader):
             self.out.model = str(event["model"])
         if event.get("usage"):
             self.out.usage = self.wire.usage(event["usage"])
+            self.complete = True  # the usage chunk comes last (the proxy always asks for it)
         for choice in event.get("choices") or []:
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
@@ -439,6 +442,7 @@ class _ResponsesStream(StreamReader):
             self.items.append(event["item"])
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self.final = event.get("response") or {}
+            self.complete = True
             if kind == "response.failed":
                 self.out.error = str((self.final.get("error") or {}).get("message") or "response failed")
         elif kind == "error":
