@@ -11,8 +11,8 @@ attempts of a trial are told apart by their ``attempt_start`` events):
   a call of kind ``shell``) whose command matches a heuristic: ``sed -i``, ``tee``, or an output redirection (``>``/``>>``) to a
   path other than ``/dev/null``, ``/tmp/...`` or a file descriptor (``2>&1``). Writes made by
   scripts (``python -c "open(...).write"``) are not seen;
-- **tool errors**: ``tool_result`` with ``is_error``, or a ``bash`` (or kind ``shell``) result with
-  a non-zero exit code (``run_tests``, or a kind ``test`` command, going red is a red run, not a
+- **tool errors**: ``tool_result`` with ``is_error``, or a ``bash`` (or kind ``shell`` or ``edit``)
+  result with a non-zero exit code (``run_tests``, or a kind ``test`` command, going red is a red run, not a
   tool error). An error is **recovered** when the
   next result of the same tool succeeds; an error with no later call of that tool is unrecovered;
 - **steps and seconds to first green**: the step of the first green ``test_run``, and its
@@ -135,7 +135,7 @@ def is_tool_error(result: ToolResultEvent) -> bool:
         return False
     if result.is_error:
         return True
-    return (result.name == "bash" or result.kind == "shell") and result.exit_code not in (None, 0)
+    return (result.name == "bash" or result.kind in ("shell", "edit")) and result.exit_code not in (None, 0)
 
 
 def attempt_events(events: list, attempt: int) -> list | None:

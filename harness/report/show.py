@@ -48,7 +48,7 @@ def _call(event) -> Text | Syntax | Group:
     args = event.arguments or {}
     if event.arguments is None:
         return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")
-    if event.name == "bash" or (event.kind in ("shell", "test") and event.command):
+    if event.name == "bash" or (event.kind in ("shell", "test", "edit") and event.command):
         command = event.command or args.get("command", "")
         head = f"{event.name}: " if event.name != "bash" else ""
         return Syntax(f"{head}$ {command}", "bash", theme="ansi_dark", word_wrap=True)

@@ -167,7 +167,7 @@ class Recorder:
 
     def _unpack(self, call: _Call, output: str, is_error: bool) -> tuple[str, int | None]:
         """A shell result's output text and exit code, as the config's rules find them."""
-        if call.kind not in ("shell", "test"):
+        if not call.command:  # not a shell command (an edit tool, another tool): no exit code
             return output, None
         keys = self.rules.result_json
         if keys and output.lstrip().startswith("{"):
