@@ -28,6 +28,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -125,18 +126,19 @@ def ensure_install(config: ExternalConfig, *, log: LogFn | None = None, backend:
     backend = backend or DockerBackend()
     key = install_key(config, image_id(DEFAULT_BASE))
     root = cache_dir() / "agents"
-    target = root / f"{config.name}-{key}"
+    name = re.sub(r"[^a-z0-9]+", "-", config.cli.lower()).strip("-")  # configs that differ elsewhere share it
+    target = root / f"{name}-{key}"
     if (target / MARKER).is_file():
         return _installed(target, key, cached=True)
     root.mkdir(parents=True, exist_ok=True)
-    with _lock(root / f"{config.name}-{key}.lock"):
+    with _lock(root / f"{name}-{key}.lock"):
         if (target / MARKER).is_file():
             return _installed(target, key, cached=True)
         started = time.monotonic()
-        work = Path(tempfile.mkdtemp(dir=root, prefix=f".{config.name}-{key}-"))
+        work = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}-{key}-"))
         try:
             log(f"installing {config.name} ({config.cli} {config.version}) into {target}")
-            build_log = root / f"{config.name}-{key}.log"
+            build_log = root / f"{name}-{key}.log"
             build_log.write_text("")
             _build(config, work, build_log, log, backend)
             version = _check(config, work, backend)
