@@ -372,8 +372,11 @@ def _handler(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 return self._refuse(proxy.refuse_status, f"the attempt's {admitted.reason.replace('_', ' ')} is reached "
                                     f"({admitted.detail}); no more model calls are allowed", "budget")
             step, out_left = admitted
+            before = {k: body.get(k) for k in (wire.limit_key(body), "stream_options")}
             wire.prepare(body, out_left, max_output_tokens(str(body.get("model") or "")))
-            self._forward(orjson.dumps(body), Exchange(step=step, body=body))
+            changed = any(body.get(k) != v for k, v in before.items()) or wire.limit_key(body) not in before
+            # forwarded as received unless the clamp changed it: no second serialisation
+            self._forward(orjson.dumps(body) if changed else raw, Exchange(step=step, body=body))
 
         # -------------------------------------------------------------- the reply
 

@@ -30,7 +30,7 @@ from ...parsers import get_parser
 from ...transcript import ErrorEvent, ModelRequest, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, TranscriptWriter
 from .config import ToolRules
 from .proxy import Exchange
-from .wire import Call, Wire
+from .wire import Call, Wire, strip_cache_marks
 
 #: Shell commands that run tests, besides the task's own test command and the config's patterns.
 DEFAULT_TEST_COMMANDS = (r"\bpytest\b", r"\bpython3?\s+-m\s+(pytest|unittest)\b", r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
@@ -64,33 +64,39 @@ class Recorder:
         self.test_patterns = [re.compile(p) for p in tests]
         self.edit_patterns = [re.compile(p) for p in rules.edit_commands]
         self.exit_pattern = re.compile(rules.exit_code) if rules.exit_code else None
-        self.conversations: dict[str, list[dict]] = {}  # first message -> the latest messages sent
+        # first message -> the latest messages sent, and each serialised
+        self.conversations: dict[str, tuple[list[dict], list[bytes]]] = {}
         self.heads: dict[str, str] = {}  # first message -> digest of its system prompt and tools
         self.calls: dict[str, _Call] = {}
         self.answered: set[str] = set()
         self.text_edits: list[tuple[str, _Call]] = []  # aider's edit blocks waiting for the next request
 
     def __call__(self, ex: Exchange) -> None:
-        head, messages = self.wire.conversation(ex.body)
-        key = _digest(messages[:1])
-        previous = self.conversations.get(key, [])
+        head, sent = self.wire.conversation(ex.body)
+        # Compared as serialised bytes (C speed); only messages whose bytes differ are compared
+        # again without cache marks, which Claude Code moves from one request to the next.
+        dumped = [orjson.dumps(m) for m in sent]
+        key = hashlib.sha256(dumped[0] if dumped else b"").hexdigest()[:16]
+        previous, previous_dumped = self.conversations.get(key, ([], []))
         same = 0
-        for old, new in zip(previous, messages):
-            if old != new:
+        for i, (old, new) in enumerate(zip(previous_dumped, dumped)):
+            if old != new and strip_cache_marks(previous[i]) != strip_cache_marks(sent[i]):
                 break
             same += 1
-        fresh = messages[same:]
+        messages = sent
+        fresh = [strip_cache_marks(m) for m in sent[same:]]
         self._results(fresh)
-        head_digest = _digest(head)
+        head_digest = _digest(head) if head else ""
         shown = list(fresh)
         if head and self.heads.get(key) != head_digest:
             shown = head + shown
-        self.heads[key], self.conversations[key] = head_digest, messages
+        self.heads[key], self.conversations[key] = head_digest, (sent, dumped)
         extra = {"from_index": same, "model": str(ex.body.get("model") or "")}
         limit_key = self.wire.limit_key(ex.body)
         if isinstance(ex.body.get(limit_key), int):
             extra["max_tokens"] = ex.body[limit_key]
-        self.transcript.write(ModelRequest(step=ex.step, messages_hash=_digest(messages), new_messages=shown, **extra))
+        whole = hashlib.sha256(b"".join(dumped)).hexdigest()[:16]
+        self.transcript.write(ModelRequest(step=ex.step, messages_hash=whole, new_messages=shown, **extra))
         if ex.reply is None:
             self.transcript.write(ErrorEvent(where="provider", error_type=f"HTTP {ex.status}", message=ex.error))
             return

@@ -133,7 +133,8 @@ class Wire(ABC):
 
     @abstractmethod
     def conversation(self, body: dict) -> tuple[list[dict], list[dict]]:
-        """(head, messages): what frames the conversation (system prompt, tool names), and its messages."""
+        """(head, messages): what frames the conversation (system prompt, tool names), and its
+        messages as sent (cache marks included: see `strip_cache_marks`)."""
 
     @abstractmethod
     def results(self, messages: list[dict]) -> list[Result]:
@@ -208,7 +209,7 @@ class Anthropic(Wire):
         elif body.get("tools"):
             head.append({"role": "system", "content": "", **tools_head(body.get("tools"))})
         messages = body.get("messages")
-        return head, [strip_cache_marks(m) for m in messages] if isinstance(messages, list) else []
+        return head, messages if isinstance(messages, list) else []
 
     def results(self, messages: list[dict]) -> list[Result]:
         found = []
@@ -314,7 +315,7 @@ class OpenAIChat(Wire):
     def conversation(self, body: dict) -> tuple[list[dict], list[dict]]:
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         head = [{"role": "system", "content": "", **tools_head(body.get("tools"))}] if body.get("tools") else []
-        return head, [strip_cache_marks(m) for m in messages]
+        return head, messages
 
     def results(self, messages: list[dict]) -> list[Result]:
         return [Result(str(m.get("tool_call_id", "")), _text_of(m.get("content")))
@@ -393,7 +394,7 @@ class OpenAIResponses(Wire):
         head = []
         if body.get("instructions") or body.get("tools"):
             head.append({"role": "system", "content": _text_of(body.get("instructions")), **tools_head(body.get("tools"))})
-        return head, [strip_cache_marks(i) for i in items]
+        return head, items
 
     def results(self, messages: list[dict]) -> list[Result]:
         return [Result(str(m.get("call_id", "")), _text_of(m.get("output")))
