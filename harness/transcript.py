@@ -234,11 +234,16 @@ class TranscriptWriter:
         self._seq = existing[-1].seq + 1 if existing else 0
         self._fh = open(self.path, "a", encoding="utf-8")
 
-    def write(self, event: _Event) -> _Event:
+    def write(self, event: _Event, *, at: float | None = None) -> _Event:
+        """Append `event`. `at` (a time.monotonic() reading) is when it happened, for an event
+        written a little later (the metering proxy records off its relay path); default: now."""
         with self._lock:
             event.seq = self._seq
-            event.time = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-            event.elapsed_s = round(time.monotonic() - self._t0, 3)
+            now = time.monotonic()
+            happened = now if at is None else min(at, now)
+            stamp = datetime.now(timezone.utc).timestamp() - (now - happened)
+            event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+            event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
             self._fh.write(json.dumps(data, ensure_ascii=False) + "\n")
             self._fh.flush()

@@ -434,7 +434,7 @@ def bench_proxy(reps: int) -> list[Row]:
     client = ctx.Process(target=_client_main, args=(cli_child,), daemon=True)
     client.start()
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: " + "lorem ipsum dolor " * 18}
-                for i in range(300)]
+                for i in range(290)]
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="wl-bench-proxy-") as tmp:
         transcript = TranscriptWriter(Path(tmp) / "transcript.jsonl", secrets=[])
@@ -448,9 +448,12 @@ def bench_proxy(reps: int) -> list[Row]:
             for stream in (False, True):
                 # each round grows the conversation, as a CLI's does (the recorder then diffs it)
                 got: dict[str, list[float]] = {"direct": [], "proxy": [], "direct1": [], "proxy1": []}
+                conversation = list(messages)
                 for i in range(reps + 3):
+                    conversation.append({"role": "user" if len(conversation) % 2 == 0 else "assistant",
+                                         "content": f"round {i}: " + "lorem ipsum " * 8})
                     body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 4096, "stream": stream,
-                                       "messages": messages + [{"role": "user", "content": f"round {i}"}]}).encode()
+                                       "messages": conversation}).encode()
                     for name, target, n in (("direct", f"127.0.0.1:{port}", 8), ("proxy", proxy.socket_path, 8),
                                             ("direct1", f"127.0.0.1:{port}", 1), ("proxy1", proxy.socket_path, 1)):
                         cli_end.send((target, body, stream, n))

@@ -20,22 +20,25 @@ proxy's recording thread. It writes the same events wholeloop's own agent writes
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 
 from ...parsers import get_parser
 from ...transcript import ErrorEvent, ModelRequest, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, TranscriptWriter
 from .config import ToolRules
 from .proxy import Exchange
-from .wire import Call, Wire, strip_cache_marks
+from .wire import LIMIT_KEYS, Call, Wire, strip_cache_marks
 
 #: Shell commands that run tests, besides the task's own test command and the config's patterns.
 DEFAULT_TEST_COMMANDS = (r"\bpytest\b", r"\bpython3?\s+-m\s+(pytest|unittest)\b", r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
                          r"\bgo\s+test\b", r"\bcargo\s+test\b", r"\bmvn\b.*\btest\b", r"\bgradle\w*\b.*\btest\b", r"\btox\b")
 _SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
+_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EDIT_FAILED = re.compile(r"SearchReplaceNoExactMatch|failed to match|did not match|Unable to apply", re.I)
 
 
@@ -45,6 +48,25 @@ class _Call:
     name: str
     kind: str
     command: str
+
+
+_SCANNER = json.JSONDecoder()
+
+
+def _first_item(raw: bytes) -> bytes:
+    """The bytes of the first element of a JSON array (the whole value if it is not an array),
+    found by parsing that element alone."""
+    text = raw.decode("utf-8", "replace")
+    start = len(text) - len(text.lstrip())
+    if not text.startswith("[", start):
+        return raw
+    rest = text[start + 1:]
+    offset = len(rest) - len(rest.lstrip())
+    try:
+        _, end = _SCANNER.raw_decode(rest, offset)
+    except ValueError:
+        return raw
+    return rest[offset:end].encode()
 
 
 def _digest(value: Any) -> str:
@@ -64,41 +86,31 @@ class Recorder:
         self.test_patterns = [re.compile(p) for p in tests]
         self.edit_patterns = [re.compile(p) for p in rules.edit_commands]
         self.exit_pattern = re.compile(rules.exit_code) if rules.exit_code else None
-        # first message -> the latest messages sent, and each serialised
+        # first message -> the latest messages sent, and the chained hash after each
         self.conversations: dict[str, tuple[list[dict], list[bytes]]] = {}
         self.heads: dict[str, str] = {}  # first message -> digest of its system prompt and tools
         self.calls: dict[str, _Call] = {}
         self.answered: set[str] = set()
         self.text_edits: list[tuple[str, _Call]] = []  # aider's edit blocks waiting for the next request
+        self.at: float | None = None  # when what is being written happened (time.monotonic)
 
     def __call__(self, ex: Exchange) -> None:
-        head, sent = self.wire.conversation(ex.body)
-        # Compared as serialised bytes (C speed); only messages whose bytes differ are compared
-        # again without cache marks, which Claude Code moves from one request to the next.
-        dumped = [orjson.dumps(m) for m in sent]
-        key = hashlib.sha256(dumped[0] if dumped else b"").hexdigest()[:16]
-        previous, previous_dumped = self.conversations.get(key, ([], []))
-        same = 0
-        for i, (old, new) in enumerate(zip(previous_dumped, dumped)):
-            if old != new and strip_cache_marks(previous[i]) != strip_cache_marks(sent[i]):
-                break
-            same += 1
-        messages = sent
+        top = _TOP_LEVEL.decode(ex.raw)
+        fields = {k: orjson.loads(bytes(top[k])) for k in ("model", *LIMIT_KEYS) if k in top}
+        key, same, sent, chain, head = self._conversation(top)
         fresh = [strip_cache_marks(m) for m in sent[same:]]
+        self.at = ex.sent_at  # tool results were there when this request came in
         self._results(fresh)
-        head_digest = _digest(head) if head else ""
-        shown = list(fresh)
-        if head and self.heads.get(key) != head_digest:
-            shown = head + shown
-        self.heads[key], self.conversations[key] = head_digest, (sent, dumped)
-        extra = {"from_index": same, "model": str(ex.body.get("model") or "")}
-        limit_key = self.wire.limit_key(ex.body)
-        if isinstance(ex.body.get(limit_key), int):
-            extra["max_tokens"] = ex.body[limit_key]
-        whole = hashlib.sha256(b"".join(dumped)).hexdigest()[:16]
-        self.transcript.write(ModelRequest(step=ex.step, messages_hash=whole, new_messages=shown, **extra))
+        extra = {"from_index": same, "model": str(fields.get("model") or "")}
+        limit = fields.get(self.wire.limit_key(fields))
+        if isinstance(limit, int):
+            extra["max_tokens"] = limit
+        whole = chain[-1].hex()[:16] if chain else ""
+        self.transcript.write(ModelRequest(step=ex.step, messages_hash=whole, new_messages=head + fresh, **extra),
+                              at=ex.sent_at)
         if ex.reply is None:
-            self.transcript.write(ErrorEvent(where="provider", error_type=f"HTTP {ex.status}", message=ex.error))
+            self.transcript.write(ErrorEvent(where="provider", error_type=f"HTTP {ex.status}", message=ex.error),
+                                  at=ex.answered_at or None)
             return
         reply = ex.reply
         calls = list(reply.calls) + self._text_edit_calls(reply.text, ex.step)
@@ -107,11 +119,52 @@ class Recorder:
             cost_usd=ex.cost_usd, latency_s=round(ex.latency_s, 3), model=reply.model,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments if c.arguments is not None else {}}
                         for c in calls],
-        ))
+        ), at=ex.answered_at or None)
+        self.at = ex.answered_at or None
         if reply.error:
-            self.transcript.write(ErrorEvent(where="provider", error_type="stream error", message=reply.error))
+            self.transcript.write(ErrorEvent(where="provider", error_type="stream error", message=reply.error), at=self.at)
         for call in calls:
             self._call(call, ex.step)
+
+    def _conversation(self, top: dict) -> tuple[str, int, list[dict], list[bytes], list[dict]]:
+        """(key, messages unchanged since the last request of this conversation, the messages, the
+        chained hash after each, the head to show when the system prompt or tools changed).
+
+        Most CLIs only append: then the new request's bytes start with the previous one's, and only
+        the appended tail is parsed. Otherwise the whole list is parsed and compared as objects, a
+        message that differs compared again without cache marks (Claude Code moves them)."""
+        conv_key = self.wire.conversation_key
+        raw = bytes(top[conv_key]) if conv_key in top else b"[]"
+        key = hashlib.sha256(_first_item(raw)).hexdigest()[:16]  # the conversation, by its first message
+        old_raw, previous, chain = self.conversations.get(key, (b"", [], []))
+        sent: list[dict] | None = None
+        if old_raw and raw == old_raw:
+            sent, same = previous, len(previous)
+        elif old_raw.endswith(b"]") and raw.startswith(old_raw[:-1]) and previous:
+            rest = raw[len(old_raw) - 1:].lstrip()
+            if rest.startswith(b","):
+                tail = orjson.loads(b"[" + rest[1:])
+                if isinstance(tail, list):
+                    sent, same = previous + tail, len(previous)
+        if sent is None:
+            value = orjson.loads(raw)
+            _, sent = self.wire.conversation({conv_key: value})
+            same = 0
+            for old, new in zip(previous, sent):
+                if old != new and strip_cache_marks(old) != strip_cache_marks(new):
+                    break
+                same += 1
+        chain = chain[:same]
+        for message in sent[same:]:  # the conversation's hash, chained: only new messages serialised
+            chain.append(hashlib.sha256((chain[-1] if chain else b"") + orjson.dumps(message)).digest())
+        self.conversations[key] = (raw, sent, chain)
+        head_raw = b"\0".join(bytes(top[k]) for k in self.wire.head_keys if k in top)
+        digest = hashlib.sha256(head_raw).hexdigest()[:16]
+        head: list[dict] = []
+        if head_raw and self.heads.get(key) != digest:  # parsed only when it changed
+            head, _ = self.wire.conversation({k: orjson.loads(bytes(top[k])) for k in self.wire.head_keys if k in top})
+        self.heads[key] = digest
+        return key, same, sent, chain, head
 
     # ------------------------------------------------------------------ calls
 
@@ -120,7 +173,7 @@ class Recorder:
         self.calls[call.id] = _Call(step, call.name, kind, command)
         self.transcript.write(ToolCallEvent(step=step, call_id=call.id, name=call.name, arguments=call.arguments,
                                             raw_arguments=call.raw if call.arguments is None else "", kind=kind,
-                                            command=command))
+                                            command=command), at=self.at)
 
     def classify(self, call: Call) -> tuple[str, str]:
         """(kind, command) of a call by the config's rules."""
@@ -159,7 +212,7 @@ class Recorder:
             output, exit_code = self._unpack(call, result.output, result.is_error)
             self.transcript.write(ToolResultEvent(step=call.step, call_id=result.call_id, name=call.name,
                                                   output=output, is_error=result.is_error,
-                                                  exit_code=exit_code, kind=call.kind))
+                                                  exit_code=exit_code, kind=call.kind), at=self.at)
             if call.kind == "test":
                 self._test_run(call, output, exit_code)
         if self.text_edits:  # aider says what went wrong with an edit in its next message
@@ -168,7 +221,7 @@ class Recorder:
             for call_id, call in self.text_edits:
                 self.transcript.write(ToolResultEvent(step=call.step, call_id=call_id, name=call.name,
                                                       output=said[-2000:] or "(no reply from the CLI)",
-                                                      is_error=failed, kind="edit"))
+                                                      is_error=failed, kind="edit"), at=self.at)
             self.text_edits.clear()
 
     def _unpack(self, call: _Call, output: str, is_error: bool) -> tuple[str, int | None]:
@@ -197,4 +250,4 @@ class Recorder:
         green = exit_code == 0 and not failing
         self.transcript.write(TestRun(step=call.step, command=call.command, exit_code=exit_code,
                                       passed=report.count("passed"), failed=report.count("failed"),
-                                      errors=report.count("errors"), failing=failing[:50], green=green))
+                                      errors=report.count("errors"), failing=failing[:50], green=green), at=self.at)

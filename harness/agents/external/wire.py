@@ -22,6 +22,7 @@ import orjson
 from ...models.types import Usage
 
 WIRES = ("anthropic", "openai-chat", "openai-responses")
+LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 @dataclass
@@ -103,6 +104,8 @@ class Wire(ABC):
     counted: tuple[str, ...] = ()  # paths of model calls (charged, clamped, recorded)
     free: tuple[str, ...] = ()  # paths forwarded without charge (POST token counting, GET lists)
     clamp_key = "max_tokens"
+    conversation_key = "messages"  # the top-level key of the conversation
+    head_keys: tuple[str, ...] = ("tools",)  # top-level keys that frame it (system prompt, tools)
 
     def route(self, method: str, path: str) -> str | None:
         """"call", "free", or None when the proxy must refuse this method and path."""
@@ -196,6 +199,7 @@ def tools_head(tools: Any) -> dict:
 
 class Anthropic(Wire):
     name = "anthropic"
+    head_keys = ("system", "tools")
     counted = ("/v1/messages",)
     free = ("/v1/messages/count_tokens", "/v1/models")
 
@@ -382,6 +386,8 @@ class _ChatStream(StreamReader):
 
 class OpenAIResponses(Wire):
     name = "openai-responses"
+    conversation_key = "input"
+    head_keys = ("instructions", "tools")
     counted = ("/v1/responses",)
     free = ("/v1/models",)
     clamp_key = "max_output_tokens"
