@@ -62,6 +62,7 @@ class Plan:
 
     tasks: list  # harness.tasks.Task
     tool: str = "bash"  # the CLI's shell tool
+    arg: str = "command"  # its argument with the command
     token_var: str = "OPENAI_API_KEY"  # where the CLI has the attempt's token
     auth_header: str = "authorization"
     bridge: tuple[str, int] = ("172.17.0.1", 9)
@@ -103,10 +104,10 @@ class Plan:
         n = len(steps)
         usage = Tokens(input=900 + 50 * done, output=30 + done, cache_read=400 * done, cache_write=100 if done == 0 else 0)
         if done < n:
-            return Reply(text=f"Step {done + 1}.", calls=[Call(self.tool, {"command": steps[done], **self.extra})],
+            return Reply(text=f"Step {done + 1}.", calls=[Call(self.tool, {self.arg: steps[done], **self.extra})],
                          usage=usage)
         if done == n and self.finish:
-            return Reply(text="Done.", calls=[Call(self.tool, {"command": self.finish, **self.extra})], usage=usage)
+            return Reply(text="Done.", calls=[Call(self.tool, {self.arg: self.finish, **self.extra})], usage=usage)
         return Reply(text="The fix is in and the tests pass.", usage=usage)
 
     def _read_probes(self, conversation: str) -> None:

@@ -1,6 +1,6 @@
 """Real agent CLIs, installed from the registries, run on demo tasks through the metering proxy.
 
-mini-swe-agent (PyPI) and Claude Code (npm) each solve demo tasks against the scripted provider
+mini-swe-agent (PyPI), Claude Code and Codex CLI (npm) each solve demo tasks against the scripted provider
 (tests/scripted_cli.py, which this test starts): the CLI runs for real inside a `--network none`
 container with its install mounted read-only and reaches the provider only through our forwarder
 and the proxy. Checked: the patch is graded; the tokens the provider reported = the run's rows =
@@ -10,7 +10,7 @@ inside the container every other target fails (a listener on the host's bridge a
 provider's port, a public address, DNS, IPv6, the proxy with another attempt's token).
 
 The installs are cached by a hash of their steps (~/.cache/wholeloop/agents): the first run
-downloads and builds them (mini ~60 s, Claude Code ~15 s), later runs reuse them.
+downloads and builds them (mini ~50 s, Claude Code ~15 s, Codex ~17 s), later runs reuse them.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def check_probes(plan: Plan, listener: Listener, expected: int) -> None:
 
 
 def run_cli(tmp_path: Path, monkeypatch, agent_name: str, plan: Plan, url_env: str, key_env: str, openai_path: bool,
-            task_ids: list[str]):
+            task_ids: list[str], model: str | None = None):
     tasks = [load_task(ROOT / "tasks" / "demo" / f"{t}.yaml") for t in task_ids]
     plan.tasks = tasks
     listener = Listener(bridge_address())
@@ -150,7 +150,7 @@ def run_cli(tmp_path: Path, monkeypatch, agent_name: str, plan: Plan, url_env: s
             plan.provider_port = int(fake.base_url.rsplit(":", 1)[1])
             monkeypatch.setenv(url_env, fake.openai_url if openai_path else fake.base_url)
             monkeypatch.setenv(key_env, KEY)
-            agent = get_agent(agent_name)
+            agent = get_agent(agent_name, model=model)
             out = tmp_path / "run"
             rows = Runner(tasks, agent, RunOptions(out=out)).run()
     finally:
@@ -226,4 +226,30 @@ def test_claude_code_end_to_end(tmp_path, monkeypatch):
     check_probes(plan, listener, expected=len(TASKS))
     manifest = RunFolder(out).manifest()
     assert manifest["agent"]["external"]["installed"].startswith("2.1.332")
+    check_secrets(out, watch, sorted({i["task"] for i in manifest["images"].values()}))
+
+
+def test_codex_end_to_end(tmp_path, monkeypatch):
+    # A dated model id Codex has no metadata for (litellm prices it): Codex then offers its classic
+    # tools (exec_command) instead of "code mode", which the scripted provider does not speak.
+    plan = Plan(tasks=[], tool="exec_command", arg="cmd", token_var="WL_API_KEY", auth_header="authorization",
+                finish=None)
+    rows, fake, out, watch, listener = run_cli(tmp_path, monkeypatch, "external:codex", plan, "OPENAI_BASE_URL",
+                                               "OPENAI_API_KEY", True, TASKS, model="gpt-5.5-2026-04-23")
+    assert [(r.task_id, r.outcome, r.stop_reason) for r in rows] == [(t, "resolved", "submitted") for t in TASKS]
+    reported = fake.usage_totals()
+    total = sum((r.usage for r in rows), Usage())
+    assert total.output_tokens == reported.output
+    assert total.input_tokens == reported.input + reported.cache_read and total.cache_read_tokens == reported.cache_read
+    assert sum(r.cost_usd for r in rows) == pytest.approx(provider_cost(fake, "gpt-5.5-2026-04-23", "openai", False))
+    for row in rows:
+        events = read_transcript(out / row.transcript_path)
+        said = next(e for e in events if e.type == "external_run").self_report
+        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"]) == \
+            (row.usage.input_tokens, row.usage.output_tokens, row.usage.cache_read_tokens)
+        assert [e.green for e in events if e.type == "test_run"] == [False, True]
+        assert list((out / row.transcript_path).parent.glob("agent/home/codex/sessions/**/rollout-*.jsonl"))
+    check_probes(plan, listener, expected=len(TASKS))
+    manifest = RunFolder(out).manifest()
+    assert manifest["agent"]["external"]["installed"] == "codex-cli 0.171.0"
     check_secrets(out, watch, sorted({i["task"] for i in manifest["images"].values()}))
