@@ -135,7 +135,10 @@ class Recorder:
         message that differs compared again without cache marks (Claude Code moves them)."""
         conv_key = self.wire.conversation_key
         raw = bytes(top[conv_key]) if conv_key in top else b"[]"
-        key = hashlib.sha256(_first_item(raw)).hexdigest()[:16]  # the conversation, by its first message
+        first = _first_item(raw)  # the conversation is known by its first message, cache marks aside
+        if b"cache_control" in first:
+            first = orjson.dumps(strip_cache_marks(orjson.loads(first)))
+        key = hashlib.sha256(first).hexdigest()[:16]
         old_raw, previous, chain = self.conversations.get(key, (b"", [], []))
         sent: list[dict] | None = None
         if old_raw and raw == old_raw:
@@ -177,7 +180,7 @@ class Recorder:
 
     def classify(self, call: Call) -> tuple[str, str]:
         """(kind, command) of a call by the config's rules."""
-        if call.name in self.rules.edit:
+        if call.name in self.rules.edit or (self.rules.text_edits and call.name == "search_replace"):
             return "edit", ""
         arg = self.rules.shell.get(call.name)
         if arg is None:
