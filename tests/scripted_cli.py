@@ -136,3 +136,42 @@ def _strings(value):
             except ValueError:
                 pass
         yield value
+
+
+def search_replace_blocks(diff: str) -> str:
+    """A unified diff as aider's SEARCH/REPLACE blocks (one per hunk)."""
+    out = []
+    for section in re.split(r"(?m)^diff --git ", diff)[1:]:
+        path = re.search(r"(?m)^\+\+\+ b/(.*)$", section).group(1)
+        for hunk in re.split(r"(?m)^@@[^\n]*\n", section)[1:]:
+            search, replace = [], []
+            for line in hunk.splitlines():
+                if line.startswith("\\"):
+                    continue
+                tag, text = (line[:1], line[1:]) if line else (" ", "")
+                if tag in (" ", "-"):
+                    search.append(text)
+                if tag in (" ", "+"):
+                    replace.append(text)
+            out.append(f"{path}\n```python\n<<<<<<< SEARCH\n" + "\n".join(search) + "\n=======\n"
+                       + "\n".join(replace) + "\n>>>>>>> REPLACE\n```\n")
+    return "\n".join(out)
+
+
+@dataclass
+class AiderPlan:
+    """aider writes edits as text: the gold patch as SEARCH/REPLACE blocks. aider first asks to add
+    the file the reply names, then sends the request again: both get the blocks; then "Done."."""
+
+    task: object
+    requests: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request) -> Reply | Error:
+        with self.lock:
+            self.requests += 1
+            n = self.requests
+        if n <= 2:
+            return Reply(text="Here is the fix.\n\n" + search_replace_blocks(self.task.gold()),
+                         usage=Tokens(input=2000, output=300))
+        return Reply(text="Done.", usage=Tokens(input=2500, output=5, cache_read=0))

@@ -1,6 +1,6 @@
 """Real agent CLIs, installed from the registries, run on demo tasks through the metering proxy.
 
-mini-swe-agent (PyPI), Claude Code and Codex CLI (npm) each solve demo tasks against the scripted provider
+mini-swe-agent (PyPI), Claude Code and Codex CLI (npm) each solve demo tasks, and aider (PyPI) one, against the scripted provider
 (tests/scripted_cli.py, which this test starts): the CLI runs for real inside a `--network none`
 container with its install mounted read-only and reaches the provider only through our forwarder
 and the proxy. Checked: the patch is graded; the tokens the provider reported = the run's rows =
@@ -10,7 +10,8 @@ inside the container every other target fails (a listener on the host's bridge a
 provider's port, a public address, DNS, IPv6, the proxy with another attempt's token).
 
 The installs are cached by a hash of their steps (~/.cache/wholeloop/agents): the first run
-downloads and builds them (mini ~50 s, Claude Code ~15 s, Codex ~17 s), later runs reuse them.
+downloads and builds them (on this 2-core machine, idle to loaded: mini 50-120 s, Claude Code
+~15 s, Codex ~17 s, aider 140-400 s), later runs reuse them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from harness.tasks import load_task
 from harness.transcript import read_transcript
 
 from fakellm import FakeLLM
-from scripted_cli import Plan
+from scripted_cli import AiderPlan, Plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -274,3 +275,31 @@ def test_codex_end_to_end(tmp_path, monkeypatch):
     manifest = RunFolder(out).manifest()
     assert manifest["agent"]["external"]["installed"] == "codex-cli 0.171.0"
     check_secrets(out, watch, sorted({i["task"] for i in manifest["images"].values()}))
+
+
+def test_aider_end_to_end(tmp_path, monkeypatch):
+    # text-based: its edits are SEARCH/REPLACE blocks in the reply, its tests its own --test-cmd
+    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
+    plan = AiderPlan(task)
+    watch = ContainerWatch()
+    try:
+        with FakeLLM(responder=plan) as fake:
+            monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
+            monkeypatch.setenv("OPENAI_API_KEY", KEY)
+            out = tmp_path / "run"
+            [row] = Runner([task], get_agent("external:aider"), RunOptions(out=out)).run()
+    finally:
+        watch.close()
+    assert (row.outcome, row.stop_reason) == ("resolved", "submitted")
+    reported = fake.usage_totals()
+    assert (row.usage.input_tokens, row.usage.output_tokens) == (reported.input, reported.output)
+    assert row.cost_usd == pytest.approx(provider_cost(fake, "gpt-6.1-sol", "openai", False))
+    events = read_transcript(out / row.transcript_path)
+    said = next(e for e in events if e.type == "external_run").self_report
+    assert (said["input_tokens"], said["output_tokens"]) == (row.usage.input_tokens, row.usage.output_tokens)
+    edits = [e for e in events if e.type == "tool_call"]
+    assert edits and all(e.kind == "edit" and e.name == "search_replace" for e in edits)
+    logs = (out / row.transcript_path).parent / "agent" / "attempt-1"
+    assert (logs / "aider.chat.md").is_file() and (logs / "aider.llm.txt").is_file()
+    assert ".aider" not in (out / row.dir / "patch.diff").read_text()  # its own files are not its patch
+    check_secrets(out, watch, [])
