@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -63,6 +64,14 @@ static void serve(int client, const struct sockaddr_un *target) {
     int proxy = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (proxy < 0 || connect(proxy, (const struct sockaddr *)target, sizeof *target) < 0) {
         send_all(client, UNREACHABLE, sizeof UNREACHABLE - 1);
+        /* Read what the client still sends (for up to 2 s), so closing does not reset the
+         * connection before it has read the answer. */
+        shutdown(client, SHUT_WR);
+        struct timeval wait = {2, 0};
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+        char sink[1 << 14];
+        while (read(client, sink, sizeof sink) > 0) {
+        }
         return;
     }
     /* open[0]: client -> proxy still flowing; open[1]: proxy -> client still flowing. */
