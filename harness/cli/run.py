@@ -14,10 +14,12 @@ from . import console, main
 @main.command()
 @click.argument("suite", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--agent", "agent_name", default=None,
-              help="gold | noop | default (the tool-calling agent; implied by --model)")
+              help="gold | noop | default (the tool-calling agent; implied by --model) | external:NAME (a shipped "
+                   "agent CLI: mini-swe-agent, claude-code, codex, aider; see docs/agents.md)")
 @click.option("--model", default=None,
               help="anthropic/<id>, openai/<id>, litellm/<provider>/<id>, replay:<recordings or run folder>")
-@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False), help="agent config YAML (tools, prompts, limits)")
+@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False),
+              help="agent config YAML: the tool agent's tools, prompts and limits, or an external CLI (kind: external)")
 @click.option("--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)")
 @click.option("--stream/--no-stream", default=False, help="use the provider's streaming API")
 @click.option("--temperature", type=float, default=None)
