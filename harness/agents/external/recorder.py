@@ -31,7 +31,7 @@ import orjson
 from ...parsers import get_parser
 from ...transcript import ErrorEvent, ModelRequest, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, TranscriptWriter
 from .config import ToolRules
-from .proxy import Exchange
+from .relay import Exchange
 from .wire import LIMIT_KEYS, Call, Wire, strip_cache_marks
 
 #: Shell commands that run tests, besides the task's own test command and the config's patterns.
