@@ -8,11 +8,12 @@ chunk exactly as the provider framed it.
 
 from __future__ import annotations
 
+import functools
 import io
+import re
 import socket
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 MAX_HEAD = 64 * 1024  # bytes of a request or status line plus headers
 HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te",
@@ -24,45 +25,64 @@ class BadMessage(ValueError):
     """The peer sent something that is not HTTP/1.1 as we read it."""
 
 
-@dataclass
 class Head:
-    line: str  # the request line or the status line
-    headers: list[tuple[str, str]]  # (lower-case name, value), in order
+    """A request or status line and its header block, kept as bytes: a header is looked up when
+    asked for (most never are), and the block is split into lines only to forward it."""
+
+    __slots__ = ("line", "raw", "_found")
+
+    def __init__(self, line: str, raw: bytes) -> None:
+        self.line = line  # the request line or the status line
+        self.raw = raw  # the header lines, CRLF-separated, without the blank line
+        self._found: dict[str, str] = {}
 
     def get(self, name: str, default: str = "") -> str:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return default
+        """The first header `name` (lower case), or `default`."""
+        if name not in self._found:
+            match = _header(name).search(self.raw)
+            self._found[name] = match.group(1).decode("latin-1").strip() if match else "\0"
+        value = self._found[name]
+        return default if value == "\0" else value
+
+    def forwardable(self) -> list[tuple[str, str]]:
+        """Every header but the hop-by-hop ones and those the proxy sets itself."""
+        out = []
+        for line in self.raw.split(b"\n"):
+            name, sep, value = line.partition(b":")
+            key = name.strip().lower().decode("latin-1")
+            if sep and key not in HOP:
+                out.append((key, value.strip().decode("latin-1")))
+        return out
 
     @property
     def chunked(self) -> bool:
         return "chunked" in self.get("transfer-encoding").lower()
 
 
+@functools.lru_cache(maxsize=64)
+def _header(name: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?im)^" + re.escape(name.encode()) + rb"[ \t]*:([^\r\n]*)")
+
+
 def read_head(rf: io.BufferedReader) -> Head | None:
-    """The next head on the stream, or None at a clean end of stream (the peer closed)."""
-    line = rf.readline(MAX_HEAD)
-    while line in (b"\r\n", b"\n"):  # stray line breaks between messages are allowed
-        line = rf.readline(MAX_HEAD)
+    """The next head on the stream, or None at a clean end of stream (the peer closed). Lines are
+    only collected here; a header is parsed when it is asked for."""
+    readline = rf.readline
+    line = readline(MAX_HEAD)
+    while line in (b"\r\n", b"\n"):  # line breaks between messages are allowed
+        line = readline(MAX_HEAD)
     if not line:
         return None
-    if not line.endswith(b"\n"):
-        raise BadMessage("request line too long")
-    headers: list[tuple[str, str]] = []
-    size = len(line)
+    lines, size = [], len(line)
     while True:
-        raw = rf.readline(MAX_HEAD)
+        raw = readline(MAX_HEAD)
         size += len(raw)
         if not raw or size > MAX_HEAD:
             raise BadMessage("header block too long or cut off")
         if raw in (b"\r\n", b"\n"):
             break
-        name, sep, value = raw.decode("latin-1").partition(":")
-        if not sep:
-            raise BadMessage(f"malformed header line {raw[:60]!r}")
-        headers.append((name.strip().lower(), value.strip()))
-    return Head(line.decode("latin-1").rstrip("\r\n"), headers)
+        lines.append(raw)
+    return Head(line.rstrip(b"\r\n").decode("latin-1"), b"".join(lines))
 
 
 def chunks(rf: io.BufferedReader) -> Iterator[tuple[bytes, bytes]]:
@@ -116,7 +136,7 @@ class Upstream:
         if https:
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         self.sock = sock
-        self.rf = sock.makefile("rb", buffering=1 << 16)
+        self.rf = sock.makefile("rb", buffering=1 << 18)
 
     def close(self) -> None:
         try:

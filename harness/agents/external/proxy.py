@@ -176,7 +176,6 @@ class MeteringProxy:
         with self.lock:
             self._model = model or self._model
             self.budget.charge(usage, cost, latency_s)
-            self.stats.usage += usage
             try:
                 self.budget.check()
             except LimitReached as hit:  # spent now: the next call is refused, and the grace starts

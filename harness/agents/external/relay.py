@@ -24,7 +24,7 @@ import orjson
 from ...models.pricing import litellm_price_map
 from ...models.types import Usage
 from ..budget import LimitReached
-from .http1 import HOP, BadMessage, Head, Upstream, chunks, head_bytes, read_body, read_head
+from .http1 import BadMessage, Head, Upstream, chunks, head_bytes, read_body, read_head
 from .wire import Reply, StreamReader, sse_payloads
 
 if TYPE_CHECKING:
@@ -64,8 +64,6 @@ class ProxyStats:
     refused_target: int = 0
     upstream_errors: int = 0
     last_upstream_error: str = ""
-    after_limit_forwarded: int = 0  # must stay 0: calls forwarded once a limit was reached
-    usage: Usage = field(default_factory=Usage)
 
 
 
@@ -91,7 +89,7 @@ class Connection:
 
     def __init__(self, proxy: MeteringProxy, sock: socket.socket) -> None:
         self.proxy, self.wire, self.sock = proxy, proxy.wire, sock
-        self.rf = sock.makefile("rb", buffering=1 << 16)
+        self.rf = sock.makefile("rb", buffering=1 << 18)
         self.send = sock.sendall
 
     def serve(self) -> None:
@@ -218,7 +216,7 @@ class Connection:
 
     def forward(self, method: str, target: str, head: Head, raw: bytes, exchange: Exchange | None) -> bool:
         proxy = self.proxy
-        headers = [(k, v) for k, v in head.headers if k not in HOP]
+        headers = head.forwardable()
         headers += [("host", proxy.up_host_header), *self.wire.upstream_auth(proxy.api_key).items(),
                     ("accept-encoding", "identity"), ("content-length", str(len(raw)))]
         request = head_bytes(f"{method} {proxy.up_prefix}{target} HTTP/1.1", headers) + raw
@@ -247,7 +245,7 @@ class Connection:
             return True
         status = int(answer.line.split(" ", 2)[1])
         line = "HTTP/1.1 " + answer.line.split(" ", 1)[1]
-        out = [(k, v) for k, v in answer.headers if k not in HOP]
+        out = answer.forwardable()
         no_body = method == "HEAD" or status in (204, 304) or status < 200
         counted = exchange is not None and status < 400
         sse = "text/event-stream" in answer.get("content-type")
