@@ -68,6 +68,8 @@ class AgentContext:
     # and the attempt is not recorded, so a resumed run does it again.
     cancel: threading.Event = field(default_factory=threading.Event)
     workspace: Workspace = field(default_factory=Workspace)  # what the agent arranged for this container
+    # Told each step's number as it starts (the run's live display shows it); any agent may call it.
+    on_step: Callable[[int], None] = field(default=lambda step: None)
 
 
 @dataclass
@@ -116,6 +118,11 @@ class Agent(Protocol):
 @runtime_checkable
 class ContainerAgent(Protocol):
     """An agent that needs its container arranged before it starts (an external CLI)."""
+
+    def check(self, *, allow_unknown_price: bool = False) -> list[str]:
+        """Cheap checks before a run, nothing built or sent (credentials, the model's price): what
+        is wrong, one line each; empty when nothing is."""
+        ...
 
     def prepare(self, log: Callable[[str], None] | None = None) -> None:
         """Get ready before any agent container starts (build an install, check it); raises with

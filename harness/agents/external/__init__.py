@@ -32,6 +32,7 @@ from pathlib import Path
 from sandbox import REPO_DIR, InfraError, Mount, SandboxError
 from sandbox.docker import native
 
+from ...models.pricing import lookup_price
 from ...transcript import ExternalRun, LimitHit, Stop
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
 from ..budget import Budget, LimitReached
@@ -84,6 +85,21 @@ class ExternalAgent:
                 "are not supported.")
         url = provider.base_url or (os.environ.get(provider.base_url_env, "") if provider.base_url_env else "")
         return (url or DEFAULT_UPSTREAM[self.config.wire]).rstrip("/"), key
+
+    def check(self, *, allow_unknown_price: bool = False) -> list[str]:
+        """The key is set on the host; the model has a price (else its cost is "unknown")."""
+        problems = []
+        try:
+            self.upstream()
+        except ExternalConfigError as exc:
+            problems.append(str(exc))
+        name = self.model.split("/", 1)[-1]
+        if lookup_price(name, PROVIDER_OF[self.config.wire], overrides=self.config.prices or None) is None \
+                and not allow_unknown_price:
+            problems.append(f"{self.name}: {name} has no price in litellm's map, so its cost would be unknown and the "
+                            "cost limit unchecked; add it under `prices:` in the agent config, or pass "
+                            "--allow-unknown-model")
+        return problems
 
     def prepare(self, log: Callable[[str], None] | None = None) -> None:
         """Check the key is there, build (or find) the install and the forwarder."""
