@@ -236,14 +236,15 @@ def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
     Runner(tasks, get_agent("default", model=f"replay:{ROOT / 'tasks' / 'demo' / 'recordings'}"),
            RunOptions(out=builtin)).run()
     wholeloop = str(Path(sys.executable).with_name("wholeloop"))
-    compared = subprocess.run([wholeloop, "compare", str(out), str(builtin)], capture_output=True, text=True)
+    wide = {**__import__("os").environ, "COLUMNS": "250"}  # a table cell must not wrap the needles below
+    compared = subprocess.run([wholeloop, "compare", str(out), str(builtin)], capture_output=True, text=True, env=wide)
     assert compared.returncode == 0, compared.stderr
     for needle in ("mini-swe-agent+openai/gpt-6.1-sol", "default+replay:recordings", "exact McNemar",
-                   "scaffold: mini-swe-agent 2.4.6 (openai-chat; install: pip: mini-swe-agent==2.4.6"):
+                   "scaffold: mini-swe-agent 2.4.6 (openai-chat; install: pip: mini-swe-agent==2.4.6 litellm==1.110.2"):
         assert needle in " ".join(compared.stdout.split()), needle
     page = tmp_path / "side.html"
     html = subprocess.run([wholeloop, "report", str(out), str(builtin), "--html", str(page)], capture_output=True,
-                          text=True)
+                          text=True, env=wide)
     assert html.returncode == 0, html.stderr
     text = page.read_text()
     assert "mini-swe-agent+openai/gpt-6.1-sol" in text and "default+replay:recordings" in text and "scaffold" in text
