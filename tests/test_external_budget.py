@@ -68,6 +68,8 @@ def test_mini_retrying_refusals_is_stopped_at_the_token_limit(tmp_path, monkeypa
     row, fake, events = run(tmp_path, monkeypatch, config, Plan(tasks=[]), "OPENAI_BASE_URL", "OPENAI_API_KEY", True)
     assert row.stop_reason == "token_limit"
     limit_at, ended_at = stop_times(events)
+    print(f"mini: limit reached at {limit_at:.2f} s, the CLI ended at {ended_at:.2f} s "
+          f"({ended_at - limit_at:.2f} s later; bound {BOUND:g} s)")
     assert ended_at - limit_at <= BOUND, (limit_at, ended_at)
     run_event = next(e for e in events if e.type == "external_run")
     assert run_event.stopped_by.startswith("token_limit")  # the runner stopped it: mini kept retrying
@@ -87,6 +89,8 @@ def test_claude_code_stops_at_the_cost_limit(tmp_path, monkeypatch):
     assert row.stop_reason == "cost_limit"
     assert row.cost_usd >= 0.004
     limit_at, ended_at = stop_times(events)
+    print(f"claude: limit reached at {limit_at:.2f} s, the CLI ended at {ended_at:.2f} s "
+          f"({ended_at - limit_at:.2f} s later; bound {BOUND:g} s)")
     assert ended_at - limit_at <= BOUND
     assert len(fake.requests) == row.model_calls
     # max_tokens of the last call was clamped to what the money left could buy
