@@ -94,6 +94,11 @@ class ToolCallEvent(_Event):
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str = ""
+    # What the call does, when the name alone does not say (an external CLI's tools, read by the
+    # rules of its agent config): "shell" (runs `command`), "test" (a shell command that runs the
+    # tests), "edit" (changes files); "" for wholeloop's own tools, known by name.
+    kind: str = ""
+    command: str = ""
 
 
 class ToolResultEvent(_Event):
@@ -107,6 +112,7 @@ class ToolResultEvent(_Event):
     truncated: bool = False
     timed_out: bool = False
     duration_s: float = 0.0
+    kind: str = ""  # the call's kind (see ToolCallEvent)
 
 
 class TestRun(_Event):
@@ -158,6 +164,22 @@ class GradeEvent(_Event):
     detail: str = ""
 
 
+class ExternalRun(_Event):
+    """An external CLI's run inside the container: how it ended, what it says it spent, its own logs."""
+
+    type: Literal["external_run"] = "external_run"
+    attempt: int
+    cli: str
+    version: str = ""
+    exit_code: int | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    stopped_by: str = ""  # why wholeloop stopped it, when it did (a budget limit, the run stopping)
+    logs: list[str] = Field(default_factory=list)  # its stdout/stderr and own logs, relative to the transcript
+    self_report: dict[str, Any] | None = None  # the tokens and cost the CLI itself reports
+    stderr_tail: str = ""
+
+
 class Feedback(_Event):
     type: Literal["feedback"] = "feedback"
     attempt: int
@@ -167,7 +189,7 @@ class Feedback(_Event):
 
 Event = Annotated[
     AttemptStart | PhaseEvent | ModelRequest | ModelResponse | ModelRetry | ToolCallEvent | ToolResultEvent | TestRun
-    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback,
+    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback | ExternalRun,
     Field(discriminator="type"),
 ]
 _adapter: TypeAdapter[Event] = TypeAdapter(Event)
@@ -213,11 +235,16 @@ class TranscriptWriter:
         self._seq = existing[-1].seq + 1 if existing else 0
         self._fh = open(self.path, "a", encoding="utf-8")
 
-    def write(self, event: _Event) -> _Event:
+    def write(self, event: _Event, *, at: float | None = None) -> _Event:
+        """Append `event`. `at` (a time.monotonic() reading) is when it happened, for an event
+        written a little later (the metering proxy records off its relay path); default: now."""
         with self._lock:
             event.seq = self._seq
-            event.time = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-            event.elapsed_s = round(time.monotonic() - self._t0, 3)
+            now = time.monotonic()
+            happened = now if at is None else min(at, now)
+            stamp = datetime.now(timezone.utc).timestamp() - (now - happened)
+            event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+            event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
             self._fh.write(json.dumps(data, ensure_ascii=False) + "\n")
             self._fh.flush()

@@ -47,6 +47,10 @@ if ! printf 'int main(void){return 0;}\n' | cc -static -x c - -o /dev/null 2>/de
   apt_install gcc libc6-dev
 fi
 
+# node and npm: external agents from npm (Claude Code, Codex CLI) are installed with them (in a
+# build container; neither CLI needs node at run time)
+command -v npm >/dev/null || { say "installing node and npm (to install npm-based agent CLIs)"; apt_install nodejs npm; }
+
 # headless chromium: tests/test_html_report.py opens the HTML report in it (CI runs that test)
 command -v chromium >/dev/null || { say "installing chromium (headless browser for the HTML report test)"; apt_install chromium; }
 

@@ -65,8 +65,10 @@ def _call(event) -> Text | Syntax | Group:
     args = event.arguments or {}
     if event.arguments is None:
         return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")
-    if event.name == "bash":
-        return Syntax("$ " + args.get("command", ""), "bash", theme="ansi_dark", word_wrap=True)
+    if event.name == "bash" or (event.kind in ("shell", "test", "edit") and event.command):
+        command = event.command or args.get("command", "")
+        head = f"{event.name}: " if event.name != "bash" else ""
+        return Syntax(f"{head}$ {command}", "bash", theme="ansi_dark", word_wrap=True)
     if event.name == "edit":
         head = Text(f"edit {args.get('command', '?')} {args.get('path', '')}", style="bold")
         if args.get("command") == "str_replace":
@@ -168,6 +170,17 @@ def render_event(console: Console, event, full: bool) -> None:
         console.print(Rule(f"stopped: {event.reason}", style="bold"))
         if event.detail:
             console.print(Text(event.detail))
+    elif kind == "external_run":
+        said = event.self_report
+        report = (f"   it reports {said['input_tokens']:,} in / {said['output_tokens']:,} out, cost {usd(said['cost_usd'])}"
+                  if said else "")
+        stopped = f"   stopped by wholeloop: {event.stopped_by}" if event.stopped_by else ""
+        console.print(Text(f"{event.cli} {event.version} exited {event.exit_code} after {seconds(event.seconds)}"
+                           f"{' (timed out)' if event.timed_out else ''}{stopped}{report}", style="bold"))
+        if event.logs:
+            console.print(Text("its logs: " + ", ".join(event.logs[:12]), style="dim"))
+        if event.exit_code not in (0, None) and event.stderr_tail.strip():
+            console.print(Panel(Text(_tail(event.stderr_tail, full)), title="end of its stderr", border_style="red"))
     elif kind == "feedback":
         console.print(Panel(Text(event.text), title=f"feedback before attempt {event.attempt}", border_style="yellow"))
     elif kind == "patch":

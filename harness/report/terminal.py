@@ -94,6 +94,7 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
         f"   python {recipe.python or '?'}   docker {recipe.docker_engine.get('version', '?')}",
         f"model(s): {', '.join(recipe.models) or '-'}" + (f"   base url: {', '.join(recipe.base_urls)}" if recipe.base_urls else ""),
         f"agent: {recipe.agent or '-'}   settings: {settings}" + (f"   limits: {limits}" if limits else ""),
+        *([f"scaffold: {recipe.scaffold}"] if recipe.scaffold else []),
         f"agent config sha256 {(recipe.agent_config_sha256 or '-')[:16]}   prompts {(recipe.prompt_sha256 or '-')[:16]}"
         f"   tools {(recipe.tool_schema_sha256 or '-')[:16]}",
         f"{recipe.tasks} task(s)   {runs}   {recipe.started_at or '?'} -> {recipe.finished_at or 'not finished'}"

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from sandbox import Backend, SandboxError
 from sandbox.docker import prune_containers
 
-from ..agents import Agent
+from ..agents import Agent, prepare_agent
 from ..records import ResultRow, RunFolder
 from ..tasks import Task
 from .executors import Executor, LocalExecutor
@@ -60,6 +60,8 @@ class Runner(UnitRunner):
         """Run every pending unit. On KeyboardInterrupt, running agents stop at their next step,
         unfinished units are left for a resume, and the interrupt is re-raised."""
         self._clean_leftovers()
+        # Before any container: an external agent builds (or finds) its install and checks it.
+        prepare_agent(self.agent, lambda line: self.progress("note", "", line))
         self.write_manifest()
         todo = self.pending()
         self.progress("plan", "", self.plan_text(todo))

@@ -23,7 +23,7 @@ from pathlib import Path
 from sandbox import Backend, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
 from sandbox.docker import env_image, task_image
 
-from ..agents import Agent, AgentContext, AgentResult
+from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import Grade, Outcome, feedback_text, grade, touched_files
 from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
 from ..tasks import LimitsSpec, Task, TaskSpecError
@@ -118,13 +118,17 @@ class UnitRunner:
             transcript.write(PhaseEvent(name="image", seconds=phases.image_s, detail="cached" if prepared.cached else "built"))
             limits = self.options.limits.apply(task.limits.apply(Limits()))
             t0 = time.monotonic()
-            sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id)
-            try:
-                phases.container_start_s = round(time.monotonic() - t0, 3)
-                transcript.write(PhaseEvent(name="container_start", seconds=phases.container_start_s))
-                rows = self._attempts(task, repeat, prepared, sb, limits, transcript, phases, started, started_at)
-            finally:
-                sb.close()
+            # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
+            with agent_workspace(self.agent, task, transcript_path.parent) as workspace:
+                sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id,
+                                        mounts=workspace.mounts)
+                try:
+                    phases.container_start_s = round(time.monotonic() - t0, 3)
+                    transcript.write(PhaseEvent(name="container_start", seconds=phases.container_start_s))
+                    rows = self._attempts(task, repeat, prepared, sb, limits, transcript, phases, started, started_at,
+                                          workspace)
+                finally:
+                    sb.close()
         except (Interrupted, RetryUnit):
             raise
         except InfraError as exc:
@@ -142,7 +146,8 @@ class UnitRunner:
         return rows
 
     def _attempts(self, task: Task, repeat: int, prepared: Prepared, sb: Sandbox, limits: Limits,
-                  transcript: TranscriptWriter, phases: PhaseTimes, started: float, started_at: str) -> list[ResultRow]:
+                  transcript: TranscriptWriter, phases: PhaseTimes, started: float, started_at: str,
+                  workspace: Workspace) -> list[ResultRow]:
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
@@ -157,7 +162,8 @@ class UnitRunner:
             t1 = time.monotonic()
             ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
-                               on_step=lambda step, unit=unit: self.progress("step", unit, str(step)))
+                               on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
+                               workspace=workspace)
             result = self.agent.run(ctx)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)

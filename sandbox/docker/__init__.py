@@ -17,6 +17,7 @@ from .images import (
     bootstrap_base_image,
     env_image,
     image_exists,
+    image_id,
     list_images,
     remove_images,
     task_image,
@@ -25,6 +26,6 @@ from .images import (
 __all__ = [
     "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec",
     "ImageInfo", "LABEL_OWNER", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
-    "engine_root", "engine_version", "env_image", "image_exists", "list_images", "native", "owner_id", "pid_alive",
+    "engine_root", "engine_version", "env_image", "image_exists", "image_id", "list_images", "native", "owner_id", "pid_alive",
     "prune_containers", "remove_images", "task_image",
 ]

@@ -267,6 +267,15 @@ def remove_images(tiers: tuple[str, ...] = ("env", "task")) -> list[str]:
     return removed
 
 
+def image_id(tag: str) -> str:
+    """The id of a local image; raises ImageNotFound."""
+    with translate(f"looking up image {tag}"):
+        try:
+            return client().images.get(tag).id
+        except docker.errors.ImageNotFound:
+            raise ImageNotFound(f"image {tag} is not present", hint="Build the base image: bash scripts/setup.sh") from None
+
+
 def image_exists(tag: str) -> bool:
     with translate(f"looking up image {tag}"):
         try:
