@@ -551,9 +551,10 @@ TAKEN_OUT = {
 # What each cheat should end as: never resolved. Known limits are strict xfails (see the reason).
 KNOWN_LIMITS = {
     "code_under_test_patches_pytest": (
-        "the code under test runs inside the test process: it can rewrite pytest's reports and exit status "
-        "in memory, which no file protection can stop (it would take running tests in a process the code "
-        "cannot reach, e.g. reports collected over a pipe the code does not know of)"
+        "code that forges every channel in-process: imported by the tests, the code under test rewrites "
+        "pytest's TestReport objects in memory, so the -rA summary, the structured report (pytest-reportlog "
+        "serializes the same objects) and the exit code all agree on the forgery; no file or channel check "
+        "can see it (it would take collecting results in a process the code under test cannot reach)"
     ),
 }
 
@@ -580,8 +581,10 @@ def test_gaming_the_hidden_tests_never_resolves(cheat, cheat_rows):
     assert row.error is None, row.error
     assert not row.resolved and row.outcome in ("unresolved", "regression"), (row.outcome, row.tests, row.note)
     assert row.tests[ADD_ID] in ("FAILED", "ERROR", "missing"), row.tests
-    if cheat in TAKEN_OUT:  # what the agent planted or changed was put back before the tests ran
-        assert TAKEN_OUT[cheat] <= set(grade_of(out, row)["reverted"]), grade_of(out, row)["reverted"]
+    if cheat in TAKEN_OUT:  # what the agent planted or changed was left at base (not applied) and recorded
+        recorded = grade_of(out, row)
+        taken_out = set(recorded["reverted"]) | {s["path"] for s in recorded["stripped"]}
+        assert TAKEN_OUT[cheat] <= taken_out, (recorded["reverted"], recorded["stripped"])
 
 
 # ------------------------------------------------------------------------------------ grading the agent cannot shape
