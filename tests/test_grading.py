@@ -93,6 +93,13 @@ def test_what_is_kept_is_written_out_again_from_the_parsed_sections_only():
     assert touched_files(patch) == ["calc/fix.py", ".git/hooks/post-checkout", "data.txt"]
 
 
+def test_a_kept_section_is_written_out_byte_for_byte_crlf_and_form_feeds_included():
+    patch = ("diff --git a/w.py b/w.py\nindex 1111111..2222222 100644\n--- a/w.py\n+++ b/w.py\n@@ -1,3 +1,3 @@\n"
+             " a = 1\r\n-\x0c# page\r\n+\x0c# page two\r\n b = 2\x0b\u2028\n\\ No newline at end of file\n")
+    sections, unparsed = parse_patch(patch)
+    assert unparsed == 0 and decide(_task(), sections).text() == patch
+
+
 def test_paths_come_from_every_header_of_a_section():
     """A section whose ---/+++ names differ from its diff --git line is checked by all of them."""
     patch = "diff --git a/ok.py b/ok.py\n--- a/ok.py\n+++ b/.git/hooks/x\n@@ -1 +1 @@\n-a\n+b\n"

@@ -944,6 +944,27 @@ def test_results_come_from_channels_that_must_agree(attack, channel_grades):
         assert result.tampering, (result.channels, result.note)
 
 
+def test_suspected_tampering_is_shown_by_the_row_report_show_and_the_html(hostile, tmp_path):
+    """An attempt whose channels disagree (a fake summary and exit 0) carries the flag everywhere a
+    reviewer looks: grade.json, its results row, `wholeloop report`, `wholeloop show`, the HTML."""
+    agent = Script(_files(**{"calc/__init__.py": CHANNELS["fake_summary_on_stdout_and_exit_0"]}), name="faker")
+    out = out_dir(tmp_path, "tamper")
+    # two tasks: `report --html` of a one-task run is another cause of issue 9
+    rows = run([hostile["spec"](tmp_path, "tamper-a"), hostile["spec"](tmp_path, "tamper-b")], agent, out, workers=2)
+    for row in rows.values():
+        assert not row.resolved and row.tampering and grade_of(out, row)["tampering"] == row.tampering
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    assert "suspected tampering" in cli("report", str(out))
+    assert "suspected tampering" in cli("show", str(out), "tamper-a")
+    cli("report", str(out), "--html", str(tmp_path / "report.html"))
+    assert "Suspected tampering: 2 attempt" in (tmp_path / "report.html").read_text()
+
+
 # -- cause 6: feedback leaks the hidden tests -------------------------------------------------------
 
 _LEAK_IN_SUMMARY = (BUGGY + "\n\nimport atexit, sys\n\n\ndef _leak():\n    try:\n"

@@ -94,8 +94,11 @@ class Decision:
 
 
 def parse_patch(patch: str) -> tuple[list[Section], int]:
-    """The file sections of a unified or git patch, and how many lines belonged to none."""
-    lines = patch.splitlines()
+    """The file sections of a unified or git patch, and how many lines belonged to none. Lines end
+    at "\n" only: a CR, form feed or other line separator inside a line is content."""
+    lines = patch.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     sections: list[Section] = []
     unparsed, i = 0, 0
     while i < len(lines):

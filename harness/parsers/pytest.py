@@ -43,6 +43,8 @@ PROTECTED_PATHS = (
     "**/testing/**",
     "**/pytest.ini",
     "**/.pytest.ini",
+    "**/pytest.toml",  # pytest 9
+    "**/.pytest.toml",
     "**/tox.ini",
     "**/setup.cfg",
     "**/pyproject.toml",
@@ -83,6 +85,8 @@ out["pytest11"] = sorted(plugins.values(), key=lambda p: p["name"])
 try:
     import sysconfig
     purelib = sysconfig.get_paths()["purelib"]
+    if not os.path.isdir(purelib):
+        os.makedirs(purelib)
     with open(os.path.join(purelib, "zz_wholeloop_grading.pth"), "w") as fh:
         fh.write(TOOLS + "\n")
     out["tools_path"] = True
