@@ -153,18 +153,22 @@ def _roots(kinds: dict[str, str], parents: set[str], ignore: _Ignorer) -> tuple[
     image, all of it (the engine lists only the top of a deleted folder); what was created again at
     that path is listed as added below it and read from the environment.
     """
+    # A name that is not UTF-8 comes with U+FFFD in the change list and cannot be read by it: its
+    # nearest folder with a clean name is read whole on both sides (the archives keep the bytes).
+    unreadable = {_clean_parent(p) for p in kinds if "\ufffd" in p}
+    kinds = {p: k for p, k in kinds.items() if "\ufffd" not in p}
     check = [p for p in kinds if p and (p not in parents or kinds[p] == "D")
              and p not in ignore.tracked and not ignore.tracks_below(p)]
     ignored = ignore.ignored(check)
     ignore.skipped |= ignored
     ignored_below = {a for p in ignored for a in _ancestors(p)}
-    new: set[str] = set()
-    base: set[str] = set()
-    whole: set[str] = set()  # added folders read in one piece
+    new: set[str] = set(unreadable)
+    base: set[str] = set(unreadable)
+    whole: set[str] = set(unreadable)  # folders read in one piece
     for path in sorted(kinds, key=lambda p: (p.count("/"), p)):  # parents first
-        kind, up = kinds[path], [a for a in _ancestors(path) if a in kinds]
-        if any(a in whole for a in up):
-            continue  # read with the added folder it is in
+        kind, up = kinds[path], [a for a in _ancestors(path) if a in kinds or a in whole]
+        if path in whole or any(a in whole for a in up):
+            continue  # read with the folder it is in
         if kind == "D":
             if not any(kinds[a] == "D" for a in up) and path not in ignored:
                 base.add(path)
@@ -179,6 +183,13 @@ def _roots(kinds: dict[str, str], parents: set[str], ignore: _Ignorer) -> tuple[
             if kind == "C":
                 base.add(path)
     return new, base
+
+
+def _clean_parent(path: str) -> str:
+    """The nearest folder above `path` whose name has no U+FFFD ("" for the workdir)."""
+    while "\ufffd" in path:
+        path = path.rsplit("/", 1)[0] if "/" in path else ""
+    return path
 
 
 def _ancestors(path: str) -> list[str]:

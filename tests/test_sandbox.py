@@ -77,7 +77,7 @@ def test_the_patch_is_taken_from_outside_a_stopped_container_whatever_its_git():
     files, read through the engine, and the container starts again with its files."""
     with DockerSandbox.start(DEFAULT_BASE, workdir="/etc/apt") as box:
         box.exec("printf 'new\\n' > new.txt && rm apt.conf.d/70debconf && echo '# x' >> sources.list && "
-                 "cp /bin/false /usr/bin/git")
+                 "printf 'odd\\n' > \"apt.conf.d/caf$(printf '\\351')\" && cp /bin/false /usr/bin/git")
         box.write_file("/etc/apt/blob.bin", bytes(range(256)))
         box.stop()
         assert [c.path for c in box.changes() if c.path == "new.txt"] == ["new.txt"]
@@ -85,6 +85,8 @@ def test_the_patch_is_taken_from_outside_a_stopped_container_whatever_its_git():
         box.restart()
         assert "GIT binary patch" in patch and "+new" in patch and "+# x" in patch
         assert "b/blob.bin" in patch and "deleted file mode" in patch and "a/apt.conf.d/70debconf" in patch
+        assert '"b/apt.conf.d/caf\\351"' in patch and "+odd" in patch  # a name that is not UTF-8, kept exactly
+        assert "01autoremove" not in patch  # its folder was read whole, on both sides
         assert box.read_file("/etc/apt/new.txt") == b"new\n"
 
 
