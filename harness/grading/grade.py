@@ -13,8 +13,10 @@ grade; a disagreement is recorded as suspected tampering and is never resolved.
 
 from __future__ import annotations
 
+import io
 import json
 import secrets
+import tarfile
 import time
 
 from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, PatchError, Sandbox, SandboxError
@@ -85,9 +87,7 @@ def _prepare(sb: Sandbox, task: Task, parser: Parser) -> tuple[RunSetup, list[st
     their text, to keep it out of feedback)."""
     facts = _facts(sb, parser.name)
     setup = parser.run_setup(facts, secrets.token_hex(12), tuple(task.hidden_tests.plugins))
-    sb.exec(["mkdir", "-p", WORK], timeout=sb.limits.setup_timeout_s)
-    for path, data in setup.files.items():
-        sb.write_file(path, data)
+    _place(sb, {f"{WORK}/.keep": b"", **setup.files})
     test_patch = task.test_patch()
     if test_patch.strip():
         sections, _ = parse_patch(test_patch)
@@ -102,6 +102,18 @@ def _prepare(sb: Sandbox, task: Task, parser: Parser) -> tuple[RunSetup, list[st
         except FileOpError:
             continue  # deleted by the test patch
     return setup, hidden_text
+
+
+def _place(sb: Sandbox, files: dict[str, bytes]) -> None:
+    """Absolute paths -> bytes, written in one archive (one round trip; the engine makes missing
+    folders, and leaves existing ones as they are)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    sb.put_archive("/", buf.getvalue())
 
 
 def _facts(sb: Sandbox, name: str) -> dict | None:
