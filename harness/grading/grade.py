@@ -19,15 +19,14 @@ import secrets
 import tarfile
 import time
 
-from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, PatchError, Sandbox, SandboxError
+from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, Sandbox, SandboxError
 from sandbox.docker import FACTS_DIR
 
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, get_parser
 from ..tasks import Task
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
-from .patching import APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules, \
-    touched_files
+from .patching import APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
@@ -95,13 +94,15 @@ def _prepare(sb: Sandbox, task: Task, parser: Parser) -> tuple[RunSetup, list[st
             raise InfraError("the hidden test patch does not apply cleanly to the base commit (a task spec bug)")
     for path, content in task.hidden_tests.files.items():
         sb.write_file(path, content)
-    hidden_text = []
-    for path in dict.fromkeys([*touched_files(test_patch), *task.hidden_tests.files]):
-        try:
-            hidden_text.append(sb.read_file(path).decode("utf-8", "replace"))
-        except FileOpError:
-            continue  # deleted by the test patch
-    return setup, hidden_text
+    return setup, _hidden_lines(task)
+
+
+def _hidden_lines(task: Task) -> list[str]:
+    """What of the hidden tests the agent never saw: the lines the test patch adds (with its context,
+    which the base has anyway) and the hidden test files, to be kept out of feedback."""
+    added = [line[1:] for line in task.test_patch().split("\n")
+             if line[:1] in ("+", " ") and not line.startswith("+++ ")]
+    return ["\n".join(added), *task.hidden_tests.files.values()]
 
 
 def _place(sb: Sandbox, files: dict[str, bytes]) -> None:
@@ -151,14 +152,15 @@ def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_
 
 
 def _structured_report(sb: Sandbox, path: str | None) -> bytes | None:
-    """The structured report's bytes, read through the engine (nothing runs in the container for it)."""
+    """The structured report's bytes (None when it is missing or larger than any report pytest
+    writes for a task's tests). The code under test could rewrite it however it is read: that is the
+    in-process limit of docs/grading.md."""
     if path is None:
         return None
     try:
-        found = [e for e in sb.read_tree([path], max_file_bytes=REPORT_BYTES) if e.kind == "file"]
-    except PatchError:
-        return None  # larger than any report pytest writes for a task's tests
-    return found[0].data if found else None
+        return sb.read_file(path, max_bytes=REPORT_BYTES)
+    except FileOpError:
+        return None
 
 
 def _record(result: Grade, decision: Decision) -> None:
