@@ -137,8 +137,9 @@ def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_
         return result, output, None
     results = _structured_report(sb, setup.report_path)
     parsed = parser.parse(run.stdout + "\n" + run.stderr, results, setup=setup, exit_code=run.returncode)
-    parsed.messages = scrub_messages(parsed.messages, hidden_text)
     result = classify(task, parsed.statuses, run.returncode, parsed.consistent, parsed.why)
+    result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}  # for reviewers
+    parsed.messages = scrub_messages(parsed.messages, hidden_text)  # what feedback may use
     result.channels, result.tampering = dict(parsed.channels), parsed.disagreement or None
     notes = [result.note] if result.note else []
     if not parsed.found_summary:
