@@ -79,6 +79,9 @@ class ResultRow(BaseModel):
     patch_bytes: int = 0
     error: str | None = None
     note: str = ""
+    tampering: str | None = None  # the channels of results contradicted each other (see grade.json)
+    grader_version: int | None = None  # of the grader that decided `outcome` (None: before it was recorded)
+    regraded_from: dict | None = None  # set by `wholeloop regrade`: the outcome and grader version before
     instance_id: str | None = None
     dir: str = ""  # the attempt folder, relative to the run folder
     patch_path: str = ""

@@ -19,10 +19,11 @@ from .errors import (
     RepositoryError,
     SandboxError,
 )
+from .patch import BaseRules, Change, TakenPatch, TreeEntry, take_patch
 from .snapshot import Snapshot, cache_dir, cached_snapshot, find_commit, make_snapshot, tar_directory
 
 __all__ = [
-    "Backend", "BuiltImage", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
+    "Backend", "BaseRules", "BuiltImage", "Change", "TakenPatch", "TreeEntry", "take_patch", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",
     "Snapshot", "cache_dir", "cached_snapshot", "find_commit", "make_snapshot", "tar_directory",

@@ -551,9 +551,10 @@ TAKEN_OUT = {
 # What each cheat should end as: never resolved. Known limits are strict xfails (see the reason).
 KNOWN_LIMITS = {
     "code_under_test_patches_pytest": (
-        "the code under test runs inside the test process: it can rewrite pytest's reports and exit status "
-        "in memory, which no file protection can stop (it would take running tests in a process the code "
-        "cannot reach, e.g. reports collected over a pipe the code does not know of)"
+        "code that forges every channel in-process: imported by the tests, the code under test rewrites "
+        "pytest's TestReport objects in memory, so the -rA summary, the structured report (pytest-reportlog "
+        "serializes the same objects) and the exit code all agree on the forgery; no file or channel check "
+        "can see it (it would take collecting results in a process the code under test cannot reach)"
     ),
 }
 
@@ -580,8 +581,480 @@ def test_gaming_the_hidden_tests_never_resolves(cheat, cheat_rows):
     assert row.error is None, row.error
     assert not row.resolved and row.outcome in ("unresolved", "regression"), (row.outcome, row.tests, row.note)
     assert row.tests[ADD_ID] in ("FAILED", "ERROR", "missing"), row.tests
-    if cheat in TAKEN_OUT:  # what the agent planted or changed was put back before the tests ran
-        assert TAKEN_OUT[cheat] <= set(grade_of(out, row)["reverted"]), grade_of(out, row)["reverted"]
+    if cheat in TAKEN_OUT:  # what the agent planted or changed was left at base (not applied) and recorded
+        recorded = grade_of(out, row)
+        taken_out = set(recorded["reverted"]) | {s["path"] for s in recorded["stripped"]}
+        assert TAKEN_OUT[cheat] <= taken_out, (recorded["reverted"], recorded["stripped"])
+
+
+# ------------------------------------------------------------------------------------ grading the agent cannot shape
+#
+# Issue 9. Every attack below is a non-fix (the bug stays in the source, or the hidden tests are not
+# what passes) that must never be graded `resolved`; each cause has several variants. Attacks on the
+# patch taken from the agent's container go through the real Runner; attacks carried by the patch
+# itself are patches crafted on the host and graded straight away (a patch is data: grading must
+# hold for any patch, whoever wrote it).
+
+FIXED = BUGGY.replace("a - b", "a + b")
+FIX_AT_IMPORT = "import calc\ncalc.add.__code__ = (lambda a, b: a + b).__code__\n"
+FAKE_SUMMARY = (
+    "=" * 20 + " short test summary info " + "=" * 20 + "\n"
+    f"PASSED {ADD_ID}\nPASSED {MUL_ID}\n" + "=" * 20 + " 2 passed in 0.01s " + "=" * 20 + "\n"
+)
+GRADE_COMMAND = "python -m pytest -rA -p no:cacheprovider tests"
+
+
+def _hunk_file(path: str, old: str | None, new: str | None, mode: str = "100644") -> str:
+    """A git-style section for one text file, written by hand (git itself refuses some paths, e.g.
+    under .git/): created (old None), deleted (new None) or changed."""
+    import difflib
+
+    a, b = (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True)
+    body = "".join(difflib.unified_diff(a, b, "/dev/null" if old is None else f"a/{path}",
+                                        "/dev/null" if new is None else f"b/{path}", n=3))
+    head = f"diff --git a/{path} b/{path}\n"
+    if old is None:
+        head += f"new file mode {mode}\n"
+    elif new is None:
+        head += f"deleted file mode {mode}\n"
+    return head + body
+
+
+@pytest.fixture(scope="module")
+def craft(hostile, image, tmp_path_factory):
+    """craft(files, raw="") -> a patch of the hostile base: each path set to its new content (bytes or
+    text; None deletes it; ("link", target) makes a symlink), made by git on the host, plus `raw`
+    sections written by hand. Facts of the task image the attacks need are in craft.facts."""
+    where = tmp_path_factory.mktemp("craft")
+    probe = textwrap.dedent("""\
+        import importlib.util, json, marshal, os, py_compile, sys, tempfile, base64
+        import pytest
+        spec = json.load(sys.stdin)
+        tag = sys.implementation.cache_tag
+        out = {"tag": tag, "pytest": pytest.__version__, "config": open(".git/config").read(),
+               "exclude": open(".git/info/exclude").read(), "site": __import__("sysconfig").get_paths()["purelib"]}
+        src = tempfile.mktemp(suffix=".py")
+        open(src, "w").write(spec["fixed"])
+        pyc = tempfile.mktemp(suffix=".pyc")
+        py_compile.compile(src, cfile=pyc, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        out["calc_unchecked"] = base64.b64encode(open(pyc, "rb").read()).decode()
+        st = os.stat("tests/test_mul.py")
+        header = importlib.util.MAGIC_NUMBER + b"\\0\\0\\0\\0" + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") \\
+            + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+        code = compile(spec["evil_test_mul"], os.path.abspath("tests/test_mul.py"), "exec")
+        out["test_mul_stamped"] = base64.b64encode(header + marshal.dumps(code)).decode()
+        fake = compile(spec["fake_pytest"], "pytest.py", "exec")
+        out["pytest_sourceless"] = base64.b64encode(importlib.util.MAGIC_NUMBER + b"\\0" * 12 + marshal.dumps(fake)).decode()
+        print(json.dumps(out))
+        """)
+    import base64
+
+    spec = {"fixed": FIXED, "evil_test_mul": FIX_AT_IMPORT + "\n\ndef test_mul():\n    pass\n",
+            "fake_pytest": f"import sys\nsys.stdout.write({FAKE_SUMMARY!r})\n"}
+    with DockerSandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}craft") as sb:
+        found = sb.exec(["python3", "-c", probe], stdin=json.dumps(spec).encode())
+    assert found.ok, found.stderr
+    facts = json.loads(found.stdout)
+    for key in ("calc_unchecked", "test_mul_stamped", "pytest_sourceless"):
+        facts[key] = base64.b64decode(facts[key])
+
+    def make(files: dict, raw: str = "") -> str:
+        work = where / secrets.token_hex(4)
+        subprocess.run(["git", "clone", "-q", str(hostile["repo"]), str(work)], check=True)
+        git(work, "checkout", "-q", hostile["base"])
+        for path, content in files.items():
+            target = work / path
+            if content is None:
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, tuple):
+                target.unlink(missing_ok=True)
+                os.symlink(content[1], target)
+            else:
+                target.write_bytes(content.encode() if isinstance(content, str) else content)
+                if path.endswith(".sh"):
+                    target.chmod(0o755)
+        git(work, "add", "-A", "-f")
+        text = subprocess.run(["git", "diff", "--cached", "--binary", "--full-index", hostile["base"]], cwd=work,
+                              capture_output=True, text=True, check=True).stdout
+        shutil.rmtree(work)
+        return text + raw
+
+    make.facts = facts
+    return make
+
+
+def _grade_all(hostile, image, where: Path, patches: dict[str, str], command: str = GRADE_COMMAND) -> dict:
+    """Grade each crafted patch for the hostile task (three at a time); {name: (grade, output)}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.grading import grade
+
+    task = load_task(hostile["spec"](where, "crafted", command=command))
+    limits = task.limits.apply(Limits())
+
+    def one(patch):
+        result, output, _ = grade(task, patch, image[0], base=image[1], limits=limits, run_id=f"{RUN_PREFIX}crafted")
+        return result, output
+
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(patches, pool.map(one, patches.values())))
+
+
+def _assert_not_resolved(result, output: str) -> None:
+    assert not result.resolved and result.outcome != "resolved", (result.outcome, result.tests, result.note, output[-1500:])
+    assert result.outcome != "infra_error", result.note
+
+
+def _stripped(result) -> dict[str, str]:
+    return {s.path: s.reason for s in result.stripped}
+
+
+# -- cause 1: the patch is taken with the agent's tools ----------------------------------------------
+
+_FAKE_GIT = "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = diff ] && exec cat /tmp/wl-gold.diff; done\nexec /usr/bin/git \"$@\"\n"
+_WRITE_FIX = f"#!/bin/sh\ncat > /repo/calc/__init__.py <<'EOF'\n{FIXED}EOF\n"
+TOUCH = "echo '# touched' >> calc/__init__.py"
+PATCH_TAKERS: dict[str, tuple] = {
+    # a `git` of the agent's first on PATH writes the patch text itself
+    "git_first_on_path": (lambda sb: sb.write_file("/tmp/wl-gold.diff", _GOLD[0]),
+                          _files(**{"/opt/venv/bin/git": _FAKE_GIT}), "chmod +x /opt/venv/bin/git", TOUCH),
+    # a clean filter (attributes in the tree) turns the buggy file into the fix on its way into the index
+    "clean_filter_gitattributes": (TOUCH, "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
+                                   "printf 'calc/__init__.py filter=wl\\n' > .gitattributes"),
+    # the same with attributes the patch never shows
+    "clean_filter_info_attributes": (TOUCH, "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
+                                     "printf 'calc/__init__.py filter=wl\\n' > .git/info/attributes"),
+    # a hook that runs while the patch is taken writes the fix into the tree
+    "post_index_change_hook": (TOUCH, _files(**{".git/hooks/post-index-change": _WRITE_FIX}),
+                               "chmod +x .git/hooks/post-index-change"),
+    # the repository's config names a command git runs on every status and add
+    "fsmonitor_command": (TOUCH, _files(**{"/tmp/wl-fsm.sh": _WRITE_FIX}), "chmod +x /tmp/wl-fsm.sh",
+                          "git config core.fsmonitor /tmp/wl-fsm.sh"),
+}
+_GOLD: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def patch_taker_rows(hostile, tmp_path_factory) -> dict:
+    """Every patch-taking attack as its own task, all in one parallel run."""
+    _GOLD[:] = [(hostile["root"] / "gold.diff").read_text()]
+    where = tmp_path_factory.mktemp("takers")
+    specs = [hostile["spec"](where / "specs", f"taker-{name.replace('_', '-')}") for name in PATCH_TAKERS]
+    agent = PerTask({f"taker-{name.replace('_', '-')}": Script(*steps, name=name) for name, steps in PATCH_TAKERS.items()})
+    out = where / f"{RUN_PREFIX}takers"
+    rows = run(specs, agent, out, workers=3)
+    return {name: (rows[f"taker-{name.replace('_', '-')}"], out) for name in PATCH_TAKERS}
+
+
+@pytest.mark.parametrize("attack", list(PATCH_TAKERS))
+def test_the_patch_is_the_trees_own_diff_whatever_the_agent_does_to_git(attack, patch_taker_rows):
+    """The agent leaves the bug in its tree and changes one line; whatever it does to the git of its
+    container, the patch is that change and nothing else, and is not resolved."""
+    row, out = patch_taker_rows[attack]
+    patch = (out / row.patch_path).read_text()
+    assert not row.resolved, (row.outcome, patch[:2000])
+    assert "a + b" not in patch, patch[:2000]
+    assert "# touched" in patch and row.outcome == "unresolved", (row.outcome, row.note, patch[:2000])
+
+
+# -- cause 2: what the patch plants, hidden from `git status` ---------------------------------------
+
+EVIL_DIST_INFO = {"wl_evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: wl-evil\nVersion: 1.0\n",
+                  "wl_evil-1.0.dist-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
+                  "calc/wl_plugin.py": EVIL_PLUGIN}
+EVIL_EGG_INFO = {"wl_evil.egg-info/PKG-INFO": "Metadata-Version: 1.1\nName: wl-evil\nVersion: 1.0\n",
+                 "wl_evil.egg-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
+                 "calc/wl_plugin.py": EVIL_PLUGIN}
+
+
+def _planted(craft) -> dict[str, tuple[str, set[str]]]:
+    """name -> (patch, paths grading must strip and record)."""
+    f = craft.facts
+    stamped = f"tests/__pycache__/test_mul.{f['tag']}-pytest-{f['pytest']}.pyc"
+    unchecked = f"calc/__pycache__/__init__.{f['tag']}.pyc"
+    return {
+        "unchecked_hash_pyc_of_the_fix": (craft({unchecked: f["calc_unchecked"], "calc/__init__.py": BUGGY + "# x\n"}),
+                                          {unchecked}),
+        "stamped_pyc_of_an_unchanged_test_file": (craft({stamped: f["test_mul_stamped"]}), {stamped}),
+        "top_level_pytest_pyc": (craft({"pytest.pyc": f["pytest_sourceless"]}), {"pytest.pyc"}),
+        "dist_info_with_a_pytest11_entry_point": (craft(EVIL_DIST_INFO), {"wl_evil-1.0.dist-info/METADATA",
+                                                                          "wl_evil-1.0.dist-info/entry_points.txt"}),
+        "egg_info_with_a_pytest11_entry_point": (craft(EVIL_EGG_INFO), {"wl_evil.egg-info/PKG-INFO",
+                                                                        "wl_evil.egg-info/entry_points.txt"}),
+        "gitignore_hides_a_planted_conftest": (craft({".gitignore": "conftest.py\n", "conftest.py": FORCE_PASS_CONFTEST}),
+                                               {"conftest.py"}),
+        "nested_gitignore_hides_a_tests_conftest": (craft({"tests/.gitignore": "conftest.py\n",
+                                                           "tests/conftest.py": FORCE_PASS_CONFTEST}),
+                                                    {"tests/conftest.py"}),
+        "pth_file": (craft({"wl_evil.pth": "import calc.wl_plugin\n", "calc/wl_plugin.py": EVIL_PLUGIN}), {"wl_evil.pth"}),
+        "symlink_out_of_the_repository": (craft({"calc/data": ("link", "/etc"), "calc/__init__.py": BUGGY + "# x\n"}),
+                                          {"calc/data"}),
+        "symlink_into_site_packages_then_a_pth": (
+            craft({"sp": ("link", f["site"]), "calc/wl_plugin.py": EVIL_PLUGIN},
+                  raw=_hunk_file("sp/wl_evil.pth", None, "import calc.wl_plugin\n")),
+            {"sp", "sp/wl_evil.pth"}),
+    }
+
+
+@pytest.fixture(scope="module")
+def planted_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    planted = _planted(craft)
+    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("planted"), {k: v[0] for k, v in planted.items()})
+    return {name: (*graded[name], planted[name][1]) for name in planted}
+
+
+@pytest.mark.parametrize("attack", ["unchecked_hash_pyc_of_the_fix", "stamped_pyc_of_an_unchanged_test_file",
+                                    "top_level_pytest_pyc", "dist_info_with_a_pytest11_entry_point",
+                                    "egg_info_with_a_pytest11_entry_point", "gitignore_hides_a_planted_conftest",
+                                    "nested_gitignore_hides_a_tests_conftest", "pth_file",
+                                    "symlink_out_of_the_repository", "symlink_into_site_packages_then_a_pth"])
+def test_what_a_patch_plants_is_stripped_and_recorded(attack, planted_grades):
+    """Bytecode, package metadata, start-up hooks, hidden conftests and symlinks leaving the
+    repository never reach the hidden test run, whatever ignore rules the patch brings, and
+    grade.json says what was left out."""
+    result, output, expected = planted_grades[attack]
+    _assert_not_resolved(result, output)
+    assert expected <= set(_stripped(result)), (result.stripped, expected)
+
+
+# -- cause 3: an applier that writes where git refuses ---------------------------------------------
+
+
+def _git_writers(craft) -> dict[str, tuple[str, set[str]]]:
+    config, exclude = craft.facts["config"], craft.facts["exclude"]
+    touch_test = {"tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6  # x\n"}
+    return {
+        # a hook that grading's next `git checkout` (putting a protected file back) would run
+        "hook_through_the_fuzzy_applier": (
+            craft(touch_test, raw=_hunk_file(".git/hooks/post-checkout", None, _WRITE_FIX, "100755")),
+            {".git/hooks/post-checkout"}),
+        # repository config naming a command every later `git status` runs
+        "git_config_fsmonitor": (
+            craft({"calc/fsm.sh": _WRITE_FIX},
+                  raw=_hunk_file(".git/config", config, config.replace("[core]\n", "[core]\n\tfsmonitor = /repo/calc/fsm.sh\n", 1))),
+            {".git/config"}),
+        # an exclude file of the grading repository that hides a planted conftest from `git status`
+        "git_info_exclude_hides_conftest": (
+            craft({"conftest.py": FORCE_PASS_CONFTEST}, raw=_hunk_file(".git/info/exclude", exclude, exclude + "conftest.py\n")),
+            {".git/info/exclude", "conftest.py"}),
+        # paths that leave the repository
+        "dot_dot_path": (craft({"calc/__init__.py": BUGGY + "# x\n"},
+                               raw=_hunk_file("../opt/wl-escape.pth", None, "import calc\n")), {"../opt/wl-escape.pth"}),
+    }
+
+
+@pytest.fixture(scope="module")
+def git_writer_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    writers = _git_writers(craft)
+    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("writers"), {k: v[0] for k, v in writers.items()})
+    return {name: (*graded[name], writers[name][1]) for name in writers}
+
+
+@pytest.mark.parametrize("attack", ["hook_through_the_fuzzy_applier", "git_config_fsmonitor",
+                                    "git_info_exclude_hides_conftest", "dot_dot_path"])
+def test_no_applier_writes_under_git_or_outside_the_repository(attack, git_writer_grades):
+    result, output, expected = git_writer_grades[attack]
+    _assert_not_resolved(result, output)
+    assert expected <= set(_stripped(result)), (result.stripped, expected)
+
+
+# -- cause 4: plugins through the back door -------------------------------------------------------
+
+PLUGIN_COMMAND = "PYTHONPATH=/repo/src python -m pytest -rA -p no:cacheprovider tests"
+
+
+def _plugins(craft) -> dict[str, tuple[str, set[str]]]:
+    upper = {k.replace("wl_evil-1.0.dist-info", "WL_EVIL-1.0.DIST-INFO"): v for k, v in EVIL_DIST_INFO.items()}
+    in_src = {("src/" + k if "-info/" in k else k): v for k, v in EVIL_DIST_INFO.items()}
+    egg_src = {("src/" + k if "-info/" in k else k): v for k, v in EVIL_EGG_INFO.items()}
+    return {
+        "dist_info_in_upper_case": (craft(upper), {k for k in upper if "-INFO/" in k}),
+        "dist_info_on_the_tests_pythonpath": (craft(in_src), {k for k in in_src if k.startswith("src/")}),
+        "egg_info_on_the_tests_pythonpath": (craft(egg_src), {k for k in egg_src if k.startswith("src/")}),
+    }
+
+
+@pytest.fixture(scope="module")
+def plugin_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    plugins = _plugins(craft)
+    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("plugins"), {k: v[0] for k, v in plugins.items()},
+                        command=PLUGIN_COMMAND)
+    return {name: (*graded[name], plugins[name][1]) for name in plugins}
+
+
+@pytest.mark.parametrize("attack", ["dist_info_in_upper_case", "dist_info_on_the_tests_pythonpath",
+                                    "egg_info_on_the_tests_pythonpath"])
+def test_pytest_never_autoloads_a_plugin_the_patch_brings(attack, plugin_grades):
+    result, output, expected = plugin_grades[attack]
+    _assert_not_resolved(result, output)
+    assert expected <= set(_stripped(result)), (result.stripped, expected)
+
+
+def test_grading_clears_bytecode_and_the_hidden_tests_write_none(hostile, image, craft, tmp_path):
+    gold = (hostile["root"] / "gold.diff").read_text()
+    command = GRADE_COMMAND + "; code=$?; echo pyc-count: $(find /repo -name '*.pyc' | wc -l); exit $code"
+    (result, output), = _grade_all(hostile, image, tmp_path, {"gold": gold}, command=command).values()
+    assert result.resolved, (result.outcome, result.note, output[-2000:])
+    assert "pyc-count: 0" in output, output[-500:]
+
+
+# -- cause 5: one channel of results ----------------------------------------------------------------
+
+_ATEXIT_FAKE = (BUGGY + "\n\nimport atexit, os, sys\n\n\ndef _fake():\n    sys.{stream}.write({fake!r})\n"
+                "    sys.{stream}.flush()\n    os._exit(0)\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_fake)\n")
+_FORKED_AFTER_INTERRUPT = BUGGY.replace("    return a - b\n", """\
+    import os, time
+    if os.fork() == 0:  # a writer that outlives pytest, writing to the real stdout pytest saved
+        parent = os.getppid()
+        while os.getppid() == parent:
+            time.sleep(0.005)
+        for fd in range(3, 64):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    os.write(fd, FAKE.encode())
+            except OSError:
+                pass
+        os._exit(0)
+    raise KeyboardInterrupt
+""") + f"\n\nFAKE = {FAKE_SUMMARY!r}\n"
+CHANNELS = {
+    "fake_summary_on_stdout_and_exit_0": _ATEXIT_FAKE.format(stream="stdout", fake=FAKE_SUMMARY),
+    "fake_summary_on_stderr_and_exit_0": _ATEXIT_FAKE.format(stream="stderr", fake=FAKE_SUMMARY),
+    "interrupted_run_with_a_summary_appended_after_pytest": _FORKED_AFTER_INTERRUPT,
+    "pytest_xfail_at_run_time": BUGGY.replace("    return a - b\n", "    import pytest\n    pytest.xfail('flaky')\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def channel_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    patches = {name: craft({"calc/__init__.py": source}) for name, source in CHANNELS.items()}
+    return _grade_all(hostile, image, tmp_path_factory.mktemp("channels"), patches)
+
+
+@pytest.mark.parametrize("attack", list(CHANNELS))
+def test_results_come_from_channels_that_must_agree(attack, channel_grades):
+    """Code under test prints a self-consistent fake summary (and exits 0), or interrupts pytest and
+    has a forked writer append a summary after pytest's closing line, or calls pytest.xfail() at
+    run time: never resolved; a summary contradicting the structured report is flagged."""
+    result, output = channel_grades[attack]
+    _assert_not_resolved(result, output)
+    if attack.startswith("fake_summary"):
+        assert result.tampering, (result.channels, result.note)
+
+
+def test_suspected_tampering_is_shown_by_the_row_report_show_and_the_html(hostile, tmp_path):
+    """An attempt whose channels disagree (a fake summary and exit 0) carries the flag everywhere a
+    reviewer looks: grade.json, its results row, `wholeloop report`, `wholeloop show`, the HTML."""
+    agent = Script(_files(**{"calc/__init__.py": CHANNELS["fake_summary_on_stdout_and_exit_0"]}), name="faker")
+    out = out_dir(tmp_path, "tamper")
+    # two tasks: `report --html` of a one-task run is another cause of issue 9
+    rows = run([hostile["spec"](tmp_path, "tamper-a"), hostile["spec"](tmp_path, "tamper-b")], agent, out, workers=2)
+    for row in rows.values():
+        assert not row.resolved and row.tampering and grade_of(out, row)["tampering"] == row.tampering
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    assert "suspected tampering" in cli("report", str(out))
+    assert "suspected tampering" in cli("show", str(out), "tamper-a")
+    cli("report", str(out), "--html", str(tmp_path / "report.html"))
+    assert "Suspected tampering: 2 attempt" in (tmp_path / "report.html").read_text()
+
+
+# -- cause 6: feedback leaks the hidden tests -------------------------------------------------------
+
+_LEAK_IN_SUMMARY = (BUGGY + "\n\nimport atexit, sys\n\n\ndef _leak():\n    try:\n"
+                    "        text = open('/repo/tests/test_add.py').read()\n    except OSError:\n        return\n"
+                    "    sys.stdout.write('=' * 10 + ' short test summary info ' + '=' * 10 + '\\n')\n"
+                    f"    sys.stdout.write('FAILED {ADD_ID} - ' + ' | '.join(text.splitlines()) + '\\n')\n"
+                    "    sys.stdout.write('=' * 10 + ' 1 failed, 1 passed in 0.1s ' + '=' * 10 + '\\n')\n"
+                    "    sys.stdout.flush()\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_leak)\n")
+_LEAK_IN_EXCEPTION = BUGGY.replace("    return a - b\n", "    raise AssertionError(open('/repo/tests/test_add.py').read())\n")
+_LEAK_PREFIXED = BUGGY.replace("    return a - b\n", "    raise ValueError('\\n'.join('>> ' + line for line in "
+                               "open('/repo/tests/test_add.py').read().splitlines()))\n")
+LEAKS = {"fake_summary_line_with_the_whole_file": _LEAK_IN_SUMMARY, "exception_message_is_the_file": _LEAK_IN_EXCEPTION,
+         "exception_lines_prefixed": _LEAK_PREFIXED}
+
+
+class FeedbackProbe:
+    """Attempt 1 writes `source` into calc/__init__.py; every attempt records the feedback it got."""
+
+    model = None
+
+    def __init__(self, sources: dict[str, str]):
+        self.sources, self.name, self.heard = sources, "feedback-probe", {}
+
+    def run(self, ctx) -> AgentResult:
+        if ctx.attempt == 1:
+            ctx.sandbox.write_file("calc/__init__.py", self.sources[ctx.task.id])
+        self.heard.setdefault(ctx.task.id, []).append(ctx.feedback)
+        ctx.transcript.write(Stop(reason="submitted"))
+        return AgentResult(stop_reason="submitted", steps=1)
+
+    def describe(self) -> dict:
+        return {"agent": self.name}
+
+
+@pytest.fixture(scope="module")
+def leak_feedback(hostile, tmp_path_factory) -> dict:
+    where = tmp_path_factory.mktemp("leaks")
+    specs = [hostile["spec"](where / "specs", f"leak-{name.replace('_', '-')}") for name in LEAKS]
+    probe = FeedbackProbe({f"leak-{name.replace('_', '-')}": src for name, src in LEAKS.items()})
+    options = RunOptions(out=where / f"{RUN_PREFIX}leaks", workers=3, infra_retries=0, attempts=2, feedback="hidden")
+    Runner([load_task(p) for p in specs], probe, options).run()
+    return {name: probe.heard[f"leak-{name.replace('_', '-')}"] for name in LEAKS}
+
+
+@pytest.mark.parametrize("attack", list(LEAKS))
+def test_hidden_feedback_never_carries_a_line_of_the_hidden_tests(attack, leak_feedback, hostile):
+    heard = leak_feedback[attack]
+    assert len(heard) == 2 and heard[0] is None and heard[1], heard
+    hidden = [line.strip() for line in (hostile["root"] / "test.diff").read_text().splitlines()
+              if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 8]
+    hidden = [line[1:].strip() for line in hidden]
+    assert ADD_ID in heard[1]  # the grader's own knowledge: which hidden test failed
+    leaked = [line for line in hidden if line in heard[1]]
+    assert not leaked and HIDDEN not in heard[1], (leaked, heard[1])
+
+
+# -- cause 13: old verdicts go stale ----------------------------------------------------------------
+
+
+def test_regrade_gives_a_run_new_verdicts_in_a_new_folder(hostile, tmp_path):
+    """A run graded by an older grader (here: its row and grade.json say what the old grader said of
+    a pytest.xfail() non-fix) is re-graded from its patches into a new folder: same rows, new grades,
+    a manifest that says where they came from and which grader gave them."""
+    from harness.grading import GRADER_VERSION
+    from harness.records import RunFolder, read_results
+
+    agent = Script(_files(**{"calc/__init__.py": CHANNELS["pytest_xfail_at_run_time"]}), name="xfail")
+    out = out_dir(tmp_path, "old")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert json.loads((out / row.dir / "grade.json").read_text())["grader_version"] == GRADER_VERSION
+    # what a grader before this version wrote
+    old = row.model_copy(update={"outcome": "resolved", "resolved": True})
+    (out / "results.jsonl").write_text(old.model_dump_json() + "\n")
+    stale = json.loads((out / row.dir / "grade.json").read_text())
+    stale.pop("grader_version")
+    (out / row.dir / "grade.json").write_text(json.dumps({**stale, "outcome": "resolved", "resolved": True}))
+    new = out_dir(tmp_path, "new")
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "regrade", str(out), "--out", str(new)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = read_results(new / "results.jsonl")
+    assert [(r.task_id, r.config, r.repeat, r.attempt) for r in rows] == [(row.task_id, row.config, row.repeat, row.attempt)]
+    assert rows[0].outcome == "unresolved" and not rows[0].resolved
+    grade = json.loads((new / rows[0].dir / "grade.json").read_text())
+    assert grade["grader_version"] == GRADER_VERSION and grade["outcome"] == "unresolved"
+    assert (new / rows[0].patch_path).read_text() == (out / row.patch_path).read_text()
+    manifest = RunFolder(new).manifest()
+    assert manifest["regraded_from"]["run_dir"] == str(out.resolve())
+    assert manifest["regraded_from"]["grader_versions"] == [None] and manifest["grader_version"] == GRADER_VERSION
+    assert read_results(out / "results.jsonl")[0].outcome == "resolved"  # the old folder is never rewritten
 
 
 # ------------------------------------------------------------------------------------ reading the future

@@ -145,7 +145,7 @@ def main() -> None:
     graded by hidden tests in a fresh container, the whole loop measured."""
 
 
-from . import machine, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
+from . import machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
 
 if __name__ == "__main__":
     main()

@@ -168,7 +168,8 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], wh
             "tests": _tests(row, MAX_TESTS), "n_tests": len(row.tests),
             "f2p": row.fail_to_pass, "p2p": row.pass_to_pass,
             "test_output": _tail(adir / "test_output.txt", TEST_TAIL_LINES, limit * 2) if adir else "",
-            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note")},
+            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note", "stripped",
+                                                "channels", "tampering", "grader_version")},
             "failing": [[t, st, kind, _cap(messages.get(t, ""), limit)] for t, st, kind in failing_tests(row)][:MAX_TESTS],
             "f2p_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING] if row.resolved else [],
             "dir": row.dir, "started_at": row.started_at, "finished_at": row.finished_at,
@@ -272,8 +273,10 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si)
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
+    tampering = [(row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
+                 for rep in reps for row in rep.rows if row.tampering]
     return env.get_template("report.html.j2").render(
-        view=view, charts=charts, payloads=payloads,
+        view=view, charts=charts, payloads=payloads, tampering=tampering,
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(), js=(TEMPLATES / "report.js").read_text(),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -214,6 +214,7 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
     if row.attempt == 1:
         render_problem(console, problem_statement(run_dir, row, events, manifest), full)
     render_outcome(console, row)
+    _grading_record(console, run_dir, row)
     render_failing(console, run_dir, row, full, manifest)
     if not events:
         console.print(f"[yellow]no transcript at {escape(str(transcript))}[/]")
@@ -228,6 +229,23 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
                                 title_align="left", border_style="red"))
         else:
             console.print(f"[dim]the whole hidden test output: {escape(str(output))} (--full prints it)[/]")
+
+
+def _grading_record(console: Console, run_dir: Path, row: ResultRow) -> None:
+    """What grade.json says beyond the outcome: suspected tampering, what was not applied, the channels."""
+    path = run_dir / row.dir / "grade.json" if row.dir else None
+    grade = json.loads(path.read_text()) if path and path.is_file() else {}
+    if row.tampering or grade.get("tampering"):
+        console.print(Text("suspected tampering: ", style="bold red") + Text(str(row.tampering or grade["tampering"])))
+    stripped = grade.get("stripped") or []
+    if stripped:
+        shown = ", ".join(f"{s.get('path')} ({s.get('reason')})" for s in stripped[:12])
+        more = f" and {len(stripped) - 12} more" if len(stripped) > 12 else ""
+        console.print(Text(f"not applied from the patch: {shown}{more}", style="yellow"))
+    if grade.get("channels"):
+        console.print(Text("result channels: " + " · ".join(f"{k}: {v}" for k, v in grade["channels"].items()), style="dim"))
+    if grade and grade.get("grader_version") is None:
+        console.print(Text("graded before the grader's version was recorded (wholeloop regrade re-grades it)", style="dim"))
 
 
 def show(run_dir: Path, task_id: str, *, config: str | None = None, repeat: int | None = None,

@@ -20,11 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Backend, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
+from sandbox import (Backend, BaseRules, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox,
+                     SandboxError, cached_snapshot, take_patch)
 from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
-from ..grading import Grade, Outcome, feedback_text, grade, touched_files
+from ..grading import Grade, Outcome, feedback_text, grade
+from ..parsers import get_parser
 from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
@@ -60,6 +62,21 @@ class Prepared:
     seconds: float
     cached: bool
     images: dict  # what the manifest records: env and task tags and ids, the tree
+    rules: BaseRules  # what the patch is taken against besides the image's tree: the base's ignore rules
+
+
+def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepared:
+    """A task's environment and task images (built once per distinct input) and its snapshot. The
+    task image ends with the test parser's image setup (facts recorded for grading)."""
+    t0 = time.monotonic()
+    env = env_image(task.env_spec(), log=log)
+    snapshot = cached_snapshot(task.repo_source(), task.base_commit)
+    parser = get_parser(task.hidden_tests.parser)
+    setups = ((parser.name, parser.image_setup),) if parser.image_setup else ()
+    image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log, setups=setups)
+    images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
+    return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images,
+                    BaseRules.from_repository(snapshot.path, snapshot.commit))
 
 
 class RetryUnit(Exception):
@@ -175,18 +192,21 @@ class UnitRunner:
             adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
             adir.mkdir(parents=True, exist_ok=True)
             t2 = time.monotonic()
+            # Every process of the agent ends, and its container stays stopped while the patch is
+            # taken from outside it (the engine's change list, its tree read out, diffed on the host)
+            # and graded: nothing of the agent's runs meanwhile.
+            sb.stop()
+            files: list[str] = []
             try:
-                sb.stop_processes()  # nothing the agent left running can change the tree any more
-                patch, note = sb.diff(prepared.base_commit), ""
-            except PatchError as exc:  # the agent broke the repository or wrote a huge patch
+                taken = take_patch(sb, prepared.rules)
+                patch, note, files = taken.text, "", taken.files
+            except PatchError as exc:  # a huge file or patch
                 patch, note = "", f"no patch could be taken: {exc}"
             phases.patch_s = round(time.monotonic() - t2, 3)
             (adir / "patch.diff").write_text(patch)
-            transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=touched_files(patch), diff=patch))
+            transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=files, diff=patch))
             if last:
                 sb.close()  # the agent's container is gone before the final grading
-            else:
-                sb.pause()  # frozen while grading: nothing it runs can act meanwhile
             self.progress("grade", unit, f"grading attempt {attempt}")
             grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
                                            backend=self.backend, run_id=self.run_id)
@@ -206,7 +226,7 @@ class UnitRunner:
             rows.append(row)
             if final:
                 break
-            sb.unpause()
+            sb.restart()  # the next attempt continues in the same container
             feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
@@ -214,14 +234,9 @@ class UnitRunner:
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
         images are recorded in the manifest."""
-        t0 = time.monotonic()
-        log = self._build_logger(task.id)
-        env = env_image(task.env_spec(), log=log)
-        snapshot = cached_snapshot(task.repo_source(), task.base_commit)
-        image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log)
-        images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
-        self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
-        return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images)
+        prepared = prepare_task(task, self._build_logger(task.id))
+        self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, prepared.images))
+        return prepared
 
     def _build_logger(self, task_id: str) -> Callable[[str], None]:
         def log(line: str) -> None:
@@ -267,6 +282,7 @@ class UnitRunner:
             steps=result.steps, model_calls=result.model_calls, usage=result.usage, cost_usd=result.cost_usd,
             phases=phases.model_copy(), patch_bytes=len(patch.encode()), error=error,
             note=grade_.note if grade_ else "", instance_id=task.metadata.get("instance_id"),
+            tampering=grade_.tampering if grade_ else None, grader_version=grade_.grader_version if grade_ else None,
             dir=str(rel), patch_path=str(rel / "patch.diff"), transcript_path=str(rel.parent / "transcript.jsonl"),
             started_at=started_at, finished_at=now(),
         )

@@ -10,6 +10,7 @@ from . import native
 from .images import (
     CACHE_PATTERNS,
     DEFAULT_BASE,
+    FACTS_DIR,
     REPO_DIR,
     BuiltImage,
     EnvSpec,
@@ -24,7 +25,7 @@ from .images import (
 )
 
 __all__ = [
-    "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec",
+    "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec", "FACTS_DIR",
     "ImageInfo", "LABEL_OWNER", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
     "engine_root", "engine_version", "env_image", "image_exists", "image_id", "list_images", "native", "owner_id", "pid_alive",
     "prune_containers", "remove_images", "task_image",

@@ -90,6 +90,7 @@
   function header() {
     var d = state.data, a = cur();
     var pill = $("dr-outcome"); pill.className = "pill o-" + a.outcome; pill.textContent = a.outcome;
+    if ((a.grade || {}).tampering) pill.textContent += " · suspected tampering";
     $("dr-cfg").textContent = d.config + " · repeat " + d.repeat + (d.attempts.length > 1 ? " · " + d.attempts.length + " attempts" : "");
     var st = $("dr-stats"); st.textContent = "";
     var u = a.usage || {}, p = a.phases || {};
@@ -314,8 +315,12 @@
       ["patch", secs(p.patch_s)], ["grading", secs(p.grading_s)], ["total", secs(p.total_s)]]);
     kv("Tokens and cost", [["input", num(u.input_tokens)], ["output", num(u.output_tokens)], ["cache read / write", num(u.cache_read_tokens) + " / " + num(u.cache_write_tokens)],
       ["reasoning", num(u.reasoning_tokens)], ["model calls", a.model_calls], ["cost", usd(a.cost_usd)]]);
-    kv("Grading", [["outcome", a.outcome], ["patch applied with", g.apply_method], ["protected files put back", (g.reverted || []).join(", ") || "none"],
-      ["test exit code", g.exit_code], ["exit code consistent", g.consistent], ["note", g.note || a.note]]);
+    var channels = Object.keys(g.channels || {}).map(function (k) { return k + ": " + g.channels[k]; }).join(" · ");
+    var stripped = (g.stripped || []).map(function (s) { return s.path + " (" + s.reason + ")"; }).join(", ");
+    kv("Grading", [["outcome", a.outcome], ["suspected tampering", g.tampering || "none"], ["patch applied with", g.apply_method],
+      ["not applied from the patch", stripped || "none"], ["protected files left at base", (g.reverted || []).join(", ") || "none"],
+      ["result channels", channels], ["test exit code", g.exit_code], ["results consistent", g.consistent],
+      ["grader version", g.grader_version == null ? "before 2 (not recorded)" : g.grader_version], ["note", g.note || a.note]]);
     var rc = a.recovery;
     if (rc) kv("Recovery inside this attempt", [["visible test runs", rc.test_runs + " (" + rc.red_runs + " red)"],
       ["reached green", rc.reached_green ? "yes, at step " + rc.steps_to_green + " after " + secs(rc.seconds_to_green) : "no"],
