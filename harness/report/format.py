@@ -55,3 +55,13 @@ def si(value: float | None) -> str:
         if abs(value) >= div:
             return f"{value / div:.1f}{unit}"
     return f"{value:g}"
+
+
+def bounds(low: float | None, high: float | None, kind: str = "num") -> str:
+    """An interval's bounds as "[low, high]" in the format `kind` (usd, secs, pct, signed_pct, num);
+    "?" for a bound that is not known (a bootstrap over one task has nothing to resample), and ""
+    when neither is."""
+    if low is None and high is None:
+        return ""
+    fmt = {"usd": usd, "secs": seconds, "pct": pct, "signed_pct": signed_pts}.get(kind, lambda v: f"{v:.2f}")
+    return "[" + ", ".join("?" if v is None else fmt(v) for v in (low, high)) + "]"

@@ -260,7 +260,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery))) for rep in reps]
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si)
+    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
     return env.get_template("report.html.j2").render(
         view=view, charts=charts, payloads=payloads,
