@@ -747,3 +747,98 @@ def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile,
         run(hostile["spec"](tmp_path / "next"), Script(), out_dir(tmp_path, "next"))
         left = {c.name for c in _our_containers()}
         assert not {c.name for c in orphans} & left and live.name in left
+
+
+# ------------------------------------------------------------------------------------ terminal escapes in reviewer views
+
+
+# What a hostile tool output (or test output, or file in the patch) carries: set the terminal's
+# title (BEL- and ST-terminated), clear the screen, move up and erase the line above, print a fake
+# green verdict, the 8-bit CSI, a hyperlink, a carriage return and backspaces that overwrite a
+# verdict, a right-to-left override, bell, form feed, NUL and DEL.
+ESCAPES = (
+    "\x1b]0;pwned-title\x07" "\x1b]2;pwned-title-st\x1b\\" "\x1b[2J\x1b[H" "\x1b[1A\x1b[2K"
+    "\x1b[32mFAKE: all hidden tests passed, outcome resolved\x1b[0m\n"
+    "\u009b2J c1-csi\n" "\x1b]8;;http://evil.invalid/\x1b\\a link\x1b]8;;\x1b\\\n"
+    "outcome: unresolved\routcome: resolved  \n" "FAIL\b\b\b\bPASS\n" "\u202eright-to-left\u202c\n"
+    "\x07bell \x0cff \x00nul \x7fdel\n"
+)
+# Characters a terminal or a page would act on instead of showing (tab and newline are text).
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# With colour forced, rich writes its own SGR codes; none of these is ever one of them.
+DANGEROUS = ["\x1b]", "\x1b[2J", "\x1b[H", "\x1b[1A", "\x1b[2K", "\x1b\\", "\x9b", "\r", "\b", "\x07", "\x00",
+             "\u202e", "\x1b[32mFAKE"]
+
+
+@pytest.fixture(scope="module")
+def escape_run(hostile, tmp_path_factory) -> tuple[Path, str]:
+    """A real run whose tool outputs, patch and hidden test output all carry ESCAPES."""
+    where = tmp_path_factory.mktemp("escapes")
+    printer = f"import sys\nsys.stdout.write({ESCAPES!r})\nsys.stderr.write({ESCAPES!r})\n"
+    command = "python3 calc/esc.py; python -m pytest -rA -p no:cacheprovider tests"
+    spec = hostile["spec"](where / "specs", "escape-task", command=command)
+    agent = Script(_files(**{"calc__SLASH__esc.py": printer, "calc__SLASH__banner.txt": ESCAPES}),
+                   "python3 calc/esc.py", "cat calc/banner.txt; echo done")
+    out = where / f"{RUN_PREFIX}escapes"
+    row = run(spec, agent, out)["escape-task"]
+    assert ESCAPES.split("\n")[0] in agent.outputs[1].stdout  # the container really printed them
+    assert "pwned-title" in (out / row.dir / "test_output.txt").read_text()
+    return out, row.task_id
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
+                          env={**os.environ, "COLUMNS": "150", **(env or {})})
+
+
+def test_show_makes_escapes_visible_and_never_writes_them(escape_run):
+    out, task = escape_run
+    shown = _cli("show", str(out), task, "--full")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout.decode()
+    assert CONTROL.findall(text) == [], sorted(set(CONTROL.findall(text)))
+    assert "pwned-title" in text and "FAKE: all hidden tests passed" in text  # shown, as text
+    assert "␛]0;pwned-title" in text and "␛[32mFAKE" in text  # ...with the escape made visible
+
+
+@pytest.mark.parametrize("what", ["show", "report"])
+def test_a_colour_terminal_gets_only_wholeloops_own_styles(escape_run, what):
+    """With colour forced (as in a terminal), rich styles its output; no sequence of the agent's
+    passes: no title, no clearing, no cursor moves, no fake green line, no CR or backspace."""
+    out, task = escape_run
+    args = ("show", str(out), task, "--full") if what == "show" else ("report", str(out))
+    shown = _cli(*args, env={"FORCE_COLOR": "1", "TERM": "xterm-256color"})
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout.decode()
+    assert "\x1b[" in text  # colour really is on
+    assert [d for d in DANGEROUS if d in text] == []
+
+
+def test_the_html_report_shows_escapes_as_visible_characters(escape_run, tmp_path):
+    from test_html_report import CHROMIUM, Browser
+
+    if not CHROMIUM:
+        pytest.skip("chromium not installed")
+    out, task = escape_run
+    made = _cli("report", str(out), "--html", str(tmp_path / "esc.html"))
+    assert made.returncode == 0, made.stderr[-2000:]
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(tmp_path / "esc.html")
+        browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+        title = browser.js("document.title")
+        browser.js("document.querySelector('#mx .cell').click()")
+        browser.wait_js("document.getElementById('dr-body').textContent.includes('pwned')")
+        seen = {"transcript": browser.js("document.getElementById('dr-body').textContent")}
+        for tab in ("diff", "tests", "details"):
+            browser.js(f"document.querySelector('#dr-tabs [data-tab={tab}]').click()")
+            browser.wait_js(f"document.querySelector('#dr-tabs [data-tab={tab}]').classList.contains('on')")
+            seen[tab] = browser.js("document.getElementById('dr-body').textContent")
+        assert browser.errors() == []
+        assert browser.js("document.title") == title and "pwned" not in title
+    finally:
+        browser.close()
+    for tab, text in seen.items():
+        assert CONTROL.findall(text) == [], (tab, sorted(set(CONTROL.findall(text))))
+    assert "␛]0;pwned-title" in seen["transcript"] and "␛[32mFAKE" in seen["transcript"]
+    assert "pwned-title" in seen["diff"] and "pwned-title" in seen["tests"]
