@@ -258,8 +258,11 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
     charts = _charts(view, reps)
     recovery = _recovery_index(figs)
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery))) for rep in reps]
+    # finalize: every value the template prints is made visible (no escape sequence of a run's text
+    # reaches the page raw); report.js does the same to the data it decodes.
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v)
     env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
     return env.get_template("report.html.j2").render(

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.syntax import Syntax
@@ -18,7 +19,7 @@ from rich.text import Text
 
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
-from .format import seconds, usd
+from .format import seconds, usd, visible, visible_value
 
 TAIL_LINES = 25
 
@@ -47,7 +48,7 @@ def _tail(text: str, full: bool) -> str:
 def _call(event) -> Text | Syntax | Group:
     args = event.arguments or {}
     if event.arguments is None:
-        return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")
+        return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")  # made visible by the caller
     if event.name == "bash":
         return Syntax("$ " + args.get("command", ""), "bash", theme="ansi_dark", word_wrap=True)
     if event.name == "edit":
@@ -63,23 +64,31 @@ def _call(event) -> Text | Syntax | Group:
     return Text(f"{event.name} {json.dumps(args)[:300] if args else ''}", style="bold")
 
 
+def _visible_row(row: ResultRow) -> ResultRow:
+    return row.model_copy(update={k: visible(v) for k, v in row.model_dump().items() if isinstance(v, str)})
+
+
 def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: bool = False) -> None:
+    """Every string from the run folder is made `visible` first (the agent's escape sequences are
+    shown, never executed) and printed as text, never as rich markup."""
+    row = _visible_row(row)
     colour = "green" if row.resolved else ("bold red" if row.outcome == "infra_error" else "red")
-    console.print(Rule(f"[bold]{row.task_id}[/]  {row.config}  repeat {row.repeat}  attempt {row.attempt}"))
+    console.print(Rule(f"[bold]{escape(row.task_id)}[/]  {escape(row.config)}  repeat {row.repeat}  attempt {row.attempt}"))
     cost = usd(row.cost_usd)
     console.print(
-        f"outcome [{colour}]{row.outcome}[/]   stopped: [bold]{row.stop_reason or '-'}[/]   steps {row.steps}   "
+        f"outcome [{colour}]{escape(row.outcome)}[/]   stopped: [bold]{escape(row.stop_reason or '-')}[/]   steps {row.steps}   "
         f"tokens {row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out   cost {cost}   "
         f"agent {seconds(row.phases.agent_s)} (model {seconds(row.phases.model_s)}, tools {seconds(row.phases.tool_s)}, "
         f"waiting {seconds(row.phases.retry_wait_s)})   grading {seconds(row.phases.grading_s)}"
     )
     if row.error:
-        console.print(f"[bold red]error:[/] {row.error}")
+        console.print(Text("error: ", style="bold red") + Text(row.error))
     transcript = run_dir / row.transcript_path
     if not transcript.exists():
-        console.print(f"[yellow]no transcript at {transcript}[/]")
+        console.print(Text(f"no transcript at {transcript}", style="yellow"))
         return
     for event in read_transcript(transcript):
+        event = event.model_copy(update=visible_value(event.model_dump()))
         kind = event.type
         if kind == "model_response":
             console.print(Rule(f"step {event.step}", style="dim", align="left"))
@@ -96,19 +105,19 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
                                 title_align="left", border_style=style))
         elif kind == "test_run":
             mark = "[bold green]GREEN[/]" if event.green else "[bold red]RED[/]"
-            failing = f"  failing: {', '.join(event.failing[:8])}" if event.failing else ""
+            failing = f"  failing: {escape(', '.join(event.failing[:8]))}" if event.failing else ""
             console.print(f"tests {mark}: {event.passed} passed, {event.failed} failed, {event.errors} errors{failing}")
         elif kind == "retry":
-            console.print(f"[yellow]retry {event.attempt}[/] after {event.error_type} ({event.status_code}): "
+            console.print(f"[yellow]retry {event.attempt}[/] after {escape(event.error_type)} ({event.status_code}): "
                           f"waited {event.wait_s:.1f}s")
         elif kind == "limit":
-            console.print(f"[bold yellow]limit reached:[/] {event.limit} ({event.value:g} of {event.maximum:g})")
+            console.print(f"[bold yellow]limit reached:[/] {escape(event.limit)} ({event.value:g} of {event.maximum:g})")
         elif kind == "error":
-            console.print(Panel(Text(event.message), title=f"error in {event.where}: {event.error_type}", border_style="red"))
+            console.print(Panel(Text(event.message), title=Text(f"error in {event.where}: {event.error_type}"), border_style="red"))
         elif kind == "stop":
-            console.print(Rule(f"stopped: {event.reason}", style="bold"))
+            console.print(Rule(f"stopped: {escape(event.reason)}", style="bold"))
             if event.detail:
-                console.print(event.detail)
+                console.print(Text(event.detail))
         elif kind == "feedback":
             console.print(Panel(Text(event.text), title=f"feedback before attempt {event.attempt}", border_style="yellow"))
         elif kind == "patch":
@@ -119,12 +128,12 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
                 console.print("[dim]empty patch[/]")
         elif kind == "grade":
             colour = "green" if event.resolved else "red"
-            console.print(f"hidden tests: [{colour}]{event.outcome}[/]" + (f" - {event.detail}" if event.detail else ""))
+            console.print(f"hidden tests: [{colour}]{escape(event.outcome)}[/]" + (f" - {escape(event.detail)}" if event.detail else ""))
             for test in event.failing[:20]:
-                console.print(f"  [red]✗[/] {test}")
+                console.print(f"  [red]✗[/] {escape(test)}")
     grade_file = run_dir / row.dir / "test_output.txt"
     if not row.resolved and grade_file.exists() and grade_file.stat().st_size:
-        console.print(Panel(Text(_tail(grade_file.read_text(errors="replace"), full)),
+        console.print(Panel(Text(_tail(visible(grade_file.read_text(errors="replace")), full)),
                             title="end of the hidden test output", title_align="left", border_style="red"))
 
 
