@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,8 @@ import docker.errors
 import pytest
 
 from conftest import ROOT, git, write
-from harness.agents import AgentResult
+from harness.agents import AgentResult, get_agent
+from harness.records import RunFolder
 from harness.run import RunOptions, Runner
 from harness.tasks import LimitsSpec, load_task
 from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
@@ -842,3 +844,60 @@ def test_the_html_report_shows_escapes_as_visible_characters(escape_run, tmp_pat
         assert CONTROL.findall(text) == [], (tab, sorted(set(CONTROL.findall(text))))
     assert "␛]0;pwned-title" in seen["transcript"] and "␛[32mFAKE" in seen["transcript"]
     assert "pwned-title" in seen["diff"] and "pwned-title" in seen["tests"]
+
+
+# ------------------------------------------------------------------------------------ two writers of one run folder
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused_at_once(hostile, tmp_path):
+    """`wholeloop run --out RUN` while another one writes RUN: refused within seconds, with a
+    message naming the other run. Once that one is SIGKILLed (no clean-up at all), the lock has
+    died with it: the same command runs, and the unit has one final row."""
+    spec = hostile["spec"](tmp_path / "busy", command="sleep 15; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    out = out_dir(tmp_path, "busy")
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)]
+    log = tmp_path / "first.log"
+    with open(log, "wb") as fh:
+        first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        def grading():
+            assert first.poll() is None, log.read_text()[-2000:]
+            return any(c.labels.get(LABEL_RUN) == out.name and c.labels.get("wholeloop.role") == "grading"
+                       for c in _our_containers())
+
+        _wait_for(grading, 90, "the first run's grading container")
+        started = time.monotonic()
+        second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        took = time.monotonic() - started
+        assert second.returncode != 0 and took < 15, (second.returncode, took, second.stdout[-1500:])
+        assert "another wholeloop run" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
+        assert first.poll() is None  # the first one was not disturbed
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    third = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stdout[-2000:] + third.stderr[-2000:]
+    finals = [r for r in RunFolder(out).latest() if r.final]
+    assert len(finals) == 1 and finals[0].outcome == "resolved", [(r.outcome, r.error) for r in finals]
+
+
+def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path):
+    """The lock is taken per open of the folder, so even two runners of one process (two
+    threads) exclude each other; the first keeps working and ends normally."""
+    from harness.records import RunFolderBusy  # (not at the top: this file must import without it, to show the attack)
+
+    spec = hostile["spec"](tmp_path / "threads", command="sleep 8; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    out = out_dir(tmp_path, "threads")
+    options = RunOptions(out=out, infra_retries=0)
+    first = Runner([load_task(spec)], get_agent("gold"), options)
+    rows: list = []
+    thread = threading.Thread(target=lambda: rows.extend(first.run()))
+    thread.start()
+    try:
+        _wait_for(lambda: any(c.labels.get(LABEL_RUN) == out.name for c in _our_containers()), 60, "the first runner's container")
+        with pytest.raises(RunFolderBusy, match="another wholeloop run"):
+            Runner([load_task(spec)], get_agent("gold"), options).run()
+    finally:
+        thread.join(timeout=120)
+    assert [r.outcome for r in rows] == ["resolved"]
+    assert len([r for r in RunFolder(out).rows() if r.final]) == 1
