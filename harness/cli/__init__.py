@@ -27,11 +27,12 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         from sandbox.errors import SandboxError
 
+        from ..records import RunFolderBusy
         from ..tasks import TaskSpecError
 
         try:
             return super().invoke(ctx)
-        except (SandboxError, TaskSpecError, FileNotFoundError, ValueError) as exc:
+        except (SandboxError, TaskSpecError, RunFolderBusy, FileNotFoundError, ValueError) as exc:
             if isinstance(exc, click.ClickException):
                 raise
             click.secho(f"error: {exc}", fg="red", err=True)

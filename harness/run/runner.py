@@ -36,7 +36,13 @@ class Runner(UnitRunner):
 
     def run(self) -> list[ResultRow]:
         """Run every pending unit. On KeyboardInterrupt, running agents stop at their next step,
-        unfinished units are left for a resume, and the interrupt is re-raised."""
+        unfinished units are left for a resume, and the interrupt is re-raised. Raises
+        RunFolderBusy at once when another run writes the same folder (the lock is held until the
+        end, by the driver whatever the executor)."""
+        with self.folder.writer():
+            return self._run()
+
+    def _run(self) -> list[ResultRow]:
         self._clean_leftovers()
         self.write_manifest()
         todo = self.pending()
