@@ -901,3 +901,50 @@ def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path)
         thread.join(timeout=120)
     assert [r.outcome for r in rows] == ["resolved"]
     assert len([r for r in RunFolder(out).rows() if r.final]) == 1
+
+
+def _secret_forms(value: str) -> dict[str, bytes]:
+    """The key and its base64, plain and inside a longer base64 text at each of the three offsets
+    (as an HTTP Basic credential carries it): what must appear nowhere."""
+    import base64
+
+    forms = {"plain": value.encode(), "base64": base64.b64encode(value.encode())}
+    for shift in (1, 2, 3):  # prefix lengths 1..3 cover the three alignments
+        encoded = base64.b64encode(b"u" * shift + b":" + value.encode())
+        forms[f"base64+{shift}"] = encoded[8:-4]  # the part that depends on the key alone
+    return forms
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tmp_path, provider):
+    """A provider answers 401 with the key it was sent in the body (plain, base64, in a Basic
+    credential). Through the real CLI (run, report, report --html, show), neither the key nor its
+    base64 is in any file of the run folder or on stdout/stderr; the error still says 401."""
+    from fakellm import FakeLLM, echo_key_401
+
+    canary = f"sk-canary-{provider}-{secrets.token_hex(16)}"
+    env_key = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[provider]
+    spec = hostile["spec"](tmp_path / "specs", f"canary-{provider}")
+    out = out_dir(tmp_path, f"key-{provider}")
+    env = {**os.environ, env_key: canary, "COLUMNS": "200"}
+    with FakeLLM(responder=echo_key_401) as srv:
+        url = srv.base_url if provider == "anthropic" else srv.openai_url
+        ran = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(spec), "--model", f"{provider}/fake-model",
+                              "--base-url", url, "--out", str(out), "--infra-retries", "0"],
+                             cwd=ROOT, capture_output=True, env=env, timeout=300)
+        sent = [r.headers for r in srv.requests]
+    assert sent and any(canary in " ".join(h.values()) for h in sent)  # the key really went to the provider
+    consoles = [ran.stdout, ran.stderr]
+    for args in (["report", str(out)], ["report", str(out), "--html", str(out / "report.html")],
+                 ["show", str(out), f"canary-{provider}", "--full"]):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        consoles += [done.stdout, done.stderr]
+    row = RunFolder(out).latest()[0]
+    assert row.outcome == "infra_error" and "401" in (row.error or ""), row.error
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert any(f.name == "results.jsonl" for f in files) and any(f.name == "transcript.jsonl" for f in files)
+    leaks = [(name, str(f.relative_to(out))) for f in files for name, form in _secret_forms(canary).items()
+             if form in f.read_bytes()]
+    leaks += [(name, "console") for text in consoles for name, form in _secret_forms(canary).items() if form in text]
+    assert leaks == [], leaks
