@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .jsonl import append_line, complete_lines, drop_torn_tail
 from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
+from .scrub import scrub
 
 RESULT_SCHEMA = 1
 
@@ -103,10 +104,12 @@ def slug(text: str) -> str:
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write a whole file or nothing: a temporary file renamed over the target."""
+    """Write a whole file or nothing: a temporary file renamed over the target. Scrubbed of
+    secrets (harness.scrub): every file wholeloop writes goes through here or append_line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    data = scrub(data)
     with open(tmp, "wb") as fh:
         fh.write(data.encode() if isinstance(data, str) else data)
         fh.flush()
@@ -343,7 +346,7 @@ class RunFolder:
         path = self.image_log_path
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._log_lock, open(path, "a") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+            fh.write(scrub(text if text.endswith("\n") else text + "\n"))
 
 
 def open_run(path: Path | str) -> RunFolder:

@@ -28,6 +28,9 @@ class _Group(click.Group):
         from sandbox.errors import SandboxError
 
         from ..records import RunFolderBusy
+        from ..scrub import scrub_console
+
+        scrub_console()  # every line printed from here on (errors, progress, tracebacks) is scrubbed of secrets
         from ..tasks import TaskSpecError
 
         try:

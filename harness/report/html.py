@@ -24,6 +24,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..records import ResultRow, open_run, write_atomic
+from ..scrub import scrub_bytes
 from ..transcript import read_transcript
 from . import format as fmt
 from . import html_view
@@ -174,7 +175,7 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) ->
 
 def encode_payload(payload: dict) -> str:
     """gzip + base64: text that is safe inside a <script> element and ~5x smaller than JSON."""
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    raw = scrub_bytes(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode())  # compressed: past write_atomic's scrub
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 

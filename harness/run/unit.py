@@ -13,6 +13,7 @@ are recorded as `infra_error` at once. Nothing of that stops the other units.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import traceback
@@ -25,7 +26,7 @@ from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult
 from ..grading import Grade, Outcome, feedback_text, grade, touched_files
-from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
+from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
 from .manifest import now
@@ -172,7 +173,7 @@ class UnitRunner:
             except PatchError as exc:  # the agent broke the repository or wrote a huge patch
                 patch, note = "", f"no patch could be taken: {exc}"
             phases.patch_s = round(time.monotonic() - t2, 3)
-            (adir / "patch.diff").write_text(patch)
+            self.folder.write_file(self.folder.relative(adir / "patch.diff"), patch)
             transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=touched_files(patch), diff=patch))
             if last:
                 sb.close()  # the agent's container is gone before the final grading
@@ -186,8 +187,9 @@ class UnitRunner:
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
-            write_atomic(adir / "test_output.txt", output)
-            write_json(adir / "grade.json", grade_.model_dump(mode="json"))
+            self.folder.write_file(self.folder.relative(adir / "test_output.txt"), output)
+            self.folder.write_file(self.folder.relative(adir / "grade.json"),
+                                   json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n")
             transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
                                         failing=grade_.failing(), detail=grade_.note))
             phases.total_s = round(time.monotonic() - started, 3)
