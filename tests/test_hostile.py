@@ -948,3 +948,142 @@ def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tm
              if form in f.read_bytes()]
     leaks += [(name, "console") for text in consoles for name, form in _secret_forms(canary).items() if form in text]
     assert leaks == [], leaks
+
+
+# ------------------------------------------------------------------------------------ PID 1 and restarts
+
+
+CAME_BACK = "/var/tmp/came-back"  # every planted program appends its name here when it runs, once armed
+ARMED = "[ -e /var/tmp/armed ] && echo {name} >> " + CAME_BACK
+
+
+def _wrap(path_cmd: str, name: str) -> str:
+    """Replace the program `path_cmd` resolves to by a bash wrapper that, once armed, says it ran
+    and then runs the original (kept beside, so the container keeps working)."""
+    return (f"p=$({path_cmd}); r=$(readlink -f \"$p\"); k=/usr/local/lib/real-{name}; cp \"$r\" $k; rm -f \"$p\"; "
+            f"printf '#!/bin/bash\\n{ARMED.format(name=name)}\\nexec %s \"$@\"\\n' $k > \"$p\"; chmod 755 \"$p\"")
+
+
+EVIL_SO = r"""
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void came_back(void) {
+    if (access("/var/tmp/armed", F_OK) != 0) return;
+    int fd = open("/var/tmp/came-back", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) { write(fd, "ld_so_preload\n", 14); close(fd); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def evil_so(tmp_path_factory) -> bytes:
+    """A shared library whose constructor says it ran: what /etc/ld.so.preload makes every dynamic program load."""
+    where = tmp_path_factory.mktemp("evil-so")
+    (where / "evil.c").write_text(EVIL_SO)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(where / "evil.so"), str(where / "evil.c")], check=True)
+    return (where / "evil.so").read_bytes()
+
+
+# Each way back in: what the agent plants, as shell commands run in its container.
+COME_BACK = {
+    "sleep": [_wrap("command -v sleep", "sleep")],
+    "sh": ["printf '#!/bin/bash\\n" + ARMED.format(name="sh") + "\\nexec /bin/dash \"$@\"\\n' > /usr/local/lib/evil-sh; "
+           "chmod 755 /usr/local/lib/evil-sh; ln -sf /usr/local/lib/evil-sh /bin/sh"],
+    "python3": [_wrap("command -v python3", "python3"), _wrap("echo /usr/bin/python3", "usr-python3")],
+    "helper_tools": [_wrap(f"command -v {tool}", tool) for tool in ("mkdir", "ln", "readlink", "env", "timeout")],
+    "ld_so_preload": ["echo /var/tmp/evil.so > /etc/ld.so.preload"],
+    "profile_rc": [f"for f in /etc/profile /root/.profile /root/.bashrc /root/.bash_profile /etc/bash.bashrc "
+                   f"/etc/profile.d/zz.sh /var/tmp/bash-env; do mkdir -p $(dirname $f); "
+                   f"echo '{ARMED.format(name='profile_rc')}' >> $f; done; echo BASH_ENV=/var/tmp/bash-env >> /etc/environment"],
+}
+
+
+def _processes(sb) -> list[str]:
+    """The container's processes as the engine sees them (from the host: nothing runs inside)."""
+    top = client().api.top(sb.id)
+    cmd = top["Titles"].index("CMD")
+    return [p[cmd] for p in top["Processes"]]
+
+
+def _read_outside(sb, path: str) -> bytes | None:
+    """A file of the container read through the Engine API's archive (no process runs inside)."""
+    import io
+    import tarfile
+
+    try:
+        stream, _ = client().api.get_archive(sb.id, path)
+    except docker.errors.NotFound:
+        return None
+    data = b"".join(stream)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.extractfile(tar.next()).read()
+
+
+@pytest.mark.parametrize("way", list(COME_BACK))
+def test_after_stop_processes_nothing_of_the_agent_runs_again(image, evil_so, way):
+    """The agent replaces a program that PID 1, a restart or the exec helper's start would run
+    (sleep, /bin/sh, python3, the helper's boot tools), or plants /etc/ld.so.preload or a
+    profile/rc file, arms it and stops. After `stop_processes()` the container runs PID 1 alone --
+    wholeloop's own read-only init -- and nothing planted ever ran (seen from outside, for 3 s)."""
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1") as sb:
+        if way == "ld_so_preload":
+            sb.write_file("/var/tmp/evil.so", evil_so)
+        for command in COME_BACK[way]:
+            done = sb.exec(command)
+            assert done.ok, (command, done.stderr)
+        assert sb.exec("touch /var/tmp/armed").ok
+        sb.stop_processes()
+        seen: set[str] = set()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            seen.update(_processes(sb))
+            time.sleep(0.3)
+        assert _read_outside(sb, CAME_BACK) is None, _read_outside(sb, CAME_BACK)  # nothing planted ran
+        assert len(seen) == 1 and "wholeloop" in seen.pop(), seen  # PID 1 alone, ours
+
+
+def test_pid1_cannot_be_replaced_killed_or_entered_from_inside(image):
+    """The agent is root in its container: it still cannot kill PID 1, stop it, write its memory
+    or read its environment (not dumpable), replace its binary (read-only), or leave zombies."""
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1b") as sb:
+        init = sb.exec("readlink /proc/1/exe").stdout.strip()
+        probes = {
+            "mem": sb.exec("python3 -c \"open('/proc/1/mem', 'r+b')\""),
+            "environ": sb.exec("cat /proc/1/environ"),
+            "fds": sb.exec("ls /proc/1/fd"),
+            "replace": sb.exec(f"cp /bin/true {init} || echo x > {init} || mv /bin/true {init}"),
+        }
+        for name, result in probes.items():
+            assert not result.ok, (name, init, result.stdout, result.stderr)
+        assert sb.exec("kill -9 1; kill -STOP 1; kill -TERM 1; kill -9 -1; sleep 0.5; echo alive").stdout.endswith("alive\n")
+        assert sb.exec("for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 1; ps -eo stat= | grep -c '^Z' || true").stdout.strip() == "0"
+        assert sb.status()["Running"] and readlink_same(sb, init)
+
+
+def readlink_same(sb, init: str) -> bool:
+    return sb.exec("readlink /proc/1/exe").stdout.strip() == init
+
+
+def test_a_planted_loop_of_pid1_neither_outlives_a_timeout_nor_writes_while_the_patch_is_taken(hostile, tmp_path):
+    """The agent replaces `sleep` by a loop that writes the fix into the repository, then kills
+    PID 1's idle `sleep` so that PID 1 starts the loop at once (and again after any restart). Its
+    next command times out; the patch must be the agent's (no fix) and never resolve."""
+    fix = BUGGY.replace("a - b", "a + b")
+    loop = ("#!/bin/bash\nwhile :; do cp /var/tmp/fix.py /repo/calc/__init__.py 2>/dev/null; "
+            "/usr/local/lib/real-sleep 0.1; done\n")
+    processes: list[list[str]] = []
+    agent = Script(
+        "echo '# touched' >> calc/__init__.py",
+        _files(**{"/var/tmp/fix.py": fix, "/var/tmp/loop.sh": loop}),
+        "p=$(command -v sleep); cp $(readlink -f $p) /usr/local/lib/real-sleep; rm -f $p; cp /var/tmp/loop.sh $p; chmod 755 $p; "
+        "pkill -P 1 -x sleep; true",
+        ("/usr/local/lib/real-sleep 60", 2),  # times out: the timeout kills what this command started
+        lambda sb: processes.append(_processes(sb)),
+    )
+    out = out_dir(tmp_path, "pid1-loop")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert agent.outputs[3].timed_out
+    assert not [p for p in processes[0] if "wlhelper" not in p and ("sleep" in p or "bash" in p)], processes[0]
+    patch = (out / row.patch_path).read_text()
+    assert "# touched" in patch and "a + b" not in patch
+    assert row.outcome == "unresolved", (row.outcome, row.tests)
