@@ -26,9 +26,13 @@ Contract (every method says what it raises; all errors are `SandboxError`s):
   files included, leaving the agent's own index and HEAD untouched.
 - `close()` removes the container (forcefully: no 10 s SIGTERM wait). Use it as a context manager;
   never rely on garbage collection.
-- PID 1 is a shell loop that reaps orphans and, being PID 1, cannot be killed from inside: the
-  container survives an agent's `kill -9 -1` (with docker's init, the idle child died and the
-  container with it).
+- PID 1 is wholeloop's own init (`native/wl-init.c`): a static binary mounted read-only at
+  INIT_PATH and made the entrypoint, so it needs nothing from the image and nothing in the
+  container can replace it. It reaps orphans, never exits, never runs another program, ignores
+  every signal sent from inside (the container survives an agent's `kill -9 -1`) and is not
+  dumpable (no ptrace, no /proc/1/mem). A restart (`stop_processes`) starts it alone: no program
+  of the image -- which the agent, root in the container, may have replaced -- runs again until
+  the harness asks for a command.
 """
 
 from __future__ import annotations
@@ -49,11 +53,10 @@ from ..errors import ContainerGone, ExecError, FileOpError, PatchError, SandboxE
 from .engine import client, labels, translate
 from .exec_api import api_exec, kill_marked
 from .exec_fast import FastExec
+from .native import binary
 
 MAX_PATCH_BYTES = 50_000_000
-# PID 1: reaps every orphan while it waits (wait on a job reaps any child), restarts its idle child
-# when an agent's `kill -9 -1` kills it, and ignores signals sent from inside the container.
-IDLE_PID1 = "while :; do sleep 2147483647 & wait $!; done"
+INIT_PATH = "/.wholeloop/init"  # where wl-init is mounted (read-only) in every container
 
 
 class DockerSandbox:
@@ -111,6 +114,8 @@ class DockerSandbox:
         ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration.
         """
         name = f"wholeloop-{role}-{secrets.token_hex(4)}"
+        init = Mount(str(binary("wl-init")), INIT_PATH)  # built once per host, then cached
+        mounts = (init, *mounts)
         api = client().api
         # The low-level calls: `containers.run` would also inspect the container (one more round
         # trip) only to build an object we can build from the id and name.
@@ -130,7 +135,7 @@ class DockerSandbox:
             )
             cid = api.create_container(
                 image,
-                command=["/bin/sh", "-c", IDLE_PID1],
+                entrypoint=[INIT_PATH],  # no command: the image's CMD is not used with an entrypoint
                 name=name,
                 detach=True,
                 working_dir=workdir,
@@ -356,7 +361,11 @@ class DockerSandbox:
         """Kill every process in the container and start it again, files kept: what the agent left
         running (daemons, background jobs, a fork bomb, a loop rewriting files) stops before the
         patch is taken. Done from outside: a full process table leaves no room for a command that
-        would do it from inside. Raises ContainerGone."""
+        would do it from inside. Raises ContainerGone.
+
+        When it returns, PID 1 (wl-init, which runs nothing) is the only process: no program of the
+        image runs again until the next `exec` (the exec helper starts then, not now), so nothing
+        the agent planted -- a replaced sleep, sh or python3, an /etc/ld.so.preload -- comes back."""
         if self._fast is not None:
             self._fast.close()
         with translate("stopping the container's processes"):
@@ -364,8 +373,7 @@ class DockerSandbox:
             client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
             self._container.start()
         if self._fast is not None:
-            self._fast = FastExec(self._container.id, self._kill_marked)
-            self._fast.warm()
+            self._fast = FastExec(self._container.id, self._kill_marked)  # started by the next command
 
     def pause(self) -> None:
         """Freeze every process of the container (it keeps its state); raises SandboxError."""
