@@ -1086,3 +1086,136 @@ def test_a_planted_loop_of_pid1_neither_outlives_a_timeout_nor_writes_while_the_
     patch = (out / row.patch_path).read_text()
     assert "# touched" in patch and "a + b" not in patch
     assert row.outcome == "unresolved", (row.outcome, row.tests)
+
+
+# ------------------------------------------------------------------------------------ the disk limit
+
+
+DISK = "50m"
+DISK_BYTES = 50 * 2**20
+VENV_SITE = "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')"
+FLOOD = "python3 -c \"import os\nos.makedirs('/var/tmp/f', exist_ok=True)\nfor i in range(200000): open('/var/tmp/f/%d' % i, 'w').close()\""
+# Ways to write past a 50 MB limit, each where an agent can write.
+FILLS = {
+    "one_fallocate": "fallocate -l 1G /repo/big.bin",
+    "dd_repo": "dd if=/dev/zero of=/repo/big.bin bs=1M count=200 status=none",
+    "dd_tmp": "dd if=/dev/zero of=/tmp/big.bin bs=1M count=200 status=none",
+    "root_cache": "mkdir -p /root/.cache/pip && dd if=/dev/zero of=/root/.cache/pip/big bs=1M count=200 status=none",
+    "venv": f"dd if=/dev/zero of={VENV_SITE}/big.bin bs=1M count=200 status=none",
+    "parallel": "for i in 1 2 3 4 5 6 7 8; do mkdir -p /var/tmp/p$i; "
+                "dd if=/dev/zero of=/var/tmp/p$i/f bs=1M count=40 status=none & done; wait",
+    "sparse_then_filled": "truncate -s 10G /repo/sparse.bin && "
+                          "dd if=/dev/urandom of=/repo/sparse.bin bs=1M count=200 conv=notrunc status=none",
+    "etc_hosts": "dd if=/dev/zero of=/etc/hosts bs=1M count=200 status=none",
+    "etc_resolv_conf": "dd if=/dev/zero of=/etc/resolv.conf bs=1M count=200 status=none",
+    "inode_flood": FLOOD,
+}
+
+
+def _written(sb) -> tuple[int, int]:
+    """(bytes, files) the container wrote, counted from the host: the disk blocks allocated in its
+    writable layer and in the files docker keeps for it outside the layer (hosts, resolv.conf,
+    hostname), and the files in the layer. Blocks, not sizes: a sparse file costs no disk."""
+    info = client().api.inspect_container(sb.id)
+    upper = Path(info["GraphDriver"]["Data"]["UpperDir"])
+    used, files = 0, 0
+    for folder, _, names in os.walk(upper):
+        for name in names:
+            with contextlib.suppress(OSError):
+                used += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                files += 1
+    for key in ("HostsPath", "ResolvConfPath", "HostnamePath"):
+        with contextlib.suppress(OSError, TypeError):
+            used += os.stat(info[key]).st_blocks * 512
+    return used, files
+
+
+@pytest.mark.parametrize("fill", list(FILLS))
+def test_a_container_cannot_write_past_its_disk_limit(image, fill):
+    """Whatever the way (one fallocate, dd into the repository, /tmp, a cache in /root, the venv,
+    eight writers at once, a sparse file filled, the files docker bind-mounts, 200k empty files),
+    the container holds at most its limit, and a full disk is reported as `disk_limit`."""
+    from sandbox import DiskLimitReached
+
+    limits = Limits(command_timeout_s=120, disk=DISK)
+    with DockerSandbox.start(image[0], limits=limits, role="agent", run_id=f"{RUN_PREFIX}disk") as sb:
+        before, files_before = _written(sb)
+        try:
+            result = sb.exec(FILLS[fill])
+            stopped = None
+        except DiskLimitReached as exc:
+            result, stopped = exc.result, exc
+        written, files = _written(sb)
+        assert written - before <= DISK_BYTES + 2**20, (fill, written - before, result)
+        assert files - files_before < 20_000, (fill, files - files_before)
+        if fill in ("one_fallocate", "etc_hosts", "etc_resolv_conf"):
+            assert not result.ok  # refused at once; nothing filled
+        else:
+            assert stopped is not None and sb.limit_reached() == "disk_limit", (fill, result)
+            assert "disk limit" in str(stopped) and "50" in str(stopped)
+        assert sb.exec("echo alive").stdout == "alive\n"  # the container still answers
+
+
+def test_the_disk_limit_ends_the_attempt_with_its_stop_reason_in_rows_and_reports(hostile, tmp_path):
+    """The tool-calling agent fills its disk: the attempt stops as `disk_limit` (the model is not
+    asked again), the row and the transcript say so, and report and show print it."""
+    from harness.agents.config import load_agent_config
+    from harness.agents.loop import ToolAgent
+    from harness.models import ScriptedModel, tool_turn
+
+    model = ScriptedModel([tool_turn("bash", {"command": "echo '# touched' >> calc/__init__.py"}),
+                           tool_turn("bash", {"command": FILLS["dd_repo"]}),
+                           tool_turn("bash", {"command": "echo never"})])
+    agent = ToolAgent(model, load_agent_config(None))
+    out = out_dir(tmp_path, "disk-stop")
+    row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]
+    assert row.stop_reason == "disk_limit" and row.error is None, (row.stop_reason, row.error, row.note)
+    assert "disk limit" in row.note and row.steps == 2 and len(model.steps) == 1  # the third turn was never asked for
+    events = [json.loads(line) for line in (out / row.transcript_path).read_text().splitlines()]
+    assert [e["reason"] for e in events if e["type"] == "stop"] == ["disk_limit"]
+    assert any(e["type"] == "limit" and e["limit"] == "disk_limit" for e in events)
+    shown = _cli("show", str(out), "hostile-task").stdout.decode()
+    reported = _cli("report", str(out)).stdout.decode()
+    assert "stopped: disk_limit" in shown and "disk_limit" in reported
+
+
+def test_a_scripted_agent_that_fills_its_disk_also_stops_as_disk_limit(hostile, tmp_path):
+    """An agent of any kind (here one that does not catch the sandbox's error) ends as disk_limit."""
+    agent = Script("echo '# touched' >> calc/__init__.py", FILLS["parallel"], "echo never")
+    out = out_dir(tmp_path, "disk-script")
+    row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]
+    assert row.stop_reason == "disk_limit" and row.error is None, (row.stop_reason, row.error)
+    assert len(agent.outputs) == 1  # the step after the fill never ran
+    assert row.outcome in ("empty_patch", "unresolved")
+
+
+def test_legitimate_writes_under_the_default_disk_limit_are_untouched(hostile, tmp_path):
+    """What real agents write -- packages into the venv, caches in /root, scratch in /tmp, build
+    output in the repository, 230 MB and 20k files in all -- fits the default limit; the fix still resolves."""
+    agent = Script(
+        f"cp -r {VENV_SITE}/_pytest {VENV_SITE}/_pytest_copy && mkdir -p /root/.cache/pip && "
+        "dd if=/dev/zero of=/root/.cache/pip/wheel bs=1M count=100 status=none && "
+        "dd if=/dev/zero of=/tmp/scratch bs=1M count=100 status=none && "
+        "mkdir -p build && dd if=/dev/zero of=build/out.o bs=1M count=30 status=none && "
+        "python3 -c \"import os\nos.makedirs('/var/tmp/many', exist_ok=True)\n"
+        "for i in range(20000): open('/var/tmp/many/%d' % i, 'w').close()\" && df -h / | tail -1",
+        _files(**{"calc__SLASH____init__.py": BUGGY.replace("a - b", "a + b")}),
+    )
+    out = out_dir(tmp_path, "disk-legit")
+    row = run(hostile["spec"](tmp_path), agent, out, command_timeout_s=120)["hostile-task"]
+    assert agent.outputs[0].ok, agent.outputs[0].stderr
+    assert row.stop_reason == "submitted" and row.outcome == "resolved", (row.stop_reason, row.outcome, row.note)
+
+
+def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refused(hostile, tmp_path):
+    """The preflight: workers x disk limit above the engine's free disk space is refused before
+    any container starts, saying how much is needed and how much is free."""
+    free = shutil.disk_usage("/var/lib/docker" if os.path.isdir("/var/lib/docker") else "/").free
+    workers = int(free // 2**30) + 2
+    spec = hostile["spec"](tmp_path / "preflight")
+    out = out_dir(tmp_path, "preflight")
+    started = time.monotonic()
+    done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), "--workers", str(workers), "--disk", "1g")
+    assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
+    assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
+    assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
