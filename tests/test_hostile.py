@@ -1148,8 +1148,8 @@ def test_a_container_cannot_write_past_its_disk_limit(image, fill):
         written, files = _written(sb)
         assert written - before <= DISK_BYTES + 2**20, (fill, written - before, result)
         assert files - files_before < 20_000, (fill, files - files_before)
-        if fill in ("one_fallocate", "etc_hosts", "etc_resolv_conf"):
-            assert not result.ok  # refused at once; nothing filled
+        if fill in ("one_fallocate", "sparse_then_filled", "etc_hosts", "etc_resolv_conf"):
+            assert not result.ok  # refused at once (no file may exceed the limit; docker's /etc files are read-only)
         else:
             assert stopped is not None and sb.limit_reached() == "disk_limit", (fill, result)
             assert "disk limit" in str(stopped) and "50" in str(stopped)
@@ -1207,15 +1207,18 @@ def test_legitimate_writes_under_the_default_disk_limit_are_untouched(hostile, t
     assert row.stop_reason == "submitted" and row.outcome == "resolved", (row.stop_reason, row.outcome, row.note)
 
 
-def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refused(hostile, tmp_path):
-    """The preflight: workers x disk limit above the engine's free disk space is refused before
-    any container starts, saying how much is needed and how much is free."""
+@pytest.mark.parametrize("shape", ["many-workers", "one-big-limit"])
+def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refused(hostile, tmp_path, shape):
+    """The preflight: the containers a run has at once x their disk limit above the engine's free
+    disk space is refused before any container starts, saying how much is needed and is free."""
     free = shutil.disk_usage("/var/lib/docker" if os.path.isdir("/var/lib/docker") else "/").free
-    workers = int(free // 2**30) + 2
+    n = int(free // 2**30) + 2
+    many = ["--workers", str(n), "--repeats", str(n), "--disk", "1g"]
+    args = many if shape == "many-workers" else ["--disk", f"{n}g"]
     spec = hostile["spec"](tmp_path / "preflight")
     out = out_dir(tmp_path, "preflight")
     started = time.monotonic()
-    done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), "--workers", str(workers), "--disk", "1g")
+    done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), *args)
     assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
     assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
     assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]

@@ -21,14 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Backend, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
+from sandbox import (Backend, DiskLimitReached, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError,
+                     cached_snapshot)
 from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult
 from ..grading import Grade, Outcome, feedback_text, grade, touched_files
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
-from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
+from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
+                          TranscriptWriter)
 from .manifest import now
 
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
@@ -156,7 +158,7 @@ class UnitRunner:
             t1 = time.monotonic()
             ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel)
-            result = self.agent.run(ctx)
+            result = self._run_agent(ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
@@ -184,6 +186,8 @@ class UnitRunner:
                                            backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
+            if result.stop_reason == "disk_limit":
+                note = "; ".join(x for x in (f"the container's disk limit ({limits.disk}) was reached", note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
@@ -203,6 +207,23 @@ class UnitRunner:
             feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
+
+    def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
+        """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
+        sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
+        its disk still full."""
+        try:
+            result = self.agent.run(ctx)
+        except DiskLimitReached as exc:
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
+            ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
+            return AgentResult(stop_reason="disk_limit")
+        if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
+                and sb.limit_reached() == "disk_limit":
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
+                                          maximum=float(limits.disk_bytes or 0)))
+            result.stop_reason = "disk_limit"
+        return result
 
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the

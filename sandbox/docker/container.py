@@ -49,7 +49,8 @@ import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import ContainerGone, ExecError, FileOpError, PatchError, SandboxError
+from ..errors import ContainerGone, DiskLimitReached, ExecError, FileOpError, PatchError, SandboxError
+from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
 from .exec_api import api_exec, kill_marked
 from .exec_fast import FastExec
@@ -62,10 +63,15 @@ INIT_PATH = "/.wholeloop/init"  # where wl-init is mounted (read-only) in every 
 class DockerSandbox:
     """One container (a `sandbox.base.Sandbox`); see the module docstring for the contract."""
 
-    def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None) -> None:
+    def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None,
+                 role: str = "agent", quota: DiskQuota | None = None, disk_enforcement: str = "none") -> None:
         self._container = container
         self.limits = limits
         self.workdir = workdir
+        self.role = role
+        self._quota = quota
+        self.disk_enforcement = disk_enforcement  # "filesystem", "file size only (why)" or "none"
+        self._disk_full = False  # DiskLimitReached is raised when this turns True
         self._shell: str | None = None
         self.closed = False
         if fast_exec is None:
@@ -116,6 +122,11 @@ class DockerSandbox:
         name = f"wholeloop-{role}-{secrets.token_hex(4)}"
         init = Mount(str(binary("wl-init")), INIT_PATH)  # built once per host, then cached
         mounts = (init, *mounts)
+        disk = limits.disk_bytes
+        hostname = None
+        if disk and not limits.network:  # docker's /etc files live outside the layer: ours, read-only
+            hostname = "wholeloop"
+            mounts += tuple(Mount(source, target) for target, source in etc_mounts(hostname).items())
         api = client().api
         # The low-level calls: `containers.run` would also inspect the container (one more round
         # trip) only to build an object we can build from the id and name.
@@ -131,11 +142,14 @@ class DockerSandbox:
                 memswap_limit=limits.memory,
                 pids_limit=limits.pids,
                 security_opt=["no-new-privileges:true"],
+                # no single file above the disk limit, whatever the filesystem (RLIMIT_FSIZE)
+                ulimits=[{"name": "fsize", "soft": disk, "hard": disk}] if disk else None,
                 binds={m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts} or None,
             )
             cid = api.create_container(
                 image,
                 entrypoint=[INIT_PATH],  # no command: the image's CMD is not used with an entrypoint
+                hostname=hostname,
                 name=name,
                 detach=True,
                 working_dir=workdir,
@@ -144,7 +158,12 @@ class DockerSandbox:
                 stop_signal="SIGKILL",  # PID 1 ignores SIGTERM: a `docker stop` must not wait 10 s
                 host_config=host,
             )["Id"]
+        quota, enforcement = None, "none"
         try:
+            if disk:  # between create and start: the layer exists, nothing is mounted on it yet
+                layer, why = available(cid)
+                quota = DiskQuota.attach(layer, disk) if layer else None
+                enforcement = "filesystem" if quota else f"file size only ({why})"
             with translate(f"starting a container from {image}"):
                 for network in extra:
                     api.connect_container_to_network(cid, network)
@@ -154,7 +173,7 @@ class DockerSandbox:
                 api.remove_container(cid, force=True)
             raise
         container = client().containers.prepare_model({"Id": cid, "Name": "/" + name})
-        box = cls(container, limits, workdir, fast_exec=fast_exec)
+        box = cls(container, limits, workdir, fast_exec=fast_exec, role=role, quota=quota, disk_enforcement=enforcement)
         if box._fast is not None:
             box._fast.warm()
         return box
@@ -223,7 +242,10 @@ class DockerSandbox:
             if ran is None:
                 self._kill_marked(marker)
             err.add(f"\n[wholeloop: command timed out after {timeout:g}s; its processes were killed]\n".encode())
-        return ExecResult(
+        full = self._disk_filled()
+        if full:
+            err.add(f"\n[wholeloop: {full}]\n".encode())
+        result = ExecResult(
             returncode=code,
             stdout=out.text(),
             stderr=err.text(),
@@ -232,6 +254,28 @@ class DockerSandbox:
             timed_out=timed_out,
             output_bytes=out.total + err.total,
         )
+        if full:
+            raise self._disk_error(full, result)
+        return result
+
+    def _disk_filled(self) -> str | None:
+        """Why the disk limit was reached, when it was by what just ran (the agent's container only:
+        grading's commands simply fail on a full disk); None otherwise, and after that once."""
+        if self._quota is None or self.role != "agent":
+            return None
+        full = self._quota.full()
+        was, self._disk_full = self._disk_full, full
+        if not full or was:
+            return None
+        return f"the container's disk limit ({self.limits.disk}) is reached: {self._quota.describe()}; the attempt ends"
+
+    def _disk_error(self, why: str, result: ExecResult | None) -> DiskLimitReached:
+        used = self._quota.usage()[0] if self._quota is not None else 0
+        return DiskLimitReached(why, result=result, used=used, limit=self.limits.disk_bytes or 0)
+
+    def limit_reached(self) -> str | None:
+        """"disk_limit" while the container's disk is full (bytes or files), else None."""
+        return "disk_limit" if self._quota is not None and self._quota.full() else None
 
     def _api_exec(self, argv: list[str], cwd: str | None, env: dict[str, str] | None, timeout: float,
                   stdin: bytes | None, marker: str, out: OutputCap, err: OutputCap, started: float) -> tuple[int, bool]:
@@ -283,6 +327,16 @@ class DockerSandbox:
         """Create or replace a file (parents are created). Raises FileOpError."""
         path = self._abs(path)
         payload = data.encode() if isinstance(data, str) else data
+        try:
+            self._write_file(path, payload, mode)
+        except FileOpError:
+            if full := self._disk_filled():
+                raise self._disk_error(full, None) from None
+            raise
+        if full := self._disk_filled():
+            raise self._disk_error(full, None)
+
+    def _write_file(self, path: str, payload: bytes, mode: int) -> None:
         if self._fast is not None and self._fast.write(path, payload, mode):
             return
         parent = str(PurePosixPath(path).parent)
