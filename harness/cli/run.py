@@ -36,7 +36,7 @@ from . import console, main
 @click.option("--memory", help="memory limit per container, e.g. 2g (overrides tasks)")
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
 @click.option("--disk", help="bytes a container may write in all, e.g. 50m, 4g; 0 for no limit "
-                             "(overrides tasks; default 4g)")
+                             "(overrides tasks; default 2g)")
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
 @click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local", show_default=True,
