@@ -1176,7 +1176,8 @@ def test_the_disk_limit_ends_the_attempt_with_its_stop_reason_in_rows_and_report
     assert any(e["type"] == "limit" and e["limit"] == "disk_limit" for e in events)
     shown = _cli("show", str(out), "hostile-task").stdout.decode()
     reported = _cli("report", str(out)).stdout.decode()
-    assert "stopped: disk_limit" in shown and "disk_limit" in reported
+    assert "stopped: disk_limit" in shown and "limit reached: disk_limit (" in shown and " MB of 50 MB)" in shown
+    assert "disk_limit" in reported
 
 
 def test_a_scripted_agent_that_fills_its_disk_also_stops_as_disk_limit(hostile, tmp_path):
@@ -1222,3 +1223,24 @@ def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refus
     assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
     assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
     assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
+
+
+def test_prune_deletes_a_backing_file_a_killed_run_left():
+    """A run killed between making a container's filesystem and mounting it leaves its sparse
+    backing file in the engine's overlay2 folder; prune deletes it (a fresh one is left alone)."""
+    from sandbox.docker import prune_containers
+
+    root = Path(client().info()["DockerRootDir"]) / "overlay2"
+    if not os.access(root, os.W_OK):
+        pytest.skip(f"{root} is not writable here (no filesystem disk limit either)")
+    stale, fresh = (root / f"wholeloop-test-{secrets.token_hex(4)}-{age}.wholeloop-disk" for age in ("old", "new"))
+    for path in (stale, fresh):
+        with open(path, "wb") as fh:
+            fh.truncate(2**30)
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    try:
+        prune_containers()
+        assert not stale.exists() and fresh.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+        fresh.unlink(missing_ok=True)

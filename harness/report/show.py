@@ -111,7 +111,9 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
             console.print(f"[yellow]retry {event.attempt}[/] after {escape(event.error_type)} ({event.status_code}): "
                           f"waited {event.wait_s:.1f}s")
         elif kind == "limit":
-            console.print(f"[bold yellow]limit reached:[/] {escape(event.limit)} ({event.value:g} of {event.maximum:g})")
+            amount = (f"{event.value / 2**20:.1f} MB of {event.maximum / 2**20:.0f} MB" if event.limit == "disk_limit"
+                      else f"{event.value:g} of {event.maximum:g}")
+            console.print(f"[bold yellow]limit reached:[/] {escape(event.limit)} ({amount})")
         elif kind == "error":
             console.print(Panel(Text(event.message), title=Text(f"error in {event.where}: {event.error_type}"), border_style="red"))
         elif kind == "stop":

@@ -116,6 +116,24 @@ class DiskQuota:
         return f"{used / 2**20:.1f} MB and {files:,} files written, {free / 2**20:.1f} MB free"
 
 
+def sweep_leftovers(older_than_s: float = 600) -> list[str]:
+    """Delete backing files a process killed between making and mounting a filesystem left in the
+    engine's overlay2 folder (a mounted one is unlinked at once); returns what was deleted."""
+    import time
+
+    with translate("asking the engine for its data folder"):
+        root = Path(client().info().get("DockerRootDir") or "/var/lib/docker") / "overlay2"
+    removed = []
+    try:
+        for image in root.glob("*.wholeloop-disk"):
+            if time.time() - image.stat().st_mtime > older_than_s:
+                image.unlink(missing_ok=True)
+                removed.append(str(image))
+    except OSError:
+        pass  # not ours to read (not root, a remote engine)
+    return removed
+
+
 def _run(argv: list, what: str) -> None:
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
     if proc.returncode != 0:

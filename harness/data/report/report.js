@@ -215,7 +215,8 @@
             ev.passed + " passed, " + ev.failed + " failed, " + ev.errors + " errors" + (ev.failing.length ? " · failing: " + ev.failing.slice(0, 8).join(", ") : "")));
           break;
         case "retry": b.appendChild(h("div", { class: "warn", text: "retry " + ev.attempt + " after " + ev.error_type + (ev.status_code ? " (" + ev.status_code + ")" : "") + ": waited " + secs(ev.wait_s) + (ev.message ? " — " + ev.message : "") })); break;
-        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + ev.value + " of " + ev.maximum + ")" })); break;
+        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + (ev.limit === "disk_limit"
+            ? (ev.value / 1048576).toFixed(1) + " MB of " + (ev.maximum / 1048576).toFixed(0) + " MB" : ev.value + " of " + ev.maximum) + ")" })); break;
         case "error": b.appendChild(h("div", { class: "err", text: "error in " + ev.where + ": " + ev.error_type + "\n" + ev.message })); break;
         case "stop": b.appendChild(h("div", { class: "stop" }, "stopped: " + ev.reason, ev.detail ? h("span", { class: "d", text: ev.detail }) : null)); break;
         case "feedback":
