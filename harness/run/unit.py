@@ -204,7 +204,10 @@ class UnitRunner:
             if final:
                 break
             sb.unpause()
-            feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            try:
+                feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
+                feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
 

@@ -72,6 +72,7 @@ class DockerSandbox:
         self._quota = quota
         self.disk_enforcement = disk_enforcement  # "filesystem", "file size only (why)" or "none"
         self._disk_full = False  # DiskLimitReached is raised when this turns True
+        self._agent_turn = True  # False from stop_processes to unpause: the harness's own commands never raise it
         self._shell: str | None = None
         self.closed = False
         if fast_exec is None:
@@ -261,7 +262,7 @@ class DockerSandbox:
     def _disk_filled(self) -> str | None:
         """Why the disk limit was reached, when it was by what just ran (the agent's container only:
         grading's commands simply fail on a full disk); None otherwise, and after that once."""
-        if self._quota is None or self.role != "agent":
+        if self._quota is None or self.role != "agent" or not self._agent_turn:
             return None
         full = self._quota.full()
         was, self._disk_full = self._disk_full, full
@@ -420,6 +421,7 @@ class DockerSandbox:
         When it returns, PID 1 (wl-init, which runs nothing) is the only process: no program of the
         image runs again until the next `exec` (the exec helper starts then, not now), so nothing
         the agent planted -- a replaced sleep, sh or python3, an /etc/ld.so.preload -- comes back."""
+        self._agent_turn = False
         if self._fast is not None:
             self._fast.close()
         with translate("stopping the container's processes"):
@@ -438,6 +440,7 @@ class DockerSandbox:
         """Let a paused container run again; raises SandboxError."""
         with translate("resuming a container"):
             client().api.unpause(self._container.id)
+        self._agent_turn = True  # the next attempt
 
     def status(self) -> dict:
         """The container's state as the engine reports it (for OOM and exit diagnostics)."""
