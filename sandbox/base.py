@@ -18,12 +18,35 @@ from typing import Protocol, runtime_checkable
 from .patch import Change, TreeEntry
 
 
+DEFAULT_DISK = "2g"  # what agents write with the network off (builds, caches, scratch) fits; 16 workers need 32 GB free
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str | int | None) -> int | None:
+    """Bytes of a size as Docker writes them ("50m", "4g", "512k", "1024"); None or 0 for none.
+    Raises ValueError for anything else."""
+    if text is None or text == 0:
+        return None
+    value = str(text).strip().lower()
+    if value in ("", "0", "none", "off"):
+        return None
+    number, unit = value.rstrip("bkmgt"), value[len(value.rstrip("bkmgt")):].removesuffix("b") or ""
+    try:
+        size = float(number) * _UNITS[unit]
+    except (KeyError, ValueError):
+        raise ValueError(f"{text!r} is not a size (say 50m, 4g or 0 for none)") from None
+    return int(size) or None
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits and waits of one container; every field can be set per task and per run."""
 
     cpus: float = 2.0
     memory: str = "4g"  # also the memory+swap limit: no swap
+    # Bytes (and, in proportion, files) the container may write, anywhere: its whole writable
+    # layer is a filesystem of this size (see sandbox/docker/disk.py). None or "0": no limit.
+    disk: str | None = DEFAULT_DISK
     pids: int = 1024
     output_bytes: int = 100_000  # kept per stream (stdout, stderr) of one command
     command_timeout_s: float = 300.0  # a command the agent runs
@@ -35,6 +58,11 @@ class Limits:
 
     def with_(self, **changes: object) -> Limits:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def disk_bytes(self) -> int | None:
+        """The disk limit in bytes; None when there is none."""
+        return parse_size(self.disk)
 
 
 @dataclass(frozen=True)
@@ -181,6 +209,11 @@ class Sandbox(Protocol):
 
     def status(self) -> dict:
         """The engine's view of the environment's state (for exit and OOM diagnostics)."""
+        ...
+
+    def limit_reached(self) -> str | None:
+        """The limit the environment is at now ("disk_limit": its disk is full, bytes or files),
+        or None. `exec` and `write_file` raise DiskLimitReached once, when a limit is reached."""
         ...
 
     def close(self) -> None:

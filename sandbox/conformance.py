@@ -222,8 +222,13 @@ def check_errors_are_sandbox_errors(sb: Sandbox) -> None:
     assert sb.read_tree(["no/such/path"]) == [], "a missing path is left out"
 
 
+def check_no_limit_is_reached_by_small_work(sb: Sandbox) -> None:
+    _ok(sb.exec("echo small > small.txt && rm small.txt"), "a small write")
+    assert sb.limit_reached() is None, f"limit_reached() says {sb.limit_reached()!r} after a small write"
+
+
 CORE: list[Check] = [
-    check_exit_codes_and_streams, check_cwd_env_and_stdin, check_timeout_returns_and_says_so,
+    check_no_limit_is_reached_by_small_work, check_exit_codes_and_streams, check_cwd_env_and_stdin, check_timeout_returns_and_says_so,
     check_output_is_capped_with_a_marker, check_files_round_trip_exact_bytes, check_file_errors, check_put_archive,
     check_the_patch_is_taken_from_outside, check_an_unchanged_tree_has_an_empty_patch, check_a_huge_file_is_refused,
     check_errors_are_sandbox_errors,

@@ -182,6 +182,9 @@ class LocalSandbox:
     def status(self) -> dict:
         return {"Running": not self.closed, "Status": "exited" if self.closed else "running"}
 
+    def limit_reached(self) -> str | None:
+        return None  # a host folder has no disk limit of its own
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True

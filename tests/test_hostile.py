@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,8 @@ import docker.errors
 import pytest
 
 from conftest import ROOT, git, write
-from harness.agents import AgentResult
+from harness.agents import AgentResult, get_agent
+from harness.records import RunFolder
 from harness.run import RunOptions, Runner
 from harness.tasks import LimitsSpec, load_task
 from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
@@ -1220,3 +1222,498 @@ def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile,
         run(hostile["spec"](tmp_path / "next"), Script(), out_dir(tmp_path, "next"))
         left = {c.name for c in _our_containers()}
         assert not {c.name for c in orphans} & left and live.name in left
+
+
+# ------------------------------------------------------------------------------------ terminal escapes in reviewer views
+
+
+# What a hostile tool output (or test output, or file in the patch) carries: set the terminal's
+# title (BEL- and ST-terminated), clear the screen, move up and erase the line above, print a fake
+# green verdict, the 8-bit CSI, a hyperlink, a carriage return and backspaces that overwrite a
+# verdict, a right-to-left override, bell, form feed, NUL and DEL.
+ESCAPES = (
+    "\x1b]0;pwned-title\x07" "\x1b]2;pwned-title-st\x1b\\" "\x1b[2J\x1b[H" "\x1b[1A\x1b[2K"
+    "\x1b[32mFAKE: all hidden tests passed, outcome resolved\x1b[0m\n"
+    "\u009b2J c1-csi\n" "\x1b]8;;http://evil.invalid/\x1b\\a link\x1b]8;;\x1b\\\n"
+    "outcome: unresolved\routcome: resolved  \n" "FAIL\b\b\b\bPASS\n" "\u202eright-to-left\u202c\n"
+    "\x07bell \x0cff \x00nul \x7fdel\n"
+)
+# Characters a terminal or a page would act on instead of showing (tab and newline are text).
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# With colour forced, rich writes its own SGR codes; none of these is ever one of them.
+DANGEROUS = ["\x1b]", "\x1b[2J", "\x1b[H", "\x1b[1A", "\x1b[2K", "\x1b\\", "\x9b", "\r", "\b", "\x07", "\x00",
+             "\u202e", "\x1b[32mFAKE"]
+
+
+@pytest.fixture(scope="module")
+def escape_run(hostile, tmp_path_factory) -> tuple[Path, str]:
+    """A real run whose tool outputs, patch and hidden test output all carry ESCAPES."""
+    where = tmp_path_factory.mktemp("escapes")
+    printer = f"import sys\nsys.stdout.write({ESCAPES!r})\nsys.stderr.write({ESCAPES!r})\n"
+    command = "python3 calc/esc.py; python -m pytest -rA -p no:cacheprovider tests"
+    spec = hostile["spec"](where / "specs", "escape-task", command=command)
+    agent = Script(_files(**{"calc__SLASH__esc.py": printer, "calc__SLASH__banner.txt": ESCAPES}),
+                   "python3 calc/esc.py", "cat calc/banner.txt; echo done")
+    out = where / f"{RUN_PREFIX}escapes"
+    row = run(spec, agent, out)["escape-task"]
+    assert ESCAPES.split("\n")[0] in agent.outputs[1].stdout  # the container really printed them
+    assert "pwned-title" in (out / row.dir / "test_output.txt").read_text()
+    return out, row.task_id
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
+                          env={**os.environ, "COLUMNS": "150", **(env or {})})
+
+
+def test_show_makes_escapes_visible_and_never_writes_them(escape_run):
+    out, task = escape_run
+    shown = _cli("show", str(out), task, "--full")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout.decode()
+    assert CONTROL.findall(text) == [], sorted(set(CONTROL.findall(text)))
+    assert "pwned-title" in text and "FAKE: all hidden tests passed" in text  # shown, as text
+    assert "␛]0;pwned-title" in text and "␛[32mFAKE" in text  # ...with the escape made visible
+
+
+@pytest.mark.parametrize("what", ["show", "report"])
+def test_a_colour_terminal_gets_only_wholeloops_own_styles(escape_run, what):
+    """With colour forced (as in a terminal), rich styles its output; no sequence of the agent's
+    passes: no title, no clearing, no cursor moves, no fake green line, no CR or backspace."""
+    out, task = escape_run
+    args = ("show", str(out), task, "--full") if what == "show" else ("report", str(out))
+    shown = _cli(*args, env={"FORCE_COLOR": "1", "TERM": "xterm-256color"})
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout.decode()
+    assert "\x1b[" in text  # colour really is on
+    assert [d for d in DANGEROUS if d in text] == []
+
+
+def test_the_html_report_shows_escapes_as_visible_characters(escape_run, tmp_path):
+    from test_html_report import CHROMIUM, Browser
+
+    if not CHROMIUM:
+        pytest.skip("chromium not installed")
+    out, task = escape_run
+    made = _cli("report", str(out), "--html", str(tmp_path / "esc.html"))
+    assert made.returncode == 0, made.stderr[-2000:]
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(tmp_path / "esc.html")
+        browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+        title = browser.js("document.title")
+        browser.js("document.querySelector('#mx .cell').click()")
+        browser.wait_js("document.getElementById('dr-body').textContent.includes('pwned')")
+        seen = {"transcript": browser.js("document.getElementById('dr-body').textContent")}
+        for tab in ("diff", "tests", "details"):
+            browser.js(f"document.querySelector('#dr-tabs [data-tab={tab}]').click()")
+            browser.wait_js(f"document.querySelector('#dr-tabs [data-tab={tab}]').classList.contains('on')")
+            seen[tab] = browser.js("document.getElementById('dr-body').textContent")
+        assert browser.errors() == []
+        assert browser.js("document.title") == title and "pwned" not in title
+    finally:
+        browser.close()
+    for tab, text in seen.items():
+        assert CONTROL.findall(text) == [], (tab, sorted(set(CONTROL.findall(text))))
+    assert "␛]0;pwned-title" in seen["transcript"] and "␛[32mFAKE" in seen["transcript"]
+    assert "pwned-title" in seen["diff"] and "pwned-title" in seen["tests"]
+
+
+# ------------------------------------------------------------------------------------ two writers of one run folder
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused_at_once(hostile, tmp_path):
+    """`wholeloop run --out RUN` while another one writes RUN: refused within seconds, with a
+    message naming the other run. Once that one is SIGKILLed (no clean-up at all), the lock has
+    died with it: the same command runs, and the unit has one final row."""
+    spec = hostile["spec"](tmp_path / "busy", command="sleep 15; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    out = out_dir(tmp_path, "busy")
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)]
+    log = tmp_path / "first.log"
+    with open(log, "wb") as fh:
+        first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        def grading():
+            assert first.poll() is None, log.read_text()[-2000:]
+            return any(c.labels.get(LABEL_RUN) == out.name and c.labels.get("wholeloop.role") == "grading"
+                       for c in _our_containers())
+
+        _wait_for(grading, 90, "the first run's grading container")
+        started = time.monotonic()
+        second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        took = time.monotonic() - started
+        assert second.returncode != 0 and took < 15, (second.returncode, took, second.stdout[-1500:])
+        assert "another wholeloop run" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
+        assert first.poll() is None  # the first one was not disturbed
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    third = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stdout[-2000:] + third.stderr[-2000:]
+    finals = [r for r in RunFolder(out).latest() if r.final]
+    assert len(finals) == 1 and finals[0].outcome == "resolved", [(r.outcome, r.error) for r in finals]
+
+
+def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path):
+    """The lock is taken per open of the folder, so even two runners of one process (two
+    threads) exclude each other; the first keeps working and ends normally."""
+    from harness.records import RunFolderBusy  # (not at the top: this file must import without it, to show the attack)
+
+    spec = hostile["spec"](tmp_path / "threads", command="sleep 8; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    out = out_dir(tmp_path, "threads")
+    options = RunOptions(out=out, infra_retries=0)
+    first = Runner([load_task(spec)], get_agent("gold"), options)
+    rows: list = []
+    thread = threading.Thread(target=lambda: rows.extend(first.run()))
+    thread.start()
+    try:
+        _wait_for(lambda: any(c.labels.get(LABEL_RUN) == out.name for c in _our_containers()), 60, "the first runner's container")
+        with pytest.raises(RunFolderBusy, match="another wholeloop run"):
+            Runner([load_task(spec)], get_agent("gold"), options).run()
+    finally:
+        thread.join(timeout=120)
+    assert [r.outcome for r in rows] == ["resolved"]
+    assert len([r for r in RunFolder(out).rows() if r.final]) == 1
+
+
+def _secret_forms(value: str) -> dict[str, bytes]:
+    """The key and its base64, plain and inside a longer base64 text at each of the three offsets
+    (as an HTTP Basic credential carries it): what must appear nowhere."""
+    import base64
+
+    forms = {"plain": value.encode(), "base64": base64.b64encode(value.encode())}
+    for shift in (1, 2, 3):  # prefix lengths 1..3 cover the three alignments
+        encoded = base64.b64encode(b"u" * shift + b":" + value.encode())
+        forms[f"base64+{shift}"] = encoded[8:-4]  # the part that depends on the key alone
+    return forms
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tmp_path, provider):
+    """A provider answers 401 with the key it was sent in the body (plain, base64, in a Basic
+    credential). Through the real CLI (run, report, report --html, show), neither the key nor its
+    base64 is in any file of the run folder or on stdout/stderr; the error still says 401."""
+    from fakellm import FakeLLM, echo_key_401
+
+    canary = f"sk-canary-{provider}-{secrets.token_hex(16)}"
+    env_key = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[provider]
+    spec = hostile["spec"](tmp_path / "specs", f"canary-{provider}")
+    out = out_dir(tmp_path, f"key-{provider}")
+    env = {**os.environ, env_key: canary, "COLUMNS": "200"}
+    with FakeLLM(responder=echo_key_401) as srv:
+        url = srv.base_url if provider == "anthropic" else srv.openai_url
+        ran = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(spec), "--model", f"{provider}/fake-model",
+                              "--base-url", url, "--out", str(out), "--infra-retries", "0"],
+                             cwd=ROOT, capture_output=True, env=env, timeout=300)
+        sent = [r.headers for r in srv.requests]
+    assert sent and any(canary in " ".join(h.values()) for h in sent)  # the key really went to the provider
+    consoles = [ran.stdout, ran.stderr]
+    for args in (["report", str(out)], ["report", str(out), "--html", str(out / "report.html")],
+                 ["show", str(out), f"canary-{provider}", "--full"]):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        consoles += [done.stdout, done.stderr]
+    row = RunFolder(out).latest()[0]
+    assert row.outcome == "infra_error" and "401" in (row.error or ""), row.error
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert any(f.name == "results.jsonl" for f in files) and any(f.name == "transcript.jsonl" for f in files)
+    leaks = [(name, str(f.relative_to(out))) for f in files for name, form in _secret_forms(canary).items()
+             if form in f.read_bytes()]
+    leaks += [(name, "console") for text in consoles for name, form in _secret_forms(canary).items() if form in text]
+    assert leaks == [], leaks
+
+
+# ------------------------------------------------------------------------------------ PID 1 and restarts
+
+
+CAME_BACK = "/var/tmp/came-back"  # every planted program appends its name here when it runs, once armed
+ARMED = "[ -e /var/tmp/armed ] && echo {name} >> " + CAME_BACK
+
+
+def _wrap(path_cmd: str, name: str) -> str:
+    """Replace the program `path_cmd` resolves to by a bash wrapper that, once armed, says it ran
+    and then runs the original (kept beside, so the container keeps working)."""
+    return (f"p=$({path_cmd}); r=$(readlink -f \"$p\"); k=/usr/local/lib/real-{name}; cp \"$r\" $k; rm -f \"$p\"; "
+            f"printf '#!/bin/bash\\n{ARMED.format(name=name)}\\nexec %s \"$@\"\\n' $k > \"$p\"; chmod 755 \"$p\"")
+
+
+EVIL_SO = r"""
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void came_back(void) {
+    if (access("/var/tmp/armed", F_OK) != 0) return;
+    int fd = open("/var/tmp/came-back", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) { write(fd, "ld_so_preload\n", 14); close(fd); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def evil_so(tmp_path_factory) -> bytes:
+    """A shared library whose constructor says it ran: what /etc/ld.so.preload makes every dynamic program load."""
+    where = tmp_path_factory.mktemp("evil-so")
+    (where / "evil.c").write_text(EVIL_SO)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(where / "evil.so"), str(where / "evil.c")], check=True)
+    return (where / "evil.so").read_bytes()
+
+
+# Each way back in: what the agent plants, as shell commands run in its container.
+COME_BACK = {
+    "sleep": [_wrap("command -v sleep", "sleep")],
+    "sh": ["printf '#!/bin/bash\\n" + ARMED.format(name="sh") + "\\nexec /bin/dash \"$@\"\\n' > /usr/local/lib/evil-sh; "
+           "chmod 755 /usr/local/lib/evil-sh; ln -sf /usr/local/lib/evil-sh /bin/sh"],
+    "python3": [_wrap("command -v python3", "python3"), _wrap("echo /usr/bin/python3", "usr-python3")],
+    "helper_tools": [_wrap(f"command -v {tool}", tool) for tool in ("mkdir", "ln", "readlink", "env", "timeout")],
+    "ld_so_preload": ["echo /var/tmp/evil.so > /etc/ld.so.preload"],
+    "profile_rc": [f"for f in /etc/profile /root/.profile /root/.bashrc /root/.bash_profile /etc/bash.bashrc "
+                   f"/etc/profile.d/zz.sh /var/tmp/bash-env; do mkdir -p $(dirname $f); "
+                   f"echo '{ARMED.format(name='profile_rc')}' >> $f; done; echo BASH_ENV=/var/tmp/bash-env >> /etc/environment"],
+}
+
+
+def _processes(sb) -> list[str]:
+    """The container's processes as the engine sees them (from the host: nothing runs inside)."""
+    top = client().api.top(sb.id)
+    cmd = top["Titles"].index("CMD")
+    return [p[cmd] for p in top["Processes"]]
+
+
+def _read_outside(sb, path: str) -> bytes | None:
+    """A file of the container read through the Engine API's archive (no process runs inside)."""
+    import io
+    import tarfile
+
+    try:
+        stream, _ = client().api.get_archive(sb.id, path)
+    except docker.errors.NotFound:
+        return None
+    data = b"".join(stream)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.extractfile(tar.next()).read()
+
+
+@pytest.mark.parametrize("way", list(COME_BACK))
+def test_after_stop_processes_nothing_of_the_agent_runs_again(image, evil_so, way):
+    """The agent replaces a program that PID 1, a restart or the exec helper's start would run
+    (sleep, /bin/sh, python3, the helper's boot tools), or plants /etc/ld.so.preload or a
+    profile/rc file, arms it and stops. After `stop_processes()` the container runs PID 1 alone --
+    wholeloop's own read-only init -- and nothing planted ever ran (seen from outside, for 3 s)."""
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1") as sb:
+        if way == "ld_so_preload":
+            sb.write_file("/var/tmp/evil.so", evil_so)
+        for command in COME_BACK[way]:
+            done = sb.exec(command)
+            assert done.ok, (command, done.stderr)
+        assert sb.exec("touch /var/tmp/armed").ok
+        sb.stop_processes()
+        seen: set[str] = set()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            seen.update(_processes(sb))
+            time.sleep(0.3)
+        assert _read_outside(sb, CAME_BACK) is None, _read_outside(sb, CAME_BACK)  # nothing planted ran
+        assert len(seen) == 1 and "wholeloop" in seen.pop(), seen  # PID 1 alone, ours
+
+
+def test_pid1_cannot_be_replaced_killed_or_entered_from_inside(image):
+    """The agent is root in its container: it still cannot kill PID 1, stop it, write its memory
+    or read its environment (not dumpable), replace its binary (read-only), or leave zombies."""
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1b") as sb:
+        init = sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip()
+        assert init.startswith("/")
+        probes = {
+            "mem": sb.exec("python3 -c \"open('/proc/1/mem', 'r+b')\""),
+            "environ": sb.exec("cat /proc/1/environ"),
+            "fds": sb.exec("echo x > /proc/1/fd/1 || readlink /proc/1/fd/0 || readlink /proc/1/cwd"),
+            "exe": sb.exec("readlink -e /proc/1/exe"),
+            "replace": sb.exec(f"cp /bin/true {init} || echo x > {init} || mv /bin/true {init} || umount {init}"),
+        }
+        for name, result in probes.items():
+            assert not result.ok, (name, init, result.stdout, result.stderr)
+        sb.exec("kill -9 1; kill -STOP 1; kill -TERM 1; kill -9 -1")  # kills the exec helper and the command too
+        assert sb.exec("echo alive").stdout == "alive\n"
+        assert sb.exec("for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 1; ps -eo stat= | grep -c '^Z' || true").stdout.strip() == "0"
+        assert sb.status()["Running"] and sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip() == init
+
+
+def test_a_planted_loop_of_pid1_neither_outlives_a_timeout_nor_writes_while_the_patch_is_taken(hostile, tmp_path):
+    """The agent replaces `sleep` by a loop that writes the fix into the repository, then kills
+    PID 1's idle `sleep` so that PID 1 starts the loop at once (and again after any restart). Its
+    next command times out; the patch must be the agent's (no fix) and never resolve."""
+    fix = BUGGY.replace("a - b", "a + b")
+    loop = ("#!/bin/bash\nwhile :; do cp /var/tmp/fix.py /repo/calc/__init__.py 2>/dev/null; "
+            "/usr/local/lib/real-sleep 0.1; done\n")
+    processes: list[list[str]] = []
+    agent = Script(
+        "echo '# touched' >> calc/__init__.py",
+        _files(**{"/var/tmp/fix.py": fix, "/var/tmp/loop.sh": loop}),
+        "p=$(command -v sleep); cp $(readlink -f $p) /usr/local/lib/real-sleep; rm -f $p; cp /var/tmp/loop.sh $p; chmod 755 $p; "
+        "pkill -P 1 -x sleep; true",
+        ("/usr/local/lib/real-sleep 60", 2),  # times out: the timeout kills what this command started
+        lambda sb: processes.append(_processes(sb)),
+    )
+    out = out_dir(tmp_path, "pid1-loop")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert agent.outputs[3].timed_out
+    assert not [p for p in processes[0] if "wlhelper" not in p and ("sleep" in p or "bash" in p)], processes[0]
+    patch = (out / row.patch_path).read_text()
+    assert "# touched" in patch and "a + b" not in patch
+    assert row.outcome == "unresolved", (row.outcome, row.tests)
+
+
+# ------------------------------------------------------------------------------------ the disk limit
+
+
+DISK = "50m"
+DISK_BYTES = 50 * 2**20
+VENV_SITE = "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')"
+FLOOD = "python3 -c \"import os\nos.makedirs('/var/tmp/f', exist_ok=True)\nfor i in range(200000): open('/var/tmp/f/%d' % i, 'w').close()\""
+# Ways to write past a 50 MB limit, each where an agent can write.
+FILLS = {
+    "one_fallocate": "fallocate -l 1G /repo/big.bin",
+    "dd_repo": "dd if=/dev/zero of=/repo/big.bin bs=1M count=200 status=none",
+    "dd_tmp": "dd if=/dev/zero of=/tmp/big.bin bs=1M count=200 status=none",
+    "root_cache": "mkdir -p /root/.cache/pip && dd if=/dev/zero of=/root/.cache/pip/big bs=1M count=200 status=none",
+    "venv": f"dd if=/dev/zero of={VENV_SITE}/big.bin bs=1M count=200 status=none",
+    "parallel": "for i in 1 2 3 4 5 6 7 8; do mkdir -p /var/tmp/p$i; "
+                "dd if=/dev/zero of=/var/tmp/p$i/f bs=1M count=40 status=none & done; wait",
+    "sparse_then_filled": "truncate -s 10G /repo/sparse.bin && "
+                          "dd if=/dev/urandom of=/repo/sparse.bin bs=1M count=200 conv=notrunc status=none",
+    "etc_hosts": "dd if=/dev/zero of=/etc/hosts bs=1M count=200 status=none",
+    "etc_resolv_conf": "dd if=/dev/zero of=/etc/resolv.conf bs=1M count=200 status=none",
+    "inode_flood": FLOOD,
+}
+
+
+def _written(sb) -> tuple[int, int]:
+    """(bytes, files) the container wrote, counted from the host: the disk blocks allocated in its
+    writable layer and in the files docker keeps for it outside the layer (hosts, resolv.conf,
+    hostname), and the files in the layer. Blocks, not sizes: a sparse file costs no disk."""
+    info = client().api.inspect_container(sb.id)
+    upper = Path(info["GraphDriver"]["Data"]["UpperDir"])
+    used, files = 0, 0
+    for folder, _, names in os.walk(upper):
+        for name in names:
+            with contextlib.suppress(OSError):
+                used += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                files += 1
+    for key in ("HostsPath", "ResolvConfPath", "HostnamePath"):
+        with contextlib.suppress(OSError, TypeError):
+            used += os.stat(info[key]).st_blocks * 512
+    return used, files
+
+
+@pytest.mark.parametrize("fill", list(FILLS))
+def test_a_container_cannot_write_past_its_disk_limit(image, fill):
+    """Whatever the way (one fallocate, dd into the repository, /tmp, a cache in /root, the venv,
+    eight writers at once, a sparse file filled, the files docker bind-mounts, 200k empty files),
+    the container holds at most its limit, and a full disk is reported as `disk_limit`."""
+    from sandbox import DiskLimitReached
+
+    limits = Limits(command_timeout_s=120, disk=DISK)
+    with DockerSandbox.start(image[0], limits=limits, role="agent", run_id=f"{RUN_PREFIX}disk") as sb:
+        before, files_before = _written(sb)
+        try:
+            result = sb.exec(FILLS[fill])
+            stopped = None
+        except DiskLimitReached as exc:
+            result, stopped = exc.result, exc
+        written, files = _written(sb)
+        assert written - before <= DISK_BYTES + 2**20, (fill, written - before, result)
+        assert files - files_before < 20_000, (fill, files - files_before)
+        if fill in ("one_fallocate", "sparse_then_filled", "etc_hosts", "etc_resolv_conf"):
+            assert not result.ok  # refused at once (no file may exceed the limit; docker's /etc files are read-only)
+        else:
+            assert stopped is not None and sb.limit_reached() == "disk_limit", (fill, result)
+            assert "disk limit" in str(stopped) and "50" in str(stopped)
+        assert sb.exec("echo alive").stdout == "alive\n"  # the container still answers
+
+
+def test_the_disk_limit_ends_the_attempt_with_its_stop_reason_in_rows_and_reports(hostile, tmp_path):
+    """The tool-calling agent fills its disk: the attempt stops as `disk_limit` (the model is not
+    asked again), the row and the transcript say so, and report and show print it."""
+    from harness.agents.config import load_agent_config
+    from harness.agents.loop import ToolAgent
+    from harness.models import ScriptedModel, tool_turn
+
+    model = ScriptedModel([tool_turn("bash", {"command": "echo '# touched' >> calc/__init__.py"}),
+                           tool_turn("bash", {"command": FILLS["dd_repo"]}),
+                           tool_turn("bash", {"command": "echo never"})])
+    agent = ToolAgent(model, load_agent_config(None))
+    out = out_dir(tmp_path, "disk-stop")
+    row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]
+    assert row.stop_reason == "disk_limit" and row.error is None, (row.stop_reason, row.error, row.note)
+    assert "disk limit" in row.note and row.steps == 2 and len(model.steps) == 1  # the third turn was never asked for
+    events = [json.loads(line) for line in (out / row.transcript_path).read_text().splitlines()]
+    assert [e["reason"] for e in events if e["type"] == "stop"] == ["disk_limit"]
+    assert any(e["type"] == "limit" and e["limit"] == "disk_limit" for e in events)
+    shown = _cli("show", str(out), "hostile-task").stdout.decode()
+    reported = _cli("report", str(out)).stdout.decode()
+    assert "stopped: disk_limit" in shown and "limit reached: disk_limit (" in shown and " MB of 50 MB)" in shown
+    assert "disk_limit" in reported
+
+
+def test_a_scripted_agent_that_fills_its_disk_also_stops_as_disk_limit(hostile, tmp_path):
+    """An agent of any kind (here one that does not catch the sandbox's error) ends as disk_limit."""
+    agent = Script("echo '# touched' >> calc/__init__.py", FILLS["parallel"], "echo never")
+    out = out_dir(tmp_path, "disk-script")
+    row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]
+    assert row.stop_reason == "disk_limit" and row.error is None, (row.stop_reason, row.error)
+    assert len(agent.outputs) == 1  # the step after the fill never ran
+    assert row.outcome in ("empty_patch", "unresolved")
+
+
+def test_legitimate_writes_under_the_default_disk_limit_are_untouched(hostile, tmp_path):
+    """What real agents write -- packages into the venv, caches in /root, scratch in /tmp, build
+    output in the repository, 230 MB and 20k files in all -- fits the default limit; the fix still resolves."""
+    agent = Script(
+        f"cp -r {VENV_SITE}/_pytest {VENV_SITE}/_pytest_copy && mkdir -p /root/.cache/pip && "
+        "dd if=/dev/zero of=/root/.cache/pip/wheel bs=1M count=100 status=none && "
+        "dd if=/dev/zero of=/tmp/scratch bs=1M count=100 status=none && "
+        "mkdir -p build && dd if=/dev/zero of=build/out.o bs=1M count=30 status=none && "
+        "python3 -c \"import os\nos.makedirs('/var/tmp/many', exist_ok=True)\n"
+        "for i in range(20000): open('/var/tmp/many/%d' % i, 'w').close()\" && df -h / | tail -1",
+        _files(**{"calc__SLASH____init__.py": BUGGY.replace("a - b", "a + b")}),
+    )
+    out = out_dir(tmp_path, "disk-legit")
+    row = run(hostile["spec"](tmp_path), agent, out, command_timeout_s=120)["hostile-task"]
+    assert agent.outputs[0].ok, agent.outputs[0].stderr
+    assert row.stop_reason == "submitted" and row.outcome == "resolved", (row.stop_reason, row.outcome, row.note)
+
+
+@pytest.mark.parametrize("shape", ["many-workers", "one-big-limit"])
+def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refused(hostile, tmp_path, shape):
+    """The preflight: the containers a run has at once x their disk limit above the engine's free
+    disk space is refused before any container starts, saying how much is needed and is free."""
+    free = shutil.disk_usage("/var/lib/docker" if os.path.isdir("/var/lib/docker") else "/").free
+    n = int(free // 2**30) + 2
+    many = ["--workers", str(n), "--repeats", str(n), "--disk", "1g"]
+    args = many if shape == "many-workers" else ["--disk", f"{n}g"]
+    spec = hostile["spec"](tmp_path / "preflight")
+    out = out_dir(tmp_path, "preflight")
+    started = time.monotonic()
+    done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), *args)
+    assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
+    assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
+    assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
+
+
+def test_prune_deletes_a_backing_file_a_killed_run_left():
+    """A run killed between making a container's filesystem and mounting it leaves its sparse
+    backing file in the engine's overlay2 folder; prune deletes it (a fresh one is left alone)."""
+    from sandbox.docker import prune_containers
+
+    root = Path(client().info()["DockerRootDir"]) / "overlay2"
+    if not os.access(root, os.W_OK):
+        pytest.skip(f"{root} is not writable here (no filesystem disk limit either)")
+    stale, fresh = (root / f"wholeloop-test-{secrets.token_hex(4)}-{age}.wholeloop-disk" for age in ("old", "new"))
+    for path in (stale, fresh):
+        with open(path, "wb") as fh:
+            fh.truncate(2**30)
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    try:
+        prune_containers()
+        assert not stale.exists() and fresh.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+        fresh.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ are recorded as `infra_error` at once. Nothing of that stops the other units.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import traceback
@@ -20,16 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox,
-                     SandboxError, cached_snapshot, take_patch)
+from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
+                     Sandbox, SandboxError, cached_snapshot, take_patch)
 from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import Grade, Outcome, feedback_text, grade
 from ..parsers import get_parser
-from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
+from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
-from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
+from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
+                          TranscriptWriter)
 from .manifest import now
 
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
@@ -181,7 +183,7 @@ class UnitRunner:
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
                                on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
                                workspace=workspace)
-            result = self.agent.run(ctx)
+            result = self._run_agent(ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
@@ -203,7 +205,7 @@ class UnitRunner:
             except PatchError as exc:  # a huge file or patch
                 patch, note = "", f"no patch could be taken: {exc}"
             phases.patch_s = round(time.monotonic() - t2, 3)
-            (adir / "patch.diff").write_text(patch)
+            self.folder.write_file(self.folder.relative(adir / "patch.diff"), patch)
             transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=files, diff=patch))
             if last:
                 sb.close()  # the agent's container is gone before the final grading
@@ -212,11 +214,14 @@ class UnitRunner:
                                            backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
+            if result.stop_reason == "disk_limit":
+                note = "; ".join(x for x in (f"the container's disk limit ({limits.disk}) was reached", note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
-            write_atomic(adir / "test_output.txt", output)
-            write_json(adir / "grade.json", grade_.model_dump(mode="json"))
+            self.folder.write_file(self.folder.relative(adir / "test_output.txt"), output)
+            self.folder.write_file(self.folder.relative(adir / "grade.json"),
+                                   json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n")
             transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
                                         failing=grade_.failing(), detail=grade_.note))
             phases.total_s = round(time.monotonic() - started, 3)
@@ -227,9 +232,29 @@ class UnitRunner:
             if final:
                 break
             sb.restart()  # the next attempt continues in the same container
-            feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            try:
+                feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
+                feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
+
+    def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
+        """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
+        sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
+        its disk still full."""
+        try:
+            result = self.agent.run(ctx)
+        except DiskLimitReached as exc:
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
+            ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
+            return AgentResult(stop_reason="disk_limit")
+        if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
+                and sb.limit_reached() == "disk_limit":
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
+                                          maximum=float(limits.disk_bytes or 0)))
+            result.stop_reason = "disk_limit"
+        return result
 
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from sandbox import DEFAULT_BASE, EnvSpec, Limits
+from sandbox import DEFAULT_BASE, EnvSpec, Limits, parse_size
 
 from ..parsers import PARSERS, get_parser
 
@@ -76,9 +76,17 @@ class HiddenTests(_Strict):
 class LimitsSpec(_Strict):
     cpus: float | None = Field(None, gt=0)
     memory: str | None = None
+    disk: str | None = Field(None, description="bytes the container may write in all, e.g. 50m, 4g; 0: no limit")
     pids: int | None = Field(None, gt=0)
     output_bytes: int | None = Field(None, gt=0)
     command_timeout_s: float | None = Field(None, gt=0)
+
+    @field_validator("disk")
+    @classmethod
+    def _a_size(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)  # raises ValueError with the reason
+        return value
 
     def apply(self, base: Limits) -> Limits:
         return base.with_(**self.model_dump())
@@ -199,6 +207,8 @@ class Task(_Strict):
         for key, holder in (("expected_xfail", data), ("plugins", data["hidden_tests"])):
             if not holder.get(key):
                 holder.pop(key, None)
+        if data["limits"].get("disk") is None:  # unset: the hash of a task written before the field existed
+            data["limits"].pop("disk", None)
         data["protected_paths"] = self.protected()
         data["_gold"] = self.gold()
         data["_test_patch"] = self.test_patch()

@@ -30,9 +30,13 @@ Contract (every method says what it raises; all errors are `SandboxError`s):
   while it is); `restart()` starts it again for the next attempt.
 - `close()` removes the container (forcefully: no 10 s SIGTERM wait). Use it as a context manager;
   never rely on garbage collection.
-- PID 1 is a shell loop that reaps orphans and, being PID 1, cannot be killed from inside: the
-  container survives an agent's `kill -9 -1` (with docker's init, the idle child died and the
-  container with it).
+- PID 1 is wholeloop's own init (`native/wl-init.c`): a static binary mounted read-only at
+  INIT_PATH and made the entrypoint, so it needs nothing from the image and nothing in the
+  container can replace it. It reaps orphans, never exits, never runs another program, ignores
+  every signal sent from inside (the container survives an agent's `kill -9 -1`) and is not
+  dumpable (no ptrace, no /proc/1/mem). A restart (`stop_processes`) starts it alone: no program
+  of the image -- which the agent, root in the container, may have replaced -- runs again until
+  the harness asks for a command.
 """
 
 from __future__ import annotations
@@ -46,27 +50,33 @@ import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import ContainerGone, ExecError, FileOpError, PatchError, SandboxError
+from ..errors import ContainerGone, DiskLimitReached, ExecError, FileOpError, PatchError, SandboxError
 from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
+from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
 from .exec_api import api_exec, kill_marked
 from .exec_fast import FastExec
+from .native import binary
 
-# PID 1: reaps every orphan while it waits (wait on a job reaps any child), restarts its idle child
-# when an agent's `kill -9 -1` kills it, and ignores signals sent from inside the container.
-IDLE_PID1 = "while :; do sleep 2147483647 & wait $!; done"
+INIT_PATH = "/.wholeloop/init"  # where wl-init is mounted (read-only) in every container
 
 
 class DockerSandbox:
     """One container (a `sandbox.base.Sandbox`); see the module docstring for the contract."""
 
     def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None,
-                 image: str | None = None, run_id: str = "") -> None:
+                 image: str | None = None, run_id: str = "", role: str = "agent", quota: DiskQuota | None = None,
+                 disk_enforcement: str = "none") -> None:
         self._container = container
         self.limits = limits
         self.workdir = workdir
         self.image, self.run_id = image, run_id
         self._image_tree: str | None = None  # a container of the image, created and never started
+        self.role = role
+        self._quota = quota
+        self.disk_enforcement = disk_enforcement  # "filesystem", "file size only (why)" or "none"
+        self._disk_full = False  # DiskLimitReached is raised when this turns True
+        self._agent_turn = True  # False from stop_processes to unpause: the harness's own commands never raise it
         self._shell: str | None = None
         self.closed = False
         if fast_exec is None:
@@ -115,6 +125,13 @@ class DockerSandbox:
         ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration.
         """
         name = f"wholeloop-{role}-{secrets.token_hex(4)}"
+        init = Mount(str(binary("wl-init")), INIT_PATH)  # built once per host, then cached
+        mounts = (init, *mounts)
+        disk = limits.disk_bytes
+        hostname = None
+        if disk and not limits.network:  # docker's /etc files live outside the layer: ours, read-only
+            hostname = "wholeloop"
+            mounts += tuple(Mount(source, target) for target, source in etc_mounts(hostname).items())
         api = client().api
         # The low-level calls: `containers.run` would also inspect the container (one more round
         # trip) only to build an object we can build from the id and name.
@@ -130,11 +147,14 @@ class DockerSandbox:
                 memswap_limit=limits.memory,
                 pids_limit=limits.pids,
                 security_opt=["no-new-privileges:true"],
+                # no single file above the disk limit, whatever the filesystem (RLIMIT_FSIZE)
+                ulimits=[{"name": "fsize", "soft": disk, "hard": disk}] if disk else None,
                 binds={m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts} or None,
             )
             cid = api.create_container(
                 image,
-                command=["/bin/sh", "-c", IDLE_PID1],
+                entrypoint=[INIT_PATH],  # no command: the image's CMD is not used with an entrypoint
+                hostname=hostname,
                 name=name,
                 detach=True,
                 working_dir=workdir,
@@ -143,7 +163,12 @@ class DockerSandbox:
                 stop_signal="SIGKILL",  # PID 1 ignores SIGTERM: a `docker stop` must not wait 10 s
                 host_config=host,
             )["Id"]
+        quota, enforcement = None, "none"
         try:
+            if disk:  # between create and start: the layer exists, nothing is mounted on it yet
+                layer, why = available(cid)
+                quota = DiskQuota.attach(layer, disk) if layer else None
+                enforcement = "filesystem" if quota else f"file size only ({why})"
             with translate(f"starting a container from {image}"):
                 for network in extra:
                     api.connect_container_to_network(cid, network)
@@ -153,7 +178,8 @@ class DockerSandbox:
                 api.remove_container(cid, force=True)
             raise
         container = client().containers.prepare_model({"Id": cid, "Name": "/" + name})
-        box = cls(container, limits, workdir, fast_exec=fast_exec, image=image, run_id=run_id)
+        box = cls(container, limits, workdir, fast_exec=fast_exec, image=image, run_id=run_id, role=role, quota=quota,
+                  disk_enforcement=enforcement)
         if box._fast is not None:
             box._fast.warm()
         return box
@@ -226,7 +252,10 @@ class DockerSandbox:
             if ran is None:
                 self._kill_marked(marker)
             err.add(f"\n[wholeloop: command timed out after {timeout:g}s; its processes were killed]\n".encode())
-        return ExecResult(
+        full = self._disk_filled()
+        if full:
+            err.add(f"\n[wholeloop: {full}]\n".encode())
+        result = ExecResult(
             returncode=code,
             stdout=out.text(),
             stderr=err.text(),
@@ -235,6 +264,28 @@ class DockerSandbox:
             timed_out=timed_out,
             output_bytes=out.total + err.total,
         )
+        if full:
+            raise self._disk_error(full, result)
+        return result
+
+    def _disk_filled(self) -> str | None:
+        """Why the disk limit was reached, when it was by what just ran (the agent's container only:
+        grading's commands simply fail on a full disk); None otherwise, and after that once."""
+        if self._quota is None or self.role != "agent" or not self._agent_turn:
+            return None
+        full = self._quota.full()
+        was, self._disk_full = self._disk_full, full
+        if not full or was:
+            return None
+        return f"the container's disk limit ({self.limits.disk}) is reached: {self._quota.describe()}; the attempt ends"
+
+    def _disk_error(self, why: str, result: ExecResult | None) -> DiskLimitReached:
+        used = self._quota.usage()[0] if self._quota is not None else 0
+        return DiskLimitReached(why, result=result, used=used, limit=self.limits.disk_bytes or 0)
+
+    def limit_reached(self) -> str | None:
+        """"disk_limit" while the container's disk is full (bytes or files), else None."""
+        return "disk_limit" if self._quota is not None and self._quota.full() else None
 
     def _api_exec(self, argv: list[str], cwd: str | None, env: dict[str, str] | None, timeout: float,
                   stdin: bytes | None, marker: str, out: OutputCap, err: OutputCap, started: float) -> tuple[int, bool]:
@@ -286,6 +337,16 @@ class DockerSandbox:
         """Create or replace a file (parents are created). Raises FileOpError."""
         path = self._abs(path)
         payload = data.encode() if isinstance(data, str) else data
+        try:
+            self._write_file(path, payload, mode)
+        except FileOpError:
+            if full := self._disk_filled():
+                raise self._disk_error(full, None) from None
+            raise
+        if full := self._disk_filled():
+            raise self._disk_error(full, None)
+
+    def _write_file(self, path: str, payload: bytes, mode: int) -> None:
         if self._fast is not None and self._fast.write(path, payload, mode):
             return
         parent = str(PurePosixPath(path).parent)
@@ -358,8 +419,13 @@ class DockerSandbox:
     def stop(self) -> None:
         """Kill every process and leave the container stopped (files kept): what the agent left
         running (daemons, background jobs, a fork bomb, a loop rewriting files) stops before the
-        patch is taken, and nothing runs until `restart`. Done from outside: a full process table
-        leaves no room for a command that would do it from inside. Raises ContainerGone."""
+        patch is taken, and nothing runs until `restart`. Done from outside: a full process table leaves no room for a command that
+        would do it from inside. Raises ContainerGone.
+
+        When it returns, PID 1 (wl-init, which runs nothing) is the only process: no program of the
+        image runs again until the next `exec` (the exec helper starts then, not now), so nothing
+        the agent planted -- a replaced sleep, sh or python3, an /etc/ld.so.preload -- comes back."""
+        self._agent_turn = False
         if self._fast is not None:
             self._fast.close()
         with translate("stopping the container"):
@@ -370,9 +436,9 @@ class DockerSandbox:
         """Start the stopped container again (its files kept, none of its processes). Raises ContainerGone."""
         with translate("starting the container again"):
             self._container.start()
+        self._agent_turn = True  # the next attempt
         if self._fast is not None:
-            self._fast = FastExec(self._container.id, self._kill_marked)
-            self._fast.warm()
+            self._fast = FastExec(self._container.id, self._kill_marked)  # started by the next command
 
     def stop_processes(self) -> None:
         """Kill every process in the container and start it again, files kept. Raises ContainerGone."""
@@ -388,6 +454,7 @@ class DockerSandbox:
         """Let a paused container run again; raises SandboxError."""
         with translate("resuming a container"):
             client().api.unpause(self._container.id)
+        self._agent_turn = True  # the next attempt
 
     def status(self) -> dict:
         """The container's state as the engine reports it (for OOM and exit diagnostics)."""

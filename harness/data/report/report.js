@@ -4,7 +4,25 @@
  * textContent, never parsed as HTML. */
 (function () {
   "use strict";
-  var INDEX = JSON.parse(document.getElementById("wl-index").textContent);
+  // Text from a run is shown, never acted on: escape sequences and control characters become
+  // visible (ESC as \u241b, CR as \u240d, C1 and bidi controls as <U+XXXX>), the rule of
+  // harness/report/format.py `visible`. Applied once to all data, as it is decoded.
+  var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function vis(s) {
+    return s.replace(/\r\n/g, "\n").replace(CONTROL, function (c) {
+      var n = c.charCodeAt(0);
+      if (n < 0x20) return String.fromCharCode(0x2400 + n);
+      if (n === 0x7f) return "\u2421";
+      return "<U+" + ("000" + n.toString(16).toUpperCase()).slice(-4) + ">";
+    });
+  }
+  function visAll(v) {
+    if (typeof v === "string") return vis(v);
+    if (Array.isArray(v)) return v.map(visAll);
+    if (v && typeof v === "object") { var o = {}; for (var k in v) o[k] = visAll(v[k]); return o; }
+    return v;
+  }
+  var INDEX = visAll(JSON.parse(document.getElementById("wl-index").textContent));
   var cache = {};
   var state = { reps: [], rep: null, attempt: null, tab: "transcript", data: null, cell: null };
   var TAIL = 15;
@@ -42,7 +60,7 @@
     var bytes = new Uint8Array(bin.length);
     for (var j = 0; j < bin.length; j++) bytes[j] = bin.charCodeAt(j);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Response(stream).text().then(function (t) { cache[i] = JSON.parse(t); return cache[i]; });
+    return new Response(stream).text().then(function (t) { cache[i] = visAll(JSON.parse(t)); return cache[i]; });
   }
 
   /* ---- the drawer ----------------------------------------------------------------- */
@@ -198,7 +216,8 @@
             ev.passed + " passed, " + ev.failed + " failed, " + ev.errors + " errors" + (ev.failing.length ? " · failing: " + ev.failing.slice(0, 8).join(", ") : "")));
           break;
         case "retry": b.appendChild(h("div", { class: "warn", text: "retry " + ev.attempt + " after " + ev.error_type + (ev.status_code ? " (" + ev.status_code + ")" : "") + ": waited " + secs(ev.wait_s) + (ev.message ? " — " + ev.message : "") })); break;
-        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + ev.value + " of " + ev.maximum + ")" })); break;
+        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + (ev.limit === "disk_limit"
+            ? (ev.value / 1048576).toFixed(1) + " MB of " + (ev.maximum / 1048576).toFixed(0) + " MB" : ev.value + " of " + ev.maximum) + ")" })); break;
         case "error": b.appendChild(h("div", { class: "err", text: "error in " + ev.where + ": " + ev.error_type + "\n" + ev.message })); break;
         case "stop": b.appendChild(h("div", { class: "stop" }, "stopped: " + ev.reason, ev.detail ? h("span", { class: "d", text: ev.detail }) : null)); break;
         case "feedback":
