@@ -2,17 +2,16 @@
 
 A transcript is what a reviewer reads to see *why* an attempt ended the way it did, so every event
 is written and flushed the moment it happens: a crash leaves everything up to the crash. Big
-payloads are capped (a viewer must be able to open the file) and secrets from the environment are
-scrubbed from every string before it reaches disk.
+payloads are capped (a viewer must be able to open the file) and secrets are scrubbed from every
+string before it is capped and reaches disk (by harness.scrub, the one scrubbing boundary).
 
-This module is a leaf: it imports pydantic and the standard library only.
+This module is a leaf: it imports pydantic, the standard library, jsonl and scrub only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -21,11 +20,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from . import scrub as scrubber
 from .jsonl import complete_lines, drop_torn_tail
 
 SCHEMA_VERSION = 1
 MAX_TEXT = 20_000  # characters kept of any one string field in an event
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 
 
 class _Event(BaseModel):
@@ -198,25 +197,27 @@ STEP_EVENTS = (ModelRequest, ModelResponse, ModelRetry, ToolCallEvent, ToolResul
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
-    """Values of environment variables whose names look secret (long enough to be real)."""
-    env = os.environ if environ is None else environ
-    return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True)
+    """The secrets the scrubber replaces (see harness.scrub.secret_values)."""
+    return scrubber.secret_values(environ)
 
 
-def scrub(value: Any, secrets: list[str]) -> Any:
-    """Replace every secret in every string of a JSON-like value, and cap long strings."""
+def scrub(value: Any, secrets: list[str] | None = None) -> Any:
+    """Replace every form of every secret in every string of a JSON-like value, then cap long
+    strings (in that order: a cut must never keep half a key)."""
+    value = scrubber.scrub_value(value, secrets)
+    return _cap(value)
+
+
+def _cap(value: Any) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, "[REDACTED]")
         if len(value) > MAX_TEXT:
             cut = len(value) - MAX_TEXT
             value = value[: MAX_TEXT // 2] + f"\n[... {cut} characters not kept in the transcript ...]\n" + value[-MAX_TEXT // 2 :]
         return value
     if isinstance(value, dict):
-        return {k: scrub(v, secrets) for k, v in value.items()}
+        return {k: _cap(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
+        return [_cap(v) for v in value]
     return value
 
 
@@ -224,9 +225,11 @@ class TranscriptWriter:
     """Appends events to a JSONL file, one line each, flushed (and fsynced) as they happen."""
 
     def __init__(self, path: Path, *, secrets: list[str] | None = None, fsync: bool = True) -> None:
+        """`secrets`: the values to scrub; None (the default) means what harness.scrub finds at
+        each write (the environment's secrets and the registered ones)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._secrets = secret_values() if secrets is None else secrets
+        self._secrets = secrets
         self._fsync = fsync
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
@@ -246,7 +249,7 @@ class TranscriptWriter:
             event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
             event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
-            self._fh.write(json.dumps(data, ensure_ascii=False) + "\n")
+            self._fh.write(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets) + "\n")
             self._fh.flush()
             if self._fsync:
                 os.fsync(self._fh.fileno())

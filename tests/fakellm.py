@@ -169,6 +169,18 @@ class FakeLLM:
         return responder(request)
 
 
+def echo_key_401(request: Request) -> Error:
+    """A responder for a provider that echoes the key it was sent in its 401 body (some do): as
+    it was sent, base64-encoded, and inside an HTTP Basic credential (base64 of "user:key", so the
+    key's base64 is shifted by the prefix)."""
+    import base64
+
+    key = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+    basic = base64.b64encode(b"wholeloop-user:" + key.encode()).decode()
+    return Error(401, f"invalid x-api-key {key!r} (base64 {base64.b64encode(key.encode()).decode()}, "
+                      f"as Basic {basic}); check your key")
+
+
 def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, chunked streaming

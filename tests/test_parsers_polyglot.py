@@ -187,6 +187,9 @@ def test_vitest_a_rewritten_report_contradicts_the_verbose_output_and_the_summar
     assert set(report.statuses.values()) == {PASSED}
     ok, why = report.consistent_with(0)
     assert not ok and "verbose output disagree on 8 test(s)" in why
+    graded = get_parser("vitest").parse(output, forged, exit_code=0)  # as grading reads it: suspected tampering
+    assert not graded.consistent and "verbose output disagree" in graded.disagreement
+    assert graded.channels == {"structured": "disagrees", "summary": "disagrees", "verbose": "disagrees", "exit_code": "0"}
     data["numPassedTests"], data["numFailedTests"] = 51, 0
     ok, why = get_parser("vitest").parse("\n".join(l for l in output.splitlines() if "×" not in l),
                                          json.dumps(data).encode()).consistent_with(0)
@@ -197,7 +200,10 @@ def test_vitest_ids_come_from_the_report_titles_and_a_duration_in_a_title_is_not
     output, report_bytes, code = fixture("vitest/vitest-timespan-001-pass")
     report = get_parser("vitest").parse(output, report_bytes)
     assert report.statuses["src/parse.test.ts::parse > single terms > 250ms"] == PASSED
-    assert report.channels == ["vitest JSON report", "vitest summary line", "vitest verbose output"]
+    assert report.channels == {"structured": "found", "summary": "found", "verbose": "found"}
+    graded = get_parser("vitest").parse(output, report_bytes, exit_code=code)
+    assert graded.consistent and not graded.disagreement
+    assert graded.channels == {"structured": "agrees", "summary": "agrees", "verbose": "agrees", "exit_code": str(code)}
     slow = output.replace("parse > single terms > 1ms\n", "parse > single terms > 1ms 305ms\n")
     assert get_parser("vitest").parse(slow, report_bytes).consistent_with(0) == (True, "")
 
@@ -209,6 +215,8 @@ def test_vitest_without_its_json_report_reads_the_text_but_never_grades_by_it():
     assert not report.found_summary and "no vitest JSON report" in report.missing_hint
     ok, why = report.consistent_with(code)
     assert not ok and "text output alone" in why
+    graded = get_parser("vitest").parse(output, None, exit_code=code)
+    assert graded.channels["structured"] == "missing" and "text output alone" in graded.disagreement
     garbage = get_parser("vitest").parse(output, b"{not json")
     assert not garbage.statuses and not garbage.consistent_with(1)[0]
 
@@ -224,7 +232,9 @@ def test_jest_reports(name, code, expected, errors):
     report = get_parser("jest").parse(output, (folder / f"{name}.json").read_bytes())
     assert tally(report) == expected and report.collection_errors == errors
     assert report.consistent_with(code) == (True, "")
-    assert report.channels == ["jest JSON report", "jest summary line"]
+    assert report.channels == {"structured": "found", "summary": "found"}
+    assert get_parser("jest").parse(output, (folder / f"{name}.json").read_bytes(), exit_code=code).channels == {
+        "structured": "agrees", "summary": "agrees", "exit_code": str(code)}
     assert "test/weeks.test.js::ageInWeeks > counts whole weeks" in report.statuses
     if name == "jest-fail":
         assert report.messages["test/days.test.js::ageInDays > after 10 days: 10"].startswith("Error: expect(received)")
@@ -264,7 +274,9 @@ def test_cargo_ids_and_the_single_channel():
     assert report.statuses["src/lib.rs::wrap::tests::options_builder"] == PASSED
     assert report.statuses["tests/unicode.rs::break_words_with_emoji"] == PASSED
     assert any(t.startswith("doc:linefold::src/lib.rs - (line ") for t in report.statuses)
-    assert report.channels == ["cargo test text output"]
+    assert report.channels["structured"].startswith("unavailable: cargo test writes no structured report")
+    graded = get_parser("cargo").parse(output, exit_code=0)
+    assert graded.consistent and graded.channels["summary"] == "agrees" and graded.channels["exit_code"] == "0"
     assert report.counts == {"passed": 49 + 1, "failed": 0, "skipped": 0} or report.counts["failed"] == 0
     fail, _, _ = fixture("cargo/cargo-test-linefold-002-fail")
     messages = get_parser("cargo").parse(fail).messages
@@ -293,6 +305,9 @@ def test_junit_concatenated_documents_and_refusals():
     assert report.statuses == {"a.B::ok": PASSED, "a.B::bad": FAILED, "a.B::err": ERROR}
     assert report.messages == {"a.B::bad": "x", "a.B::err": "npe"} and report.consistent_with(1) == (True, "")
     assert not get_parser("junit").parse("", None).found_summary
+    graded = get_parser("junit").parse("", surefire, exit_code=1)
+    assert graded.consistent and graded.channels["structured"] == "agrees"
+    assert graded.channels["summary"].startswith("unavailable: ")  # one channel: the JUnit report
 
 
 # ------------------------------------------------------------------------------------ several parsers in one task
@@ -305,8 +320,13 @@ def test_a_task_naming_several_parsers_joins_their_reports_and_protects_the_unio
     report = parse_run(parsers, go_out + "\n" + vt_out, lambda path: vt_report if path.endswith("vitest.json") else None)
     assert tally(report) == {PASSED: 49 + 51, FAILED: 8}
     assert report.consistent_with(1) == (True, "") and not report.consistent_with(0)[0]
-    assert report.channels == ["go: go test -json events", "vitest: vitest JSON report", "vitest: vitest summary line",
-                               "vitest: vitest verbose output"]
+    assert report.channels == {"go: summary": "found", "go: structured": get_parser("go").parse("").channels["structured"],
+                               "vitest: structured": "found", "vitest: summary": "found", "vitest: verbose": "found"}
+    graded = parse_run(parsers, go_out + "\n" + vt_out, lambda path: vt_report if path.endswith("vitest.json") else None,
+                       setups=[p.run_setup(None, "t") for p in parsers], exit_code=1)
+    assert graded.consistent and graded.channels["vitest: structured"] == "agrees"
+    assert graded.channels["go: structured"].startswith("unavailable: ") and graded.channels["exit_code"] == "1"
+    assert not parse_run(parsers, go_out + "\n" + vt_out, lambda path: None, exit_code=1).consistent  # no vitest report
     command = "go test -json -count=1 ./...; a=$?; npx vitest run --reporter=json --outputFile.json=" \
               f"{REPORTS_DIR}/vitest.json; exit $((a | $?))"
     base = {"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p", "FAIL_TO_PASS": ["a"]}

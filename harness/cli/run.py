@@ -37,6 +37,8 @@ from . import console, main
 @click.option("--cpus", type=float, help="CPU limit per container (overrides tasks)")
 @click.option("--memory", help="memory limit per container, e.g. 2g (overrides tasks)")
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
+@click.option("--disk", help="bytes a container may write in all, e.g. 50m, 4g; 0 for no limit "
+                             "(overrides tasks; default 2g)")
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
 @click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -51,7 +53,7 @@ from . import console, main
 @click.option("--allow-infra-errors", is_flag=True,
               help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
-        attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
+        attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
         executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
@@ -77,7 +79,8 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
     agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
                       settings={"temperature": temperature, "max_tokens": max_tokens})
-    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, command_timeout_s=command_timeout, output_bytes=output_bytes)
+    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout,
+                        output_bytes=output_bytes)
     options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
                          infra_retries=infra_retries, limits=limits, label=config_label)
     label = options.label_for(agent)

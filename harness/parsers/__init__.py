@@ -6,6 +6,9 @@ own package can add one through the "wholeloop.parsers" entry-point group instea
 A task names one parser (`hidden_tests.parser: go`) or several, when its hidden command runs more
 than one framework (`parser: [go, vitest]`): then each reads the output (and its own results
 file), the report is their union (`parse_run`), and grading protects the union of their paths.
+Each parser's channels are then cross-checked among themselves (their `problems`), and the exit
+code, being the chain's, against the union; pytest's structured report, which it checks against
+its own exit status, is not read in such a task (its text channel is).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ..registry import Registry
 from .base import (ERROR, FAILED, MISSING, NOT_RUN, PASSED, REPO_ROOT, REPORTS_DIR, SKIPPED, STATUSES, XFAIL, XPASS,
-                   Parser, ParserBase, TestReport, glob_match, is_protected_path, matches_any)
+                   Parser, ParserBase, RunSetup, TestReport, finish, glob_match, is_protected_path, matches_any)
 
 PARSERS = Registry("wholeloop.parsers", "test parser", {
     "cargo": "harness.parsers.cargo:CargoParser",
@@ -41,13 +44,23 @@ def protected_union(parsers: Sequence[Parser]) -> list[str]:
     return list(dict.fromkeys(p for parser in parsers for p in parser.protected_paths))
 
 
-def parse_run(parsers: Sequence[Parser], output: str, read: Callable[[str], bytes | None]) -> TestReport:
+def parse_run(parsers: Sequence[Parser], output: str, read: Callable[[str], bytes | None], *,
+              setups: Sequence[RunSetup] | None = None, exit_code: int | None = None) -> TestReport:
     """One report of one run of a hidden (or visible) test command: each parser reads the output
-    and, when it has one, its results file (`read(path)`, None when the command wrote none)."""
-    reports = [p.parse(output, read(p.results_file) if p.results_file else None) for p in parsers]
-    if len(reports) == 1:
-        return reports[0]
-    return merge(reports, [p.name for p in parsers])
+    and its structured report (`read(path)`, None when the command wrote none) at the path its
+    setup named (grading) or at its results_file (the run_tests tool); with `exit_code`, the
+    channels are cross-checked (`consistent`, `why`, `disagreement`, `channels`)."""
+    setups = list(setups) if setups is not None else [None] * len(parsers)
+
+    def report_of(parser: Parser, setup: RunSetup | None) -> bytes | None:
+        path = setup.report_path if setup is not None else parser.results_file
+        return read(path) if path else None
+
+    if len(parsers) == 1:
+        return parsers[0].parse(output, report_of(parsers[0], setups[0]), setup=setups[0], exit_code=exit_code)
+    reports = [p.parse(output, report_of(p, s), setup=s) for p, s in zip(parsers, setups)]
+    merged = merge(reports, [p.name for p in parsers])
+    return merged if exit_code is None else finish(merged, exit_code)
 
 
 def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
@@ -62,7 +75,9 @@ def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
         merged.messages.update({k: v for k, v in report.messages.items() if k not in merged.messages})
         merged.collection_errors += report.collection_errors
         merged.problems += [f"{name}: {p}" for p in report.problems]
-        merged.channels += [f"{name}: {c}" for c in report.channels]
+        merged.channels.update({f"{name}: {k}": v for k, v in report.channels.items()})
+        merged.listed.update({k: v for k, v in report.listed.items() if k not in merged.listed})
+        merged.exception_types.update({k: v for k, v in report.exception_types.items() if k not in merged.exception_types})
         ok, why = TestReport(counts=report.counts, listed_passed=report.listed_passed).consistent_with(None)
         if not ok:
             merged.problems.append(f"{name}: {why}")
@@ -77,5 +92,5 @@ def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
 
 
 __all__ = ["ERROR", "FAILED", "MISSING", "NOT_RUN", "PARSERS", "PASSED", "Parser", "ParserBase", "REPORTS_DIR", "REPO_ROOT",
-           "SKIPPED", "STATUSES", "TestReport", "XFAIL", "XPASS", "get_parser", "get_parsers", "glob_match",
+           "RunSetup", "SKIPPED", "STATUSES", "TestReport", "XFAIL", "XPASS", "finish", "get_parser", "get_parsers", "glob_match",
            "is_protected_path", "matches_any", "merge", "parse_run", "protected_union"]

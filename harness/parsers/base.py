@@ -17,6 +17,14 @@ thing (the exit code of the command), read every channel the framework has, and 
 inconsistent (`problems`) when the channels disagree or when a test was reported in ways the
 framework never reports one (two verdicts for one test, a pass after a failure). A failure always
 wins over a pass.
+
+Channels. Grading asks each parser what the hidden run needs (`run_setup`): pytest's structured
+report, or the fixed path a framework's own JSON report is written to. `parse` with the exit code
+then fills `channels` (what each channel said) and `consistent` / `why` / `disagreement`; a
+contradiction between channels, or a test reported in a way its framework never reports one, is a
+disagreement: suspected tampering, never resolved. A framework with no structured report (go
+test's -json events are the test binary's own output; cargo's text) is graded on one channel,
+checked against the exit code, and the grade says so.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ class TestReport:
     messages: dict[str, str] = field(default_factory=dict)  # test id -> its failure message, if given
     found_summary: bool = False  # the framework's results were found at all
     listed_passed: int = 0  # passing entries as listed, before de-duplication (to check against counts)
+    listed: dict[str, set[str]] = field(default_factory=dict)  # test id -> every status it was listed with
     # When no results were found: what to tell the task author (the parser knows its framework).
     missing_hint: str = ""
     # Exit codes with which this framework says "a test failed" (or, for some, "did not build");
@@ -73,9 +82,14 @@ class TestReport:
     # Contradictions found while reading (channels that disagree, a test reported twice in ways the
     # framework never reports one): each makes the run inconsistent.
     problems: list[str] = field(default_factory=list)
-    # The channels the results were read from and cross-checked, e.g. ["go test -json events"];
-    # one entry: the grade rests on one channel and says so.
-    channels: list[str] = field(default_factory=list)
+    exception_types: dict[str, str] = field(default_factory=dict)  # test id -> the type of what it raised
+    # The channels: what each said ("found", "missing", "agrees", "disagrees", "unavailable: why"), keyed
+    # "summary" (the printed results), "structured" (a report file), "exit_code", and for a parser with
+    # more ("verbose": Vitest's per-test lines); a task with several parsers prefixes each with its name.
+    channels: dict[str, str] = field(default_factory=dict)
+    consistent: bool = True  # the results can be trusted to decide an outcome (set once the exit code is known)
+    why: str = ""  # why not, when not consistent
+    disagreement: str = ""  # channels that contradict each other: suspected tampering
 
     def failing(self) -> list[str]:
         return [t for t, s in self.statuses.items() if s in (FAILED, ERROR)]
@@ -111,13 +125,25 @@ class TestReport:
         return True, ""
 
 
+@dataclass
+class RunSetup:
+    """What a parser asks of the hidden test run in grading's container (never the agent's)."""
+
+    env: dict[str, str] = field(default_factory=dict)  # set for the test command
+    files: dict[str, bytes] = field(default_factory=dict)  # absolute path -> bytes, placed before the run
+    report_path: str | None = None  # where the structured report will be (outside the repository)
+    no_report: str = ""  # why this environment gives no structured report (graded on one channel)
+    anchor: str = ""  # text the runner prints itself just before its own summary
+
+
 class Parser(Protocol):
     """One test framework. Register it with one line in `harness.parsers.PARSERS` (or an entry
-    point in the "wholeloop.parsers" group)."""
+    point in the "wholeloop.parsers" group). `ParserBase` gives the defaults."""
 
     name: ClassVar[str]
-    #: Where results come from: None = the command's output (stdout and stderr); otherwise the path
-    #: of a results file the test command writes, outside the repository (grading reads it).
+    #: Where results come from besides the command's output (stdout and stderr): None, or the path
+    #: of a results file the test command writes, outside the repository (the run_tests tool and
+    #: grading read it; grading removes it before the run).
     results_file: ClassVar[str | None]
     #: Globs (as in a task's protected_paths: git's glob pathspecs, see `glob_match`) of the files
     #: of this ecosystem an agent must not change or plant: tests, fixtures, runner configuration,
@@ -132,10 +158,24 @@ class Parser(Protocol):
     #: `#[cfg(test)]` modules): grading gives each such file the patch touched to
     #: `restore_inline_tests`. Empty for frameworks whose tests live in files of their own.
     inline_tests: ClassVar[tuple[str, ...]]
+    #: A shell script run as the last step of building a task image (before any agent): its standard
+    #: output (JSON) is recorded outside the repository and handed to `run_setup` as `facts` when
+    #: grading (which plugins the environment had, say). None: nothing to record.
+    image_setup: ClassVar[str | None]
+    #: Exit codes of the test command that mean the tests ran to the end (only those can resolve).
+    exit_codes_ran: ClassVar[tuple[int, ...] | None]
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
-        """The report of one run, from its output and (when `results_file` is set) the bytes of
-        the results file, None when the command did not write it."""
+    def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
+        """What the hidden test run needs: its environment, files to place, where the structured
+        report goes (a path holding `token`, a secret of this grading, or the parser's fixed
+        results_file), and `plugins` the task names besides those `facts` recorded."""
+        ...
+
+    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
+              exit_code: int | None = None) -> TestReport:
+        """The report of one run, from its output and the structured report's bytes (None when
+        the command did not write it), cross-checked when `exit_code` is given: `consistent`, `why`
+        and `disagreement` say whether the channels can be trusted and agree."""
         ...
 
     def is_test_path(self, path: str) -> bool:
@@ -163,14 +203,46 @@ class Parser(Protocol):
 
 
 class ParserBase:
-    """Defaults for the parts of the protocol a framework may not need: tests are the files
-    `test_paths` match and each is run by name, ids do not name files, no configuration files
-    block mining, no tests inline. Inherit it (the built-in parsers do); a parser still declares
-    name, results_file, protected_paths and test_paths and defines parse and test_command."""
+    """Defaults for the parts of the protocol a framework may not need: results from the output
+    (`parse_output`) or, with a results_file, from `read(output, results)`; no image setup; the
+    results file (if any) as the structured channel, else one channel and the grade says so; any
+    exit code accepted; tests are the files `test_paths` match and each is run by name, ids do
+    not name files, no configuration files block mining, no tests inline. Inherit it (the
+    built-in parsers do); a parser still declares name, protected_paths and test_paths and
+    defines parse_output (or read) and test_command."""
 
+    results_file: ClassVar[str | None] = None
+    image_setup: ClassVar[str | None] = None
+    exit_codes_ran: ClassVar[tuple[int, ...] | None] = None
     test_paths: ClassVar[tuple[str, ...]] = ()
     config_files: ClassVar[tuple[str, ...]] = ()
     inline_tests: ClassVar[tuple[str, ...]] = ()
+    #: Why this framework has no structured report, when it has no results_file (the grade's note).
+    no_report: ClassVar[str] = ""
+
+    def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
+        if self.results_file:
+            return RunSetup(report_path=self.results_file)
+        return RunSetup(no_report=self.no_report or f"the {self.name} parser has no structured report")  # type: ignore[attr-defined]
+
+    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
+              exit_code: int | None = None) -> TestReport:
+        report = self.read(output, results)
+        report.channels.setdefault("summary", "found" if report.found_summary else "missing")
+        if not self.results_file:
+            report.channels.setdefault("structured", "unavailable: " + (
+                (setup.no_report if setup else "") or self.run_setup(None, "").no_report))
+        if exit_code is not None:
+            finish(report, exit_code, self.exit_codes_ran)
+        return report
+
+    def read(self, output: str, results: bytes | None) -> TestReport:
+        """Statuses, counts, problems and the channels found, from the output and the results file."""
+        return self.parse_output(output)
+
+    def parse_output(self, output: str) -> TestReport:
+        """Statuses and counts from the command's output alone."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither parse_output nor read")
 
     def is_test_path(self, path: str) -> bool:
         return matches_any(self.test_paths, path)
@@ -237,6 +309,22 @@ def glob_match(pattern: str, path: str) -> bool:
     matches it? (tests/test_parsers_polyglot.py checks this against git itself.)"""
     # git tries the pattern as a literal path first ("[x].txt" names the file "[x].txt" too)
     return path == pattern or _glob_regex(pattern).fullmatch(path) is not None
+
+
+def finish(report: TestReport, exit_code: int, exit_codes_ran: tuple[int, ...] | None = None) -> TestReport:
+    """Cross-check a report with its run's exit code: `consistent` and `why`; contradictions found
+    while reading (`problems`) are a disagreement (suspected tampering); each channel found says
+    whether it agrees; the exit code is recorded as a channel."""
+    report.consistent, report.why = report.consistent_with(exit_code)
+    if exit_codes_ran is not None and exit_code not in exit_codes_ran:
+        report.consistent, report.why = False, f"exit code {exit_code}: the tests did not run to the end"
+    if report.problems:
+        report.disagreement = "; ".join(report.problems)
+    for name, said in report.channels.items():
+        if said == "found":
+            report.channels[name] = "disagrees" if report.disagreement else "agrees"
+    report.channels["exit_code"] = str(exit_code)
+    return report
 
 
 def matches_any(patterns: Iterable[str], path: str) -> bool:

@@ -117,7 +117,7 @@ def parse_cargo(output: str) -> TestReport:
     report = TestReport(
         missing_hint="no cargo test results in the output (does the command merge stderr, 2>&1, and list tests "
                      "with libtest's default format, not -q?)",
-        failed_exit_codes=(101,), strict_exit=True, channels=["cargo test text output"],
+        failed_exit_codes=(101,), strict_exit=True,
     )
     lines = [strip_ansi(line).rstrip("\r") for line in output.splitlines()]
     blocks, errors, panics = _blocks(lines)
@@ -301,8 +301,10 @@ class CargoParser(ParserBase):
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
     config_files: ClassVar[tuple[str, ...]] = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain", "rust-toolchain.toml")
     inline_tests: ClassVar[tuple[str, ...]] = ("**/*.rs",)
+    no_report: ClassVar[str] = ("cargo test writes no structured report on stable Rust: its text output is the one "
+                                "channel, checked against the exit code")
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
+    def parse_output(self, output: str) -> TestReport:
         return parse_cargo(output)
 
     def is_test_module(self, path: str) -> bool:

@@ -60,7 +60,7 @@ _MESSAGE_LINES = 6
 def parse_go(output: str) -> TestReport:
     report = TestReport(
         missing_hint="no go test -json events in the output (is -json in the hidden test command?)",
-        failed_exit_codes=(1, 2), strict_exit=True, channels=["go test -json events"],
+        failed_exit_codes=(1, 2), strict_exit=True,
     )
     verdicts: dict[str, list[str]] = {}
     outputs: dict[str, list[str]] = {}
@@ -140,8 +140,10 @@ class GoParser(ParserBase):
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
     config_files: ClassVar[tuple[str, ...]] = ("go.mod", "go.sum", "go.work", "go.work.sum")
+    no_report: ClassVar[str] = ("go test writes no report of its own: the -json events are the test binaries' output, "
+                                "the one channel, checked against the exit code")
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
+    def parse_output(self, output: str) -> TestReport:
         return parse_go(output)
 
     def is_test_module(self, path: str) -> bool:

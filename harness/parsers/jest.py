@@ -44,7 +44,7 @@ class JestParser(ParserBase):
         "package.json", ".babelrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "package-lock.json",
         "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml")
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
+    def read(self, output: str, results: bytes | None) -> TestReport:
         return parse_js_report("jest", output, results)
 
     def is_test_module(self, path: str) -> bool:

@@ -72,6 +72,7 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
     if results is None:
         report.missing_hint = (f"no {framework} JSON report was written (does the hidden test command write it to "
                                "the parser's results_file?)")
+        report.channels["structured"] = "missing"
         _from_text(framework, text, report)
         return report
     try:
@@ -81,10 +82,11 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
             raise TypeError("testResults is not a list")
     except (ValueError, KeyError, TypeError) as exc:
         report.missing_hint = f"the {framework} JSON report cannot be read ({type(exc).__name__}: {exc})"
+        report.channels["structured"] = "found"
         report.problems.append(f"the {framework} JSON report is not a report ({type(exc).__name__})")
         return report
     report.found_summary = True
-    report.channels.append(f"{framework} JSON report")
+    report.channels["structured"] = "found"
     for file in files:
         if not isinstance(file, dict):
             continue
@@ -112,8 +114,8 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
     if isinstance(data.get("numPendingTests"), int):
         report.counts["skipped"] = data["numPendingTests"] + int(data.get("numTodoTests") or 0)
     summary = _summary(framework, text)
+    report.channels["summary"] = "missing" if summary is None else "found"
     if summary is not None:
-        report.channels.append(f"{framework} summary line")
         for key in ("passed", "failed"):
             if summary.get(key, 0) != report.counts.get(key, 0):
                 report.problems.append(
@@ -152,9 +154,9 @@ def _verbose_lines(text: str) -> list[tuple[str, str]]:
 
 def _check_verbose(text: str, report: TestReport) -> None:
     lines = _verbose_lines(text)
+    report.channels["verbose"] = "found" if lines else "missing"
     if not lines:
         return
-    report.channels.append("vitest verbose output")
     seen: dict[str, set[str]] = {}
     for name, mark in lines:
         for key in {name, _DURATION.sub("", name)}:
@@ -177,7 +179,7 @@ def _from_text(framework: str, text: str, report: TestReport) -> None:
     summary = _summary(framework, text)
     if summary is not None:
         report.counts.update(summary)
-        report.channels.append(f"{framework} summary line")
+        report.channels["summary"] = "found"
     if framework == "vitest":
         for name, mark in _verbose_lines(text):
             path, _, titles = name.partition(" > ")

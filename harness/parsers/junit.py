@@ -72,7 +72,10 @@ def _int(element: ET.Element, name: str) -> int | None:
 
 
 def parse_junit(results: bytes | None) -> TestReport:
-    report = TestReport(failed_exit_codes=None, channels=["JUnit XML report"])
+    report = TestReport(failed_exit_codes=None, channels={
+        "structured": "missing" if results is None else "found",
+        "summary": "unavailable: the runners that write JUnit (Maven, Gradle, ...) print no one text format; the JUnit "
+                   "report is the one channel, checked against the exit code"})
     if results is None:
         report.missing_hint = f"no JUnit XML report was written (the hidden command must write it to {RESULTS_FILE})"
         return report
@@ -135,7 +138,7 @@ class JUnitParser(ParserBase):
         "pom.xml", "mvnw", "mvnw.cmd", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
         "gradle.properties", "gradlew", "gradlew.bat")
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
+    def read(self, output: str, results: bytes | None) -> TestReport:
         return parse_junit(results)
 
     def is_test_module(self, path: str) -> bool:
