@@ -498,6 +498,7 @@ def test_each_back_door_resolves_unprotected_and_is_put_back_by_the_parsers_path
     assert not defended.resolved and defended.outcome in ("unresolved", "regression"), (
         defended.outcome, defended.tests, defended.note, defended_output[-2000:])
     assert expected <= set(defended.reverted), defended.reverted
+    assert expected <= {s.path for s in defended.stripped if s.reason == "protected"}, defended.stripped  # recorded
 
 
 # ------------------------------------------------------------------------------------ parser defences and known limits
@@ -542,6 +543,8 @@ def test_a_unit_test_edited_inside_a_source_file_is_put_back_and_the_regression_
     assert defended.outcome == "regression" and defended.tests[unit] == "FAILED", (defended.outcome, output[-2000:])
     assert defended.fail_to_pass.failed == 0  # the fix itself was kept
     assert "src/wrap.rs (#[cfg(test)] mod tests)" in defended.reverted
+    assert [(s.path, s.reason) for s in defended.stripped] == [
+        ("src/wrap.rs", "inline tests put back as at the base: #[cfg(test)] mod tests")]
 
 
 def test_a_printed_go_verdict_line_never_overrides_a_real_failure(other_grades):
@@ -551,6 +554,7 @@ def test_a_printed_go_verdict_line_never_overrides_a_real_failure(other_grades):
     assert '"Action":"pass","Package":"example.org/wlgo/calc","Test":"TestAdd"' in output  # the forged event is there
     assert not result.resolved and result.tests["example.org/wlgo/calc::TestAdd"] == "FAILED"
     assert not result.consistent and "more than once" in result.note
+    assert "more than once" in result.tampering and result.channels["summary"] == "disagrees", result.channels
 
 
 KNOWN_LIMITS = {
@@ -595,7 +599,10 @@ def test_an_agent_that_edits_test_files_is_reverted_like_a_python_one(targets, t
     agent = Script({**EDITS, "wlgo-unprotected": EDITS["wlgo"]})
     out = tmp_path / f"{RUN_PREFIX}edits"
     rows = {r.task_id: r for r in Runner([*tasks, control], agent, RunOptions(out=out, workers=2, infra_retries=0)).run()}
-    reverted = {k: json.loads((out / rows[k].dir / "grade.json").read_text())["reverted"] for k in rows}
+    grades = {k: json.loads((out / rows[k].dir / "grade.json").read_text()) for k in rows}
+    reverted = {k: g["reverted"] for k, g in grades.items()}
+    for key in EDITS:  # each path put back is recorded as stripped from the patch
+        assert set(reverted[key]) == {s["path"] for s in grades[key]["stripped"] if s["reason"] == "protected"}
     assert rows["wlgo-unprotected"].resolved, (rows["wlgo-unprotected"].outcome, rows["wlgo-unprotected"].tests)
     assert "calc/mul_test.go" in reverted["wlgo"] and not rows["wlgo"].resolved
     assert {"test/weeks.test.js", "test/zz.test.js"} <= set(reverted["wljs"]) and not rows["wljs"].resolved

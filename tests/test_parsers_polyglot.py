@@ -378,9 +378,29 @@ def test_each_parser_protects_its_tests_and_runner_config_and_nothing_a_fix_need
     assert not any(parser.is_test_path(p) for p in ("go.mod", "Cargo.toml", "pom.xml", "vitest.config.ts"))
 
 
+@pytest.mark.parametrize("name", sorted(PROTECTED))
+def test_grading_strips_each_parsers_protected_paths_from_a_patch_and_records_each(name):
+    """The parsers' paths go through grading's own stripping (harness.grading.patching.decide,
+    from the patch text): every protected path of the table is stripped as "protected", and
+    recorded; the paths a fix needs are kept."""
+    from harness.grading.patching import decide, parse_patch
+
+    protected, free = PROTECTED[name]
+    patch = "".join(f"diff --git a/{p} b/{p}\nnew file mode 100644\n--- /dev/null\n+++ b/{p}\n@@ -0,0 +1 @@\n+x\n"
+                    for p in protected + free)
+    command = f"run --out {get_parser(name).results_file}" if get_parser(name).results_file else "run"
+    task = Task.model_validate({"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p", "FAIL_TO_PASS": ["a"],
+                                "hidden_tests": {"command": command, "parser": name}})
+    sections, _ = parse_patch(patch)
+    decision = decide(task, sections)
+    assert [(s.path, s.reason) for s in decision.stripped] == [(p, "protected") for p in protected]
+    assert [s.new for s in decision.kept] == free and decision.reverted == protected
+
+
 def test_glob_matching_is_gits_own(tmp_path):
-    """grading protects with `git status -- :(glob)PATTERN`; mining and `tasks check` classify with
-    glob_match: the two must agree, on every parser's patterns and on untracked files too."""
+    """mining and `tasks check` classify with glob_match, grading strips with the patterns of
+    harness.grading.patching (tested above): glob_match must agree with git's own `:(glob)`
+    pathspecs, on every parser's patterns and on untracked files too."""
     repo = tmp_path / "r"
     repo.mkdir()
     git(repo, "init", "-q")
