@@ -468,18 +468,39 @@ def _attacks(targets) -> dict[str, tuple[str, dict[str, Content], set[str]]]:
     }
 
 
+def _defended_groups(attacks: dict) -> dict[str, list[str]]:
+    """The attacks on one target whose files do not overlap, together: each is graded alone without
+    protection (its control: the attack works), and once with its group as the task is. Grading
+    strips file sections one by one, so a group's patch with every back door put back is the base
+    plus the attacks' unprotected files; were one attack's paths not stripped, that patch would hold
+    the working attack and resolve (a failure of that attack's test, never a false pass)."""
+    groups: dict[str, list[str]] = {}
+    for name, (key, files, _) in attacks.items():
+        for group, members in groups.items():
+            if group.startswith(key + "#") and not any(set(files) & set(attacks[m][1]) for m in members):
+                members.append(name)
+                break
+        else:
+            groups[f"{key}#{len(groups)}"] = [name]
+    return groups
+
+
 @pytest.fixture(scope="module")
 def attack_grades(targets) -> dict:
-    """Every attack graded without protection and as the task is: {name: (control, defended, expected)}."""
+    """Every attack graded without protection, and with the others of its group as the task is:
+    {name: (control, defended, expected)}."""
     attacks = _attacks(targets)
+    groups = _defended_groups(attacks)
     jobs = {}
     for name, (key, files, _) in attacks.items():
         task, image, base = targets[key]
-        patch = craft(task, files)
-        jobs[f"{name}/control"] = (unprotected(task), image, base, patch)
-        jobs[f"{name}/defended"] = (task, image, base, patch)
+        jobs[f"{name}/control"] = (unprotected(task), image, base, craft(task, files))
+    for group, members in groups.items():
+        task, image, base = targets[group.split("#")[0]]
+        jobs[f"{group}/defended"] = (task, image, base, craft(task, {k: v for m in members for k, v in attacks[m][1].items()}))
     graded = grade_all(jobs)
-    return {name: (graded[f"{name}/control"], graded[f"{name}/defended"], expected)
+    group_of = {m: g for g, members in groups.items() for m in members}
+    return {name: (graded[f"{name}/control"], graded[f"{group_of[name]}/defended"], expected)
             for name, (_, _, expected) in attacks.items()}
 
 

@@ -91,7 +91,8 @@ def _prepare(sb: Sandbox, task: Task, parsers: list[Parser]) -> tuple[list[RunSe
     structured reports, the hidden tests (and their text, to keep it out of feedback)."""
     token = secrets.token_hex(12)
     setups = [p.run_setup(_facts(sb, p.name), token, tuple(task.hidden_tests.plugins)) for p in parsers]
-    folders = {s.report_path.rsplit("/", 1)[0] + "/.keep": b"" for s in setups if s.report_path and "/" in s.report_path}
+    # the folders of the fixed results files the hidden command writes (pytest's report-log makes its own)
+    folders = {p.results_file.rsplit("/", 1)[0] + "/.keep": b"" for p in parsers if p.results_file}
     _place(sb, {f"{WORK}/.keep": b"", **folders, **{k: v for s in setups for k, v in s.files.items()}})
     test_patch = task.test_patch()
     if test_patch.strip():

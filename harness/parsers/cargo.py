@@ -13,7 +13,8 @@ One channel. libtest has no stable structured report: `--format json` / `junit` 
 `-Z unstable-options`, which upstream stable toolchains refuse (Debian's 1.63 happens to accept
 it). So a cargo grade rests on this text alone, checked against cargo's exit code (0, or 101 with
 a failure) and against libtest's own totals for each test binary (`running N tests` and the
-`test result:` line must match the test lines listed), and says so (`channels`).
+`test result:` line must match the test lines listed), and says so (`channels`: `structured` is
+"unavailable: ...", and the grade's note).
 
 Trust. The code under test is the test binary; what it writes to stdout itself (not through
 print!, which libtest captures) lands among libtest's lines. So a `FAILED` line, or a name in the
