@@ -1,6 +1,6 @@
 """The `wholeloop` command: parse arguments, call the library, print. Nothing else lives here.
 
-One module per group of commands (run, reports, tasks, machine); each registers its commands on
+One module per group of commands (run, reports, tasks, machine, history, gate); each registers its commands on
 `main`. Heavy modules (docker, git, rich, model SDKs) are imported inside the commands that need
 them, so `wholeloop --help` stays fast and a run without a model never imports a model SDK.
 """
@@ -48,7 +48,7 @@ def main() -> None:
     graded by hidden tests in a fresh container, the whole loop measured."""
 
 
-from . import machine, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
+from . import gate, history, machine, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
 
 if __name__ == "__main__":
     main()

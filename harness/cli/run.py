@@ -41,9 +41,14 @@ from . import console, main
               help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)")
 @click.option("--ray-address", default=None,
               help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)")
+@click.option("--history-url", "history_url", default=None,
+              help="index the rows into this run history as they are written (default: $WHOLELOOP_HISTORY_URL, "
+                   "else history.sqlite beside the run folder); prefer the variable for a URL with a password")
+@click.option("--history/--no-history", "use_history", default=True, show_default=True,
+              help="index this run in the run history (never fails the run: a history that is down only warns)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
-        executor_name, ray_address):
+        executor_name, ray_address, history_url, use_history):
     """Run an agent on every task in SUITE (spec files or folders of them)."""
     from ..agents import get_agent
     from ..records import slug
@@ -82,11 +87,20 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
                   f"{where} -> {options.out}")
     with RunProgress(out_console, len(tasks) * repeats) as progress:
         runner = Runner(tasks, agent, options, progress=progress.update, executor=executor)
+        hook = None
+        if use_history:  # rows go into the run history through the run folder's one append point
+            from ..history.live import attach, default_url
+
+            hook = attach(runner.folder, default_url(options.out, history_url),
+                          warn=lambda text: out_console.print(f"[yellow]warning[/]: {text}", highlight=False))
         try:
             rows = runner.run()
         except KeyboardInterrupt:
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
                           f"--out {options.out} to resume")
             sys.exit(130)
+        finally:
+            if hook is not None:
+                hook.finish()
     print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
