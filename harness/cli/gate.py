@@ -44,7 +44,7 @@ def _suite_of(path: Path) -> str | None:
 @main.command(epilog=SIDE_HELP)
 @click.argument("baseline")
 @click.argument("candidate")
-@click.option("--margin", default=0.0, show_default=True, type=click.FloatRange(0, 100),
+@click.option("--margin", default=0.0, show_default=True, type=click.FloatRange(min=0),
               help="how much worse is allowed: points of resolve rate, or percent more cost / time")
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="significance level of the one-sided test")
@@ -111,12 +111,15 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
 def print_gate(r, out) -> None:
     from ..report.format import pct, seconds, usd
 
+    def say(text: str) -> None:  # whole lines, never folded: CI logs are searched for them
+        out.print(text, soft_wrap=True, highlight=False)
+
     unit = {"resolve": "points", "cost": "% more cost per trial", "time": "% more time per trial"}[r.metric]
     margin = f"{100 * r.margin:g} {unit}"
-    out.print(f"[bold]gate[/]: {r.metric} · margin {margin} · alpha {r.alpha:g} (one-sided)")
+    say(f"[bold]gate[/]: {r.metric} · margin {margin} · alpha {r.alpha:g} (one-sided)")
     for label, side in (("baseline ", r.baseline), ("candidate", r.candidate)):
         share = "n/a" if side.infra_share is None else f"{100 * side.infra_share:.1f}%"
-        out.print(f"  {label} {side.name} [dim](config {side.config})[/]: {side.tasks} tasks, {side.trials} trials, "
+        say(f"  {label} {side.name} [dim](config {side.config})[/]: {side.tasks} tasks, {side.trials} trials, "
                   f"{side.resolved}/{side.scored} resolved; infrastructure errors {side.infra_errors}/{side.trials} "
                   f"({share})")
     notes = []
@@ -125,32 +128,32 @@ def print_gate(r, out) -> None:
                         ("unknown cost", r.cost_unknown)):
         if tasks:
             notes.append(f"{len(tasks)} {what}" + (f" ({', '.join(tasks[:8])}{', ...' if len(tasks) > 8 else ''})"))
-    out.print(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
+    say(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
     if r.baseline_value is not None:
         fmt = {"resolve": pct, "cost": usd, "time": seconds}[r.metric]
         diff = (f"{100 * r.difference:+.1f} points" if r.metric == "resolve" else
                 "n/a" if r.difference is None else f"{100 * r.difference:+.1f}%")
-        out.print(f"  {r.metric}: baseline {fmt(r.baseline_value)} -> candidate {fmt(r.candidate_value)} ({diff}); "
+        say(f"  {r.metric}: baseline {fmt(r.baseline_value)} -> candidate {fmt(r.candidate_value)} ({diff}); "
                   f"{r.test}: p = {r.p_value:.4g}")
     for title, flips, colour in (("lost", r.lost, "red"), ("won", r.won, "green")):
         verb = "resolved less often by the candidate" if title == "lost" else "resolved more often by the candidate"
-        out.print(f"  [{colour}]{title} {len(flips)}[/] ({verb})" + (":" if flips else ""))
+        say(f"  [{colour}]{title} {len(flips)}[/] ({verb})" + (":" if flips else ""))
         for f in flips:
-            out.print(f"    {f.task_id}  baseline {f.baseline} -> candidate {f.candidate}")
-            out.print(f"      baseline:  {f.baseline_transcript or '-'}", soft_wrap=True)
-            out.print(f"      candidate: {f.candidate_transcript or '-'}", soft_wrap=True)
+            say(f"    {f.task_id}  baseline {f.baseline} -> candidate {f.candidate}")
+            say(f"      baseline:  {f.baseline_transcript or '-'}")
+            say(f"      candidate: {f.candidate_transcript or '-'}")
     if r.verdict == "regression":
-        out.print(f"[bold red]REGRESSION[/]: {r.reason} -> exit {EXIT_REGRESSION}")
+        say(f"[bold red]REGRESSION[/]: {r.reason} -> exit {EXIT_REGRESSION}")
     elif r.verdict == "not_enough_evidence":
         need = [f"at least {r.tasks_needed} shared tasks"] if r.tasks_needed else []
         if r.repeats_needed:
             need.append(f"{r.repeats_needed} repeats of each of the {len(r.shared)} tasks on each side")
-        out.print(f"[bold yellow]NOT ENOUGH EVIDENCE[/]: {r.reason}.")
+        say(f"[bold yellow]NOT ENOUGH EVIDENCE[/]: {r.reason}.")
         if need:
-            out.print(f"  needed for {100 * r.power:.0f}% power at alpha {r.alpha:g}: {' or '.join(need)}"
+            say(f"  needed for {100 * r.power:.0f}% power at alpha {r.alpha:g}: {' or '.join(need)}"
                       + (f" ({r.repeats_note})" if r.repeats_note else ""))
         elif r.repeats_note:
-            out.print(f"  {r.repeats_note}")
-        out.print(f"  -> exit {EXIT_NOT_ENOUGH_EVIDENCE}")
+            say(f"  {r.repeats_note}")
+        say(f"  -> exit {EXIT_NOT_ENOUGH_EVIDENCE}")
     else:
-        out.print(f"[bold green]NO REGRESSION[/]: {r.reason} -> exit {EXIT_NO_REGRESSION}")
+        say(f"[bold green]NO REGRESSION[/]: {r.reason} -> exit {EXIT_NO_REGRESSION}")

@@ -261,8 +261,8 @@ def gate(baseline: SideRows, candidate: SideRows, *, metric: str = "resolve", ma
         raise ValueError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
-    if margin < 0:
-        raise ValueError(f"the margin cannot be negative ({margin})")
+    if margin < 0 or (metric == "resolve" and margin > 1):
+        raise ValueError(f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense")
     base, b_tasks, b_all = _side(baseline)
     cand, c_tasks, c_all = _side(candidate)
     out = GateResult(metric=metric, margin=margin, alpha=alpha, power=power, baseline=base, candidate=cand,
@@ -341,6 +341,6 @@ def gate(baseline: SideRows, candidate: SideRows, *, metric: str = "resolve", ma
                                 "more repeats of these tasks alone would not do: the tasks differ for real")
         else:
             out.repeats_needed = repeats_needed(mu, 0.0, sd * sd, n, alpha, power, start=2)
-            out.repeats_note = ("one repeat per task cannot tell noise from real change: this many repeats would do "
-                                "only if every difference were noise (a lower bound)")
+            out.repeats_note = ("with one repeat per task noise cannot be told from real change: the repeats "
+                                "figure assumes every difference is noise, a lower bound")
     return out
