@@ -197,15 +197,6 @@ def scrub(value: Any, secrets: list[str]) -> Any:
     return value
 
 
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<password>\S*)@")
-
-
-def hide_url_passwords(text: str) -> str:
-    """`scheme://user:password@host` -> `scheme://user:***@host`, wherever it occurs in `text`
-    (command lines in manifests, database URLs in messages)."""
-    return _URL_PASSWORD.sub(lambda m: m.group("head") + "***@", text)
-
-
 class TranscriptWriter:
     """Appends events to a JSONL file, one line each, flushed (and fsynced) as they happen."""
 

@@ -3,9 +3,9 @@
 Every figure is a median over repetitions after a warm-up, measured in this one run on one image
 (the demo task inikit-001's task image), ours and the raw reference interleaved so that machine
 noise hits both alike. Prints a table with ratios and PASS/FAIL against the targets of issue 5
-item 7. Usage:
+item 7 and issue 14 (the run history). Usage:
 
-    python scripts/bench_overhead.py                 # everything (about 6 minutes)
+    python scripts/bench_overhead.py                 # everything (about 7 minutes)
     python scripts/bench_overhead.py --only exec,cli # some sections
     python scripts/bench_overhead.py --json out.json # also save the figures
 
@@ -28,6 +28,7 @@ import tempfile
 import textwrap
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,11 @@ from harness.agents import get_agent  # noqa: E402
 from harness.agents.config import load_agent_config  # noqa: E402
 from harness.agents.loop import ToolAgent  # noqa: E402
 from harness.grading import grade  # noqa: E402
+from harness.history.db import HistoryFilter, HistoryIndex  # noqa: E402
+from harness.history.live import attach  # noqa: E402
+from harness.history.url import sqlite_url  # noqa: E402
+from harness.records import ResultRow, RunFolder, write_atomic, write_json  # noqa: E402
+from harness.transcript import TranscriptWriter, read_transcript  # noqa: E402
 from harness.models import ScriptedModel, tool_turn  # noqa: E402
 from harness.run import RunOptions, Runner  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
@@ -54,7 +60,7 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli")
+SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "history")
 
 
 @dataclass
@@ -307,13 +313,139 @@ def bench_cli(reps: int) -> list[Row]:
     ]
 
 
+def _fabricate_history_runs(root: Path, runs: int, tasks: int) -> None:
+    """`runs` run folders of `tasks` rows each (one configuration; three suites, two configs, one
+    row in ten a failed first attempt), written in one go per file: the index's input, not a run."""
+    for i in range(runs):
+        run_dir = root / f"run-{i:04d}"
+        suite, config = f"suite-{i % 3}", f"agent+model-{i % 2}"
+        started = (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=7 * i)).isoformat()
+        lines = []
+        for t in range(tasks):
+            for attempt in ((1, 2) if (i + t) % 10 == 0 else (1,)):
+                final = attempt == 2 or (i + t) % 10 != 0
+                resolved = final and (i * 7 + t) % 3 != 0
+                lines.append(ResultRow(run_id=run_dir.name, task_id=f"task-{t:02d}", task_hash=f"h{t}", config=config,
+                                       agent="default", model=f"model-{i % 2}", attempt=attempt, final=final,
+                                       outcome="resolved" if resolved else "unresolved", resolved=resolved,
+                                       cost_usd=0.01 * (1 + t % 5), phases={"total_s": 30.0 + t},
+                                       transcript_path=f"attempts/task-{t:02d}/{config}/rep-0/transcript.jsonl"
+                                       ).model_dump_json() + "\n")
+        write_atomic(run_dir / RunFolder.RESULTS, "".join(lines))
+        write_json(run_dir / RunFolder.MANIFEST, {
+            "run_id": run_dir.name, "run_uid": f"bench-{i:04d}", "started_at": started, "finished_at": started,
+            "tasks": {f"task-{t:02d}": {"spec": f"/bench/tasks/{suite}/task-{t:02d}.yaml"} for t in range(tasks)}})
+
+
+def bench_history_query(reps: int) -> list[Row]:
+    """`wholeloop history` over 1,000 indexed runs (SQLite), as a subprocess, beside `python -c pass`
+    and the imports it cannot avoid; and the query alone, in process."""
+    exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
+    with tempfile.TemporaryDirectory(prefix="wl-bench-history-") as tmp:
+        root = Path(tmp) / "runs"
+        t0 = time.perf_counter()
+        _fabricate_history_runs(root, 1000, 10)
+        with HistoryIndex.open(sqlite_url(root / "history.sqlite")) as index:
+            n_runs, n_rows = index.rebuild([root])
+            took_rebuild = time.perf_counter() - t0
+            query = [timed(lambda: index.list_runs(HistoryFilter(), limit=50)) for _ in range(reps)]
+            query_all = [timed(lambda: index.list_runs(HistoryFilter())) for _ in range(reps)]
+        env = {**os.environ, "COLUMNS": "160"}
+        env.pop("WHOLELOOP_HISTORY_URL", None)
+
+        def cli(*args: str) -> None:
+            done = subprocess.run([exe, "history", "--runs-root", str(root), *args], capture_output=True, env=env)
+            assert done.returncode == 0, done.stderr
+
+        got = interleaved({"history": lambda: cli(), "all": lambda: cli("--limit", "0"),
+                           "filtered": lambda: cli("--suite", "suite-1", "--since", "2026-03-01"),
+                           "bare": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+                           "imports": lambda: subprocess.run([sys.executable, "-c", "import click, rich.table, sqlalchemy"],
+                                                             check=True)}, max(5, reps // 4), 1)
+    wall = median_ms(got["history"])
+    return [
+        Row(f"history index: {n_runs} runs, {n_rows} rows written and indexed (--rebuild) in {took_rebuild:.1f} s",
+            took_rebuild * 1000),
+        Row("`wholeloop history` over 1,000 runs (50 newest lines), subprocess", wall, goal="<= 300 ms", ok=wall <= 300),
+        Row("  the same, --suite and --since filters", median_ms(got["filtered"])),
+        Row("  the same, --limit 0 (all 1,000 lines)", median_ms(got["all"])),
+        Row("  `python -c pass`", median_ms(got["bare"])),
+        Row("  `python -c 'import click, rich.table, sqlalchemy'`", median_ms(got["imports"])),
+        Row("  the query alone, in process (50 lines / all 1,000)", median_ms(query), median_ms(query_all)),
+    ]
+
+
+def _replay(source: RunFolder, target: Path, url: str | None) -> tuple[float, float]:
+    """Write `source`'s records again into `target` as a run writes them (transcript events one by
+    one, then patch, test output and grade, then the row), with the history hook attached when
+    `url` is given. Returns (seconds writing records, seconds inside the hook)."""
+    folder = RunFolder(target, create=True)
+    inside = 0.0
+    if url:
+        def fail(text: str) -> None:
+            raise RuntimeError(text)
+
+        hook = attach(folder, url, warn=fail)
+
+        def timed_hook(row: ResultRow) -> None:  # the same listener, its time counted apart
+            nonlocal inside
+            t = time.perf_counter()
+            hook.on_row(row)
+            inside += time.perf_counter() - t
+
+        folder = RunFolder(target)  # a folder whose only listener is the timed one
+        folder.on_row(timed_hook)
+    t_all = time.perf_counter()
+    for row in source.rows():
+        events = read_transcript(source.path / row.transcript_path)
+        with TranscriptWriter(folder.path / row.transcript_path, secrets=[]) as writer:
+            for event in events:
+                writer.write(event)
+        attempt = source.path / row.dir
+        (folder.path / row.dir).mkdir(parents=True, exist_ok=True)
+        (folder.path / row.dir / "patch.diff").write_text((attempt / "patch.diff").read_text())
+        write_atomic(folder.path / row.dir / "test_output.txt", (attempt / "test_output.txt").read_text())
+        write_json(folder.path / row.dir / "grade.json", json.loads((attempt / "grade.json").read_text()))
+        folder.append(row)
+    total = time.perf_counter() - t_all
+    if url:
+        hook.finish()
+    return total - inside, inside
+
+
+def bench_history_indexing(gold_run: Path, rounds: int) -> list[Row]:
+    """Indexing a run's rows as they are written, against the time the run spends writing its own
+    records (rows, grades, transcripts): the gold run's records replayed, rounds with and without
+    the hook interleaved; the hook's own time is measured inside it."""
+    source = RunFolder(gold_run)
+    n = len(source.rows())
+    plain, with_index, inside = [], [], []
+    with tempfile.TemporaryDirectory(prefix="wl-bench-index-") as tmp:
+        url = sqlite_url(Path(tmp) / "history.sqlite")
+        for i in range(rounds + 1):
+            a = _replay(source, Path(tmp) / f"plain-{i}", None)
+            b = _replay(source, Path(tmp) / f"indexed-{i}", url)
+            if i:  # the first round is warm-up (imports, the index's creation)
+                plain.append(a[0])
+                with_index.append(b[0])
+                inside.append(b[1])
+    records, hook = statistics.median(plain), statistics.median(inside)
+    share = hook / records
+    return [
+        Row(f"records of the gold run ({n} attempts): transcripts, patch, test output, grade, row", records * 1000),
+        Row("  the same with the history hook: records / inside the hook", statistics.median(with_index) * 1000,
+            hook * 1000),
+        Row("  indexing / writing the records", share * 100, goal="<= 5 %", ok=share <= 0.05, unit="%"),
+    ]
+
+
 # ----------------------------------------------------------------------------- main
 
 
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
-        fmt = (lambda v: f"{v:.2f}") if r.unit in ("ms", "x", "/min") else (lambda v: f"{v:g}")
+        fmt = (lambda v: f"{v:.2f}") if r.unit in ("ms", "x", "/min", "%") else (lambda v: f"{v:g}")
         unit = r.unit if r.unit != "x" else "x"
         ours = f"{fmt(r.ours)} {unit}".strip()
         raw = f"{fmt(r.raw)} {unit}".strip() if r.raw is not None else ""
@@ -353,6 +485,9 @@ def main() -> int:
             rows += bench_throughput(tasks, args.latency, [int(w) for w in args.workers.split(",")])
         if "cli" in only:
             rows += bench_cli(7)
+        if "history" in only:
+            rows += bench_history_indexing(Path(tmp) / "gold", max(5, args.reps // 6))
+            rows += bench_history_query(max(8, args.reps // 4))
     print_table(rows)
     print(f"\nload {os.getloadavg()[0]:.1f} after (2-core machine: above ~1 the figures carry other work's noise)")
     if args.json:

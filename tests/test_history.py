@@ -392,6 +392,9 @@ def test_a_real_demo_run_indexes_its_rows_and_keeps_the_password_out(tmp_path, p
 
 
 def test_find_runs_does_not_descend_into_run_folders(tmp_path):
+    from harness.history.db import RESULTS_FILE
+
+    assert RESULTS_FILE == RunFolder.RESULTS
     write_run(tmp_path / "a", outcomes(1, {0}))
     write_run(tmp_path / "team" / "b", outcomes(1, {0}))
     (tmp_path / "a" / "attempts" / "nested").mkdir(parents=True)

@@ -25,14 +25,18 @@ class _Group(click.Group):
     """Turns our typed errors into a message and a hint instead of a traceback."""
 
     def invoke(self, ctx: click.Context):
-        from sandbox.errors import SandboxError
-
-        from ..tasks import TaskSpecError
-
         try:
             return super().invoke(ctx)
-        except (SandboxError, TaskSpecError, FileNotFoundError, ValueError) as exc:
+        except Exception as exc:
             if isinstance(exc, click.ClickException):
+                raise
+            # imported only now: sandbox pulls in the Docker SDK, which commands that read the
+            # history or reports never need (their start-up time is measured)
+            from sandbox.errors import SandboxError
+
+            from ..tasks import TaskSpecError
+
+            if not isinstance(exc, (SandboxError, TaskSpecError, FileNotFoundError, ValueError)):
                 raise
             click.secho(f"error: {exc}", fg="red", err=True)
             hint = getattr(exc, "hint", "")

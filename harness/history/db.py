@@ -24,17 +24,27 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import (Column, MetaData, String, Table, and_, case, create_engine, delete, distinct, event, func,
+from sqlalchemy import (Column, MetaData, String, Table, and_, bindparam, case, create_engine, delete, distinct, event, func,
                         insert, inspect, or_, select, update)
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from ..records import ResultRow, RunFolder, latest_rows
 from . import url as urls
 from .schema import HEAD, attempts, metadata, runs
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
+_INSERT_ATTEMPT = insert(attempts)
+_SUPERSEDE = (update(attempts).where(and_(
+    attempts.c.run == bindparam("b_run"), attempts.c.task_id == bindparam("b_task"),
+    attempts.c.config == bindparam("b_config"), attempts.c.repeat == bindparam("b_repeat"), attempts.c.current,
+)).values(current=False))
+if TYPE_CHECKING:  # at run time imported where rows are read or written: listing needs no pydantic
+    from ..records import ResultRow, RunFolder
+
+RESULTS_FILE = "results.jsonl"  # RunFolder.RESULTS (tests/test_history.py checks they agree)
 _alembic_version = Table("alembic_version", MetaData(), Column("version_num", String(32), primary_key=True))
 
 
@@ -176,7 +186,7 @@ def find_runs(roots: Iterable[Path | str]) -> list[Path]:
     found: list[Path] = []
     for root in roots:
         for here, dirs, files in os.walk(root):
-            if RunFolder.RESULTS in files:
+            if RESULTS_FILE in files:
                 found.append(Path(here))
                 dirs[:] = []
             else:
@@ -275,6 +285,8 @@ class HistoryIndex:
     def sync_run(self, folder: RunFolder) -> LiveRun:
         """Index one run folder as it is on disk now (its earlier rows replaced); returns the state
         that `LiveRun.add` continues from."""
+        from ..records import latest_rows
+
         rows = folder.rows()
         manifest = folder.manifest()
         current = {id(r) for r in latest_rows(rows)}
@@ -284,7 +296,7 @@ class HistoryIndex:
                 key = self._upsert_run(conn, values, provisional_uid(folder))
                 conn.execute(delete(attempts).where(attempts.c.run == key))
                 if rows:
-                    conn.execute(insert(attempts), [_row_values(r, key, i, id(r) in current)
+                    conn.execute(_INSERT_ATTEMPT, [_row_values(r, key, i, id(r) in current)
                                                     for i, r in enumerate(rows)])
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index {folder.path}") from exc
@@ -323,11 +335,9 @@ class HistoryIndex:
                 with self._write() as conn:
                     previous = live.units.get(unit)
                     if previous is not None and row.attempt <= previous:  # a new try: the old one's rows stop counting
-                        conn.execute(update(attempts).where(and_(
-                            attempts.c.run == live.key, attempts.c.task_id == row.task_id,
-                            attempts.c.config == row.config, attempts.c.repeat == row.repeat, attempts.c.current,
-                        )).values(current=False))
-                    conn.execute(insert(attempts).values(**_row_values(row, live.key, live.seq, True)))
+                        conn.execute(_SUPERSEDE, {"b_run": live.key, "b_task": row.task_id, "b_config": row.config,
+                                                  "b_repeat": row.repeat})
+                    conn.execute(_INSERT_ATTEMPT, _row_values(row, live.key, live.seq, True))
                 live.units[unit] = row.attempt
                 live.seq += 1
         except SQLAlchemyError as exc:
@@ -347,6 +357,8 @@ class HistoryIndex:
                 conn.execute(delete(runs))
         except SQLAlchemyError as exc:
             raise self.error(exc, "cannot empty the index") from exc
+        from ..records import RunFolder
+
         n_runs = n_rows = 0
         for path in find_runs(roots):
             live = self.sync_run(RunFolder(path))
@@ -355,16 +367,15 @@ class HistoryIndex:
 
     # ------------------------------------------------------------------ reading
 
-    def _trials(self, flt: HistoryFilter):
-        """One line per (run, config, task, repeat) of the current rows: a trial, as stats.py counts it."""
+    def _trials(self, flt: HistoryFilter, only_runs=None):
+        """One line per (run, config, task, repeat) of the current rows: a trial, as stats.py counts
+        it; `only_runs`, a subquery of run ids, limits it to those runs."""
         a = attempts.c
-        where = [a.current]
-        if flt.model:
-            where.append(a.model == flt.model)
-        if flt.agent:
-            where.append(a.agent == flt.agent)
-        if flt.config:
-            where.append(a.config == flt.config)
+        where = self._attempt_filter(flt)
+        if isinstance(only_runs, (list, set, tuple)):
+            where.append(a.run.in_(sorted(only_runs)))
+        elif only_runs is not None:
+            where.append(a.run.in_(select(only_runs.c.id)))
         final_infra = and_(a.final, a.outcome == "infra_error")
         return (select(a.run, a.config, a.task_id, a.repeat, func.max(a.agent).label("agent"),
                        func.max(a.model).label("model"),
@@ -393,10 +404,28 @@ class HistoryIndex:
             where.append(or_(r.run_id == flt.run, r.uid.startswith(flt.run, autoescape=True)))
         return where
 
+    def _attempt_filter(self, flt: HistoryFilter) -> list:
+        a = attempts.c
+        where = [a.current]
+        if flt.model:
+            where.append(a.model == flt.model)
+        if flt.agent:
+            where.append(a.agent == flt.agent)
+        if flt.config:
+            where.append(a.config == flt.config)
+        return where
+
     def list_runs(self, flt: HistoryFilter | None = None, *, limit: int | None = None) -> list[RunSummary]:
-        """Indexed runs, one line per configuration, newest first."""
+        """Indexed runs, one line per configuration, newest first. With a limit, only the newest
+        runs that match are aggregated (the listing stays quick however long the history)."""
         flt = flt or HistoryFilter()
-        t = self._trials(flt)
+        r = runs.c
+        matching = (select(r.id).where(*self._run_filter(flt))
+                    .where(select(attempts.c.id).where(attempts.c.run == r.id, *self._attempt_filter(flt)).exists())
+                    .order_by(r.started_at.desc(), r.id.desc()))
+        if limit:
+            matching = matching.limit(limit)
+        t = self._trials(flt, matching.subquery("matching"))
         scored = and_(t.c.complete == 1, t.c.infra == 0)
         per_config = (select(
             t.c.run, t.c.config, func.max(t.c.agent).label("agent"), func.max(t.c.model).label("model"),
@@ -408,11 +437,11 @@ class HistoryIndex:
             func.max(case((scored, t.c.cost_unknown), else_=0)).label("cost_unknown"),
             func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
         ).group_by(t.c.run, t.c.config).subquery("configs"))
-        c, r = per_config.c, runs.c
+        c = per_config.c
         query = (select(r.id, r.uid, r.run_id, r.path, r.suite, r.started_at, r.finished_at, c.config, c.agent,
                         c.model, c.tasks, c.trials, c.scored, c.resolved, c.infra, c.incomplete, c.cost,
                         c.cost_unknown, c.time)
-                 .join(per_config, per_config.c.run == r.id).where(*self._run_filter(flt))
+                 .join(per_config, per_config.c.run == r.id)
                  .order_by(r.started_at.desc(), r.id.desc(), c.config))
         if limit:
             query = query.limit(limit)
@@ -429,8 +458,8 @@ class HistoryIndex:
     def count_runs(self, flt: HistoryFilter | None = None) -> int:
         """How many (run, configuration) lines `list_runs` would give without a limit."""
         flt = flt or HistoryFilter()
-        t = self._trials(flt)
-        pairs = select(t.c.run, t.c.config).distinct().subquery("pairs")
+        a = attempts.c
+        pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
         query = select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
             *self._run_filter(flt))
         with self._read() as conn:
@@ -440,14 +469,13 @@ class HistoryIndex:
         """Per task, for each (run, config): scored trials, resolved ones, their cost and time."""
         if not keys:
             return {}
-        t = self._trials(HistoryFilter())
+        t = self._trials(HistoryFilter(), {k for k, _ in keys})
         scored = and_(t.c.complete == 1, t.c.infra == 0)
         query = (select(t.c.run, t.c.config, t.c.task_id, func.sum(case((scored, 1), else_=0)).label("scored"),
                         func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
                         func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
                         func.max(case((scored, t.c.cost_unknown), else_=0)).label("unknown"),
                         func.sum(case((scored, t.c.time), else_=0.0)).label("time"))
-                 .where(t.c.run.in_({k for k, _ in keys}))
                  .group_by(t.c.run, t.c.config, t.c.task_id).order_by(t.c.run, t.c.config, t.c.task_id))
         wanted = set(keys)
         out: dict[tuple[int, str], list[TaskAggregate]] = {k: [] for k in keys}
@@ -465,6 +493,8 @@ class HistoryIndex:
     def rows_of(self, key: int, config: str) -> list[ResultRow]:
         """The current rows of one configuration of one run, as ResultRows (what the gate reads when
         the run folder itself is on another machine). Per-test results are not in the index."""
+        from ..records import ResultRow
+
         a = attempts.c
         query = (select(attempts, runs.c.run_id).join(runs, runs.c.id == a.run)
                  .where(a.run == key, a.config == config, a.current).order_by(a.seq))

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..transcript import hide_url_passwords
+from ..redact import hide_url_passwords
 
 ENV = "WHOLELOOP_HISTORY_URL"
 FILE = "history.sqlite"

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .. import __version__
-from ..transcript import hide_url_passwords
+from ..redact import hide_url_passwords
 
 MANIFEST_SCHEMA = 1
 _DEPENDENCIES = ["docker", "gitpython", "anthropic", "openai", "litellm", "tenacity", "pydantic", "rich", "click", "PyYAML"]
