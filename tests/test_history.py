@@ -171,6 +171,25 @@ def test_rows_appended_from_many_threads_are_all_indexed(tmp_path, history_url):
         assert line.trials == 40
 
 
+def test_two_runs_writing_one_index_at_once(tmp_path, history_url):
+    folders = [RunFolder(tmp_path / "runs" / f"r{i}", create=True) for i in range(2)]
+    hooks = [attach(f, history_url, pytest.fail) for f in folders]  # two engines: two writers, as two processes
+
+    def worker(folder: RunFolder) -> None:
+        for i in range(25):
+            folder.append(row(f"t{i:02d}"))
+
+    threads = [threading.Thread(target=worker, args=(f,)) for f in folders]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for hook in hooks:
+        hook.finish()
+    with HistoryIndex.open(history_url, create=False) as index:
+        assert sorted((r.run_id, r.trials) for r in index.list_runs()) == [("r0", 25), ("r1", 25)]
+
+
 def test_a_resumed_run_brings_in_the_rows_its_earlier_session_could_not_index(tmp_path, history_url):
     run_dir = tmp_path / "runs" / "resumed"
     write_run(run_dir, outcomes(3, {0, 1}))  # first session: no index at all
