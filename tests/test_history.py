@@ -190,6 +190,20 @@ def test_two_runs_writing_one_index_at_once(tmp_path, history_url):
         assert sorted((r.run_id, r.trials) for r in index.list_runs()) == [("r0", 25), ("r1", 25)]
 
 
+def test_a_copied_run_folder_indexed_live_takes_over_its_original(tmp_path, history_url):
+    import shutil
+
+    first = write_run(tmp_path / "runs" / "orig", outcomes(2, {0}), url=history_url)
+    shutil.copytree(first.path, tmp_path / "runs" / "copy")  # same manifest, same run_uid
+    copy = RunFolder(tmp_path / "runs" / "copy")
+    hook = attach(copy, history_url, pytest.fail)
+    copy.append(row("t02"))
+    hook.finish()
+    with HistoryIndex.open(history_url, create=False) as index:
+        [line] = index.list_runs()
+        assert (line.path, line.trials) == (str(copy.path.resolve()), 3)
+
+
 def test_a_resumed_run_brings_in_the_rows_its_earlier_session_could_not_index(tmp_path, history_url):
     run_dir = tmp_path / "runs" / "resumed"
     write_run(run_dir, outcomes(3, {0, 1}))  # first session: no index at all

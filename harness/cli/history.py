@@ -94,8 +94,8 @@ def history(ctx, history_url, runs_root, suite, model, agent, config_label, sinc
                "config_label": config_label, "since": since}
     if ctx.invoked_subcommand:
         return
-    out = console()
     if rebuild or add:
+        out = console()
         index = open_index(history_url, runs_root, create=True)
         with index:
             if rebuild:
@@ -119,11 +119,11 @@ def history(ctx, history_url, runs_root, suite, model, agent, config_label, sinc
 
         write_json(json_out, [_summary_json(r) for r in found])
     if not found:
-        out.print(f"no indexed runs match in {shown}")
+        click.echo(f"no indexed runs match in {shown}")
         return
-    out.print(_runs_table(found))
+    click.echo(_runs_table(found))
     more = f"; {total - len(found)} more (--limit 0 shows all)" if total > len(found) else ""
-    out.print(f"{len(found)} of {total} line(s) from {shown}{more}")
+    click.echo(f"{len(found)} of {total} line(s) from {shown}{more}")
 
 
 def _summary_json(r) -> dict:
@@ -136,22 +136,22 @@ def _summary_json(r) -> dict:
     return data
 
 
-def _runs_table(found):
-    from rich.table import Table
-
+def _runs_table(found) -> str:
+    """Plain aligned columns (no rich: this command's start-up time is measured, and it pipes well)."""
     from ..report.format import pct, seconds, usd
 
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name, justify in (("started (UTC)", "left"), ("run", "left"), ("suite", "left"), ("config", "left"),
-                          ("tasks", "right"), ("resolved", "right"), ("rate", "right"), ("infra", "right"),
-                          ("cost", "right"), ("time/trial", "right"), ("", "left")):
-        table.add_column(name, justify=justify, no_wrap=name in ("started (UTC)", "run"))
-    for r in found:
-        table.add_row(_when(r.started_at), r.run_id, r.suite or "-", r.config, str(r.tasks), f"{r.resolved}/{r.scored}",
-                      pct(r.rate), str(r.infra_errors) if r.infra_errors else "", usd(r.cost_usd),
-                      seconds(r.time_s / r.scored) if r.scored else "-",
-                      "" if r.finished_at else "[yellow]unfinished[/]")
-    return table
+    header = ["started (UTC)", "run", "suite", "config", "tasks", "resolved", "rate", "infra", "cost", "time/trial", ""]
+    right = {"tasks", "resolved", "rate", "infra", "cost", "time/trial"}
+    lines = [[_when(r.started_at), r.run_id, r.suite or "-", r.config, str(r.tasks), f"{r.resolved}/{r.scored}",
+              pct(r.rate), str(r.infra_errors) if r.infra_errors else "", usd(r.cost_usd),
+              seconds(r.time_s / r.scored) if r.scored else "-", "" if r.finished_at else "unfinished"]
+             for r in found]
+    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(len(header))]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(cells, widths, header)).rstrip()
+
+    return "\n".join([fmt(header), *map(fmt, lines)])
 
 
 @history.command("trend")

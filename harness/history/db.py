@@ -323,6 +323,8 @@ class HistoryIndex:
             values.pop("started_at")
         try:
             with self._write_lock, self._write() as conn:
+                # the same run indexed from another folder (a copy of this one): this folder is the one in use
+                conn.execute(delete(runs).where(runs.c.uid == values["uid"], runs.c.id != live.key))
                 conn.execute(update(runs).where(runs.c.id == live.key).values(**values))
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot update {live.folder.path}") from exc
@@ -337,7 +339,8 @@ class HistoryIndex:
                     if previous is not None and row.attempt <= previous:  # a new try: the old one's rows stop counting
                         conn.execute(_SUPERSEDE, {"b_run": live.key, "b_task": row.task_id, "b_config": row.config,
                                                   "b_repeat": row.repeat})
-                    conn.execute(_INSERT_ATTEMPT, _row_values(row, live.key, live.seq, True))
+                    # a list of one: executemany, which does not fetch the new primary key (not needed)
+                    conn.execute(_INSERT_ATTEMPT, [_row_values(row, live.key, live.seq, True)])
                 live.units[unit] = row.attempt
                 live.seq += 1
         except SQLAlchemyError as exc:
