@@ -433,3 +433,29 @@ def test_find_runs_does_not_descend_into_run_folders(tmp_path):
     (tmp_path / "a" / "attempts" / "nested").mkdir(parents=True)
     (tmp_path / "a" / "attempts" / "nested" / "results.jsonl").write_text("")
     assert find_runs([tmp_path]) == [tmp_path / "a", tmp_path / "team" / "b"]
+
+
+def test_the_over_time_section_renders_in_a_browser(tmp_path):
+    """The HTML report with its "Over time" section, opened in headless chromium: no script
+    errors, three charts drawn with a point per run, the per-run table in the page."""
+    from test_html_report import CHROMIUM, Browser
+
+    if not CHROMIUM:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs chromium (bash scripts/setup.sh installs it)")
+        pytest.skip("chromium not installed")
+    root = tmp_path / "runs"
+    runs = fabricate_history(root, sqlite_url(root / "history.sqlite"))
+    page = tmp_path / "report.html"
+    done = cli("report", str(runs[3]), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(page)
+        assert browser.errors() == []
+        sizes = browser.js("""JSON.stringify([...document.querySelectorAll('#over-time svg.trend')].map(
+            s => [s.getBoundingClientRect().width, s.querySelectorAll('circle').length]))""")
+        assert json.loads(sizes) == [[560, 4], [560, 4], [560, 4]]
+        assert browser.js("document.querySelector('#over-time table').rows.length") == 5  # header + four runs
+    finally:
+        browser.close()

@@ -288,9 +288,9 @@ def trend_svg(lines: list[TrendLine], x_labels: list[str], *, title: str, kind: 
             if value is None:
                 continue
             tip = f"{ln.label}, {x_labels[i] if i < len(x_labels) else i}: {fmt_value(value)}"
-            if lo is not None and hi is not None:
-                tip += f" ({fmt_value(lo)} to {fmt_value(hi)})"
-                out.append(_line(sx(i), sy(lo), sx(i), sy(hi), c))
+            if lo is not None:  # no upper bound (nothing to divide by in some resamples): to the top
+                tip += f" ({fmt_value(lo)} to {fmt_value(hi) if hi is not None else 'no upper bound'})"
+                out.append(_line(sx(i), sy(lo), sx(i), sy(hi if hi is not None else yhi), c))
             out.append(f'<circle cx="{sx(i):.1f}" cy="{sy(value):.1f}" r="3.5" fill="{c}"><title>{escape(tip)}</title></circle>')
     out.append("</svg>")
     return "".join(out)
