@@ -7,6 +7,7 @@ item 7 and issue 14 (the run history). Usage:
 
     python scripts/bench_overhead.py                 # everything (about 7 minutes)
     python scripts/bench_overhead.py --only exec,cli # some sections
+    python scripts/bench_overhead.py --only history-query   # the one section without Docker
     python scripts/bench_overhead.py --json out.json # also save the figures
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
@@ -60,7 +61,7 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "history")
+SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "history", "history-query")
 
 
 @dataclass
@@ -505,18 +506,20 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     only = set(args.only.split(","))
+    docker = bool(only - {"history-query"})  # every section but the history query needs the engine
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
-          f"docker {engine_version().get('Version')}; python {sys.version.split()[0]}")
+          f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}")
     task = load_task(SPEC)
     tasks = [load_task(p) for p in sorted(DEMO.glob("inikit-*.yaml"))]
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="wl-bench-") as tmp:
-        # A gold run builds (or finds) the images, and is the warm-up of everything below.
-        runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
-        assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
-        prepared = runner.prepare(task)
-        limits = task.limits.apply(Limits())
-        print(f"image: {prepared.image}")
+        if docker:
+            # A gold run builds (or finds) the images, and is the warm-up of everything below.
+            runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
+            assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
+            prepared = runner.prepare(task)
+            limits = task.limits.apply(Limits())
+            print(f"image: {prepared.image}")
         if "exec" in only:
             rows += bench_exec(prepared.image, limits, args.reps)
         if "setup" in only:
@@ -530,6 +533,7 @@ def main() -> int:
         if "history" in only:
             runs = {"gold run": gold_run(tasks, Path(tmp) / "gold3"), "tool-agent run": agent_run(tasks, Path(tmp) / "agent")}
             rows += bench_history_indexing(runs, max(5, args.reps // 6))
+        if "history-query" in only:
             rows += bench_history_query(max(8, args.reps // 4))
     print_table(rows)
     print(f"\nload {os.getloadavg()[0]:.1f} after (2-core machine: above ~1 the figures carry other work's noise)")
