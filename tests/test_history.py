@@ -379,6 +379,12 @@ def test_a_wrong_password_is_reported_without_it(postgres):
     assert "***" in done.stderr and "password authentication failed" in done.stderr
 
 
+def test_a_url_without_a_driver_is_one_line_without_its_password():
+    done = cli("history", "--history-url", "mysql://u:secretpw@h/db")
+    assert done.returncode == 2 and "secretpw" not in done.stdout + done.stderr
+    assert done.stderr.strip().startswith("error: run history at mysql://u:***@h/db") and "Traceback" not in done.stderr
+
+
 def test_urls_are_resolved_and_shown_without_passwords(monkeypatch):
     assert shown(normalize("postgresql://u:p%40ss@h:5/db")) == "postgresql+psycopg://u:***@h:5/db"
     assert normalize("postgres://u@h/db") == "postgresql+psycopg://u@h/db"

@@ -216,7 +216,11 @@ class HistoryIndex:
                 raise FileNotFoundError(f"no history index at {path} (runs index themselves as they run; "
                                         "`wholeloop history --rebuild` makes one from the run folders)")
             path.parent.mkdir(parents=True, exist_ok=True)
-        index = cls(url, _engine(url))
+        try:
+            engine = _engine(url)
+        except (ImportError, SQLAlchemyError) as exc:  # no driver for the URL's scheme, a malformed URL
+            raise HistoryError(urls.scrub(f"run history at {urls.shown(url)}: {exc}", url)) from exc
+        index = cls(url, engine)
         try:
             index.migrate()
         except BaseException:
