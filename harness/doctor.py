@@ -54,9 +54,18 @@ def checks() -> list[Check]:
     return found
 
 
-def run_checks(console: Console | None = None) -> bool:
+def model_checks(model: str, *, allow_unknown_model: bool = False) -> list[Check]:
+    """The model's credentials and price, as `wholeloop run` checks them before it starts."""
+    from .models.preflight import check_model
+
+    return [Check(c.name, c.ok, c.detail, c.fix) for c in check_model(model, allow_unknown=allow_unknown_model)]
+
+
+def run_checks(console: Console | None = None, *, model: str | None = None, allow_unknown_model: bool = False) -> bool:
     console = console or Console()
     results = checks()
+    if model:
+        results += model_checks(model, allow_unknown_model=allow_unknown_model)
     for check in results:
         mark = "[green]ok[/]  " if check.ok else ("[red]FAIL[/]" if check.fatal else "[yellow]warn[/]")
         console.print(f"{mark} {check.name}: {check.detail}")

@@ -18,6 +18,7 @@ A leaf: it imports neither `sandbox` nor the runner.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -98,16 +99,54 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_") or "x"
 
 
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing ancestor of `path` when it is a file (so nothing can go under it)."""
+    for parent in Path(path).absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_writable(path: Path | str, *, folder: bool) -> None:
+    """Raise an OSError naming `path` (and what is in its way) unless a file (folder=False) or a
+    folder (folder=True) could be written there. Creates nothing: used before work starts, so a
+    wrong --out or --html fails at once, not after a run or a report."""
+    path = Path(path)
+    blocker = _file_in_the_way(path)
+    if blocker is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"{blocker} is a file, not a folder", str(path))
+    if folder and path.exists() and not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder (give a folder path)", str(path))
+    if not folder and path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder (give a file path)", str(path))
+    # where a new entry would be made: the folder itself, else the nearest folder that exists
+    target = path if folder and path.is_dir() else next(p for p in path.absolute().parents if p.exists())
+    probe = target / f".wholeloop-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PermissionError(exc.errno, f"cannot write here ({exc.strerror})", str(path)) from None
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write a whole file or nothing: a temporary file renamed over the target."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode() if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    blocker = _file_in_the_way(path)
+    if blocker is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"{blocker} is a file, not a folder", str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:  # name the file asked for, never the temporary one
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise PermissionError(exc.errno, f"cannot write here ({exc.strerror})", str(path)) from None
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -151,6 +190,18 @@ def latest_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callab
 def latest_rows(rows: list[ResultRow]) -> list[ResultRow]:
     """The rows that count of a run: `latest_of` over (task, config, repeat) units."""
     return latest_of(rows, ResultRow.unit, lambda row: row.attempt)
+
+
+#: Final outcomes that do not finish a unit: a resume does it again, because what caused them
+#: (the machine, a missing key, a task's inputs) may have been fixed since. The old rows stay in
+#: results.jsonl, superseded by the new try (`latest_of`).
+REDO_OUTCOMES: frozenset[str] = frozenset({"infra_error"})
+
+
+def redo_on_resume(row: ResultRow) -> bool:
+    """Does a resumed run try this row's unit again? The one rule (the runner, executors and
+    reports ask it): yes when its final outcome is not the agent's (see REDO_OUTCOMES)."""
+    return row.final and row.outcome in REDO_OUTCOMES
 
 
 RowListener = Callable[["ResultRow"], None]
@@ -233,8 +284,13 @@ class RunFolder:
         return latest_rows(self.rows())
 
     def finished_units(self) -> set[tuple[str, str, int]]:
-        """(task, configuration, repeat) units whose latest try has a final row."""
-        return {row.unit() for row in self.latest() if row.final}
+        """(task, configuration, repeat) units whose latest try has a final row that stands: a
+        final row `redo_on_resume` says to try again does not finish its unit."""
+        return {row.unit() for row in self.latest() if row.final and not redo_on_resume(row)}
+
+    def units_to_redo(self) -> dict[tuple[str, str, int], ResultRow]:
+        """Units whose latest final row a resume does again (see `redo_on_resume`), with that row."""
+        return {row.unit(): row for row in self.latest() if row.final and redo_on_resume(row)}
 
     # ------------------------------------------------------------------ manifest
 
@@ -301,10 +357,37 @@ class RunFolder:
             fh.write(text if text.endswith("\n") else text + "\n")
 
 
+class RunNotStarted(FileNotFoundError):
+    """A run folder with a manifest but no finished attempt yet (stopped before its first row)."""
+
+
+def resume_command(manifest: dict) -> str:
+    """The command that started a run (`wholeloop ...`), to run again to resume it."""
+    import shlex
+
+    argv = manifest.get("command") or []
+    if not isinstance(argv, list) or not argv:
+        return ""
+    return shlex.join(["wholeloop", *map(str, argv[1:])])
+
+
 def open_run(path: Path | str) -> RunFolder:
-    """An existing run folder; raises FileNotFoundError with a clear message when it is not one."""
+    """An existing run folder; raises FileNotFoundError with a clear message when it is not one,
+    RunNotStarted when it is one that has no finished attempt yet."""
     folder = RunFolder(path)
     if not folder.is_run():
+        if folder.manifest_path.is_file():
+            try:
+                manifest = folder.manifest()
+            except ValueError:
+                manifest = {}
+            planned = len(manifest.get("tasks") or {})
+            state = "not finished" if not manifest.get("finished_at") else f"finished at {manifest['finished_at']}"
+            again = resume_command(manifest)
+            raise RunNotStarted(
+                f"{folder.path}: a run folder with no finished attempt yet (started {manifest.get('started_at') or '?'}, "
+                f"{planned} task(s) planned, {state}): nothing to report"
+                + (f"; resume it with: {again}" if again else ""))
         raise FileNotFoundError(f"{folder.path} is not a wholeloop run folder (no results.jsonl)")
     return folder
 

@@ -43,6 +43,7 @@ class AttemptStart(_Event):
     repeat: int = 0
     config: str = ""
     image: str = ""
+    problem_statement: str = ""  # what the agent was asked (on attempt 1; a reviewer reads it first)
 
 
 class PhaseEvent(_Event):

@@ -6,7 +6,7 @@ noise hits both alike. Prints a table with ratios and PASS/FAIL against the targ
 item 7 and issue 14 (the run history). Usage:
 
     python scripts/bench_overhead.py                 # everything (about 7 minutes)
-    python scripts/bench_overhead.py --only exec,cli # some sections
+    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report history history-query)
     python scripts/bench_overhead.py --only history-query   # the one section without Docker
     python scripts/bench_overhead.py --json out.json # also save the figures
 
@@ -62,7 +62,7 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "history", "history-query")
+SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "history", "history-query")
 
 
 @dataclass
@@ -490,6 +490,47 @@ def gold_run(tasks: list, out: Path) -> Path:
     return out
 
 
+def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
+    """`wholeloop report` on the demo run (7 tasks, replayed), side by side with `python -c pass`,
+    and which heavy modules a report imports (none of scipy, Docker, the sandbox, model SDKs)."""
+    exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
+    if run_dir is None:
+        run_dir = tmp / "demo"
+        subprocess.run([exe, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2",
+                        "--out", str(run_dir)], capture_output=True, check=True, cwd=ROOT)
+    env = {**os.environ, "COLUMNS": "150"}
+    pairs = {"report": lambda: subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True, env=env),
+             "pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
+    times = interleaved(pairs, reps, warmup=1)
+    cpu = []  # user + system CPU seconds of one report: what load on the machine does not inflate
+    for _ in range(reps):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        pairs["report"]()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    probe = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from harness.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main(["report", {str(run_dir)!r}], standalone_mode=False)
+            except SystemExit:
+                pass
+        heavy = ("scipy", "docker", "sandbox", "anthropic", "openai", "litellm", "git", "jinja2", "pandas")
+        print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy}})))
+    """)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    heavy = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else ["?"]
+    ours = median_ms(times["report"])
+    return [
+        Row("wholeloop report on the demo run, 7 tasks (raw: python -c pass)", ours, median_ms(times["pass"]),
+            "<= 500 ms", ours <= 500),
+        Row("— its CPU time (user + system), unaffected by other work's load", median_ms(cpu)),
+        Row(f"report: heavy modules imported = {', '.join(heavy) or 'none'}", len(heavy), unit="", goal="none",
+            ok=not heavy),
+    ]
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -512,6 +553,8 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=1.0, help="simulated model latency per call (s)")
     parser.add_argument("--workers", default="1,2,4,8,16")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--report-run", type=Path, help="the run folder the report section reads (default: a replay "
+                                                        "of the demo suite, made first)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     docker = bool(only - {"history-query"})  # every section but the history query needs the engine
@@ -543,6 +586,8 @@ def main() -> int:
             rows += bench_history_indexing(runs, max(5, args.reps // 6))
         if "history-query" in only:
             rows += bench_history_query(max(8, args.reps // 4))
+        if "report" in only:
+            rows += bench_report(args.report_run, Path(tmp), 15)
     print_table(rows)
     print(f"\nload {os.getloadavg()[0]:.1f} after (2-core machine: above ~1 the figures carry other work's noise)")
     if args.json:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything wholeloop needs on this machine; safe to run again (each step checks first).
-#   1. a virtual environment in .venv with wholeloop and its test dependencies
+#   1. a virtual environment in .venv with wholeloop, its test dependencies and the extras the tests use
+#      (ray, inspect: the Inspect AI export is read back by inspect_ai; pandas: the Python API's table)
 #   2. a Docker engine: installed (Debian/Ubuntu: docker.io) when missing, started when stopped
 #   3. the offline base image, built with debootstrap when it is missing and cannot be pulled
 #   (and what the tests need: a C compiler with a static libc, chromium, PostgreSQL's server)
@@ -21,7 +22,7 @@ if ! .venv/bin/python -c "import harness, sandbox, pytest" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.wholeloop-installed ]; then
   say "installing wholeloop and its dependencies into .venv"
   log=$(mktemp)
-  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,ray]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,ray,inspect,pandas]'; } >"$log" 2>&1; then
     tail -30 "$log"; say "pip install failed (full log: $log)"; exit 1
   fi
   rm -f "$log"

@@ -14,6 +14,7 @@ config. An agent config file names its kind (`kind:`, default `tool`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +51,8 @@ class AgentContext:
     # Set when the run is being stopped (Ctrl-C): the agent ends with stop_reason "interrupted",
     # and the attempt is not recorded, so a resumed run does it again.
     cancel: threading.Event = field(default_factory=threading.Event)
+    # Told each step's number as it starts (the run's live display shows it); any agent may call it.
+    on_step: Callable[[int], None] = field(default=lambda step: None)
 
 
 @dataclass

@@ -78,6 +78,7 @@ class ToolAgent:
 
     def _ask(self, model: Model, budget: Budget, sent: list[int], ctx: AgentContext) -> Turn:
         step = budget.start_call()
+        ctx.on_step(step)
         digest = hashlib.sha256(json.dumps(ctx.messages, sort_keys=True, default=str).encode()).hexdigest()[:16]
         ctx.transcript.write(ModelRequest(step=step, messages_hash=digest, new_messages=ctx.messages[sent[0]:]))
         sent[0] = len(ctx.messages)

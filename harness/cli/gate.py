@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from . import EXIT_USAGE, console, main
+from . import console, main
+from .exit_codes import NEGATIVE, OK, UNDECIDED, USAGE
 from .history import URL_HELP
 
-# The exit codes of issue 12's table (one for every command): 0 success (no regression), 1 a
-# negative verdict (a regression), 2 usage or input error, 4 not enough evidence to decide.
-EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_NOT_ENOUGH_EVIDENCE = 0, 1, 4
+# The gate's verdicts on the one table of exit codes (harness/cli/exit_codes.py).
+EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_NOT_ENOUGH_EVIDENCE = OK, NEGATIVE, UNDECIDED
 
 SIDE_HELP = """BASELINE and CANDIDATE are run folders or history queries:
 latest (the newest finished run of the candidate's suite and configuration), latest:SUITE,
@@ -90,7 +90,7 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
                                     exclude_paths=[cand.run_dir] if cand else [], exclude_uid=cand_uid)
             except QueryError as exc:
                 click.secho(f"error: {exc}", fg="red", err=True)
-                sys.exit(EXIT_USAGE)
+                sys.exit(USAGE)
             if name == "candidate":
                 cand_suite, cand_uid = run.suite or None, run.uid
             sides[name] = SideRows(name=f"{query} = {run.run_id} ({run.path})", config=run.config, rows=rows,

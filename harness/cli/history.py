@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from . import EXIT_USAGE, console, main
+from . import console, main
+from .exit_codes import USAGE
 
 URL_HELP = ("the run history: sqlite:///FILE or postgresql://USER:PASSWORD@HOST:PORT/DB "
             "(default: $WHOLELOOP_HISTORY_URL, else RUNS_ROOT/history.sqlite)")
@@ -40,7 +41,7 @@ def open_index(url: str | None, runs_root: Path, *, create: bool = False):
         return HistoryIndex.open(resolve(url, runs_root), create=create)
     except (HistoryError, FileNotFoundError) as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(USAGE)
 
 
 def _filter_options(fn):

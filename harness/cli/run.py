@@ -41,6 +41,13 @@ from . import console, main
               help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)")
 @click.option("--ray-address", default=None,
               help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)")
+@click.option("--redo", "redo", multiple=True, metavar="TASK",
+              help="do these tasks again although they are finished (repeatable, or comma-separated)")
+@click.option("--dry-run", is_flag=True, help="check everything, print the plan with a time and cost estimate, run nothing")
+@click.option("--allow-unknown-model", is_flag=True,
+              help="run a model the price map does not know (too new for it); its cost is reported as unknown")
+@click.option("--allow-infra-errors", is_flag=True,
+              help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
 @click.option("--history-url", "history_url", default=None,
               help="index the rows into this run history as they are written (default: $WHOLELOOP_HISTORY_URL, "
                    "else history.sqlite beside the run folder); prefer the variable for a URL with a password")
@@ -48,20 +55,27 @@ from . import console, main
               help="index this run in the run history (never fails the run: a history that is down only warns)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
-        executor_name, ray_address, history_url, use_history):
-    """Run an agent on every task in SUITE (spec files or folders of them)."""
+        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, history_url, use_history):
+    """Run an agent on every task in SUITE (spec files or folders of them).
+
+    Before any container starts, a preflight checks the model's credentials and price, every task's
+    repository and commit, and the run folder. Running the same command with the same --out
+    resumes: finished units are kept, units that ended in an infrastructure error are tried again.
+    Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
     from ..agents import get_agent
     from ..records import slug
-    from ..report.figures import compute_figures
-    from ..report.terminal import print_figures
     from ..run import RunOptions, Runner
+    from ..run.preflight import preflight
     from ..tasks import LimitsSpec, load_tasks
+    from . import InputProblem
+    from .exit_codes import INFRA, INTERRUPTED, OK
     from .progress import RunProgress
 
     out_console = console()
     tasks = load_tasks(list(suite))
     if not tasks:
-        raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, suite)))
+        raise InputProblem("no task specs (*.yaml) found in " + ", ".join(map(str, suite)),
+                           "give spec files or folders that hold them")
     agent_name = agent_name or ("default" if model or agent_config else "gold")
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
     agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
@@ -83,10 +97,29 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
         where = f"Ray cluster {ray_address or 'auto'}"
     elif ray_address:
         raise click.UsageError("--ray-address needs --executor ray")
+    redo = [t for item in redo for t in item.split(",") if t.strip()]
+    known = {t.id for t in tasks}
+    if set(redo) - known:
+        raise InputProblem(f"--redo names task(s) not in {', '.join(map(str, suite))}: "
+                           f"{', '.join(sorted(set(redo) - known))}", f"its tasks: {', '.join(sorted(known))}")
+    checked = preflight(tasks, model=agent.model if agent_name not in ("gold", "noop") else None, out=options.out,
+                        base_url=base_url, allow_unknown_model=allow_unknown_model)
+    if not checked.ok:  # every problem is said, one line each; nothing was started
+        if len(checked.problems) == 1:
+            raise InputProblem(checked.problems[0].what, checked.problems[0].fix)
+        for problem in checked.problems:
+            click.secho(f"error: {problem.what}" + (f"; {problem.fix}" if problem.fix else ""), fg="red", err=True)
+        raise InputProblem(f"{len(checked.problems)} problems found before the run (above); nothing was started")
+    if dry_run:
+        _print_plan(out_console, tasks, agent, label, options, where, redo, checked.notes)
+        return
     out_console.print(f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], "
-                  f"{where} -> {options.out}")
-    with RunProgress(out_console, len(tasks) * repeats) as progress:
-        runner = Runner(tasks, agent, options, progress=progress.update, executor=executor)
+                      f"{where} -> {options.out}")
+    with RunProgress(out_console, len(tasks) * repeats, workers=workers) as progress:
+        runner = Runner(tasks, agent, options, progress=progress.update, executor=executor, redo=redo)
+        finished = runner.folder.finished_units()
+        progress.seed([r for r in runner.folder.latest() if r.unit() in finished and r.task_id not in redo])
+        runner.folder.on_row(progress.row)
         hook = None
         if use_history:  # rows go into the run history through the run folder's one append point
             from ..history.live import attach, default_url
@@ -97,10 +130,52 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
             rows = runner.run()
         except KeyboardInterrupt:
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
-                          f"--out {options.out} to resume")
-            sys.exit(130)
+                              f"--out {options.out} to resume")
+            sys.exit(INTERRUPTED)
         finally:
             if hook is not None:
                 hook.finish()
+    from ..report.figures import compute_figures
+    from ..report.terminal import print_figures
+
     print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
+    infra = sum(r.final and r.outcome == "infra_error" for r in rows)
+    if infra and not allow_infra_errors:
+        out_console.print(f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: exit {INFRA} "
+                          f"(fix the cause and run the same command again to redo them; --allow-infra-errors accepts them)")
+        sys.exit(INFRA)
+    sys.exit(OK)
+
+
+def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
+    """What the run would do, with a time and cost estimate from earlier runs of the same tasks."""
+    from ..records import RunFolder
+    from ..report.format import seconds, usd
+    from ..run.preflight import estimate
+
+    folder = RunFolder(options.out)
+    done = folder.finished_units() if folder.is_run() else set()
+    units = [(t, rep) for rep in range(options.repeats) for t in tasks
+             if (t.id, label, rep) not in done or t.id in redo]
+    est = estimate(tasks, units, out=options.out, model=agent.model, agent=agent.name, workers=options.workers)
+    out.print(f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
+              f"attempt(s), agent [cyan]{label}[/], {where} -> {options.out}")
+    for note in notes:
+        out.print(f"  ok  {note}")
+    by_id = {t.task_id: t for t in est.tasks}
+    for task in tasks:
+        e = by_id[task.id]
+        seen = f"~{seconds(e.seconds)} per trial" if e.seconds is not None else "no earlier run"
+        cost = f", ~{usd(e.cost_usd)}" if e.cost_usd is not None else ""
+        out.print(f"  {task.id:<24} {task.repo} @ {task.base_commit[:12]}   {seen}{cost}", soft_wrap=True)
+    out.print(f"{len(units)} unit(s) to run, {len(tasks) * options.repeats - len(units)} already done")
+    if est.seconds is None:
+        out.print("estimate: none (no earlier run of these tasks under " + str(options.out.parent) + ")")
+    else:
+        cost = (f" and about {usd(est.cost_usd)}" + ("" if est.cost_tasks == len({t.id for t, _ in units})
+                                                       else f" (from the {est.cost_tasks} task(s) seen with this model)")
+                if est.cost_usd is not None else "; cost: no earlier run with this model and agent")
+        out.print(f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
+                  f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)")
+    out.print("nothing was started (--dry-run)")

@@ -63,6 +63,7 @@ def grade(
             consistent, why = parsed.consistent_with(run.returncode)
             result = classify(task, parsed.statuses, run.returncode, consistent, why)
             result.apply_method, result.reverted = method, reverted
+            result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}
             if not parsed.found_summary:
                 result.note = (result.note + "; " if result.note else "") + parsed.missing_hint
             return _timed(result, started), output, parsed

@@ -38,6 +38,8 @@ class Grade(BaseModel):
     tests: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS and PASS_TO_PASS statuses")
     fail_to_pass: TestTally = Field(default_factory=TestTally)
     pass_to_pass: TestTally = Field(default_factory=TestTally)
+    messages: dict[str, str] = Field(default_factory=dict,
+                                     description="failure message of each failing listed test, as the parser read it")
     exit_code: int | None = None
     consistent: bool = True
     note: str = ""

@@ -48,8 +48,9 @@ RESULTS_FILE = "results.jsonl"  # RunFolder.RESULTS (tests/test_history.py check
 _alembic_version = Table("alembic_version", MetaData(), Column("version_num", String(32), primary_key=True))
 
 
-class HistoryError(Exception):
-    """The history database cannot be used; the message names it without its password."""
+class HistoryError(ValueError):
+    """The history database cannot be used (down, refused, a wrong password, a missing driver): an
+    input error, not a bug. The message names the database without its password."""
 
 
 @dataclass
@@ -247,7 +248,7 @@ class HistoryIndex:
         return _transaction(self.engine, write=True)
 
     def _read(self) -> _transaction:
-        return _transaction(self.engine, write=False)
+        return _transaction(self.engine, write=False, index=self)
 
     def migrate(self) -> None:
         """Apply the Alembic migrations the database lacks (none, most of the time: one cheap query)."""
@@ -572,13 +573,20 @@ def _engine(url: str) -> Engine:
 
 
 class _transaction:
-    """`with _transaction(engine, write=...) as conn:` one transaction, committed on success."""
+    """`with _transaction(engine, write=...) as conn:` one transaction, committed on success. With
+    `index`, a database error becomes its HistoryError (reads: what a listing says when the
+    database fails it; writes say what they were doing themselves)."""
 
-    def __init__(self, engine: Engine, *, write: bool) -> None:
-        self.engine, self.write = engine, write
+    def __init__(self, engine: Engine, *, write: bool, index: HistoryIndex | None = None) -> None:
+        self.engine, self.write, self.index = engine, write, index
 
     def __enter__(self) -> Connection:
-        self.conn = self.engine.connect().execution_options(wl_write=self.write)
+        try:
+            self.conn = self.engine.connect().execution_options(wl_write=self.write)
+        except SQLAlchemyError as exc:
+            if self.index is None:
+                raise
+            raise self.index.error(exc, "cannot connect") from exc
         try:
             self.trans = self.conn.begin()
         except BaseException:
@@ -594,3 +602,5 @@ class _transaction:
                 self.trans.rollback()
         finally:
             self.conn.close()
+        if self.index is not None and isinstance(exc, SQLAlchemyError):
+            raise self.index.error(exc, "a query failed") from exc

@@ -8,6 +8,7 @@ cheap for runs that use no model.
 
 from __future__ import annotations
 
+import os
 import time
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
@@ -55,6 +56,18 @@ class HTTPModel(ABC):
 
     def for_task(self, task_id: str) -> HTTPModel:
         return self  # one client serves every task
+
+    def credential_env(self) -> tuple[str, ...]:
+        """The environment variables, any one of which gives this adapter its credentials."""
+        return (self.env_key,) if self.env_key else ()
+
+    def missing_credentials(self) -> list[str]:
+        """The variables to set when no credentials are there ([] when a key was given or one is
+        set). Checked before a run starts; nothing is sent to the provider."""
+        names = self.credential_env()
+        if self._api_key or not names or any(os.environ.get(n) for n in names):
+            return []
+        return list(names)
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
                  settings: Settings | None = None) -> Turn:

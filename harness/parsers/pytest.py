@@ -91,6 +91,7 @@ def parse_pytest(output: str) -> TestReport:
             report.statuses[node] = status
             if status in (FAILED, ERROR) and (message := _message(rest, node)):
                 report.messages[node] = message
+    _messages_from_sections(lines, report)
     for line in reversed(lines):
         match = _CLOSING.match(line.strip())
         if match:
@@ -99,6 +100,53 @@ def parse_pytest(output: str) -> TestReport:
                 report.counts[key] = int(num)
             break
     return report
+
+
+_SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
+_BLOCK = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
+_RULE = re.compile(r"^=+ .* =+$")
+_LOCATION = re.compile(r"^\S+:\d+: \w+")
+MESSAGE_LINES = 40
+MESSAGE_CHARS = 4000
+
+
+def _messages_from_sections(lines: list[str], report: TestReport) -> None:
+    """Failure messages from the FAILURES / ERRORS sections (the `>` line, the `E` lines and the
+    `file:line: Error` line of each block), which say far more than the summary line's cut message.
+    A block is matched to a failing node id by its name (`test_x[p]`, `TestC.test_x`); a name two
+    failing nodes share keeps the summary message."""
+    failing = [n for n, s in report.statuses.items() if s in (FAILED, ERROR)]
+    by_name: dict[str, list[str]] = {}
+    for node in failing:
+        by_name.setdefault(".".join(node.split("::")[1:]), []).append(node)
+    section, name, block = False, None, []
+
+    def close() -> None:
+        if name is None:
+            return
+        key = name.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of ")
+        nodes = by_name.get(key, [])
+        if len(nodes) != 1:
+            return
+        kept = [line for line in block if line.startswith(("E ", ">")) or _LOCATION.match(line)]
+        kept = kept or block[-15:]
+        text = "\n".join(line.rstrip() for line in kept[-MESSAGE_LINES:]).strip()
+        if text:
+            report.messages[nodes[0]] = text[-MESSAGE_CHARS:]
+
+    for line in lines:
+        if _SECTION.match(line.strip()):
+            close()
+            section, name, block = True, None, []
+        elif section and (m := _BLOCK.match(line.strip())):
+            close()
+            name, block = m.group("name"), []
+        elif section and _RULE.match(line.strip()):
+            close()
+            section, name, block = False, None, []
+        elif name is not None:
+            block.append(line)
+    close()
 
 
 class PytestParser:

@@ -27,6 +27,7 @@ from ..records import ResultRow, open_run, write_atomic
 from ..transcript import read_transcript
 from . import format as fmt
 from . import html_view
+from .attempt import PASSING, fail_to_pass, failing_tests, failure_messages, problem_statement
 from .svgplot import Point, Series, TrendLine, box_strip_svg, colour, cost_rate_svg, phase_bars_svg, trend_svg
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "report"
@@ -123,22 +124,26 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None) -> dict:
+def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None, manifest: dict | None = None) -> dict:
     """The detail of one repeat, capped so the JSON stays under MAX_PAYLOAD bytes."""
+    manifest = manifest if manifest is not None else open_run(rep.run_dir).manifest()
     events: list = []
     transcript = rep.run_dir / rep.final.transcript_path if rep.final.transcript_path else None
     if transcript and transcript.is_file():
         events = read_transcript(transcript)
+    first = min(rep.rows, key=lambda r: r.attempt)
+    why = {"problem": problem_statement(rep.run_dir, first, events, manifest),
+           "messages": {r.attempt: failure_messages(rep.run_dir, r, manifest) for r in rep.rows}}
     limit, payload = 8000, {}
     for _ in range(6):
-        payload = _payload(rep, events, limit, recovery or {})
+        payload = _payload(rep, events, limit, recovery or {}, why)
         if len(json.dumps(payload, ensure_ascii=False)) <= MAX_PAYLOAD:
             break
         limit //= 2
     return payload
 
 
-def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) -> dict:
+def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], why: dict) -> dict:
     shown: set[str] = set()
     compact = [e for e in (_compact_event(ev, limit, shown) for ev in events) if e is not None]
     notes = []
@@ -153,6 +158,7 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) ->
         adir = rep.run_dir / row.dir if row.dir else None
         patch = _read(rep.run_dir / row.patch_path) if row.patch_path else ""
         grade = json.loads(_read(adir / "grade.json") or "{}") if adir else {}
+        messages = why["messages"].get(row.attempt, {})
         attempts.append({
             "attempt": row.attempt, "outcome": row.outcome, "resolved": row.resolved,
             "stop_reason": row.stop_reason, "steps": row.steps, "model_calls": row.model_calls,
@@ -163,11 +169,14 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) ->
             "f2p": row.fail_to_pass, "p2p": row.pass_to_pass,
             "test_output": _tail(adir / "test_output.txt", TEST_TAIL_LINES, limit * 2) if adir else "",
             "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note")},
+            "failing": [[t, st, kind, _cap(messages.get(t, ""), limit)] for t, st, kind in failing_tests(row)][:MAX_TESTS],
+            "f2p_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING] if row.resolved else [],
             "dir": row.dir, "started_at": row.started_at, "finished_at": row.finished_at,
             "recovery": recovery.get((rep.config, row.task_id, row.repeat, row.attempt)),
         })
     final = rep.final
     return {"task": final.task_id, "config": rep.config, "repeat": final.repeat, "run": rep.run_id,
+            "problem": _cap(why["problem"], limit),
             "model": final.model, "agent": final.agent, "instance_id": final.instance_id,
             "transcript_path": final.transcript_path, "attempts": attempts, "events": compact, "notes": notes}
 
@@ -308,7 +317,8 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     view = html_view.build(reps, figs)
     charts = _charts(view, reps)
     recovery = _recovery_index(figs)
-    payloads = [(rep.index, encode_payload(build_payload(rep, recovery))) for rep in reps]
+    manifests = {d: open_run(d).manifest() for d in {rep.run_dir for rep in reps}}
+    payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
     env = _environment()
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
     return env.get_template("report.html.j2").render(

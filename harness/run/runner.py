@@ -8,6 +8,8 @@ command with the same folder resumes and never redoes finished work. Units run o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sandbox import Backend, SandboxError
 from sandbox.docker import prune_containers
 
@@ -21,16 +23,37 @@ from .unit import ProgressFn, RunOptions, UnitRunner
 
 class Runner(UnitRunner):
     def __init__(self, tasks: list[Task], agent: Agent, options: RunOptions, progress: ProgressFn | None = None,
-                 executor: Executor | None = None, backend: Backend | None = None):
+                 executor: Executor | None = None, backend: Backend | None = None, redo: Iterable[str] = ()):
         super().__init__(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
         self.tasks = tasks
         self.run_dir = self.folder.path
         self.executor = executor or LocalExecutor(options.workers)
+        #: tasks to do again although they are finished (`--redo`): every repeat, from attempt 1
+        self.redo = set(redo)
+        unknown = self.redo - {t.id for t in tasks}
+        if unknown:
+            raise ValueError(f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
+                             f"its tasks: {', '.join(sorted(t.id for t in tasks))}")
 
     def pending(self) -> list[tuple[Task, int]]:
-        """(task, repeat) units without a final row yet: a re-run resumes, never redoes."""
+        """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
+        never redoes finished work; an infrastructure error is tried again), and the --redo tasks."""
         done = self.folder.finished_units()
-        return [(t, rep) for rep in range(self.options.repeats) for t in self.tasks if (t.id, self.label, rep) not in done]
+        return [(t, rep) for rep in range(self.options.repeats) for t in self.tasks
+                if (t.id, self.label, rep) not in done or t.id in self.redo]
+
+    def plan_text(self, todo: list[tuple[Task, int]]) -> str:
+        """'3 to run, 4 already done' and what the 3 are when they are not new."""
+        total = len(self.tasks) * self.options.repeats
+        text = f"{len(todo)} to run, {total - len(todo)} already done"
+        again = self.folder.units_to_redo()
+        errors = sum((t.id, self.label, rep) in again and t.id not in self.redo for t, rep in todo)
+        redone = sum(t.id in self.redo for t, _ in todo)
+        if errors:
+            text += f"; {errors} infrastructure error{'s' if errors > 1 else ''} redone"
+        if redone:
+            text += f"; {redone} redone on request (--redo)"
+        return text
 
     def run(self) -> list[ResultRow]:
         """Run every pending unit. On KeyboardInterrupt, running agents stop at their next step,
@@ -38,8 +61,7 @@ class Runner(UnitRunner):
         self._clean_leftovers()
         self.write_manifest()
         todo = self.pending()
-        total = len(self.tasks) * self.options.repeats
-        self.progress("plan", "", f"{len(todo)} to run, {total - len(todo)} already done")
+        self.progress("plan", "", self.plan_text(todo))
         try:
             for rows in self.executor.run_units(self, todo):
                 for row in rows:

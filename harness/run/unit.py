@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Backend, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
+from sandbox import Backend, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
 from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult
@@ -112,6 +112,7 @@ class UnitRunner:
         phases, started, started_at = PhaseTimes(), time.monotonic(), now()
         try:
             self.progress("start", unit, "preparing images")
+            phases.image_cached = False  # until the images are found or built
             prepared = self.prepare(task)
             phases.image_s, phases.image_cached = round(prepared.seconds, 3), prepared.cached
             transcript.write(PhaseEvent(name="image", seconds=phases.image_s, detail="cached" if prepared.cached else "built"))
@@ -148,13 +149,15 @@ class UnitRunner:
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
-            transcript.write(AttemptStart(task_id=task.id, attempt=attempt, repeat=repeat, config=self.label, image=prepared.image))
+            transcript.write(AttemptStart(task_id=task.id, attempt=attempt, repeat=repeat, config=self.label, image=prepared.image,
+                                          problem_statement=task.problem_statement if attempt == 1 else ""))
             if feedback:
                 transcript.write(Feedback(attempt=attempt, mode=self.options.feedback, text=feedback))
             self.progress("agent", unit, f"agent working (attempt {attempt})")
             t1 = time.monotonic()
             ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
-                               deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel)
+                               deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
+                               on_step=lambda step, unit=unit: self.progress("step", unit, str(step)))
             result = self.agent.run(ctx)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
@@ -227,6 +230,10 @@ class UnitRunner:
                    phases: PhaseTimes, started: float, started_at: str) -> ResultRow:
         message = str(exc) if isinstance(exc, NotRetryable) else f"{type(exc).__name__}: {exc}"
         hint = exc.hint if isinstance(exc, (SandboxError, TaskSpecError)) else ""
+        if isinstance(exc, ImageBuildError):  # the summary line says why, where the log is, what to do
+            first, _, rest = message.partition("\n")
+            message = f"{first} — build log: {self.folder.image_log_path}" + (f"; hint: {hint}" if hint else "")
+            message += f"\n{rest}" if rest else ""
         transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip()))
         phases.total_s = round(time.monotonic() - started, 3)
         row = self.failure_row(task, repeat, attempt, message, phases=phases, started_at=started_at)

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -140,7 +141,7 @@ def bootstrap_base_image(
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-            raise ImageBuildError("debootstrap failed:\n" + "\n".join(tail))
+            raise ImageBuildError(f"debootstrap failed: {tail[-1] if tail else 'no output'}\n" + "\n".join(tail))
         # Caches and docs are a third of the size and nobody reads them in a sandbox.
         for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
             shutil.rmtree(root / sub, ignore_errors=True)
@@ -339,11 +340,9 @@ def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dock
         for chunk in stream:
             if "error" in chunk:
                 tail.append(chunk["error"].rstrip())
-                raise ImageBuildError(
-                    f"building {tag} failed:\n" + "\n".join(tail[-25:]),
-                    hint="Fix the setup/install commands in the task's environment; "
-                    "the lines above are the end of the build log.",
-                )
+                if log:
+                    log(chunk["error"].rstrip())
+                raise build_failure(tag, tail)
             text = chunk.get("stream", "")
             for line in text.splitlines():
                 if line.strip():
@@ -352,6 +351,30 @@ def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dock
                         log(line.rstrip())
         img = client().images.get(tag)
     return BuiltImage(tag, img.id, cached=False, seconds=time.monotonic() - started, log_tail=tail)
+
+
+# Lines of `docker build` output that say nothing about why a step failed.
+_BUILD_NOISE = re.compile(r"^(Step \d+/\d+ :|---> |Removing intermediate container|Successfully |Sending build context)")
+_TLS_FAILURE = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|x509: certificate|SSL certificate problem"
+                          r"|unable to get local issuer certificate|self[- ]signed certificate", re.I)
+TLS_HINT = ("the build could not verify a TLS certificate (a proxy that re-signs TLS?): set `trust_ca_bundle: true` "
+            "in the task's environment to trust this host's CA bundle, or give the path of your CA bundle")
+
+
+def build_failure(tag: str, tail: list[str]) -> ImageBuildError:
+    """The error of a failed build. Its first line is the summary: the last meaningful lines of the
+    failing step (not the step header, not the 'returned a non-zero code' line alone), so a log or a
+    results row that shows one line still says why; the end of the build log follows."""
+    last_step = max((i for i, line in enumerate(tail) if line.lstrip().startswith("Step ")), default=-1)
+    step = [line.strip() for line in tail[last_step + 1:] if line.strip() and not _BUILD_NOISE.match(line.strip())]
+    *output, error = step or [""]
+    code = re.search(r"non-zero code: (\d+)", error)
+    cause = output[-2:] if output else [error]
+    summary = " | ".join(cause)[:600] + (f" (exit code {code.group(1)})" if code and output else "")
+    tls = any(_TLS_FAILURE.search(line) for line in tail)
+    hint = TLS_HINT if tls else ("fix the setup/install commands in the task's environment "
+                                 "(the end of the build log follows the first line)")
+    return ImageBuildError(f"building {tag} failed: {summary or 'no output'}\n" + "\n".join(tail[-25:]), hint=hint)
 
 
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:

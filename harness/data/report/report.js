@@ -245,7 +245,40 @@
   }
 
   /* ---- tests ----------------------------------------------------------------------- */
+  /* why the attempt ended as it did, as `wholeloop show` opens: the problem (folded), the outcome,
+     each failing hidden test with its failure message; for a resolved attempt the tests it made pass */
+  function whyView(d, a) {
+    var box = h("div", { class: "why" });
+    if (d.problem) {
+      var lines = d.problem.replace(/\n+$/, "").split("\n"), FOLD = 8;
+      var pre = h("pre", { class: "problem", text: lines.slice(0, FOLD).join("\n") });
+      box.appendChild(h("div", { class: "ttl", text: "problem statement" }));
+      box.appendChild(pre);
+      if (lines.length > FOLD) {
+        var more = h("button", { class: "more", text: "show all " + lines.length + " lines",
+          onclick: function () { pre.textContent = lines.join("\n"); more.remove(); } });
+        box.appendChild(more);
+      }
+    }
+    box.appendChild(h("div", { class: "ttl" }, "outcome ", h("span", { class: "pill o-" + a.outcome, text: a.outcome })));
+    var failing = a.failing || [];
+    if (failing.length) {
+      box.appendChild(h("div", { class: "ttl", text: failing.length + " failing hidden test" + (failing.length === 1 ? "" : "s") }));
+      failing.forEach(function (t) {
+        box.appendChild(h("div", { class: "failing" }, h("span", { class: "s st-" + t[1], text: "✗ " + t[1] }), " ",
+          h("b", { text: t[0] }), h("span", { class: "muted", text: " · " + t[2] })));
+        if (t[3]) box.appendChild(h("pre", { class: "msg", text: t[3] }));
+      });
+    }
+    if (a.f2p_passing && a.f2p_passing.length) {
+      box.appendChild(h("div", { class: "ttl", text: "FAIL_TO_PASS now passing (" + a.f2p_passing.length + ")" }));
+      box.appendChild(h("pre", { class: "st-PASSED", text: a.f2p_passing.map(function (t) { return "✓ " + t; }).join("\n") }));
+    }
+    return box;
+  }
+
   function testsView(b, d, a) {
+    b.appendChild(whyView(d, a));
     var f2p = a.f2p || {}, p2p = a.p2p || {};
     b.appendChild(h("div", { class: "tally" },
       h("div", { class: "box" }, h("div", { class: "muted", text: "FAIL_TO_PASS (the fix)" }), h("b", { text: (f2p.passed || 0) + " / " + (f2p.total || 0) }), " pass"),
