@@ -465,3 +465,13 @@ def test_the_over_time_section_renders_in_a_browser(tmp_path):
         assert browser.js("document.querySelector('#over-time table').rows.length") == 5  # header + four runs
     finally:
         browser.close()
+
+
+def test_a_crash_log_hides_a_history_urls_password(tmp_path, monkeypatch):
+    from harness.cli import write_crash_log
+
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "argv", ["wholeloop", "history", "--history-url", "postgresql://wl:s3cret-pw@db:5432/h"])
+    log = write_crash_log(RuntimeError("boom at postgresql://wl:s3cret-pw@db:5432/h"))
+    text = log.read_text()
+    assert "s3cret-pw" not in text and "postgresql://wl:***@db:5432/h" in text and "boom" in text
