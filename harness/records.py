@@ -6,11 +6,12 @@
     RUN/attempts/<task>/<config>/rep-<r>/transcript.unfinished-<n>.jsonl   earlier, unfinished tries
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
     RUN/logs/images.log      image build output
+    RUN/.writer.lock         held (flock) by the one run writing the folder, for its whole life
 
 Everything a report shows is recomputed from these files, with no Docker. Every part of wholeloop
 that reads or writes a run folder (the runner, the executors, reports, export, show, a history
 index) goes through `RunFolder`: paths, appending rows (the one append point), the latest-row
-rule, manifest updates under one lock, moving an unfinished transcript aside, the image log.
+rule, the one writer (`writer()`), manifest updates under one lock, moving an unfinished transcript aside, the image log.
 
 A leaf: it imports neither `sandbox` nor the runner.
 """
@@ -24,8 +25,11 @@ import json
 import os
 import re
 import shutil
+import socket
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .jsonl import append_line, complete_lines, drop_torn_tail
 from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
+from .scrub import scrub
 
 RESULT_SCHEMA = 1
 
@@ -79,6 +84,9 @@ class ResultRow(BaseModel):
     patch_bytes: int = 0
     error: str | None = None
     note: str = ""
+    tampering: str | None = None  # the channels of results contradicted each other (see grade.json)
+    grader_version: int | None = None  # of the grader that decided `outcome` (None: before it was recorded)
+    regraded_from: dict | None = None  # set by `wholeloop regrade`: the outcome and grader version before
     instance_id: str | None = None
     dir: str = ""  # the attempt folder, relative to the run folder
     patch_path: str = ""
@@ -130,12 +138,14 @@ def check_writable(path: Path | str, *, folder: bool) -> None:
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write a whole file or nothing: a temporary file renamed over the target."""
+    """Write a whole file or nothing: a temporary file renamed over the target. Scrubbed of
+    secrets (harness.scrub): every file wholeloop writes goes through here or append_line."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     blocker = _file_in_the_way(path)
     if blocker is not None:
         raise NotADirectoryError(errno.ENOTDIR, f"{blocker} is a file, not a folder", str(path))
+    data = scrub(data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
@@ -207,11 +217,18 @@ def redo_on_resume(row: ResultRow) -> bool:
 RowListener = Callable[["ResultRow"], None]
 
 
+class RunFolderBusy(RuntimeError):
+    """Another process (or another RunFolder of this one) is writing this run folder."""
+
+    hint = "wait for that run to end (or stop it), or give this run another --out"
+
+
 class RunFolder:
     """One run folder. Thread-safe; the manifest is also safe across processes (an flock)."""
 
     RESULTS = "results.jsonl"
     MANIFEST = "manifest.json"
+    WRITER_LOCK = ".writer.lock"
 
     def __init__(self, path: Path | str, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -255,6 +272,40 @@ class RunFolder:
 
     def relative(self, path: Path) -> Path:
         return Path(path).relative_to(self.path)
+
+    # ------------------------------------------------------------------ one writer
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[None]:
+        """Hold the run folder for one writer (a run, for its whole life): an flock on
+        RUN/.writer.lock, taken at once or not at all. A second writer -- another process, or another
+        open of the folder in this one -- gets RunFolderBusy naming the holder. The kernel drops the
+        lock when its holder dies, even by SIGKILL, so a killed run never blocks its resume."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        path = self.path / self.WRITER_LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode(errors="replace")
+            os.close(fd)
+            try:
+                who = json.loads(holder)
+                what = f"pid {who['pid']} on {who['host']}, since {who['since']}: {' '.join(who['command'])[:200]}"
+            except (ValueError, KeyError, TypeError):
+                what = "its details are not written yet"
+            raise RunFolderBusy(f"{self.path} is being written by another wholeloop run ({what}); "
+                                "a run folder has one writer at a time") from None
+        try:
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "command": sys.argv,
+                  "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     # ------------------------------------------------------------------ rows
 
@@ -354,7 +405,7 @@ class RunFolder:
         path = self.image_log_path
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._log_lock, open(path, "a") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+            fh.write(scrub(text if text.endswith("\n") else text + "\n"))
 
 
 class RunNotStarted(FileNotFoundError):

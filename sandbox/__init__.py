@@ -4,10 +4,12 @@ implementation (`sandbox.docker`).
 This package never imports `harness`.
 """
 
-from .base import Backend, ExecResult, Limits, Mount, OutputCap, Sandbox
+from .base import DEFAULT_DISK, Backend, ExecResult, Limits, Mount, OutputCap, Sandbox, parse_size
 from .docker import DEFAULT_BASE, REPO_DIR, BuiltImage, DockerBackend, DockerSandbox, EnvSpec
 from .errors import (
     ContainerGone,
+    DiskLimitReached,
+    DiskSpaceError,
     EngineUnavailable,
     ExecError,
     FileOpError,
@@ -19,11 +21,13 @@ from .errors import (
     RepositoryError,
     SandboxError,
 )
+from .patch import BaseRules, Change, TakenPatch, TreeEntry, take_patch
 from .snapshot import Snapshot, cache_dir, cached_snapshot, find_commit, make_snapshot, tar_directory
 
 __all__ = [
-    "Backend", "BuiltImage", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
+    "Backend", "BaseRules", "BuiltImage", "Change", "TakenPatch", "TreeEntry", "take_patch", "ContainerGone", "DEFAULT_BASE",
+    "DEFAULT_DISK", "DiskLimitReached", "DiskSpaceError", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",
-    "Snapshot", "cache_dir", "cached_snapshot", "find_commit", "make_snapshot", "tar_directory",
+    "Snapshot", "cache_dir", "cached_snapshot", "find_commit", "make_snapshot", "parse_size", "tar_directory",
 ]

@@ -55,6 +55,10 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
   apt_install postgresql
 fi
 
+# node and npm: external agents from npm (Claude Code, Codex CLI) are installed with them (in a
+# build container; neither CLI needs node at run time)
+command -v npm >/dev/null || { say "installing node and npm (to install npm-based agent CLIs)"; apt_install nodejs npm; }
+
 # headless chromium: tests/test_html_report.py opens the HTML report in it (CI runs that test)
 command -v chromium >/dev/null || { say "installing chromium (headless browser for the HTML report test)"; apt_install chromium; }
 

@@ -340,6 +340,33 @@ def test_report_opens_from_disk_and_two_clicks_reach_transcript_and_diff(tmp_pat
         _keep(png)
 
 
+@pytest.mark.parametrize("shape", ["one-task", "one-task-unknown-price", "one-task-infra-error", "one-task-two-configs"])
+def test_a_report_of_one_task_renders_and_opens(tmp_path, browser, shape):
+    """One task gives bootstrap intervals without bounds (one task to resample): the report says
+    so instead of failing (it raised TypeError), and the page opens without a JS error."""
+    run = tmp_path / "run"
+    configs = ["cheap", "dear"] if shape == "one-task-two-configs" else ["only"]
+    fabricate_run(run, tasks=1, configs=configs, repeats=1, seed=3)
+    if shape != "one-task":  # rewrite the rows: price unknown, or the only trial an infra error
+        folder = RunFolder(run)
+        rows = folder.rows()
+        folder.results_path.unlink()
+        for row in rows:
+            if shape == "one-task-unknown-price":
+                row.cost_usd = None
+            elif shape == "one-task-infra-error":
+                row.outcome, row.resolved, row.error = "infra_error", False, "docker daemon went away"
+            folder.append(row)
+    report = write_html([run], tmp_path / "one.html", figures=_figures([run]))
+    browser.open(report)
+    browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+    assert browser.errors() == []
+    assert browser.js("document.querySelectorAll('#mx .cell').length") == len(configs)
+    browser.js("document.querySelector('#mx .cell').click()")
+    browser.wait_js("document.querySelector('#dr-body .ev-step') !== null")
+    assert browser.errors() == []
+
+
 def measure(n_attempts: int = 500) -> dict:
     """Size and time to first render of a report over n_attempts fabricated attempts."""
     with tempfile.TemporaryDirectory() as tmp:

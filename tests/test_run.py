@@ -70,7 +70,8 @@ def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_pa
     shown = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "gold")],
                            capture_output=True, text=True, env=env)
     assert shown.returncode == 0 and "100%" in shown.stdout, shown.stderr
-    assert not our_containers(tmp_path / "gold", tmp_path / "noop")
+    left = our_containers(tmp_path / "gold", tmp_path / "noop")
+    assert not left, [(c.name, c.status, c.labels) for c in left]
     # running the same command again resumes: nothing is redone
     again = cli.invoke(main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--out", str(tmp_path / "gold")])
     assert again.exit_code == 0 and "0 to run, 1 already done" in again.output

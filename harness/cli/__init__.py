@@ -81,7 +81,9 @@ def _user_error(exc: BaseException) -> InputProblem | None:
     from ..registry import UnknownName
 
     # ValueError: our typed input errors are ValueErrors (TaskSpecError, UnknownAgent, UnknownName...).
-    ours: tuple[type[BaseException], ...] = (ModelConfigError, UnknownName, ValueError)
+    from ..records import RunFolderBusy
+
+    ours: tuple[type[BaseException], ...] = (ModelConfigError, UnknownName, RunFolderBusy, ValueError)
     if "sandbox.errors" in sys.modules:  # a SandboxError can only come from a loaded sandbox
         from sandbox.errors import SandboxError
 
@@ -107,11 +109,13 @@ def write_crash_log(exc: BaseException) -> Path | None:
     name = f"crash-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
     import tempfile
 
+    from ..scrub import scrub_text
+
     for folder in (crash_log_dir(), Path(tempfile.gettempdir())):
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / name
-            path.write_text(text)
+            path.write_text(scrub_text(text))  # a traceback's locals and messages may hold a key
             return path
         except OSError:
             continue
@@ -122,6 +126,9 @@ class _Group(click.Group):
     """Turns errors into one line (the user's) or a log of the traceback (ours), never a traceback."""
 
     def invoke(self, ctx: click.Context):
+        from ..scrub import scrub_console
+
+        scrub_console()  # every line printed from here on (errors, progress, tracebacks) is scrubbed of secrets
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
@@ -147,7 +154,7 @@ def main() -> None:
     graded by hidden tests in a fresh container, the whole loop measured."""
 
 
-from . import gate, history, machine, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
+from . import gate, history, machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
 
 if __name__ == "__main__":
     main()

@@ -14,10 +14,12 @@ from . import console, main
 @main.command()
 @click.argument("suite", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--agent", "agent_name", default=None,
-              help="gold | noop | default (the tool-calling agent; implied by --model)")
+              help="gold | noop | default (the tool-calling agent; implied by --model) | external:NAME (a shipped "
+                   "agent CLI: mini-swe-agent, claude-code, codex, aider; see docs/agents.md)")
 @click.option("--model", default=None,
               help="anthropic/<id>, openai/<id>, litellm/<provider>/<id>, replay:<recordings or run folder>")
-@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False), help="agent config YAML (tools, prompts, limits)")
+@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False),
+              help="agent config YAML: the tool agent's tools, prompts and limits, or an external CLI (kind: external)")
 @click.option("--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)")
 @click.option("--stream/--no-stream", default=False, help="use the provider's streaming API")
 @click.option("--temperature", type=float, default=None)
@@ -35,6 +37,8 @@ from . import console, main
 @click.option("--cpus", type=float, help="CPU limit per container (overrides tasks)")
 @click.option("--memory", help="memory limit per container, e.g. 2g (overrides tasks)")
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
+@click.option("--disk", help="bytes a container may write in all, e.g. 50m, 4g; 0 for no limit "
+                             "(overrides tasks; default 2g)")
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
 @click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -54,7 +58,7 @@ from . import console, main
 @click.option("--history/--no-history", "use_history", default=True, show_default=True,
               help="index this run in the run history (never fails the run: a history that is down only warns)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
-        attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
+        attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
         executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, history_url, use_history):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
@@ -62,10 +66,10 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     repository and commit, and the run folder. Running the same command with the same --out
     resumes: finished units are kept, units that ended in an infrastructure error are tried again.
     Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
-    from ..agents import get_agent
+    from ..agents import ContainerAgent, get_agent
     from ..records import slug
     from ..run import RunOptions, Runner
-    from ..run.preflight import preflight
+    from ..run.preflight import Problem, preflight
     from ..tasks import LimitsSpec, load_tasks
     from . import InputProblem
     from .exit_codes import INFRA, INTERRUPTED, OK
@@ -80,7 +84,8 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
     agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
                       settings={"temperature": temperature, "max_tokens": max_tokens})
-    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, command_timeout_s=command_timeout, output_bytes=output_bytes)
+    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout,
+                        output_bytes=output_bytes)
     options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
                          infra_retries=infra_retries, limits=limits, label=config_label)
     label = options.label_for(agent)
@@ -102,8 +107,11 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     if set(redo) - known:
         raise InputProblem(f"--redo names task(s) not in {', '.join(map(str, suite))}: "
                            f"{', '.join(sorted(set(redo) - known))}", f"its tasks: {', '.join(sorted(known))}")
-    checked = preflight(tasks, model=agent.model if agent_name not in ("gold", "noop") else None, out=options.out,
-                        base_url=base_url, allow_unknown_model=allow_unknown_model)
+    container_agent = isinstance(agent, ContainerAgent)  # an external CLI: it checks its own model and key
+    checked = preflight(tasks, model=agent.model if agent_name not in ("gold", "noop") and not container_agent else None,
+                        out=options.out, base_url=base_url, allow_unknown_model=allow_unknown_model)
+    if container_agent:
+        checked.problems += [Problem(p, "") for p in agent.check(allow_unknown_price=allow_unknown_model)]
     if not checked.ok:  # every problem is said, one line each; nothing was started
         if len(checked.problems) == 1:
             raise InputProblem(checked.problems[0].what, checked.problems[0].fix)

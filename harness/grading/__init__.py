@@ -4,8 +4,8 @@ decide the outcome; and what the agent hears between attempts."""
 from .feedback import MODES as FEEDBACK_MODES
 from .feedback import feedback_text
 from .grade import grade
-from .outcome import GRADE_SCHEMA, Grade, Outcome, TestTally, classify
+from .outcome import GRADE_SCHEMA, GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
 from .patching import touched_files
 
-__all__ = ["FEEDBACK_MODES", "GRADE_SCHEMA", "Grade", "Outcome", "TestTally", "classify", "feedback_text", "grade",
-           "touched_files"]
+__all__ = ["FEEDBACK_MODES", "GRADER_VERSION", "GRADE_SCHEMA", "Grade", "Outcome", "Stripped", "TestTally", "classify",
+           "feedback_text", "grade", "touched_files"]

@@ -13,6 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
+from .. import scrub
 from .errors import AuthError, ConnectionFailed, ModelError, ModelTimeout
 from .pricing import PriceTable, turn_cost
 from .retry import call_with_retries
@@ -34,6 +35,7 @@ class HTTPModel(ABC):
         self.base_url = base_url
         self.stream = stream
         self._api_key = api_key
+        scrub.register(api_key)  # a key given in code is scrubbed like one from the environment
         self._prices = prices
         self._sleep = sleep
         self._client = client

@@ -24,6 +24,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..records import ResultRow, open_run, write_atomic
+from ..scrub import scrub_bytes
 from ..transcript import read_transcript
 from . import format as fmt
 from . import html_view
@@ -168,7 +169,8 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], wh
             "tests": _tests(row, MAX_TESTS), "n_tests": len(row.tests),
             "f2p": row.fail_to_pass, "p2p": row.pass_to_pass,
             "test_output": _tail(adir / "test_output.txt", TEST_TAIL_LINES, limit * 2) if adir else "",
-            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note")},
+            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note", "stripped",
+                                                "channels", "tampering", "grader_version")},
             "failing": [[t, st, kind, _cap(messages.get(t, ""), limit)] for t, st, kind in failing_tests(row)][:MAX_TESTS],
             "f2p_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING] if row.resolved else [],
             "dir": row.dir, "started_at": row.started_at, "finished_at": row.finished_at,
@@ -183,7 +185,7 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], wh
 
 def encode_payload(payload: dict) -> str:
     """gzip + base64: text that is safe inside a <script> element and ~5x smaller than JSON."""
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    raw = scrub_bytes(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode())  # compressed: past write_atomic's scrub
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
@@ -290,9 +292,12 @@ def trend_view(series: list[dict], *, what: str, source: str) -> dict:
 
 
 def _environment() -> Environment:
+    # finalize: every value the template prints is made visible (no escape sequence of a run's text
+    # reaches the page raw); report.js does the same to the data it decodes.
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si)
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v)
+    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
     return env
 
 
@@ -321,8 +326,10 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
     env = _environment()
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
+    tampering = [(row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
+                 for rep in reps for row in rep.rows if row.tampering]
     return env.get_template("report.html.j2").render(
-        view=view, charts=charts, payloads=payloads, trend=trend,
+        view=view, charts=charts, payloads=payloads, trend=trend, tampering=tampering,
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(), js=(TEMPLATES / "report.js").read_text(),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -13,17 +13,17 @@ import json
 from pathlib import Path
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
-from rich.markup import escape
 
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
-from .format import seconds, usd
+from .format import seconds, usd, visible, visible_value
 
 TAIL_LINES = 25
 
@@ -64,9 +64,11 @@ def _tail(text: str, full: bool) -> str:
 def _call(event) -> Text | Syntax | Group:
     args = event.arguments or {}
     if event.arguments is None:
-        return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")
-    if event.name == "bash":
-        return Syntax("$ " + args.get("command", ""), "bash", theme="ansi_dark", word_wrap=True)
+        return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")  # made visible by the caller
+    if event.name == "bash" or (event.kind in ("shell", "test", "edit") and event.command):
+        command = event.command or args.get("command", "")
+        head = f"{event.name}: " if event.name != "bash" else ""
+        return Syntax(f"{head}$ {command}", "bash", theme="ansi_dark", word_wrap=True)
     if event.name == "edit":
         head = Text(f"edit {args.get('command', '?')} {args.get('path', '')}", style="bold")
         if args.get("command") == "str_replace":
@@ -103,15 +105,15 @@ def render_outcome(console: Console, row: ResultRow) -> None:
     p2p = row.pass_to_pass or {}
     tests = (f"   FAIL_TO_PASS {f2p.get('passed', 0)}/{f2p.get('total', 0)}, PASS_TO_PASS "
              f"{p2p.get('passed', 0)}/{p2p.get('total', 0)}") if f2p or p2p else ""
-    console.print(f"outcome [{colour}]{row.outcome}[/]{tests}   stopped: [bold]{escape(row.stop_reason or '-')}[/]   "
+    console.print(f"outcome [{colour}]{escape(row.outcome)}[/]{tests}   stopped: [bold]{escape(row.stop_reason or '-')}[/]   "
                   f"steps {row.steps}   tokens {row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out   "
                   f"cost {cost}   agent {seconds(row.phases.agent_s)} (model {seconds(row.phases.model_s)}, "
                   f"tools {seconds(row.phases.tool_s)}, waiting {seconds(row.phases.retry_wait_s)})   "
                   f"grading {seconds(row.phases.grading_s)}")
     if row.error:
-        console.print(f"[bold red]error:[/] {escape(row.error)}")
+        console.print(Text("error: ", style="bold red") + Text(row.error))
     if row.note:
-        console.print(f"[dim]grading note: {escape(row.note)}[/]")
+        console.print(Text(f"grading note: {row.note}", style="dim"))
 
 
 def render_failing(console: Console, run_dir: Path, row: ResultRow, full: bool, manifest: dict) -> None:
@@ -122,9 +124,9 @@ def render_failing(console: Console, run_dir: Path, row: ResultRow, full: bool, 
     messages = failure_messages(run_dir, row, manifest)
     console.print(Text(f"failing hidden tests ({len(failing)}):", style="bold red"))
     for test, status, kind in failing[: None if full else 20]:
-        console.print(Text.assemble(("  ✗ ", "red"), (test, "bold"), (f"  {status} · {kind}", "dim")))
+        console.print(Text.assemble(("  ✗ ", "red"), (visible(test), "bold"), (f"  {status} · {kind}", "dim")))
         if messages.get(test):
-            console.print(Panel(Text(_fold(messages[test], TAIL_LINES, full)), border_style="red", padding=(0, 1)))
+            console.print(Panel(Text(_fold(visible(messages[test]), TAIL_LINES, full)), border_style="red", padding=(0, 1)))
     if len(failing) > 20 and not full:
         console.print(f"  ... and {len(failing) - 20} more (--full lists them)")
 
@@ -135,7 +137,7 @@ def render_now_passing(console: Console, row: ResultRow) -> None:
     if row.resolved and passing:
         console.print(Text(f"FAIL_TO_PASS now passing ({len(passing)}):", style="bold green"))
         for test in passing:
-            console.print(Text.assemble(("  ✓ ", "green"), test))
+            console.print(Text.assemble(("  ✓ ", "green"), visible(test)))
 
 
 def render_event(console: Console, event, full: bool) -> None:
@@ -158,16 +160,29 @@ def render_event(console: Console, event, full: bool) -> None:
         failing = f"  failing: {escape(', '.join(event.failing[:8]))}" if event.failing else ""
         console.print(f"tests {mark}: {event.passed} passed, {event.failed} failed, {event.errors} errors{failing}")
     elif kind == "retry":
-        console.print(f"[yellow]retry {event.attempt}[/] after {event.error_type} ({event.status_code}): "
+        console.print(f"[yellow]retry {event.attempt}[/] after {escape(event.error_type)} ({event.status_code}): "
                       f"waited {event.wait_s:.1f}s")
     elif kind == "limit":
-        console.print(f"[bold yellow]limit reached:[/] {event.limit} ({event.value:g} of {event.maximum:g})")
+        amount = (f"{event.value / 2**20:.1f} MB of {event.maximum / 2**20:.0f} MB" if event.limit == "disk_limit"
+                  else f"{event.value:g} of {event.maximum:g}")
+        console.print(f"[bold yellow]limit reached:[/] {escape(event.limit)} ({amount})")
     elif kind == "error":
-        console.print(Panel(Text(event.message), title=f"error in {event.where}: {event.error_type}", border_style="red"))
+        console.print(Panel(Text(event.message), title=Text(f"error in {event.where}: {event.error_type}"), border_style="red"))
     elif kind == "stop":
-        console.print(Rule(f"stopped: {event.reason}", style="bold"))
+        console.print(Rule(f"stopped: {escape(event.reason)}", style="bold"))
         if event.detail:
             console.print(Text(event.detail))
+    elif kind == "external_run":
+        said = event.self_report
+        report = (f"   it reports {said['input_tokens']:,} in / {said['output_tokens']:,} out, cost {usd(said['cost_usd'])}"
+                  if said else "")
+        stopped = f"   stopped by wholeloop: {event.stopped_by}" if event.stopped_by else ""
+        console.print(Text(f"{event.cli} {event.version} exited {event.exit_code} after {seconds(event.seconds)}"
+                           f"{' (timed out)' if event.timed_out else ''}{stopped}{report}", style="bold"))
+        if event.logs:
+            console.print(Text("its logs: " + ", ".join(event.logs[:12]), style="dim"))
+        if event.exit_code not in (0, None) and event.stderr_tail.strip():
+            console.print(Panel(Text(_tail(event.stderr_tail, full)), title="end of its stderr", border_style="red"))
     elif kind == "feedback":
         console.print(Panel(Text(event.text), title=f"feedback before attempt {event.attempt}", border_style="yellow"))
     elif kind == "patch":
@@ -178,7 +193,7 @@ def render_event(console: Console, event, full: bool) -> None:
             console.print("[dim]empty patch[/]")
     elif kind == "grade":
         colour = "green" if event.resolved else "red"
-        console.print(f"hidden tests: [{colour}]{event.outcome}[/]" + (f" - {escape(event.detail)}" if event.detail else ""))
+        console.print(f"hidden tests: [{colour}]{escape(event.outcome)}[/]" + (f" - {escape(event.detail)}" if event.detail else ""))
 
 
 def _events_of_attempt(events: list, attempt: int) -> list:
@@ -192,15 +207,24 @@ def _events_of_attempt(events: list, attempt: int) -> list:
     return out
 
 
+def _visible_row(row: ResultRow) -> ResultRow:
+    return row.model_copy(update={k: visible(v) for k, v in row.model_dump().items() if isinstance(v, str)})
+
+
 def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: bool = False,
                    manifest: dict | None = None) -> None:
+    """Every string from the run folder is made `visible` first (the agent's escape sequences are
+    shown, never executed) and printed as text, never as rich markup."""
     manifest = manifest or {}
+    row = _visible_row(row)
     console.print(Rule(f"[bold]{escape(row.task_id)}[/]  {escape(row.config)}  repeat {row.repeat}  attempt {row.attempt}"))
     transcript = run_dir / row.transcript_path
     events = read_transcript(transcript) if row.transcript_path and transcript.is_file() else []
+    events = [event.model_copy(update=visible_value(event.model_dump())) for event in events]
     if row.attempt == 1:
-        render_problem(console, problem_statement(run_dir, row, events, manifest), full)
+        render_problem(console, visible(problem_statement(run_dir, row, events, manifest)), full)
     render_outcome(console, row)
+    _grading_record(console, run_dir, row)
     render_failing(console, run_dir, row, full, manifest)
     if not events:
         console.print(f"[yellow]no transcript at {escape(str(transcript))}[/]")
@@ -211,10 +235,27 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
     output = run_dir / row.dir / "test_output.txt"
     if not row.resolved and row.dir and output.is_file() and output.stat().st_size:
         if full:
-            console.print(Panel(Text(output.read_text(errors="replace")), title="the hidden test output",
+            console.print(Panel(Text(visible(output.read_text(errors="replace"))), title="the hidden test output",
                                 title_align="left", border_style="red"))
         else:
             console.print(f"[dim]the whole hidden test output: {escape(str(output))} (--full prints it)[/]")
+
+
+def _grading_record(console: Console, run_dir: Path, row: ResultRow) -> None:
+    """What grade.json says beyond the outcome: suspected tampering, what was not applied, the channels."""
+    path = run_dir / row.dir / "grade.json" if row.dir else None
+    grade = json.loads(path.read_text()) if path and path.is_file() else {}
+    if row.tampering or grade.get("tampering"):
+        console.print(Text("suspected tampering: ", style="bold red") + Text(visible(str(row.tampering or grade["tampering"]))))
+    stripped = grade.get("stripped") or []
+    if stripped:
+        shown = visible(", ".join(f"{s.get('path')} ({s.get('reason')})" for s in stripped[:12]))
+        more = f" and {len(stripped) - 12} more" if len(stripped) > 12 else ""
+        console.print(Text(f"not applied from the patch: {shown}{more}", style="yellow"))
+    if grade.get("channels"):
+        console.print(Text("result channels: " + " · ".join(f"{k}: {v}" for k, v in grade["channels"].items()), style="dim"))
+    if grade and grade.get("grader_version") is None:
+        console.print(Text("graded before the grader's version was recorded (wholeloop regrade re-grades it)", style="dim"))
 
 
 def show(run_dir: Path, task_id: str, *, config: str | None = None, repeat: int | None = None,

@@ -45,10 +45,23 @@ def task_table(rows: list[ResultRow], width: int = 150) -> Table:
         style = OUTCOME_STYLE.get(row.outcome, "")
         f2p = f"{row.fail_to_pass.get('passed', 0)}/{row.fail_to_pass.get('total', 0)}" if row.fail_to_pass else "-"
         p2p = f"{row.pass_to_pass.get('passed', 0)}/{row.pass_to_pass.get('total', 0)}" if row.pass_to_pass else "-"
-        cells.append([Text(row.task_id), Text(row.config), str(row.repeat), Text(row.outcome, style=style), f2p, p2p,
+        outcome = Text(row.outcome, style=style)
+        if row.tampering:
+            outcome.append(" (suspected tampering)", style="bold red")
+        cells.append([Text(row.task_id), Text(row.config), str(row.repeat), outcome, f2p, p2p,
                       Text(row.stop_reason), seconds(row.phases.agent_s), seconds(row.phases.grading_s),
                       _money(row.cost_usd, row.cost_usd is None)])
     return fit_table("Per task", cols, cells, width=width)
+
+
+def _print_tampering(rows: list[ResultRow], console: Console) -> None:
+    flagged = [r for r in rows if r.tampering]
+    for row in flagged[:10]:
+        line = Text("suspected tampering ", style="bold red")
+        line.append(f"{row.task_id} ({row.config} #{row.repeat} attempt {row.attempt}): {row.tampering[:300]}")
+        console.print(line)
+    if len(flagged) > 10:
+        console.print(f"... and {len(flagged) - 10} more attempts with suspected tampering (see results.jsonl)")
 
 
 def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
@@ -94,6 +107,7 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
         f"   python {recipe.python or '?'}   docker {recipe.docker_engine.get('version', '?')}",
         f"model(s): {', '.join(recipe.models) or '-'}" + (f"   base url: {', '.join(recipe.base_urls)}" if recipe.base_urls else ""),
         f"agent: {recipe.agent or '-'}   settings: {settings}" + (f"   limits: {limits}" if limits else ""),
+        *([f"scaffold: {recipe.scaffold}"] if recipe.scaffold else []),
         f"agent config sha256 {(recipe.agent_config_sha256 or '-')[:16]}   prompts {(recipe.prompt_sha256 or '-')[:16]}"
         f"   tools {(recipe.tool_schema_sha256 or '-')[:16]}",
         f"{recipe.tasks} task(s)   {runs}   {recipe.started_at or '?'} -> {recipe.finished_at or 'not finished'}"
@@ -290,4 +304,5 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
     if comparisons:
         for cmp in figures.comparisons:
             console.print(comparison_block(cmp, width))
+    _print_tampering(rows, console)
     _print_infra_errors(rows, console)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sandbox import Backend, SandboxError
-from sandbox.docker import prune_containers
+from sandbox import Backend, DiskSpaceError, Limits, SandboxError
+from sandbox.docker import check_room, prune_containers
 
-from ..agents import Agent
+from ..agents import Agent, prepare_agent
 from ..records import ResultRow, RunFolder
 from ..tasks import Task
 from .executors import Executor, LocalExecutor
@@ -57,8 +57,17 @@ class Runner(UnitRunner):
 
     def run(self) -> list[ResultRow]:
         """Run every pending unit. On KeyboardInterrupt, running agents stop at their next step,
-        unfinished units are left for a resume, and the interrupt is re-raised."""
+        unfinished units are left for a resume, and the interrupt is re-raised. Raises
+        RunFolderBusy at once when another run writes the same folder (the lock is held until the
+        end, by the driver whatever the executor)."""
+        with self.folder.writer():
+            return self._run()
+
+    def _run(self) -> list[ResultRow]:
+        self._check_disk_room()
         self._clean_leftovers()
+        # Before any container: an external agent builds (or finds) its install and checks it.
+        prepare_agent(self.agent, lambda line: self.progress("note", "", line))
         self.write_manifest()
         todo = self.pending()
         self.progress("plan", "", self.plan_text(todo))
@@ -76,6 +85,21 @@ class Runner(UnitRunner):
             self.executor.shutdown(cancel=False)
             self.folder.update_manifest(lambda manifest: manifest.__setitem__("finished_at", now()))
         return self.folder.latest()
+
+    def _check_disk_room(self) -> None:
+        """Refuse (DiskSpaceError) a run whose containers at once could write more than the engine's
+        disk has free: workers x the largest disk limit, twice when an agent's container waits
+        (paused) while an earlier attempt is graded. Checked here for units run on this machine."""
+        if not isinstance(self.executor, LocalExecutor):
+            return  # other machines' disks: each node's containers have their limits all the same
+        limits = [self.options.limits.apply(task.limits.apply(Limits())).disk_bytes or 0 for task in self.tasks]
+        at_once = min(self.options.workers, len(self.tasks) * self.options.repeats) * (2 if self.options.attempts > 1 else 1)
+        try:
+            check_room(max(limits, default=0), at_once)
+        except DiskSpaceError:
+            raise
+        except SandboxError:
+            pass  # the engine could not be asked: every unit will say so in its own row
 
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""

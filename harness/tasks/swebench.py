@@ -67,6 +67,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..records import latest_of
+from ..scrub import scrub_text
 from .spec import Environment, HiddenTests, Task, TaskSpecError, dump_task, load_task
 
 REQUIRED_FIELDS = (
@@ -355,7 +356,7 @@ def _build_task(
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", newline="") as fh:  # patches keep their bytes: no newline translation
-        fh.write(text)
+        fh.write(scrub_text(text))  # the one scrubbing boundary (harness.scrub)
     os.replace(tmp, path)
 
 

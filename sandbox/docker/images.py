@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -29,6 +30,7 @@ import docker.errors
 
 from .engine import client, translate
 from ..errors import ImageBuildError, ImageNotFound, InputError
+from ..patch import CACHE_PATTERNS
 from ..snapshot import SNAPSHOT_FORMAT, Snapshot, cache_dir, tar_directory
 
 IMAGE_FORMAT = 2  # bump when the build recipes below change: forces rebuilds everywhere
@@ -38,8 +40,9 @@ CA_PATH = "/usr/local/share/wholeloop/ca-bundle.crt"
 # Every client we know of that reads a CA bundle from the environment.
 CA_ENV = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
 REPO_DIR = "/repo"
-# Caches that running code or tests leaves in the work tree: never part of anyone's patch.
-CACHE_PATTERNS = ["__pycache__/", "'*.py[co]'", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/", ".tox/", ".nox/", "'*.egg-info/'"]
+# What each image setup script of a task image (see `task_image`) printed, as <name>.json: facts of
+# the environment recorded before any agent ran, outside the repository, read by grading.
+FACTS_DIR = "/opt/wholeloop/facts"
 
 LogFn = Callable[[str], None]
 
@@ -209,7 +212,8 @@ def env_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
 # ----------------------------------------------------------------------------- task tier
 
 
-def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool) -> str:
+def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool,
+                   setups: tuple[tuple[str, str], ...] = ()) -> str:
     key = {
         "format": IMAGE_FORMAT,
         "snapshot_format": SNAPSHOT_FORMAT,
@@ -219,14 +223,21 @@ def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...]
         "install": list(install),
         "network": network,
     }
+    if setups:
+        key["setups"] = [list(pair) for pair in setups]
     return "wholeloop-task:" + _hash(key)
 
 
 def task_image(
-    env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool, log: LogFn | None = None
+    env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool, log: LogFn | None = None,
+    setups: tuple[tuple[str, str], ...] = (),
 ) -> BuiltImage:
-    """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs."""
-    tag = task_image_tag(env, snapshot, install, network)
+    """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs.
+
+    `setups` are (name, shell script) pairs run last, each one's standard output
+    kept as FACTS_DIR/<name>.json (a test parser records which plugins the environment has, say):
+    facts of the environment from before any agent, outside the repository."""
+    tag = task_image_tag(env, snapshot, install, network, setups)
     lines = [f"FROM {env.id}", f"COPY repo/ {REPO_DIR}/", f"WORKDIR {REPO_DIR}"]
     lines += [f"RUN {_shell(cmd)}" for cmd in install]
     # Files an install step leaves behind (egg-info, build/, caches) must not show up in the
@@ -234,8 +245,11 @@ def task_image(
     lines.append(
         "RUN git ls-files --others --exclude-standard --directory -z "
         "| xargs -0 -r printf '/%s\\n' >> .git/info/exclude"
-        f" && printf '%s\\n' {' '.join(CACHE_PATTERNS)} >> .git/info/exclude"
+        f" && printf '%s\\n' {' '.join(shlex.quote(p) for p in CACHE_PATTERNS)} >> .git/info/exclude"
     )
+    for name, script in setups:
+        target = f"{FACTS_DIR}/{name}.json"
+        lines.append(f"RUN {_shell(f'mkdir -p {FACTS_DIR} && ( {script} ) > {target}.tmp && mv {target}.tmp {target}')}")
     return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
 
 
@@ -265,6 +279,15 @@ def remove_images(tiers: tuple[str, ...] = ("env", "task")) -> list[str]:
                 client().images.remove(info.id, force=True)
             removed.append(", ".join(info.tags) or info.id[:19])
     return removed
+
+
+def image_id(tag: str) -> str:
+    """The id of a local image; raises ImageNotFound."""
+    with translate(f"looking up image {tag}"):
+        try:
+            return client().images.get(tag).id
+        except docker.errors.ImageNotFound:
+            raise ImageNotFound(f"image {tag} is not present", hint="Build the base image: bash scripts/setup.sh") from None
 
 
 def image_exists(tag: str) -> bool:

@@ -4,7 +4,25 @@
  * textContent, never parsed as HTML. */
 (function () {
   "use strict";
-  var INDEX = JSON.parse(document.getElementById("wl-index").textContent);
+  // Text from a run is shown, never acted on: escape sequences and control characters become
+  // visible (ESC as \u241b, CR as \u240d, C1 and bidi controls as <U+XXXX>), the rule of
+  // harness/report/format.py `visible`. Applied once to all data, as it is decoded.
+  var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function vis(s) {
+    return s.replace(/\r\n/g, "\n").replace(CONTROL, function (c) {
+      var n = c.charCodeAt(0);
+      if (n < 0x20) return String.fromCharCode(0x2400 + n);
+      if (n === 0x7f) return "\u2421";
+      return "<U+" + ("000" + n.toString(16).toUpperCase()).slice(-4) + ">";
+    });
+  }
+  function visAll(v) {
+    if (typeof v === "string") return vis(v);
+    if (Array.isArray(v)) return v.map(visAll);
+    if (v && typeof v === "object") { var o = {}; for (var k in v) o[k] = visAll(v[k]); return o; }
+    return v;
+  }
+  var INDEX = visAll(JSON.parse(document.getElementById("wl-index").textContent));
   var cache = {};
   var state = { reps: [], rep: null, attempt: null, tab: "transcript", data: null, cell: null };
   var TAIL = 15;
@@ -42,7 +60,7 @@
     var bytes = new Uint8Array(bin.length);
     for (var j = 0; j < bin.length; j++) bytes[j] = bin.charCodeAt(j);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Response(stream).text().then(function (t) { cache[i] = JSON.parse(t); return cache[i]; });
+    return new Response(stream).text().then(function (t) { cache[i] = visAll(JSON.parse(t)); return cache[i]; });
   }
 
   /* ---- the drawer ----------------------------------------------------------------- */
@@ -90,6 +108,7 @@
   function header() {
     var d = state.data, a = cur();
     var pill = $("dr-outcome"); pill.className = "pill o-" + a.outcome; pill.textContent = a.outcome;
+    if ((a.grade || {}).tampering) pill.textContent += " · suspected tampering";
     $("dr-cfg").textContent = d.config + " · repeat " + d.repeat + (d.attempts.length > 1 ? " · " + d.attempts.length + " attempts" : "");
     var st = $("dr-stats"); st.textContent = "";
     var u = a.usage || {}, p = a.phases || {};
@@ -197,7 +216,8 @@
             ev.passed + " passed, " + ev.failed + " failed, " + ev.errors + " errors" + (ev.failing.length ? " · failing: " + ev.failing.slice(0, 8).join(", ") : "")));
           break;
         case "retry": b.appendChild(h("div", { class: "warn", text: "retry " + ev.attempt + " after " + ev.error_type + (ev.status_code ? " (" + ev.status_code + ")" : "") + ": waited " + secs(ev.wait_s) + (ev.message ? " — " + ev.message : "") })); break;
-        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + ev.value + " of " + ev.maximum + ")" })); break;
+        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + (ev.limit === "disk_limit"
+            ? (ev.value / 1048576).toFixed(1) + " MB of " + (ev.maximum / 1048576).toFixed(0) + " MB" : ev.value + " of " + ev.maximum) + ")" })); break;
         case "error": b.appendChild(h("div", { class: "err", text: "error in " + ev.where + ": " + ev.error_type + "\n" + ev.message })); break;
         case "stop": b.appendChild(h("div", { class: "stop" }, "stopped: " + ev.reason, ev.detail ? h("span", { class: "d", text: ev.detail }) : null)); break;
         case "feedback":
@@ -314,8 +334,12 @@
       ["patch", secs(p.patch_s)], ["grading", secs(p.grading_s)], ["total", secs(p.total_s)]]);
     kv("Tokens and cost", [["input", num(u.input_tokens)], ["output", num(u.output_tokens)], ["cache read / write", num(u.cache_read_tokens) + " / " + num(u.cache_write_tokens)],
       ["reasoning", num(u.reasoning_tokens)], ["model calls", a.model_calls], ["cost", usd(a.cost_usd)]]);
-    kv("Grading", [["outcome", a.outcome], ["patch applied with", g.apply_method], ["protected files put back", (g.reverted || []).join(", ") || "none"],
-      ["test exit code", g.exit_code], ["exit code consistent", g.consistent], ["note", g.note || a.note]]);
+    var channels = Object.keys(g.channels || {}).map(function (k) { return k + ": " + g.channels[k]; }).join(" · ");
+    var stripped = (g.stripped || []).map(function (s) { return s.path + " (" + s.reason + ")"; }).join(", ");
+    kv("Grading", [["outcome", a.outcome], ["suspected tampering", g.tampering || "none"], ["patch applied with", g.apply_method],
+      ["not applied from the patch", stripped || "none"], ["protected files left at base", (g.reverted || []).join(", ") || "none"],
+      ["result channels", channels], ["test exit code", g.exit_code], ["results consistent", g.consistent],
+      ["grader version", g.grader_version == null ? "before 2 (not recorded)" : g.grader_version], ["note", g.note || a.note]]);
     var rc = a.recovery;
     if (rc) kv("Recovery inside this attempt", [["visible test runs", rc.test_runs + " (" + rc.red_runs + " red)"],
       ["reached green", rc.reached_green ? "yes, at step " + rc.steps_to_green + " after " + secs(rc.seconds_to_green) : "no"],
