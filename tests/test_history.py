@@ -475,3 +475,118 @@ def test_a_crash_log_hides_a_history_urls_password(tmp_path, monkeypatch):
     log = write_crash_log(RuntimeError("boom at postgresql://wl:s3cret-pw@db:5432/h"))
     text = log.read_text()
     assert "s3cret-pw" not in text and "postgresql://wl:***@db:5432/h" in text and "boom" in text
+
+
+# ---------------------------------------------------------------------------- regrades, tampering, upgrades
+
+
+def write_regrade(source: RunFolder, out: Path, changes: dict[str, dict], url: str | None) -> RunFolder:
+    """A regrade's folder as `wholeloop regrade` (harness/run/regrade.py) writes it: the source's
+    rows with new outcomes (and tampering), then its manifest copied (run_uid included) with
+    regraded_from and the grader version; indexed afterwards, as the regrade command does."""
+    from harness.history.live import index_folder
+
+    target = RunFolder(out, create=True)
+    for r in source.latest():
+        change = changes.get(r.task_id, {})
+        target.append(r.model_copy(update={"run_id": out.name, "grader_version": 2, **change,
+                                           "regraded_from": {"outcome": r.outcome, "grader_version": 1}}))
+    manifest = source.manifest()
+
+    def record(m: dict) -> None:
+        m.update({k: v for k, v in manifest.items() if k not in ("run_id", "images")})
+        m["run_id"], m["grader_version"] = out.name, 2
+        m["regraded_from"] = {"run_dir": str(source.path), "run_id": manifest["run_id"], "grader_versions": [1],
+                              "at": "2026-03-09T10:00:00+00:00", "command": ["wholeloop", "regrade"]}
+
+    target.update_manifest(record)
+    if url:
+        assert index_folder(target, url, warn=pytest.fail) == len(target.rows())
+    return target
+
+
+def test_a_regraded_run_is_a_run_of_its_own_standing_in_for_its_source(tmp_path, history_url):
+    from harness.history.query import Query, resolve as resolve_query
+
+    root = tmp_path / "runs"
+    day = datetime(2026, 3, 1, 9, tzinfo=timezone.utc)
+    older = write_run(root / "main-0", outcomes(10, set(range(4))), started=day - timedelta(days=1), url=history_url)
+    source = write_run(root / "main-1", outcomes(10, set(range(6))), started=day, url=history_url)
+    # grader v2: t00 was a forged pass (tampering), t09 resolves now
+    regrade = write_regrade(source, root / "main-1-regraded-v2", {
+        "t00": {"outcome": "unresolved", "resolved": False, "tampering": "pytest channels disagree on 3 tests"},
+        "t09": {"outcome": "resolved", "resolved": True}}, history_url)
+
+    def check(index: HistoryIndex) -> None:
+        found = {r.run_id: r for r in index.list_runs()}
+        assert set(found) == {"main-0", "main-1", "main-1-regraded-v2"}  # the source keeps its entry
+        new, old = found["main-1-regraded-v2"], found["main-1"]
+        assert new.uid != old.uid and new.regraded_from == old.uid and old.regraded_from is None
+        assert (new.resolved, new.tampering, old.resolved, old.tampering) == (6, 1, 6, 0)
+        rows = {r.task_id: r for r in index.rows_of(new.key, new.config)}
+        assert rows["t00"].tampering and rows["t00"].grader_version == 2 and not rows["t01"].tampering
+        # the trend shows the re-graded run once, as its regrade, at the source's time
+        (series,) = trend(index, HistoryFilter(suite="demo"))
+        assert [p.run_id for p in series.points] == ["main-0", "main-1-regraded-v2"]
+        assert series.points[-1].started_at == old.started_at
+        # `latest` is the regrade (the same attempts, the newer grader), never the source
+        run, _ = resolve_query(index, Query("latest"), suite="demo", config="A")
+        assert run.run_id == "main-1-regraded-v2"
+
+    with HistoryIndex.open(history_url) as index:
+        check(index)
+        out = listing(history_url, root)
+        line = next(x for x in out.splitlines() if "main-1-regraded-v2" in x)
+        assert f"regrade of {index.list_runs(HistoryFilter(run='main-1'))[0].uid[:12]}" in line
+        assert "1 suspected tampering" in line
+        index.rebuild([root])  # from the folders alone: the same
+        check(index)
+    # the gate against `latest` names the baseline's suspected tampering
+    cand = write_run(tmp_path / "pr" / "cand", outcomes(10, set(range(6))), started=day + timedelta(days=1))
+    done = cli("gate", "latest", str(cand.path), "--history-url", history_url)
+    assert "latest = main-1-regraded-v2" in done.stdout and "suspected tampering on 1 task(s): t00" in done.stdout, done.stdout
+    assert older.path.exists()
+
+
+def test_an_index_of_the_first_schema_is_upgraded_keeping_its_runs(tmp_path, history_url):
+    from alembic import command
+    from alembic.config import Config
+
+    from harness.history.db import MIGRATIONS
+
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    engine = create_engine(normalize(history_url))
+    with engine.begin() as conn:  # an index as the first revision made it, with a run in it
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+    engine.dispose()
+    first = MetaData()
+    first.reflect(create_engine(normalize(history_url)))
+    assert "tampering" not in first.tables["attempts"].c
+    # a run indexed by a wholeloop of that schema, through the same tables (columns of 0001 only)
+    with create_engine(normalize(history_url)).begin() as conn:
+        conn.execute(first.tables["runs"].insert().values(
+            id=1, uid="old-run", run_id="old", path="/x/old", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            finished_at=datetime(2026, 1, 1, 1, tzinfo=timezone.utc), indexed_at=datetime.now(timezone.utc)))
+        conn.execute(first.tables["attempts"].insert().values(
+            run=1, seq=0, current=True, task_id="t", task_hash="h", config="A", agent="a", repeat=0, attempt=1,
+            final=True, outcome="resolved", resolved=True, total_s=1.0, agent_s=1.0, steps=1, input_tokens=1,
+            output_tokens=1))
+    with HistoryIndex.open(history_url) as index:  # brought to head on open
+        assert index.revision() == HEAD
+        (run,) = index.list_runs()
+        assert (run.run_id, run.resolved, run.scored, run.tampering, run.regraded_from) == ("old", 1, 1, 0, None)
+
+
+def test_a_history_urls_password_is_a_secret_of_the_scrub_boundary(tmp_path):
+    from harness import scrub
+    from harness.history.url import protect
+
+    password = "pg-Pass%2Fw0rd-" + os.urandom(4).hex()  # percent-encoded in the URL: "/" in the password
+    protect(f"postgresql://wl:{password}@db.example:5432/history")
+    plain = password.replace("%2F", "/")
+    for text in (f"connect failed for {password}", f"echoed {plain} back", json.dumps({"dsn": plain})):
+        cleaned = scrub.scrub_text(text)
+        assert password not in cleaned and plain not in cleaned, cleaned

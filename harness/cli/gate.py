@@ -122,6 +122,9 @@ def print_gate(r, out) -> None:
         say(f"  {label} {side.name} [dim](config {side.config})[/]: {side.tasks} tasks, {side.trials} trials, "
                   f"{side.resolved}/{side.scored} resolved; infrastructure errors {side.infra_errors}/{side.trials} "
                   f"({share})")
+        if side.tampering:
+            say(f"    suspected tampering on {len(side.tampering)} task(s): {', '.join(side.tampering[:8])}"
+                + (", ..." if len(side.tampering) > 8 else "") + " (see `wholeloop show`)")
     notes = []
     for what, tasks in (("changed content hash, not compared", r.changed), ("only in the baseline", r.only_baseline),
                         ("only in the candidate", r.only_candidate), ("infra errors only on one side", r.unscored),

@@ -137,6 +137,15 @@ def _summary_json(r) -> dict:
     return data
 
 
+def _notes(r) -> str:
+    notes = [] if r.finished_at else ["unfinished"]
+    if r.regraded_from:
+        notes.append(f"regrade of {r.regraded_from[:12]}")
+    if r.tampering:
+        notes.append(f"{r.tampering} suspected tampering")
+    return ", ".join(notes)
+
+
 def _runs_table(found) -> str:
     """Plain aligned columns (no rich: this command's start-up time is measured, and it pipes well)."""
     from ..report.format import pct, seconds, usd
@@ -145,7 +154,7 @@ def _runs_table(found) -> str:
     right = {"tasks", "resolved", "rate", "infra", "cost", "time/trial"}
     lines = [[_when(r.started_at), r.run_id, r.suite or "-", r.config, str(r.tasks), f"{r.resolved}/{r.scored}",
               pct(r.rate), str(r.infra_errors) if r.infra_errors else "", usd(r.cost_usd),
-              seconds(r.time_s / r.scored) if r.scored else "-", "" if r.finished_at else "unfinished"]
+              seconds(r.time_s / r.scored) if r.scored else "-", _notes(r)]
              for r in found]
     widths = [max(len(x[i]) for x in [header, *lines]) for i in range(len(header))]
 

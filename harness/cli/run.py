@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -75,6 +76,10 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     from .exit_codes import INFRA, INTERRUPTED, OK
     from .progress import RunProgress
 
+    if use_history:  # before anything is printed or written: the URL's password is a secret of the scrub boundary
+        from ..history.url import ENV, protect
+
+        protect(history_url or os.environ.get(ENV))
     out_console = console()
     tasks = load_tasks(list(suite))
     if not tasks:

@@ -90,6 +90,8 @@ class RunSummary:
     incomplete: int
     cost_usd: float | None  # over scored trials; None when a price was unknown
     time_s: float  # over scored trials
+    regraded_from: str | None = None  # a regrade: the uid of the run it re-graded
+    tampering: int = 0  # complete trials whose grade suspects tampering
 
     @property
     def rate(self) -> float | None:
@@ -133,14 +135,32 @@ def provisional_uid(folder: RunFolder) -> str:
 
 
 def run_uid(folder: RunFolder, manifest: dict) -> str:
-    """The manifest's run_uid; for runs older than it, a hash of the folder, its run id and start
-    time; without a manifest yet, `provisional_uid`."""
+    """The manifest's run_uid (for a regrade, derived from it: the regrade copied it from its source);
+    for runs older than it, a hash of the folder, its run id and start time; without a manifest yet,
+    `provisional_uid`."""
     if manifest.get("run_uid"):
-        return str(manifest["run_uid"])
+        uid = str(manifest["run_uid"])
+        regraded = manifest.get("regraded_from")
+        if isinstance(regraded, dict):  # a regrade copies its source's manifest, run_uid included:
+            # it is a run of its own, keyed by its source and when it was made
+            seed = f"{uid}|regrade|{regraded.get('at', '')}|{manifest.get('run_id', folder.path.name)}"
+            return "r-" + hashlib.sha256(seed.encode()).hexdigest()[:30]
+        return uid
     if not manifest:
         return provisional_uid(folder)
     seed = f"{folder.path.resolve()}|{manifest.get('run_id', folder.path.name)}|{manifest.get('started_at', '')}"
     return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def regraded_source(manifest: dict) -> str | None:
+    """The uid of the run a regrade re-graded (its manifest's run_uid, which the regrade copied)."""
+    if isinstance(manifest.get("regraded_from"), dict) and manifest.get("run_uid"):
+        return str(manifest["run_uid"])
+    return None
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def suite_of(manifest: dict) -> tuple[str, str]:
@@ -162,7 +182,7 @@ def _row_values(row: ResultRow, run: int, seq: int, current: bool) -> dict:
         "cost_usd": row.cost_usd, "total_s": row.phases.total_s, "agent_s": row.phases.agent_s, "steps": row.steps,
         "input_tokens": row.usage.input_tokens, "output_tokens": row.usage.output_tokens,
         "transcript_path": row.transcript_path or "", "dir": row.dir or "", "started_at": row.started_at or "",
-        "finished_at": row.finished_at or "",
+        "finished_at": row.finished_at or "", "tampering": row.tampering, "grader_version": row.grader_version,
     }
 
 
@@ -178,8 +198,15 @@ def _run_values(folder: RunFolder, manifest: dict, rows: list[ResultRow]) -> dic
         "path": str(folder.path.resolve()), "host": socket.gethostname(), "suite": suite, "suite_path": suite_path,
         "started_at": started, "finished_at": parse_time(manifest.get("finished_at")),
         "wholeloop_version": wl.get("version"), "git_commit": (wl.get("git_commit") or None),
+        "regraded_from": regraded_source(manifest), "grader_version": _int(manifest.get("grader_version")),
         "indexed_at": datetime.now(timezone.utc),
     }
+
+
+def superseded(found: Iterable[RunSummary]) -> set[str]:
+    """uids of runs among `found` that a regrade among them re-graded: the regrade (the same
+    attempts, graded by a newer grader) stands in for them in trends and as a gate's `latest`."""
+    return {r.regraded_from for r in found if r.regraded_from}
 
 
 def find_runs(roots: Iterable[Path | str]) -> list[Path]:
@@ -210,6 +237,7 @@ class HistoryIndex:
     def open(cls, url: str, *, create: bool = True) -> HistoryIndex:
         """Connect and bring the schema to the newest revision. `create=False`: a SQLite file that
         does not exist is an error (reading commands never create an empty index)."""
+        urls.protect(url)
         url = urls.normalize(url)
         path = urls.sqlite_path(url)
         if path is not None:
@@ -390,6 +418,7 @@ class HistoryIndex:
                        func.max(case((a.final, 1), else_=0)).label("complete"),
                        func.max(case((and_(a.final, a.resolved), 1), else_=0)).label("resolved"),
                        func.max(case((final_infra, 1), else_=0)).label("infra"),
+                       func.max(case((and_(a.final, a.tampering.is_not(None)), 1), else_=0)).label("tampering"),
                        func.sum(a.cost_usd).label("cost"),
                        func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("cost_unknown"),
                        func.sum(a.total_s).label("time"))
@@ -444,11 +473,12 @@ class HistoryIndex:
             func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
             func.max(case((scored, t.c.cost_unknown), else_=0)).label("cost_unknown"),
             func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
+            func.sum(t.c.tampering).label("tampering"),
         ).group_by(t.c.run, t.c.config).subquery("configs"))
         c = per_config.c
         query = (select(r.id, r.uid, r.run_id, r.path, r.suite, r.started_at, r.finished_at, c.config, c.agent,
                         c.model, c.tasks, c.trials, c.scored, c.resolved, c.infra, c.incomplete, c.cost,
-                        c.cost_unknown, c.time)
+                        c.cost_unknown, c.time, c.tampering, r.regraded_from)
                  .join(per_config, per_config.c.run == r.id)
                  .order_by(r.started_at.desc(), r.id.desc(), c.config))
         if limit:
@@ -460,7 +490,8 @@ class HistoryIndex:
                            agent=x.agent, model=x.model, tasks=int(x.tasks or 0), trials=int(x.trials or 0),
                            scored=int(x.scored or 0), resolved=int(x.resolved or 0), infra_errors=int(x.infra or 0),
                            incomplete=int(x.incomplete or 0),
-                           cost_usd=None if x.cost_unknown else float(x.cost or 0.0), time_s=float(x.time or 0.0))
+                           cost_usd=None if x.cost_unknown else float(x.cost or 0.0), time_s=float(x.time or 0.0),
+                           regraded_from=x.regraded_from, tampering=int(x.tampering or 0))
                 for x in found]
 
     def count_runs(self, flt: HistoryFilter | None = None) -> int:
@@ -515,6 +546,7 @@ class HistoryIndex:
             usage={"input_tokens": x["input_tokens"], "output_tokens": x["output_tokens"]},
             phases={"total_s": x["total_s"], "agent_s": x["agent_s"]}, dir=x["dir"],
             transcript_path=x["transcript_path"], started_at=x["started_at"], finished_at=x["finished_at"],
+            tampering=x["tampering"], grader_version=x["grader_version"],
         ) for x in found]
 
     def row_count(self) -> int:

@@ -81,6 +81,15 @@ def attach(folder: RunFolder, url: str, warn: Warn) -> RunHook:
     return RunHook(folder, url, warn).start()
 
 
+def index_folder(folder: RunFolder, url: str, warn: Warn) -> int | None:
+    """Index a run folder written in one go (a regrade's): its rows, or None after one warning
+    (never raises: the index is a cache)."""
+    hook = RunHook(folder, url, warn).start()
+    rows = hook.live.seq if hook.live is not None and not hook.failed else None
+    hook.finish()
+    return rows if not hook.failed else None
+
+
 def default_url(run_dir: Path, explicit: str | None = None) -> str:
     """A run's index: --history-url, else $WHOLELOOP_HISTORY_URL, else history.sqlite beside the run folder."""
     return urls.resolve(explicit, Path(run_dir).resolve().parent)

@@ -8,8 +8,9 @@
 
 SUITE is the name of the folder holding the task specs (`tasks/demo` -> `demo`) or its path;
 CONFIG is the configuration label (`--config`, or agent+model). `latest` never picks the
-candidate's own run, and only runs whose manifest says they finished. Anything else is a path to
-a run folder.
+candidate's own run, and only runs whose manifest says they finished; a run that was re-graded
+(`wholeloop regrade`) is stood in for by its regrade (the same attempts, the newer grader).
+Anything else is a path to a run folder.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..records import ResultRow
-from .db import HistoryFilter, HistoryIndex, RunSummary
+from .db import HistoryFilter, HistoryIndex, RunSummary, superseded
 
 
 class QueryError(ValueError):
@@ -69,6 +70,8 @@ def resolve(index: HistoryIndex, query: Query, *, suite: str | None = None, conf
         flt = HistoryFilter(suite=query.suite or suite, config=query.config or config, finished_only=True,
                             exclude_paths=list(exclude_paths or []))
         found = [r for r in index.list_runs(flt) if r.uid != exclude_uid]
+        regraded = superseded(found)  # a re-graded run's place is taken by its regrade
+        found = [r for r in found if r.uid not in regraded]
         if not found:
             raise QueryError(f"{query}: no finished run of suite {flt.suite or '(any)'} with configuration "
                              f"{flt.config or '(any)'} in {index.shown}")

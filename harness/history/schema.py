@@ -4,7 +4,8 @@ The database itself is created and changed only by the Alembic migrations in `mi
 `HEAD` names the newest one, and a test checks that the migrated database matches these tables
 on both backends (SQLite and PostgreSQL), so the two never drift apart.
 
-    runs      one per run folder: identity, where it was indexed from, suite, times, versions
+    runs      one per run folder: identity, where it was indexed from, suite, times, versions; a
+              regrade (`wholeloop regrade`) names the run it re-graded
     attempts  one per row of its results.jsonl (seq = the row's position), with `current`
               false for rows an earlier try left behind (the run folder's latest-row rule)
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint)
 
-HEAD = "0001"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
+HEAD = "0002"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
 
 metadata = MetaData(naming_convention={
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -39,6 +40,8 @@ runs = Table(
     Column("finished_at", DateTime(timezone=True), nullable=True),
     Column("wholeloop_version", String(64), nullable=True),
     Column("git_commit", String(64), nullable=True),
+    Column("regraded_from", String(64), nullable=True),  # `wholeloop regrade`: the uid of the run re-graded
+    Column("grader_version", Integer, nullable=True),  # the manifest's (a regrade's grader)
     Column("indexed_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("uid"),
     Index(None, "suite", "started_at"),
@@ -72,6 +75,8 @@ attempts = Table(
     Column("dir", Text, nullable=False, server_default=""),
     Column("started_at", String(40), nullable=False, server_default=""),
     Column("finished_at", String(40), nullable=False, server_default=""),
+    Column("tampering", Text, nullable=True),  # the grade's suspected tampering (its channels disagreed)
+    Column("grader_version", Integer, nullable=True),
     UniqueConstraint("run", "seq"),
     Index(None, "run", "current", "config"),
     Index(None, "config", "task_id"),

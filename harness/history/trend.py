@@ -8,7 +8,8 @@ Each point is computed exactly as `wholeloop report` computes that run's figures
   (unknown when a price was unknown; unbounded above when nothing was resolved);
 - time per task: seconds per scored trial, percentile bootstrap over tasks.
 
-A series is one (suite, configuration): the same agent setup measured again and again.
+A series is one (suite, configuration): the same agent setup measured again and again. A run that
+was re-graded (`wholeloop regrade`) appears once, as its newest regrade, at the original's time.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from ..report.stats import BootstrapSettings, Interval, bootstrap_ratio, wilson
-from .db import HistoryFilter, HistoryIndex, RunSummary, TaskAggregate
+from .db import HistoryFilter, HistoryIndex, RunSummary, TaskAggregate, superseded
 
 
 class TrendPoint(BaseModel):
@@ -64,6 +65,8 @@ def trend(index: HistoryIndex, flt: HistoryFilter | None = None, *, last: int = 
     """Series per (suite, configuration), each with its latest `last` runs (0: all), oldest first."""
     settings = settings or BootstrapSettings()
     found = index.list_runs(flt)  # newest first
+    regraded = superseded(found)  # a run re-graded is shown once: as its regrade
+    found = [r for r in found if r.uid not in regraded]
     series: dict[tuple[str, str], list[RunSummary]] = {}
     for run in found:
         kept = series.setdefault((run.suite, run.config), [])

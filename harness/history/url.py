@@ -6,7 +6,8 @@
 
 A URL may be `sqlite:///path`, a bare file path, or `postgresql://user:password@host:port/db`
 (`postgres://` too; both use psycopg 3). Its password is never printed, logged or written to a
-manifest: `shown(url)` is the only form of a URL that leaves this package.
+manifest: `shown(url)` is the only form of a URL that leaves this package, and `protect(url)` hands
+the password to the scrubbing boundary (harness.scrub) as a secret, for every other path out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from .. import scrub as scrubbing
 from ..redact import hide_url_passwords
 
 ENV = "WHOLELOOP_HISTORY_URL"
@@ -32,7 +34,23 @@ def resolve(explicit: str | None = None, runs_root: Path | str | None = None) ->
     url = explicit or os.environ.get(ENV, "").strip()
     if not url:
         return sqlite_url(Path(runs_root or DEFAULT_ROOT) / FILE)
+    protect(url)
     return normalize(url)
+
+
+def protect(url: str | None) -> None:
+    """Make the URL's password a secret of the scrubbing boundary (harness.scrub): from now on no
+    file this process writes and no console line it prints carries it, whatever text it is in (the
+    variable's name, WHOLELOOP_HISTORY_URL, does not look secret, so scrub would not know it)."""
+    if not url or "://" not in url:
+        return
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return
+    if password:
+        scrubbing.register(password)
+        scrubbing.register(unquote(password))
 
 
 def normalize(url: str) -> str:

@@ -83,6 +83,7 @@ class Side(BaseModel):
     infra_errors: int = 0
     infra_share: float | None = None  # infra errors / complete trials
     repeats: int = 0  # the median of scored trials per task
+    tampering: list[str] = Field(default_factory=list)  # tasks with a final row whose grade suspects tampering
 
 
 class Flip(BaseModel):
@@ -221,7 +222,8 @@ def _side(rows: SideRows) -> tuple[Side, dict[str, _Task], set[str]]:
                 trials=len(complete), scored=sum(len(ts) for ts in scored.values()),
                 resolved=sum(t.resolved() for t in tasks.values()), infra_errors=infra,
                 infra_share=infra / len(complete) if complete else None,
-                repeats=int(np.median([len(ts) for ts in scored.values()])) if scored else 0)
+                repeats=int(np.median([len(ts) for ts in scored.values()])) if scored else 0,
+                tampering=sorted({t.final.task_id for t in complete if t.final and t.final.tampering}))
     return side, tasks, {t.task_id for t in trials}
 
 
