@@ -400,7 +400,8 @@ def test_urls_are_resolved_and_shown_without_passwords(monkeypatch):
 def test_a_real_demo_run_indexes_its_rows_and_keeps_the_password_out(tmp_path, postgres):
     """`wholeloop run tasks/demo --agent gold` (one demo task) with a PostgreSQL history whose URL
     has a password: the rows are indexed; the password is in no file of the run and no output line.
-    Then the same with nothing listening: the run warns and succeeds."""
+    Its regrade is indexed too, as a run of its own. Then a run with nothing listening: it warns
+    and succeeds."""
     url = postgres.create_database()
     run_dir = tmp_path / "runs" / "gold"
     done = cli("run", str(DEMO_TASK), "--agent", "gold", "--out", str(run_dir), "--history-url", url)
@@ -418,6 +419,20 @@ def test_a_real_demo_run_indexes_its_rows_and_keeps_the_password_out(tmp_path, p
         assert line.finished_at is not None
     listed = cli("history", "--history-url", url)
     assert "gold" in listed.stdout and postgres.password not in listed.stdout + listed.stderr
+
+    # `wholeloop regrade` of that run: indexed as a run of its own naming its source; its manifest
+    # records the regrade's command line (sys.argv, URL included): the scrub boundary keeps the password out
+    regraded = tmp_path / "runs" / "gold-regraded"
+    again = cli("regrade", str(run_dir), "--out", str(regraded), "--history-url", url)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert postgres.password not in again.stdout + again.stderr and "warning" not in again.stdout
+    for path in regraded.rglob("*"):
+        if path.is_file():
+            assert postgres.password.encode() not in path.read_bytes(), path
+    with HistoryIndex.open(url, create=False) as index:
+        found = {r.run_id: r for r in index.list_runs()}
+        assert set(found) == {"gold", "gold-regraded"}
+        assert found["gold-regraded"].regraded_from == found["gold"].uid and found["gold-regraded"].resolved == 1
 
     from pgserver import free_port
 
