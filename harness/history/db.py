@@ -32,7 +32,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from . import url as urls
-from .schema import HEAD, attempts, metadata, runs
+from .schema import HEAD, attempts, runs
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
