@@ -149,3 +149,22 @@ def polyglot_images(tmp_path_factory) -> dict:
     with ThreadPoolExecutor(3) as pool:
         prepared = dict(zip((t.id for t in tasks), pool.map(runner.prepare, tasks)))
     return {task.id: (task, prepared[task.id].image, prepared[task.id].base_commit) for task in tasks}
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server (tests/pgserver.py) for the session, torn down after. Without the
+    `postgresql` package the tests that need it are skipped locally and fail in CI."""
+    from pgserver import PostgresServer, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        why = "PostgreSQL is not installed (apt-get install postgresql; scripts/setup.sh does it)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    server = PostgresServer(bindir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
