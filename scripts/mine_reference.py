@@ -8,7 +8,9 @@ An independent implementation of the mining rules below, for `wholeloop mine` an
 check` to be tested against. It does not import wholeloop: stdlib, git, venv/pip, pytest and
 detect-secrets only. It runs everything on the host, where wholeloop uses Docker; the protocol
 is the same. Its output for the fixture of scripts/make_mining_fixture.py is committed as
-tests/data/mining/<package>.expected.json.
+tests/data/mining/<package>.expected.json. Run it with a Python 3.11 that has detect-secrets
+(DETECT_SECRETS_PIN) installed, e.g. the project's .venv plus `pip install detect-secrets==1.5.0`;
+the environments it makes need PyPI (or pip's cache) for pytest and the build backends.
 
 THE MINING RULES (pytest ecosystem)
 
@@ -78,6 +80,8 @@ THE MINING RULES (pytest ecosystem)
    that patches applied to the tree are what is imported, src layouts included; build
    dependencies come through pip's build isolation). The tree is the base commit's files
    (`git archive`), no .git. A build failure quarantines: "environment build failed".
+   The environment is never rebuilt after a patch: with --allow-config a gold patch that changes
+   setup.py or pyproject.toml is applied as files only (like a patch applied in a container).
    A fresh environment = that image's tree copied anew to the same path (what a new container
    from the image is), plus an empty temporary directory of its own (TMPDIR, so
    tempfile.gettempdir() differs per environment, as /tmp does per container) and HOME.
