@@ -19,11 +19,22 @@ from .errors import (
     RepositoryError,
     SandboxError,
 )
-from .snapshot import Snapshot, cache_dir, cached_snapshot, find_commit, make_snapshot, tar_directory
+from .snapshot import (
+    ENV_LIKE_FILES,
+    Snapshot,
+    cache_dir,
+    cached_snapshot,
+    env_like,
+    find_commit,
+    make_snapshot,
+    open_repository,
+    tar_directory,
+)
 
 __all__ = [
-    "Backend", "BuiltImage", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
+    "Backend", "BuiltImage", "ENV_LIKE_FILES", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",
-    "Snapshot", "cache_dir", "cached_snapshot", "find_commit", "make_snapshot", "tar_directory",
+    "Snapshot", "cache_dir", "cached_snapshot", "env_like", "find_commit", "make_snapshot", "open_repository",
+    "tar_directory",
 ]

@@ -11,7 +11,7 @@ from typing import Literal
 
 from sandbox import Sandbox
 
-from ..parsers import TestReport
+from ..parsers import MISSING, TestReport
 from ..tasks import Task
 from .outcome import Grade
 
@@ -34,7 +34,9 @@ def feedback_text(mode: FeedbackMode, task: Task, grade: Grade, report: TestRepo
         messages = report.messages if report is not None else {}
         statuses = report.statuses if report is not None else {}
         details = [f"{statuses.get(t, 'FAILED')} {t} - {messages[t]}" for t in failing if t in messages]
-        text += "\n\nThese hidden tests failed:\n" + "\n".join(f"  {t}" for t in failing[:MAX_LINES])
+        absent = " (not in the test output)"
+        text += "\n\nThese hidden tests failed:\n" + "\n".join(
+            f"  {t}{absent if grade.tests.get(t) == MISSING else ''}" for t in failing[:MAX_LINES])
         if details:
             text += "\n\nTheir failure messages:\n" + "\n".join(details[:MAX_LINES])
     return text

@@ -10,8 +10,9 @@ exit code.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, Sandbox, SandboxError
+from sandbox import Backend, DockerBackend, FileOpError, Limits, Sandbox, SandboxError
 
 from ..parsers import NOT_RUN, TestReport, get_parser
 from ..tasks import Task
@@ -31,11 +32,11 @@ def grade(
     backend = backend or DockerBackend()
     started = time.monotonic()
     output = ""
-    if not patch.strip():  # nothing to test: the base fails FAIL_TO_PASS by definition
+    if not patch.strip():  # nothing to test: no test runs, so none passed and none failed
         empty = Grade(task_id=task.id, outcome=Outcome.empty_patch, resolved=False, note="the patch is empty")
         empty.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
-        empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
-        empty.pass_to_pass = TestTally(total=len(task.pass_to_pass))
+        empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), ran=False)
+        empty.pass_to_pass = TestTally(total=len(task.pass_to_pass), ran=False)
         return empty, output, None
     try:
         with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
@@ -46,22 +47,20 @@ def grade(
                 result.note = "the patch does not apply with git apply, git apply --3way or patch --fuzz=5"
                 return _timed(result, started), output, None
             reverted = revert_protected(sb, task, base) + remove_shadowing(sb)
-            test_patch = task.test_patch()
-            if test_patch.strip() and apply_patch(sb, test_patch, "tests.diff") != "git apply":
-                raise InfraError("the hidden test patch does not apply cleanly to the base commit (a task spec bug)")
-            for path, content in task.hidden_tests.files.items():
-                sb.write_file(path, content)
-            run = sb.exec(task.hidden_tests.command, timeout=task.timeouts.tests_s, output_bytes=TEST_OUTPUT_BYTES)
-            output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
+            if not apply_hidden_tests(sb, task):
+                result = Grade(task_id=task.id, outcome=Outcome.task_error, resolved=False, apply_method=method)
+                result.note = "the task's hidden test patch does not apply to its base commit (the task's to fix)"
+                return _timed(result, started), output, None
+            run = run_hidden_tests(sb, task)
+            output = run.output
             if run.timed_out:
                 result = Grade(task_id=task.id, outcome=Outcome.test_timeout, resolved=False, apply_method=method)
                 result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
                 result.reverted = reverted
                 return _timed(result, started), output, None
-            parser = get_parser(task.hidden_tests.parser)
-            parsed = parser.parse(run.stdout + "\n" + run.stderr, _results_file(sb, parser.results_file))
-            consistent, why = parsed.consistent_with(run.returncode)
-            result = classify(task, parsed.statuses, run.returncode, consistent, why)
+            parsed = run.report
+            consistent, why = parsed.consistent_with(run.exit_code)
+            result = classify(task, parsed.statuses, run.exit_code, consistent, why)
             result.apply_method, result.reverted = method, reverted
             if not parsed.found_summary:
                 result.note = (result.note + "; " if result.note else "") + parsed.missing_hint
@@ -69,6 +68,39 @@ def grade(
     except SandboxError as exc:
         result = Grade(task_id=task.id, outcome=Outcome.infra_error, resolved=False, note=f"{type(exc).__name__}: {exc}")
         return _timed(result, started), output, None
+
+
+@dataclass
+class HiddenRun:
+    """One run of a task's hidden test command in a container."""
+
+    output: str  # stdout, then stderr under a "[stderr]" line
+    report: TestReport  # what the task's parser read (empty when the run timed out)
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+
+
+def apply_hidden_tests(sb: Sandbox, task: Task) -> bool:
+    """Apply the task's hidden test patch (exactly, with `git apply`) and write its hidden files;
+    False when the patch does not apply."""
+    test_patch = task.test_patch()
+    if test_patch.strip() and apply_patch(sb, test_patch, "tests.diff") != "git apply":
+        return False
+    for path, content in task.hidden_tests.files.items():
+        sb.write_file(path, content)
+    return True
+
+
+def run_hidden_tests(sb: Sandbox, task: Task) -> HiddenRun:
+    """Run the hidden test command once and read its results with the task's parser."""
+    run = sb.exec(task.hidden_tests.command, timeout=task.timeouts.tests_s, output_bytes=TEST_OUTPUT_BYTES)
+    output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
+    if run.timed_out:
+        return HiddenRun(output, TestReport(), run.returncode, True, run.duration_s)
+    parser = get_parser(task.hidden_tests.parser)
+    parsed = parser.parse(run.stdout + "\n" + run.stderr, _results_file(sb, parser.results_file))
+    return HiddenRun(output, parsed, run.returncode, False, run.duration_s)
 
 
 def _results_file(sb: Sandbox, path: str | None) -> bytes | None:

@@ -6,7 +6,7 @@ from enum import Enum
 
 from pydantic import BaseModel, Field
 
-from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL
+from ..parsers import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, XFAIL
 from ..tasks import Task
 
 GRADE_SCHEMA = 1
@@ -19,13 +19,22 @@ class Outcome(str, Enum):
     empty_patch = "empty_patch"
     patch_apply_failed = "patch_apply_failed"
     test_timeout = "test_timeout"
-    infra_error = "infra_error"  # never counted as the agent's failure
+    infra_error = "infra_error"  # the machine failed: never counted as the agent's failure, retried
+    task_error = "task_error"  # the task's own inputs are wrong (its gold or test patch does not apply):
+    #                            never counted as the agent's failure, never retried; the task author's to fix
+
+
+#: Outcomes that say nothing about the agent: left out of every rate.
+NOT_SCORED = (Outcome.infra_error.value, Outcome.task_error.value)
 
 
 class TestTally(BaseModel):
+    __test__ = False  # not a pytest test class
+
     passed: int = 0
     failed: int = 0
     total: int = 0
+    ran: bool = True  # False: no test ran (nothing to test), so neither passed nor failed is meaningful
 
 
 class Grade(BaseModel):
@@ -44,7 +53,8 @@ class Grade(BaseModel):
     seconds: float = 0.0
 
     def failing(self) -> list[str]:
-        return [t for t, s in self.tests.items() if s not in (PASSED, XFAIL, SKIPPED)]
+        """Listed tests that ran and did not pass (absent from the output included)."""
+        return [t for t, s in self.tests.items() if s not in (PASSED, XFAIL, SKIPPED, NOT_RUN)]
 
 
 def _passed(status: str) -> bool:

@@ -30,11 +30,14 @@ def apply_patch(sb: Sandbox, patch: str, name: str) -> str | None:
 
 
 def revert_protected(sb: Sandbox, task: Task, base: str) -> list[str]:
-    """Put protected paths the agent changed back to `base`; delete the ones it created."""
-    specs = [f":(glob){p}" for p in task.protected()] + [f":(literal){p}" for p in touched_files(task.test_patch())]
-    specs += [f":(literal){p}" for p in task.hidden_tests.files]
+    """Put protected paths the agent changed back to `base`; delete the ones it created. The
+    task's `allowed_paths` (protected files its own fix changes) are exempt, unless the hidden
+    tests themselves write them."""
+    hidden = touched_files(task.test_patch()) + list(task.hidden_tests.files)
+    specs = [f":(glob){p}" for p in task.protected()] + [f":(literal){p}" for p in hidden]
     if not specs:
         return []
+    specs += [f":(exclude,literal){p}" for p in task.allowed_paths if p not in hidden]
     listing = sb.exec(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs], timeout=sb.limits.step_timeout_s)
     if not listing.ok:
         raise InfraError(f"cannot list changed files: {listing.stderr.strip()[-300:]}")

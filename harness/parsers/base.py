@@ -75,7 +75,29 @@ class Parser(Protocol):
     #: change or plant: tests, fixtures, runner configuration, start-up hooks.
     protected_paths: ClassVar[tuple[str, ...]]
 
+    #: Basenames of this ecosystem's test-runner and packaging configuration (at any depth): a
+    #: commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
+    config_files: ClassVar[tuple[str, ...]]
+
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         """The report of one run, from its output and (when `results_file` is set) the bytes of
         the results file, None when the command did not write it."""
+        ...
+
+    def is_test_path(self, path: str) -> bool:
+        """Is this repository-relative path (`/`-separated) part of the tests: a test module, a
+        fixture or helper, or any file under a test folder? Mining splits a commit with it."""
+        ...
+
+    def is_test_module(self, path: str) -> bool:
+        """Is this a file the test command runs by name (not a helper or data file)?"""
+        ...
+
+    def test_command(self, files: list[str] | None) -> str:
+        """The hidden test command for these test files (None: the whole suite), in the form
+        `parse` reads."""
+        ...
+
+    def test_file(self, test_id: str) -> str | None:
+        """The repository-relative file a test id lives in, None when the id does not say."""
         ...

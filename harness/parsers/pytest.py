@@ -9,6 +9,9 @@ captured-output sections before the real summary. The closing line (`3 failed, 1
 from __future__ import annotations
 
 import re
+import shlex
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
 from typing import ClassVar
 
 from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, TestReport
@@ -33,6 +36,12 @@ PROTECTED_PATHS = (
     "**/usercustomize.py",
     "**/__snapshots__/**",
 )
+# Test-runner and packaging configuration: a fix that needs one changed is not mined by default.
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
+                "MANIFEST.in")
+TEST_DIRS = ("tests", "test", "testing")
+TEST_MODULES = ("test_*.py", "*_test.py")
+COMMAND = "python -m pytest -rA -p no:cacheprovider"
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", or without the rules under -q
 _CLOSING = re.compile(
@@ -107,6 +116,24 @@ class PytestParser:
     name: ClassVar[str] = "pytest"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
+    config_files: ClassVar[tuple[str, ...]] = CONFIG_FILES
 
     def parse(self, output: str, results: bytes | None = None) -> TestReport:
         return parse_pytest(output)
+
+    def is_test_path(self, path: str) -> bool:
+        """test_*.py, *_test.py, conftest.py, or anything under a folder named tests/test/testing."""
+        parts = PurePosixPath(path).parts
+        return self.is_test_module(path) or parts[-1] == "conftest.py" or any(d in TEST_DIRS for d in parts[:-1])
+
+    def is_test_module(self, path: str) -> bool:
+        name = PurePosixPath(path).name
+        return any(fnmatchcase(name, pattern) for pattern in TEST_MODULES)
+
+    def test_command(self, files: list[str] | None) -> str:
+        return COMMAND + "".join(" " + shlex.quote(f) for f in files or ())
+
+    def test_file(self, test_id: str) -> str | None:
+        """`tests/test_x.py::TestA::test_b[p]` -> `tests/test_x.py`."""
+        path = test_id.split("::", 1)[0]
+        return path if "::" in test_id and path.endswith(".py") else None

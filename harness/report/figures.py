@@ -61,6 +61,7 @@ class Recipe(BaseModel):
     options: dict = Field(default_factory=dict)  # workers, repeats, attempts, feedback, limits, label
     tasks: int = 0
     task_hashes: dict[str, str] = Field(default_factory=dict)
+    task_checks: dict[str, str] = Field(default_factory=dict)  # task id -> check status when the run started
     started_at: str | None = None
     finished_at: str | None = None
     sessions: int = 0  # how many times the run was started (resumes)
@@ -133,6 +134,7 @@ def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
         tool_schema_sha256=config.get("tool_schema_sha256"), options=manifest.get("options") or {},
         tasks=len(manifest.get("tasks") or {}),
         task_hashes={k: (v or {}).get("content_hash", "") for k, v in (manifest.get("tasks") or {}).items()},
+        task_checks={k: v["check"] for k, v in (manifest.get("tasks") or {}).items() if isinstance(v, dict) and v.get("check")},
         started_at=manifest.get("started_at"), finished_at=manifest.get("finished_at"),
         sessions=len(manifest.get("sessions") or []),
     )

@@ -55,3 +55,12 @@ def si(value: float | None) -> str:
         if abs(value) >= div:
             return f"{value / div:.1f}{unit}"
     return f"{value:g}"
+
+
+#: How a per-test status that is not a framework's own reads: an id absent from the results, or a
+#: test that never ran (nothing to test). Never shown as a plain failure.
+STATUS_LABELS = {"missing": "not in the test output", "not_run": "not run"}
+
+
+def status_label(status: str | None) -> str:
+    return STATUS_LABELS.get(status or "", status or "?")

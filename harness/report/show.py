@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
-from .format import seconds, usd
+from .format import STATUS_LABELS, seconds, status_label, usd
 
 TAIL_LINES = 25
 
@@ -119,9 +119,14 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
                 console.print("[dim]empty patch[/]")
         elif kind == "grade":
             colour = "green" if event.resolved else "red"
-            console.print(f"hidden tests: [{colour}]{event.outcome}[/]" + (f" - {event.detail}" if event.detail else ""))
+            statuses = row.tests if event.attempt == row.attempt else {}
+            ran = not statuses or any(v != "not_run" for v in statuses.values())
+            console.print(f"hidden tests: [{colour}]{event.outcome}[/]" + ("" if ran else " (tests not run)")
+                          + (f" - {event.detail}" if event.detail else ""))
             for test in event.failing[:20]:
-                console.print(f"  [red]✗[/] {test}")
+                status = statuses.get(test)
+                label = f" [yellow]({status_label(status)})[/]" if status in STATUS_LABELS else ""
+                console.print(f"  [red]✗[/] {test}{label}")
     grade_file = run_dir / row.dir / "test_output.txt"
     if not row.resolved and grade_file.exists() and grade_file.stat().st_size:
         console.print(Panel(Text(_tail(grade_file.read_text(errors="replace"), full)),

@@ -25,6 +25,7 @@ OUTCOME_STYLE = {
     "patch_apply_failed": "magenta",
     "test_timeout": "magenta",
     "infra_error": "bold red",
+    "task_error": "bold magenta",
 }
 
 
@@ -32,20 +33,39 @@ def _money(value: float | None, unknown: bool) -> str:
     return usd(None if unknown else value)
 
 
-def task_table(rows: list[ResultRow]) -> Table:
+def _tally(tally: dict) -> str:
+    """'3/5' passed of listed; 'not run' when no test ran (an empty patch); '-' when nothing is known."""
+    if not tally:
+        return "-"
+    if tally.get("ran") is False:
+        return "[dim]not run[/]"
+    return f"{tally.get('passed', 0)}/{tally.get('total', 0)}"
+
+
+def task_table(rows: list[ResultRow], checks: dict[str, str] | None = None) -> Table:
+    """One line per final attempt; with `checks` (task id -> check status at the run's start),
+    tasks that were not checked (`wholeloop tasks check`) are marked."""
+    checks = checks or {}
     table = Table(title="Per task", title_justify="left")
     for col in ("task", "config", "rep", "outcome", "FAIL_TO_PASS", "PASS_TO_PASS", "stop", "agent", "grading", "cost"):
         table.add_column(col, justify="left" if col in ("task", "config", "outcome", "stop") else "right")
+    unchecked = 0
     for row in sorted(rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt)):
         if not row.final:
             continue
         style = OUTCOME_STYLE.get(row.outcome, "")
-        f2p = f"{row.fail_to_pass.get('passed', 0)}/{row.fail_to_pass.get('total', 0)}" if row.fail_to_pass else "-"
-        p2p = f"{row.pass_to_pass.get('passed', 0)}/{row.pass_to_pass.get('total', 0)}" if row.pass_to_pass else "-"
+        status = checks.get(row.task_id)
+        mark = f" [yellow]({status})[/]" if status and status != "checked" else ""
+        unchecked += bool(mark)
         table.add_row(
-            row.task_id, row.config, str(row.repeat), f"[{style}]{row.outcome}[/]", f2p, p2p, row.stop_reason,
-            seconds(row.phases.agent_s), seconds(row.phases.grading_s), _money(row.cost_usd, row.cost_usd is None),
+            row.task_id + mark, row.config, str(row.repeat), f"[{style}]{row.outcome}[/]", _tally(row.fail_to_pass),
+            _tally(row.pass_to_pass), row.stop_reason, seconds(row.phases.agent_s), seconds(row.phases.grading_s),
+            _money(row.cost_usd, row.cost_usd is None),
         )
+    if unchecked:
+        table.caption = ("(unchecked), (stale), (quarantined): the task had no current verdict of `wholeloop tasks "
+                         "check` when the run started; its result is only as good as its spec")
+        table.caption_justify = "left"
     return table
 
 
@@ -55,6 +75,12 @@ def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
         console.print(f"[bold red]infra_error[/] {row.task_id}: {row.error.splitlines()[0][:300]}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
+    task_errors = [r for r in rows if r.final and r.outcome == "task_error"]
+    for row in task_errors[:10]:
+        console.print(f"[bold magenta]task_error[/] {row.task_id}: {(row.note or row.error or '').splitlines()[0][:300]}"
+                      " (the task's to fix; not counted)")
+    if len(task_errors) > 10:
+        console.print(f"... and {len(task_errors) - 10} more task errors (see results.jsonl)")
 
 
 # ---------------------------------------------------------------------------- figures
@@ -103,7 +129,7 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
 
 def stats_table(figures: Figures) -> Table:
     table = Table(title="Per configuration (95% intervals)", title_justify="left")
-    cols = ["config", "tasks", "trials", "resolved", "rate (Wilson)", "infra", "cost / trial", "cost / resolved",
+    cols = ["config", "tasks", "trials", "resolved", "rate (Wilson)", "infra / task err", "cost / trial", "cost / resolved",
             "time / trial", "expected cost / task"]
     for col in cols:
         table.add_column(col, justify="left" if col == "config" else "right", overflow="fold")
@@ -112,14 +138,14 @@ def stats_table(figures: Figures) -> Table:
         score = scores.get(c.name)
         table.add_row(
             c.name, str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
-            fmt_interval(c.resolve_rate), str(c.infra_errors) if c.infra_errors else "0",
+            fmt_interval(c.resolve_rate), f"{c.infra_errors} / {c.task_errors}",
             fmt_interval(c.cost_per_trial, "usd"), fmt_interval(c.cost_per_resolved, "usd"),
             fmt_interval(c.time_per_trial, "s"),
             fmt_interval(score.expected_cost_per_task, "num") if score else "-",
         )
     b = figures.bootstrap
     repeats = any(c.repeats > 1 for c in figures.configs)
-    table.caption = ("rate: Wilson score interval over scored trials (infra errors left out)"
+    table.caption = ("rate: Wilson score interval over scored trials (infra and task errors left out)"
                      + ("; it treats repeats of a task as independent, the task-resampled interval below does not"
                         if repeats else "") + f". money/time/cost: "
                      f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
@@ -251,7 +277,8 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
     pass@k, recovery, failure analysis (and the comparisons when asked)."""
     console = console or Console()
     if per_task:
-        console.print(task_table(rows))
+        checks = {tid: status for run in figures.runs for tid, status in run.recipe.task_checks.items()}
+        console.print(task_table(rows, checks))
     for tbl in (task_rate_table(figures),):
         if tbl is not None:
             console.print(tbl)

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Backend, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError, cached_snapshot
-from sandbox.docker import env_image, task_image
+from sandbox import Backend, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError
 
 from ..agents import Agent, AgentContext, AgentResult
 from ..grading import Grade, Outcome, feedback_text, grade, touched_files
 from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
 from ..tasks import LimitsSpec, Task, TaskSpecError
+from ..tasks.images import build_task_images
 from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
 from .manifest import now
 
@@ -179,8 +179,12 @@ class UnitRunner:
             else:
                 sb.pause()  # frozen while grading: nothing it runs can act meanwhile
             self.progress("grade", unit, f"grading attempt {attempt}")
-            grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
-                                           backend=self.backend, run_id=self.run_id)
+            if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
+                grade_, output, report = Grade(task_id=task.id, outcome=Outcome.task_error, resolved=False,
+                                               note=result.task_error), "", None
+            else:
+                grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
+                                               backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
@@ -191,7 +195,7 @@ class UnitRunner:
             transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
                                         failing=grade_.failing(), detail=grade_.note))
             phases.total_s = round(time.monotonic() - started, 3)
-            final = grade_.resolved or last
+            final = grade_.resolved or last or grade_.outcome is Outcome.task_error
             row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, started_at)
             self.folder.append(row)
             rows.append(row)
@@ -206,13 +210,10 @@ class UnitRunner:
         """Environment and task images (built once per distinct input), and the snapshot; the
         images are recorded in the manifest."""
         t0 = time.monotonic()
-        log = self._build_logger(task.id)
-        env = env_image(task.env_spec(), log=log)
-        snapshot = cached_snapshot(task.repo_source(), task.base_commit)
-        image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log)
-        images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
+        built = build_task_images(task, log=self._build_logger(task.id))
+        images = built.record()
         self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
-        return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images)
+        return Prepared(built.task.tag, built.snapshot.commit, time.monotonic() - t0, built.cached, images)
 
     def _build_logger(self, task_id: str) -> Callable[[str], None]:
         def log(line: str) -> None:

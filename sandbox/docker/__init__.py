@@ -16,6 +16,7 @@ from .images import (
     ImageInfo,
     bootstrap_base_image,
     env_image,
+    existing_task_image,
     image_exists,
     list_images,
     remove_images,
@@ -25,6 +26,6 @@ from .images import (
 __all__ = [
     "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec",
     "ImageInfo", "LABEL_OWNER", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
-    "engine_root", "engine_version", "env_image", "image_exists", "list_images", "native", "owner_id", "pid_alive",
+    "engine_root", "engine_version", "env_image", "existing_task_image", "image_exists", "list_images", "native", "owner_id", "pid_alive",
     "prune_containers", "remove_images", "task_image",
 ]
