@@ -317,7 +317,11 @@ def load_tasks(paths: list[str | Path]) -> list[Task]:
 
 def dump_task(task: Task) -> str:
     """YAML for a task, keys in the documented order, defaults left out, long text as blocks."""
-    data = task.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return dump_yaml(task.model_dump(mode="json", by_alias=True, exclude_defaults=True))
+
+
+def dump_yaml(data: dict) -> str:
+    """A spec's YAML in its house style: keys in the order given, multi-line text as blocks."""
     return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
 
 
