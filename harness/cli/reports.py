@@ -30,7 +30,11 @@ def _rows(runs):
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the HTML report")
 @click.option("--evidence", type=click.Path(file_okay=False, path_type=Path),
               help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html")
-def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence):
+@click.option("--cutoff", "cutoffs", multiple=True, metavar="MODEL=DATE",
+              help="a model's training cutoff (YYYY-MM or a date) for contamination dating; repeatable")
+@click.option("--cutoffs", "cutoff_table", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="a training-cutoff table (the format of harness/data/cutoffs.yaml) instead of the shipped one")
+def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence, cutoffs, cutoff_table):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them."""
     from ..records import write_json
@@ -38,8 +42,17 @@ def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence):
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
+    from ..report.dating import parse_cutoff
+
     out = console()
-    figures = compute_figures(list(runs), scoring)
+    overrides = {}
+    for item in cutoffs:
+        model, sep, date = item.partition("=")
+        if not sep or not model.strip():
+            raise click.BadParameter(f"{item!r}: use MODEL=DATE, e.g. claude-sonnet-4-5=2025-07", param_hint="--cutoff")
+        parse_cutoff(date)
+        overrides[model.strip()] = date.strip()
+    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table)
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))

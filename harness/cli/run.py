@@ -41,9 +41,12 @@ from . import console, main
               help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)")
 @click.option("--ray-address", default=None,
               help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)")
+@click.option("--include-quarantined", is_flag=True, help="also run tasks `tasks check` quarantined")
+@click.option("--training-cutoff", default=None,
+              help="the model's training cutoff (YYYY-MM or a date) for contamination dating, instead of the table's")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
-        executor_name, ray_address):
+        executor_name, ray_address, include_quarantined, training_cutoff):
     """Run an agent on every task in SUITE (spec files or folders of them)."""
     from ..agents import get_agent
     from ..records import slug
@@ -57,13 +60,19 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     tasks = load_tasks(list(suite))
     if not tasks:
         raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, suite)))
+    if training_cutoff:
+        from ..report.dating import parse_cutoff
+
+        parse_cutoff(training_cutoff)  # a bad value fails now, not in the report
+    tasks, checks = _checked_tasks(tasks, suite, include_quarantined, out_console)
     agent_name = agent_name or ("default" if model or agent_config else "gold")
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
     agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
                       settings={"temperature": temperature, "max_tokens": max_tokens})
     limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, command_timeout_s=command_timeout, output_bytes=output_bytes)
     options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
-                         infra_retries=infra_retries, limits=limits, label=config_label)
+                         infra_retries=infra_retries, limits=limits, label=config_label, task_checks=checks,
+                         training_cutoff=training_cutoff)
     label = options.label_for(agent)
     options.out = out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(label)}"
     executor, where = None, f"{workers} worker(s)"
@@ -90,3 +99,33 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
             sys.exit(130)
     print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
+
+
+def _checked_tasks(tasks, suite, include_quarantined, out_console):
+    """Say which tasks have no current `tasks check` verdict or are quarantined, and what to run;
+    leave the quarantined out unless asked. Returns the tasks to run and each one's status."""
+    from ..tasks.check import check_status
+
+    statuses = {t.id: check_status(t) for t in tasks}
+    by_status: dict[str, list[str]] = {}
+    for task_id, (status, _) in statuses.items():
+        by_status.setdefault(status, []).append(task_id)
+    where = " ".join(str(s) for s in suite)
+    for status in ("unchecked", "stale"):
+        ids = by_status.get(status, [])
+        if ids:
+            shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+            out_console.print(f"[yellow]{len(ids)} task(s) {status}[/] ({shown}): their results are marked as such; "
+                              f"check them first with [bold]wholeloop tasks check {where}[/]")
+    quarantined = by_status.get("quarantined", [])
+    if quarantined:
+        action = "running them anyway (--include-quarantined)" if include_quarantined else "skipped"
+        out_console.print(f"[yellow]{len(quarantined)} task(s) quarantined[/], {action}:")
+        for task_id in quarantined[:10]:
+            out_console.print(f"  {task_id}: {statuses[task_id][1][:200]}")
+        if not include_quarantined:
+            tasks = [t for t in tasks if statuses[t.id][0] != "quarantined"]
+            if not tasks:
+                raise click.UsageError("every task is quarantined; fix them (see `wholeloop tasks check`) or pass "
+                                       "--include-quarantined")
+    return tasks, {task_id: status for task_id, (status, _) in statuses.items()}

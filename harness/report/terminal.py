@@ -271,6 +271,31 @@ def comparison_block(cmp: Comparison) -> Group:
     return Group(*parts)
 
 
+def dating_table(figures: Figures) -> Table | None:
+    """Each configuration's resolve rate split by its model's training cutoff (contamination)."""
+    splits = [d for d in figures.dating if d.model]
+    if not splits:
+        return None
+    table = Table(title="Contamination dating: resolve rate by task date vs the model's training cutoff (95% Wilson)",
+                  title_justify="left")
+    for col in ("config", "cutoff", "after cutoff", "before cutoff", "undated"):
+        table.add_column(col, justify="left" if col in ("config", "cutoff") else "right", overflow="fold")
+    notes = []
+    for d in splits:
+        if not d.cutoff:
+            table.add_row(d.config, "[yellow]unknown[/]", "-", "-", "-")
+            notes.append(f"{d.config}: {d.note}")
+            continue
+        cells = [f"{fmt_interval(side.rate)} ({side.resolved}/{side.trials})" if side.trials else "-"
+                 for side in (d.after, d.before, d.undated)]
+        table.add_row(d.config, d.cutoff, *cells)
+        notes.append(f"{d.config}: cutoff {d.cutoff} ({d.cutoff_source})")
+    table.caption = "\n".join(notes + ["after: created after the cutoff, so not in the training data; "
+                                       "undated: the task has no created_at"])
+    table.caption_justify = "left"
+    return table
+
+
 def print_figures(figures: Figures, rows: list[ResultRow], console: Console | None = None, *, per_task: bool = True,
                   comparisons: bool = False) -> None:
     """The full report of `wholeloop report`: per-task table, recipe, numbers with intervals,
@@ -289,6 +314,9 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
         console.print(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
                       f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s)")
     tbl = passk_table(figures)
+    if tbl is not None:
+        console.print(tbl)
+    tbl = dating_table(figures)
     if tbl is not None:
         console.print(tbl)
     if figures.recovery:

@@ -43,6 +43,8 @@ class RunOptions:
     infra_retries: int = 2  # extra tries of a unit that failed for the machine's reasons
     limits: LimitsSpec = field(default_factory=LimitsSpec)  # run-level overrides, above the task's
     label: str = ""  # the configuration's name in reports; defaults to the agent's name (+ model)
+    task_checks: dict[str, str] = field(default_factory=dict)  # task id -> `tasks check` status at the start
+    training_cutoff: str | None = None  # the model's, for contamination dating (else the report's table)
 
     def label_for(self, agent: Agent) -> str:
         if self.label:

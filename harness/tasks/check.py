@@ -391,14 +391,34 @@ def _write_json(path: Path, data: dict) -> None:
 # ----------------------------------------------------------------------------- many tasks
 
 
+GUESS_RUN_S = 10.0  # seconds per test run assumed when no earlier check of these tasks is known
+
+
 @dataclass
 class Plan:
     tasks: list[Task]
     to_check: list[Task]
     up_to_date: list[Task]
     runs: int
-    seconds_estimate: float | None  # from earlier verdicts; None when nothing is known
-    estimated_from: int  # how many tasks the estimate comes from
+    seconds_estimate: float  # test runs only (image builds come on top)
+    estimated_from: int  # how many tasks' earlier checks the estimate comes from (0: a guess)
+    images_to_build: int = 0
+
+    def describe(self, repeats: int) -> str:
+        """What `check` says before it starts."""
+        if not self.to_check:
+            return f"all {len(self.tasks)} task(s) have a current verdict: nothing to check (--force checks again)"
+        minutes = self.seconds_estimate / 60
+        how_long = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {self.seconds_estimate:.0f} s"
+        basis = (f"from earlier checks of {self.estimated_from} of them" if self.estimated_from
+                 else f"a guess of {GUESS_RUN_S:g} s a run: none was checked before")
+        text = (f"checking {len(self.to_check)} task(s): {self.runs} test runs ({repeats} at base in one container and "
+                f"{repeats} with gold, each in a fresh container, per task), {how_long} ({basis})")
+        if self.images_to_build:
+            text += f", plus building images for {self.images_to_build} task(s)"
+        if self.up_to_date:
+            text += f"; {len(self.up_to_date)} up to date, skipped"
+        return text
 
 
 def plan_checks(tasks: list[Task], options: CheckOptions) -> Plan:
@@ -406,6 +426,7 @@ def plan_checks(tasks: list[Task], options: CheckOptions) -> Plan:
     (from the run times of earlier verdicts, stale ones included)."""
     to_check, fresh = [], []
     per_run: list[float] = []
+    to_build = 0
     for task in tasks:
         verdict = read_verdict(task.spec_path) if task.spec_path else None
         if not options.force and up_to_date(task):
@@ -414,12 +435,14 @@ def plan_checks(tasks: list[Task], options: CheckOptions) -> Plan:
         to_check.append(task)
         if verdict and verdict.run_seconds:
             per_run.append(sum(verdict.run_seconds) / len(verdict.run_seconds))
+        try:
+            to_build += existing_task_images(task) is None
+        except SandboxError:
+            to_build += 1
     runs = len(to_check) * 2 * options.repeats
-    estimate = None
-    if per_run:
-        mean = sum(per_run) / len(per_run)
-        estimate = mean * runs / max(1, min(options.workers, len(to_check)))
-    return Plan(tasks, to_check, fresh, runs, estimate, len(per_run))
+    mean = sum(per_run) / len(per_run) if per_run else GUESS_RUN_S
+    estimate = mean * runs / max(1, min(options.workers, len(to_check) or 1))
+    return Plan(tasks, to_check, fresh, runs, estimate, len(per_run), to_build)
 
 
 INFRA_RETRIES = 2

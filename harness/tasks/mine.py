@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from ..parsers import PARSERS, Parser, get_parser
-from .check import NOT_CHECKED, CheckOptions, check_tasks, read_verdict, up_to_date
+from .check import NOT_CHECKED, CheckOptions, check_tasks, plan_checks, read_verdict, up_to_date
 from .environment import (
     EnvironmentNotInferred,
     EnvPlan,
@@ -109,6 +109,7 @@ class MineOptions:
     repeats: int = 3
     workers: int = 1
     progress: Callable[[str, str], None] | None = None  # (task id, text) during checks
+    announce: Callable[[str], None] | None = None  # told what the check will do before it starts
 
 
 @dataclass
@@ -406,9 +407,11 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
                 and not (j.already and up_to_date(j.task))]
     if options.check and to_check:
         findings = {j.task.id: [f.record() for f in j.findings] for j in to_check if j.findings}
-        results = check_tasks([j.task for j in to_check], CheckOptions(
-            repeats=options.repeats, discover=True, workers=options.workers, progress=options.progress,
-            findings=findings))
+        check_options = CheckOptions(repeats=options.repeats, discover=True, workers=options.workers,
+                                     progress=options.progress, findings=findings)
+        if options.announce:
+            options.announce(plan_checks([j.task for j in to_check], check_options).describe(options.repeats))
+        results = check_tasks([j.task for j in to_check], check_options)
         report.checked = results
         for j, result in zip(to_check, results):
             j.task = result.task
