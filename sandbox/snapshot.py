@@ -104,7 +104,11 @@ def open_repository(source: str, *, refresh: bool = False) -> git.Repo:
                 git.Repo(mirror).git.fetch(origin, "+refs/*:refs/*", "--prune")
             return git.Repo(mirror)
         except git.exc.GitError as exc:  # translate at the boundary
-            raise RepositoryError(f"cannot read repository {source}: {_git_message(exc)}") from exc
+            raise RepositoryError(
+                f"cannot read repository {source}: {_git_message(exc)}",
+                hint="Make it reachable, or point the task's repo at a local clone or git bundle (for tasks "
+                "imported from SWE-bench: repo_path in the --specs file; see docs/tasks.md).",
+            ) from exc
 
 
 _thread_locks: dict[str, threading.Lock] = {}
@@ -197,8 +201,11 @@ def tar_directory(path: Path, arcname: str = ".") -> bytes:
 
 
 def _git_message(exc: git.exc.GitError) -> str:
+    """git's own last words (GitPython wraps stderr in "stderr: '...'"), never empty."""
     stderr = getattr(exc, "stderr", "") or ""
-    return (stderr.strip().splitlines() or [str(exc)])[-1].strip().removeprefix("stderr: ").strip("'")
+    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line]
+    return lines[-1] if lines else (str(exc).strip().splitlines() or ["git failed and said nothing"])[0]
 
 
 def cached_snapshot(source: str, commit: str, *, keep: tuple[str, ...] = ()) -> Snapshot:

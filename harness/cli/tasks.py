@@ -44,13 +44,18 @@ def tasks_validate(paths):
 @click.argument("jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="folder for the task specs")
 @click.option("--specs", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="per-repository specs: where each repository is, how to install and test it")
-def tasks_import_swebench(jsonl, out, specs):
-    """Import SWE-bench instances (JSONL) as wholeloop task specs."""
+              help="per-repository specs: where each repository is, how to install and test it (docs/tasks.md)")
+@click.option("--redact", is_flag=True, help="replace secrets found in statements and patches instead of refusing")
+@click.option("--secrets-baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="detect-secrets baseline of known false positives")
+def tasks_import_swebench(jsonl, out, specs, redact, secrets_baseline):
+    """Import SWE-bench instances (JSONL) as wholeloop task specs (format: docs/tasks.md)."""
     from ..tasks.swebench import import_swebench
 
-    written = import_swebench(jsonl, out, specs_file=specs)
-    click.echo(f"wrote {len(written)} task spec(s) to {out}")
+    written = import_swebench(jsonl, out, specs_file=specs, redact=redact, secrets_baseline=secrets_baseline)
+    click.echo(f"wrote {len(written)} task spec(s) to {out}; check them with `wholeloop tasks check {out}`")
+    for message in written.warnings:
+        click.secho(f"warning: {message}", fg="yellow", err=True)
     for message in written.skipped:
         click.secho(f"skipped {message}", fg="yellow", err=True)
     if written.skipped:
