@@ -351,7 +351,9 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
         first = next(iter(plans.values()))
         raise EnvironmentNotInferred(str(first))
     ok_plans = [p for p in plans.values() if isinstance(p, EnvPlan)]
-    log(f"resolving {len({p.resolution_key() for p in ok_plans if p.setup is None})} distinct environment(s)")
+    distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
+    if distinct:
+        log(f"resolving {distinct} distinct environment(s) for {len(ok_plans)} candidate(s)")
     pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=log) if ok_plans else {}
     # write the specs (nothing was written before this point)
     for j, statement, gold_patch, test_patch, origin, findings in new:

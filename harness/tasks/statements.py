@@ -126,7 +126,7 @@ def model_statement(model_spec: str, message: str, diff: str, *, base_url: str |
 
     prompt = STATEMENT_PROMPT.format(message=message.strip(), diff=diff[:20000])
     model = get_model(model_spec, base_url=base_url)
-    turn = model.complete([UserMessage(role="user", content=prompt)], [], Settings(max_tokens=1200, temperature=0))
+    turn = model.complete([UserMessage(role="user", content=prompt)], [], Settings(max_tokens=1200))
     text = (turn.text or "").strip()
     if not text:
         raise MineError(f"{model_spec} returned an empty statement")
