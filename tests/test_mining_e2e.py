@@ -75,9 +75,28 @@ def mined(mining_repos, tmp_path_factory):
     return {"out": out, "reports": reports, "outputs": outputs, "seconds": seconds}
 
 
+# Tests whose outcome depends on the interpreter's patch level, not on the rules: the reference ran
+# on the host's Python 3.11.7, wholeloop runs in the image's (Debian bookworm's 3.11.2). pyflakes'
+# test_misencodedFileUTF16 expects "problem decoding source" before CPython 3.11.4 and "source code
+# string cannot contain null bytes" from 3.11.4 on (pyflakes 3.1.0 made the test say so: `if
+# sys.version_info < (3, 11, 4)`); so at the 3.0.1 base it passes under 3.11.2 and fails under
+# 3.11.7. It is a hidden test only of 3.1.0, kept only with --allow-config.
+# {commit prefix: {test id: (the reference's list, the list it must be in here)}}
+INTERPRETER_DEPENDENT = {
+    "293ae0e775": {"pyflakes/test/test_api.py::CheckTests::test_misencodedFileUTF16": ("FAIL_TO_PASS", "PASS_TO_PASS")},
+}
+
+
 def differences(expected: dict, got: dict) -> list[str]:
     """Where the mined report differs from the reference's: the commits, each one's fate and
-    reason, and for kept commits the files, the command and both test lists."""
+    reason, and for kept commits the files, the command and both test lists (with the
+    interpreter-dependent tests above moved to the list they must be in under the image's Python)."""
+    expected = json.loads(json.dumps(expected))
+    for c in expected["commits"]:
+        for test, (theirs, ours) in INTERPRETER_DEPENDENT.get(c["commit"][:10], {}).items():
+            if "kept" in c and test in c["kept"][theirs]:
+                c["kept"][theirs].remove(test)
+                c["kept"][ours] = sorted(c["kept"][ours] + [test])
     exp = {c["commit"]: c for c in expected["commits"]}
     found = {c["commit"]: c for c in got["commits"]}
     diffs = [f"commit only in the reference: {c}" for c in exp.keys() - found.keys()]

@@ -37,7 +37,7 @@ def _tally(tally: dict) -> str:
     """'3/5' passed of listed; 'not run' when no test ran (an empty patch); '-' when nothing is known."""
     if not tally:
         return "-"
-    if tally.get("ran") is False:
+    if "ran" in tally and not tally["ran"]:
         return "[dim]not run[/]"
     return f"{tally.get('passed', 0)}/{tally.get('total', 0)}"
 

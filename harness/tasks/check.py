@@ -7,6 +7,9 @@ The same images as a run (`harness.tasks.images`) and the same grading code (`ha
 - gold phase: `repeats` times `grading.grade(task, gold patch)`, each in its own fresh container,
   exactly as a run grades a patch.
 
+The verdict keeps every test's status in every run of both phases (so each test's status with
+gold), compactly: see `Verdict.runs`.
+
 A test whose status differs between the runs of one phase is flaky: it is dropped from the lists
 with the reason recorded (a flaky FAIL_TO_PASS test of a spec that lists it quarantines the task).
 With `discover` (or a spec whose FAIL_TO_PASS is still empty) FAIL_TO_PASS and PASS_TO_PASS are
@@ -49,7 +52,7 @@ from sandbox import (
 
 from .. import __version__
 from ..grading import Outcome, apply_hidden_tests, grade, run_hidden_tests
-from ..parsers import ERROR, FAILED, MISSING, PASSED, XFAIL
+from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS
 from .images import build_task_images, existing_task_images
 from .spec import Task, TaskSpecError, dump_yaml, load_task
 
@@ -81,13 +84,32 @@ class Verdict(BaseModel):
     pass_to_pass: list[str] = Field(default_factory=list)
     expected_xfail: list[str] = Field(default_factory=list)
     dropped_flaky: dict[str, str] = Field(default_factory=dict)  # test id -> "flaky: base ...; gold ..."
-    base_runs: list[dict[str, str]] = Field(default_factory=list)  # per run: test id -> status
-    gold_runs: list[dict[str, str]] = Field(default_factory=list)
-    gold_statuses: dict[str, str] = Field(default_factory=dict)  # each test's status with gold (when stable)
+    # Every test's status in every run: "<base runs> <gold runs>", one letter a run (RUN_CODES),
+    # e.g. "FFF PPP" = failed in the 3 base runs, passed in the 3 gold runs; "-" = not reported.
+    runs: dict[str, str] = Field(default_factory=dict)
     run_seconds: list[float] = Field(default_factory=list)  # each test run, base then gold
     seconds: dict[str, float] = Field(default_factory=dict)  # images, base, gold, total
     findings: list[dict] = Field(default_factory=list)  # secrets found (kept by --redact or in a baseline)
     test_runs: int = 0
+
+
+RUN_CODES = {PASSED: "P", FAILED: "F", ERROR: "E", SKIPPED: "S", XFAIL: "X", XPASS: "x", MISSING: "-"}
+_STATUS_OF = {code: status for status, code in RUN_CODES.items()}
+
+
+def encode_runs(base_runs: list[dict[str, str]], gold_runs: list[dict[str, str]]) -> dict[str, str]:
+    tests = sorted(set().union(*base_runs, *gold_runs))
+    code = lambda run, t: RUN_CODES.get(run.get(t, MISSING), "?")  # noqa: E731
+    return {t: "".join(code(r, t) for r in base_runs) + " " + "".join(code(r, t) for r in gold_runs) for t in tests}
+
+
+def gold_status(verdict: Verdict, test: str) -> str | None:
+    """A test's status with gold when it was the same in every gold run, else None."""
+    runs = verdict.runs.get(test)
+    if runs is None:
+        return None
+    gold = set(runs.split(" ")[1])
+    return _STATUS_OF.get(gold.pop()) if len(gold) == 1 else None
 
 
 def verdict_path(spec: Path) -> Path:
@@ -211,8 +233,8 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         limits = task.limits.apply(Limits()).with_(network=False)
         base_runs, gold_runs = _run_phases(task, images.task.tag, images.snapshot.commit, gold, limits, backend,
                                            options.repeats, verdict, progress)
-        verdict.base_runs, verdict.gold_runs = base_runs, gold_runs
-        _judge(task, verdict, discover)
+        verdict.runs = encode_runs(base_runs, gold_runs)
+        _judge(task, verdict, discover, base_runs, gold_runs)
     except Quarantine as q:
         verdict.quarantined, verdict.detail = q.reason, q.detail
     verdict.seconds["total"] = round(time.monotonic() - started, 3)
@@ -267,9 +289,9 @@ def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Lim
     return base_runs, gold_runs
 
 
-def _judge(task: Task, verdict: Verdict, discover: bool) -> None:
+def _judge(task: Task, verdict: Verdict, discover: bool, base_runs: list[dict[str, str]],
+           gold_runs: list[dict[str, str]]) -> None:
     """Fill the verdict's lists from the runs, or raise Quarantine."""
-    base_runs, gold_runs = verdict.base_runs, verdict.gold_runs
     tests = sorted(set().union(*base_runs, *gold_runs) | set(task.fail_to_pass) | set(task.pass_to_pass))
     flaky: dict[str, str] = {}
     stable_base: dict[str, str] = {}
@@ -281,7 +303,6 @@ def _judge(task: Task, verdict: Verdict, discover: bool) -> None:
             flaky[test] = f"flaky: base {','.join(map(_show, b))}; gold {','.join(map(_show, g))}"
             continue
         stable_base[test], stable_gold[test] = b[0], g[0]
-    verdict.gold_statuses = {t: s for t, s in stable_gold.items() if s != MISSING}
     verdict.expected_xfail = sorted(t for t, s in stable_gold.items() if s == XFAIL)
     if discover:
         verdict.dropped_flaky = flaky
