@@ -147,6 +147,9 @@ def build(reps: list, figs: dict) -> dict:
             configs.append({"label": label, "outcomes": Counter(), "stops": Counter(), "rate": None, "repeats": 1,
                             "expected_cost": _iv(None), "cost_per_resolved": _iv(None), "time": _iv(None)})
     tasks = sorted({rep.final.task_id for rep in reps})
+    # `tasks check` status of each task when its run started: results of unchecked tasks are marked
+    checks = {t: s for run in figs.get("runs", []) for t, s in (run.get("recipe") or {}).get("task_checks", {}).items()
+              if s != "checked"}
     cells: dict[tuple[str, str], list] = defaultdict(list)
     for rep in reps:
         cells[(rep.final.task_id, rep.config)].append(rep)
@@ -171,7 +174,7 @@ def build(reps: list, figs: dict) -> dict:
         kinds = (["fail"] if states - {"all"} else []) + (["none"] if solved_by == 0 else [])
         kinds += ["split"] if len(states) > 1 else []
         matrix.append({"task": task, "cells": row_cells, "solved_by": solved_by, "kinds": " ".join(kinds),
-                       "present": sum(c is not None for c in row_cells)})
+                       "present": sum(c is not None for c in row_cells), "check": checks.get(task, "")})
     rep_of = {(str(r.run_dir), r.final.task_id, r.label, r.final.repeat): r.index for r in reps}
     scoring = figs.get("scoring", {}).get("scoring", {})
     names = {r.index: r.config for r in reps}
