@@ -378,3 +378,40 @@ def test_docs_tasks_md_names_every_field_of_the_spec_and_of_wholeloop_yaml():
                for name, field in model.model_fields.items() if f"`{field.alias or name}`" not in text]
     assert missing == []
     assert "docs/tasks.md" in (ROOT / "README.md").read_text()
+
+
+def test_env_like_files_never_enter_a_snapshot_unless_the_task_names_them(tmp_path, monkeypatch):
+    from sandbox import cached_snapshot, make_snapshot
+
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "app"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    base = commit(repo, "app", {"app.py": "X = 1\n", ".env": "TOKEN=abc\n", "deploy/prod.env": "K=v\n",
+                                "config/.env.test": "T=1\n", ".netrc": "machine x\n", "environment.py": "E = 1\n"})
+    made = make_snapshot(str(repo), base, tmp_path / "snap")
+    assert sorted(made.excluded) == [".env", ".netrc", "config/.env.test", "deploy/prod.env"]
+    assert not (tmp_path / "snap" / ".env").exists() and (tmp_path / "snap" / "environment.py").exists()
+    listed = git(tmp_path / "snap", "ls-files")
+    assert ".env" not in listed.split() and "app.py" in listed.split()
+    kept = cached_snapshot(str(repo), base, keep=("config/.env.test",))
+    assert (kept.path / "config" / ".env.test").exists() and "config/.env.test" not in kept.excluded
+    assert cached_snapshot(str(repo), base).excluded == made.excluded  # the marker beside the cached snapshot
+
+
+@pytest.mark.docker
+def test_a_statement_comes_from_the_issue_the_commit_names(small_repo, tmp_path):
+    issues = tmp_path / "issues.json"
+    issues.write_text(json.dumps([{"number": 12, "title": "add() subtracts", "body": "add(2, 3) gives -1."}]))
+    out = tmp_path / "out"
+    result = wholeloop("tasks", "from-commit", str(small_repo["repo"]), small_repo["fix"], "--out", str(out),
+                       "--issues", str(issues), "--no-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    task = load_task(out / f"smallpkg-{small_repo['fix'][:10]}.yaml")
+    assert task.problem_statement == "add() subtracts\n\nadd(2, 3) gives -1.\n"
+    assert task.origin.statement == "issue" and task.origin.issue == "12" and task.origin.commit == small_repo["fix"]
+    assert task.created_at == "2024-02-01T12:00:00+00:00" and task.origin.dependencies_as_of == "2024-02-01T12:00:00Z"
+    assert task.hidden_tests.command == "python -m pytest -rA -p no:cacheprovider tests/test_add.py"
+    assert task.quarantined.startswith("not checked yet") and (out / "mine-report.json").exists()
+    setup = "\n".join(task.environment.setup)
+    assert "uv pip install" in setup and "attrs==" in setup and "hypothesis==" in setup  # pinned, as of the date
