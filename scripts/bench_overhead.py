@@ -315,7 +315,7 @@ def bench_cli(reps: int) -> list[Row]:
 
 # A suite that takes about 12 s of CPU in one process: the checked runs are compared with raw ones on it.
 _WORK_TESTS = "".join(
-    f"\n\ndef test_work_{i}():\n    assert sum(j * j for j in range(2_800_000)) > {i}\n" for i in range(12))
+    f"\n\ndef test_work_{i}():\n    assert sum(j * j for j in range(4_000_000)) > {i}\n" for i in range(12))
 
 
 def make_bench_repo(path: Path, k: int) -> Path:
@@ -334,16 +334,16 @@ def make_bench_repo(path: Path, k: int) -> Path:
     (path / "pyproject.toml").write_text('[project]\nname = "benchpkg"\nversion = "1.0"\n'
                                          '[build-system]\nrequires = ["setuptools>=61"]\n'
                                          'build-backend = "setuptools.build_meta"\n')
-    funcs = [f"def f{n}(x):\n    return x - {n}\n" for n in range(k)]
+    funcs = [f"def f{n}(x):\n    return x - {n} - 1\n" for n in range(k)]
     (path / "benchpkg" / "__init__.py").write_text("\n\n".join(funcs))
     (path / "tests" / "test_work.py").write_text("# CPU work so that the suite takes >= 10 s" + _WORK_TESTS)
     git("add", "-A")
     git("commit", "-qm", "initial")
     for n in range(k):
-        funcs[n] = f"def f{n}(x):\n    return x + {n}\n"
+        funcs[n] = f"def f{n}(x):\n    return x + {n} + 1\n"
         (path / "benchpkg" / "__init__.py").write_text("\n\n".join(funcs))
         (path / "tests" / f"test_f{n}.py").write_text(f"from benchpkg import f{n}\n\n\ndef test_f{n}():\n"
-                                                       f"    assert f{n}(1) == 1 + {n}\n")
+                                                       f"    assert f{n}(1) == {n} + 2\n")
         git("add", "-A")
         git("commit", "-qm", f"fix f{n}", date=f"2024-01-{n + 2:02d}T00:00:00+00:00")
     return path
@@ -364,28 +364,40 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
     tasks = [j.task for j in report.judged if j.task is not None]
     assert len(tasks) == k, [j.record() for j in report.judged]
     base_ours, gold_ours, base_raw, gold_raw, env_built, env_tags, created = [], [], [], [], [], set(), []
-    for task in tasks:
-        result = check_task(task, CheckOptions(repeats=repeats, discover=True))
-        v = result.verdict
-        assert v.passed and v.fail_to_pass, (v.quarantined, v.detail)
-        created += result.images_built
-        env_built += [t for t in result.images_built if t.startswith("wholeloop-env:")]
-        env_tags.add(v.image["env"])
-        base_ours += [v.seconds["base"] / repeats] * repeats  # one container for the R base runs, start to removal
-        gold_ours += v.run_seconds[repeats:]  # each: grade() in a fresh container
-        patches = tmp / f"patches-{task.id}"
-        patches.mkdir()
-        (patches / "test.diff").write_text(task.test_patch())
-        (patches / "gold.diff").write_text(task.gold())
-        for variant, into in (("git apply /p/test.diff", base_raw), ("git apply /p/test.diff && git apply /p/gold.diff",
-                                                                      gold_raw)):
-            for _ in range(repeats):
-                cmd = ["docker", "run", "--rm", "--network", "none", "--cpus", "2", "--memory", "4g", "--memory-swap",
-                       "4g", "--pids-limit", "1024", "-v", f"{patches}:/p:ro", "-w", "/repo", v.image["task"],
-                       "sh", "-c", f"{variant} && {task.hidden_tests.command} >/dev/null"]
-                into.append(timed(lambda: subprocess.run(cmd, capture_output=True)))
-    for tag in reversed(created):  # images this benchmark made for itself
-        subprocess.run(["docker", "rmi", tag], capture_output=True)
+    try:
+        for task in tasks:
+            patches = tmp / f"patches-{task.id}"
+            patches.mkdir()
+            (patches / "test.diff").write_text(task.test_patch())
+            (patches / "gold.diff").write_text(task.gold())
+
+            def raw(runs: int, image: str) -> None:
+                """The same test command, raw: `docker run --rm` of the same image (start, apply, run, remove)."""
+                both = "git apply /p/test.diff && git apply /p/gold.diff"
+                for _ in range(runs):
+                    for variant, into in (("git apply /p/test.diff", base_raw), (both, gold_raw)):
+                        cmd = ["docker", "run", "--rm", "--network", "none", "--cpus", "2", "--memory", "4g",
+                               "--memory-swap", "4g", "--pids-limit", "1024", "-v", f"{patches}:/p:ro", "-w", "/repo",
+                               image, "sh", "-c", f"{variant} && {task.hidden_tests.command} >/dev/null"]
+                        into.append(timed(lambda: subprocess.run(cmd, capture_output=True)))
+
+            result = check_task(task, CheckOptions(repeats=repeats, discover=True))  # builds the images if needed
+            v = result.verdict
+            created += result.images_built
+            assert v.passed and v.fail_to_pass, (v.quarantined, v.detail)
+            env_built += [t for t in result.images_built if t.startswith("wholeloop-env:")]
+            env_tags.add(v.image["env"])
+            # side by side: raw runs before and after a second check on the built images (load drifts)
+            raw(repeats // 2, v.image["task"])
+            again = check_task(task, CheckOptions(repeats=repeats, discover=True, force=True)).verdict
+            raw(repeats - repeats // 2, v.image["task"])
+            base_ours += [again.seconds["base"] / repeats] * repeats  # one container for the R base runs, start to removal
+            gold_ours += again.run_seconds[repeats:]  # each: grade() in a fresh container
+            print(f"  {task.id}: base {again.seconds['base'] / repeats:.2f} s/run, gold {again.run_seconds[repeats:]}; "
+                  f"raw base {[round(x, 2) for x in base_raw[-repeats:]]}, gold {[round(x, 2) for x in gold_raw[-repeats:]]}")
+    finally:
+        for tag in reversed(created):  # images this benchmark made for itself, even after a failure
+            subprocess.run(["docker", "rmi", tag], capture_output=True)
     b_ours, b_raw = statistics.median(base_ours), statistics.median(base_raw)
     g_ours, g_raw = statistics.median(gold_ours), statistics.median(gold_raw)
     total = (sum(base_ours) + sum(gold_ours)) / (sum(base_raw) + sum(gold_raw))

@@ -219,6 +219,11 @@ def tasks_check(paths, repeats, discover, force, workers):
         for finding in (v.findings if v else []):
             out_console.print(f"  secret {finding['file']}:{finding['line']} {finding['rule']} ({finding.get('where', '')})")
     for task in plan.up_to_date:
-        out_console.print(f"[dim]up to date  {task.id}[/]")
+        if task.quarantined:
+            bad += 1
+            out_console.print(f"[yellow]quarantined[/] {task.id}: {task.quarantined} [dim](up to date)[/]")
+        else:
+            out_console.print(f"[dim]up to date  {task.id}[/]")
     if bad:
+        out_console.print(f"{bad} task(s) quarantined or not checked; `wholeloop run` skips the quarantined ones")
         sys.exit(1)

@@ -59,6 +59,7 @@ from .spec import Task, TaskSpecError, dump_yaml, load_task
 VERDICT_FORMAT = 1
 DEFAULT_REPEATS = 3
 NOT_CHECKED = "not checked yet: FAIL_TO_PASS and PASS_TO_PASS are unknown (run `wholeloop tasks check --discover`)"
+NOT_CHECKED_PREFIX = "not checked yet"
 FAILING = (FAILED, ERROR, MISSING)
 WORK = "/tmp/wholeloop-grade"
 
@@ -149,11 +150,15 @@ def check_status(task: Task, *, look_up_image: bool = True) -> tuple[CheckStatus
 
 
 def up_to_date(task: Task) -> bool:
-    """A verdict for exactly this spec exists, and (when it passed) for exactly its image."""
+    """Nothing to check: a verdict for exactly this spec exists (and, when it passed, for exactly
+    its image), or the spec was quarantined before any check could run (mining found no test file
+    to run, or no way to build its environment: clear `quarantined` after fixing it)."""
     status, _ = check_status(task)
     if status == "checked":
         return True
     verdict = read_verdict(task.spec_path) if task.spec_path else None
+    if status == "quarantined" and verdict is None:
+        return not task.quarantined.startswith(NOT_CHECKED_PREFIX)
     return status == "quarantined" and verdict is not None and verdict.spec_hash == task.content_hash()
 
 
@@ -237,6 +242,8 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         _judge(task, verdict, discover, base_runs, gold_runs)
     except Quarantine as q:
         verdict.quarantined, verdict.detail = q.reason, q.detail
+    except TaskSpecError as exc:  # a patch file the spec names cannot be read
+        verdict.quarantined, verdict.detail = "a file the spec names cannot be read", str(exc)
     verdict.seconds["total"] = round(time.monotonic() - started, 3)
     verdict.test_runs = len(verdict.run_seconds)
     verdict.passed = verdict.quarantined is None

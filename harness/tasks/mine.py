@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from ..parsers import PARSERS, Parser, get_parser
-from .check import NOT_CHECKED, CheckOptions, check_tasks, plan_checks, read_verdict, up_to_date
+from .check import NOT_CHECKED, NOT_CHECKED_PREFIX, CheckOptions, check_tasks, plan_checks, read_verdict, up_to_date
 from .environment import (
     EnvironmentNotInferred,
     EnvPlan,
@@ -315,8 +315,13 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
         cand = j.candidate
         spec_path = out / f"{cand.task_id}.yaml"
         if spec_path.exists():
-            j.task, j.already = load_task(spec_path), True
-            continue
+            existing = load_task(spec_path)
+            # mined before; mined again only when mining itself quarantined it before any check
+            # (no test file, no environment): the rules or wholeloop.yaml may say otherwise now
+            if not (existing.quarantined and read_verdict(spec_path) is None
+                    and not existing.quarantined.startswith(NOT_CHECKED_PREFIX)):
+                j.task, j.already = existing, True
+                continue
         gold_patch = repo.diff(cand.parent, cand.commit.sha, cand.gold_files)
         test_patch = repo.diff(cand.parent, cand.commit.sha, cand.test_files)
         statement, origin = _statement(repo, cand, issues, options, gold_patch.decode("utf-8", "replace"))
