@@ -44,6 +44,8 @@ def checks() -> list[Check]:
         Check("base image", has_base, DEFAULT_BASE + (" present" if has_base else " missing"),
               "wholeloop images bootstrap   (or pull an image and name it in your tasks)", fatal=False)
     )
+    if has_base:
+        found.append(_disk_limit_check(DEFAULT_BASE))
     try:
         root = engine_root()
         free = shutil.disk_usage(root if os.path.exists(root) else "/").free / 1e9
@@ -54,9 +56,18 @@ def checks() -> list[Check]:
     return found
 
 
-def run_checks(console: Console | None = None) -> bool:
+def model_checks(model: str, *, allow_unknown_model: bool = False) -> list[Check]:
+    """The model's credentials and price, as `wholeloop run` checks them before it starts."""
+    from .models.preflight import check_model
+
+    return [Check(c.name, c.ok, c.detail, c.fix) for c in check_model(model, allow_unknown=allow_unknown_model)]
+
+
+def run_checks(console: Console | None = None, *, model: str | None = None, allow_unknown_model: bool = False) -> bool:
     console = console or Console()
     results = checks()
+    if model:
+        results += model_checks(model, allow_unknown_model=allow_unknown_model)
     for check in results:
         mark = "[green]ok[/]  " if check.ok else ("[red]FAIL[/]" if check.fatal else "[yellow]warn[/]")
         console.print(f"{mark} {check.name}: {check.detail}")
@@ -65,3 +76,20 @@ def run_checks(console: Console | None = None) -> bool:
     healthy = all(c.ok or not c.fatal for c in results)
     console.print("[green]this machine can run tasks[/]" if healthy else "[red]this machine cannot run tasks yet[/]")
     return healthy
+
+
+def _disk_limit_check(image: str) -> Check:
+    """Start one small container the way a run does (wholeloop's init, a disk limit) and say how
+    its disk limit is enforced here."""
+    from sandbox import DockerSandbox, Limits, SandboxError
+
+    try:
+        with DockerSandbox.start(image, limits=Limits(disk="32m"), role="doctor", workdir="/", fast_exec=False) as sb:
+            how = sb.disk_enforcement
+    except SandboxError as exc:
+        return Check("containers", False, f"cannot start a container: {exc}", exc.hint or "")
+    if how == "filesystem":
+        return Check("disk limit", True, "enforced: each container's writable layer is a filesystem of its limit")
+    return Check("disk limit", False, f"{how}: the total a container writes is not bounded",
+                 "run wholeloop as root on the engine's host, with e2fsprogs and mount installed", fatal=False)
+

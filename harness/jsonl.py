@@ -2,7 +2,8 @@
 
 Both of wholeloop's JSONL records (results.jsonl, transcript.jsonl) are written by appending one
 complete line with one `write()`; a process killed mid-write can leave a half line at the end,
-which the next writer cuts (so its line starts clean) and every reader skips. A leaf module.
+which the next writer cuts (so its line starts clean) and every reader skips. A leaf module
+(it uses harness.scrub, the one scrubbing boundary, itself a leaf).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from .scrub import scrub_bytes
 
 
 def drop_torn_tail(path: Path) -> None:
@@ -23,7 +26,9 @@ def drop_torn_tail(path: Path) -> None:
 
 
 def append_line(path: Path, line: bytes, *, fsync: bool = True) -> None:
-    """Append one whole line (which must end with a newline) with a single write."""
+    """Append one whole line (which must end with a newline) with a single write, scrubbed of
+    secrets (harness.scrub)."""
+    line = scrub_bytes(line)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)

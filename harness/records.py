@@ -6,11 +6,12 @@
     RUN/attempts/<task>/<config>/rep-<r>/transcript.unfinished-<n>.jsonl   earlier, unfinished tries
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
     RUN/logs/images.log      image build output
+    RUN/.writer.lock         held (flock) by the one run writing the folder, for its whole life
 
 Everything a report shows is recomputed from these files, with no Docker. Every part of wholeloop
 that reads or writes a run folder (the runner, the executors, reports, export, show, a history
 index) goes through `RunFolder`: paths, appending rows (the one append point), the latest-row
-rule, manifest updates under one lock, moving an unfinished transcript aside, the image log.
+rule, the one writer (`writer()`), manifest updates under one lock, moving an unfinished transcript aside, the image log.
 
 A leaf: it imports neither `sandbox` nor the runner.
 """
@@ -18,13 +19,17 @@ A leaf: it imports neither `sandbox` nor the runner.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
 import shutil
+import socket
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .jsonl import append_line, complete_lines, drop_torn_tail
 from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
+from .scrub import scrub
 
 RESULT_SCHEMA = 1
 
@@ -78,6 +84,9 @@ class ResultRow(BaseModel):
     patch_bytes: int = 0
     error: str | None = None
     note: str = ""
+    tampering: str | None = None  # the channels of results contradicted each other (see grade.json)
+    grader_version: int | None = None  # of the grader that decided `outcome` (None: before it was recorded)
+    regraded_from: dict | None = None  # set by `wholeloop regrade`: the outcome and grader version before
     instance_id: str | None = None
     dir: str = ""  # the attempt folder, relative to the run folder
     patch_path: str = ""
@@ -98,16 +107,56 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_") or "x"
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write a whole file or nothing: a temporary file renamed over the target."""
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing ancestor of `path` when it is a file (so nothing can go under it)."""
+    for parent in Path(path).absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_writable(path: Path | str, *, folder: bool) -> None:
+    """Raise an OSError naming `path` (and what is in its way) unless a file (folder=False) or a
+    folder (folder=True) could be written there. Creates nothing: used before work starts, so a
+    wrong --out or --html fails at once, not after a run or a report."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    blocker = _file_in_the_way(path)
+    if blocker is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"{blocker} is a file, not a folder", str(path))
+    if folder and path.exists() and not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder (give a folder path)", str(path))
+    if not folder and path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder (give a file path)", str(path))
+    # where a new entry would be made: the folder itself, else the nearest folder that exists
+    target = path if folder and path.is_dir() else next(p for p in path.absolute().parents if p.exists())
+    probe = target / f".wholeloop-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PermissionError(exc.errno, f"cannot write here ({exc.strerror})", str(path)) from None
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write a whole file or nothing: a temporary file renamed over the target. Scrubbed of
+    secrets (harness.scrub): every file wholeloop writes goes through here or append_line."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode() if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    blocker = _file_in_the_way(path)
+    if blocker is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"{blocker} is a file, not a folder", str(path))
+    data = scrub(data)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:  # name the file asked for, never the temporary one
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise PermissionError(exc.errno, f"cannot write here ({exc.strerror})", str(path)) from None
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -153,7 +202,25 @@ def latest_rows(rows: list[ResultRow]) -> list[ResultRow]:
     return latest_of(rows, ResultRow.unit, lambda row: row.attempt)
 
 
+#: Final outcomes that do not finish a unit: a resume does it again, because what caused them
+#: (the machine, a missing key, a task's inputs) may have been fixed since. The old rows stay in
+#: results.jsonl, superseded by the new try (`latest_of`).
+REDO_OUTCOMES: frozenset[str] = frozenset({"infra_error"})
+
+
+def redo_on_resume(row: ResultRow) -> bool:
+    """Does a resumed run try this row's unit again? The one rule (the runner, executors and
+    reports ask it): yes when its final outcome is not the agent's (see REDO_OUTCOMES)."""
+    return row.final and row.outcome in REDO_OUTCOMES
+
+
 RowListener = Callable[["ResultRow"], None]
+
+
+class RunFolderBusy(RuntimeError):
+    """Another process (or another RunFolder of this one) is writing this run folder."""
+
+    hint = "wait for that run to end (or stop it), or give this run another --out"
 
 
 class RunFolder:
@@ -161,6 +228,7 @@ class RunFolder:
 
     RESULTS = "results.jsonl"
     MANIFEST = "manifest.json"
+    WRITER_LOCK = ".writer.lock"
 
     def __init__(self, path: Path | str, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -205,6 +273,40 @@ class RunFolder:
     def relative(self, path: Path) -> Path:
         return Path(path).relative_to(self.path)
 
+    # ------------------------------------------------------------------ one writer
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[None]:
+        """Hold the run folder for one writer (a run, for its whole life): an flock on
+        RUN/.writer.lock, taken at once or not at all. A second writer -- another process, or another
+        open of the folder in this one -- gets RunFolderBusy naming the holder. The kernel drops the
+        lock when its holder dies, even by SIGKILL, so a killed run never blocks its resume."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        path = self.path / self.WRITER_LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode(errors="replace")
+            os.close(fd)
+            try:
+                who = json.loads(holder)
+                what = f"pid {who['pid']} on {who['host']}, since {who['since']}: {' '.join(who['command'])[:200]}"
+            except (ValueError, KeyError, TypeError):
+                what = "its details are not written yet"
+            raise RunFolderBusy(f"{self.path} is being written by another wholeloop run ({what}); "
+                                "a run folder has one writer at a time") from None
+        try:
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "command": sys.argv,
+                  "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
     # ------------------------------------------------------------------ rows
 
     def on_row(self, listener: RowListener) -> None:
@@ -233,8 +335,13 @@ class RunFolder:
         return latest_rows(self.rows())
 
     def finished_units(self) -> set[tuple[str, str, int]]:
-        """(task, configuration, repeat) units whose latest try has a final row."""
-        return {row.unit() for row in self.latest() if row.final}
+        """(task, configuration, repeat) units whose latest try has a final row that stands: a
+        final row `redo_on_resume` says to try again does not finish its unit."""
+        return {row.unit() for row in self.latest() if row.final and not redo_on_resume(row)}
+
+    def units_to_redo(self) -> dict[tuple[str, str, int], ResultRow]:
+        """Units whose latest final row a resume does again (see `redo_on_resume`), with that row."""
+        return {row.unit(): row for row in self.latest() if row.final and redo_on_resume(row)}
 
     # ------------------------------------------------------------------ manifest
 
@@ -298,13 +405,40 @@ class RunFolder:
         path = self.image_log_path
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._log_lock, open(path, "a") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+            fh.write(scrub(text if text.endswith("\n") else text + "\n"))
+
+
+class RunNotStarted(FileNotFoundError):
+    """A run folder with a manifest but no finished attempt yet (stopped before its first row)."""
+
+
+def resume_command(manifest: dict) -> str:
+    """The command that started a run (`wholeloop ...`), to run again to resume it."""
+    import shlex
+
+    argv = manifest.get("command") or []
+    if not isinstance(argv, list) or not argv:
+        return ""
+    return shlex.join(["wholeloop", *map(str, argv[1:])])
 
 
 def open_run(path: Path | str) -> RunFolder:
-    """An existing run folder; raises FileNotFoundError with a clear message when it is not one."""
+    """An existing run folder; raises FileNotFoundError with a clear message when it is not one,
+    RunNotStarted when it is one that has no finished attempt yet."""
     folder = RunFolder(path)
     if not folder.is_run():
+        if folder.manifest_path.is_file():
+            try:
+                manifest = folder.manifest()
+            except ValueError:
+                manifest = {}
+            planned = len(manifest.get("tasks") or {})
+            state = "not finished" if not manifest.get("finished_at") else f"finished at {manifest['finished_at']}"
+            again = resume_command(manifest)
+            raise RunNotStarted(
+                f"{folder.path}: a run folder with no finished attempt yet (started {manifest.get('started_at') or '?'}, "
+                f"{planned} task(s) planned, {state}): nothing to report"
+                + (f"; resume it with: {again}" if again else ""))
         raise FileNotFoundError(f"{folder.path} is not a wholeloop run folder (no results.jsonl)")
     return folder
 

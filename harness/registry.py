@@ -13,7 +13,6 @@ Nothing is imported until a name is asked for, so `wholeloop --help` stays fast.
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 from typing import Any
 
 
@@ -32,6 +31,8 @@ class Registry:
         if self._scanned:
             return
         self._scanned = True
+        from importlib import metadata  # on first use: reading entry points costs tens of ms
+
         for entry in metadata.entry_points(group=self.group):
             self._targets.setdefault(entry.name, entry.value)  # a built-in name is never replaced
 

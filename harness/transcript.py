@@ -2,17 +2,16 @@
 
 A transcript is what a reviewer reads to see *why* an attempt ended the way it did, so every event
 is written and flushed the moment it happens: a crash leaves everything up to the crash. Big
-payloads are capped (a viewer must be able to open the file) and secrets from the environment are
-scrubbed from every string before it reaches disk.
+payloads are capped (a viewer must be able to open the file) and secrets are scrubbed from every
+string before it is capped and reaches disk (by harness.scrub, the one scrubbing boundary).
 
-This module is a leaf: it imports pydantic and the standard library only.
+This module is a leaf: it imports pydantic, the standard library, jsonl and scrub only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -21,11 +20,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from . import scrub as scrubber
 from .jsonl import complete_lines, drop_torn_tail
 
 SCHEMA_VERSION = 1
 MAX_TEXT = 20_000  # characters kept of any one string field in an event
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 
 
 class _Event(BaseModel):
@@ -43,6 +42,7 @@ class AttemptStart(_Event):
     repeat: int = 0
     config: str = ""
     image: str = ""
+    problem_statement: str = ""  # what the agent was asked (on attempt 1; a reviewer reads it first)
 
 
 class PhaseEvent(_Event):
@@ -93,6 +93,11 @@ class ToolCallEvent(_Event):
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str = ""
+    # What the call does, when the name alone does not say (an external CLI's tools, read by the
+    # rules of its agent config): "shell" (runs `command`), "test" (a shell command that runs the
+    # tests), "edit" (changes files); "" for wholeloop's own tools, known by name.
+    kind: str = ""
+    command: str = ""
 
 
 class ToolResultEvent(_Event):
@@ -106,6 +111,7 @@ class ToolResultEvent(_Event):
     truncated: bool = False
     timed_out: bool = False
     duration_s: float = 0.0
+    kind: str = ""  # the call's kind (see ToolCallEvent)
 
 
 class TestRun(_Event):
@@ -157,6 +163,22 @@ class GradeEvent(_Event):
     detail: str = ""
 
 
+class ExternalRun(_Event):
+    """An external CLI's run inside the container: how it ended, what it says it spent, its own logs."""
+
+    type: Literal["external_run"] = "external_run"
+    attempt: int
+    cli: str
+    version: str = ""
+    exit_code: int | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    stopped_by: str = ""  # why wholeloop stopped it, when it did (a budget limit, the run stopping)
+    logs: list[str] = Field(default_factory=list)  # its stdout/stderr and own logs, relative to the transcript
+    self_report: dict[str, Any] | None = None  # the tokens and cost the CLI itself reports
+    stderr_tail: str = ""
+
+
 class Feedback(_Event):
     type: Literal["feedback"] = "feedback"
     attempt: int
@@ -166,7 +188,7 @@ class Feedback(_Event):
 
 Event = Annotated[
     AttemptStart | PhaseEvent | ModelRequest | ModelResponse | ModelRetry | ToolCallEvent | ToolResultEvent | TestRun
-    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback,
+    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback | ExternalRun,
     Field(discriminator="type"),
 ]
 _adapter: TypeAdapter[Event] = TypeAdapter(Event)
@@ -175,25 +197,27 @@ STEP_EVENTS = (ModelRequest, ModelResponse, ModelRetry, ToolCallEvent, ToolResul
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
-    """Values of environment variables whose names look secret (long enough to be real)."""
-    env = os.environ if environ is None else environ
-    return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True)
+    """The secrets the scrubber replaces (see harness.scrub.secret_values)."""
+    return scrubber.secret_values(environ)
 
 
-def scrub(value: Any, secrets: list[str]) -> Any:
-    """Replace every secret in every string of a JSON-like value, and cap long strings."""
+def scrub(value: Any, secrets: list[str] | None = None) -> Any:
+    """Replace every form of every secret in every string of a JSON-like value, then cap long
+    strings (in that order: a cut must never keep half a key)."""
+    value = scrubber.scrub_value(value, secrets)
+    return _cap(value)
+
+
+def _cap(value: Any) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, "[REDACTED]")
         if len(value) > MAX_TEXT:
             cut = len(value) - MAX_TEXT
             value = value[: MAX_TEXT // 2] + f"\n[... {cut} characters not kept in the transcript ...]\n" + value[-MAX_TEXT // 2 :]
         return value
     if isinstance(value, dict):
-        return {k: scrub(v, secrets) for k, v in value.items()}
+        return {k: _cap(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
+        return [_cap(v) for v in value]
     return value
 
 
@@ -201,9 +225,11 @@ class TranscriptWriter:
     """Appends events to a JSONL file, one line each, flushed (and fsynced) as they happen."""
 
     def __init__(self, path: Path, *, secrets: list[str] | None = None, fsync: bool = True) -> None:
+        """`secrets`: the values to scrub; None (the default) means what harness.scrub finds at
+        each write (the environment's secrets and the registered ones)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._secrets = secret_values() if secrets is None else secrets
+        self._secrets = secrets
         self._fsync = fsync
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
@@ -212,13 +238,18 @@ class TranscriptWriter:
         self._seq = existing[-1].seq + 1 if existing else 0
         self._fh = open(self.path, "a", encoding="utf-8")
 
-    def write(self, event: _Event) -> _Event:
+    def write(self, event: _Event, *, at: float | None = None) -> _Event:
+        """Append `event`. `at` (a time.monotonic() reading) is when it happened, for an event
+        written a little later (the metering proxy records off its relay path); default: now."""
         with self._lock:
             event.seq = self._seq
-            event.time = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-            event.elapsed_s = round(time.monotonic() - self._t0, 3)
+            now = time.monotonic()
+            happened = now if at is None else min(at, now)
+            stamp = datetime.now(timezone.utc).timestamp() - (now - happened)
+            event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+            event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
-            self._fh.write(json.dumps(data, ensure_ascii=False) + "\n")
+            self._fh.write(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets) + "\n")
             self._fh.flush()
             if self._fsync:
                 os.fsync(self._fh.fileno())

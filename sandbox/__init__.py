@@ -4,10 +4,12 @@ implementation (`sandbox.docker`).
 This package never imports `harness`.
 """
 
-from .base import Backend, ExecResult, Limits, Mount, OutputCap, Sandbox
+from .base import DEFAULT_DISK, Backend, ExecResult, Limits, Mount, OutputCap, Sandbox, parse_size
 from .docker import DEFAULT_BASE, REPO_DIR, BuiltImage, DockerBackend, DockerSandbox, EnvSpec
 from .errors import (
     ContainerGone,
+    DiskLimitReached,
+    DiskSpaceError,
     EngineUnavailable,
     ExecError,
     FileOpError,
@@ -19,6 +21,7 @@ from .errors import (
     RepositoryError,
     SandboxError,
 )
+from .patch import BaseRules, Change, TakenPatch, TreeEntry, take_patch
 from .snapshot import (
     ENV_LIKE_FILES,
     Snapshot,
@@ -32,9 +35,10 @@ from .snapshot import (
 )
 
 __all__ = [
-    "Backend", "BuiltImage", "ENV_LIKE_FILES", "ContainerGone", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EngineUnavailable",
+    "Backend", "BaseRules", "BuiltImage", "Change", "ENV_LIKE_FILES", "TakenPatch", "TreeEntry", "take_patch", "ContainerGone",
+    "DEFAULT_BASE", "DEFAULT_DISK", "DiskLimitReached", "DiskSpaceError", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",
-    "Snapshot", "cache_dir", "cached_snapshot", "env_like", "find_commit", "make_snapshot", "open_repository",
+    "Snapshot", "cache_dir", "cached_snapshot", "env_like", "find_commit", "make_snapshot", "open_repository", "parse_size",
     "tar_directory",
 ]

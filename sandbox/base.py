@@ -2,7 +2,8 @@
 
 `Sandbox` is the whole surface the harness uses of one running environment (a container); a
 `Backend` starts them. The Docker implementation (`sandbox.docker`) is one; the tests' fakes are
-others. `sandbox.conformance` checks an implementation against this contract: its core part
+others. The patch of a sandbox is taken from outside it (`sandbox.patch.take_patch`, with the host's
+git), from its change list and the trees read out of it and of its image. `sandbox.conformance` checks an implementation against this contract: its core part
 (commands, files, the patch, errors) applies to every sandbox, its isolation part (network off,
 process-tree kills, limits) to real containers only.
 
@@ -14,6 +15,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
+from .patch import Change, TreeEntry
+
+
+DEFAULT_DISK = "2g"  # what agents write with the network off (builds, caches, scratch) fits; 16 workers need 32 GB free
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str | int | None) -> int | None:
+    """Bytes of a size as Docker writes them ("50m", "4g", "512k", "1024"); None or 0 for none.
+    Raises ValueError for anything else."""
+    if text is None or text == 0:
+        return None
+    value = str(text).strip().lower()
+    if value in ("", "0", "none", "off"):
+        return None
+    number, unit = value.rstrip("bkmgt"), value[len(value.rstrip("bkmgt")):].removesuffix("b") or ""
+    try:
+        size = float(number) * _UNITS[unit]
+    except (KeyError, ValueError):
+        raise ValueError(f"{text!r} is not a size (say 50m, 4g or 0 for none)") from None
+    return int(size) or None
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -21,6 +44,9 @@ class Limits:
 
     cpus: float = 2.0
     memory: str = "4g"  # also the memory+swap limit: no swap
+    # Bytes (and, in proportion, files) the container may write, anywhere: its whole writable
+    # layer is a filesystem of this size (see sandbox/docker/disk.py). None or "0": no limit.
+    disk: str | None = DEFAULT_DISK
     pids: int = 1024
     output_bytes: int = 100_000  # kept per stream (stdout, stderr) of one command
     command_timeout_s: float = 300.0  # a command the agent runs
@@ -28,11 +54,15 @@ class Limits:
     # Waits of the harness's own steps inside a container (not the agent's commands):
     setup_timeout_s: float = 30.0  # short housekeeping commands (mkdir, probing the shell)
     step_timeout_s: float = 120.0  # one grading step: applying a patch, reverting files, a probe
-    diff_timeout_s: float = 300.0  # taking the patch of the work tree
     stop_timeout_s: float = 30.0  # waiting for a killed container to stop before it restarts
 
     def with_(self, **changes: object) -> Limits:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def disk_bytes(self) -> int | None:
+        """The disk limit in bytes; None when there is none."""
+        return parse_size(self.disk)
 
 
 @dataclass(frozen=True)
@@ -140,15 +170,33 @@ class Sandbox(Protocol):
         """Unpack a tar archive into the existing folder `path`. Raises FileOpError."""
         ...
 
-    def diff(self, base: str = "HEAD", *, repo: str | None = None) -> str:
-        """The binary-safe patch from commit `base` to the work tree, new and deleted files
-        included, leaving the repository's own index and HEAD untouched. Raises PatchError when
-        the repository is unusable or the patch is too large."""
+    def changes(self) -> list[Change]:
+        """What differs under `workdir` from the tree the environment started with (its image), as
+        the engine (not anything inside the environment) lists it: added, changed and deleted paths,
+        relative to `workdir`. Works while the environment is stopped. Raises ContainerGone."""
+        ...
+
+    def read_tree(self, paths: list[str], *, image: bool = False, max_file_bytes: int = 50_000_000) -> list[TreeEntry]:
+        """The files, symlinks and folders at `paths` (relative to `workdir`, or absolute; a folder
+        with all it holds; entries named as the paths were given), read from outside: from the environment (works while it is stopped), or with
+        `image=True` from the image it started from. A path that does not exist is left out. Raises
+        PatchError for a file larger than `max_file_bytes`, before its bytes are read."""
+        ...
+
+    def stop(self) -> None:
+        """Kill every process and leave the environment stopped, files kept: nothing it ran can act
+        until `restart`. `changes`, `read_tree`, `restart` and `close` work while it is stopped.
+        Raises ContainerGone."""
+        ...
+
+    def restart(self) -> None:
+        """Start a stopped environment again (no process of before survives; files kept) so commands
+        can run in it. Raises ContainerGone."""
         ...
 
     def stop_processes(self) -> None:
-        """Kill every process in the environment, files kept, and make it usable again: what was
-        left running can change nothing afterwards. Raises ContainerGone."""
+        """Kill every process in the environment, files kept, and make it usable again (`stop`, then
+        `restart`): what was left running can change nothing afterwards. Raises ContainerGone."""
         ...
 
     def pause(self) -> None:
@@ -161,6 +209,11 @@ class Sandbox(Protocol):
 
     def status(self) -> dict:
         """The engine's view of the environment's state (for exit and OOM diagnostics)."""
+        ...
+
+    def limit_reached(self) -> str | None:
+        """The limit the environment is at now ("disk_limit": its disk is full, bytes or files),
+        or None. `exec` and `write_file` raise DiskLimitReached once, when a limit is reached."""
         ...
 
     def close(self) -> None:

@@ -4,15 +4,18 @@ Two tiers:
 
 - `CORE`: the contract every sandbox keeps, the tests' fakes included -- commands (exit codes,
   streams, cwd, env, stdin, timeouts, output caps), files (exact bytes, parents, errors), the
-  patch (changed, new, deleted and binary files, the repository's own index and HEAD untouched),
-  and that every error is a `SandboxError`.
+  patch taken from outside (changed, new, deleted, binary, executable and symlinked files; the
+  sandbox's own repository, ignore rules and caches playing no part; huge files refused), and
+  that every error is a `SandboxError`.
 - `ISOLATION`: what only a real container gives -- no network, process-tree kills at a timeout,
   the pids and memory limits, stopping everything the agent left running, pausing. Never run
   these against a sandbox that acts on the host: they fork-bomb and fill memory on purpose.
 
 Each check is a function `check(sb)` that raises AssertionError with what was wrong. `sb` is a
-fresh sandbox whose `workdir` is an empty folder the sandbox may write, with `git` and a POSIX
-shell available, and `limits.command_timeout_s` of at least 10 s. Run them with pytest by
+fresh sandbox whose `workdir` holds `BASE_TREE` as the tree it started with (for a container: its
+image has them; `base_tree_script` writes them) and may be written, with `git` and a POSIX shell
+available, and `limits.command_timeout_s` of at least 10 s. The host needs git (the patch is taken
+with it). Run them with pytest by
 parametrizing over `CORE` (and `ISOLATION` for containers), as tests/test_conformance.py does.
 """
 
@@ -25,6 +28,7 @@ from collections.abc import Callable
 
 from .base import ExecResult, Sandbox
 from .errors import FileOpError, PatchError, SandboxError
+from .patch import BaseRules, take_patch
 
 Check = Callable[[Sandbox], None]
 
@@ -36,11 +40,12 @@ def _ok(result: ExecResult, what: str) -> ExecResult:
     return result
 
 
-def _repo(sb: Sandbox) -> str:
-    """A repository at the workdir with one commit; returns the commit id."""
-    _ok(sb.exec(f"{_GIT} init -q . && printf 'one\\ntwo\\n' > a.txt && printf 'gone\\n' > old.txt && "
-                f"{_GIT} add -A && {_GIT} commit -qm base"), "making a repository")
-    return _ok(sb.exec("git rev-parse HEAD"), "rev-parse").stdout.strip()
+# What the workdir holds when a check starts: the sandbox's image had it (BASE_TREE is the tree the
+# patch is taken against).
+BASE_TREE: dict[str, bytes] = {
+    "a.txt": b"one\ntwo\n", "old.txt": b"gone\n", "keep/k.txt": b"kept\n", ".gitignore": b"*.log\n",
+    "lib/data.bin": bytes(range(256)),
+}
 
 
 # ------------------------------------------------------------------------------ core: commands
@@ -123,46 +128,109 @@ def check_put_archive(sb: Sandbox) -> None:
 # ------------------------------------------------------------------------------ core: the patch
 
 
-def check_diff_covers_changed_new_deleted_and_binary(sb: Sandbox) -> None:
-    base = _repo(sb)
-    assert sb.diff(base) == "", "a clean tree has an empty patch"
+def base_tree_script(workdir: str) -> str:
+    """A shell script that writes BASE_TREE into `workdir` (for an image the checks start from)."""
+    lines = [f"mkdir -p {workdir}"]
+    for path, data in BASE_TREE.items():
+        octal = "".join(f"\\{b:03o}" for b in data)
+        lines.append(f"mkdir -p \"$(dirname {workdir}/{path})\" && printf '{octal}' > {workdir}/{path}")
+    return " && ".join(lines)
+
+
+def _host_apply(patch: str) -> dict[str, bytes]:
+    """BASE_TREE with `patch` applied by the host's git, outside any repository: {path: bytes or
+    b"-> target" for a symlink}."""
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="wholeloop-conformance-") as tmp:
+        root = Path(tmp) / "tree"
+        for path, data in BASE_TREE.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_bytes(data)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_CONFIG_GLOBAL": "/dev/null"}
+        done = subprocess.run(["git", "apply", "--binary", "-"], cwd=root, input=patch.encode(), capture_output=True, env=env)
+        assert done.returncode == 0, f"the patch does not apply to the base tree: {done.stderr.decode()}\n{patch}"
+        out = {}
+        for sub in sorted(root.rglob("*")):
+            rel = str(sub.relative_to(root))
+            if sub.is_symlink():
+                out[rel] = b"-> " + os.fsencode(os.readlink(sub))
+            elif sub.is_file():
+                out[rel] = sub.read_bytes() + (b" (x)" if sub.stat().st_mode & 0o111 else b"")
+        return out
+
+
+def check_the_patch_is_taken_from_outside(sb: Sandbox) -> None:
+    """Changed, new, deleted, binary, executable and symlinked files make the patch, from the change
+    list and the trees read out of the stopped sandbox and its image; the sandbox's own repository
+    (commits, index, .gitignore, exclude) and caches play no part; the patch applies to the base."""
+    rules = BaseRules(tracked=frozenset(BASE_TREE), gitignores=((".gitignore", BASE_TREE[".gitignore"]),))
+    _ok(sb.exec(f"{_GIT} init -q . && {_GIT} add -A && {_GIT} commit -qm base"), "making a repository")
     _ok(sb.exec("printf 'one\\nTWO\\n' > a.txt && rm old.txt && printf 'new\\n' > new.txt && "
-                "printf '\\000\\001\\377' > data.bin && git add a.txt"), "changing files")
-    patch = sb.diff(base)
-    for needle in ("a/a.txt", "+TWO", "deleted file mode", "b/new.txt", "GIT binary patch"):
-        assert needle in patch, f"{needle!r} missing from the patch:\n{patch}"
-    status = _ok(sb.exec("git status --porcelain"), "status").stdout
-    assert "M  a.txt" in status and "?? new.txt" in status, f"the repository's own index changed:\n{status}"
-    assert sb.exec("git rev-parse HEAD").stdout.strip() == base, "HEAD moved"
-    fresh = sb.exec(f"d=$(mktemp -d) && {_GIT} clone -q . $d/r && cd $d/r && git apply --binary - && rm -rf $d",
-                    stdin=patch.encode())
-    _ok(fresh, "the patch applies to a clean checkout")
-
-
-def check_diff_of_a_broken_repository_raises(sb: Sandbox) -> None:
-    _repo(sb)
-    _ok(sb.exec("rm -rf .git"), "removing .git")
+                "printf '\\000\\001\\377' > lib/more.bin && chmod +x keep/k.txt && ln -s a.txt link && "
+                "mkdir -p deep/er && printf 'x\\n' > deep/er/f.txt && printf 'noise\\n' > x.log && "
+                "mkdir -p __pycache__ && printf 'pyc' > __pycache__/m.cpython-311.pyc && "
+                "printf 'new.txt\\n' >> .gitignore && printf 'deep/\\n' >> .git/info/exclude && "
+                f"{_GIT} add -A && {_GIT} commit -qm work"), "changing files")
+    sb.stop()
     try:
-        sb.diff("HEAD")
-    except PatchError:
+        taken = take_patch(sb, rules)
+    finally:
+        sb.restart()
+    patch = taken.text
+    for needle in ("a/a.txt", "+TWO", "deleted file mode", "b/new.txt", "GIT binary patch", "new mode 100755",
+                   "new file mode 120000", "b/deep/er/f.txt", "b/.gitignore"):
+        assert needle in patch, f"{needle!r} missing from the patch:\n{patch}"
+    for absent in ("x.log", "__pycache__", " a/.git/", " b/.git/"):
+        assert absent not in patch, f"{absent!r} is in the patch:\n{patch}"
+    assert "x.log" in taken.ignored and taken.ignored_count >= 2, taken.ignored
+    applied = _host_apply(patch)
+    assert applied["a.txt"] == b"one\nTWO\n" and "old.txt" not in applied and applied["new.txt"] == b"new\n"
+    assert applied["lib/more.bin"] == b"\000\001\377" and applied["keep/k.txt"] == b"kept\n (x)"
+    assert applied["link"] == b"-> a.txt" and applied["deep/er/f.txt"] == b"x\n"
+    assert _ok(sb.exec("cat new.txt"), "the sandbox runs again after restart").stdout == "new\n"
+
+
+def check_an_unchanged_tree_has_an_empty_patch(sb: Sandbox) -> None:
+    _ok(sb.exec("cat a.txt > /dev/null"), "reading")
+    assert take_patch(sb, BaseRules()).text == "", "a tree the agent left as it was has an empty patch"
+
+
+def check_a_huge_file_is_refused(sb: Sandbox) -> None:
+    _ok(sb.exec("head -c 5000 /dev/zero > big.bin && printf 'x' >> a.txt"), "writing a big file")
+    try:
+        take_patch(sb, BaseRules(), max_file_bytes=4000)
+    except PatchError as exc:
+        assert "big.bin" in str(exc), exc
         return
-    raise AssertionError("a diff without a repository did not raise PatchError")
+    raise AssertionError("a file over max_file_bytes became part of a patch")
 
 
 def check_errors_are_sandbox_errors(sb: Sandbox) -> None:
-    for call in (lambda: sb.read_file("nope/nope"), lambda: sb.diff("not-a-commit")):
+    _ok(sb.exec("head -c 5000 /dev/zero > big.bin"), "writing a big file")
+    for call in (lambda: sb.read_file("nope/nope"), lambda: sb.read_tree(["big.bin"], max_file_bytes=10)):
         try:
             call()
         except SandboxError:
             continue
         except Exception as exc:  # noqa: BLE001 (the point of the check)
             raise AssertionError(f"{type(exc).__name__} leaked instead of a SandboxError: {exc}") from exc
+    assert sb.read_tree(["no/such/path"]) == [], "a missing path is left out"
+
+
+def check_no_limit_is_reached_by_small_work(sb: Sandbox) -> None:
+    _ok(sb.exec("echo small > small.txt && rm small.txt"), "a small write")
+    assert sb.limit_reached() is None, f"limit_reached() says {sb.limit_reached()!r} after a small write"
 
 
 CORE: list[Check] = [
-    check_exit_codes_and_streams, check_cwd_env_and_stdin, check_timeout_returns_and_says_so,
+    check_no_limit_is_reached_by_small_work, check_exit_codes_and_streams, check_cwd_env_and_stdin, check_timeout_returns_and_says_so,
     check_output_is_capped_with_a_marker, check_files_round_trip_exact_bytes, check_file_errors, check_put_archive,
-    check_diff_covers_changed_new_deleted_and_binary, check_diff_of_a_broken_repository_raises,
+    check_the_patch_is_taken_from_outside, check_an_unchanged_tree_has_an_empty_patch, check_a_huge_file_is_refused,
     check_errors_are_sandbox_errors,
 ]
 
@@ -211,6 +279,22 @@ def check_stop_processes_leaves_nothing_running(sb: Sandbox) -> None:
     assert sb.read_file("kept.txt") == b"kept", "files were lost"
 
 
+def check_stop_ends_everything_until_restart(sb: Sandbox) -> None:
+    _ok(sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
+        "starting a ticker")
+    time.sleep(0.5)
+    sb.stop()
+    try:
+        first = [e.data for e in sb.read_tree(["tick"])]
+        time.sleep(0.6)
+        assert first and [e.data for e in sb.read_tree(["tick"])] == first, "something ran while stopped"
+    finally:
+        sb.restart()
+    left = sb.exec("ps -eo args | grep -c '^sh -c while' || true").stdout.strip()
+    assert left == "0", "a process of before the stop runs again"
+    assert sb.read_file("tick") == first[0], "files were lost"
+
+
 def check_pause_freezes(sb: Sandbox) -> None:
     _ok(sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
         "starting a ticker")
@@ -229,5 +313,5 @@ def check_pause_freezes(sb: Sandbox) -> None:
 
 ISOLATION: list[Check] = [
     check_no_network, check_timeout_kills_the_process_tree, check_pids_limit_holds, check_memory_limit_holds,
-    check_stop_processes_leaves_nothing_running, check_pause_freezes,
+    check_stop_processes_leaves_nothing_running, check_stop_ends_everything_until_restart, check_pause_freezes,
 ]

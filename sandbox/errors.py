@@ -59,6 +59,24 @@ class FileOpError(SandboxError):
     """Reading or writing a file in the container failed (missing, a directory, too large)."""
 
 
+class DiskLimitReached(SandboxError):
+    """A command (or a file write) filled the container's disk limit: the attempt ends with stop
+    reason `disk_limit`. Not an infrastructure error: the agent wrote it. `result` is the
+    ExecResult of the command that filled it (None for a file write)."""
+
+    stop_reason = "disk_limit"
+
+    def __init__(self, message: str, *, result=None, used: float = 0.0, limit: float = 0.0) -> None:
+        super().__init__(message)
+        self.result, self.used, self.limit = result, used, limit  # bytes written, bytes allowed
+
+
+class DiskSpaceError(SandboxError):
+    """A run would need more disk than the engine has free (workers x the disk limit)."""
+
+    hint = "lower --workers or --disk, or free space on the engine's disk"
+
+
 # --- inputs: the task author's to fix ---------------------------------------------------
 
 

@@ -6,7 +6,8 @@ noise hits both alike. Prints a table with ratios and PASS/FAIL against the targ
 item 7. Usage:
 
     python scripts/bench_overhead.py                 # everything (about 6 minutes)
-    python scripts/bench_overhead.py --only exec,cli # some sections
+    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report proxy check)
+    python scripts/bench_overhead.py --only proxy    # the metering proxy of external agents (no Docker)
     python scripts/bench_overhead.py --json out.json # also save the figures
     python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
 
@@ -20,6 +21,7 @@ import functools
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,7 +57,7 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "check")
+SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "proxy", "check")
 
 
 @dataclass
@@ -308,6 +310,217 @@ def bench_cli(reps: int) -> list[Row]:
     ]
 
 
+# ----------------------------------------------------------------------------- the metering proxy
+
+
+def _provider_main(conn) -> None:
+    """A provider stand-in (its own process, so its GIL is not the proxy's): Anthropic Messages,
+    a small JSON reply or a stream of a few events, answered at once."""
+    import socket as socket_
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    events = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
+              b'"assistant","model":"claude-sonnet-5-5","content":[],"usage":{"input_tokens":25000,"output_tokens":1}}}\n\n',
+              b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+              b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}\n\n',
+              b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+              b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n',
+              b'event: message_stop\ndata: {"type":"message_stop"}\n\n']
+    reply = json.dumps({"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5",
+                        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 25000, "output_tokens": 2}}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.connection.setsockopt(socket_.IPPROTO_TCP, socket_.TCP_NODELAY, 1)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if b'"stream":true' in body or b'"stream": true' in body:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            else:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    conn.send(server.server_address[1])
+    server.serve_forever()
+
+
+def _client_main(conn) -> None:
+    """The CLIs' side (its own process): N threads, each on its own kept-alive connection, send a
+    request at the same moment; each measures the whole reply (JSON) or its first byte (stream)."""
+    import http.client as hc
+    import socket as socket_
+    import threading as th
+
+    class Unix(hc.HTTPConnection):
+        def __init__(self, path: str) -> None:
+            super().__init__("localhost")
+            self.unix = path
+
+        def connect(self) -> None:
+            self.sock = socket_.socket(socket_.AF_UNIX, socket_.SOCK_STREAM)
+            self.sock.connect(self.unix)
+
+    pools: dict = {}
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        target, body, stream, n = job
+        if (target, n) not in pools:
+            pools[(target, n)] = [Unix(target) if target.startswith("/") else hc.HTTPConnection(*target.split(":"))
+                                  for _ in range(n)]
+            for c in pools[(target, n)]:
+                c.connect()
+                if c.sock.family != socket_.AF_UNIX:
+                    c.sock.setsockopt(socket_.IPPROTO_TCP, socket_.TCP_NODELAY, 1)
+        barrier, took = th.Barrier(n), [0.0] * n
+
+        def one(i: int, c) -> None:
+            barrier.wait()
+            t = time.perf_counter()
+            c.request("POST", "/v1/messages", body=body, headers={"x-api-key": "wl-bench-token", "content-type": "application/json"})
+            r = c.getresponse()
+            if stream:
+                r.read1(1)
+                took[i] = time.perf_counter() - t
+                r.read()
+            else:
+                r.read()
+                took[i] = time.perf_counter() - t
+
+        threads = [th.Thread(target=one, args=(i, c)) for i, c in enumerate(pools[(target, n)])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        conn.send(took)
+
+
+def bench_proxy(reps: int) -> list[Row]:
+    """The metering proxy (transcript recording on, as in a run) against the same provider called
+    directly, side by side: 100 KB requests, 8 at once, JSON replies and streams (first byte)."""
+    import multiprocessing as mp
+
+    from harness.agents.budget import AgentLimits, Budget
+    from harness.agents.external.config import ToolRules
+    from harness.agents.external.proxy import MeteringProxy
+    from harness.agents.external.recorder import Recorder
+    from harness.agents.external.wire import get_wire
+    from harness.transcript import TranscriptWriter
+
+    ctx = mp.get_context("spawn")
+    prov_end, prov_child = ctx.Pipe()
+    provider = ctx.Process(target=_provider_main, args=(prov_child,), daemon=True)
+    provider.start()
+    port = prov_end.recv()
+    cli_end, cli_child = ctx.Pipe()
+    client = ctx.Process(target=_client_main, args=(cli_child,), daemon=True)
+    client.start()
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: " + "lorem ipsum dolor " * 18}
+                for i in range(290)]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="wl-bench-proxy-") as tmp:
+        transcript = TranscriptWriter(Path(tmp) / "transcript.jsonl", secrets=[])
+        wire = get_wire("anthropic")
+        limits = AgentLimits(max_steps=10**9, max_wall_s=10**9, max_input_tokens=10**15, max_output_tokens=10**12,
+                             max_cost_usd=None)
+        proxy = MeteringProxy(f"{tmp}/proxy.sock", wire=wire, upstream=f"http://127.0.0.1:{port}", api_key="sk-bench",
+                              token="wl-bench-token", budget=Budget(limits), provider="anthropic",
+                              record=Recorder(transcript, wire, ToolRules()))
+        with proxy:
+            for stream in (False, True):
+                # each round grows the conversation, as a CLI's does (the recorder then diffs it)
+                got: dict[str, list[float]] = {"direct": [], "proxy": [], "direct1": [], "proxy1": []}
+                conversation = list(messages)
+                for i in range(reps + 3):
+                    conversation.append({"role": "user" if len(conversation) % 2 == 0 else "assistant",
+                                         "content": f"round {i}: " + "lorem ipsum " * 8})
+                    body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 4096, "stream": stream,
+                                       "messages": conversation}).encode()
+                    for name, target, n in (("direct", f"127.0.0.1:{port}", 8), ("proxy", proxy.socket_path, 8),
+                                            ("direct1", f"127.0.0.1:{port}", 1), ("proxy1", proxy.socket_path, 1)):
+                        cli_end.send((target, body, stream, n))
+                        took = cli_end.recv()
+                        if i >= 3:
+                            got[name] += took
+                what = "first streamed byte" if stream else "non-streaming call"
+                goal_ms = 5.0 if stream else 2.0
+                d8, p8 = median_ms(got["direct"]), median_ms(got["proxy"])
+                d1, p1 = median_ms(got["direct1"]), median_ms(got["proxy1"])
+                rows.append(Row(f"proxy: {what}, {len(body) // 1024} KB, 8 at once (raw: provider directly)", p8, d8))
+                rows.append(Row(f"  proxy adds per {what} (8 at once)", p8 - d8, goal=f"<= {goal_ms:g} ms",
+                                ok=p8 - d8 <= goal_ms))
+                rows.append(Row(f"proxy: {what}, one at a time (raw: provider directly)", p1, d1))
+                rows.append(Row(f"  proxy adds per {what} (one at a time)", p1 - d1))
+            recorded = sum(1 for line in (Path(tmp) / "transcript.jsonl").read_text().splitlines() if '"model_response"' in line)
+        transcript.close()
+    rows.append(Row(f"  model calls recorded in the transcript meanwhile", recorded, unit=""))
+    cli_end.send(None)
+    client.join(timeout=10)
+    provider.terminate()
+    return rows
+
+
+def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
+    """`wholeloop report` on the demo run (7 tasks, replayed), side by side with `python -c pass`,
+    and which heavy modules a report imports (none of scipy, Docker, the sandbox, model SDKs)."""
+    exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
+    if run_dir is None:
+        run_dir = tmp / "demo"
+        subprocess.run([exe, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2",
+                        "--out", str(run_dir)], capture_output=True, check=True, cwd=ROOT)
+    env = {**os.environ, "COLUMNS": "150"}
+    pairs = {"report": lambda: subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True, env=env),
+             "pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
+    times = interleaved(pairs, reps, warmup=1)
+    cpu = []  # user + system CPU seconds of one report: what load on the machine does not inflate
+    for _ in range(reps):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        pairs["report"]()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    probe = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from harness.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main(["report", {str(run_dir)!r}], standalone_mode=False)
+            except SystemExit:
+                pass
+        heavy = ("scipy", "docker", "sandbox", "anthropic", "openai", "litellm", "git", "jinja2", "pandas")
+        print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy}})))
+    """)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    heavy = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else ["?"]
+    ours = median_ms(times["report"])
+    return [
+        Row("wholeloop report on the demo run, 7 tasks (raw: python -c pass)", ours, median_ms(times["pass"]),
+            "<= 500 ms", ours <= 500),
+        Row("— its CPU time (user + system), unaffected by other work's load", median_ms(cpu)),
+        Row(f"report: heavy modules imported = {', '.join(heavy) or 'none'}", len(heavy), unit="", goal="none",
+            ok=not heavy),
+    ]
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -447,6 +660,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--check-k", type=int, default=3, help="candidates of one repository for the check section")
     parser.add_argument("--check-repeats", type=int, default=3, help="base and gold runs per task in the check section")
+    parser.add_argument("--report-run", type=Path, help="the run folder the report section reads (default: a replay "
+                                                        "of the demo suite, made first)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
@@ -454,7 +669,13 @@ def main() -> int:
     task = load_task(SPEC)
     tasks = [load_task(p) for p in sorted(DEMO.glob("inikit-*.yaml"))]
     rows: list[Row] = []
+    if "proxy" in only:  # no Docker: the metering proxy of external agents against its provider
+        rows += bench_proxy(max(20, args.reps // 2))
     with tempfile.TemporaryDirectory(prefix="wl-bench-") as tmp:
+        if "check" in only:  # its own repository and images: no warm-up run needed
+            rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
+        if not only & {"exec", "setup", "grading", "throughput", "cli", "report"}:
+            return _finish(rows, args)
         # A gold run builds (or finds) the images, and is the warm-up of everything below.
         runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
         assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
@@ -471,8 +692,12 @@ def main() -> int:
             rows += bench_throughput(tasks, args.latency, [int(w) for w in args.workers.split(",")])
         if "cli" in only:
             rows += bench_cli(7)
-        if "check" in only:
-            rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
+        if "report" in only:
+            rows += bench_report(args.report_run, Path(tmp), 15)
+    return _finish(rows, args)
+
+
+def _finish(rows: list[Row], args) -> int:
     print_table(rows)
     print(f"\nload {os.getloadavg()[0]:.1f} after (2-core machine: above ~1 the figures carry other work's noise)")
     if args.json:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything wholeloop needs on this machine; safe to run again (each step checks first).
-#   1. a virtual environment in .venv with wholeloop and its test dependencies
+#   1. a virtual environment in .venv with wholeloop, its test dependencies and the extras the tests use
+#      (ray, inspect: the Inspect AI export is read back by inspect_ai; pandas: the Python API's table)
 #   2. a Docker engine: installed (Debian/Ubuntu: docker.io) when missing, started when stopped
 #   3. the offline base image, built with debootstrap when it is missing and cannot be pulled
 # Environment: WHOLELOOP_PYTHON (default python3), WHOLELOOP_SKIP_DOCKER=1 to skip 2 and 3.
@@ -20,7 +21,7 @@ if ! .venv/bin/python -c "import harness, sandbox, pytest" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.wholeloop-installed ]; then
   say "installing wholeloop and its dependencies into .venv"
   log=$(mktemp)
-  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,ray]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,ray,inspect,pandas]'; } >"$log" 2>&1; then
     tail -30 "$log"; say "pip install failed (full log: $log)"; exit 1
   fi
   rm -f "$log"
@@ -45,6 +46,10 @@ if ! printf 'int main(void){return 0;}\n' | cc -static -x c - -o /dev/null 2>/de
   say "installing a C compiler with a static libc (gcc, libc6-dev) for wholeloop's container helpers"
   apt_install gcc libc6-dev
 fi
+
+# node and npm: external agents from npm (Claude Code, Codex CLI) are installed with them (in a
+# build container; neither CLI needs node at run time)
+command -v npm >/dev/null || { say "installing node and npm (to install npm-based agent CLIs)"; apt_install nodejs npm; }
 
 # headless chromium: tests/test_html_report.py opens the HTML report in it (CI runs that test)
 command -v chromium >/dev/null || { say "installing chromium (headless browser for the HTML report test)"; apt_install chromium; }

@@ -18,7 +18,10 @@ provider reports them (Anthropic: ``input_tokens`` excludes cache reads/writes; 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import socket
 import sys
 import threading
 import time
@@ -102,6 +105,8 @@ class FakeLLM:
         self.responder = responder  # answers every request when set (the queue is then unused)
         self.queue: deque[Reply | Error] = deque()
         self.requests: list[Request] = []
+        self.other_requests: list[Request] = []  # not model calls: token counting, the model list
+        self.reported: list[Tokens] = []  # the usage of every successful reply, as sent
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _make_handler(self))
         # A short poll interval keeps shutdown (once per test) fast.
@@ -134,6 +139,24 @@ class FakeLLM:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def log(self, request: Request) -> None:
+        """Keep a request that is not a model call (token counting, the model list)."""
+        with self._lock:
+            self.other_requests.append(request)
+
+    def usage_totals(self) -> Tokens:
+        """The sum of the usage this server reported in its successful replies."""
+        with self._lock:
+            found = list(self.reported)
+        total = Tokens(0, 0, 0, 0, 0)
+        for u in found:
+            total.input += u.input
+            total.output += u.output
+            total.cache_read += u.cache_read
+            total.cache_write += u.cache_write
+            total.reasoning += u.reasoning
+        return total
+
     def _next(self, request: Request) -> Reply | Error:
         with self._lock:
             self.requests.append(request)
@@ -146,6 +169,18 @@ class FakeLLM:
         return responder(request)
 
 
+def echo_key_401(request: Request) -> Error:
+    """A responder for a provider that echoes the key it was sent in its 401 body (some do): as
+    it was sent, base64-encoded, and inside an HTTP Basic credential (base64 of "user:key", so the
+    key's base64 is shifted by the prefix)."""
+    import base64
+
+    key = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+    basic = base64.b64encode(b"wholeloop-user:" + key.encode()).decode()
+    return Error(401, f"invalid x-api-key {key!r} (base64 {base64.b64encode(key.encode()).decode()}, "
+                      f"as Basic {basic}); check your key")
+
+
 def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, chunked streaming
@@ -153,24 +188,61 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:  # quiet test output
             pass
 
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in separate writes: without this every answer waits ~40 ms
+            # for the client's delayed ACK (Nagle), which would swamp the proxy benchmark.
+            with contextlib.suppress(OSError):
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _read_body(self) -> bytes:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                parts = []
+                while (size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)):
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
+                self.rfile.readline()
+                return b"".join(parts)
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def do_HEAD(self) -> None:  # Claude Code's connectivity probe
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            fake.log(Request(path, {k.lower(): v for k, v in self.headers.items()}, None))
+            if path.endswith("/models"):
+                return self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+            return self._json(404, {"error": {"message": f"fakellm: no route GET {path}"}})
+
         def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            raw = self._read_body()
             try:
                 body = json.loads(raw or b"null")
             except ValueError:
                 body = raw.decode("utf-8", "replace")
             path = self.path.split("?")[0]
-            entry = fake._next(Request(path, {k.lower(): v for k, v in self.headers.items()}, body))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            if path.endswith("/messages/count_tokens"):  # free, never a scripted turn
+                fake.log(Request(path, headers, body))
+                return self._json(200, {"input_tokens": max(1, len(raw) // 4)})
             if path.endswith("/messages"):
                 proto = _Anthropic
             elif path.endswith("/chat/completions"):
                 proto = _OpenAI
+            elif path.endswith("/responses"):
+                proto = _Responses
             else:
                 return self._json(404, {"error": {"message": f"fakellm: no route {path}"}})
+            entry = fake._next(Request(path, headers, body))
             if isinstance(entry, Error):
                 return self._error(entry, proto)
             if entry.delay_s:
                 time.sleep(entry.delay_s)
+            with fake._lock:
+                fake.reported.append(entry.usage)
             req = body if isinstance(body, dict) else {}
             model = entry.model or req.get("model", "fake-model")
             rid = {"request-id": f"req_fake_{len(fake.requests)}",  # Anthropic's header
@@ -220,8 +292,18 @@ def _args_text(call: Call) -> str:
     return call.args if isinstance(call.args, str) else json.dumps(call.args)
 
 
+_ids = itertools.count(1)
+_id_of: dict[int, tuple[Call, str]] = {}  # the call is kept, so its id() is never reused
+
+
 def _call_id(call: Call, i: int, prefix: str) -> str:
-    return call.id or f"{prefix}{i:04d}"
+    """The call's id, or one made up for it: unique across replies (CLIs match results by id), and
+    the same every time this call object is rendered."""
+    if call.id:
+        return call.id
+    if id(call) not in _id_of:
+        _id_of[id(call)] = (call, f"{prefix}{next(_ids):06d}")
+    return _id_of[id(call)][1]
 
 
 class _Anthropic:
@@ -352,6 +434,68 @@ class _OpenAI:
         if (req.get("stream_options") or {}).get("include_usage"):
             out.append(chunk(None, usage=cls._usage(r.usage)))
         out.append("data: [DONE]\n\n")
+        return out
+
+
+class _Responses:
+    """The OpenAI Responses API (what Codex CLI speaks), JSON and SSE."""
+
+    error_body = _OpenAI.error_body
+
+    @staticmethod
+    def _usage(u: Tokens) -> dict:
+        prompt = u.input + u.cache_read
+        return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": u.cache_read},
+                "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": u.reasoning},
+                "total_tokens": prompt + u.output}
+
+    @staticmethod
+    def _items(r: Reply) -> list[dict]:
+        items: list[dict] = []
+        if r.text:
+            items.append({"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": r.text, "annotations": []}]})
+        for i, c in enumerate(r.calls):
+            items.append({"type": "function_call", "id": f"fc_fake{i:04d}", "call_id": _call_id(c, i, "call_"),
+                          "name": c.name, "arguments": _args_text(c), "status": "completed"})
+        return items
+
+    @classmethod
+    def message(cls, r: Reply, model: str) -> dict:
+        return {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "status": "completed",
+                "model": model, "output": cls._items(r), "usage": cls._usage(r.usage)}
+
+    @classmethod
+    def stream(cls, r: Reply, model: str, req: dict) -> list[str]:
+        seq = iter(range(1_000_000))
+
+        def ev(name: str, data: dict) -> str:
+            return f"event: {name}\ndata: {json.dumps({'type': name, 'sequence_number': next(seq), **data})}\n\n"
+
+        final = cls.message(r, model)
+        out = [ev("response.created", {"response": {**final, "status": "in_progress", "output": [], "usage": None}}),
+               ev("response.in_progress", {"response": {**final, "status": "in_progress", "output": [], "usage": None}})]
+        for index, item in enumerate(final["output"]):
+            if item["type"] == "message":
+                text = item["content"][0]["text"]
+                out.append(ev("response.output_item.added", {"output_index": index, "item": {**item, "content": [],
+                                                                                            "status": "in_progress"}}))
+                out.append(ev("response.content_part.added", {"output_index": index, "item_id": item["id"],
+                                                              "content_index": 0,
+                                                              "part": {"type": "output_text", "text": ""}}))
+                out += [ev("response.output_text.delta", {"output_index": index, "item_id": item["id"],
+                                                          "content_index": 0, "delta": p}) for p in _pieces(text)]
+                out.append(ev("response.output_text.done", {"output_index": index, "item_id": item["id"],
+                                                            "content_index": 0, "text": text}))
+            else:
+                out.append(ev("response.output_item.added", {"output_index": index,
+                                                             "item": {**item, "arguments": "", "status": "in_progress"}}))
+                out += [ev("response.function_call_arguments.delta", {"output_index": index, "item_id": item["id"],
+                                                                      "delta": p}) for p in _pieces(item["arguments"])]
+                out.append(ev("response.function_call_arguments.done", {"output_index": index, "item_id": item["id"],
+                                                                        "arguments": item["arguments"]}))
+            out.append(ev("response.output_item.done", {"output_index": index, "item": item}))
+        out.append(ev("response.completed", {"response": final}))
         return out
 
 

@@ -1,6 +1,7 @@
 """A Sandbox stand-in that runs commands on the host in a folder: for tests of logic that is not
 Docker's (tools, the agent loop). It keeps the core contract of `sandbox.base.Sandbox` (commands,
-files, the patch, errors; checked by the core conformance suite); it isolates nothing, so the
+files, the change list and trees the patch is taken from, errors; checked by the core conformance
+suite); its "image" is a copy of the folder taken when it is made. It isolates nothing, so the
 isolation suite never runs against it. Docker's own behaviour is tested against the real engine."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 from sandbox import ExecError, ExecResult, FileOpError, Limits, OutputCap, PatchError
+from sandbox.patch import Change, TreeEntry
 
 
 class LocalSandbox:
@@ -26,7 +28,10 @@ class LocalSandbox:
         self.limits = limits
         self.commands: list[str] = []
         self._groups: set[int] = set()  # process groups of commands, for stop/pause
-        self.closed = False
+        self.closed = self.stopped = False
+        # the "image": a copy of the folder as it was when the sandbox was made
+        self._image = Path(tempfile.mkdtemp(prefix="wholeloop-fake-image-")) / "tree"
+        shutil.copytree(self.root, self._image, symlinks=True)
 
     @property
     def id(self) -> str:
@@ -120,34 +125,51 @@ class LocalSandbox:
         with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
             tar.extractall(target, filter="data")
 
-    # ------------------------------------------------------------------ git
+    # ------------------------------------------------------------------ the tree, from outside
 
-    def diff(self, base: str = "HEAD", *, repo=None) -> str:
-        """The patch from `base` to the work tree, through a throw-away index (the repository's own
-        index and HEAD untouched), binary-safe, new and deleted files included."""
-        where = str(self._path(repo) if repo else self.root)
-        fd, index = tempfile.mkstemp(prefix="wholeloop-index-")
-        os.close(fd)
-        os.unlink(index)
-        env = {**os.environ, "GIT_INDEX_FILE": index}
-        git = ["git", "-c", "core.hooksPath=/dev/null"]
-        try:
-            for step in (["read-tree", base], ["add", "--all", "."],
-                         ["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
-                          "--full-index", base]):
-                proc = subprocess.run([*git, *step], cwd=where, env=env, capture_output=True)
-                if proc.returncode != 0:
-                    raise PatchError(f"cannot compute the patch: {proc.stderr.decode(errors='replace').strip()[-500:]}")
-            return proc.stdout.decode("utf-8", errors="replace")
-        finally:
-            Path(index).unlink(missing_ok=True)
+    def changes(self) -> list[Change]:
+        """What differs from the copy of the folder taken when the sandbox was made (its "image")."""
+        out: list[Change] = []
+        _compare(self._image, self.root, "", out)
+        return out
+
+    def read_tree(self, paths, *, image=False, max_file_bytes=50_000_000) -> list[TreeEntry]:
+        top = self._image if image else self.root
+        out: list[TreeEntry] = []
+        for rel in paths:
+            if rel.startswith("/") and Path(rel).is_relative_to(self.root):
+                rel = str(Path(rel).relative_to(self.root))
+            if rel.startswith("/") and image:
+                continue  # the fake's "image" is its folder only
+            path = Path(rel) if rel.startswith("/") else (top / rel if rel else top)
+            if not path.is_symlink() and not path.exists():
+                continue
+            for sub in [path] + (sorted(path.rglob("*")) if path.is_dir() and not path.is_symlink() else []):
+                name = str(sub) if rel.startswith("/") else (str(sub.relative_to(top)) if sub != top else "")
+                if sub.is_symlink():
+                    out.append(TreeEntry(name, "symlink", os.fsencode(os.readlink(sub))))
+                elif sub.is_dir():
+                    out.append(TreeEntry(name, "dir"))
+                elif sub.is_file():
+                    if sub.stat().st_size > max_file_bytes:
+                        raise PatchError(f"{name} is {sub.stat().st_size} bytes; the limit is {max_file_bytes}")
+                    out.append(TreeEntry(name, "file", sub.read_bytes(), 0o755 if sub.stat().st_mode & 0o111 else 0o644))
+        return out
 
     # ------------------------------------------------------------------ processes
 
-    def stop_processes(self) -> None:
+    def stop(self) -> None:
         for group in list(self._groups):
             _killpg(group, signal.SIGKILL)
         self._groups.clear()
+        self.stopped = True
+
+    def restart(self) -> None:
+        self.stopped = False
+
+    def stop_processes(self) -> None:
+        self.stop()
+        self.restart()
 
     def pause(self) -> None:
         for group in self._groups:
@@ -160,10 +182,49 @@ class LocalSandbox:
     def status(self) -> dict:
         return {"Running": not self.closed, "Status": "exited" if self.closed else "running"}
 
+    def limit_reached(self) -> str | None:
+        return None  # a host folder has no disk limit of its own
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.stop_processes()
+            self.stop()
+            shutil.rmtree(self._image.parent, ignore_errors=True)
+
+
+def _compare(base: Path, now: Path, rel: str, out: list) -> None:
+    """Changes from `base` to `now` below `rel`, as an engine lists them: a changed folder for each
+    folder with changes below it, added and deleted paths (the top of a deleted folder only)."""
+    b, n = base / rel if rel else base, now / rel if rel else now
+    names = sorted(set(os.listdir(b) if b.is_dir() and not b.is_symlink() else [])
+                   | set(os.listdir(n) if n.is_dir() and not n.is_symlink() else []))
+    for name in names:
+        sub = f"{rel}/{name}" if rel else name
+        bs, ns = base / sub, now / sub
+        was, is_ = bs.is_symlink() or bs.exists(), ns.is_symlink() or ns.exists()
+        if was and not is_:
+            out.append(Change("D", sub))
+        elif is_ and not was:
+            out.append(Change("A", sub))
+            if ns.is_dir() and not ns.is_symlink():
+                for below in sorted(ns.rglob("*")):
+                    out.append(Change("A", str(below.relative_to(now))))
+        elif ns.is_dir() and not ns.is_symlink() and bs.is_dir() and not bs.is_symlink():
+            found: list = []
+            _compare(base, now, sub, found)
+            if found:
+                out.append(Change("C", sub))
+                out += found
+        elif _differs(bs, ns):
+            out.append(Change("C", sub))
+
+
+def _differs(a: Path, b: Path) -> bool:
+    if a.is_symlink() or b.is_symlink():
+        return not (a.is_symlink() and b.is_symlink() and os.readlink(a) == os.readlink(b))
+    if a.is_dir() != b.is_dir():
+        return True
+    return a.read_bytes() != b.read_bytes() or (a.stat().st_mode & 0o111) != (b.stat().st_mode & 0o111)
 
 
 def _pump(stream, cap: OutputCap) -> None:

@@ -102,7 +102,7 @@ def test_a_bad_key_ends_the_attempt_at_once_as_infrastructure(tiny_task, tmp_pat
         srv.script(Error(401, message="invalid x-api-key"))
         result = run_cli(tiny_task["dir"], tmp_path / "run", model, env_extra, args, srv)
         assert len(srv.requests) == 1
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr  # a run whose units ended in infra errors
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     assert row.outcome == "infra_error" and "AuthError" in row.error and "ANTHROPIC_API_KEY" in row.error
     assert "infra_error" in result.stdout

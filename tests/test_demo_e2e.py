@@ -32,7 +32,8 @@ def test_gold_resolves_every_demo_task_and_noop_none(tmp_path):
         assert all(r.resolved is expected for r in rows), [(r.task_id, r.outcome, r.error) for r in rows]
         report = wholeloop("report", str(out))
         assert report.returncode == 0 and ("100%" if expected else " 0%") in report.stdout
-    assert not our_containers(tmp_path / "gold", tmp_path / "noop")
+    left = our_containers(tmp_path / "gold", tmp_path / "noop")
+    assert not left, [(c.name, c.status, c.labels) for c in left]
 
 
 @pytest.mark.parametrize("task_id", ["inikit-002", "ledgerly-003"])

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,8 @@ import docker.errors
 import pytest
 
 from conftest import ROOT, git, write
-from harness.agents import AgentResult
+from harness.agents import AgentResult, get_agent
+from harness.records import RunFolder
 from harness.run import RunOptions, Runner
 from harness.tasks import LimitsSpec, load_task
 from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
@@ -551,9 +553,10 @@ TAKEN_OUT = {
 # What each cheat should end as: never resolved. Known limits are strict xfails (see the reason).
 KNOWN_LIMITS = {
     "code_under_test_patches_pytest": (
-        "the code under test runs inside the test process: it can rewrite pytest's reports and exit status "
-        "in memory, which no file protection can stop (it would take running tests in a process the code "
-        "cannot reach, e.g. reports collected over a pipe the code does not know of)"
+        "code that forges every channel in-process: imported by the tests, the code under test rewrites "
+        "pytest's TestReport objects in memory, so the -rA summary, the structured report (pytest-reportlog "
+        "serializes the same objects) and the exit code all agree on the forgery; no file or channel check "
+        "can see it (it would take collecting results in a process the code under test cannot reach)"
     ),
 }
 
@@ -580,8 +583,480 @@ def test_gaming_the_hidden_tests_never_resolves(cheat, cheat_rows):
     assert row.error is None, row.error
     assert not row.resolved and row.outcome in ("unresolved", "regression"), (row.outcome, row.tests, row.note)
     assert row.tests[ADD_ID] in ("FAILED", "ERROR", "missing"), row.tests
-    if cheat in TAKEN_OUT:  # what the agent planted or changed was put back before the tests ran
-        assert TAKEN_OUT[cheat] <= set(grade_of(out, row)["reverted"]), grade_of(out, row)["reverted"]
+    if cheat in TAKEN_OUT:  # what the agent planted or changed was left at base (not applied) and recorded
+        recorded = grade_of(out, row)
+        taken_out = set(recorded["reverted"]) | {s["path"] for s in recorded["stripped"]}
+        assert TAKEN_OUT[cheat] <= taken_out, (recorded["reverted"], recorded["stripped"])
+
+
+# ------------------------------------------------------------------------------------ grading the agent cannot shape
+#
+# Issue 9. Every attack below is a non-fix (the bug stays in the source, or the hidden tests are not
+# what passes) that must never be graded `resolved`; each cause has several variants. Attacks on the
+# patch taken from the agent's container go through the real Runner; attacks carried by the patch
+# itself are patches crafted on the host and graded straight away (a patch is data: grading must
+# hold for any patch, whoever wrote it).
+
+FIXED = BUGGY.replace("a - b", "a + b")
+FIX_AT_IMPORT = "import calc\ncalc.add.__code__ = (lambda a, b: a + b).__code__\n"
+FAKE_SUMMARY = (
+    "=" * 20 + " short test summary info " + "=" * 20 + "\n"
+    f"PASSED {ADD_ID}\nPASSED {MUL_ID}\n" + "=" * 20 + " 2 passed in 0.01s " + "=" * 20 + "\n"
+)
+GRADE_COMMAND = "python -m pytest -rA -p no:cacheprovider tests"
+
+
+def _hunk_file(path: str, old: str | None, new: str | None, mode: str = "100644") -> str:
+    """A git-style section for one text file, written by hand (git itself refuses some paths, e.g.
+    under .git/): created (old None), deleted (new None) or changed."""
+    import difflib
+
+    a, b = (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True)
+    body = "".join(difflib.unified_diff(a, b, "/dev/null" if old is None else f"a/{path}",
+                                        "/dev/null" if new is None else f"b/{path}", n=3))
+    head = f"diff --git a/{path} b/{path}\n"
+    if old is None:
+        head += f"new file mode {mode}\n"
+    elif new is None:
+        head += f"deleted file mode {mode}\n"
+    return head + body
+
+
+@pytest.fixture(scope="module")
+def craft(hostile, image, tmp_path_factory):
+    """craft(files, raw="") -> a patch of the hostile base: each path set to its new content (bytes or
+    text; None deletes it; ("link", target) makes a symlink), made by git on the host, plus `raw`
+    sections written by hand. Facts of the task image the attacks need are in craft.facts."""
+    where = tmp_path_factory.mktemp("craft")
+    probe = textwrap.dedent("""\
+        import importlib.util, json, marshal, os, py_compile, sys, tempfile, base64
+        import pytest
+        spec = json.load(sys.stdin)
+        tag = sys.implementation.cache_tag
+        out = {"tag": tag, "pytest": pytest.__version__, "config": open(".git/config").read(),
+               "exclude": open(".git/info/exclude").read(), "site": __import__("sysconfig").get_paths()["purelib"]}
+        src = tempfile.mktemp(suffix=".py")
+        open(src, "w").write(spec["fixed"])
+        pyc = tempfile.mktemp(suffix=".pyc")
+        py_compile.compile(src, cfile=pyc, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        out["calc_unchecked"] = base64.b64encode(open(pyc, "rb").read()).decode()
+        st = os.stat("tests/test_mul.py")
+        header = importlib.util.MAGIC_NUMBER + b"\\0\\0\\0\\0" + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") \\
+            + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+        code = compile(spec["evil_test_mul"], os.path.abspath("tests/test_mul.py"), "exec")
+        out["test_mul_stamped"] = base64.b64encode(header + marshal.dumps(code)).decode()
+        fake = compile(spec["fake_pytest"], "pytest.py", "exec")
+        out["pytest_sourceless"] = base64.b64encode(importlib.util.MAGIC_NUMBER + b"\\0" * 12 + marshal.dumps(fake)).decode()
+        print(json.dumps(out))
+        """)
+    import base64
+
+    spec = {"fixed": FIXED, "evil_test_mul": FIX_AT_IMPORT + "\n\ndef test_mul():\n    pass\n",
+            "fake_pytest": f"import sys\nsys.stdout.write({FAKE_SUMMARY!r})\n"}
+    with DockerSandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}craft") as sb:
+        found = sb.exec(["python3", "-c", probe], stdin=json.dumps(spec).encode())
+    assert found.ok, found.stderr
+    facts = json.loads(found.stdout)
+    for key in ("calc_unchecked", "test_mul_stamped", "pytest_sourceless"):
+        facts[key] = base64.b64decode(facts[key])
+
+    def make(files: dict, raw: str = "") -> str:
+        work = where / secrets.token_hex(4)
+        subprocess.run(["git", "clone", "-q", str(hostile["repo"]), str(work)], check=True)
+        git(work, "checkout", "-q", hostile["base"])
+        for path, content in files.items():
+            target = work / path
+            if content is None:
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, tuple):
+                target.unlink(missing_ok=True)
+                os.symlink(content[1], target)
+            else:
+                target.write_bytes(content.encode() if isinstance(content, str) else content)
+                if path.endswith(".sh"):
+                    target.chmod(0o755)
+        git(work, "add", "-A", "-f")
+        text = subprocess.run(["git", "diff", "--cached", "--binary", "--full-index", hostile["base"]], cwd=work,
+                              capture_output=True, text=True, check=True).stdout
+        shutil.rmtree(work)
+        return text + raw
+
+    make.facts = facts
+    return make
+
+
+def _grade_all(hostile, image, where: Path, patches: dict[str, str], command: str = GRADE_COMMAND) -> dict:
+    """Grade each crafted patch for the hostile task (three at a time); {name: (grade, output)}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.grading import grade
+
+    task = load_task(hostile["spec"](where, "crafted", command=command))
+    limits = task.limits.apply(Limits())
+
+    def one(patch):
+        result, output, _ = grade(task, patch, image[0], base=image[1], limits=limits, run_id=f"{RUN_PREFIX}crafted")
+        return result, output
+
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(patches, pool.map(one, patches.values())))
+
+
+def _assert_not_resolved(result, output: str) -> None:
+    assert not result.resolved and result.outcome != "resolved", (result.outcome, result.tests, result.note, output[-1500:])
+    assert result.outcome != "infra_error", result.note
+
+
+def _stripped(result) -> dict[str, str]:
+    return {s.path: s.reason for s in result.stripped}
+
+
+# -- cause 1: the patch is taken with the agent's tools ----------------------------------------------
+
+_FAKE_GIT = "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = diff ] && exec cat /tmp/wl-gold.diff; done\nexec /usr/bin/git \"$@\"\n"
+_WRITE_FIX = f"#!/bin/sh\ncat > /repo/calc/__init__.py <<'EOF'\n{FIXED}EOF\n"
+TOUCH = "echo '# touched' >> calc/__init__.py"
+PATCH_TAKERS: dict[str, tuple] = {
+    # a `git` of the agent's first on PATH writes the patch text itself
+    "git_first_on_path": (lambda sb: sb.write_file("/tmp/wl-gold.diff", _GOLD[0]),
+                          _files(**{"/opt/venv/bin/git": _FAKE_GIT}), "chmod +x /opt/venv/bin/git", TOUCH),
+    # a clean filter (attributes in the tree) turns the buggy file into the fix on its way into the index
+    "clean_filter_gitattributes": (TOUCH, "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
+                                   "printf 'calc/__init__.py filter=wl\\n' > .gitattributes"),
+    # the same with attributes the patch never shows
+    "clean_filter_info_attributes": (TOUCH, "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
+                                     "printf 'calc/__init__.py filter=wl\\n' > .git/info/attributes"),
+    # a hook that runs while the patch is taken writes the fix into the tree
+    "post_index_change_hook": (TOUCH, _files(**{".git/hooks/post-index-change": _WRITE_FIX}),
+                               "chmod +x .git/hooks/post-index-change"),
+    # the repository's config names a command git runs on every status and add
+    "fsmonitor_command": (TOUCH, _files(**{"/tmp/wl-fsm.sh": _WRITE_FIX}), "chmod +x /tmp/wl-fsm.sh",
+                          "git config core.fsmonitor /tmp/wl-fsm.sh"),
+}
+_GOLD: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def patch_taker_rows(hostile, tmp_path_factory) -> dict:
+    """Every patch-taking attack as its own task, all in one parallel run."""
+    _GOLD[:] = [(hostile["root"] / "gold.diff").read_text()]
+    where = tmp_path_factory.mktemp("takers")
+    specs = [hostile["spec"](where / "specs", f"taker-{name.replace('_', '-')}") for name in PATCH_TAKERS]
+    agent = PerTask({f"taker-{name.replace('_', '-')}": Script(*steps, name=name) for name, steps in PATCH_TAKERS.items()})
+    out = where / f"{RUN_PREFIX}takers"
+    rows = run(specs, agent, out, workers=3)
+    return {name: (rows[f"taker-{name.replace('_', '-')}"], out) for name in PATCH_TAKERS}
+
+
+@pytest.mark.parametrize("attack", list(PATCH_TAKERS))
+def test_the_patch_is_the_trees_own_diff_whatever_the_agent_does_to_git(attack, patch_taker_rows):
+    """The agent leaves the bug in its tree and changes one line; whatever it does to the git of its
+    container, the patch is that change and nothing else, and is not resolved."""
+    row, out = patch_taker_rows[attack]
+    patch = (out / row.patch_path).read_text()
+    assert not row.resolved, (row.outcome, patch[:2000])
+    assert "a + b" not in patch, patch[:2000]
+    assert "# touched" in patch and row.outcome == "unresolved", (row.outcome, row.note, patch[:2000])
+
+
+# -- cause 2: what the patch plants, hidden from `git status` ---------------------------------------
+
+EVIL_DIST_INFO = {"wl_evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: wl-evil\nVersion: 1.0\n",
+                  "wl_evil-1.0.dist-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
+                  "calc/wl_plugin.py": EVIL_PLUGIN}
+EVIL_EGG_INFO = {"wl_evil.egg-info/PKG-INFO": "Metadata-Version: 1.1\nName: wl-evil\nVersion: 1.0\n",
+                 "wl_evil.egg-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
+                 "calc/wl_plugin.py": EVIL_PLUGIN}
+
+
+def _planted(craft) -> dict[str, tuple[str, set[str]]]:
+    """name -> (patch, paths grading must strip and record)."""
+    f = craft.facts
+    stamped = f"tests/__pycache__/test_mul.{f['tag']}-pytest-{f['pytest']}.pyc"
+    unchecked = f"calc/__pycache__/__init__.{f['tag']}.pyc"
+    return {
+        "unchecked_hash_pyc_of_the_fix": (craft({unchecked: f["calc_unchecked"], "calc/__init__.py": BUGGY + "# x\n"}),
+                                          {unchecked}),
+        "stamped_pyc_of_an_unchanged_test_file": (craft({stamped: f["test_mul_stamped"]}), {stamped}),
+        "top_level_pytest_pyc": (craft({"pytest.pyc": f["pytest_sourceless"]}), {"pytest.pyc"}),
+        "dist_info_with_a_pytest11_entry_point": (craft(EVIL_DIST_INFO), {"wl_evil-1.0.dist-info/METADATA",
+                                                                          "wl_evil-1.0.dist-info/entry_points.txt"}),
+        "egg_info_with_a_pytest11_entry_point": (craft(EVIL_EGG_INFO), {"wl_evil.egg-info/PKG-INFO",
+                                                                        "wl_evil.egg-info/entry_points.txt"}),
+        "gitignore_hides_a_planted_conftest": (craft({".gitignore": "conftest.py\n", "conftest.py": FORCE_PASS_CONFTEST}),
+                                               {"conftest.py"}),
+        "nested_gitignore_hides_a_tests_conftest": (craft({"tests/.gitignore": "conftest.py\n",
+                                                           "tests/conftest.py": FORCE_PASS_CONFTEST}),
+                                                    {"tests/conftest.py"}),
+        "pth_file": (craft({"wl_evil.pth": "import calc.wl_plugin\n", "calc/wl_plugin.py": EVIL_PLUGIN}), {"wl_evil.pth"}),
+        "symlink_out_of_the_repository": (craft({"calc/data": ("link", "/etc"), "calc/__init__.py": BUGGY + "# x\n"}),
+                                          {"calc/data"}),
+        "symlink_into_site_packages_then_a_pth": (
+            craft({"sp": ("link", f["site"]), "calc/wl_plugin.py": EVIL_PLUGIN},
+                  raw=_hunk_file("sp/wl_evil.pth", None, "import calc.wl_plugin\n")),
+            {"sp", "sp/wl_evil.pth"}),
+    }
+
+
+@pytest.fixture(scope="module")
+def planted_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    planted = _planted(craft)
+    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("planted"), {k: v[0] for k, v in planted.items()})
+    return {name: (*graded[name], planted[name][1]) for name in planted}
+
+
+@pytest.mark.parametrize("attack", ["unchecked_hash_pyc_of_the_fix", "stamped_pyc_of_an_unchanged_test_file",
+                                    "top_level_pytest_pyc", "dist_info_with_a_pytest11_entry_point",
+                                    "egg_info_with_a_pytest11_entry_point", "gitignore_hides_a_planted_conftest",
+                                    "nested_gitignore_hides_a_tests_conftest", "pth_file",
+                                    "symlink_out_of_the_repository", "symlink_into_site_packages_then_a_pth"])
+def test_what_a_patch_plants_is_stripped_and_recorded(attack, planted_grades):
+    """Bytecode, package metadata, start-up hooks, hidden conftests and symlinks leaving the
+    repository never reach the hidden test run, whatever ignore rules the patch brings, and
+    grade.json says what was left out."""
+    result, output, expected = planted_grades[attack]
+    _assert_not_resolved(result, output)
+    assert expected <= set(_stripped(result)), (result.stripped, expected)
+
+
+# -- cause 3: an applier that writes where git refuses ---------------------------------------------
+
+
+def _git_writers(craft) -> dict[str, tuple[str, set[str]]]:
+    config, exclude = craft.facts["config"], craft.facts["exclude"]
+    touch_test = {"tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6  # x\n"}
+    return {
+        # a hook that grading's next `git checkout` (putting a protected file back) would run
+        "hook_through_the_fuzzy_applier": (
+            craft(touch_test, raw=_hunk_file(".git/hooks/post-checkout", None, _WRITE_FIX, "100755")),
+            {".git/hooks/post-checkout"}),
+        # repository config naming a command every later `git status` runs
+        "git_config_fsmonitor": (
+            craft({"calc/fsm.sh": _WRITE_FIX},
+                  raw=_hunk_file(".git/config", config, config.replace("[core]\n", "[core]\n\tfsmonitor = /repo/calc/fsm.sh\n", 1))),
+            {".git/config"}),
+        # an exclude file of the grading repository that hides a planted conftest from `git status`
+        "git_info_exclude_hides_conftest": (
+            craft({"conftest.py": FORCE_PASS_CONFTEST}, raw=_hunk_file(".git/info/exclude", exclude, exclude + "conftest.py\n")),
+            {".git/info/exclude", "conftest.py"}),
+        # paths that leave the repository
+        "dot_dot_path": (craft({"calc/__init__.py": BUGGY + "# x\n"},
+                               raw=_hunk_file("../opt/wl-escape.pth", None, "import calc\n")), {"../opt/wl-escape.pth"}),
+    }
+
+
+@pytest.fixture(scope="module")
+def git_writer_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    writers = _git_writers(craft)
+    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("writers"), {k: v[0] for k, v in writers.items()})
+    return {name: (*graded[name], writers[name][1]) for name in writers}
+
+
+@pytest.mark.parametrize("attack", ["hook_through_the_fuzzy_applier", "git_config_fsmonitor",
+                                    "git_info_exclude_hides_conftest", "dot_dot_path"])
+def test_no_applier_writes_under_git_or_outside_the_repository(attack, git_writer_grades):
+    result, output, expected = git_writer_grades[attack]
+    _assert_not_resolved(result, output)
+    assert expected <= set(_stripped(result)), (result.stripped, expected)
+
+
+# -- cause 4: plugins through the back door -------------------------------------------------------
+
+PLUGIN_COMMAND = "PYTHONPATH=/repo/src python -m pytest -rA -p no:cacheprovider tests"
+
+
+def _plugins(craft) -> dict[str, tuple[str, set[str]]]:
+    upper = {k.replace("wl_evil-1.0.dist-info", "WL_EVIL-1.0.DIST-INFO"): v for k, v in EVIL_DIST_INFO.items()}
+    in_src = {("src/" + k if "-info/" in k else k): v for k, v in EVIL_DIST_INFO.items()}
+    egg_src = {("src/" + k if "-info/" in k else k): v for k, v in EVIL_EGG_INFO.items()}
+    return {
+        "dist_info_in_upper_case": (craft(upper), {k for k in upper if "-INFO/" in k}),
+        "dist_info_on_the_tests_pythonpath": (craft(in_src), {k for k in in_src if k.startswith("src/")}),
+        "egg_info_on_the_tests_pythonpath": (craft(egg_src), {k for k in egg_src if k.startswith("src/")}),
+    }
+
+
+@pytest.fixture(scope="module")
+def plugin_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    plugins = _plugins(craft)
+    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("plugins"), {k: v[0] for k, v in plugins.items()},
+                        command=PLUGIN_COMMAND)
+    return {name: (*graded[name], plugins[name][1]) for name in plugins}
+
+
+@pytest.mark.parametrize("attack", ["dist_info_in_upper_case", "dist_info_on_the_tests_pythonpath",
+                                    "egg_info_on_the_tests_pythonpath"])
+def test_pytest_never_autoloads_a_plugin_the_patch_brings(attack, plugin_grades):
+    result, output, expected = plugin_grades[attack]
+    _assert_not_resolved(result, output)
+    assert expected <= set(_stripped(result)), (result.stripped, expected)
+
+
+def test_grading_clears_bytecode_and_the_hidden_tests_write_none(hostile, image, craft, tmp_path):
+    gold = (hostile["root"] / "gold.diff").read_text()
+    command = GRADE_COMMAND + "; code=$?; echo pyc-count: $(find /repo -name '*.pyc' | wc -l); exit $code"
+    (result, output), = _grade_all(hostile, image, tmp_path, {"gold": gold}, command=command).values()
+    assert result.resolved, (result.outcome, result.note, output[-2000:])
+    assert "pyc-count: 0" in output, output[-500:]
+
+
+# -- cause 5: one channel of results ----------------------------------------------------------------
+
+_ATEXIT_FAKE = (BUGGY + "\n\nimport atexit, os, sys\n\n\ndef _fake():\n    sys.{stream}.write({fake!r})\n"
+                "    sys.{stream}.flush()\n    os._exit(0)\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_fake)\n")
+_FORKED_AFTER_INTERRUPT = BUGGY.replace("    return a - b\n", """\
+    import os, time
+    if os.fork() == 0:  # a writer that outlives pytest, writing to the real stdout pytest saved
+        parent = os.getppid()
+        while os.getppid() == parent:
+            time.sleep(0.005)
+        for fd in range(3, 64):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    os.write(fd, FAKE.encode())
+            except OSError:
+                pass
+        os._exit(0)
+    raise KeyboardInterrupt
+""") + f"\n\nFAKE = {FAKE_SUMMARY!r}\n"
+CHANNELS = {
+    "fake_summary_on_stdout_and_exit_0": _ATEXIT_FAKE.format(stream="stdout", fake=FAKE_SUMMARY),
+    "fake_summary_on_stderr_and_exit_0": _ATEXIT_FAKE.format(stream="stderr", fake=FAKE_SUMMARY),
+    "interrupted_run_with_a_summary_appended_after_pytest": _FORKED_AFTER_INTERRUPT,
+    "pytest_xfail_at_run_time": BUGGY.replace("    return a - b\n", "    import pytest\n    pytest.xfail('flaky')\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def channel_grades(hostile, image, craft, tmp_path_factory) -> dict:
+    patches = {name: craft({"calc/__init__.py": source}) for name, source in CHANNELS.items()}
+    return _grade_all(hostile, image, tmp_path_factory.mktemp("channels"), patches)
+
+
+@pytest.mark.parametrize("attack", list(CHANNELS))
+def test_results_come_from_channels_that_must_agree(attack, channel_grades):
+    """Code under test prints a self-consistent fake summary (and exits 0), or interrupts pytest and
+    has a forked writer append a summary after pytest's closing line, or calls pytest.xfail() at
+    run time: never resolved; a summary contradicting the structured report is flagged."""
+    result, output = channel_grades[attack]
+    _assert_not_resolved(result, output)
+    if attack.startswith("fake_summary"):
+        assert result.tampering, (result.channels, result.note)
+
+
+def test_suspected_tampering_is_shown_by_the_row_report_show_and_the_html(hostile, tmp_path):
+    """An attempt whose channels disagree (a fake summary and exit 0) carries the flag everywhere a
+    reviewer looks: grade.json, its results row, `wholeloop report`, `wholeloop show`, the HTML."""
+    agent = Script(_files(**{"calc/__init__.py": CHANNELS["fake_summary_on_stdout_and_exit_0"]}), name="faker")
+    out = out_dir(tmp_path, "tamper")
+    # two tasks: `report --html` of a one-task run is another cause of issue 9
+    rows = run([hostile["spec"](tmp_path, "tamper-a"), hostile["spec"](tmp_path, "tamper-b")], agent, out, workers=2)
+    for row in rows.values():
+        assert not row.resolved and row.tampering and grade_of(out, row)["tampering"] == row.tampering
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    assert "suspected tampering" in cli("report", str(out))
+    assert "suspected tampering" in cli("show", str(out), "tamper-a")
+    cli("report", str(out), "--html", str(tmp_path / "report.html"))
+    assert "Suspected tampering: 2 attempt" in (tmp_path / "report.html").read_text()
+
+
+# -- cause 6: feedback leaks the hidden tests -------------------------------------------------------
+
+_LEAK_IN_SUMMARY = (BUGGY + "\n\nimport atexit, sys\n\n\ndef _leak():\n    try:\n"
+                    "        text = open('/repo/tests/test_add.py').read()\n    except OSError:\n        return\n"
+                    "    sys.stdout.write('=' * 10 + ' short test summary info ' + '=' * 10 + '\\n')\n"
+                    f"    sys.stdout.write('FAILED {ADD_ID} - ' + ' | '.join(text.splitlines()) + '\\n')\n"
+                    "    sys.stdout.write('=' * 10 + ' 1 failed, 1 passed in 0.1s ' + '=' * 10 + '\\n')\n"
+                    "    sys.stdout.flush()\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_leak)\n")
+_LEAK_IN_EXCEPTION = BUGGY.replace("    return a - b\n", "    raise AssertionError(open('/repo/tests/test_add.py').read())\n")
+_LEAK_PREFIXED = BUGGY.replace("    return a - b\n", "    raise ValueError('\\n'.join('>> ' + line for line in "
+                               "open('/repo/tests/test_add.py').read().splitlines()))\n")
+LEAKS = {"fake_summary_line_with_the_whole_file": _LEAK_IN_SUMMARY, "exception_message_is_the_file": _LEAK_IN_EXCEPTION,
+         "exception_lines_prefixed": _LEAK_PREFIXED}
+
+
+class FeedbackProbe:
+    """Attempt 1 writes `source` into calc/__init__.py; every attempt records the feedback it got."""
+
+    model = None
+
+    def __init__(self, sources: dict[str, str]):
+        self.sources, self.name, self.heard = sources, "feedback-probe", {}
+
+    def run(self, ctx) -> AgentResult:
+        if ctx.attempt == 1:
+            ctx.sandbox.write_file("calc/__init__.py", self.sources[ctx.task.id])
+        self.heard.setdefault(ctx.task.id, []).append(ctx.feedback)
+        ctx.transcript.write(Stop(reason="submitted"))
+        return AgentResult(stop_reason="submitted", steps=1)
+
+    def describe(self) -> dict:
+        return {"agent": self.name}
+
+
+@pytest.fixture(scope="module")
+def leak_feedback(hostile, tmp_path_factory) -> dict:
+    where = tmp_path_factory.mktemp("leaks")
+    specs = [hostile["spec"](where / "specs", f"leak-{name.replace('_', '-')}") for name in LEAKS]
+    probe = FeedbackProbe({f"leak-{name.replace('_', '-')}": src for name, src in LEAKS.items()})
+    options = RunOptions(out=where / f"{RUN_PREFIX}leaks", workers=3, infra_retries=0, attempts=2, feedback="hidden")
+    Runner([load_task(p) for p in specs], probe, options).run()
+    return {name: probe.heard[f"leak-{name.replace('_', '-')}"] for name in LEAKS}
+
+
+@pytest.mark.parametrize("attack", list(LEAKS))
+def test_hidden_feedback_never_carries_a_line_of_the_hidden_tests(attack, leak_feedback, hostile):
+    heard = leak_feedback[attack]
+    assert len(heard) == 2 and heard[0] is None and heard[1], heard
+    hidden = [line.strip() for line in (hostile["root"] / "test.diff").read_text().splitlines()
+              if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 8]
+    hidden = [line[1:].strip() for line in hidden]
+    assert ADD_ID in heard[1]  # the grader's own knowledge: which hidden test failed
+    leaked = [line for line in hidden if line in heard[1]]
+    assert not leaked and HIDDEN not in heard[1], (leaked, heard[1])
+
+
+# -- cause 13: old verdicts go stale ----------------------------------------------------------------
+
+
+def test_regrade_gives_a_run_new_verdicts_in_a_new_folder(hostile, tmp_path):
+    """A run graded by an older grader (here: its row and grade.json say what the old grader said of
+    a pytest.xfail() non-fix) is re-graded from its patches into a new folder: same rows, new grades,
+    a manifest that says where they came from and which grader gave them."""
+    from harness.grading import GRADER_VERSION
+    from harness.records import RunFolder, read_results
+
+    agent = Script(_files(**{"calc/__init__.py": CHANNELS["pytest_xfail_at_run_time"]}), name="xfail")
+    out = out_dir(tmp_path, "old")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert json.loads((out / row.dir / "grade.json").read_text())["grader_version"] == GRADER_VERSION
+    # what a grader before this version wrote
+    old = row.model_copy(update={"outcome": "resolved", "resolved": True})
+    (out / "results.jsonl").write_text(old.model_dump_json() + "\n")
+    stale = json.loads((out / row.dir / "grade.json").read_text())
+    stale.pop("grader_version")
+    (out / row.dir / "grade.json").write_text(json.dumps({**stale, "outcome": "resolved", "resolved": True}))
+    new = out_dir(tmp_path, "new")
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "regrade", str(out), "--out", str(new)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = read_results(new / "results.jsonl")
+    assert [(r.task_id, r.config, r.repeat, r.attempt) for r in rows] == [(row.task_id, row.config, row.repeat, row.attempt)]
+    assert rows[0].outcome == "unresolved" and not rows[0].resolved
+    grade = json.loads((new / rows[0].dir / "grade.json").read_text())
+    assert grade["grader_version"] == GRADER_VERSION and grade["outcome"] == "unresolved"
+    assert (new / rows[0].patch_path).read_text() == (out / row.patch_path).read_text()
+    manifest = RunFolder(new).manifest()
+    assert manifest["regraded_from"]["run_dir"] == str(out.resolve())
+    assert manifest["regraded_from"]["grader_versions"] == [None] and manifest["grader_version"] == GRADER_VERSION
+    assert read_results(out / "results.jsonl")[0].outcome == "resolved"  # the old folder is never rewritten
 
 
 # ------------------------------------------------------------------------------------ reading the future
@@ -747,3 +1222,498 @@ def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile,
         run(hostile["spec"](tmp_path / "next"), Script(), out_dir(tmp_path, "next"))
         left = {c.name for c in _our_containers()}
         assert not {c.name for c in orphans} & left and live.name in left
+
+
+# ------------------------------------------------------------------------------------ terminal escapes in reviewer views
+
+
+# What a hostile tool output (or test output, or file in the patch) carries: set the terminal's
+# title (BEL- and ST-terminated), clear the screen, move up and erase the line above, print a fake
+# green verdict, the 8-bit CSI, a hyperlink, a carriage return and backspaces that overwrite a
+# verdict, a right-to-left override, bell, form feed, NUL and DEL.
+ESCAPES = (
+    "\x1b]0;pwned-title\x07" "\x1b]2;pwned-title-st\x1b\\" "\x1b[2J\x1b[H" "\x1b[1A\x1b[2K"
+    "\x1b[32mFAKE: all hidden tests passed, outcome resolved\x1b[0m\n"
+    "\u009b2J c1-csi\n" "\x1b]8;;http://evil.invalid/\x1b\\a link\x1b]8;;\x1b\\\n"
+    "outcome: unresolved\routcome: resolved  \n" "FAIL\b\b\b\bPASS\n" "\u202eright-to-left\u202c\n"
+    "\x07bell \x0cff \x00nul \x7fdel\n"
+)
+# Characters a terminal or a page would act on instead of showing (tab and newline are text).
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# With colour forced, rich writes its own SGR codes; none of these is ever one of them.
+DANGEROUS = ["\x1b]", "\x1b[2J", "\x1b[H", "\x1b[1A", "\x1b[2K", "\x1b\\", "\x9b", "\r", "\b", "\x07", "\x00",
+             "\u202e", "\x1b[32mFAKE"]
+
+
+@pytest.fixture(scope="module")
+def escape_run(hostile, tmp_path_factory) -> tuple[Path, str]:
+    """A real run whose tool outputs, patch and hidden test output all carry ESCAPES."""
+    where = tmp_path_factory.mktemp("escapes")
+    printer = f"import sys\nsys.stdout.write({ESCAPES!r})\nsys.stderr.write({ESCAPES!r})\n"
+    command = "python3 calc/esc.py; python -m pytest -rA -p no:cacheprovider tests"
+    spec = hostile["spec"](where / "specs", "escape-task", command=command)
+    agent = Script(_files(**{"calc__SLASH__esc.py": printer, "calc__SLASH__banner.txt": ESCAPES}),
+                   "python3 calc/esc.py", "cat calc/banner.txt; echo done")
+    out = where / f"{RUN_PREFIX}escapes"
+    row = run(spec, agent, out)["escape-task"]
+    assert ESCAPES.split("\n")[0] in agent.outputs[1].stdout  # the container really printed them
+    assert "pwned-title" in (out / row.dir / "test_output.txt").read_text()
+    return out, row.task_id
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
+                          env={**os.environ, "COLUMNS": "150", **(env or {})})
+
+
+def test_show_makes_escapes_visible_and_never_writes_them(escape_run):
+    out, task = escape_run
+    shown = _cli("show", str(out), task, "--full")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout.decode()
+    assert CONTROL.findall(text) == [], sorted(set(CONTROL.findall(text)))
+    assert "pwned-title" in text and "FAKE: all hidden tests passed" in text  # shown, as text
+    assert "␛]0;pwned-title" in text and "␛[32mFAKE" in text  # ...with the escape made visible
+
+
+@pytest.mark.parametrize("what", ["show", "report"])
+def test_a_colour_terminal_gets_only_wholeloops_own_styles(escape_run, what):
+    """With colour forced (as in a terminal), rich styles its output; no sequence of the agent's
+    passes: no title, no clearing, no cursor moves, no fake green line, no CR or backspace."""
+    out, task = escape_run
+    args = ("show", str(out), task, "--full") if what == "show" else ("report", str(out))
+    shown = _cli(*args, env={"FORCE_COLOR": "1", "TERM": "xterm-256color"})
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout.decode()
+    assert "\x1b[" in text  # colour really is on
+    assert [d for d in DANGEROUS if d in text] == []
+
+
+def test_the_html_report_shows_escapes_as_visible_characters(escape_run, tmp_path):
+    from test_html_report import CHROMIUM, Browser
+
+    if not CHROMIUM:
+        pytest.skip("chromium not installed")
+    out, task = escape_run
+    made = _cli("report", str(out), "--html", str(tmp_path / "esc.html"))
+    assert made.returncode == 0, made.stderr[-2000:]
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(tmp_path / "esc.html")
+        browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+        title = browser.js("document.title")
+        browser.js("document.querySelector('#mx .cell').click()")
+        browser.wait_js("document.getElementById('dr-body').textContent.includes('pwned')")
+        seen = {"transcript": browser.js("document.getElementById('dr-body').textContent")}
+        for tab in ("diff", "tests", "details"):
+            browser.js(f"document.querySelector('#dr-tabs [data-tab={tab}]').click()")
+            browser.wait_js(f"document.querySelector('#dr-tabs [data-tab={tab}]').classList.contains('on')")
+            seen[tab] = browser.js("document.getElementById('dr-body').textContent")
+        assert browser.errors() == []
+        assert browser.js("document.title") == title and "pwned" not in title
+    finally:
+        browser.close()
+    for tab, text in seen.items():
+        assert CONTROL.findall(text) == [], (tab, sorted(set(CONTROL.findall(text))))
+    assert "␛]0;pwned-title" in seen["transcript"] and "␛[32mFAKE" in seen["transcript"]
+    assert "pwned-title" in seen["diff"] and "pwned-title" in seen["tests"]
+
+
+# ------------------------------------------------------------------------------------ two writers of one run folder
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused_at_once(hostile, tmp_path):
+    """`wholeloop run --out RUN` while another one writes RUN: refused within seconds, with a
+    message naming the other run. Once that one is SIGKILLed (no clean-up at all), the lock has
+    died with it: the same command runs, and the unit has one final row."""
+    spec = hostile["spec"](tmp_path / "busy", command="sleep 15; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    out = out_dir(tmp_path, "busy")
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)]
+    log = tmp_path / "first.log"
+    with open(log, "wb") as fh:
+        first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        def grading():
+            assert first.poll() is None, log.read_text()[-2000:]
+            return any(c.labels.get(LABEL_RUN) == out.name and c.labels.get("wholeloop.role") == "grading"
+                       for c in _our_containers())
+
+        _wait_for(grading, 90, "the first run's grading container")
+        started = time.monotonic()
+        second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        took = time.monotonic() - started
+        assert second.returncode != 0 and took < 15, (second.returncode, took, second.stdout[-1500:])
+        assert "another wholeloop run" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
+        assert first.poll() is None  # the first one was not disturbed
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    third = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stdout[-2000:] + third.stderr[-2000:]
+    finals = [r for r in RunFolder(out).latest() if r.final]
+    assert len(finals) == 1 and finals[0].outcome == "resolved", [(r.outcome, r.error) for r in finals]
+
+
+def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path):
+    """The lock is taken per open of the folder, so even two runners of one process (two
+    threads) exclude each other; the first keeps working and ends normally."""
+    from harness.records import RunFolderBusy  # (not at the top: this file must import without it, to show the attack)
+
+    spec = hostile["spec"](tmp_path / "threads", command="sleep 8; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    out = out_dir(tmp_path, "threads")
+    options = RunOptions(out=out, infra_retries=0)
+    first = Runner([load_task(spec)], get_agent("gold"), options)
+    rows: list = []
+    thread = threading.Thread(target=lambda: rows.extend(first.run()))
+    thread.start()
+    try:
+        _wait_for(lambda: any(c.labels.get(LABEL_RUN) == out.name for c in _our_containers()), 60, "the first runner's container")
+        with pytest.raises(RunFolderBusy, match="another wholeloop run"):
+            Runner([load_task(spec)], get_agent("gold"), options).run()
+    finally:
+        thread.join(timeout=120)
+    assert [r.outcome for r in rows] == ["resolved"]
+    assert len([r for r in RunFolder(out).rows() if r.final]) == 1
+
+
+def _secret_forms(value: str) -> dict[str, bytes]:
+    """The key and its base64, plain and inside a longer base64 text at each of the three offsets
+    (as an HTTP Basic credential carries it): what must appear nowhere."""
+    import base64
+
+    forms = {"plain": value.encode(), "base64": base64.b64encode(value.encode())}
+    for shift in (1, 2, 3):  # prefix lengths 1..3 cover the three alignments
+        encoded = base64.b64encode(b"u" * shift + b":" + value.encode())
+        forms[f"base64+{shift}"] = encoded[8:-4]  # the part that depends on the key alone
+    return forms
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tmp_path, provider):
+    """A provider answers 401 with the key it was sent in the body (plain, base64, in a Basic
+    credential). Through the real CLI (run, report, report --html, show), neither the key nor its
+    base64 is in any file of the run folder or on stdout/stderr; the error still says 401."""
+    from fakellm import FakeLLM, echo_key_401
+
+    canary = f"sk-canary-{provider}-{secrets.token_hex(16)}"
+    env_key = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[provider]
+    spec = hostile["spec"](tmp_path / "specs", f"canary-{provider}")
+    out = out_dir(tmp_path, f"key-{provider}")
+    env = {**os.environ, env_key: canary, "COLUMNS": "200"}
+    with FakeLLM(responder=echo_key_401) as srv:
+        url = srv.base_url if provider == "anthropic" else srv.openai_url
+        ran = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(spec), "--model", f"{provider}/fake-model",
+                              "--base-url", url, "--out", str(out), "--infra-retries", "0"],
+                             cwd=ROOT, capture_output=True, env=env, timeout=300)
+        sent = [r.headers for r in srv.requests]
+    assert sent and any(canary in " ".join(h.values()) for h in sent)  # the key really went to the provider
+    consoles = [ran.stdout, ran.stderr]
+    for args in (["report", str(out)], ["report", str(out), "--html", str(out / "report.html")],
+                 ["show", str(out), f"canary-{provider}", "--full"]):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        consoles += [done.stdout, done.stderr]
+    row = RunFolder(out).latest()[0]
+    assert row.outcome == "infra_error" and "401" in (row.error or ""), row.error
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert any(f.name == "results.jsonl" for f in files) and any(f.name == "transcript.jsonl" for f in files)
+    leaks = [(name, str(f.relative_to(out))) for f in files for name, form in _secret_forms(canary).items()
+             if form in f.read_bytes()]
+    leaks += [(name, "console") for text in consoles for name, form in _secret_forms(canary).items() if form in text]
+    assert leaks == [], leaks
+
+
+# ------------------------------------------------------------------------------------ PID 1 and restarts
+
+
+CAME_BACK = "/var/tmp/came-back"  # every planted program appends its name here when it runs, once armed
+ARMED = "[ -e /var/tmp/armed ] && echo {name} >> " + CAME_BACK
+
+
+def _wrap(path_cmd: str, name: str) -> str:
+    """Replace the program `path_cmd` resolves to by a bash wrapper that, once armed, says it ran
+    and then runs the original (kept beside, so the container keeps working)."""
+    return (f"p=$({path_cmd}); r=$(readlink -f \"$p\"); k=/usr/local/lib/real-{name}; cp \"$r\" $k; rm -f \"$p\"; "
+            f"printf '#!/bin/bash\\n{ARMED.format(name=name)}\\nexec %s \"$@\"\\n' $k > \"$p\"; chmod 755 \"$p\"")
+
+
+EVIL_SO = r"""
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void came_back(void) {
+    if (access("/var/tmp/armed", F_OK) != 0) return;
+    int fd = open("/var/tmp/came-back", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) { write(fd, "ld_so_preload\n", 14); close(fd); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def evil_so(tmp_path_factory) -> bytes:
+    """A shared library whose constructor says it ran: what /etc/ld.so.preload makes every dynamic program load."""
+    where = tmp_path_factory.mktemp("evil-so")
+    (where / "evil.c").write_text(EVIL_SO)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(where / "evil.so"), str(where / "evil.c")], check=True)
+    return (where / "evil.so").read_bytes()
+
+
+# Each way back in: what the agent plants, as shell commands run in its container.
+COME_BACK = {
+    "sleep": [_wrap("command -v sleep", "sleep")],
+    "sh": ["printf '#!/bin/bash\\n" + ARMED.format(name="sh") + "\\nexec /bin/dash \"$@\"\\n' > /usr/local/lib/evil-sh; "
+           "chmod 755 /usr/local/lib/evil-sh; ln -sf /usr/local/lib/evil-sh /bin/sh"],
+    "python3": [_wrap("command -v python3", "python3"), _wrap("echo /usr/bin/python3", "usr-python3")],
+    "helper_tools": [_wrap(f"command -v {tool}", tool) for tool in ("mkdir", "ln", "readlink", "env", "timeout")],
+    "ld_so_preload": ["echo /var/tmp/evil.so > /etc/ld.so.preload"],
+    "profile_rc": [f"for f in /etc/profile /root/.profile /root/.bashrc /root/.bash_profile /etc/bash.bashrc "
+                   f"/etc/profile.d/zz.sh /var/tmp/bash-env; do mkdir -p $(dirname $f); "
+                   f"echo '{ARMED.format(name='profile_rc')}' >> $f; done; echo BASH_ENV=/var/tmp/bash-env >> /etc/environment"],
+}
+
+
+def _processes(sb) -> list[str]:
+    """The container's processes as the engine sees them (from the host: nothing runs inside)."""
+    top = client().api.top(sb.id)
+    cmd = top["Titles"].index("CMD")
+    return [p[cmd] for p in top["Processes"]]
+
+
+def _read_outside(sb, path: str) -> bytes | None:
+    """A file of the container read through the Engine API's archive (no process runs inside)."""
+    import io
+    import tarfile
+
+    try:
+        stream, _ = client().api.get_archive(sb.id, path)
+    except docker.errors.NotFound:
+        return None
+    data = b"".join(stream)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.extractfile(tar.next()).read()
+
+
+@pytest.mark.parametrize("way", list(COME_BACK))
+def test_after_stop_processes_nothing_of_the_agent_runs_again(image, evil_so, way):
+    """The agent replaces a program that PID 1, a restart or the exec helper's start would run
+    (sleep, /bin/sh, python3, the helper's boot tools), or plants /etc/ld.so.preload or a
+    profile/rc file, arms it and stops. After `stop_processes()` the container runs PID 1 alone --
+    wholeloop's own read-only init -- and nothing planted ever ran (seen from outside, for 3 s)."""
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1") as sb:
+        if way == "ld_so_preload":
+            sb.write_file("/var/tmp/evil.so", evil_so)
+        for command in COME_BACK[way]:
+            done = sb.exec(command)
+            assert done.ok, (command, done.stderr)
+        assert sb.exec("touch /var/tmp/armed").ok
+        sb.stop_processes()
+        seen: set[str] = set()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            seen.update(_processes(sb))
+            time.sleep(0.3)
+        assert _read_outside(sb, CAME_BACK) is None, _read_outside(sb, CAME_BACK)  # nothing planted ran
+        assert len(seen) == 1 and "wholeloop" in seen.pop(), seen  # PID 1 alone, ours
+
+
+def test_pid1_cannot_be_replaced_killed_or_entered_from_inside(image):
+    """The agent is root in its container: it still cannot kill PID 1, stop it, write its memory
+    or read its environment (not dumpable), replace its binary (read-only), or leave zombies."""
+    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1b") as sb:
+        init = sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip()
+        assert init.startswith("/")
+        probes = {
+            "mem": sb.exec("python3 -c \"open('/proc/1/mem', 'r+b')\""),
+            "environ": sb.exec("cat /proc/1/environ"),
+            "fds": sb.exec("echo x > /proc/1/fd/1 || readlink /proc/1/fd/0 || readlink /proc/1/cwd"),
+            "exe": sb.exec("readlink -e /proc/1/exe"),
+            "replace": sb.exec(f"cp /bin/true {init} || echo x > {init} || mv /bin/true {init} || umount {init}"),
+        }
+        for name, result in probes.items():
+            assert not result.ok, (name, init, result.stdout, result.stderr)
+        sb.exec("kill -9 1; kill -STOP 1; kill -TERM 1; kill -9 -1")  # kills the exec helper and the command too
+        assert sb.exec("echo alive").stdout == "alive\n"
+        assert sb.exec("for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 1; ps -eo stat= | grep -c '^Z' || true").stdout.strip() == "0"
+        assert sb.status()["Running"] and sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip() == init
+
+
+def test_a_planted_loop_of_pid1_neither_outlives_a_timeout_nor_writes_while_the_patch_is_taken(hostile, tmp_path):
+    """The agent replaces `sleep` by a loop that writes the fix into the repository, then kills
+    PID 1's idle `sleep` so that PID 1 starts the loop at once (and again after any restart). Its
+    next command times out; the patch must be the agent's (no fix) and never resolve."""
+    fix = BUGGY.replace("a - b", "a + b")
+    loop = ("#!/bin/bash\nwhile :; do cp /var/tmp/fix.py /repo/calc/__init__.py 2>/dev/null; "
+            "/usr/local/lib/real-sleep 0.1; done\n")
+    processes: list[list[str]] = []
+    agent = Script(
+        "echo '# touched' >> calc/__init__.py",
+        _files(**{"/var/tmp/fix.py": fix, "/var/tmp/loop.sh": loop}),
+        "p=$(command -v sleep); cp $(readlink -f $p) /usr/local/lib/real-sleep; rm -f $p; cp /var/tmp/loop.sh $p; chmod 755 $p; "
+        "pkill -P 1 -x sleep; true",
+        ("/usr/local/lib/real-sleep 60", 2),  # times out: the timeout kills what this command started
+        lambda sb: processes.append(_processes(sb)),
+    )
+    out = out_dir(tmp_path, "pid1-loop")
+    row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
+    assert agent.outputs[3].timed_out
+    assert not [p for p in processes[0] if "wlhelper" not in p and ("sleep" in p or "bash" in p)], processes[0]
+    patch = (out / row.patch_path).read_text()
+    assert "# touched" in patch and "a + b" not in patch
+    assert row.outcome == "unresolved", (row.outcome, row.tests)
+
+
+# ------------------------------------------------------------------------------------ the disk limit
+
+
+DISK = "50m"
+DISK_BYTES = 50 * 2**20
+VENV_SITE = "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')"
+FLOOD = "python3 -c \"import os\nos.makedirs('/var/tmp/f', exist_ok=True)\nfor i in range(200000): open('/var/tmp/f/%d' % i, 'w').close()\""
+# Ways to write past a 50 MB limit, each where an agent can write.
+FILLS = {
+    "one_fallocate": "fallocate -l 1G /repo/big.bin",
+    "dd_repo": "dd if=/dev/zero of=/repo/big.bin bs=1M count=200 status=none",
+    "dd_tmp": "dd if=/dev/zero of=/tmp/big.bin bs=1M count=200 status=none",
+    "root_cache": "mkdir -p /root/.cache/pip && dd if=/dev/zero of=/root/.cache/pip/big bs=1M count=200 status=none",
+    "venv": f"dd if=/dev/zero of={VENV_SITE}/big.bin bs=1M count=200 status=none",
+    "parallel": "for i in 1 2 3 4 5 6 7 8; do mkdir -p /var/tmp/p$i; "
+                "dd if=/dev/zero of=/var/tmp/p$i/f bs=1M count=40 status=none & done; wait",
+    "sparse_then_filled": "truncate -s 10G /repo/sparse.bin && "
+                          "dd if=/dev/urandom of=/repo/sparse.bin bs=1M count=200 conv=notrunc status=none",
+    "etc_hosts": "dd if=/dev/zero of=/etc/hosts bs=1M count=200 status=none",
+    "etc_resolv_conf": "dd if=/dev/zero of=/etc/resolv.conf bs=1M count=200 status=none",
+    "inode_flood": FLOOD,
+}
+
+
+def _written(sb) -> tuple[int, int]:
+    """(bytes, files) the container wrote, counted from the host: the disk blocks allocated in its
+    writable layer and in the files docker keeps for it outside the layer (hosts, resolv.conf,
+    hostname), and the files in the layer. Blocks, not sizes: a sparse file costs no disk."""
+    info = client().api.inspect_container(sb.id)
+    upper = Path(info["GraphDriver"]["Data"]["UpperDir"])
+    used, files = 0, 0
+    for folder, _, names in os.walk(upper):
+        for name in names:
+            with contextlib.suppress(OSError):
+                used += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                files += 1
+    for key in ("HostsPath", "ResolvConfPath", "HostnamePath"):
+        with contextlib.suppress(OSError, TypeError):
+            used += os.stat(info[key]).st_blocks * 512
+    return used, files
+
+
+@pytest.mark.parametrize("fill", list(FILLS))
+def test_a_container_cannot_write_past_its_disk_limit(image, fill):
+    """Whatever the way (one fallocate, dd into the repository, /tmp, a cache in /root, the venv,
+    eight writers at once, a sparse file filled, the files docker bind-mounts, 200k empty files),
+    the container holds at most its limit, and a full disk is reported as `disk_limit`."""
+    from sandbox import DiskLimitReached
+
+    limits = Limits(command_timeout_s=120, disk=DISK)
+    with DockerSandbox.start(image[0], limits=limits, role="agent", run_id=f"{RUN_PREFIX}disk") as sb:
+        before, files_before = _written(sb)
+        try:
+            result = sb.exec(FILLS[fill])
+            stopped = None
+        except DiskLimitReached as exc:
+            result, stopped = exc.result, exc
+        written, files = _written(sb)
+        assert written - before <= DISK_BYTES + 2**20, (fill, written - before, result)
+        assert files - files_before < 20_000, (fill, files - files_before)
+        if fill in ("one_fallocate", "sparse_then_filled", "etc_hosts", "etc_resolv_conf"):
+            assert not result.ok  # refused at once (no file may exceed the limit; docker's /etc files are read-only)
+        else:
+            assert stopped is not None and sb.limit_reached() == "disk_limit", (fill, result)
+            assert "disk limit" in str(stopped) and "50" in str(stopped)
+        assert sb.exec("echo alive").stdout == "alive\n"  # the container still answers
+
+
+def test_the_disk_limit_ends_the_attempt_with_its_stop_reason_in_rows_and_reports(hostile, tmp_path):
+    """The tool-calling agent fills its disk: the attempt stops as `disk_limit` (the model is not
+    asked again), the row and the transcript say so, and report and show print it."""
+    from harness.agents.config import load_agent_config
+    from harness.agents.loop import ToolAgent
+    from harness.models import ScriptedModel, tool_turn
+
+    model = ScriptedModel([tool_turn("bash", {"command": "echo '# touched' >> calc/__init__.py"}),
+                           tool_turn("bash", {"command": FILLS["dd_repo"]}),
+                           tool_turn("bash", {"command": "echo never"})])
+    agent = ToolAgent(model, load_agent_config(None))
+    out = out_dir(tmp_path, "disk-stop")
+    row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]
+    assert row.stop_reason == "disk_limit" and row.error is None, (row.stop_reason, row.error, row.note)
+    assert "disk limit" in row.note and row.steps == 2 and len(model.steps) == 1  # the third turn was never asked for
+    events = [json.loads(line) for line in (out / row.transcript_path).read_text().splitlines()]
+    assert [e["reason"] for e in events if e["type"] == "stop"] == ["disk_limit"]
+    assert any(e["type"] == "limit" and e["limit"] == "disk_limit" for e in events)
+    shown = _cli("show", str(out), "hostile-task").stdout.decode()
+    reported = _cli("report", str(out)).stdout.decode()
+    assert "stopped: disk_limit" in shown and "limit reached: disk_limit (" in shown and " MB of 50 MB)" in shown
+    assert "disk_limit" in reported
+
+
+def test_a_scripted_agent_that_fills_its_disk_also_stops_as_disk_limit(hostile, tmp_path):
+    """An agent of any kind (here one that does not catch the sandbox's error) ends as disk_limit."""
+    agent = Script("echo '# touched' >> calc/__init__.py", FILLS["parallel"], "echo never")
+    out = out_dir(tmp_path, "disk-script")
+    row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]
+    assert row.stop_reason == "disk_limit" and row.error is None, (row.stop_reason, row.error)
+    assert len(agent.outputs) == 1  # the step after the fill never ran
+    assert row.outcome in ("empty_patch", "unresolved")
+
+
+def test_legitimate_writes_under_the_default_disk_limit_are_untouched(hostile, tmp_path):
+    """What real agents write -- packages into the venv, caches in /root, scratch in /tmp, build
+    output in the repository, 230 MB and 20k files in all -- fits the default limit; the fix still resolves."""
+    agent = Script(
+        f"cp -r {VENV_SITE}/_pytest {VENV_SITE}/_pytest_copy && mkdir -p /root/.cache/pip && "
+        "dd if=/dev/zero of=/root/.cache/pip/wheel bs=1M count=100 status=none && "
+        "dd if=/dev/zero of=/tmp/scratch bs=1M count=100 status=none && "
+        "mkdir -p build && dd if=/dev/zero of=build/out.o bs=1M count=30 status=none && "
+        "python3 -c \"import os\nos.makedirs('/var/tmp/many', exist_ok=True)\n"
+        "for i in range(20000): open('/var/tmp/many/%d' % i, 'w').close()\" && df -h / | tail -1",
+        _files(**{"calc__SLASH____init__.py": BUGGY.replace("a - b", "a + b")}),
+    )
+    out = out_dir(tmp_path, "disk-legit")
+    row = run(hostile["spec"](tmp_path), agent, out, command_timeout_s=120)["hostile-task"]
+    assert agent.outputs[0].ok, agent.outputs[0].stderr
+    assert row.stop_reason == "submitted" and row.outcome == "resolved", (row.stop_reason, row.outcome, row.note)
+
+
+@pytest.mark.parametrize("shape", ["many-workers", "one-big-limit"])
+def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refused(hostile, tmp_path, shape):
+    """The preflight: the containers a run has at once x their disk limit above the engine's free
+    disk space is refused before any container starts, saying how much is needed and is free."""
+    free = shutil.disk_usage("/var/lib/docker" if os.path.isdir("/var/lib/docker") else "/").free
+    n = int(free // 2**30) + 2
+    many = ["--workers", str(n), "--repeats", str(n), "--disk", "1g"]
+    args = many if shape == "many-workers" else ["--disk", f"{n}g"]
+    spec = hostile["spec"](tmp_path / "preflight")
+    out = out_dir(tmp_path, "preflight")
+    started = time.monotonic()
+    done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), *args)
+    assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
+    assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
+    assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
+
+
+def test_prune_deletes_a_backing_file_a_killed_run_left():
+    """A run killed between making a container's filesystem and mounting it leaves its sparse
+    backing file in the engine's overlay2 folder; prune deletes it (a fresh one is left alone)."""
+    from sandbox.docker import prune_containers
+
+    root = Path(client().info()["DockerRootDir"]) / "overlay2"
+    if not os.access(root, os.W_OK):
+        pytest.skip(f"{root} is not writable here (no filesystem disk limit either)")
+    stale, fresh = (root / f"wholeloop-test-{secrets.token_hex(4)}-{age}.wholeloop-disk" for age in ("old", "new"))
+    for path in (stale, fresh):
+        with open(path, "wb") as fh:
+            fh.truncate(2**30)
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    try:
+        prune_containers()
+        assert not stale.exists() and fresh.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+        fresh.unlink(missing_ok=True)

@@ -340,6 +340,33 @@ def test_report_opens_from_disk_and_two_clicks_reach_transcript_and_diff(tmp_pat
         _keep(png)
 
 
+@pytest.mark.parametrize("shape", ["one-task", "one-task-unknown-price", "one-task-infra-error", "one-task-two-configs"])
+def test_a_report_of_one_task_renders_and_opens(tmp_path, browser, shape):
+    """One task gives bootstrap intervals without bounds (one task to resample): the report says
+    so instead of failing (it raised TypeError), and the page opens without a JS error."""
+    run = tmp_path / "run"
+    configs = ["cheap", "dear"] if shape == "one-task-two-configs" else ["only"]
+    fabricate_run(run, tasks=1, configs=configs, repeats=1, seed=3)
+    if shape != "one-task":  # rewrite the rows: price unknown, or the only trial an infra error
+        folder = RunFolder(run)
+        rows = folder.rows()
+        folder.results_path.unlink()
+        for row in rows:
+            if shape == "one-task-unknown-price":
+                row.cost_usd = None
+            elif shape == "one-task-infra-error":
+                row.outcome, row.resolved, row.error = "infra_error", False, "docker daemon went away"
+            folder.append(row)
+    report = write_html([run], tmp_path / "one.html", figures=_figures([run]))
+    browser.open(report)
+    browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+    assert browser.errors() == []
+    assert browser.js("document.querySelectorAll('#mx .cell').length") == len(configs)
+    browser.js("document.querySelector('#mx .cell').click()")
+    browser.wait_js("document.querySelector('#dr-body .ev-step') !== null")
+    assert browser.errors() == []
+
+
 def measure(n_attempts: int = 500) -> dict:
     """Size and time to first render of a report over n_attempts fabricated attempts."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -372,3 +399,51 @@ def measure(n_attempts: int = 500) -> dict:
 
 if __name__ == "__main__":
     print(json.dumps(measure(int(sys.argv[1]) if len(sys.argv) > 1 else 500), indent=2))
+
+
+def _add_failure_messages_and_problem(run: Path) -> None:
+    """What grading and the runner now record: failure messages per failing test in grade.json,
+    the problem statement in the transcript's attempt_start event."""
+    for row in RunFolder(run).latest():
+        grade_file = run / row.dir / "grade.json"
+        grade = json.loads(grade_file.read_text())
+        grade["messages"] = {t: f"AssertionError: {t.split('::')[-1]} expected 'a' got 'b'"
+                             for t, s in row.tests.items() if s == "FAILED"}
+        write_json(grade_file, grade)
+        path = run / row.transcript_path
+        events = [json.loads(line) for line in path.read_text().splitlines()]
+        events[0]["problem_statement"] = f"{row.task_id}: values with quotes are dropped\n\nMore detail here."
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_tests_tab_leads_with_the_problem_and_each_failing_test_with_its_message(tmp_path, browser):
+    run = tmp_path / "run"
+    fabricate_run(run, tasks=8, configs=["cfg-a"], repeats=1, seed=3)
+    _add_failure_messages_and_problem(run)
+    report = write_html([run], tmp_path / "report.html", figures=_figures([run]))
+    browser.open(report)
+    browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+    rows = RunFolder(run).latest()
+    failed = next(r for r in rows if r.outcome in ("unresolved", "regression"))
+    resolved = next(r for r in rows if r.resolved)
+    for row in (failed, resolved):
+        browser.js(f"document.querySelector('#mx tr[data-task=\"{row.task_id}\"] .cell').click()")
+        browser.wait_js(f"document.getElementById('dr-task').textContent === '{row.task_id}' && "
+                        "document.querySelector('#dr-tabs [data-tab=tests]') !== null")
+        browser.js("document.querySelector('#dr-tabs [data-tab=tests]').click()")
+        browser.wait_js("document.querySelector('#dr-body .why') !== null")
+        why = browser.js("document.querySelector('#dr-body .why').innerText")
+        assert why.index(f"{row.task_id}: values with quotes are dropped") < why.index(row.outcome), why
+        if row is failed:
+            failing = [t for t, s in row.tests.items() if s == "FAILED"]
+            for t in failing:
+                assert t in why and f"AssertionError: {t.split('::')[-1]} expected 'a' got 'b'" in why, why
+            assert why.index(failing[0]) < why.index("AssertionError")
+            assert "PASSED" not in why
+        else:
+            f2p = [t for t in row.tests if "test_new_" in t]
+            assert "FAIL_TO_PASS now passing" in why and all(t in why for t in f2p), why
+        png = browser.screenshot(tmp_path / f"html-tests-{row.outcome}.png")
+        _keep(png)
+        browser.js("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}))")
+    assert browser.errors() == []

@@ -221,6 +221,7 @@ def test_secrets_are_found_with_file_line_and_rule_cached_baselined_and_redacted
     assert SecretScanner(baseline).scan_commit(repo, parent, sha, "Fix add", ["smallpkg/__init__.py"], []) == []
     # a mined task is refused naming the finding; nothing of it is written
     out = tmp_path / "out"
+    monkeypatch.setenv("COLUMNS", "200")  # the reason on one line of the table
     result = wholeloop("tasks", "from-commit", str(repo_dir), sha, "--out", str(out), "--no-check")
     assert result.returncode == 0 and "refused: secret found: smallpkg/__init__.py:1 AWS Access Key" in result.stdout
     assert not list(out.glob("*.yaml"))

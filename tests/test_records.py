@@ -15,7 +15,12 @@ def make_task(**kw):
 
 def test_classify_outcomes():
     task = make_task()
-    assert classify(task, {"a": "PASSED", "b": "XFAIL", "c": "PASSED"}, 0, True, "").outcome is Outcome.resolved
+    # XFAIL counts as passed only for a test the task expects to xfail (pytest.xfail() at run time is no fix)
+    assert classify(task, {"a": "PASSED", "b": "XFAIL", "c": "PASSED"}, 0, True, "").outcome is Outcome.unresolved
+    expecting = make_task(expected_xfail=["b"])
+    assert classify(expecting, {"a": "PASSED", "b": "XFAIL", "c": "PASSED"}, 0, True, "").outcome is Outcome.resolved
+    assert classify(expecting, {"a": "PASSED", "b": "XFAIL", "c": "PASSED"}, 0, True, "").failing() == []
+    assert classify(task, {"a": "PASSED", "b": "XFAIL", "c": "PASSED"}, 0, True, "").failing() == ["b"]
     assert classify(task, {"a": "PASSED", "b": "FAILED", "c": "PASSED"}, 1, True, "").outcome is Outcome.unresolved
     assert classify(task, {"a": "PASSED", "b": "PASSED"}, 0, True, "").outcome is Outcome.regression  # c missing
     assert classify(task, {"a": "PASSED", "b": "PASSED", "c": "SKIPPED"}, 0, True, "").outcome is Outcome.resolved
@@ -89,3 +94,31 @@ def test_every_transcript_event_says_its_schema_version(tmp_path):
         tw.write(Stop(reason="submitted"))
     (line,) = path.read_text().splitlines()
     assert json.loads(line)["schema_version"] == 1 and read_transcript(path)[0].schema_version == 1
+
+
+def test_the_scrubber_finds_a_key_in_every_form_and_split_across_writes(monkeypatch):
+    import base64
+    import io
+
+    from harness import scrub
+
+    key = "sk-test-" + "0123456789abcdef" * 2
+    monkeypatch.setenv("SOME_PROVIDER_API_KEY", key)
+    for prefix in (b"", b"u:", b"us:", b"use:"):  # every alignment inside a longer base64 text
+        encoded = base64.b64encode(prefix + key.encode() + b":tail").decode()
+        out = scrub.scrub_text(encoded)
+        # what stays of the encoding beside the mark: the prefix's and tail's characters, and at
+        # most 2 characters of the key's own on each side
+        assert out.count(scrub.REDACTED) == 1 and len(out) - len(scrub.REDACTED) <= len(encoded) - len(key) * 4 // 3 + 4
+    assert scrub.scrub_text(f"a {key} b {base64.urlsafe_b64encode(key.encode()).decode()}") .count(scrub.REDACTED) == 2
+    assert scrub.scrub_bytes(b'{"e": "' + key.encode() + b'"}') == b'{"e": "[REDACTED]"}'
+    sink = io.StringIO()
+    stream = scrub.ScrubbingStream(sink)
+    stream.write("error: " + key[:10])
+    stream.write(key[10:] + " was refused\nnext")
+    stream.flush()
+    assert sink.getvalue() == "error: [REDACTED] was refused\nnext"
+    other = "registered-" + "9" * 20  # a key given in code, not in the environment
+    scrub.register(other)
+    assert scrub.scrub_text(f"x{other}x") == "x[REDACTED]x"
+    assert scrub.scrub_text("short values like true or 12345 stay") == "short values like true or 12345 stay"

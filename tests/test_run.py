@@ -70,7 +70,8 @@ def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_pa
     shown = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "gold")],
                            capture_output=True, text=True, env=env)
     assert shown.returncode == 0 and "100%" in shown.stdout, shown.stderr
-    assert not our_containers(tmp_path / "gold", tmp_path / "noop")
+    left = our_containers(tmp_path / "gold", tmp_path / "noop")
+    assert not left, [(c.name, c.status, c.labels) for c in left]
     # running the same command again resumes: nothing is redone
     again = cli.invoke(main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--out", str(tmp_path / "gold")])
     assert again.exit_code == 0 and "0 to run, 1 already done" in again.output
@@ -127,8 +128,16 @@ def test_bad_inputs_get_an_outcome_and_the_run_goes_on(tiny_task, tmp_path):
     (tiny_task["dir"] / "bad-commit.yaml").write_text(good.replace("id: tiny-001", "id: bad-commit").replace(tiny_task["base"], "deadbeef" * 5))
     (tiny_task["dir"] / "bad-gold.diff").write_text("--- a/nothing.py\n+++ b/nothing.py\n@@ -1 +1 @@\n-x\n+y\n")
     (tiny_task["dir"] / "bad-patch.yaml").write_text(good.replace("id: tiny-001", "id: bad-patch").replace("gold_patch_file: gold.diff", "gold_patch_file: bad-gold.diff"))
+    # the command line refuses before any container: both broken tasks are named (issue 12, preflight)
     result = CliRunner().invoke(main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--out", str(tmp_path / "run"), "--workers", "2"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output
+    assert "missing-repo.yaml" in result.output and "bad-commit.yaml" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    # the runner itself still gives every task an outcome and goes on (a library caller, a task that breaks mid-run)
+    from harness.tasks import load_tasks
+
+    Runner(load_tasks([tiny_task["dir"]]), __import__("harness.agents", fromlist=["get_agent"]).get_agent("gold"),
+           RunOptions(out=tmp_path / "run", workers=2)).run()
     rows = {r.task_id: r for r in read_results(tmp_path / "run" / "results.jsonl")}
     assert rows["tiny-001"].outcome == "resolved"
     assert rows["bad-repo"].outcome == "infra_error" and "repository not found" in rows["bad-repo"].error

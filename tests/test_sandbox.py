@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from sandbox import DockerSandbox, FileOpError, Limits, Mount
+from sandbox import BaseRules, DockerSandbox, FileOpError, Limits, Mount, take_patch
 from sandbox.docker.images import DEFAULT_BASE
 from sandbox.docker.engine import client, prune_containers
 
@@ -71,23 +71,23 @@ def test_limits_are_applied():
         assert "Resource temporarily unavailable" in bomb.stderr or "fork" in bomb.stderr
 
 
-def test_diff_covers_new_deleted_and_binary_files_without_touching_the_index():
-    with DockerSandbox.start(DEFAULT_BASE, workdir="/r") as box:
-        box.exec(["mkdir", "-p", "/r"], cwd="/")
-        setup = "git init -q -b main && printf 'a\\n' > keep.txt && printf 'b\\n' > gone.txt && " \
-                "git add -A && git -c user.name=t -c user.email=t@t commit -qm base"
-        assert box.exec(setup).ok
-        base = box.exec("git rev-parse HEAD").stdout.strip()
-        box.exec("printf 'a2\\n' > keep.txt && rm gone.txt && printf 'new\\n' > new.txt")
-        box.write_file("/r/blob.bin", bytes(range(256)))
-        patch = box.diff(base)
-        assert "GIT binary patch" in patch
-        for name in ("keep.txt", "gone.txt", "new.txt", "blob.bin"):
-            assert f"b/{name}" in patch or f"a/{name}" in patch
-        assert box.exec("git status --porcelain").stdout.count("??") == 2  # agent's index untouched
-        # the agent committing its work does not hide it from the patch
-        box.exec("git add -A && git -c user.name=t -c user.email=t@t commit -qm mine")
-        assert box.diff(base) == patch
+def test_the_patch_is_taken_from_outside_a_stopped_container_whatever_its_git():
+    """Nothing of the container runs for its patch: with its git replaced by `false`, its repository
+    deleted and the container stopped, the patch still has the new, changed, deleted and binary
+    files, read through the engine, and the container starts again with its files."""
+    with DockerSandbox.start(DEFAULT_BASE, workdir="/etc/apt") as box:
+        box.exec("printf 'new\\n' > new.txt && rm apt.conf.d/70debconf && echo '# x' >> sources.list && "
+                 "printf 'odd\\n' > \"apt.conf.d/caf$(printf '\\351')\" && cp /bin/false /usr/bin/git")
+        box.write_file("/etc/apt/blob.bin", bytes(range(256)))
+        box.stop()
+        assert [c.path for c in box.changes() if c.path == "new.txt"] == ["new.txt"]
+        patch = take_patch(box, BaseRules(image_exclude=False)).text
+        box.restart()
+        assert "GIT binary patch" in patch and "+new" in patch and "+# x" in patch
+        assert "b/blob.bin" in patch and "deleted file mode" in patch and "a/apt.conf.d/70debconf" in patch
+        assert '"b/apt.conf.d/caf\\351"' in patch and "+odd" in patch  # a name that is not UTF-8, kept exactly
+        assert "01autoremove" not in patch  # its folder was read whole, on both sides
+        assert box.read_file("/etc/apt/new.txt") == b"new\n"
 
 
 def test_prune_removes_only_containers_of_dead_owners():

@@ -372,3 +372,39 @@ def test_same_label_in_two_runs_gets_unique_names(tmp_path):
     b = rates_run(tmp_path / "two", "A", {"t1": 0}, repeats=1)
     names = [c.name for c in load_configs([a, b])]
     assert names == ["A [one]", "A [two]"]
+
+
+def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit():
+    """Reports no longer import scipy (a second of start-up); the intervals must not move for it."""
+    import warnings
+
+    import numpy as np
+    from scipy.stats import binomtest, bootstrap
+
+    def statistic(a, b, axis=-1):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.sum(a, axis=axis) / np.sum(b, axis=axis)
+        return np.where(np.isnan(r), np.inf, r)
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n = int(rng.integers(2, 30))
+        num = rng.random(n) * 3
+        den = np.ones(n) if trial % 3 == 0 else (rng.random(n) < rng.random()).astype(float)
+        settings = BootstrapSettings(n_resamples=[9999, 499, 1000][trial % 3])
+        with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+            warnings.simplefilter("ignore")
+            ref = bootstrap((num, den), statistic, paired=True, vectorized=True, n_resamples=settings.n_resamples,
+                            confidence_level=settings.confidence_level, method="percentile",
+                            rng=np.random.default_rng(settings.seed)).confidence_interval
+        from harness.report.stats import bootstrap_ratio
+
+        ours = bootstrap_ratio(list(num), list(den), settings=settings)
+        for mine, theirs in ((ours.low, ref.low), (ours.high, ref.high)):
+            assert (mine is None and not np.isfinite(theirs)) or mine == float(theirs), (trial, mine, theirs)
+    for k, n in [(0, 7), (5, 7), (7, 7), (15, 21), (1, 1), (37, 100), (3, 250)]:
+        ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        iv = wilson(k, n)
+        assert (iv.low, iv.high) == (float(ci.low), float(ci.high)), (k, n)
+    for b, c in [(0, 3), (1, 5), (4, 4), (7, 2), (12, 30), (0, 1)]:
+        assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12, abs=1e-15)

@@ -8,20 +8,27 @@ Kinds of agent, each one module with a `build(spec) -> Agent` and one line in `A
 (or an entry point in the "wholeloop.agents" group): `control` -- `gold` applies the task's
 reference patch, `noop` does nothing, the controls every suite is checked with (gold must resolve
 100 %, noop 0 %); `tool` -- wholeloop's own tool-calling loop on any model, shaped by an agent
-config. An agent config file names its kind (`kind:`, default `tool`).
+config; `external` -- an agent CLI (Claude Code, Codex, aider, mini-swe-agent...) installed into its
+own folder and run inside the container, every model call metered by wholeloop's proxy. An agent
+config file names its kind (`kind:`, default `tool`).
+
+An agent whose container must be arranged before it starts (mounts: an install folder, the
+proxy's socket, a logs folder) is also a `ContainerAgent`; the runner asks it for a `Workspace`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ContextManager, Protocol, runtime_checkable
 
 import yaml
 from pydantic import BaseModel, Field
 
-from sandbox import Sandbox
+from sandbox import Mount, Sandbox
 
 from ..models.types import Usage
 from ..registry import Registry, UnknownName
@@ -34,7 +41,17 @@ CONTROL_NAMES = ("gold", "noop")
 AGENT_KINDS = Registry("wholeloop.agents", "agent kind", {
     "control": "harness.agents.controls:build",
     "tool": "harness.agents.loop:build",
+    "external": "harness.agents.external:build",
 })
+EXTERNAL_PREFIX = "external:"  # `--agent external:NAME` names a shipped external agent config
+
+
+@dataclass
+class Workspace:
+    """What an agent arranged for its container before the container starts."""
+
+    mounts: tuple[Mount, ...] = ()
+    logs_dir: Path | None = None  # on the host: the agent's own logs, kept beside the transcript
 
 
 @dataclass
@@ -50,6 +67,9 @@ class AgentContext:
     # Set when the run is being stopped (Ctrl-C): the agent ends with stop_reason "interrupted",
     # and the attempt is not recorded, so a resumed run does it again.
     cancel: threading.Event = field(default_factory=threading.Event)
+    workspace: Workspace = field(default_factory=Workspace)  # what the agent arranged for this container
+    # Told each step's number as it starts (the run's live display shows it); any agent may call it.
+    on_step: Callable[[int], None] = field(default=lambda step: None)
 
 
 @dataclass
@@ -96,6 +116,39 @@ class Agent(Protocol):
         ...
 
 
+@runtime_checkable
+class ContainerAgent(Protocol):
+    """An agent that needs its container arranged before it starts (an external CLI)."""
+
+    def check(self, *, allow_unknown_price: bool = False) -> list[str]:
+        """Cheap checks before a run, nothing built or sent (credentials, the model's price): what
+        is wrong, one line each; empty when nothing is."""
+        ...
+
+    def prepare(self, log: Callable[[str], None] | None = None) -> None:
+        """Get ready before any agent container starts (build an install, check it); raises with
+        a clear message when that is impossible."""
+        ...
+
+    def workspace(self, task: Task, folder: Path) -> ContextManager[Workspace]:
+        """The mounts for one unit's container; `folder` is the unit's folder in the run (its
+        transcript's), where the agent's own logs are kept. Cleaned up when the block ends."""
+        ...
+
+
+def prepare_agent(agent: Agent, log: Callable[[str], None] | None = None) -> None:
+    """Let an agent that needs it get ready (see ContainerAgent.prepare); others need nothing."""
+    if isinstance(agent, ContainerAgent):
+        agent.prepare(log)
+
+
+def agent_workspace(agent: Agent, task: Task, folder: Path) -> ContextManager[Workspace]:
+    """The workspace of one unit's container: the agent's own, or nothing to arrange."""
+    if isinstance(agent, ContainerAgent):
+        return agent.workspace(task, folder)
+    return contextlib.nullcontext(Workspace())
+
+
 class UnknownAgent(ValueError):
     pass
 
@@ -122,7 +175,12 @@ def get_agent(name: str, *, model: str | None = None, config_path: str | None = 
 
 def build_agent(spec: AgentSpec) -> Agent:
     """The agent `spec` describes; raises UnknownAgent (or the kind's config error)."""
-    kind = "control" if spec.name in CONTROL_NAMES else config_kind(spec.config_path)
+    if spec.name.startswith(EXTERNAL_PREFIX):  # a shipped external agent config, by name
+        if spec.config_path is not None:
+            raise UnknownAgent(f"--agent {spec.name} names a shipped config; drop --agent-config, or use --agent-config alone")
+        kind = "external"
+    else:
+        kind = "control" if spec.name in CONTROL_NAMES else config_kind(spec.config_path)
     try:
         build = AGENT_KINDS.get(kind)
     except UnknownName as exc:

@@ -3,7 +3,8 @@
 Three rules keep it small and honest:
 - limits are checked in one place, the attempt's `Budget`, before every model call;
 - sandbox and tool errors become tool errors the model sees in one place (`_run_tool`), except
-  infrastructure errors, which end the attempt as infra_error (not the agent's failure);
+  infrastructure errors, which end the attempt as infra_error (not the agent's failure), and a
+  full disk, which ends it as disk_limit;
 - stopping is an exception (`AgentStopped`) that carries its reason, so every transcript ends
   saying why.
 """
@@ -14,7 +15,7 @@ import hashlib
 import json
 import time
 
-from sandbox import REPO_DIR, InfraError, SandboxError
+from sandbox import REPO_DIR, DiskLimitReached, InfraError, SandboxError
 
 from ..models import ContextLengthExceeded, Model, ModelError, ReplayExhausted, ToolCall, Turn
 from ..transcript import LimitHit, ModelRequest, ModelResponse, ModelRetry, Stop, TestRun, ToolCallEvent, ToolResultEvent
@@ -78,6 +79,7 @@ class ToolAgent:
 
     def _ask(self, model: Model, budget: Budget, sent: list[int], ctx: AgentContext) -> Turn:
         step = budget.start_call()
+        ctx.on_step(step)
         digest = hashlib.sha256(json.dumps(ctx.messages, sort_keys=True, default=str).encode()).hexdigest()[:16]
         ctx.transcript.write(ModelRequest(step=step, messages_hash=digest, new_messages=ctx.messages[sent[0]:]))
         sent[0] = len(ctx.messages)
@@ -110,6 +112,7 @@ class ToolAgent:
         ctx.transcript.write(ToolCallEvent(step=step, call_id=call.id, name=call.name,
                                            arguments=call.arguments, raw_arguments=call.raw_arguments))
         started = time.monotonic()
+        full: DiskLimitReached | None = None
         try:
             if call.parse_error:
                 raise ToolFailure(f"your arguments for {call.name} were not usable: {call.parse_error}; "
@@ -119,6 +122,10 @@ class ToolAgent:
             out = ToolOutput(f"error: {exc}", is_error=True)
         except InfraError as exc:  # the container or engine died: not the agent's doing
             raise AgentStopped("infra_error", f"{type(exc).__name__}: {exc}", infra=True, rerun=True) from exc
+        except DiskLimitReached as exc:  # the agent filled its disk: what ran is recorded, then the attempt ends
+            full, done = exc, exc.result
+            out = ToolOutput(f"exit code {done.returncode}\n{done.combined()}" if done else f"error: {exc}", is_error=True,
+                             exit_code=done.returncode if done else None, truncated=bool(done and done.truncated))
         except SandboxError as exc:
             out = ToolOutput(f"error: {exc}", is_error=True)
         out.duration_s = time.monotonic() - started
@@ -133,6 +140,9 @@ class ToolAgent:
                                          failed=t.failed, errors=t.errors, failing=t.failing, green=t.green))
         ctx.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                               "content": out.content, "is_error": out.is_error})
+        if full is not None:
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=full.used, maximum=full.limit))
+            raise AgentStopped("disk_limit", str(full))
         return out
 
 

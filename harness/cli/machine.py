@@ -6,16 +6,20 @@ import sys
 
 import click
 
-from . import main
+from . import console, main
 
 
 @main.command()
-def doctor():
-    """Check that this machine can run tasks; each problem comes with the command that fixes it."""
+@click.option("--model", default=None, help="also check this model's credentials and price (nothing is sent to it)")
+@click.option("--allow-unknown-model", is_flag=True, help="a model the price map does not know is not a problem")
+def doctor(model, allow_unknown_model):
+    """Check that this machine can run tasks; each problem comes with the command that fixes it.
+    Exit 1 when it cannot (see `wholeloop --help`)."""
     from ..doctor import run_checks
+    from .exit_codes import NEGATIVE, OK
 
-    ok = run_checks()
-    sys.exit(0 if ok else 1)
+    ok = run_checks(console(), model=model, allow_unknown_model=allow_unknown_model)
+    sys.exit(OK if ok else NEGATIVE)
 
 
 @main.group()

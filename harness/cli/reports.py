@@ -21,12 +21,26 @@ def _rows(runs):
     return rows
 
 
+def _check_outputs(files=(), folders=()) -> None:
+    """Every output path can be written, before any work (a wrong --html fails at once)."""
+    from ..records import check_writable
+
+    for path in files:
+        if path is not None:
+            check_writable(path, folder=False)
+    for path in folders:
+        if path is not None:
+            check_writable(path, folder=True)
+
+
 @main.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--tasks/--no-tasks", "per_task", default=True, help="show the per-task table")
 @click.option("--scoring", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=_SCORING_HELP)
 @click.option("--compare/--no-compare", "with_compare", default=False, help="also the paired comparisons")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write every figure as JSON")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="write one line per attempt as CSV (columns: docs/records.md)")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the HTML report")
 @click.option("--evidence", type=click.Path(file_okay=False, path_type=Path),
               help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html")
@@ -34,34 +48,45 @@ def _rows(runs):
               help="a model's training cutoff (YYYY-MM or a date) for contamination dating; repeatable")
 @click.option("--cutoffs", "cutoff_table", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="a training-cutoff table (the format of harness/data/cutoffs.yaml) instead of the shipped one")
-def report(runs, per_task, scoring, with_compare, json_out, html_out, evidence, cutoffs, cutoff_table):
+def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, cutoffs, cutoff_table):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
-    recovery, failure analysis and the recipe behind them."""
-    from ..records import write_json
-    from ..report.evidence import write_evidence
+    recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
+    honoured); what does not fit is named, and --json / --csv have everything."""
+    from ..records import open_run, write_json
+    from ..report.dating import parse_cutoff
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
-    from ..report.dating import parse_cutoff
-
+    _check_outputs(files=(json_out, csv_out, html_out), folders=(evidence,))
+    for run_dir in runs:
+        open_run(run_dir)  # a folder that is not a run (or has no row yet) says so before any work
     out = console()
     overrides = {}
     for item in cutoffs:
         model, sep, date = item.partition("=")
         if not sep or not model.strip():
             raise click.BadParameter(f"{item!r}: use MODEL=DATE, e.g. claude-sonnet-4-5=2025-07", param_hint="--cutoff")
-        parse_cutoff(date)
+        try:
+            parse_cutoff(date)
+        except ValueError as exc:
+            raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
     figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table)
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))
         out.print(f"wrote {json_out}")
+    if csv_out:
+        from ..report.table import write_csv
+
+        out.print(f"wrote {write_csv(list(runs), csv_out)}")
     if html_out:
         from ..report.html import write_html
 
         out.print(f"wrote {write_html(list(runs), html_out, figures=figures)}")
     if evidence:
+        from ..report.evidence import write_evidence
+
         for line in write_evidence(figures, list(runs), evidence):
             out.print(line)
 
@@ -77,6 +102,7 @@ def compare(runs, scoring, json_out):
     from ..report.figures import compute_figures
     from ..report.terminal import comparison_block, recipe_block, stats_table
 
+    _check_outputs(files=(json_out,))
     out = console()
     figures = compute_figures(list(runs), scoring, recovery=False)
     if len(figures.configs) < 2:
@@ -84,9 +110,9 @@ def compare(runs, scoring, json_out):
                                + ", ".join(map(str, runs)))
     for run in figures.runs:
         out.print(recipe_block(run.recipe, run.run_dir, run.configs))
-    out.print(stats_table(figures))
+    out.print(stats_table(figures, out.width))
     for cmp in figures.comparisons:
-        out.print(comparison_block(cmp))
+        out.print(comparison_block(cmp, out.width))
     if json_out:
         write_json(json_out, {"comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
                               "configs": [c.model_dump(mode="json") for c in figures.configs],
@@ -102,11 +128,60 @@ def compare(runs, scoring, json_out):
 @click.option("--config", default=None, help="only this configuration")
 @click.option("--repeat", type=int, default=None, help="only this repeat")
 @click.option("--full", is_flag=True, help="whole outputs instead of their last lines")
-def show(run_dir, task_id, config, repeat, full):
-    """Render an attempt's transcript: each step, what the agent ran and saw, the tests, the patch."""
+@click.option("--json", "as_json", is_flag=True, help="the attempt(s) as JSON on stdout (schema: docs/records.md)")
+def show(run_dir, task_id, config, repeat, full, as_json):
+    """An attempt for a reviewer: the problem, the outcome and each failing test with its message
+    first; then each step (what the agent ran and saw), the patch, and the tests it made pass."""
+    if as_json:
+        import json
+
+        from ..report.show import show_json
+
+        click.echo(json.dumps(_one_or_many(show_json(run_dir, task_id, config=config, repeat=repeat)), indent=2))
+        return
     from ..report.show import show as render
 
     render(run_dir, task_id, config=config, repeat=repeat, full=full, console=console())
+
+
+def _one_or_many(found: list[dict]) -> dict:
+    """One (configuration, repeat) as an object; several as {"units": [...]}."""
+    return found[0] if len(found) == 1 else {"units": found}
+
+
+@main.group()
+def export():
+    """Hand a run to other tools: Inspect AI eval logs, SWE-bench predictions."""
+
+
+@export.command("inspect")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="the eval log to write (.eval or .json; default RUN_DIR/inspect/<run>.eval)")
+def export_inspect(run_dir, out):
+    """Write an Inspect AI eval log of the run (`inspect view` shows it; read_eval_log reads it):
+    one sample per task, repeats as epochs, every attempt's messages and tool calls in order, the
+    score and the token usage. Needs the inspect extra: pip install 'wholeloop[inspect]'."""
+    from ..report.inspect_export import export_inspect as write
+
+    target = out or Path(run_dir) / "inspect" / f"{Path(run_dir).name}.eval"
+    _check_outputs(files=(target,))
+    click.echo(f"wrote {write(run_dir, target)}")
+
+
+@export.command("predictions")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="predictions JSONL (default RUN_DIR/predictions.jsonl)")
+@click.option("--model-name", help="model_name_or_path to write (default: the run's config label)")
+@click.option("--repeat", default=0, show_default=True, help="which repeat to export")
+@click.option("--config", "config_label", default=None, help="which configuration, when the run has several")
+def export_predictions_cmd(run_dir, out, model_name, repeat, config_label):
+    """SWE-bench predictions (instance_id, model_name_or_path, model_patch): the same as export-predictions."""
+    from ..tasks.swebench import export_predictions as export_
+
+    if out is not None:
+        _check_outputs(files=(out,))
+    click.echo(f"wrote {export_(run_dir, out, model_name=model_name, repeat=repeat, config=config_label)}")
 
 
 @main.command("export-predictions")

@@ -14,10 +14,12 @@ from . import console, main
 @main.command()
 @click.argument("suite", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--agent", "agent_name", default=None,
-              help="gold | noop | default (the tool-calling agent; implied by --model)")
+              help="gold | noop | default (the tool-calling agent; implied by --model) | external:NAME (a shipped "
+                   "agent CLI: mini-swe-agent, claude-code, codex, aider; see docs/agents.md)")
 @click.option("--model", default=None,
               help="anthropic/<id>, openai/<id>, litellm/<provider>/<id>, replay:<recordings or run folder>")
-@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False), help="agent config YAML (tools, prompts, limits)")
+@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False),
+              help="agent config YAML: the tool agent's tools, prompts and limits, or an external CLI (kind: external)")
 @click.option("--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)")
 @click.option("--stream/--no-stream", default=False, help="use the provider's streaming API")
 @click.option("--temperature", type=float, default=None)
@@ -35,41 +37,64 @@ from . import console, main
 @click.option("--cpus", type=float, help="CPU limit per container (overrides tasks)")
 @click.option("--memory", help="memory limit per container, e.g. 2g (overrides tasks)")
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
+@click.option("--disk", help="bytes a container may write in all, e.g. 50m, 4g; 0 for no limit "
+                             "(overrides tasks; default 2g)")
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
 @click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)")
 @click.option("--ray-address", default=None,
               help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)")
+@click.option("--redo", "redo", multiple=True, metavar="TASK",
+              help="do these tasks again although they are finished (repeatable, or comma-separated)")
+@click.option("--dry-run", is_flag=True, help="check everything, print the plan with a time and cost estimate, run nothing")
+@click.option("--allow-unknown-model", is_flag=True,
+              help="run a model the price map does not know (too new for it); its cost is reported as unknown")
+@click.option("--allow-infra-errors", is_flag=True,
+              help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
 @click.option("--include-quarantined", is_flag=True, help="also run tasks `tasks check` quarantined")
 @click.option("--training-cutoff", default=None,
               help="the model's training cutoff (YYYY-MM or a date) for contamination dating, instead of the table's")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
-        attempts, feedback, infra_retries, config_label, cpus, memory, pids, command_timeout, output_bytes,
-        executor_name, ray_address, include_quarantined, training_cutoff):
-    """Run an agent on every task in SUITE (spec files or folders of them)."""
-    from ..agents import get_agent
+        attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
+        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, include_quarantined,
+        training_cutoff):
+    """Run an agent on every task in SUITE (spec files or folders of them).
+
+    Before any container starts, a preflight checks the model's credentials and price, every task's
+    repository and commit, and the run folder. Running the same command with the same --out
+    resumes: finished units are kept, units that ended in an infrastructure error are tried again.
+    Tasks `wholeloop tasks check` quarantined are skipped (--include-quarantined runs them); the
+    unchecked ones are named at the start and marked in the results.
+    Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
+    from ..agents import ContainerAgent, get_agent
     from ..records import slug
-    from ..report.figures import compute_figures
-    from ..report.terminal import print_figures
     from ..run import RunOptions, Runner
+    from ..run.preflight import Problem, preflight
     from ..tasks import LimitsSpec, load_tasks
+    from . import InputProblem
+    from .exit_codes import INFRA, INTERRUPTED, OK
     from .progress import RunProgress
 
     out_console = console()
     tasks = load_tasks(list(suite))
     if not tasks:
-        raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, suite)))
+        raise InputProblem("no task specs (*.yaml) found in " + ", ".join(map(str, suite)),
+                           "give spec files or folders that hold them")
     if training_cutoff:
         from ..report.dating import parse_cutoff
 
-        parse_cutoff(training_cutoff)  # a bad value fails now, not in the report
+        try:
+            parse_cutoff(training_cutoff)  # a bad value fails now, not in the report
+        except ValueError as exc:
+            raise InputProblem(f"--training-cutoff {training_cutoff!r}: {exc}", "give YYYY-MM or YYYY-MM-DD") from None
     tasks, checks = _checked_tasks(tasks, suite, include_quarantined, out_console)
     agent_name = agent_name or ("default" if model or agent_config else "gold")
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
     agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
                       settings={"temperature": temperature, "max_tokens": max_tokens})
-    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, command_timeout_s=command_timeout, output_bytes=output_bytes)
+    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout,
+                        output_bytes=output_bytes)
     options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
                          infra_retries=infra_retries, limits=limits, label=config_label, task_checks=checks,
                          training_cutoff=training_cutoff)
@@ -87,24 +112,89 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
         where = f"Ray cluster {ray_address or 'auto'}"
     elif ray_address:
         raise click.UsageError("--ray-address needs --executor ray")
+    redo = [t for item in redo for t in item.split(",") if t.strip()]
+    known = {t.id for t in tasks}
+    if set(redo) - known:
+        raise InputProblem(f"--redo names task(s) not in {', '.join(map(str, suite))}: "
+                           f"{', '.join(sorted(set(redo) - known))}", f"its tasks: {', '.join(sorted(known))}")
+    container_agent = isinstance(agent, ContainerAgent)  # an external CLI: it checks its own model and key
+    checked = preflight(tasks, model=agent.model if agent_name not in ("gold", "noop") and not container_agent else None,
+                        out=options.out, base_url=base_url, allow_unknown_model=allow_unknown_model)
+    if container_agent:
+        checked.problems += [Problem(p, "") for p in agent.check(allow_unknown_price=allow_unknown_model)]
+    if not checked.ok:  # every problem is said, one line each; nothing was started
+        if len(checked.problems) == 1:
+            raise InputProblem(checked.problems[0].what, checked.problems[0].fix)
+        for problem in checked.problems:
+            click.secho(f"error: {problem.what}" + (f"; {problem.fix}" if problem.fix else ""), fg="red", err=True)
+        raise InputProblem(f"{len(checked.problems)} problems found before the run (above); nothing was started")
+    if dry_run:
+        _print_plan(out_console, tasks, agent, label, options, where, redo, checked.notes)
+        return
     out_console.print(f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], "
-                  f"{where} -> {options.out}")
-    with RunProgress(out_console, len(tasks) * repeats) as progress:
-        runner = Runner(tasks, agent, options, progress=progress.update, executor=executor)
+                      f"{where} -> {options.out}")
+    with RunProgress(out_console, len(tasks) * repeats, workers=workers) as progress:
+        runner = Runner(tasks, agent, options, progress=progress.update, executor=executor, redo=redo)
+        finished = runner.folder.finished_units()
+        progress.seed([r for r in runner.folder.latest() if r.unit() in finished and r.task_id not in redo])
+        runner.folder.on_row(progress.row)
         try:
             rows = runner.run()
         except KeyboardInterrupt:
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
-                          f"--out {options.out} to resume")
-            sys.exit(130)
+                              f"--out {options.out} to resume")
+            sys.exit(INTERRUPTED)
+    from ..report.figures import compute_figures
+    from ..report.terminal import print_figures
+
     print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
+    infra = sum(r.final and r.outcome == "infra_error" for r in rows)
+    if infra and not allow_infra_errors:
+        out_console.print(f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: exit {INFRA} "
+                          f"(fix the cause and run the same command again to redo them; --allow-infra-errors accepts them)")
+        sys.exit(INFRA)
+    sys.exit(OK)
+
+
+def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
+    """What the run would do, with a time and cost estimate from earlier runs of the same tasks."""
+    from ..records import RunFolder
+    from ..report.format import seconds, usd
+    from ..run.preflight import estimate
+
+    folder = RunFolder(options.out)
+    done = folder.finished_units() if folder.is_run() else set()
+    units = [(t, rep) for rep in range(options.repeats) for t in tasks
+             if (t.id, label, rep) not in done or t.id in redo]
+    est = estimate(tasks, units, out=options.out, model=agent.model, agent=agent.name, workers=options.workers)
+    out.print(f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
+              f"attempt(s), agent [cyan]{label}[/], {where} -> {options.out}")
+    for note in notes:
+        out.print(f"  ok  {note}")
+    by_id = {t.task_id: t for t in est.tasks}
+    for task in tasks:
+        e = by_id[task.id]
+        seen = f"~{seconds(e.seconds)} per trial" if e.seconds is not None else "no earlier run"
+        cost = f", ~{usd(e.cost_usd)}" if e.cost_usd is not None else ""
+        out.print(f"  {task.id:<24} {task.repo} @ {task.base_commit[:12]}   {seen}{cost}", soft_wrap=True)
+    out.print(f"{len(units)} unit(s) to run, {len(tasks) * options.repeats - len(units)} already done")
+    if est.seconds is None:
+        out.print("estimate: none (no earlier run of these tasks under " + str(options.out.parent) + ")")
+    else:
+        cost = (f" and about {usd(est.cost_usd)}" + ("" if est.cost_tasks == len({t.id for t, _ in units})
+                                                       else f" (from the {est.cost_tasks} task(s) seen with this model)")
+                if est.cost_usd is not None else "; cost: no earlier run with this model and agent")
+        out.print(f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
+                  f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)")
+    out.print("nothing was started (--dry-run)")
 
 
 def _checked_tasks(tasks, suite, include_quarantined, out_console):
     """Say which tasks have no current `tasks check` verdict or are quarantined, and what to run;
     leave the quarantined out unless asked. Returns the tasks to run and each one's status."""
     from ..tasks.check import check_status
+    from . import InputProblem
 
     statuses = {t.id: check_status(t) for t in tasks}
     by_status: dict[str, list[str]] = {}
@@ -126,6 +216,6 @@ def _checked_tasks(tasks, suite, include_quarantined, out_console):
         if not include_quarantined:
             tasks = [t for t in tasks if statuses[t.id][0] != "quarantined"]
             if not tasks:
-                raise click.UsageError("every task is quarantined; fix them (see `wholeloop tasks check`) or pass "
-                                       "--include-quarantined")
+                raise InputProblem("every task is quarantined",
+                                   "fix them (see `wholeloop tasks check`) or pass --include-quarantined")
     return tasks, {task_id: status for task_id, (status, _) in statuses.items()}

@@ -24,8 +24,18 @@ def tasks_validate(paths):
 
     from ..tasks import TaskSpecError, load_task, spec_files
 
+    from . import InputProblem
+    from .exit_codes import NEGATIVE
+
+    files = spec_files(list(paths))
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise InputProblem(f"no such file or folder: {', '.join(missing)}", "give task spec files or folders of them")
+    if not files:
+        raise InputProblem(f"no task specs (*.yaml, *.yml) found in {', '.join(map(str, paths))}: nothing was checked",
+                           "give task spec files or folders that hold them")
     bad = 0
-    for file in spec_files(list(paths)):
+    for file in files:
         try:
             task = load_task(file)
             task.gold(), task.test_patch()
@@ -36,8 +46,9 @@ def tasks_validate(paths):
             continue
         click.echo(f"ok   {file}  ({task.id})")
     if bad:
-        click.secho(f"{bad} invalid spec(s)", fg="red")
-        sys.exit(1)
+        click.secho(f"{bad} of {len(files)} spec(s) invalid", fg="red")
+        sys.exit(NEGATIVE)
+    click.echo(f"{len(files)} spec(s) valid")
 
 
 @tasks.command("import-swebench")

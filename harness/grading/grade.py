@@ -1,116 +1,230 @@
 """Grade a patch with the hidden tests, in a fresh container the agent never touched.
 
-Steps: apply the agent's patch (recording how), put back every protected file the patch touched
-(test files, conftest.py, test-runner config: an agent must not pass by editing or planting
-them), delete new modules that would shadow the test runner or the standard library, apply the
-hidden tests, run them, read per-test results with the task's parser, cross-check them with the
-exit code.
+Steps, in a container started from the task image: read the facts its build recorded (which test
+plugins the environment had), place grading's own tools, apply the hidden tests, decide from the
+patch text which of its files grading applies (stripping `.git/`, paths leaving the repository,
+bytecode, package metadata, start-up hooks, symlinks out of the repository, protected paths and
+modules that would shadow installed ones; see `patching`), apply the rest (`git apply`, then the
+fallbacks, each in a fresh container), delete all bytecode, run the hidden tests with plugin
+autoloading off and a structured report asked for, read the results from both channels and the
+exit code, and decide the outcome only when they agree. Everything stripped is recorded in the
+grade; a disagreement is recorded as suspected tampering and is never resolved. A hidden test patch
+that does not apply to the base is the task's fault: `task_error`, never the agent's.
+
+`prepare_hidden_tests` and `run_hidden_tests` are the hidden-test steps on their own: `wholeloop
+tasks check` runs the base with them, so a check reads results exactly as grading does.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import secrets
+import tarfile
 import time
 from dataclasses import dataclass
 
 from sandbox import Backend, DockerBackend, FileOpError, Limits, Sandbox, SandboxError
+from sandbox.docker import FACTS_DIR
 
-from ..parsers import NOT_RUN, TestReport, get_parser
+from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, get_parser
 from ..tasks import Task
-from .outcome import Grade, Outcome, TestTally, classify
-from .patching import WORK, apply_patch, remove_shadowing, revert_protected
+from .feedback import scrub_messages
+from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
+from .patching import APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
+REPORT_BYTES = 100_000_000  # the structured report, at most
 
 
 def grade(
     task: Task, patch: str, image: str, *, base: str, limits: Limits, backend: Backend | None = None,
     run_id: str = "",
 ) -> tuple[Grade, str, TestReport | None]:
-    """Grade `patch` for `task` in a fresh container from `image` started by `backend` (default:
-    Docker); returns the grade, the test output and the parsed report (None when no tests ran).
-    Infrastructure problems become an `infra_error` grade, never an exception."""
+    """Grade `patch` for `task` in fresh containers from `image` started by `backend` (default:
+    Docker); returns the grade, the test output and the parsed report (None when no tests ran),
+    whose failure messages have every line of the hidden tests removed. Infrastructure problems
+    become an `infra_error` grade, never an exception. (`base` is the snapshot's commit.)"""
     backend = backend or DockerBackend()
     started = time.monotonic()
     output = ""
     if not patch.strip():  # nothing to test: no test runs, so none passed and none failed
-        empty = Grade(task_id=task.id, outcome=Outcome.empty_patch, resolved=False, note="the patch is empty")
+        empty = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.empty_patch, resolved=False,
+                      note="the patch is empty")
         empty.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
         empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), ran=False)
         empty.pass_to_pass = TestTally(total=len(task.pass_to_pass), ran=False)
         return empty, output, None
+    sections, unparsed = parse_patch(patch)
+    parser = get_parser(task.hidden_tests.parser)
+    decision: Decision | None = None
     try:
-        with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
-            sb.exec(["mkdir", "-p", WORK], timeout=limits.setup_timeout_s)
-            method = apply_patch(sb, patch, "agent.diff")
-            if method is None:
-                result = Grade(task_id=task.id, outcome=Outcome.patch_apply_failed, resolved=False)
-                result.note = "the patch does not apply with git apply, git apply --3way or patch --fuzz=5"
-                return _timed(result, started), output, None
-            reverted = revert_protected(sb, task, base) + remove_shadowing(sb)
-            if not apply_hidden_tests(sb, task):
-                result = Grade(task_id=task.id, outcome=Outcome.task_error, resolved=False, apply_method=method)
-                result.note = "the task's hidden test patch does not apply to its base commit (the task's to fix)"
-                return _timed(result, started), output, None
-            run = run_hidden_tests(sb, task)
-            output = run.output
-            if run.timed_out:
-                result = Grade(task_id=task.id, outcome=Outcome.test_timeout, resolved=False, apply_method=method)
-                result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
-                result.reverted = reverted
-                return _timed(result, started), output, None
-            parsed = run.report
-            consistent, why = parsed.consistent_with(run.exit_code)
-            result = classify(task, parsed.statuses, run.exit_code, consistent, why)
-            result.apply_method, result.reverted = method, reverted
-            if not parsed.found_summary:
-                result.note = (result.note + "; " if result.note else "") + parsed.missing_hint
-            return _timed(result, started), output, parsed
-    except SandboxError as exc:
-        result = Grade(task_id=task.id, outcome=Outcome.infra_error, resolved=False, note=f"{type(exc).__name__}: {exc}")
+        for method in APPLIERS:
+            if decision is not None and method == "patch --fuzz=5" and not all(s.plain() for s in decision.kept):
+                break  # only plain text changes of regular files may go to `patch`
+            with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
+                prepared = prepare_hidden_tests(sb, task, parser)
+                if decision is None:
+                    decision = decide(task, sections, unparsed, shadowing_modules(sb, sections))
+                text = decision.text()
+                if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
+                    if not decision.kept or method == APPLIERS[-1]:
+                        break
+                    continue
+                result, output, parsed = _run_tests(sb, task, prepared)
+                result.apply_method = method if text else None
+                _record(result, decision)
+                return _timed(result, started), output, parsed
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.patch_apply_failed,
+                       resolved=False, note="the patch does not apply with git apply, git apply --3way or patch --fuzz=5")
+        if decision is not None:
+            _record(result, decision)
         return _timed(result, started), output, None
+    except TestPatchError as exc:
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error, resolved=False,
+                       note=str(exc))
+        return _timed(result, started), output, None
+    except SandboxError as exc:
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
+                       note=f"{type(exc).__name__}: {exc}")
+        return _timed(result, started), output, None
+
+
+class TestPatchError(Exception):
+    """The task's hidden test patch does not apply to its base commit: the task's to fix."""
+
+    __test__ = False  # not a pytest test class
+
+
+@dataclass
+class HiddenTests:
+    """A container made ready for the hidden tests (before anything of a patch)."""
+
+    __test__ = False  # not a pytest test class
+
+    parser: Parser
+    setup: RunSetup  # what the parser asked of the run (environment, structured report)
+    hidden_text: list[str]  # the hidden tests' text, kept out of feedback
 
 
 @dataclass
 class HiddenRun:
-    """One run of a task's hidden test command in a container."""
+    """One run of the hidden test command, read from both channels."""
 
     output: str  # stdout, then stderr under a "[stderr]" line
-    report: TestReport  # what the task's parser read (empty when the run timed out)
+    report: TestReport | None  # what the parser read, cross-checked with the exit code (None: timed out)
     exit_code: int | None
     timed_out: bool
     seconds: float
 
 
-def apply_hidden_tests(sb: Sandbox, task: Task) -> bool:
-    """Apply the task's hidden test patch (exactly, with `git apply`) and write its hidden files;
-    False when the patch does not apply."""
+def prepare_hidden_tests(sb: Sandbox, task: Task, parser: Parser | None = None) -> HiddenTests:
+    """Before anything of the patch: the image's facts, grading's tools, the hidden tests (and
+    their text, to keep it out of feedback). Raises TestPatchError when the test patch does not
+    apply with `git apply`."""
+    parser = parser or get_parser(task.hidden_tests.parser)
+    facts = _facts(sb, parser.name)
+    setup = parser.run_setup(facts, secrets.token_hex(12), tuple(task.hidden_tests.plugins))
+    _place(sb, {f"{WORK}/.keep": b"", **setup.files})
     test_patch = task.test_patch()
-    if test_patch.strip() and apply_patch(sb, test_patch, "tests.diff") != "git apply":
-        return False
+    if test_patch.strip():
+        sections, _ = parse_patch(test_patch)
+        if not apply_patch(sb, test_patch, "tests.diff", "git apply", sections):
+            raise TestPatchError("the task's hidden test patch does not apply to its base commit (the task's to fix)")
     for path, content in task.hidden_tests.files.items():
         sb.write_file(path, content)
-    return True
+    return HiddenTests(parser, setup, _hidden_lines(task))
 
 
-def run_hidden_tests(sb: Sandbox, task: Task) -> HiddenRun:
-    """Run the hidden test command once and read its results with the task's parser."""
-    run = sb.exec(task.hidden_tests.command, timeout=task.timeouts.tests_s, output_bytes=TEST_OUTPUT_BYTES)
+def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> HiddenRun:
+    """Run the hidden test command once (bytecode cleared, the parser's environment, a fresh
+    structured report) and read its results with the parser, cross-checked with the exit code."""
+    clear_bytecode(sb)
+    setup = prepared.setup
+    if setup.report_path:  # a report left by an earlier run in this container is not this run's
+        sb.exec(["rm", "-f", "--", setup.report_path], timeout=sb.limits.step_timeout_s)
+    run = sb.exec(task.hidden_tests.command, env=setup.env, timeout=task.timeouts.tests_s,
+                  output_bytes=TEST_OUTPUT_BYTES)
     output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
     if run.timed_out:
-        return HiddenRun(output, TestReport(), run.returncode, True, run.duration_s)
-    parser = get_parser(task.hidden_tests.parser)
-    parsed = parser.parse(run.stdout + "\n" + run.stderr, _results_file(sb, parser.results_file))
+        return HiddenRun(output, None, run.returncode, True, run.duration_s)
+    results = _structured_report(sb, setup.report_path)
+    parsed = prepared.parser.parse(run.stdout + "\n" + run.stderr, results, setup=setup, exit_code=run.returncode)
     return HiddenRun(output, parsed, run.returncode, False, run.duration_s)
 
 
-def _results_file(sb: Sandbox, path: str | None) -> bytes | None:
-    """The results file a parser reads (None when it has none or the command did not write it)."""
+def _hidden_lines(task: Task) -> list[str]:
+    """What of the hidden tests the agent never saw: the lines the test patch adds (with its context,
+    which the base has anyway) and the hidden test files, to be kept out of feedback."""
+    added = [line[1:] for line in task.test_patch().split("\n")
+             if line[:1] in ("+", " ") and not line.startswith("+++ ")]
+    return ["\n".join(added), *task.hidden_tests.files.values()]
+
+
+def _place(sb: Sandbox, files: dict[str, bytes]) -> None:
+    """Absolute paths -> bytes, written in one archive (one round trip; the engine makes missing
+    folders, and leaves existing ones as they are)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    sb.put_archive("/", buf.getvalue())
+
+
+def _facts(sb: Sandbox, name: str) -> dict | None:
+    """What the image build recorded for this parser (outside the repository), or None."""
+    try:
+        return json.loads(sb.read_file(f"{FACTS_DIR}/{name}.json", max_bytes=1_000_000))
+    except (FileOpError, ValueError):
+        return None
+
+
+def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, str, TestReport | None]:
+    run = run_hidden_tests(sb, task, prepared)
+    output = run.output
+    if run.timed_out or run.report is None:
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.test_timeout, resolved=False)
+        result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
+        return result, output, None
+    parsed = run.report
+    result = classify(task, parsed.statuses, run.exit_code, parsed.consistent, parsed.why)
+    result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}  # for reviewers
+    parsed.messages = scrub_messages(parsed.messages, prepared.hidden_text)  # what feedback may use
+    result.channels, result.tampering = dict(parsed.channels), parsed.disagreement or None
+    notes = [result.note] if result.note else []
+    if not parsed.found_summary:
+        notes.append(parsed.missing_hint)
+    if parsed.channels.get("structured", "").startswith("unavailable"):
+        notes.append("graded on one channel: " + parsed.channels["structured"].removeprefix("unavailable: "))
+    if result.tampering:
+        notes.insert(0, "suspected tampering: " + result.tampering)
+    result.note = "; ".join(dict.fromkeys(n for n in notes if n))
+    return result, output, parsed
+
+
+def _structured_report(sb: Sandbox, path: str | None) -> bytes | None:
+    """The structured report's bytes (None when it is missing or larger than any report pytest
+    writes for a task's tests). The code under test could rewrite it however it is read: that is the
+    in-process limit of docs/grading.md."""
     if path is None:
         return None
     try:
-        return sb.read_file(path, max_bytes=TEST_OUTPUT_BYTES * 4)
+        return sb.read_file(path, max_bytes=REPORT_BYTES)
     except FileOpError:
         return None
+
+
+def _record(result: Grade, decision: Decision) -> None:
+    result.stripped = [Stripped(path=s.path, reason=s.reason) for s in decision.stripped]
+    result.reverted = list(decision.reverted)
+    extra = []
+    if decision.stripped:
+        extra.append(f"{len(decision.stripped)} path(s) of the patch not applied (see stripped)")
+    if decision.unparsed:
+        extra.append(f"{decision.unparsed} line(s) outside any file section dropped")
+    result.note = "; ".join(x for x in [result.note, *extra] if x)
 
 
 def _timed(grade_: Grade, started: float) -> Grade:

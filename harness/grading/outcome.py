@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from ..parsers import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, XFAIL
 from ..tasks import Task
 
 GRADE_SCHEMA = 1
+# The grader's version, recorded in every grade.json: bump it whenever grading changes meaning (what
+# it trusts, strips or counts as passed), so older verdicts can be found and re-graded
+# (`wholeloop regrade`). 1: before issue 9 (grade.json had no grader_version). 2: the patch taken
+# from outside the agent's container; paths from the patch; two channels; XFAIL only when expected.
+GRADER_VERSION = 2
 
 
 class Outcome(str, Enum):
@@ -37,28 +42,46 @@ class TestTally(BaseModel):
     ran: bool = True  # False: no test ran (nothing to test), so neither passed nor failed is meaningful
 
 
+class Stripped(BaseModel):
+    """A path of the patch grading did not apply (the base's version stays), and why."""
+
+    path: str
+    reason: str
+
+
 class Grade(BaseModel):
     schema_version: int = GRADE_SCHEMA
+    grader_version: int | None = Field(None, description="GRADER_VERSION of the grader that wrote it (None: older)")
     task_id: str
     outcome: Outcome
     resolved: bool
     apply_method: str | None = None
-    reverted: list[str] = Field(default_factory=list, description="protected files put back to base")
+    reverted: list[str] = Field(default_factory=list, description="protected files and shadowing modules left at base")
+    stripped: list[Stripped] = Field(default_factory=list, description="every path of the patch not applied, and why")
     tests: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS and PASS_TO_PASS statuses")
     fail_to_pass: TestTally = Field(default_factory=TestTally)
     pass_to_pass: TestTally = Field(default_factory=TestTally)
+    messages: dict[str, str] = Field(default_factory=dict,
+                                     description="failure message of each failing listed test, as the parser read it")
     exit_code: int | None = None
     consistent: bool = True
+    channels: dict[str, str] = Field(default_factory=dict, description="what each channel of results said")
+    tampering: str | None = Field(None, description="channels that contradict each other: suspected tampering")
     note: str = ""
     seconds: float = 0.0
 
+    _expected_xfail: set[str] = PrivateAttr(default_factory=set)
+
     def failing(self) -> list[str]:
-        """Listed tests that ran and did not pass (absent from the output included)."""
-        return [t for t, s in self.tests.items() if s not in (PASSED, XFAIL, SKIPPED, NOT_RUN)]
+        """The task's listed tests that ran and did not pass (absent from the output included; an
+        unexpected XFAIL did not pass)."""
+        return [t for t, s in self.tests.items()
+                if s not in (PASSED, SKIPPED, NOT_RUN) and not (s == XFAIL and t in self._expected_xfail)]
 
 
-def _passed(status: str) -> bool:
-    return status in (PASSED, XFAIL)
+def _passed(status: str, test: str, task: Task) -> bool:
+    """PASSED; XFAIL only for a test the task expects to xfail (pytest.xfail() at run time is not a pass)."""
+    return status == PASSED or (status == XFAIL and test in task.expected_xfail)
 
 
 def _failed(status: str) -> bool:
@@ -69,19 +92,20 @@ def classify(task: Task, statuses: dict[str, str], exit_code: int | None, consis
     """The outcome from parsed statuses (tests absent from the output count as failed)."""
     tests = {t: statuses.get(t, MISSING) for t in [*task.fail_to_pass, *task.pass_to_pass]}
     f2p = TestTally(total=len(task.fail_to_pass))
-    f2p.passed = sum(_passed(tests[t]) for t in task.fail_to_pass)
+    f2p.passed = sum(_passed(tests[t], t, task) for t in task.fail_to_pass)
     f2p.failed = f2p.total - f2p.passed
     p2p = TestTally(total=len(task.pass_to_pass))
     p2p.failed = sum(_failed(tests[t]) for t in task.pass_to_pass)
-    p2p.passed = sum(_passed(tests[t]) for t in task.pass_to_pass)
+    p2p.passed = sum(_passed(tests[t], t, task) for t in task.pass_to_pass)
     if p2p.failed:
         outcome = Outcome.regression
     elif f2p.failed == 0 and consistent:
         outcome = Outcome.resolved
     else:
         outcome = Outcome.unresolved
-    return Grade(
+    graded = Grade(
         task_id=task.id,
+        grader_version=GRADER_VERSION,
         outcome=outcome,
         resolved=outcome is Outcome.resolved,
         tests=tests,
@@ -91,3 +115,5 @@ def classify(task: Task, statuses: dict[str, str], exit_code: int | None, consis
         consistent=consistent,
         note=note,
     )
+    graded._expected_xfail = set(task.expected_xfail)
+    return graded

@@ -1,63 +1,333 @@
-"""Applying patches in a grading container and undoing what an agent must not change.
+"""The agent's patch as data: its files, what grading strips from it, and applying the rest safely.
 
-Every function here runs its commands in a container grading started from the task image, never
-in the agent's; each step waits at most `limits.step_timeout_s`.
+Every path grading acts on comes from the patch text itself (never from `git status`, whose answer
+a patch can shape with ignore rules). A file section is stripped -- left as the base has it -- when
+any of its paths is under `.git/`, leaves the repository, is bytecode or a cache, installed-package
+metadata (`*.dist-info/`, `*.egg-info/`), a start-up hook (`*.pth`, `sitecustomize`,
+`usercustomize`), a symlink pointing out of the repository, a protected path of the task (tests,
+runner configuration, hidden test files), or a new top-level module that would shadow one the
+environment has (`pytest.py`, `pluggy/`). What is kept is written out again from the parsed
+sections only (headers, hunks, binary data), so nothing else in the text reaches an applier.
+
+Appliers: `git apply` (hooks off), then `git apply --3way`, then `patch --fuzz=5`, each in a fresh
+grading container; the last one only for plain text changes of regular files none of whose folders
+is a symlink. No applier can write under `.git/` or outside the repository: those paths never reach
+them. Commands here run in containers grading started from the task image, never in the agent's.
 """
 
 from __future__ import annotations
+
+import codecs
+import posixpath
+import re
+from dataclasses import dataclass, field
 
 from sandbox import InfraError, Sandbox
 
 from ..tasks import Task
 
 WORK = "/tmp/wholeloop-grade"
+GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
+APPLIERS = ("git apply", "git apply --3way", "patch --fuzz=5")
+_CACHE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox"}
+_STARTUP = {"sitecustomize", "usercustomize"}
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HEADERS = ("old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ", "copy to ",
+            "rename from ", "rename to ", "similarity index ", "dissimilarity index ", "index ")
 
 
-def apply_patch(sb: Sandbox, patch: str, name: str) -> str | None:
-    """Apply a patch in the container's repository; the method that worked, or None."""
-    path = f"{WORK}/{name}"
-    sb.write_file(path, patch if patch.endswith("\n") else patch + "\n")
-    for method, cmd in (
-        ("git apply", f"git apply --binary --whitespace=nowarn {path}"),
-        ("git apply --3way", f"git apply --binary --3way --whitespace=nowarn {path}"),
-        ("patch --fuzz=5", f"patch --batch --forward --fuzz=5 -p1 -i {path}"),
-    ):
-        result = sb.exec(cmd, timeout=sb.limits.step_timeout_s)
-        if result.ok:
-            return method
-        sb.exec("git checkout -q -- . && git clean -fdq -e .git", timeout=sb.limits.step_timeout_s)  # undo a partial apply
-    return None
+@dataclass
+class Section:
+    """One file of a patch, as parsed: its paths before and after (None: created or deleted)."""
+
+    old: str | None
+    new: str | None
+    header: list[str] = field(default_factory=list)  # the `diff --git` line and extended headers
+    body: list[str] = field(default_factory=list)  # ---/+++ lines and hunks, or the binary patch
+    binary: bool = False
+    new_mode: str | None = None
+    old_mode: str | None = None
+    renamed: bool = False  # a rename or copy
+    mentioned: list[str] = field(default_factory=list)  # every path its lines name (all are checked)
+
+    @property
+    def paths(self) -> list[str]:
+        return [p for p in dict.fromkeys((self.old, self.new, *self.mentioned)) if p is not None]
+
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.header + self.body)
+
+    def symlink_target(self) -> str | None:
+        """The target of the symlink this section creates or changes (from its hunk), if any."""
+        if self.new_mode != "120000" or self.binary:
+            return None
+        added = [line[1:] for line in self.body if line.startswith("+") and not line.startswith("+++")]
+        return "\n".join(added)
+
+    def plain(self) -> bool:
+        """A text change of a regular file, its mode unchanged (what `patch` may apply)."""
+        if self.binary or self.renamed or not {self.old_mode, self.new_mode} <= {None, "100644", "100755"}:
+            return False
+        return self.old is None or self.new is None or self.old_mode == self.new_mode
 
 
-def revert_protected(sb: Sandbox, task: Task, base: str) -> list[str]:
-    """Put protected paths the agent changed back to `base`; delete the ones it created. The
-    task's `allowed_paths` (protected files its own fix changes) are exempt, unless the hidden
-    tests themselves write them."""
-    hidden = touched_files(task.test_patch()) + list(task.hidden_tests.files)
-    specs = [f":(glob){p}" for p in task.protected()] + [f":(literal){p}" for p in hidden]
-    if not specs:
-        return []
-    specs += [f":(exclude,literal){p}" for p in task.allowed_paths if p not in hidden]
-    listing = sb.exec(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs], timeout=sb.limits.step_timeout_s)
-    if not listing.ok:
-        raise InfraError(f"cannot list changed files: {listing.stderr.strip()[-300:]}")
-    entries = [e for e in listing.stdout.split("\0") if e]
-    reverted, tracked, untracked = [], [], []
-    for entry in entries:
-        status, path = entry[:2], entry[3:]
-        (untracked if status == "??" else tracked).append(path)
-        reverted.append(path)
-    if tracked:
-        sb.exec(["git", "checkout", "-q", base, "--", *tracked], timeout=sb.limits.step_timeout_s)
-    if untracked:
-        sb.exec(["rm", "-rf", "--", *untracked], timeout=sb.limits.step_timeout_s)
-    return reverted
+@dataclass
+class Stripped:
+    path: str
+    reason: str
 
 
-# Run by the grading environment's Python in the repository: reads the new files' paths (NUL-separated)
-# and prints those that are a top-level module or package on a sys.path entry inside the repository
-# (the repository itself, as `python -m pytest` puts it first; PYTHONPATH; editable installs) and
-# that shadow a module importable without the repository.
+@dataclass
+class Decision:
+    """What grading applies of a patch, and what it strips (with why)."""
+
+    kept: list[Section]
+    stripped: list[Stripped]
+    reverted: list[str]  # protected paths left at base and shadowing modules (the older record)
+    unparsed: int = 0  # lines outside any file section (dropped)
+
+    def text(self) -> str:
+        return "".join(s.text() for s in self.kept)
+
+
+# ----------------------------------------------------------------------------------- reading
+
+
+def parse_patch(patch: str) -> tuple[list[Section], int]:
+    """The file sections of a unified or git patch, and how many lines belonged to none. Lines end
+    at "\n" only: a CR, form feed or other line separator inside a line is content."""
+    lines = patch.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    sections: list[Section] = []
+    unparsed, i = 0, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("diff --git "):
+            section, i = _git_section(lines, i)
+            sections.append(section)
+        elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            section = Section(_side(lines[i][4:]), _side(lines[i + 1][4:]))
+            i = _hunks(lines, i, section)
+            sections.append(section)
+        else:
+            unparsed += bool(line.strip())
+            i += 1
+    return sections, unparsed
+
+
+def _git_section(lines: list[str], i: int) -> tuple[Section, int]:
+    old, new = _git_names(lines[i][len("diff --git "):])
+    section = Section(old, new, header=[lines[i]], mentioned=[p for p in (old, new) if p is not None])
+    i += 1
+    while i < len(lines) and lines[i].startswith(_HEADERS):
+        line = lines[i]
+        section.header.append(line)
+        if line.startswith("new file mode "):
+            section.old, section.new_mode = None, line.split()[-1]
+        elif line.startswith("deleted file mode "):
+            section.new, section.old_mode = None, line.split()[-1]
+        elif line.startswith("old mode "):
+            section.old_mode = line.split()[-1]
+        elif line.startswith("new mode "):
+            section.new_mode = line.split()[-1]
+        elif line.startswith(("rename from ", "copy from ")):
+            section.old, section.renamed = _unquote(line.split(" ", 2)[2]), True
+            section.mentioned.append(section.old)
+        elif line.startswith(("rename to ", "copy to ")):
+            section.new, section.renamed = _unquote(line.split(" ", 2)[2]), True
+            section.mentioned.append(section.new)
+        elif line.startswith("index ") and len(line.split()) == 3:
+            section.old_mode = section.old_mode or line.split()[-1]
+            section.new_mode = section.new_mode or line.split()[-1]
+        i += 1
+    if i < len(lines) and lines[i] == "GIT binary patch":
+        section.binary = True
+        start = i
+        i += 1
+        blocks = 0
+        while i < len(lines) and blocks < 2:
+            if lines[i].startswith(("literal ", "delta ")):
+                blocks += 1
+                i += 1
+                while i < len(lines) and lines[i].strip():
+                    i += 1
+                if i < len(lines):
+                    i += 1  # the blank line after a block
+            else:
+                break
+        section.body = lines[start:i]
+        return section, i
+    if i < len(lines) and lines[i].startswith("Binary files "):
+        section.binary = True
+        section.body = [lines[i]]
+        return section, i + 1
+    if i + 1 < len(lines) and lines[i].startswith("--- ") and lines[i + 1].startswith("+++ "):
+        return section, _hunks(lines, i, section)
+    return section, i
+
+
+def _hunks(lines: list[str], i: int, section: Section) -> int:
+    """Append the ---/+++ lines at `i` and the hunks after them to `section`; the index after."""
+    section.body += lines[i:i + 2]
+    section.mentioned += [p for p in (_side(lines[i][4:]), _side(lines[i + 1][4:])) if p is not None]
+    i += 2
+    while i < len(lines):
+        match = _HUNK.match(lines[i])
+        if not match:
+            break
+        section.body.append(lines[i])
+        old_left = int(match.group(2)) if match.group(2) is not None else 1
+        new_left = int(match.group(4)) if match.group(4) is not None else 1
+        i += 1
+        while i < len(lines) and (old_left > 0 or new_left > 0 or lines[i].startswith("\\")):
+            line = lines[i] if lines[i] else " "  # a context line whose space was lost
+            kind = line[0]
+            if kind == " ":
+                old_left, new_left = old_left - 1, new_left - 1
+            elif kind == "-":
+                old_left -= 1
+            elif kind == "+":
+                new_left -= 1
+            elif kind != "\\":
+                break
+            section.body.append(line)
+            i += 1
+    return i
+
+
+def _side(spec: str) -> str | None:
+    """A path from a ---/+++ line: the timestamp dropped, the first component stripped (-p1)."""
+    name = spec.split("\t")[0].rstrip()
+    if name.startswith('"'):
+        name = _unquote(name)
+    if name == "/dev/null":
+        return None
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def _git_names(rest: str) -> tuple[str | None, str | None]:
+    if '"' in rest:
+        quoted = re.findall(r'"(?:[^"\\]|\\.)*"|\S+', rest)
+        names = [_unquote(q) for q in quoted[:2]]
+    else:
+        half = (len(rest) - 1) // 2
+        names = [rest[:half], rest[half + 1:]] if rest[half] == " " and rest[2:half] == rest[half + 3:] else rest.split(" ", 1)
+    names = [n.split("/", 1)[1] if "/" in n else n for n in names] + [None, None]
+    return names[0], names[1]
+
+
+
+def _unquote(name: str) -> str:
+    name = name.strip()
+    if len(name) >= 2 and name[0] == name[-1] == '"':
+        raw = codecs.escape_decode(name[1:-1].encode("latin-1", "backslashreplace"))[0]
+        return raw.decode("utf-8", "surrogateescape")
+    return name
+
+
+def touched_files(patch: str) -> list[str]:
+    """Paths a patch creates, changes or deletes (binary ones included), from its sections."""
+    sections, _ = parse_patch(patch)
+    return list(dict.fromkeys(p for s in sections for p in s.paths))
+
+
+# ----------------------------------------------------------------------------------- deciding
+
+
+def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: set[str] = frozenset()) -> Decision:
+    """Which sections grading applies; the others are stripped, each path with its reason. The
+    task's `allowed_paths` (protected files its own fix changes, `wholeloop mine --allow-config`)
+    are exempt from protection, unless the hidden tests themselves write them."""
+    protected = [_glob(p) for p in task.protected()]
+    hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
+    allowed = set(task.allowed_paths) - hidden
+    kept, stripped, reverted = [], [], []
+    tops = {p.split("/")[0] + "/" for p in shadowing if "/" in p}  # packages: every new file below them
+    for section in sections:
+        below = shadowing | {p for p in section.paths if section.old is None and p.startswith(tuple(tops))} \
+            if tops else shadowing
+        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, below, allowed))]
+        target = section.symlink_target()
+        if target is not None and section.new is not None and not any(p == section.new for p, _ in reasons):
+            if _leaves(section.new, target):
+                reasons.append((section.new, "a symlink leaving the repository"))
+        if section.binary and section.new_mode == "120000" and section.new is not None:
+            reasons.append((section.new, "a symlink whose target cannot be read"))
+        if not reasons:
+            kept.append(section)
+            continue
+        for path, why in reasons:
+            stripped.append(Stripped(path, why))
+            if why in ("protected", "shadows an installed module") and path not in reverted:
+                reverted.append(_shadow_name(path) if why.startswith("shadows") else path)
+    return Decision(kept, stripped, reverted, unparsed)
+
+
+def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: set[str],
+             allowed: set[str] = frozenset()) -> str:
+    parts = path.split("/")
+    lower = [p.lower() for p in parts]
+    if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
+        return "outside the repository"
+    if ".git" in lower:
+        return "under .git/"
+    if any(p in _CACHE_DIRS for p in lower) or lower[-1].endswith((".pyc", ".pyo")):
+        return "bytecode or a cache"
+    if any(p.endswith((".dist-info", ".egg-info", ".egg-link")) or p == "egg-info" for p in lower):
+        return "package metadata"
+    if lower[-1].endswith(".pth") or any(p.split(".")[0] in _STARTUP for p in lower):
+        return "a start-up hook"
+    if path in hidden or (path not in allowed and any(g.fullmatch(path) for g in protected)):
+        return "protected"
+    if path in shadowing:
+        return "shadows an installed module"
+    return ""
+
+
+def _leaves(link: str, target: str) -> bool:
+    """Does a symlink at `link` with this target point outside the repository (or into .git)?"""
+    if not target or target.startswith("/") or "\n" in target or "\0" in target:
+        return True
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
+    return resolved == ".." or resolved.startswith("../") or ".git" in resolved.lower().split("/")
+
+
+def _glob(pattern: str) -> re.Pattern:
+    """A protected-paths glob as git's `:(glob)` reads it: `**/` any folders, `*` within one name."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out, i = out + "(?:/.*)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
+            end = pattern.index("]", i + 1)
+            body = pattern[i + 1:end].replace("\\", "\\\\")
+            out, i = out + "[" + ("^" + body[1:] if body.startswith("!") else body) + "]", end + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def _shadow_name(path: str) -> str:
+    """How the shadowing module is named in the record: `pytest.py`, or `pluggy/` for a package."""
+    top = path.split("/")[0]
+    return path if "/" not in path else top + "/"
+
+
+# ----------------------------------------------------------------------------------- shadowing
+
+# Run by the grading environment's Python in the repository, before the patch is applied: reads the
+# new files' paths (NUL-separated) and prints those that are a top-level module or package on a
+# sys.path entry inside the repository (the repository itself, as `python -m pytest` puts it first;
+# PYTHONPATH; editable installs) and that shadow a module importable without the repository.
 _SHADOW_PROBE = r"""
 import importlib.util, os, sys
 repo = os.path.realpath(os.getcwd())
@@ -65,13 +335,10 @@ inside = lambda p: p == repo or p.startswith(repo + os.sep)
 roots = {repo} | {os.path.realpath(p) for p in sys.path if p and inside(os.path.realpath(p))}
 sys.path[:] = [p for p in sys.path if p and not inside(os.path.realpath(p))]
 for path in sorted(p for p in sys.stdin.read().split("\0") if p):
-    full = os.path.normpath(os.path.join(repo, path))  # not realpath: a symlinked pytest.py imports too
+    full = os.path.normpath(os.path.join(repo, path))
     parent, leaf = os.path.split(full)
     if leaf == "__init__.py" or leaf.startswith("__init__."):
         parent, leaf = os.path.split(parent)
-        shown = os.path.relpath(os.path.join(parent, leaf), repo) + "/"
-    else:
-        shown = path
     name = leaf.split(".")[0]
     if parent in roots and name.isidentifier():
         try:
@@ -79,43 +346,66 @@ for path in sorted(p for p in sys.stdin.read().split("\0") if p):
         except Exception:
             found = True
         if found:
-            print(shown)
+            print(path)
 """
 
 
-def remove_shadowing(sb: Sandbox) -> list[str]:
-    """Delete new modules that shadow the test runner or the standard library; returns them.
+def shadowing_modules(sb: Sandbox, sections: list[Section]) -> set[str]:
+    """New files of the patch that would shadow the test runner or the standard library, asked of
+    the environment's Python before the patch is applied (so nothing of the patch runs).
 
     `python -m pytest` puts the repository first on sys.path, so a planted `pytest.py`, `pluggy/`
     or `inspect.py` would run instead of the real one, inside the test process. A fix has no reason
     to add a top-level module named like one the environment already has.
     """
-    listing = sb.exec(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"], timeout=sb.limits.step_timeout_s)
-    new = [e[3:] for e in listing.stdout.split("\0") if e.startswith("?? ")]
-    new = [p for p in new if p.endswith((".py", ".pyc", ".so"))]
-    if not listing.ok or not new:
-        return []
+    new = [s.new for s in sections if s.old is None and s.new and s.new.endswith((".py", ".pyc", ".so"))]
+    if not new:
+        return set()
     probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1"', "sh", _SHADOW_PROBE],
                     timeout=sb.limits.step_timeout_s, stdin="\0".join(new).encode())
     if probe.returncode in (126, 127):
-        return []  # no Python in this environment: nothing for a Python module to shadow
+        return set()  # no Python in this environment: nothing for a Python module to shadow
     if not probe.ok:
         raise InfraError(f"cannot check the patch for shadowing modules: {probe.stderr.strip()[-300:]}")
-    shadowing = [line for line in probe.stdout.splitlines() if line.strip()]
-    if shadowing:
-        sb.exec(["rm", "-rf", "--", *shadowing], timeout=sb.limits.step_timeout_s)
-    return shadowing
+    return {line for line in probe.stdout.splitlines() if line.strip()}
 
 
-def touched_files(patch: str) -> list[str]:
-    """Paths a git diff creates, changes or deletes (binary ones included), from its headers."""
-    files: list[str] = []
-    for line in patch.splitlines():
-        path = None
-        if line.startswith("diff --git a/"):
-            path = line[len("diff --git a/"):].split(" b/", 1)[0]
-        elif line.startswith(("+++ b/", "--- a/")):
-            path = line[6:].split("\t")[0].strip()
-        if path and path not in files:
-            files.append(path)
-    return files
+# ----------------------------------------------------------------------------------- applying
+
+
+def apply_patch(sb: Sandbox, patch: str, name: str, method: str = "git apply", sections: list[Section] = ()) -> bool:
+    """Apply `patch` (text grading rendered from parsed sections) in the container's repository
+    with one applier; True when it applied. `patch --fuzz=5` only for plain text changes of regular
+    files whose folders are no symlinks (checked in this container)."""
+    path = f"{WORK}/{name}"
+    sb.write_file(path, patch if patch.endswith("\n") else patch + "\n")
+    if method == "git apply":
+        cmd = [*GIT, "apply", "--binary", "--whitespace=nowarn", path]
+    elif method == "git apply --3way":
+        cmd = [*GIT, "apply", "--binary", "--3way", "--whitespace=nowarn", path]
+    elif method == "patch --fuzz=5":
+        if not sections or not all(s.plain() for s in sections) or not _no_symlinks(sb, sections):
+            return False
+        cmd = ["patch", "--batch", "--forward", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "--reject-file=-",
+               "-i", path]
+    else:
+        raise ValueError(f"unknown applier {method!r}")
+    return sb.exec(cmd, timeout=sb.limits.step_timeout_s).ok
+
+
+def _no_symlinks(sb: Sandbox, sections: list[Section]) -> bool:
+    """Is every touched path, and every folder above it, free of symlinks in this container?"""
+    paths = sorted({p for s in sections for p in s.paths})
+    script = ('cd "$1" || exit 1; shift; for p in "$@"; do [ "$(realpath -m -- "$p")" = "$PWD/$p" ] || exit 1; '
+              '[ -L "$p" ] && exit 1; done; exit 0')
+    return sb.exec(["sh", "-c", script, "sh", sb.workdir, *paths], timeout=sb.limits.step_timeout_s).ok
+
+
+def clear_bytecode(sb: Sandbox) -> None:
+    """Delete every __pycache__ folder and .pyc/.pyo file in the repository (the image's or a
+    planted one's): the hidden tests import the sources, and write no bytecode themselves."""
+    script = ("find . -path ./.git -prune -o \\( -type d -name __pycache__ -prune -exec rm -rf {} + \\) "
+              "-o \\( -name '*.py[co]' -exec rm -f {} + \\)")
+    done = sb.exec(["sh", "-c", script], timeout=sb.limits.step_timeout_s)
+    if not done.ok:
+        raise InfraError(f"cannot clear bytecode: {done.stderr.strip()[-300:]}")

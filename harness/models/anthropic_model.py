@@ -34,6 +34,9 @@ class AnthropicModel(HTTPModel):
         # Recorded in manifests: where requests go (None = the SDK's default endpoint).
         self.base_url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
 
+    def credential_env(self) -> tuple[str, ...]:
+        return ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")  # the SDK reads either
+
     def _prepare(self) -> None:
         self.client()
 

@@ -8,10 +8,12 @@ cheap for runs that use no model.
 
 from __future__ import annotations
 
+import os
 import time
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
+from .. import scrub
 from .errors import AuthError, ConnectionFailed, ModelError, ModelTimeout
 from .pricing import PriceTable, turn_cost
 from .retry import call_with_retries
@@ -33,6 +35,7 @@ class HTTPModel(ABC):
         self.base_url = base_url
         self.stream = stream
         self._api_key = api_key
+        scrub.register(api_key)  # a key given in code is scrubbed like one from the environment
         self._prices = prices
         self._sleep = sleep
         self._client = client
@@ -55,6 +58,18 @@ class HTTPModel(ABC):
 
     def for_task(self, task_id: str) -> HTTPModel:
         return self  # one client serves every task
+
+    def credential_env(self) -> tuple[str, ...]:
+        """The environment variables, any one of which gives this adapter its credentials."""
+        return (self.env_key,) if self.env_key else ()
+
+    def missing_credentials(self) -> list[str]:
+        """The variables to set when no credentials are there ([] when a key was given or one is
+        set). Checked before a run starts; nothing is sent to the provider."""
+        names = self.credential_env()
+        if self._api_key or not names or any(os.environ.get(n) for n in names):
+            return []
+        return list(names)
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
                  settings: Settings | None = None) -> Turn:

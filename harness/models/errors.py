@@ -11,7 +11,6 @@ later try of the whole unit may succeed.
 
 from __future__ import annotations
 
-import email.utils
 import re
 import time
 from typing import Any
@@ -175,6 +174,8 @@ def parse_retry_after(headers: Any, *, now: float | None = None) -> float | None
     except ValueError:
         pass
     try:
+        import email.utils  # only a Retry-After date needs it
+
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None

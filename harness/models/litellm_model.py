@@ -49,6 +49,20 @@ class LiteLLMModel(HTTPModel):
             req["drop_params"] = True
         return req
 
+    def missing_credentials(self) -> list[str]:
+        """What litellm says this provider needs and is not set (its own table of variables)."""
+        if self._api_key:
+            return []
+        litellm = import_litellm()
+        try:
+            found = litellm.validate_environment(model=self.model)
+        except Exception:  # noqa: BLE001 - a provider litellm cannot tell about: the call will say
+            return []
+        return list(found.get("missing_keys") or []) if not found.get("keys_in_environment") else []
+
+    def credential_env(self) -> tuple[str, ...]:
+        return (self.env_key,)
+
     def _prepare(self) -> None:
         if self._client is None:
             self._client = import_litellm()

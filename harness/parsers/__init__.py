@@ -7,7 +7,8 @@ own package can add one through the "wholeloop.parsers" entry-point group instea
 from __future__ import annotations
 
 from ..registry import Registry
-from .base import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, Parser, TestReport
+from .base import (ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, Parser, ParserBase, RunSetup,
+                   TestReport)
 
 PARSERS = Registry("wholeloop.parsers", "test parser", {
     "pytest": "harness.parsers.pytest:PytestParser",
@@ -19,5 +20,5 @@ def get_parser(name: str) -> Parser:
     return PARSERS.get(name)()
 
 
-__all__ = ["ERROR", "FAILED", "MISSING", "NOT_RUN", "PARSERS", "PASSED", "Parser", "SKIPPED", "STATUSES",
-           "TestReport", "XFAIL", "XPASS", "get_parser"]
+__all__ = ["ERROR", "FAILED", "MISSING", "NOT_RUN", "PARSERS", "PASSED", "Parser", "ParserBase", "RunSetup", "SKIPPED",
+           "STATUSES", "TestReport", "XFAIL", "XPASS", "get_parser"]

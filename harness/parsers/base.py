@@ -1,15 +1,19 @@
 """What every test parser produces (`TestReport`) and declares (`Parser`).
 
 Grading, the agent's run_tests tool and feedback consume only `TestReport`, so a framework is
-supported by one parser module: how its results are read (from the output, or from a results file
-the test command writes outside the repository), how they map to per-test statuses, and which
-paths of its ecosystem an agent must not change (its tests and runner configuration).
+supported by one parser module: how its results are read, how they map to per-test statuses,
+which paths of its ecosystem an agent must not change (its tests and runner configuration), and
+what grading must do so results come through two channels that must agree: the framework's
+printed summary and exit code, and a structured per-test report grading asks for itself
+(`Parser.run_setup`), written outside the repository. A framework with no structured report is
+graded on one channel, and the grade says so.
 
-Parsers are pure functions of text and bytes: no Docker, no files of their own.
+Parsers are pure functions of text and bytes: no Docker, no run folder.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
@@ -33,8 +37,15 @@ class TestReport:
     messages: dict[str, str] = field(default_factory=dict)  # test id -> its failure message, if given
     found_summary: bool = False  # the framework's results were found at all
     listed_passed: int = 0  # passing entries as listed, before de-duplication (to check against counts)
+    listed: dict[str, set[str]] = field(default_factory=dict)  # test id -> every status it was listed with
     # When no results were found: what to tell the task author (the parser knows its framework).
     missing_hint: str = ""
+    exception_types: dict[str, str] = field(default_factory=dict)  # test id -> the type of what it raised
+    # The channels, once `Parser.parse` had the exit code: what each said, and whether they agree.
+    channels: dict[str, str] = field(default_factory=dict)  # channel -> what it said ("agrees", "missing", ...)
+    consistent: bool = True  # the results can be trusted to decide an outcome
+    why: str = ""  # why not, when not consistent
+    disagreement: str = ""  # channels that contradict each other: suspected tampering
 
     def failing(self) -> list[str]:
         return [t for t, s in self.statuses.items() if s in (FAILED, ERROR)]
@@ -63,25 +74,51 @@ class TestReport:
         return True, ""
 
 
+@dataclass
+class RunSetup:
+    """What a parser asks of the hidden test run in grading's container (never the agent's)."""
+
+    env: dict[str, str] = field(default_factory=dict)  # set for the test command
+    files: dict[str, bytes] = field(default_factory=dict)  # absolute path -> bytes, placed before the run
+    report_path: str | None = None  # where the structured report will be (outside the repository)
+    no_report: str = ""  # why this environment gives no structured report (graded on one channel)
+    anchor: str = ""  # text the runner prints itself just before its own summary
+
+
 class Parser(Protocol):
     """One test framework. Register it with one line in `harness.parsers.PARSERS` (or an entry
-    point in the "wholeloop.parsers" group)."""
+    point in the "wholeloop.parsers" group). `ParserBase` gives the defaults of a framework with
+    no structured report."""
 
     name: ClassVar[str]
-    #: Where results come from: None = the command's output (stdout and stderr); otherwise the path
-    #: of a results file the test command writes, outside the repository (grading reads it).
+    #: Where the run_tests tool reads results: None = the command's output (stdout and stderr);
+    #: otherwise the path of a results file the test command writes, outside the repository.
     results_file: ClassVar[str | None]
     #: Globs (as in a task's protected_paths) of the files of this ecosystem an agent must not
     #: change or plant: tests, fixtures, runner configuration, start-up hooks.
     protected_paths: ClassVar[tuple[str, ...]]
+    #: A shell script run as the last step of building a task image (before any agent): its standard
+    #: output (JSON) is recorded outside the repository and handed to `run_setup` as `facts` when
+    #: grading (which plugins the environment had, say). None: nothing to record.
+    image_setup: ClassVar[str | None]
+    #: Exit codes of the test command that mean the tests ran to the end (only those can resolve).
+    exit_codes_ran: ClassVar[tuple[int, ...] | None]
 
     #: Basenames of this ecosystem's test-runner and packaging configuration (at any depth): a
     #: commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
     config_files: ClassVar[tuple[str, ...]]
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
-        """The report of one run, from its output and (when `results_file` is set) the bytes of
-        the results file, None when the command did not write it."""
+    def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
+        """What the hidden test run needs: its environment, files to place, where the structured
+        report goes (a path holding `token`, a secret of this grading), and `plugins` the task
+        names besides those `facts` recorded."""
+        ...
+
+    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
+              exit_code: int | None = None) -> TestReport:
+        """The report of one run, from its output and the structured report's bytes (None when
+        the command did not write it), cross-checked when `exit_code` is given: `consistent`, `why`
+        and `disagreement` say whether the channels can be trusted and agree."""
         ...
 
     def is_test_path(self, path: str) -> bool:
@@ -101,3 +138,30 @@ class Parser(Protocol):
     def test_file(self, test_id: str) -> str | None:
         """The repository-relative file a test id lives in, None when the id does not say."""
         ...
+
+
+class ParserBase(ABC):
+    """Defaults for a parser: results from the output alone, no image setup, no structured report
+    (graded on one channel, and the grade says so), any exit code accepted."""
+
+    results_file: ClassVar[str | None] = None
+    image_setup: ClassVar[str | None] = None
+    exit_codes_ran: ClassVar[tuple[int, ...] | None] = None
+
+    def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
+        return RunSetup(no_report=f"the {self.name} parser has no structured report")  # type: ignore[attr-defined]
+
+    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
+              exit_code: int | None = None) -> TestReport:
+        report = self.parse_output(output)
+        if exit_code is not None:
+            report.consistent, report.why = report.consistent_with(exit_code)
+            if self.exit_codes_ran is not None and exit_code not in self.exit_codes_ran:
+                report.consistent, report.why = False, f"exit code {exit_code}: the tests did not run to the end"
+            report.channels = {"summary": "found" if report.found_summary else "missing",
+                               "structured": (setup.no_report if setup else "") or "none"}
+        return report
+
+    @abstractmethod
+    def parse_output(self, output: str) -> TestReport:
+        """Statuses and counts from the command's output alone."""

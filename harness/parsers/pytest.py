@@ -1,26 +1,42 @@
-"""Per-test results from pytest's output, with node ids as SWE-bench writes them.
+"""pytest: per-test results through two channels that must agree, with node ids as SWE-bench writes them.
 
-We read the `-rA` "short test summary info" block (`PASSED tests/test_x.py::test_a`), and only the
-*last* such block: code under test can print lines that look like results, but they appear in
-captured-output sections before the real summary. The closing line (`3 failed, 10 passed in
-0.5s`) gives counts to cross-check against the lines we parsed.
+Channel 1, the text: the `-rA` "short test summary info" block (`PASSED tests/test_x.py::test_a`),
+its closing line (`3 failed, 10 passed in 0.5s`) and the exit code. Code under test can print lines
+that look like results, so we read the block pytest itself printed: the one right after the line
+the report-log plugin prints (holding a path with a secret of this grading), up to the first
+closing line after it; output after pytest's closing line (a forked writer's) is ignored. Without
+that line: the last block.
+
+Channel 2, the structured report grading asks for itself: pytest-reportlog (from PyPI, a
+dependency of wholeloop) writes one JSON line per test phase, node ids kept, outside the
+repository. Its files are placed in the grading container under TOOLS_DIR, which the task image's
+Python has on its path (a .pth file written at image build). Plugins never load from entry points
+found at test time (`PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`): only those the environment had when its
+image was built (recorded then, outside the repository), named with `-p`, plus those the task
+names. The test run writes no bytecode.
+
+Both channels, and the exit code, must say the same; when they do not, the results are not
+trusted and the disagreement is reported (suspected tampering). An environment whose pytest cannot
+load the report-log plugin (pytest < 6) is graded on the text channel alone, and the grade says so.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from fnmatch import fnmatchcase
+from importlib import resources
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, TestReport
+from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
 # `addopts = -p plugin` runs the agent's code inside the test process), and the modules Python
 # runs at start-up. Top-level modules that shadow the test runner or the standard library are
-# handled by grading (see `harness.grading.patching.remove_shadowing`).
+# handled by grading (see `harness.grading.patching`).
 PROTECTED_PATHS = (
     "**/conftest.py",
     "**/test_*.py",
@@ -29,6 +45,8 @@ PROTECTED_PATHS = (
     "**/testing/**",
     "**/pytest.ini",
     "**/.pytest.ini",
+    "**/pytest.toml",  # pytest 9
+    "**/.pytest.toml",
     "**/tox.ini",
     "**/setup.cfg",
     "**/pyproject.toml",
@@ -42,13 +60,60 @@ CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.
 TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
+
+TOOLS_DIR = "/opt/wholeloop/python"  # grading's own Python packages (never in the agent's container)
+REPORTLOG_MIN_PYTEST = (6, 0)  # pytest-reportlog's hooks (pytest_warning_recorded) need pytest 6
+# Run at the end of a task image build, with the environment's `python`: records the pytest11 entry
+# points the environment has (the plugins grading may load), pytest's version and the image's own
+# PYTEST_ADDOPTS, and puts TOOLS_DIR on that Python's path (a directory only grading fills).
+IMAGE_SETUP = r"""
+py=$(command -v python || command -v python3 || true)
+if [ -z "$py" ]; then echo '{}'; exit 0; fi
+cd / && "$py" - <<'WHOLELOOP_PY'
+import json, os, sys
+out = {"python": sys.executable, "python_version": list(sys.version_info[:3]),
+       "env_addopts": os.environ.get("PYTEST_ADDOPTS", "")}
+try:
+    import pytest
+    out["pytest"] = pytest.__version__
+except Exception:
+    out["pytest"] = None
+plugins = {}
+try:
+    try:
+        from importlib.metadata import distributions
+        found = [(ep.name, ep.value) for d in distributions() for ep in d.entry_points if ep.group == "pytest11"]
+    except ImportError:
+        import pkg_resources
+        found = [(ep.name, str(ep).split("=", 1)[1].strip()) for ep in pkg_resources.iter_entry_points("pytest11")]
+    for name, value in found:
+        plugins.setdefault(name, {"name": name, "value": value})
+except Exception as exc:
+    out["plugins_error"] = repr(exc)
+out["pytest11"] = sorted(plugins.values(), key=lambda p: p["name"])
+try:
+    import sysconfig
+    purelib = sysconfig.get_paths()["purelib"]
+    if not os.path.isdir(purelib):
+        os.makedirs(purelib)
+    with open(os.path.join(purelib, "zz_wholeloop_grading.pth"), "w") as fh:
+        fh.write(TOOLS + "\n")
+    out["tools_path"] = True
+except Exception:
+    out["tools_path"] = False
+print(json.dumps(out))
+WHOLELOOP_PY
+""".replace("TOOLS", repr(TOOLS_DIR))
+
 _HEADER = re.compile(r"^=+ short test summary info =+$")
-# "==== 1 failed, 2 passed in 0.1s ====", or without the rules under -q
+# "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
 _CLOSING = re.compile(
-    r"^(=+ )?(?P<body>(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)(, )?)+ in [\d.]+s\b.*?)( =+)?$"
+    r"^(=+ )?(?P<body>(no tests ran|(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
+    r"(, )?)+) in [\d.]+s\b.*?)( =+)?$"
 )
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+COUNTED = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 
 
 def _node_id(rest: str) -> str:
@@ -72,14 +137,27 @@ def _message(rest: str, node: str) -> str:
     return tail[2:].strip() if tail.startswith("- ") else ""
 
 
-def parse_pytest(output: str) -> TestReport:
-    """Statuses from the last -rA summary block, counts from the closing line."""
+def parse_pytest(output: str, anchor: str = "") -> TestReport:
+    """Statuses from pytest's own -rA summary block, counts from its closing line.
+
+    With `anchor` (a line only pytest prints, just before its summary) found: the first block after
+    it, up to the first closing line; everything after that line is ignored. Otherwise the last
+    block and the last closing line."""
     lines = [_ANSI.sub("", line.rstrip("\r")) for line in output.splitlines()]
     report = TestReport(missing_hint="no pytest summary in the output (is -rA in the hidden test command?)")
-    starts = [i for i, line in enumerate(lines) if _HEADER.match(line.strip())]
+    start_at = next((i for i, line in enumerate(lines) if anchor and anchor in line), None)
+    if start_at is not None:
+        starts = [i for i, line in enumerate(lines) if i > start_at and _HEADER.match(line.strip())][:1]
+        closing = next((i for i, line in enumerate(lines) if i > start_at and _CLOSING.match(line.strip())), None)
+        if starts and closing is not None and closing < starts[0]:
+            starts = []
+    else:
+        starts = [i for i, line in enumerate(lines) if _HEADER.match(line.strip())][-1:]
+        closing = next((i for i in range(len(lines) - 1, -1, -1) if _CLOSING.match(lines[i].strip())), None)
+    listed = report.listed
     if starts:
         report.found_summary = True
-        for line in lines[starts[-1] + 1 :]:
+        for line in lines[starts[0] + 1:]:
             status, _, rest = line.partition(" ")
             if status.startswith("SUBFAILED"):  # pytest 9: a failed unittest subTest of a PASSED test
                 status = FAILED
@@ -94,32 +172,228 @@ def parse_pytest(output: str) -> TestReport:
             if status == ERROR and "::" not in node:
                 report.collection_errors.append(node)
                 continue
+            listed.setdefault(node, set()).add(status)
             # a test reported twice (error in teardown, failed subtest): the failure wins
             if report.statuses.get(node) in (FAILED, ERROR):
                 continue
             report.statuses[node] = status
             if status in (FAILED, ERROR) and (message := _message(rest, node)):
                 report.messages[node] = message
-    for line in reversed(lines):
-        match = _CLOSING.match(line.strip())
-        if match:
-            for num, word in _COUNT.findall(match.group("body")):
-                key = "errors" if word.startswith("error") else word
-                report.counts[key] = int(num)
-            break
+    _messages_from_sections(lines, report)
+    if closing is not None:
+        match = _CLOSING.match(lines[closing].strip())
+        for num, word in _COUNT.findall(match.group("body")):
+            key = "errors" if word.startswith("error") else word
+            report.counts[key] = int(num)
     return report
 
 
-class PytestParser:
-    """pytest with `-rA`: node ids as SWE-bench writes them."""
+_SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
+_BLOCK = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
+_RULE = re.compile(r"^=+ .* =+$")
+_LOCATION = re.compile(r"^\S+:\d+: \w+")
+MESSAGE_LINES = 40
+MESSAGE_CHARS = 4000
+
+
+def _messages_from_sections(lines: list[str], report: TestReport) -> None:
+    """Failure messages from the FAILURES / ERRORS sections (the `>` line, the `E` lines and the
+    `file:line: Error` line of each block), which say far more than the summary line's cut message.
+    A block is matched to a failing node id by its name (`test_x[p]`, `TestC.test_x`); a name two
+    failing nodes share keeps the summary message."""
+    failing = [n for n, s in report.statuses.items() if s in (FAILED, ERROR)]
+    by_name: dict[str, list[str]] = {}
+    for node in failing:
+        by_name.setdefault(".".join(node.split("::")[1:]), []).append(node)
+    section, name, block = False, None, []
+
+    def close() -> None:
+        if name is None:
+            return
+        key = name.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of ")
+        nodes = by_name.get(key, [])
+        if len(nodes) != 1:
+            return
+        kept = [line for line in block if line.startswith(("E ", ">")) or _LOCATION.match(line)]
+        kept = kept or block[-15:]
+        text = "\n".join(line.rstrip() for line in kept[-MESSAGE_LINES:]).strip()
+        if text:
+            report.messages[nodes[0]] = text[-MESSAGE_CHARS:]
+
+    for line in lines:
+        if _SECTION.match(line.strip()):
+            close()
+            section, name, block = True, None, []
+        elif section and (m := _BLOCK.match(line.strip())):
+            close()
+            name, block = m.group("name"), []
+        elif section and _RULE.match(line.strip()):
+            close()
+            section, name, block = False, None, []
+        elif name is not None:
+            block.append(line)
+    close()
+
+
+class ReportLog:
+    """What a pytest-reportlog file says: per-test statuses, what each test listed in pytest's
+    summary would be, counts, collection errors, failure messages and exception types, the exit status."""
+
+    def __init__(self, data: bytes) -> None:
+        self.statuses: dict[str, str] = {}
+        self.listed: dict[str, set[str]] = {}
+        self.counts = dict.fromkeys(COUNTED, 0)
+        self.collection_errors: list[str] = []
+        self.messages: dict[str, str] = {}
+        self.exception_types: dict[str, str] = {}
+        self.exit_status: int | None = None
+        self.problem = ""
+        for number, raw in enumerate(data.splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                self.problem = f"line {number} of the structured report is not JSON"
+                return
+            if not isinstance(entry, dict):
+                self.problem = f"line {number} of the structured report is not an object"
+                return
+            self._add(entry)
+        if self.exit_status is None and not self.problem:
+            self.problem = "the structured report does not end with pytest's session finish"
+
+    def _add(self, entry: dict) -> None:
+        kind = entry.get("$report_type")
+        if kind == "SessionFinish":
+            self.exit_status = entry.get("exitstatus")
+        elif kind == "CollectReport":
+            if entry.get("outcome") == "failed":
+                self.collection_errors.append(str(entry.get("nodeid", "")))
+                self.counts["errors"] += 1
+        elif kind in ("TestReport", "SubTestReport"):
+            self._test(entry, sub=kind == "SubTestReport")
+
+    def _test(self, entry: dict, *, sub: bool) -> None:
+        node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        xfail = "wasxfail" in entry
+        if outcome == "failed":
+            status = FAILED if when == "call" else ERROR
+        elif outcome == "skipped":
+            status = XFAIL if xfail else SKIPPED
+        elif outcome == "passed" and when == "call":
+            status = XPASS if xfail else PASSED
+        else:
+            return  # a setup or teardown that passed, or a rerun
+        if sub:  # a subtest: only its failure shows, as its test's failure
+            if status not in (FAILED, ERROR):
+                return
+            status = FAILED
+        else:
+            self.counts[{PASSED: "passed", FAILED: "failed", ERROR: "errors", SKIPPED: "skipped", XFAIL: "xfailed",
+                         XPASS: "xpassed"}[status]] += 1
+        if status != SKIPPED:
+            self.listed.setdefault(node, set()).add(status)
+        if self.statuses.get(node) not in (FAILED, ERROR):  # the first failure wins
+            self.statuses[node] = status
+            if status in (FAILED, ERROR):
+                self.messages[node], self.exception_types[node] = _failure(entry.get("longrepr"))
+
+
+def _failure(longrepr) -> tuple[str, str]:
+    """(message, exception type) of a failed phase's serialized longrepr."""
+    if isinstance(longrepr, dict):
+        crash = longrepr.get("reprcrash") or {}
+        message = str(crash.get("message", ""))
+        entries = (longrepr.get("reprtraceback") or {}).get("reprentries") or []
+        kind = ""
+        if entries and isinstance(entries[-1], dict):
+            kind = str(((entries[-1].get("data") or {}).get("reprfileloc") or {}).get("message", ""))
+        return message, kind or _type_of(message)
+    if isinstance(longrepr, (list, tuple)) and longrepr:
+        return str(longrepr[-1]), ""
+    text = str(longrepr or "")
+    last = text.strip().splitlines()[-1] if text.strip() else ""
+    return last, _type_of(last.removeprefix("E").strip())
+
+
+def _type_of(message: str) -> str:
+    head = message.split(":", 1)[0].strip()
+    if message.startswith("assert "):
+        return "AssertionError"
+    return head.rsplit(".", 1)[-1] if re.fullmatch(r"[A-Za-z_][\w.]*", head) and ":" in message else ""
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    found = re.match(r"(\d+)\.(\d+)", text or "")
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+class PytestParser(ParserBase):
+    """pytest with `-rA`: node ids as SWE-bench writes them, cross-checked with pytest-reportlog."""
 
     name: ClassVar[str] = "pytest"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     config_files: ClassVar[tuple[str, ...]] = CONFIG_FILES
+    image_setup: ClassVar[str | None] = IMAGE_SETUP
+    exit_codes_ran: ClassVar[tuple[int, ...] | None] = (0, 1)  # all passed; some failed
 
-    def parse(self, output: str, results: bytes | None = None) -> TestReport:
+    def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
+        facts = facts or {}
+        recorded = [p for p in facts.get("pytest11", []) if isinstance(p, dict) and p.get("name")]
+        names = [str(p["name"]) for p in recorded] + [p for p in plugins if p]
+        opts = shlex.split(str(facts.get("env_addopts") or "")) + [x for n in dict.fromkeys(names) for x in ("-p", n)]
+        setup = RunSetup(env={"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        if not facts.get("pytest"):
+            setup.no_report = "the environment records no pytest (no facts from its image build)"
+        elif _version(facts["pytest"]) < REPORTLOG_MIN_PYTEST:
+            setup.no_report = f"pytest {facts['pytest']} cannot load pytest-reportlog (it needs pytest 6)"
+        elif not facts.get("tools_path"):
+            setup.no_report = "the environment's Python could not be given grading's tools folder"
+        else:
+            path = f"/tmp/wholeloop-report-{token}/report.jsonl"
+            own = any(str(p.get("value", "")).startswith("pytest_reportlog") for p in recorded)
+            opts += ([] if own else ["-p", "pytest_reportlog.plugin"]) + [f"--report-log={path}"]
+            setup.report_path, setup.anchor = path, f"generated report log file: {path}"
+            setup.files = _reportlog_files()
+        setup.env["PYTEST_ADDOPTS"] = shlex.join(opts)
+        return setup
+
+    def parse_output(self, output: str) -> TestReport:
         return parse_pytest(output)
+
+    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
+              exit_code: int | None = None) -> TestReport:
+        report = parse_pytest(output, setup.anchor if setup else "")
+        if exit_code is None:
+            return report
+        report.consistent, report.why = report.consistent_with(exit_code)
+        report.channels = {"summary": "found" if report.found_summary else "missing", "exit_code": str(exit_code)}
+        if exit_code not in self.exit_codes_ran:
+            report.consistent, report.why = False, f"exit code {exit_code}: the tests did not run to the end"
+        if setup is None or setup.report_path is None:
+            report.channels["structured"] = "unavailable: " + (setup.no_report if setup else "not asked for")
+            return report
+        if results is None:
+            report.channels["structured"] = "missing"
+            if report.consistent:
+                _disagree(report, "the structured report (pytest-reportlog) is missing: the code under test may have "
+                                  "removed it, or the hidden test command does not run pytest with the environment's "
+                                  "PYTEST_ADDOPTS")
+            return report
+        log = ReportLog(results)
+        report.exception_types = log.exception_types
+        why = log.problem or _contradiction(report, log, exit_code)
+        # messages: the structured report's; where the channels agree, the fuller ones pytest printed
+        # (its FAILURES sections) -- printed lines that contradict the report can be anyone's
+        report.messages = log.messages if why else {**log.messages, **report.messages}
+        report.channels["structured"] = "agrees" if not why else "disagrees"
+        if why:
+            _disagree(report, why)
+        if log.statuses:
+            report.statuses = dict(log.statuses)  # the same when they agree; the more trusted one when not
+        return report
 
     def is_test_path(self, path: str) -> bool:
         """test_*.py, *_test.py, conftest.py, or anything under a folder named tests/test/testing."""
@@ -137,3 +411,41 @@ class PytestParser:
         """`tests/test_x.py::TestA::test_b[p]` -> `tests/test_x.py`."""
         path = test_id.split("::", 1)[0]
         return path if "::" in test_id and path.endswith(".py") else None
+
+
+def _contradiction(summary: TestReport, log: ReportLog, exit_code: int) -> str:
+    """How the text channel, the exit code and the structured report contradict each other ("" if not)."""
+    if log.exit_status != exit_code:
+        return f"pytest's structured report ends with exit status {log.exit_status}, the command exited {exit_code}"
+    if not summary.found_summary:
+        return ""  # nothing to compare; no summary is unresolved on its own
+    listed = summary.listed
+    for node in sorted(set(listed) | set(log.listed)):
+        if listed.get(node, set()) != log.listed.get(node, set()):
+            said = "/".join(sorted(listed.get(node, set()))) or "nothing"
+            logged = "/".join(sorted(log.listed.get(node, set()))) or "nothing"
+            return f"{_shown(node)}: the summary says {said}, the structured report {logged}"
+    if sorted(summary.collection_errors) != sorted(log.collection_errors):
+        return "the summary and the structured report list different collection errors"
+    for key in COUNTED:
+        if summary.counts.get(key, 0) != log.counts.get(key, 0):
+            return (f"the closing line counts {summary.counts.get(key, 0)} {key}, "
+                    f"the structured report {log.counts.get(key, 0)}")
+    return ""
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """A test id as it may be printed in a record: control characters escaped, length capped."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _disagree(report: TestReport, why: str) -> None:
+    report.consistent, report.why, report.disagreement = False, why, why
+
+
+def _reportlog_files() -> dict[str, bytes]:
+    """pytest-reportlog's modules (the copy installed with wholeloop), for TOOLS_DIR."""
+    package = resources.files("pytest_reportlog")
+    return {f"{TOOLS_DIR}/pytest_reportlog/{item.name}": item.read_bytes()
+            for item in package.iterdir() if item.name.endswith(".py")}

@@ -7,7 +7,7 @@ of its scored trials (all repeats; infra errors left out) that resolved. Then:
 - **exact McNemar test** on one outcome per task: the *first* scored repeat of each
   configuration (the lowest repeat number), so each task gives exactly one paired 0/1 outcome as
   the test assumes. b = tasks A resolved and B did not, c = the reverse; the two-sided p value is
-  ``scipy.stats.binomtest(b, b + c, 0.5)`` (1.0 when there are no discordant tasks). Using the
+  ``scipy.stats.binomtest(b, b + c, 0.5)``, computed exactly (1.0 when there are no discordant tasks). Using the
   first repeat instead of a per-task majority keeps ties out and is what a single-run comparison
   would have seen;
 - **paired bootstrap interval** for the difference in resolve rate A - B, using *all* repeats:
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from math import comb
+
 from pydantic import BaseModel, Field
-from scipy.stats import binomtest
 
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
@@ -42,6 +43,8 @@ class TaskPair(BaseModel):
     first_a: bool  # first scored repeat resolved?
     first_b: bool
     result: str  # "a" | "b" | "tie"
+    transcripts_a: list[str] = Field(default_factory=list)  # run folder / transcript of each trial
+    transcripts_b: list[str] = Field(default_factory=list)
 
 
 class SideFigures(BaseModel):
@@ -77,9 +80,12 @@ class Comparison(BaseModel):
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p value on the discordant pairs (b, c)."""
-    if b + c == 0:
+    if b + c == 0 or b == c:
         return 1.0
-    return float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+    # Binomial(n, 1/2) is symmetric: the two-sided p value is twice the tail of the smaller count.
+    n = b + c
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
 
 
 def _scored_by_task(cfg: ConfigRows) -> dict[str, list[Trial]]:
@@ -101,6 +107,12 @@ def _side(cfg: ConfigRows, tasks: dict[str, list[Trial]], shared: list[str], rat
     return out
 
 
+def _transcripts(cfg: ConfigRows, trials: list[Trial]) -> list[str]:
+    paths = [str(cfg.run_dir / t.final.transcript_path) for t in sorted(trials, key=lambda t: t.repeat)
+             if t.final is not None and t.final.transcript_path]
+    return list(dict.fromkeys(paths))
+
+
 def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None) -> Comparison:
     settings = settings or BootstrapSettings()
     ta, tb = _scored_by_task(a), _scored_by_task(b)
@@ -112,7 +124,8 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         fa = min(ta[tid], key=lambda t: t.repeat).resolved
         fb = min(tb[tid], key=lambda t: t.repeat).resolved
         pairs.append(TaskPair(task_id=tid, rate_a=ra, rate_b=rb, trials_a=len(ta[tid]), trials_b=len(tb[tid]),
-                              first_a=fa, first_b=fb, result="a" if ra > rb else "b" if rb > ra else "tie"))
+                              first_a=fa, first_b=fb, result="a" if ra > rb else "b" if rb > ra else "tie",
+                              transcripts_a=_transcripts(a, ta[tid]), transcripts_b=_transcripts(b, tb[tid])))
     rates_a, rates_b = [p.rate_a for p in pairs], [p.rate_b for p in pairs]
     cmp = Comparison(
         a=a.name, b=b.name, shared_tasks=len(shared), only_a=sorted(set(ta) - set(tb)), only_b=sorted(set(tb) - set(ta)),

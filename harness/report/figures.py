@@ -53,6 +53,7 @@ class Recipe(BaseModel):
     docker_engine: dict = Field(default_factory=dict)
     host: dict = Field(default_factory=dict)
     agent: str | None = None
+    scaffold: str | None = None  # an external agent's CLI: name, version, wire format, install steps
     models: list[str] = Field(default_factory=list)
     provider: str | None = None
     base_urls: list[str] = Field(default_factory=list)
@@ -118,10 +119,19 @@ def _sha(data) -> str | None:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _scaffold(external: dict) -> str | None:
+    if not external:
+        return None
+    steps = "; ".join(external.get("install") or [])
+    return (f"{external.get('cli')} {external.get('version')} ({external.get('wire')}; install: {steps}; "
+            f"checked: {external.get('installed') or '?'})")
+
+
 def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
     """The recipe block of one manifest; tolerant of older or partial manifests."""
     agent = manifest.get("agent") or {}
-    config = agent.get("config") or {}
+    external = agent.get("external") or {}
+    config = agent.get("config") or external
     wl = manifest.get("wholeloop") or {}
     command = manifest.get("command") or []
     models = [m for m in [agent.get("model")] if m] or sorted({m for m in rows_models or [] if m})
@@ -132,7 +142,8 @@ def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
         cwd=manifest.get("cwd", ""),
         wholeloop_version=wl.get("version"), git_commit=wl.get("git_commit"), python=manifest.get("python"),
         dependencies=manifest.get("dependencies") or {}, docker_engine=manifest.get("docker_engine") or {},
-        host=manifest.get("host") or {}, agent=agent.get("agent"), models=models, provider=agent.get("provider"),
+        host=manifest.get("host") or {}, agent=agent.get("agent"), models=models,
+        provider=agent.get("provider") or external.get("wire"), scaffold=_scaffold(external),
         base_urls=base_urls, sampling=config.get("settings") or {}, limits=config.get("limits") or {},
         agent_config_sha256=_sha(config), prompt_sha256=config.get("prompt_sha256"),
         tool_schema_sha256=config.get("tool_schema_sha256"), options=manifest.get("options") or {},

@@ -1,9 +1,12 @@
-"""One way to write money, durations and rates, for the terminal, the HTML report and its charts.
+"""One way to write money, durations and rates, for the terminal, the HTML report and its charts,
+and one way to show text from a run (escape sequences made visible, never executed).
 
 Values and axis ticks follow the same rules; ticks only drop trailing zeros.
 """
 
 from __future__ import annotations
+
+import re
 
 
 def usd(value: float | None) -> str:
@@ -57,6 +60,52 @@ def si(value: float | None) -> str:
     return f"{value:g}"
 
 
+def bounds(low: float | None, high: float | None, kind: str = "num") -> str:
+    """An interval's bounds as "[low, high]" in the format `kind` (usd, secs, pct, signed_pct, num);
+    "?" for a bound that is not known (a bootstrap over one task has nothing to resample), and ""
+    when neither is."""
+    if low is None and high is None:
+        return ""
+    fmt = {"usd": usd, "secs": seconds, "pct": pct, "signed_pct": signed_pts}.get(kind, lambda v: f"{v:.2f}")
+    return "[" + ", ".join("?" if v is None else fmt(v) for v in (low, high)) + "]"
+
+
+# Characters a terminal or a browser acts on instead of showing: C0 controls but tab and newline,
+# DEL, C1 controls (U+009B is a CSI to many terminals) and the bidirectional overrides that make
+# text read in another order than it is stored.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _picture(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Unicode control pictures: ␛ for ESC, ␍ for CR, ␀ for NUL
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"<U+{code:04X}>"
+
+
+def visible(text: str) -> str:
+    """Text as a reviewer must see it: every escape sequence and control character made visible
+    (ESC as ␛, CR as ␍, C1 and bidi controls as <U+XXXX>), none left for a terminal or a page to
+    act on. CRLF line ends stay plain line ends. `show` and the HTML report pass everything they
+    show from a run folder through this (report.js has the same rule for the page's data)."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(_picture, text.replace("\r\n", "\n"))
+
+
+def visible_value(value):
+    """`visible` applied to every string of a JSON-like value (dicts, lists, strings)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: visible_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [visible_value(v) for v in value]
+    return value
+
+
 #: How a per-test status that is not a framework's own reads: an id absent from the results, or a
 #: test that never ran (nothing to test). Never shown as a plain failure.
 STATUS_LABELS = {"missing": "not in the test output", "not_run": "not run"}
@@ -64,3 +113,13 @@ STATUS_LABELS = {"missing": "not in the test output", "not_run": "not run"}
 
 def status_label(status: str | None) -> str:
     return STATUS_LABELS.get(status or "", status or "?")
+
+
+def tally(counts: dict) -> str:
+    """A FAIL_TO_PASS / PASS_TO_PASS tally: '3/5' passed of listed, 'not run' when no test ran (an
+    empty patch: never 0/N passed), '-' when nothing is known."""
+    if not counts:
+        return "-"
+    if "ran" in counts and not counts["ran"]:
+        return "not run"
+    return f"{counts.get('passed', 0)}/{counts.get('total', 0)}"

@@ -24,9 +24,11 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..records import ResultRow, open_run, write_atomic
+from ..scrub import scrub_bytes
 from ..transcript import read_transcript
 from . import format as fmt
 from . import html_view
+from .attempt import PASSING, fail_to_pass, failing_tests, failure_messages, problem_statement
 from .svgplot import Point, Series, box_strip_svg, colour, cost_rate_svg, phase_bars_svg
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "report"
@@ -123,22 +125,26 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None) -> dict:
+def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None, manifest: dict | None = None) -> dict:
     """The detail of one repeat, capped so the JSON stays under MAX_PAYLOAD bytes."""
+    manifest = manifest if manifest is not None else open_run(rep.run_dir).manifest()
     events: list = []
     transcript = rep.run_dir / rep.final.transcript_path if rep.final.transcript_path else None
     if transcript and transcript.is_file():
         events = read_transcript(transcript)
+    first = min(rep.rows, key=lambda r: r.attempt)
+    why = {"problem": problem_statement(rep.run_dir, first, events, manifest),
+           "messages": {r.attempt: failure_messages(rep.run_dir, r, manifest) for r in rep.rows}}
     limit, payload = 8000, {}
     for _ in range(6):
-        payload = _payload(rep, events, limit, recovery or {})
+        payload = _payload(rep, events, limit, recovery or {}, why)
         if len(json.dumps(payload, ensure_ascii=False)) <= MAX_PAYLOAD:
             break
         limit //= 2
     return payload
 
 
-def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) -> dict:
+def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], why: dict) -> dict:
     shown: set[str] = set()
     compact = [e for e in (_compact_event(ev, limit, shown) for ev in events) if e is not None]
     notes = []
@@ -153,6 +159,7 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) ->
         adir = rep.run_dir / row.dir if row.dir else None
         patch = _read(rep.run_dir / row.patch_path) if row.patch_path else ""
         grade = json.loads(_read(adir / "grade.json") or "{}") if adir else {}
+        messages = why["messages"].get(row.attempt, {})
         attempts.append({
             "attempt": row.attempt, "outcome": row.outcome, "resolved": row.resolved,
             "stop_reason": row.stop_reason, "steps": row.steps, "model_calls": row.model_calls,
@@ -162,19 +169,23 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict]) ->
             "tests": _tests(row, MAX_TESTS), "n_tests": len(row.tests),
             "f2p": row.fail_to_pass, "p2p": row.pass_to_pass,
             "test_output": _tail(adir / "test_output.txt", TEST_TAIL_LINES, limit * 2) if adir else "",
-            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note")},
+            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note", "stripped",
+                                                "channels", "tampering", "grader_version")},
+            "failing": [[t, st, kind, _cap(messages.get(t, ""), limit)] for t, st, kind in failing_tests(row)][:MAX_TESTS],
+            "f2p_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING] if row.resolved else [],
             "dir": row.dir, "started_at": row.started_at, "finished_at": row.finished_at,
             "recovery": recovery.get((rep.config, row.task_id, row.repeat, row.attempt)),
         })
     final = rep.final
     return {"task": final.task_id, "config": rep.config, "repeat": final.repeat, "run": rep.run_id,
+            "problem": _cap(why["problem"], limit),
             "model": final.model, "agent": final.agent, "instance_id": final.instance_id,
             "transcript_path": final.transcript_path, "attempts": attempts, "events": compact, "notes": notes}
 
 
 def encode_payload(payload: dict) -> str:
     """gzip + base64: text that is safe inside a <script> element and ~5x smaller than JSON."""
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    raw = scrub_bytes(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode())  # compressed: past write_atomic's scrub
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
@@ -257,13 +268,19 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
     view = html_view.build(reps, figs)
     charts = _charts(view, reps)
     recovery = _recovery_index(figs)
-    payloads = [(rep.index, encode_payload(build_payload(rep, recovery))) for rep in reps]
+    manifests = {d: open_run(d).manifest() for d in {rep.run_dir for rep in reps}}
+    payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
+    # finalize: every value the template prints is made visible (no escape sequence of a run's text
+    # reaches the page raw); report.js does the same to the data it decodes.
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si)
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v)
+    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
+    tampering = [(row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
+                 for rep in reps for row in rep.rows if row.tampering]
     return env.get_template("report.html.j2").render(
-        view=view, charts=charts, payloads=payloads,
+        view=view, charts=charts, payloads=payloads, tampering=tampering,
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(), js=(TEMPLATES / "report.js").read_text(),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -108,6 +108,7 @@ def _recipe(run: dict) -> dict:
         ("models", ", ".join(r.get("models") or []) or "-"),
         ("provider", (r.get("provider") or "-") + (" · " + ", ".join(r["base_urls"]) if r.get("base_urls") else "")),
         ("agent", r.get("agent") or "-"),
+        ("scaffold", r.get("scaffold") or "wholeloop's tool-calling agent"),
         ("sampling", kv(r.get("sampling") or {})),
         ("limits", kv(r.get("limits") or {})),
         ("options", kv(opts)),

@@ -6,12 +6,14 @@ attempts of a trial are told apart by their ``attempt_start`` events):
 - **red runs before green**: ``test_run`` events with ``green`` False before the first green one
   (all of them when the attempt never went green);
 - **edits after red**: file changes made while the latest test run was red. A file change is a
-  successful (no tool error) ``edit`` call with command ``create``, ``str_replace`` or ``insert``, or a ``bash`` call whose
-  command matches a heuristic: ``sed -i``, ``tee``, or an output redirection (``>``/``>>``) to a
+  successful (no tool error) ``edit`` call with command ``create``, ``str_replace`` or ``insert``, a
+  call of kind ``edit`` (an external CLI's edit tool, per its agent config), or a ``bash`` call (or
+  a call of kind ``shell``) whose command matches a heuristic: ``sed -i``, ``tee``, or an output redirection (``>``/``>>``) to a
   path other than ``/dev/null``, ``/tmp/...`` or a file descriptor (``2>&1``). Writes made by
   scripts (``python -c "open(...).write"``) are not seen;
-- **tool errors**: ``tool_result`` with ``is_error``, or a ``bash`` result with a non-zero exit
-  code (``run_tests`` going red is a red run, not a tool error). An error is **recovered** when the
+- **tool errors**: ``tool_result`` with ``is_error``, or a ``bash`` (or kind ``shell`` or ``edit``)
+  result with a non-zero exit code (``run_tests``, or a kind ``test`` command, going red is a red run, not a
+  tool error). An error is **recovered** when the
   next result of the same tool succeeds; an error with no later call of that tool is unrecovered;
 - **steps and seconds to first green**: the step of the first green ``test_run``, and its
   ``elapsed_s`` minus the attempt's start.
@@ -116,6 +118,10 @@ def bash_modifies_files(command: str) -> bool:
 
 
 def is_edit(call: ToolCallEvent) -> bool:
+    if call.kind == "edit":  # an external CLI's edit tool or edit command, as its agent config says
+        return True
+    if call.kind in ("shell", "test"):
+        return bash_modifies_files(call.command)
     args = call.arguments or {}
     if call.name == "edit":
         return args.get("command") in EDIT_COMMANDS
@@ -125,9 +131,11 @@ def is_edit(call: ToolCallEvent) -> bool:
 
 
 def is_tool_error(result: ToolResultEvent) -> bool:
+    if result.kind == "test":  # a red test run is a red run, not a tool error (as with run_tests)
+        return False
     if result.is_error:
         return True
-    return result.name == "bash" and result.exit_code not in (None, 0)
+    return (result.name == "bash" or result.kind in ("shell", "edit")) and result.exit_code not in (None, 0)
 
 
 def attempt_events(events: list, attempt: int) -> list | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, Field
 
 from .stats import BootstrapSettings, ConfigRows, Interval, bootstrap_mean, by_task, trials_of
@@ -58,6 +57,8 @@ def load_scoring(path: Path | str | None) -> Scoring:
         return Scoring()
     path = Path(path)
     try:
+        import yaml  # only a scoring file needs it (a report without one stays quick)
+
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc

@@ -10,24 +10,28 @@ Units, so every number says what it counts:
   task's (its gold or test patch does not apply): both are counted apart and left out of every
   denominator.
 
-Intervals: the resolve rate gets a 95 % Wilson score interval (scipy's ``binomtest``). Money and
+Intervals: the resolve rate gets a 95 % Wilson score interval (closed form, as scipy's
+``binomtest(...).proportion_ci(method="wilson")`` computes it). Money and
 time get percentile bootstrap intervals that resample *tasks* (all trials of a task move together,
 so repeats of one task are not treated as independent evidence). The percentile method is used
 rather than BCa because BCa is undefined on the degenerate samples small suites produce (every
 task resolved, every cost equal). The seed is fixed and recorded, so a report is reproducible.
+
+The bootstrap is `scipy.stats.bootstrap(..., paired=True, vectorized=True, method="percentile")`
+done the way scipy does it, with numpy alone: the same resample indices from the same generator,
+the same statistic, the same quantile (Hyndman and Fan's type 7), so every interval is the one
+scipy gives to the last bit (tests/test_stats.py checks it against scipy) while a report does not
+pay for importing scipy.stats (about a second). numpy is imported when a figure needs it.
 """
 
 from __future__ import annotations
 
-import warnings
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel, Field
-from scipy.special import comb
-from scipy.stats import binomtest, bootstrap
 
 from ..records import ResultRow, open_run
 
@@ -202,15 +206,32 @@ def by_task(trials: list[Trial]) -> dict[str, list[Trial]]:
     return dict(sorted(out.items()))
 
 
-# ---------------------------------------------------------------------------- formulas (scipy)
+# ---------------------------------------------------------------------------- formulas
+
+
+def normal_quantile(q: float) -> float:
+    """The standard normal quantile; for 0.975 the double scipy.special.ndtri gives (statistics'
+    inv_cdf is one ulp off there), so intervals match the ones reports have always printed."""
+    if q == 0.975:
+        return 1.959963984540054
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)
 
 
 def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> Interval:
-    """Resolve rate with its Wilson score interval; n = 0 gives an empty Interval."""
+    """Resolve rate with its Wilson score interval (Newcombe 1998, no continuity correction, as
+    scipy computes it); n = 0 gives an empty Interval."""
     if n == 0:
         return Interval(method="wilson", n=0, note="no scored trials")
-    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return Interval(value=successes / n, low=float(ci.low), high=float(ci.high), method="wilson", n=n)
+    p = successes / n
+    z = normal_quantile(0.5 + 0.5 * confidence)
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    low = 0.0 if successes == 0 else center - delta
+    high = 1.0 if successes == n else center + delta
+    return Interval(value=p, low=float(low), high=float(high), method="wilson", n=n)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -218,18 +239,47 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     replacement from n (c of them successes) succeeds: 1 - C(n-c, k) / C(n, k)."""
     if k > n:
         raise ValueError(f"k={k} > n={n}")
-    return 1.0 - comb(n - c, k, exact=True) / comb(n, k, exact=True)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """pass^k for one task: the chance that all of k trials drawn from n succeed: C(c,k)/C(n,k)."""
     if k > n:
         raise ValueError(f"k={k} > n={n}")
-    return comb(c, k, exact=True) / comb(n, k, exact=True)
+    return math.comb(c, k) / math.comb(n, k)
 
 
 def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
+    return float(x) if math.isfinite(x) else None
+
+
+def _quantile(sorted_values, p: float) -> float:
+    """Hyndman and Fan's type 7 ('linear') quantile of sorted values, computed as scipy.stats.quantile
+    does (so +inf resamples give the same inf or nan)."""
+    n = len(sorted_values)
+    jg = p * n + (1 - p)
+    jp1 = math.floor(jg)
+    j, g = jp1 - 1, jg % 1
+    if j < 0:
+        g = 0.0
+    j, jp1 = min(max(j, 0), n - 1), min(max(jp1, 0), n - 1)
+    return float((1 - g) * sorted_values[j] + g * sorted_values[jp1])
+
+
+def percentile_bootstrap(num, den, settings: BootstrapSettings) -> tuple[float, float]:
+    """The percentile interval of sum(num)/sum(den) over tasks resampled with replacement (the
+    pair kept together; nothing to divide by counts as +inf): scipy.stats.bootstrap's paired,
+    vectorized percentile method, step for step."""
+    import numpy as np
+
+    rng = np.random.default_rng(settings.seed)
+    n = len(num)
+    index = rng.integers(0, n, (settings.n_resamples, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.sum(num[index], axis=-1) / np.sum(den[index], axis=-1)
+        theta = np.sort(np.where(np.isnan(ratio), np.inf, ratio))
+        alpha = (1 - settings.confidence_level) / 2
+        return _quantile(theta, alpha), _quantile(theta, 1 - alpha)
 
 
 def bootstrap_ratio(numerators: list[float], denominators: list[float], *, settings: BootstrapSettings | None = None,
@@ -238,6 +288,8 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
     one value per task, and a resample draws tasks with replacement (the pair stays together).
     A resample with nothing to divide by counts as +infinity (e.g. cost per resolved with no
     resolved task), which can make the upper bound unbounded."""
+    import numpy as np
+
     settings = settings or BootstrapSettings()
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
@@ -249,19 +301,11 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
         return Interval(value=value, method=label, n=n, unbounded=value is None,
                         note="fewer than 2 tasks: no interval")
 
-    def statistic(a, b, axis=-1):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.sum(a, axis=axis) / np.sum(b, axis=axis)
-        return np.where(np.isnan(r), np.inf, r)
-
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf inside the percentile of unbounded resamples
-        res = bootstrap((num, den), statistic, paired=True, vectorized=True, n_resamples=settings.n_resamples,
-                        confidence_level=settings.confidence_level, method=settings.method,
-                        rng=np.random.default_rng(settings.seed))
-    low, high = res.confidence_interval.low, res.confidence_interval.high
+    if settings.method != "percentile":
+        raise ValueError(f"bootstrap method {settings.method!r}: only the percentile method is implemented")
+    low, high = percentile_bootstrap(num, den, settings)
     return Interval(value=value, low=_finite(low), high=_finite(high), method=label, n=n,
-                    unbounded=not np.isfinite(high) or value is None)
+                    unbounded=not math.isfinite(high) or value is None)
 
 
 def bootstrap_mean(values: list[float], *, settings: BootstrapSettings | None = None, method: str = "") -> Interval:
@@ -301,6 +345,8 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None) -> 
 
     # pass@k and pass^k, k = 1..n, averaged over the tasks that have at least n scored trials
     if rated:
+        import numpy as np
+
         n_min = min(tr.trials for tr in rated)
         out.pass_k_tasks = len(rated)
         for k in range(1, n_min + 1):

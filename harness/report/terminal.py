@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
+from rich.markup import escape
 from rich.text import Text
 
 from ..records import ResultRow
-from .format import pct, seconds, usd
+from .fit import Col, fit_table
+from .format import pct, seconds, tally, usd
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -33,46 +35,56 @@ def _money(value: float | None, unknown: bool) -> str:
     return usd(None if unknown else value)
 
 
-def _tally(tally: dict) -> str:
+def _tally(counts: dict) -> str:
     """'3/5' passed of listed; 'not run' when no test ran (an empty patch); '-' when nothing is known."""
-    if not tally:
-        return "-"
-    if "ran" in tally and not tally["ran"]:
-        return "[dim]not run[/]"
-    return f"{tally.get('passed', 0)}/{tally.get('total', 0)}"
+    return tally(counts)
 
 
-def task_table(rows: list[ResultRow], checks: dict[str, str] | None = None) -> Table:
+def task_table(rows: list[ResultRow], width: int = 150, checks: dict[str, str] | None = None) -> Table:
     """One line per final attempt; with `checks` (task id -> check status at the run's start),
     tasks that were not checked (`wholeloop tasks check`) are marked."""
     checks = checks or {}
-    table = Table(title="Per task", title_justify="left")
-    for col in ("task", "config", "rep", "outcome", "FAIL_TO_PASS", "PASS_TO_PASS", "stop", "agent", "grading", "cost"):
-        table.add_column(col, justify="left" if col in ("task", "config", "outcome", "stop") else "right")
+    cols = [Col("task", "left"), Col("config", "left", 2), Col("rep", drop=4), Col("outcome", "left"),
+            Col("FAIL_TO_PASS", drop=5), Col("PASS_TO_PASS", drop=6), Col("stop", "left", 7), Col("agent", drop=8),
+            Col("grading", drop=9), Col("cost", drop=3)]
+    cells = []
     unchecked = 0
     for row in sorted(rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt)):
         if not row.final:
             continue
         style = OUTCOME_STYLE.get(row.outcome, "")
+        outcome = Text(row.outcome, style=style)
+        if row.tampering:
+            outcome.append(" (suspected tampering)", style="bold red")
+        task = Text(row.task_id)
         status = checks.get(row.task_id)
-        mark = f" [yellow]({status})[/]" if status and status != "checked" else ""
-        unchecked += bool(mark)
-        table.add_row(
-            row.task_id + mark, row.config, str(row.repeat), f"[{style}]{row.outcome}[/]", _tally(row.fail_to_pass),
-            _tally(row.pass_to_pass), row.stop_reason, seconds(row.phases.agent_s), seconds(row.phases.grading_s),
-            _money(row.cost_usd, row.cost_usd is None),
-        )
-    if unchecked:
-        table.caption = ("(unchecked), (stale), (quarantined): the task had no current verdict of `wholeloop tasks "
-                         "check` when the run started; its result is only as good as its spec")
-        table.caption_justify = "left"
-    return table
+        if status and status != "checked":
+            task.append(f" ({status})", style="yellow")
+            unchecked += 1
+        f2p, p2p = (Text(_tally(t), style="dim" if t and t.get("ran") is False else "")
+                    for t in (row.fail_to_pass, row.pass_to_pass))
+        cells.append([task, Text(row.config), str(row.repeat), outcome, f2p, p2p,
+                      Text(row.stop_reason), seconds(row.phases.agent_s), seconds(row.phases.grading_s),
+                      _money(row.cost_usd, row.cost_usd is None)])
+    caption = ("(unchecked), (stale), (quarantined): the task had no current verdict of `wholeloop tasks check` "
+               "when the run started; its result is only as good as its spec") if unchecked else ""
+    return fit_table("Per task", cols, cells, caption=caption, width=width)
+
+
+def _print_tampering(rows: list[ResultRow], console: Console) -> None:
+    flagged = [r for r in rows if r.tampering]
+    for row in flagged[:10]:
+        line = Text("suspected tampering ", style="bold red")
+        line.append(f"{row.task_id} ({row.config} #{row.repeat} attempt {row.attempt}): {row.tampering[:300]}")
+        console.print(line)
+    if len(flagged) > 10:
+        console.print(f"... and {len(flagged) - 10} more attempts with suspected tampering (see results.jsonl)")
 
 
 def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
     errors = [r for r in rows if r.final and r.error]
     for row in errors[:10]:
-        console.print(f"[bold red]infra_error[/] {row.task_id}: {row.error.splitlines()[0][:300]}")
+        console.print(f"[bold red]infra_error[/] {row.task_id}: {escape(row.error.splitlines()[0][:800])}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
     task_errors = [r for r in rows if r.final and r.outcome == "task_error"]
@@ -113,79 +125,77 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
     opts = recipe.options
     runs = ", ".join(f"{k}={opts[k]}" for k in ("repeats", "attempts", "feedback", "workers") if k in opts)
     lines = [
-        f"[bold]{run_dir}[/]  configs: {', '.join(configs) or '-'}",
+        f"[bold]{escape(str(run_dir))}[/]  configs: {escape(', '.join(configs)) or '-'}",
         f"wholeloop {recipe.wholeloop_version or '?'} @ {(recipe.git_commit or 'unknown commit')[:20]}"
         f"   python {recipe.python or '?'}   docker {recipe.docker_engine.get('version', '?')}",
         f"model(s): {', '.join(recipe.models) or '-'}" + (f"   base url: {', '.join(recipe.base_urls)}" if recipe.base_urls else ""),
         f"agent: {recipe.agent or '-'}   settings: {settings}" + (f"   limits: {limits}" if limits else ""),
+        *([f"scaffold: {recipe.scaffold}"] if recipe.scaffold else []),
         f"agent config sha256 {(recipe.agent_config_sha256 or '-')[:16]}   prompts {(recipe.prompt_sha256 or '-')[:16]}"
         f"   tools {(recipe.tool_schema_sha256 or '-')[:16]}",
         f"{recipe.tasks} task(s)   {runs}   {recipe.started_at or '?'} -> {recipe.finished_at or 'not finished'}"
         + (f"   ({recipe.sessions} sessions)" if recipe.sessions > 1 else ""),
-        f"[dim]$ {recipe.command}[/]",
+        f"[dim]$ {escape(recipe.command)}[/]",
     ]
     return Panel("\n".join(lines), title="recipe", title_align="left", expand=False)
 
 
-def stats_table(figures: Figures) -> Table:
-    table = Table(title="Per configuration (95% intervals)", title_justify="left")
-    cols = ["config", "tasks", "trials", "resolved", "rate (Wilson)", "infra / task err", "cost / trial", "cost / resolved",
-            "time / trial", "expected cost / task"]
-    for col in cols:
-        table.add_column(col, justify="left" if col == "config" else "right", overflow="fold")
+def stats_table(figures: Figures, width: int = 150) -> Table:
+    cols = [Col("config", "left"), Col("tasks", drop=4), Col("trials", drop=5), Col("resolved", drop=2),
+            Col("rate (Wilson)"), Col("infra / task err", drop=6), Col("cost / trial", drop=3), Col("cost / resolved", drop=7),
+            Col("time / trial", drop=8), Col("expected cost / task", drop=9)]
     scores = {s.config: s for s in figures.scoring.configs}
+    cells = []
     for c in figures.configs:
         score = scores.get(c.name)
-        table.add_row(
-            c.name, str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
+        cells.append([
+            Text(c.name), str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
             fmt_interval(c.resolve_rate), f"{c.infra_errors} / {c.task_errors}",
             fmt_interval(c.cost_per_trial, "usd"), fmt_interval(c.cost_per_resolved, "usd"),
             fmt_interval(c.time_per_trial, "s"),
             fmt_interval(score.expected_cost_per_task, "num") if score else "-",
-        )
+        ])
     b = figures.bootstrap
     repeats = any(c.repeats > 1 for c in figures.configs)
-    table.caption = ("rate: Wilson score interval over scored trials (infra and task errors left out)"
+    caption = ("rate: Wilson score interval over scored trials (infra and task errors left out)"
                      + ("; it treats repeats of a task as independent, the task-resampled interval below does not"
                         if repeats else "") + f". money/time/cost: "
                      f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
                      f"scoring: {figures.scoring.scoring.source}")
-    table.caption_justify = "left"
-    return table
+    return fit_table("Per configuration (95% intervals)", cols, cells, caption=caption, width=width)
 
 
-def passk_table(figures: Figures) -> Table | None:
+def passk_table(figures: Figures, width: int = 150) -> Table | None:
     rows = [c for c in figures.configs if c.repeats > 1 and c.pass_at_k]
     if not rows:
         return None
     kmax = max(len(c.pass_at_k) for c in rows)
-    table = Table(title="Repeats: pass@k (at least one of k) and pass^k (all k)", title_justify="left")
-    table.add_column("config")
-    table.add_column("rate over tasks", justify="right")
-    for k in range(1, kmax + 1):
-        table.add_column(f"pass@{k}", justify="right")
-    for k in range(1, kmax + 1):
-        table.add_column(f"pass^{k}", justify="right")
+    # the middle values of k go first when room is short: k=1 and the largest k stay longest
+    def drop(k: int) -> int:
+        return 0 if k in (1, kmax) else 1 + min(k - 1, kmax - k)
+    cols = [Col("config", "left"), Col("rate over tasks", drop=1)]
+    cols += [Col(f"pass@{k}", drop=drop(k) * 2) for k in range(1, kmax + 1)]
+    cols += [Col(f"pass^{k}", drop=drop(k) * 2 + 1 if drop(k) else 2) for k in range(1, kmax + 1)]
+    cells = []
     for c in rows:
         at = {v.k: pct(v.value) for v in c.pass_at_k}
         hat = {v.k: pct(v.value) for v in c.pass_hat_k}
-        table.add_row(c.name, fmt_interval(c.resolve_rate_tasks), *[at.get(k, "-") for k in range(1, kmax + 1)],
-                      *[hat.get(k, "-") for k in range(1, kmax + 1)])
-    table.caption = "unbiased estimators per task, averaged over tasks; rate over tasks: bootstrap interval (tasks resampled)"
-    table.caption_justify = "left"
-    return table
+        cells.append([Text(c.name), fmt_interval(c.resolve_rate_tasks), *[at.get(k, "-") for k in range(1, kmax + 1)],
+                      *[hat.get(k, "-") for k in range(1, kmax + 1)]])
+    return fit_table("Repeats: pass@k (at least one of k) and pass^k (all k)", cols, cells, width=width,
+                     caption="unbiased estimators per task, averaged over tasks; rate over tasks: bootstrap interval "
+                             "(tasks resampled)")
 
 
-def task_rate_table(figures: Figures) -> Table | None:
+def task_rate_table(figures: Figures, width: int = 150) -> Table | None:
     """Task x configuration success rates, when some configuration has repeats."""
     if not any(c.repeats > 1 for c in figures.configs):
         return None
-    table = Table(title="Per task success rate", title_justify="left")
-    table.add_column("task")
-    for c in figures.configs:
-        table.add_column(c.name, justify="right")
+    cols = [Col("task", "left")] + [Col(escape(c.name), drop=1 + i) for i, c in enumerate(figures.configs)]
+    cells = []
     tasks = sorted({t.task_id for c in figures.configs for t in c.per_task})
     rates = {(c.name, t.task_id): t for c in figures.configs for t in c.per_task}
+    rows_ = cells
     for tid in tasks:
         cells = []
         for c in figures.configs:
@@ -195,42 +205,41 @@ def task_rate_table(figures: Figures) -> Table | None:
             else:
                 style = "green" if t.rate == 1 else "red" if t.rate == 0 else "yellow"
                 cells.append(f"[{style}]{t.resolved}/{t.trials}[/]" + (f" [red]+{t.infra_errors} infra[/]" if t.infra_errors else ""))
-        table.add_row(tid, *cells)
-    return table
+        rows_.append([Text(tid), *cells])
+    return fit_table("Per task success rate", cols, rows_, width=width)
 
 
-def recovery_table(figures: Figures) -> Table:
-    table = Table(title="Recovery", title_justify="left")
-    for col in ("config", "attempts", "ran tests", "green", "red -> green", "red runs before green", "edits after red",
-                "tool errors recovered", "steps / s to green", "pass@att-1", "pass@att-K", "recovered later"):
-        table.add_column(col, justify="left" if col == "config" else "right", overflow="fold",
-                         min_width=18 if col == "config" else None)
+def recovery_table(figures: Figures, width: int = 150) -> Table:
+    cols = [Col("config", "left"), Col("attempts", drop=4), Col("ran tests", drop=5), Col("green", drop=3),
+            Col("red -> green", drop=2), Col("red runs before green", drop=9), Col("edits after red", drop=8),
+            Col("tool errors recovered", drop=7), Col("steps / s to green", drop=6), Col("pass@att-1", drop=1),
+            Col("pass@att-K", drop=1), Col("recovered later")]
+    cells = []
     for r in figures.recovery:
         i, a = r.inside, r.across
         steps = "-" if i.median_steps_to_green is None else f"{i.median_steps_to_green:g} / {seconds(i.median_seconds_to_green)}"
         later = "-" if a.recovery_rate is None else f"{a.resolved_later}/{a.failed_first} ({pct(a.recovery_rate)})"
-        table.add_row(
-            r.config, f"{i.with_transcript}/{i.attempts}", str(i.with_tests), str(i.reached_green),
+        cells.append([
+            Text(r.config), f"{i.with_transcript}/{i.attempts}", str(i.with_tests), str(i.reached_green),
             f"{i.green_after_red}/{i.saw_red}", "-" if i.red_runs_before_green_mean is None else f"{i.red_runs_before_green_mean:.2f}",
             "-" if i.edits_after_red_mean is None else f"{i.edits_after_red_mean:.1f}",
             f"{i.tool_errors_recovered}/{i.tool_errors}", steps,
             pct(a.pass_at_attempt_1), pct(a.pass_at_attempt_k) + (f" (K={a.max_attempts})" if a.max_attempts > 1 else ""),
             later,
-        )
-    table.caption = ("inside an attempt from transcripts (visible test runs, edits, tool errors; medians to first green); "
-                     "across attempts from results: recovered later = resolved at attempt > 1 / failed attempt 1")
-    table.caption_justify = "left"
-    return table
+        ])
+    return fit_table("Recovery", cols, cells, width=width,
+                     caption="inside an attempt from transcripts (visible test runs, edits, tool errors; medians to "
+                             "first green); across attempts from results: recovered later = resolved at attempt > 1 / "
+                             "failed attempt 1")
 
 
-def failures_block(figures: Figures) -> Group:
-    table = Table(title="Failure analysis (final attempt of each trial)", title_justify="left")
-    table.add_column("config")
-    table.add_column("outcomes")
-    table.add_column("stop reasons")
+def failures_block(figures: Figures, width: int = 150) -> Group:
+    cells = []
     for f in figures.failures.configs:
         outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k, '')}]{k}[/] {v}" for k, v in f.outcomes.items())
-        table.add_row(f.config, outcomes, ", ".join(f"{k} {v}" for k, v in f.stop_reasons.items()))
+        cells.append([Text(f.config), outcomes, Text(", ".join(f"{k} {v}" for k, v in f.stop_reasons.items()))])
+    table = fit_table("Failure analysis (final attempt of each trial)",
+                      [Col("config", "left"), Col("outcomes", "left"), Col("stop reasons", "left", 1)], cells, width=width)
     parts: list = [table]
     hardest = figures.failures.hardest
     if hardest:
@@ -245,11 +254,11 @@ def failures_block(figures: Figures) -> Group:
     return Group(*parts)
 
 
-def comparison_block(cmp: Comparison) -> Group:
-    table = Table(title=f"{cmp.a}  vs  {cmp.b}   ({cmp.shared_tasks} shared tasks)", title_justify="left")
+def comparison_block(cmp: Comparison, width: int = 150) -> Group:
+    table = Table(title=f"{escape(cmp.a)}  vs  {escape(cmp.b)}   ({cmp.shared_tasks} shared tasks)", title_justify="left")
     table.add_column("")
-    table.add_column(cmp.a, justify="right")
-    table.add_column(cmp.b, justify="right")
+    table.add_column(escape(cmp.a), justify="right")
+    table.add_column(escape(cmp.b), justify="right")
     table.add_row("tasks won", str(cmp.wins_a), str(cmp.wins_b))
     table.add_row("ties", str(cmp.ties), str(cmp.ties))
     table.add_row("resolve rate (shared tasks)", pct(cmp.side_a.resolve_rate), pct(cmp.side_b.resolve_rate))
@@ -258,14 +267,15 @@ def comparison_block(cmp: Comparison) -> Group:
     table.add_row("cost / resolved", fmt_interval(cmp.side_a.cost_per_resolved, "usd"), fmt_interval(cmp.side_b.cost_per_resolved, "usd"))
     table.add_row("time / resolved", fmt_interval(cmp.side_a.time_per_resolved, "s"), fmt_interval(cmp.side_b.time_per_resolved, "s"))
     p = "n/a" if cmp.mcnemar_p is None else f"{cmp.mcnemar_p:.4g}"
-    stats = (f"exact McNemar (first repeat per task): only {cmp.a} resolved {cmp.mcnemar_b}, only {cmp.b} resolved "
-             f"{cmp.mcnemar_c}, two-sided p = {p}\n"
-             f"difference in resolve rate ({cmp.a} - {cmp.b}), paired bootstrap over tasks (all repeats): "
+    stats = (f"exact McNemar (first repeat per task): only {escape(cmp.a)} resolved {cmp.mcnemar_b}, only "
+             f"{escape(cmp.b)} resolved {cmp.mcnemar_c}, two-sided p = {p}\n"
+             f"difference in resolve rate ({escape(cmp.a)} - {escape(cmp.b)}), paired bootstrap over tasks (all repeats): "
              f"{fmt_interval(cmp.difference, 'pts')} points")
-    verdict = Text.from_markup(("[bold yellow]" if cmp.same_tier else "[bold green]") + cmp.verdict + "[/]")
+    verdict = Text(cmp.verdict, style="bold yellow" if cmp.same_tier else "bold green")
     parts: list = [table, Text.from_markup(stats), verdict]
     if cmp.caution:
         parts.append(Text("caution: " + cmp.caution, style="yellow"))
+    parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
         parts.append(Text(f"not paired: {len(cmp.only_a)} task(s) only in {cmp.a}, {len(cmp.only_b)} only in {cmp.b}", style="dim"))
     return Group(*parts)
@@ -296,33 +306,55 @@ def dating_table(figures: Figures) -> Table | None:
     return table
 
 
+def flipped_lines(cmp: Comparison) -> list[Text]:
+    """The tasks one side resolved (more often) and the other did not, each way, with the
+    transcripts to open on both sides."""
+    out: list[Text] = []
+    single = all(p.trials_a == 1 and p.trials_b == 1 for p in cmp.tasks)
+    for side, name, other in (("a", cmp.a, cmp.b), ("b", cmp.b, cmp.a)):
+        won = [p for p in cmp.tasks if p.result == side]
+        if not won:
+            continue
+        head = f"only {name} resolved" if single else f"resolved more often by {name}"
+        out.append(Text(f"{head} ({len(won)} task{'s' if len(won) > 1 else ''}):", style="bold"))
+        for p in won:
+            rates = "" if single else f"  {p.rate_a:.0%} vs {p.rate_b:.0%}"
+            out.append(Text(f"  {p.task_id}{rates}"))
+            for label, paths in ((cmp.a, p.transcripts_a), (cmp.b, p.transcripts_b)):
+                for path in paths[:3]:
+                    out.append(Text(f"      {label}: {path}", style="dim", no_wrap=True, overflow="ignore"))
+    return out
+
+
 def print_figures(figures: Figures, rows: list[ResultRow], console: Console | None = None, *, per_task: bool = True,
                   comparisons: bool = False) -> None:
     """The full report of `wholeloop report`: per-task table, recipe, numbers with intervals,
     pass@k, recovery, failure analysis (and the comparisons when asked)."""
     console = console or Console()
+    width = console.width
     if per_task:
         checks = {tid: status for run in figures.runs for tid, status in run.recipe.task_checks.items()}
-        console.print(task_table(rows, checks))
-    for tbl in (task_rate_table(figures),):
+        console.print(task_table(rows, width, checks))
+    for tbl in (task_rate_table(figures, width),):
         if tbl is not None:
             console.print(tbl)
     for run in figures.runs:
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
-    console.print(stats_table(figures))
+    console.print(stats_table(figures, width))
     for c in figures.configs:
-        console.print(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
-                      f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s)")
-    tbl = passk_table(figures)
+        console.print(Text(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
+                           f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s)"))
+    tbl = passk_table(figures, width)
     if tbl is not None:
         console.print(tbl)
     tbl = dating_table(figures)
     if tbl is not None:
         console.print(tbl)
     if figures.recovery:
-        console.print(recovery_table(figures))
-    console.print(failures_block(figures))
+        console.print(recovery_table(figures, width))
+    console.print(failures_block(figures, width))
     if comparisons:
         for cmp in figures.comparisons:
-            console.print(comparison_block(cmp))
+            console.print(comparison_block(cmp, width))
+    _print_tampering(rows, console)
     _print_infra_errors(rows, console)

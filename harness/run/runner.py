@@ -9,11 +9,12 @@ command with the same folder resumes and never redoes finished work. Units run o
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
-from sandbox import Backend, SandboxError
-from sandbox.docker import prune_containers
+from sandbox import Backend, DiskSpaceError, Limits, SandboxError
+from sandbox.docker import check_room, prune_containers
 
-from ..agents import Agent
+from ..agents import Agent, prepare_agent
 from ..records import ResultRow, RunFolder
 from ..tasks import Task
 from .executors import Executor, LocalExecutor
@@ -23,25 +24,54 @@ from .unit import ProgressFn, RunOptions, UnitRunner
 
 class Runner(UnitRunner):
     def __init__(self, tasks: list[Task], agent: Agent, options: RunOptions, progress: ProgressFn | None = None,
-                 executor: Executor | None = None, backend: Backend | None = None):
+                 executor: Executor | None = None, backend: Backend | None = None, redo: Iterable[str] = ()):
         super().__init__(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
         self.tasks = tasks
         self.run_dir = self.folder.path
         self.executor = executor or LocalExecutor(options.workers)
+        #: tasks to do again although they are finished (`--redo`): every repeat, from attempt 1
+        self.redo = set(redo)
+        unknown = self.redo - {t.id for t in tasks}
+        if unknown:
+            raise ValueError(f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
+                             f"its tasks: {', '.join(sorted(t.id for t in tasks))}")
 
     def pending(self) -> list[tuple[Task, int]]:
-        """(task, repeat) units without a final row yet: a re-run resumes, never redoes."""
+        """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
+        never redoes finished work; an infrastructure error is tried again), and the --redo tasks."""
         done = self.folder.finished_units()
-        return [(t, rep) for rep in range(self.options.repeats) for t in self.tasks if (t.id, self.label, rep) not in done]
+        return [(t, rep) for rep in range(self.options.repeats) for t in self.tasks
+                if (t.id, self.label, rep) not in done or t.id in self.redo]
+
+    def plan_text(self, todo: list[tuple[Task, int]]) -> str:
+        """'3 to run, 4 already done' and what the 3 are when they are not new."""
+        total = len(self.tasks) * self.options.repeats
+        text = f"{len(todo)} to run, {total - len(todo)} already done"
+        again = self.folder.units_to_redo()
+        errors = sum((t.id, self.label, rep) in again and t.id not in self.redo for t, rep in todo)
+        redone = sum(t.id in self.redo for t, _ in todo)
+        if errors:
+            text += f"; {errors} infrastructure error{'s' if errors > 1 else ''} redone"
+        if redone:
+            text += f"; {redone} redone on request (--redo)"
+        return text
 
     def run(self) -> list[ResultRow]:
         """Run every pending unit. On KeyboardInterrupt, running agents stop at their next step,
-        unfinished units are left for a resume, and the interrupt is re-raised."""
+        unfinished units are left for a resume, and the interrupt is re-raised. Raises
+        RunFolderBusy at once when another run writes the same folder (the lock is held until the
+        end, by the driver whatever the executor)."""
+        with self.folder.writer():
+            return self._run()
+
+    def _run(self) -> list[ResultRow]:
+        self._check_disk_room()
         self._clean_leftovers()
+        # Before any container: an external agent builds (or finds) its install and checks it.
+        prepare_agent(self.agent, lambda line: self.progress("note", "", line))
         self.write_manifest()
         todo = self.pending()
-        total = len(self.tasks) * self.options.repeats
-        self.progress("plan", "", f"{len(todo)} to run, {total - len(todo)} already done")
+        self.progress("plan", "", self.plan_text(todo))
         try:
             for rows in self.executor.run_units(self, todo):
                 for row in rows:
@@ -56,6 +86,21 @@ class Runner(UnitRunner):
             self.executor.shutdown(cancel=False)
             self.folder.update_manifest(lambda manifest: manifest.__setitem__("finished_at", now()))
         return self.folder.latest()
+
+    def _check_disk_room(self) -> None:
+        """Refuse (DiskSpaceError) a run whose containers at once could write more than the engine's
+        disk has free: workers x the largest disk limit, twice when an agent's container waits
+        (paused) while an earlier attempt is graded. Checked here for units run on this machine."""
+        if not isinstance(self.executor, LocalExecutor):
+            return  # other machines' disks: each node's containers have their limits all the same
+        limits = [self.options.limits.apply(task.limits.apply(Limits())).disk_bytes or 0 for task in self.tasks]
+        at_once = min(self.options.workers, len(self.tasks) * self.options.repeats) * (2 if self.options.attempts > 1 else 1)
+        try:
+            check_room(max(limits, default=0), at_once)
+        except DiskSpaceError:
+            raise
+        except SandboxError:
+            pass  # the engine could not be asked: every unit will say so in its own row
 
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""

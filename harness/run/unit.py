@@ -13,6 +13,7 @@ are recorded as `infra_error` at once. Nothing of that stops the other units.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import traceback
@@ -20,14 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Backend, DockerBackend, InfraError, Limits, PatchError, Sandbox, SandboxError
+from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
+                     Sandbox, SandboxError, take_patch)
 
-from ..agents import Agent, AgentContext, AgentResult
-from ..grading import Grade, Outcome, feedback_text, grade, touched_files
-from ..records import PhaseTimes, ResultRow, RunFolder, write_atomic, write_json
+from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
+from ..grading import GRADER_VERSION, Grade, Outcome, feedback_text, grade
+from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..tasks.images import build_task_images
-from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
+from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
+                          TranscriptWriter)
 from .manifest import now
 
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
@@ -62,6 +65,17 @@ class Prepared:
     seconds: float
     cached: bool
     images: dict  # what the manifest records: env and task tags and ids, the tree
+    rules: BaseRules  # what the patch is taken against besides the image's tree: the base's ignore rules
+
+
+def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepared:
+    """A task's environment and task images (built once per distinct input, the same way as for
+    `tasks check`: see `harness.tasks.images`) and its snapshot. The task image ends with the test
+    parser's image setup (facts recorded for grading)."""
+    t0 = time.monotonic()
+    built = build_task_images(task, log=log)
+    return Prepared(built.task.tag, built.snapshot.commit, time.monotonic() - t0, built.cached, built.record(),
+                    BaseRules.from_repository(built.snapshot.path, built.snapshot.commit))
 
 
 class RetryUnit(Exception):
@@ -114,18 +128,23 @@ class UnitRunner:
         phases, started, started_at = PhaseTimes(), time.monotonic(), now()
         try:
             self.progress("start", unit, "preparing images")
+            phases.image_cached = False  # until the images are found or built
             prepared = self.prepare(task)
             phases.image_s, phases.image_cached = round(prepared.seconds, 3), prepared.cached
             transcript.write(PhaseEvent(name="image", seconds=phases.image_s, detail="cached" if prepared.cached else "built"))
             limits = self.options.limits.apply(task.limits.apply(Limits()))
             t0 = time.monotonic()
-            sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id)
-            try:
-                phases.container_start_s = round(time.monotonic() - t0, 3)
-                transcript.write(PhaseEvent(name="container_start", seconds=phases.container_start_s))
-                rows = self._attempts(task, repeat, prepared, sb, limits, transcript, phases, started, started_at)
-            finally:
-                sb.close()
+            # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
+            with agent_workspace(self.agent, task, transcript_path.parent) as workspace:
+                sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id,
+                                        mounts=workspace.mounts)
+                try:
+                    phases.container_start_s = round(time.monotonic() - t0, 3)
+                    transcript.write(PhaseEvent(name="container_start", seconds=phases.container_start_s))
+                    rows = self._attempts(task, repeat, prepared, sb, limits, transcript, phases, started, started_at,
+                                          workspace)
+                finally:
+                    sb.close()
         except (Interrupted, RetryUnit):
             raise
         except InfraError as exc:
@@ -143,21 +162,25 @@ class UnitRunner:
         return rows
 
     def _attempts(self, task: Task, repeat: int, prepared: Prepared, sb: Sandbox, limits: Limits,
-                  transcript: TranscriptWriter, phases: PhaseTimes, started: float, started_at: str) -> list[ResultRow]:
+                  transcript: TranscriptWriter, phases: PhaseTimes, started: float, started_at: str,
+                  workspace: Workspace) -> list[ResultRow]:
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
-            transcript.write(AttemptStart(task_id=task.id, attempt=attempt, repeat=repeat, config=self.label, image=prepared.image))
+            transcript.write(AttemptStart(task_id=task.id, attempt=attempt, repeat=repeat, config=self.label, image=prepared.image,
+                                          problem_statement=task.problem_statement if attempt == 1 else ""))
             if feedback:
                 transcript.write(Feedback(attempt=attempt, mode=self.options.feedback, text=feedback))
             self.progress("agent", unit, f"agent working (attempt {attempt})")
             t1 = time.monotonic()
             ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
-                               deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel)
-            result = self.agent.run(ctx)
+                               deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
+                               on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
+                               workspace=workspace)
+            result = self._run_agent(ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
@@ -168,32 +191,38 @@ class UnitRunner:
             adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
             adir.mkdir(parents=True, exist_ok=True)
             t2 = time.monotonic()
+            # Every process of the agent ends, and its container stays stopped while the patch is
+            # taken from outside it (the engine's change list, its tree read out, diffed on the host)
+            # and graded: nothing of the agent's runs meanwhile.
+            sb.stop()
+            files: list[str] = []
             try:
-                sb.stop_processes()  # nothing the agent left running can change the tree any more
-                patch, note = sb.diff(prepared.base_commit), ""
-            except PatchError as exc:  # the agent broke the repository or wrote a huge patch
+                taken = take_patch(sb, prepared.rules)
+                patch, note, files = taken.text, "", taken.files
+            except PatchError as exc:  # a huge file or patch
                 patch, note = "", f"no patch could be taken: {exc}"
             phases.patch_s = round(time.monotonic() - t2, 3)
-            (adir / "patch.diff").write_text(patch)
-            transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=touched_files(patch), diff=patch))
+            self.folder.write_file(self.folder.relative(adir / "patch.diff"), patch)
+            transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=files, diff=patch))
             if last:
                 sb.close()  # the agent's container is gone before the final grading
-            else:
-                sb.pause()  # frozen while grading: nothing it runs can act meanwhile
             self.progress("grade", unit, f"grading attempt {attempt}")
             if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
-                grade_, output, report = Grade(task_id=task.id, outcome=Outcome.task_error, resolved=False,
-                                               note=result.task_error), "", None
+                grade_, output, report = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error,
+                                               resolved=False, note=result.task_error), "", None
             else:
                 grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
                                                backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
+            if result.stop_reason == "disk_limit":
+                note = "; ".join(x for x in (f"the container's disk limit ({limits.disk}) was reached", note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
-            write_atomic(adir / "test_output.txt", output)
-            write_json(adir / "grade.json", grade_.model_dump(mode="json"))
+            self.folder.write_file(self.folder.relative(adir / "test_output.txt"), output)
+            self.folder.write_file(self.folder.relative(adir / "grade.json"),
+                                   json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n")
             transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
                                         failing=grade_.failing(), detail=grade_.note))
             phases.total_s = round(time.monotonic() - started, 3)
@@ -203,19 +232,37 @@ class UnitRunner:
             rows.append(row)
             if final:
                 break
-            sb.unpause()
-            feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            sb.restart()  # the next attempt continues in the same container
+            try:
+                feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+            except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
+                feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
+
+    def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
+        """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
+        sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
+        its disk still full."""
+        try:
+            result = self.agent.run(ctx)
+        except DiskLimitReached as exc:
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
+            ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
+            return AgentResult(stop_reason="disk_limit")
+        if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
+                and sb.limit_reached() == "disk_limit":
+            ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
+                                          maximum=float(limits.disk_bytes or 0)))
+            result.stop_reason = "disk_limit"
+        return result
 
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
         images are recorded in the manifest."""
-        t0 = time.monotonic()
-        built = build_task_images(task, log=self._build_logger(task.id))
-        images = built.record()
-        self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
-        return Prepared(built.task.tag, built.snapshot.commit, time.monotonic() - t0, built.cached, images)
+        prepared = prepare_task(task, self._build_logger(task.id))
+        self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, prepared.images))
+        return prepared
 
     def _build_logger(self, task_id: str) -> Callable[[str], None]:
         def log(line: str) -> None:
@@ -230,6 +277,10 @@ class UnitRunner:
                    phases: PhaseTimes, started: float, started_at: str) -> ResultRow:
         message = str(exc) if isinstance(exc, NotRetryable) else f"{type(exc).__name__}: {exc}"
         hint = exc.hint if isinstance(exc, (SandboxError, TaskSpecError)) else ""
+        if isinstance(exc, ImageBuildError):  # the summary line says why, where the log is, what to do
+            first, _, rest = message.partition("\n")
+            message = f"{first} — build log: {self.folder.image_log_path}" + (f"; hint: {hint}" if hint else "")
+            message += f"\n{rest}" if rest else ""
         transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip()))
         phases.total_s = round(time.monotonic() - started, 3)
         row = self.failure_row(task, repeat, attempt, message, phases=phases, started_at=started_at)
@@ -257,6 +308,7 @@ class UnitRunner:
             steps=result.steps, model_calls=result.model_calls, usage=result.usage, cost_usd=result.cost_usd,
             phases=phases.model_copy(), patch_bytes=len(patch.encode()), error=error,
             note=grade_.note if grade_ else "", instance_id=task.metadata.get("instance_id"),
+            tampering=grade_.tampering if grade_ else None, grader_version=grade_.grader_version if grade_ else None,
             dir=str(rel), patch_path=str(rel / "patch.diff"), transcript_path=str(rel.parent / "transcript.jsonl"),
             started_at=started_at, finished_at=now(),
         )

@@ -51,7 +51,7 @@ from sandbox import (
 )
 
 from .. import __version__
-from ..grading import Outcome, apply_hidden_tests, grade, run_hidden_tests
+from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_hidden_tests
 from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS
 from .images import build_task_images, existing_task_images
 from .spec import Task, TaskSpecError, dump_yaml, load_task
@@ -61,7 +61,6 @@ DEFAULT_REPEATS = 3
 NOT_CHECKED = "not checked yet: FAIL_TO_PASS and PASS_TO_PASS are unknown (run `wholeloop tasks check --discover`)"
 NOT_CHECKED_PREFIX = "not checked yet"
 FAILING = (FAILED, ERROR, MISSING)
-WORK = "/tmp/wholeloop-grade"
 
 CheckStatus = Literal["checked", "stale", "unchecked", "quarantined"]
 ProgressFn = Callable[[str, str], None]  # (task id, text)
@@ -258,15 +257,19 @@ def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Lim
     base_runs: list[dict[str, str]] = []
     t0 = time.monotonic()
     with backend.start(image, limits=limits, role="check", run_id=f"check-{os.getpid()}") as sb:
-        sb.exec(["mkdir", "-p", WORK], timeout=limits.setup_timeout_s)
-        if not apply_hidden_tests(sb, task):
-            raise Quarantine("test patch does not apply", "git apply of the hidden test patch failed at the base commit")
+        try:
+            prepared = prepare_hidden_tests(sb, task)
+        except TestPatchError:
+            raise Quarantine("test patch does not apply",
+                             "git apply of the hidden test patch failed at the base commit") from None
         for n in range(repeats):
             progress(task.id, f"base run {n + 1}/{repeats}")
-            run = run_hidden_tests(sb, task)
+            run = run_hidden_tests(sb, task, prepared)
             verdict.run_seconds.append(round(run.seconds, 3))
-            if run.timed_out:
+            if run.timed_out or run.report is None:
                 raise Quarantine("tests timed out", f"a base run took more than {task.timeouts.tests_s:g} s")
+            if run.report.disagreement:
+                raise Quarantine("test results cannot be trusted", f"base run: {run.report.disagreement}")
             if not run.report.found_summary:
                 raise Quarantine("no test results in the output",
                                  f"{run.report.missing_hint} (exit {run.exit_code}): {_tail(run.output)}")
@@ -291,6 +294,8 @@ def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Lim
         if report is None or not report.found_summary:
             hint = report.missing_hint if report is not None else ""
             raise Quarantine("no test results in the output", f"{hint}: {_tail(output)}")
+        if not report.consistent:  # grading would never resolve this task, whatever its lists
+            raise Quarantine("test results cannot be trusted", f"with the gold patch: {report.why}")
         gold_runs.append(_statuses(report.statuses))
     verdict.seconds["gold"] = round(time.monotonic() - t0, 3)
     return base_runs, gold_runs

@@ -1,8 +1,9 @@
 """The images a task's containers start from, built the same way for a run and for `tasks check`.
 
 env tier (the task's environment) -> snapshot of the repository at the base commit (no history,
-no .env-like file the task does not name) -> task tier (env + snapshot + install commands). Each
-tier is tagged by a hash of its inputs: an unchanged input never rebuilds.
+no .env-like file the task does not name) -> task tier (env + snapshot + install commands, ending
+with the test parser's image setup, whose facts grading reads). Each tier is tagged by a hash of
+its inputs: an unchanged input never rebuilds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from sandbox import BuiltImage, Snapshot, cached_snapshot
 from sandbox.docker import env_image, existing_task_image, task_image
 
+from ..parsers import get_parser
 from .spec import Task
 
 
@@ -35,6 +37,12 @@ class TaskImages:
         return out
 
 
+def parser_setups(task: Task) -> tuple[tuple[str, str], ...]:
+    """The test parser's image setup, as `task_image` takes it (none when the parser has none)."""
+    parser = get_parser(task.hidden_tests.parser)
+    return ((parser.name, parser.image_setup),) if parser.image_setup else ()
+
+
 def snapshot_of(task: Task) -> Snapshot:
     return cached_snapshot(task.repo_source(), task.base_commit, keep=tuple(task.environment.env_files))
 
@@ -44,11 +52,12 @@ def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> T
     and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
     env = env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
-    image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log)
+    image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log,
+                       setups=parser_setups(task))
     return TaskImages(env, snapshot, image)
 
 
 def existing_task_images(task: Task) -> BuiltImage | None:
     """The task image as it exists now (None when something would have to be built)."""
     return existing_task_image(task.env_spec(), snapshot_of(task), tuple(task.environment.install),
-                               task.environment.network)
+                               task.environment.network, parser_setups(task))

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from sandbox import DEFAULT_BASE, EnvSpec, Limits
+from sandbox import DEFAULT_BASE, EnvSpec, Limits, parse_size
 
 from ..parsers import PARSERS, get_parser
 
@@ -58,6 +58,10 @@ class HiddenTests(_Strict):
     patch_file: str | None = None
     files: dict[str, str] = Field(default_factory=dict, description="path in the repository -> content")
     parser: str = Field("pytest", description="how results are read: a name in harness.parsers.PARSERS")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="test-runner plugins to load besides those the environment had when its image was built "
+        "(for pytest: names given to -p; entry points are never autoloaded in grading)")
 
     @field_validator("parser")
     @classmethod
@@ -76,9 +80,17 @@ class HiddenTests(_Strict):
 class LimitsSpec(_Strict):
     cpus: float | None = Field(None, gt=0)
     memory: str | None = None
+    disk: str | None = Field(None, description="bytes the container may write in all, e.g. 50m, 4g; 0: no limit")
     pids: int | None = Field(None, gt=0)
     output_bytes: int | None = Field(None, gt=0)
     command_timeout_s: float | None = Field(None, gt=0)
+
+    @field_validator("disk")
+    @classmethod
+    def _a_size(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)  # raises ValueError with the reason
+        return value
 
     def apply(self, base: Limits) -> Limits:
         return base.with_(**self.model_dump())
@@ -124,7 +136,8 @@ class Task(_Strict):
     fail_to_pass: list[str] = Field(..., alias="FAIL_TO_PASS")
     pass_to_pass: list[str] = Field(default_factory=list, alias="PASS_TO_PASS")
     expected_xfail: list[str] = Field(
-        default_factory=list, description="tests that xfail with the gold patch (filled by `wholeloop tasks check`)")
+        default_factory=list,
+        description="tests expected to xfail: only for these does XFAIL count as passed (filled by `wholeloop tasks check` from the gold patch's runs)")
     gold_patch: str | None = None
     gold_patch_file: str | None = None
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
@@ -182,7 +195,7 @@ class Task(_Strict):
 
     def protected(self) -> list[str]:
         """The globs grading protects: the spec's own list, else the test parser's defaults
-        (`allowed_paths` are exempt from them: see `harness.grading.patching.revert_protected`)."""
+        (`allowed_paths` are exempt from them: see `harness.grading.patching.decide`)."""
         if self.protected_paths is not None:
             return list(self.protected_paths)
         return list(get_parser(self.hidden_tests.parser).protected_paths)
@@ -245,6 +258,14 @@ class Task(_Strict):
     def content_hash(self) -> str:
         """Changes whenever anything that affects the task's outcome changes."""
         data = self.model_dump(mode="json", by_alias=True)
+        # fields added later leave the hash of a task that does not use them as it was
+        for key, holder in (("expected_xfail", data), ("plugins", data["hidden_tests"]), ("quarantined", data),
+                            ("allowed_paths", data), ("created_at", data), ("origin", data),
+                            ("env_files", data["environment"])):
+            if not holder.get(key):
+                holder.pop(key, None)
+        if data["limits"].get("disk") is None:  # unset: the hash of a task written before the field existed
+            data["limits"].pop("disk", None)
         data["protected_paths"] = self.protected()
         data["_gold"] = self.gold()
         data["_test_patch"] = self.test_patch()

@@ -79,6 +79,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..parsers import get_parser
 from ..records import latest_of
+from ..scrub import scrub_text
 from .gitrepo import GitRepo, MineError
 from .secrets import Finding, SecretScanner, redact
 from .spec import Environment, HiddenTests, Origin, Task, TaskSpecError, dump_task, load_task
@@ -418,7 +419,7 @@ def _secrets(scanner: SecretScanner, task: Task, gold: str, test_patch: str, spe
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", newline="") as fh:  # patches keep their bytes: no newline translation
-        fh.write(text)
+        fh.write(scrub_text(text))  # the one scrubbing boundary (harness.scrub)
     os.replace(tmp, path)
 
 

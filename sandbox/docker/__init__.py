@@ -5,11 +5,13 @@ docker SDK itself): the backend that starts containers, image builds, pruning, e
 """
 
 from .container import MAX_PATCH_BYTES, DockerBackend, DockerSandbox
+from .disk import check_room
 from .engine import API_VERSION, LABEL_OWNER, LABEL_RUN, PruneReport, engine_root, engine_version, owner_id, pid_alive, prune_containers
 from . import native
 from .images import (
     CACHE_PATTERNS,
     DEFAULT_BASE,
+    FACTS_DIR,
     REPO_DIR,
     BuiltImage,
     EnvSpec,
@@ -18,14 +20,16 @@ from .images import (
     env_image,
     existing_task_image,
     image_exists,
+    image_id,
     list_images,
     remove_images,
     task_image,
 )
 
 __all__ = [
-    "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec",
-    "ImageInfo", "LABEL_OWNER", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
-    "engine_root", "engine_version", "env_image", "existing_task_image", "image_exists", "list_images", "native", "owner_id", "pid_alive",
+    "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec", "FACTS_DIR",
+    "ImageInfo", "LABEL_OWNER", "check_room", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
+    "engine_root", "engine_version", "env_image", "existing_task_image", "image_exists", "image_id", "list_images", "native",
+    "owner_id", "pid_alive",
     "prune_containers", "remove_images", "task_image",
 ]

@@ -22,47 +22,61 @@ Contract (every method says what it raises; all errors are `SandboxError`s):
   round-trips exactly: through the helper when it runs, else the Engine's archive API, with the
   archive API's semantics either way (regular files only; a write replaces a symlink, never
   follows it, and creates parents).
-- `diff(base)` is the binary-safe patch of the work tree against the base commit, new and deleted
-  files included, leaving the agent's own index and HEAD untouched.
+- `changes()` is the engine's change list under the workdir (`docker diff`), `read_tree(paths)` reads
+  paths out through the archive API, from the container (stopped or not) or, with `image=True`,
+  from a container of its image that is created and never started: `sandbox.patch.take_patch`
+  builds the patch from those on the host. Nothing runs inside the container for it.
+- `stop()` kills everything and leaves the container stopped (taking the patch and grading happen
+  while it is); `restart()` starts it again for the next attempt.
 - `close()` removes the container (forcefully: no 10 s SIGTERM wait). Use it as a context manager;
   never rely on garbage collection.
-- PID 1 is a shell loop that reaps orphans and, being PID 1, cannot be killed from inside: the
-  container survives an agent's `kill -9 -1` (with docker's init, the idle child died and the
-  container with it).
+- PID 1 is wholeloop's own init (`native/wl-init.c`): a static binary mounted read-only at
+  INIT_PATH and made the entrypoint, so it needs nothing from the image and nothing in the
+  container can replace it. It reaps orphans, never exits, never runs another program, ignores
+  every signal sent from inside (the container survives an agent's `kill -9 -1`) and is not
+  dumpable (no ptrace, no /proc/1/mem). A restart (`stop_processes`) starts it alone: no program
+  of the image -- which the agent, root in the container, may have replaced -- runs again until
+  the harness asks for a command.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import io
 import os
-import re
 import secrets
-import shlex
 import tarfile
 import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import ContainerGone, ExecError, FileOpError, PatchError, SandboxError
+from ..errors import ContainerGone, DiskLimitReached, ExecError, FileOpError, PatchError, SandboxError
+from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
+from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
 from .exec_api import api_exec, kill_marked
 from .exec_fast import FastExec
+from .native import binary
 
-MAX_PATCH_BYTES = 50_000_000
-# PID 1: reaps every orphan while it waits (wait on a job reaps any child), restarts its idle child
-# when an agent's `kill -9 -1` kills it, and ignores signals sent from inside the container.
-IDLE_PID1 = "while :; do sleep 2147483647 & wait $!; done"
+INIT_PATH = "/.wholeloop/init"  # where wl-init is mounted (read-only) in every container
 
 
 class DockerSandbox:
     """One container (a `sandbox.base.Sandbox`); see the module docstring for the contract."""
 
-    def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None) -> None:
+    def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None,
+                 image: str | None = None, run_id: str = "", role: str = "agent", quota: DiskQuota | None = None,
+                 disk_enforcement: str = "none") -> None:
         self._container = container
         self.limits = limits
         self.workdir = workdir
+        self.image, self.run_id = image, run_id
+        self._image_tree: str | None = None  # a container of the image, created and never started
+        self.role = role
+        self._quota = quota
+        self.disk_enforcement = disk_enforcement  # "filesystem", "file size only (why)" or "none"
+        self._disk_full = False  # DiskLimitReached is raised when this turns True
+        self._agent_turn = True  # False from stop_processes to unpause: the harness's own commands never raise it
         self._shell: str | None = None
         self.closed = False
         if fast_exec is None:
@@ -111,6 +125,13 @@ class DockerSandbox:
         ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration.
         """
         name = f"wholeloop-{role}-{secrets.token_hex(4)}"
+        init = Mount(str(binary("wl-init")), INIT_PATH)  # built once per host, then cached
+        mounts = (init, *mounts)
+        disk = limits.disk_bytes
+        hostname = None
+        if disk and not limits.network:  # docker's /etc files live outside the layer: ours, read-only
+            hostname = "wholeloop"
+            mounts += tuple(Mount(source, target) for target, source in etc_mounts(hostname).items())
         api = client().api
         # The low-level calls: `containers.run` would also inspect the container (one more round
         # trip) only to build an object we can build from the id and name.
@@ -126,11 +147,14 @@ class DockerSandbox:
                 memswap_limit=limits.memory,
                 pids_limit=limits.pids,
                 security_opt=["no-new-privileges:true"],
+                # no single file above the disk limit, whatever the filesystem (RLIMIT_FSIZE)
+                ulimits=[{"name": "fsize", "soft": disk, "hard": disk}] if disk else None,
                 binds={m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in mounts} or None,
             )
             cid = api.create_container(
                 image,
-                command=["/bin/sh", "-c", IDLE_PID1],
+                entrypoint=[INIT_PATH],  # no command: the image's CMD is not used with an entrypoint
+                hostname=hostname,
                 name=name,
                 detach=True,
                 working_dir=workdir,
@@ -139,7 +163,12 @@ class DockerSandbox:
                 stop_signal="SIGKILL",  # PID 1 ignores SIGTERM: a `docker stop` must not wait 10 s
                 host_config=host,
             )["Id"]
+        quota, enforcement = None, "none"
         try:
+            if disk:  # between create and start: the layer exists, nothing is mounted on it yet
+                layer, why = available(cid)
+                quota = DiskQuota.attach(layer, disk) if layer else None
+                enforcement = "filesystem" if quota else f"file size only ({why})"
             with translate(f"starting a container from {image}"):
                 for network in extra:
                     api.connect_container_to_network(cid, network)
@@ -149,7 +178,8 @@ class DockerSandbox:
                 api.remove_container(cid, force=True)
             raise
         container = client().containers.prepare_model({"Id": cid, "Name": "/" + name})
-        box = cls(container, limits, workdir, fast_exec=fast_exec)
+        box = cls(container, limits, workdir, fast_exec=fast_exec, image=image, run_id=run_id, role=role, quota=quota,
+                  disk_enforcement=enforcement)
         if box._fast is not None:
             box._fast.warm()
         return box
@@ -161,6 +191,10 @@ class DockerSandbox:
         self.closed = True
         if self._fast is not None:
             self._fast.close()
+        if self._image_tree is not None:
+            with contextlib.suppress(SandboxError):
+                with translate("removing a container"):
+                    client().api.remove_container(self._image_tree, force=True, v=True)
         try:
             with translate("removing a container"):
                 self._container.remove(force=True, v=True)
@@ -218,7 +252,10 @@ class DockerSandbox:
             if ran is None:
                 self._kill_marked(marker)
             err.add(f"\n[wholeloop: command timed out after {timeout:g}s; its processes were killed]\n".encode())
-        return ExecResult(
+        full = self._disk_filled()
+        if full:
+            err.add(f"\n[wholeloop: {full}]\n".encode())
+        result = ExecResult(
             returncode=code,
             stdout=out.text(),
             stderr=err.text(),
@@ -227,6 +264,28 @@ class DockerSandbox:
             timed_out=timed_out,
             output_bytes=out.total + err.total,
         )
+        if full:
+            raise self._disk_error(full, result)
+        return result
+
+    def _disk_filled(self) -> str | None:
+        """Why the disk limit was reached, when it was by what just ran (the agent's container only:
+        grading's commands simply fail on a full disk); None otherwise, and after that once."""
+        if self._quota is None or self.role != "agent" or not self._agent_turn:
+            return None
+        full = self._quota.full()
+        was, self._disk_full = self._disk_full, full
+        if not full or was:
+            return None
+        return f"the container's disk limit ({self.limits.disk}) is reached: {self._quota.describe()}; the attempt ends"
+
+    def _disk_error(self, why: str, result: ExecResult | None) -> DiskLimitReached:
+        used = self._quota.usage()[0] if self._quota is not None else 0
+        return DiskLimitReached(why, result=result, used=used, limit=self.limits.disk_bytes or 0)
+
+    def limit_reached(self) -> str | None:
+        """"disk_limit" while the container's disk is full (bytes or files), else None."""
+        return "disk_limit" if self._quota is not None and self._quota.full() else None
 
     def _api_exec(self, argv: list[str], cwd: str | None, env: dict[str, str] | None, timeout: float,
                   stdin: bytes | None, marker: str, out: OutputCap, err: OutputCap, started: float) -> tuple[int, bool]:
@@ -278,6 +337,16 @@ class DockerSandbox:
         """Create or replace a file (parents are created). Raises FileOpError."""
         path = self._abs(path)
         payload = data.encode() if isinstance(data, str) else data
+        try:
+            self._write_file(path, payload, mode)
+        except FileOpError:
+            if full := self._disk_filled():
+                raise self._disk_error(full, None) from None
+            raise
+        if full := self._disk_filled():
+            raise self._disk_error(full, None)
+
+    def _write_file(self, path: str, payload: bytes, mode: int) -> None:
         if self._fast is not None and self._fast.write(path, payload, mode):
             return
         parent = str(PurePosixPath(path).parent)
@@ -311,61 +380,70 @@ class DockerSandbox:
     def _abs(self, path: str) -> str:
         return path if path.startswith("/") else str(PurePosixPath(self.workdir) / path)
 
-    # ------------------------------------------------------------------ git
+    # ------------------------------------------------------------------ the tree, from outside
 
-    def diff(self, base: str = "HEAD", *, repo: str | None = None) -> str:
-        """The patch from `base` to the work tree: binary-safe, new and deleted files included.
+    def changes(self) -> list[Change]:
+        """The engine's change list under the workdir, relative to it. Raises ContainerGone."""
+        with translate("listing the container's changes"):
+            found = client().api.diff(self._container.id) or []
+        root = self.workdir.rstrip("/")
+        out = []
+        for item in found:
+            path = item["Path"]
+            if path == root or path.startswith(root + "/"):
+                out.append(Change(_KINDS.get(item["Kind"], "C"), path[len(root):].lstrip("/")))
+        return out
 
-        A throw-away index is used, so the agent's own index and commits are not disturbed, and
-        external diff drivers and text conversions are off. Text files that are not UTF-8 come as
-        binary patches (ASCII, exact): a text hunk would reach the caller decoded with replacement
-        and no longer apply to the same bytes. Raises PatchError when the repository is unusable
-        (for example .git was deleted), when a changed file is larger than MAX_PATCH_BYTES (it is
-        refused before git reads it), or when the patch is.
-        """
-        patch = self._diff(base, repo, binary=())
-        if "\ufffd" in patch:  # maybe lossy: take the files whose hunks show it again, as binary
-            patch = self._diff(base, repo, binary=[p for p, text in _sections(patch) if "\ufffd" in text])
-        return patch
+    def read_tree(self, paths: list[str], *, image: bool = False, max_file_bytes: int = 50_000_000) -> list[TreeEntry]:
+        """Files, symlinks and folders at `paths` (relative to the workdir), through the archive API
+        of this container or of a never-started container of its image. Raises PatchError for a file
+        over `max_file_bytes` (from the archive header, before its bytes are read)."""
+        source = self._image_container() if image else self._container.id
+        out: list[TreeEntry] = []
+        for rel in paths:
+            out += _read_archive(source, rel, self._abs(rel) if rel else self.workdir, max_file_bytes)
+        return out
 
-    def _diff(self, base: str, repo: str | None, binary: list[bytes] | tuple[bytes, ...]) -> str:
-        attributes = "".join(_attr_line(p) for p in binary)
-        git = "git -c core.hooksPath=/dev/null"
-        script = (
-            "set -e; export GIT_INDEX_FILE=$(mktemp); attrs=$(mktemp); trap 'rm -f $GIT_INDEX_FILE $attrs' EXIT; "
-            'printf %s "$1" > $attrs; '
-            f"{git} read-tree {shlex.quote(base)}; "
-            # refuse huge files before `git add` spends minutes compressing them
-            "git update-index -q --refresh >/dev/null 2>&1 || true; "
-            "big=$(git ls-files -z -m -o --exclude-standard | xargs -0 -r stat -c '%s %n' 2>/dev/null "
-            f"| awk '$1 > {MAX_PATCH_BYTES} {{ sub(/^[0-9]+ /, \"\"); print }}' | head -n 5); "
-            f'if [ -n "$big" ]; then printf "files larger than {MAX_PATCH_BYTES} bytes cannot be part of a patch: %s\\n" "$big" >&2; exit 3; fi; '
-            f"{git} add --all . && "
-            f"{git} -c core.attributesFile=$attrs -c diff.noprefix=false -c core.quotePath=true "
-            f"diff --cached --binary --no-ext-diff --no-textconv --no-color --full-index {shlex.quote(base)}"
-        )
-        result = self.exec(["/bin/sh", "-c", script, "sh", attributes], cwd=repo or self.workdir,
-                           timeout=self.limits.diff_timeout_s,
-                           output_bytes=MAX_PATCH_BYTES)
-        if result.returncode != 0 or result.truncated:
-            why = "the patch is larger than the output cap" if result.truncated else result.stderr.strip()[-500:]
-            raise PatchError(f"cannot compute the patch: {why}")
-        return result.stdout
+    def _image_container(self) -> str:
+        if self._image_tree is None:
+            if not self.image:
+                raise SandboxError("this sandbox does not know the image it started from")
+            with translate(f"creating a container of {self.image}"):
+                self._image_tree = client().api.create_container(
+                    self.image, command=["/bin/true"], labels=labels("image-tree", self.run_id), network_disabled=True,
+                    host_config=client().api.create_host_config(network_mode="none"))["Id"]
+        return self._image_tree
 
-    def stop_processes(self) -> None:
-        """Kill every process in the container and start it again, files kept: what the agent left
+    # ------------------------------------------------------------------ processes
+
+    def stop(self) -> None:
+        """Kill every process and leave the container stopped (files kept): what the agent left
         running (daemons, background jobs, a fork bomb, a loop rewriting files) stops before the
-        patch is taken. Done from outside: a full process table leaves no room for a command that
-        would do it from inside. Raises ContainerGone."""
+        patch is taken, and nothing runs until `restart`. Done from outside: a full process table leaves no room for a command that
+        would do it from inside. Raises ContainerGone.
+
+        When it returns, PID 1 (wl-init, which runs nothing) is the only process: no program of the
+        image runs again until the next `exec` (the exec helper starts then, not now), so nothing
+        the agent planted -- a replaced sleep, sh or python3, an /etc/ld.so.preload -- comes back."""
+        self._agent_turn = False
         if self._fast is not None:
             self._fast.close()
-        with translate("stopping the container's processes"):
+        with translate("stopping the container"):
             self._container.kill()
             client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
+
+    def restart(self) -> None:
+        """Start the stopped container again (its files kept, none of its processes). Raises ContainerGone."""
+        with translate("starting the container again"):
             self._container.start()
+        self._agent_turn = True  # the next attempt
         if self._fast is not None:
-            self._fast = FastExec(self._container.id, self._kill_marked)
-            self._fast.warm()
+            self._fast = FastExec(self._container.id, self._kill_marked)  # started by the next command
+
+    def stop_processes(self) -> None:
+        """Kill every process in the container and start it again, files kept. Raises ContainerGone."""
+        self.stop()
+        self.restart()
 
     def pause(self) -> None:
         """Freeze every process of the container (it keeps its state); raises SandboxError."""
@@ -376,6 +454,7 @@ class DockerSandbox:
         """Let a paused container run again; raises SandboxError."""
         with translate("resuming a container"):
             client().api.unpause(self._container.id)
+        self._agent_turn = True  # the next attempt
 
     def status(self) -> dict:
         """The container's state as the engine reports it (for OOM and exit diagnostics)."""
@@ -385,23 +464,66 @@ class DockerSandbox:
 
 
 
-def _sections(patch: str) -> list[tuple[bytes, str]]:
-    """(path, text) of each file of a git patch; paths git C-quoted are unquoted to their bytes."""
-    out: list[tuple[bytes, str]] = []
-    for chunk in re.split(r"(?m)^(?=diff --git )", patch):
-        names = re.findall(r'(?m)^(?:\+\+\+|---) ("?)[ab]/(.*?)\1\t?$', chunk)
-        if names:
-            quoted, path = names[-1]
-            out.append((codecs.escape_decode(path.encode())[0] if quoted else path.encode(), chunk))
-    return out
+_KINDS = {0: "C", 1: "A", 2: "D"}
 
 
-def _attr_line(path: bytes) -> str:
-    """A gitattributes line marking exactly this path binary: glob characters escaped, then
-    C-quoted (spaces, quotes and non-ASCII bytes included)."""
-    globbed = re.sub(rb"([*?\[\\])", rb"\\\1", path)
-    quoted = "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}" for b in globbed)
-    return f'"/{quoted}" -diff\n'
+class _Chunks(io.RawIOBase):
+    """A file over the chunks of an archive response, for tarfile's streaming mode."""
+
+    def __init__(self, chunks) -> None:
+        self._chunks, self._left = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        while not self._left:
+            try:
+                self._left = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buf), len(self._left))
+        buf[:n], self._left = self._left[:n], self._left[n:]
+        return n
+
+
+def _read_archive(container: str, rel: str, path: str, max_file_bytes: int) -> list[TreeEntry]:
+    """The entries of the archive of `path` in a container, named relative to the workdir."""
+    try:
+        with translate(f"reading {path}"):
+            stream, stat = client().api.get_archive(container, path)
+    except ContainerGone:
+        return []  # no such path (the engine answers 404 for both)
+    try:
+        if not stat.get("mode", 0) & (1 << 31) and stat.get("size", 0) > max_file_bytes:  # a file: refuse unread
+            raise PatchError(f"{rel} is {stat['size']} bytes; files larger than {max_file_bytes} bytes cannot be "
+                             "part of a patch")
+        prefix = str(PurePosixPath(rel).parent) if rel else ""
+        prefix = "" if prefix == "." else prefix
+        out: list[TreeEntry] = []
+        files: dict[str, TreeEntry] = {}
+        with translate(f"reading {path}"), tarfile.open(fileobj=io.BufferedReader(_Chunks(stream), 1 << 16), mode="r|") as tar:
+            for member in tar:
+                name = member.name.rstrip("/")
+                if not rel:  # the workdir itself: its archive is named after it
+                    name = name.partition("/")[2]
+                full = f"{prefix}/{name}" if prefix and name else (name or prefix)
+                if member.isdir():
+                    out.append(TreeEntry(full, "dir"))
+                elif member.issym():
+                    out.append(TreeEntry(full, "symlink", member.linkname.encode("utf-8", "surrogateescape")))
+                elif member.isfile():
+                    if member.size > max_file_bytes:
+                        raise PatchError(f"{full} is {member.size} bytes; files larger than {max_file_bytes} bytes "
+                                         "cannot be part of a patch")
+                    entry = TreeEntry(full, "file", tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644)
+                    files[member.name] = entry
+                    out.append(entry)
+                elif member.islnk() and member.linkname in files:  # a hard link to a file read before
+                    out.append(TreeEntry(full, "file", files[member.linkname].data, files[member.linkname].mode))
+        return out
+    finally:
+        stream.close()
 
 
 class DockerBackend:

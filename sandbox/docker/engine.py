@@ -123,6 +123,9 @@ def prune_containers(*, all_owners: bool = False) -> PruneReport:
             if "already in progress" not in str(exc):
                 raise
         report.removed.append(name)
+    from .disk import sweep_leftovers  # (here: disk.py uses this module)
+
+    sweep_leftovers()
     return report
 
 

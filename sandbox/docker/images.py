@@ -15,6 +15,8 @@ import fcntl
 import hashlib
 import io
 import json
+import re
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -28,6 +30,7 @@ import docker.errors
 
 from .engine import client, translate
 from ..errors import ImageBuildError, ImageNotFound, InputError
+from ..patch import CACHE_PATTERNS
 from ..snapshot import SNAPSHOT_FORMAT, Snapshot, cache_dir, tar_directory
 
 IMAGE_FORMAT = 2  # bump when the build recipes below change: forces rebuilds everywhere
@@ -37,8 +40,9 @@ CA_PATH = "/usr/local/share/wholeloop/ca-bundle.crt"
 # Every client we know of that reads a CA bundle from the environment.
 CA_ENV = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
 REPO_DIR = "/repo"
-# Caches that running code or tests leaves in the work tree: never part of anyone's patch.
-CACHE_PATTERNS = ["__pycache__/", "'*.py[co]'", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/", ".tox/", ".nox/", "'*.egg-info/'"]
+# What each image setup script of a task image (see `task_image`) printed, as <name>.json: facts of
+# the environment recorded before any agent ran, outside the repository, read by grading.
+FACTS_DIR = "/opt/wholeloop/facts"
 
 LogFn = Callable[[str], None]
 
@@ -144,7 +148,7 @@ def bootstrap_base_image(
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-            raise ImageBuildError("debootstrap failed:\n" + "\n".join(tail))
+            raise ImageBuildError(f"debootstrap failed: {tail[-1] if tail else 'no output'}\n" + "\n".join(tail))
         # Caches and docs are a third of the size and nobody reads them in a sandbox.
         for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
             shutil.rmtree(root / sub, ignore_errors=True)
@@ -212,7 +216,8 @@ def env_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
 # ----------------------------------------------------------------------------- task tier
 
 
-def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool) -> str:
+def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool,
+                   setups: tuple[tuple[str, str], ...] = ()) -> str:
     key = {
         "format": IMAGE_FORMAT,
         "snapshot_format": SNAPSHOT_FORMAT,
@@ -222,14 +227,21 @@ def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...]
         "install": list(install),
         "network": network,
     }
+    if setups:
+        key["setups"] = [list(pair) for pair in setups]
     return "wholeloop-task:" + _hash(key)
 
 
 def task_image(
-    env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool, log: LogFn | None = None
+    env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool, log: LogFn | None = None,
+    setups: tuple[tuple[str, str], ...] = (),
 ) -> BuiltImage:
-    """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs."""
-    tag = task_image_tag(env, snapshot, install, network)
+    """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs.
+
+    `setups` are (name, shell script) pairs run last, each one's standard output
+    kept as FACTS_DIR/<name>.json (a test parser records which plugins the environment has, say):
+    facts of the environment from before any agent, outside the repository."""
+    tag = task_image_tag(env, snapshot, install, network, setups)
     lines = [f"FROM {env.id}", f"COPY repo/ {REPO_DIR}/", f"WORKDIR {REPO_DIR}"]
     lines += [f"RUN {_shell(cmd)}" for cmd in install]
     # Files an install step leaves behind (egg-info, build/, caches) must not show up in the
@@ -237,12 +249,16 @@ def task_image(
     lines.append(
         "RUN git ls-files --others --exclude-standard --directory -z "
         "| xargs -0 -r printf '/%s\\n' >> .git/info/exclude"
-        f" && printf '%s\\n' {' '.join(CACHE_PATTERNS)} >> .git/info/exclude"
+        f" && printf '%s\\n' {' '.join(shlex.quote(p) for p in CACHE_PATTERNS)} >> .git/info/exclude"
     )
+    for name, script in setups:
+        target = f"{FACTS_DIR}/{name}.json"
+        lines.append(f"RUN {_shell(f'mkdir -p {FACTS_DIR} && ( {script} ) > {target}.tmp && mv {target}.tmp {target}')}")
     return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
 
 
-def existing_task_image(spec: EnvSpec, snapshot: Snapshot, install: tuple[str, ...], network: bool) -> BuiltImage | None:
+def existing_task_image(spec: EnvSpec, snapshot: Snapshot, install: tuple[str, ...], network: bool,
+                        setups: tuple[tuple[str, str], ...] = ()) -> BuiltImage | None:
     """The task image `env_image` + `task_image` would give for these inputs, if it exists now;
     None when any tier would have to be built (or pulled). Never builds anything."""
     with translate("looking up images"):
@@ -255,7 +271,7 @@ def existing_task_image(spec: EnvSpec, snapshot: Snapshot, install: tuple[str, .
                 return None
             env_tag = env_image_tag(spec, base_id)
             env = BuiltImage(env_tag, client().images.get(env_tag).id, cached=True)
-            tag = task_image_tag(env, snapshot, install, network)
+            tag = task_image_tag(env, snapshot, install, network, setups)
             return BuiltImage(tag, client().images.get(tag).id, cached=True)
         except (docker.errors.ImageNotFound, InputError):
             return None
@@ -287,6 +303,15 @@ def remove_images(tiers: tuple[str, ...] = ("env", "task")) -> list[str]:
                 client().images.remove(info.id, force=True)
             removed.append(", ".join(info.tags) or info.id[:19])
     return removed
+
+
+def image_id(tag: str) -> str:
+    """The id of a local image; raises ImageNotFound."""
+    with translate(f"looking up image {tag}"):
+        try:
+            return client().images.get(tag).id
+        except docker.errors.ImageNotFound:
+            raise ImageNotFound(f"image {tag} is not present", hint="Build the base image: bash scripts/setup.sh") from None
 
 
 def image_exists(tag: str) -> bool:
@@ -362,11 +387,9 @@ def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dock
         for chunk in stream:
             if "error" in chunk:
                 tail.append(chunk["error"].rstrip())
-                raise ImageBuildError(
-                    f"building {tag} failed:\n" + "\n".join(tail[-25:]),
-                    hint="Fix the setup/install commands in the task's environment; "
-                    "the lines above are the end of the build log.",
-                )
+                if log:
+                    log(chunk["error"].rstrip())
+                raise build_failure(tag, tail)
             text = chunk.get("stream", "")
             for line in text.splitlines():
                 if line.strip():
@@ -375,6 +398,30 @@ def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dock
                         log(line.rstrip())
         img = client().images.get(tag)
     return BuiltImage(tag, img.id, cached=False, seconds=time.monotonic() - started, log_tail=tail)
+
+
+# Lines of `docker build` output that say nothing about why a step failed.
+_BUILD_NOISE = re.compile(r"^(Step \d+/\d+ :|---> |Removing intermediate container|Successfully |Sending build context)")
+_TLS_FAILURE = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|x509: certificate|SSL certificate problem"
+                          r"|unable to get local issuer certificate|self[- ]signed certificate", re.I)
+TLS_HINT = ("the build could not verify a TLS certificate (a proxy that re-signs TLS?): set `trust_ca_bundle: true` "
+            "in the task's environment to trust this host's CA bundle, or give the path of your CA bundle")
+
+
+def build_failure(tag: str, tail: list[str]) -> ImageBuildError:
+    """The error of a failed build. Its first line is the summary: the last meaningful lines of the
+    failing step (not the step header, not the 'returned a non-zero code' line alone), so a log or a
+    results row that shows one line still says why; the end of the build log follows."""
+    last_step = max((i for i, line in enumerate(tail) if line.lstrip().startswith("Step ")), default=-1)
+    step = [line.strip() for line in tail[last_step + 1:] if line.strip() and not _BUILD_NOISE.match(line.strip())]
+    *output, error = step or [""]
+    code = re.search(r"non-zero code: (\d+)", error)
+    cause = output[-2:] if output else [error]
+    summary = " | ".join(cause)[:600] + (f" (exit code {code.group(1)})" if code and output else "")
+    tls = any(_TLS_FAILURE.search(line) for line in tail)
+    hint = TLS_HINT if tls else ("fix the setup/install commands in the task's environment "
+                                 "(the end of the build log follows the first line)")
+    return ImageBuildError(f"building {tag} failed: {summary or 'no output'}\n" + "\n".join(tail[-25:]), hint=hint)
 
 
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:

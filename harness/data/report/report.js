@@ -4,7 +4,25 @@
  * textContent, never parsed as HTML. */
 (function () {
   "use strict";
-  var INDEX = JSON.parse(document.getElementById("wl-index").textContent);
+  // Text from a run is shown, never acted on: escape sequences and control characters become
+  // visible (ESC as \u241b, CR as \u240d, C1 and bidi controls as <U+XXXX>), the rule of
+  // harness/report/format.py `visible`. Applied once to all data, as it is decoded.
+  var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function vis(s) {
+    return s.replace(/\r\n/g, "\n").replace(CONTROL, function (c) {
+      var n = c.charCodeAt(0);
+      if (n < 0x20) return String.fromCharCode(0x2400 + n);
+      if (n === 0x7f) return "\u2421";
+      return "<U+" + ("000" + n.toString(16).toUpperCase()).slice(-4) + ">";
+    });
+  }
+  function visAll(v) {
+    if (typeof v === "string") return vis(v);
+    if (Array.isArray(v)) return v.map(visAll);
+    if (v && typeof v === "object") { var o = {}; for (var k in v) o[k] = visAll(v[k]); return o; }
+    return v;
+  }
+  var INDEX = visAll(JSON.parse(document.getElementById("wl-index").textContent));
   var cache = {};
   var state = { reps: [], rep: null, attempt: null, tab: "transcript", data: null, cell: null };
   var TAIL = 15;
@@ -42,7 +60,7 @@
     var bytes = new Uint8Array(bin.length);
     for (var j = 0; j < bin.length; j++) bytes[j] = bin.charCodeAt(j);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Response(stream).text().then(function (t) { cache[i] = JSON.parse(t); return cache[i]; });
+    return new Response(stream).text().then(function (t) { cache[i] = visAll(JSON.parse(t)); return cache[i]; });
   }
 
   /* ---- the drawer ----------------------------------------------------------------- */
@@ -90,6 +108,7 @@
   function header() {
     var d = state.data, a = cur();
     var pill = $("dr-outcome"); pill.className = "pill o-" + a.outcome; pill.textContent = a.outcome;
+    if ((a.grade || {}).tampering) pill.textContent += " · suspected tampering";
     $("dr-cfg").textContent = d.config + " · repeat " + d.repeat + (d.attempts.length > 1 ? " · " + d.attempts.length + " attempts" : "");
     var st = $("dr-stats"); st.textContent = "";
     var u = a.usage || {}, p = a.phases || {};
@@ -197,7 +216,8 @@
             ev.passed + " passed, " + ev.failed + " failed, " + ev.errors + " errors" + (ev.failing.length ? " · failing: " + ev.failing.slice(0, 8).join(", ") : "")));
           break;
         case "retry": b.appendChild(h("div", { class: "warn", text: "retry " + ev.attempt + " after " + ev.error_type + (ev.status_code ? " (" + ev.status_code + ")" : "") + ": waited " + secs(ev.wait_s) + (ev.message ? " — " + ev.message : "") })); break;
-        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + ev.value + " of " + ev.maximum + ")" })); break;
+        case "limit": b.appendChild(h("div", { class: "warn", text: "limit reached: " + ev.limit + " (" + (ev.limit === "disk_limit"
+            ? (ev.value / 1048576).toFixed(1) + " MB of " + (ev.maximum / 1048576).toFixed(0) + " MB" : ev.value + " of " + ev.maximum) + ")" })); break;
         case "error": b.appendChild(h("div", { class: "err", text: "error in " + ev.where + ": " + ev.error_type + "\n" + ev.message })); break;
         case "stop": b.appendChild(h("div", { class: "stop" }, "stopped: " + ev.reason, ev.detail ? h("span", { class: "d", text: ev.detail }) : null)); break;
         case "feedback":
@@ -249,8 +269,40 @@
   function tally(t) { return t.ran === false ? "not run" : (t.passed || 0) + "/" + (t.total || 0); }
   // statuses that are not a framework's own: an id absent from the results, a test never run
   var LABELS = { missing: "not in the test output", not_run: "not run" };
+  /* why the attempt ended as it did, as `wholeloop show` opens: the problem (folded), the outcome,
+     each failing hidden test with its failure message; for a resolved attempt the tests it made pass */
+  function whyView(d, a) {
+    var box = h("div", { class: "why" });
+    if (d.problem) {
+      var lines = d.problem.replace(/\n+$/, "").split("\n"), FOLD = 8;
+      var pre = h("pre", { class: "problem", text: lines.slice(0, FOLD).join("\n") });
+      box.appendChild(h("div", { class: "ttl", text: "problem statement" }));
+      box.appendChild(pre);
+      if (lines.length > FOLD) {
+        var more = h("button", { class: "more", text: "show all " + lines.length + " lines",
+          onclick: function () { pre.textContent = lines.join("\n"); more.remove(); } });
+        box.appendChild(more);
+      }
+    }
+    box.appendChild(h("div", { class: "ttl" }, "outcome ", h("span", { class: "pill o-" + a.outcome, text: a.outcome })));
+    var failing = a.failing || [];
+    if (failing.length) {
+      box.appendChild(h("div", { class: "ttl", text: failing.length + " failing hidden test" + (failing.length === 1 ? "" : "s") }));
+      failing.forEach(function (t) {
+        box.appendChild(h("div", { class: "failing" }, h("span", { class: "s st-" + t[1], text: "✗ " + (LABELS[t[1]] || t[1]) }), " ",
+          h("b", { text: t[0] }), h("span", { class: "muted", text: " · " + t[2] })));
+        if (t[3]) box.appendChild(h("pre", { class: "msg", text: t[3] }));
+      });
+    }
+    if (a.f2p_passing && a.f2p_passing.length) {
+      box.appendChild(h("div", { class: "ttl", text: "FAIL_TO_PASS now passing (" + a.f2p_passing.length + ")" }));
+      box.appendChild(h("pre", { class: "st-PASSED", text: a.f2p_passing.map(function (t) { return "✓ " + t; }).join("\n") }));
+    }
+    return box;
+  }
 
   function testsView(b, d, a) {
+    b.appendChild(whyView(d, a));
     var f2p = a.f2p || {}, p2p = a.p2p || {};
     b.appendChild(h("div", { class: "tally" },
       h("div", { class: "box" }, h("div", { class: "muted", text: "FAIL_TO_PASS (the fix)" }), h("b", { text: tally(f2p) }), f2p.ran === false ? "" : " pass"),
@@ -286,8 +338,12 @@
       ["patch", secs(p.patch_s)], ["grading", secs(p.grading_s)], ["total", secs(p.total_s)]]);
     kv("Tokens and cost", [["input", num(u.input_tokens)], ["output", num(u.output_tokens)], ["cache read / write", num(u.cache_read_tokens) + " / " + num(u.cache_write_tokens)],
       ["reasoning", num(u.reasoning_tokens)], ["model calls", a.model_calls], ["cost", usd(a.cost_usd)]]);
-    kv("Grading", [["outcome", a.outcome], ["patch applied with", g.apply_method], ["protected files put back", (g.reverted || []).join(", ") || "none"],
-      ["test exit code", g.exit_code], ["exit code consistent", g.consistent], ["note", g.note || a.note]]);
+    var channels = Object.keys(g.channels || {}).map(function (k) { return k + ": " + g.channels[k]; }).join(" · ");
+    var stripped = (g.stripped || []).map(function (s) { return s.path + " (" + s.reason + ")"; }).join(", ");
+    kv("Grading", [["outcome", a.outcome], ["suspected tampering", g.tampering || "none"], ["patch applied with", g.apply_method],
+      ["not applied from the patch", stripped || "none"], ["protected files left at base", (g.reverted || []).join(", ") || "none"],
+      ["result channels", channels], ["test exit code", g.exit_code], ["results consistent", g.consistent],
+      ["grader version", g.grader_version == null ? "before 2 (not recorded)" : g.grader_version], ["note", g.note || a.note]]);
     var rc = a.recovery;
     if (rc) kv("Recovery inside this attempt", [["visible test runs", rc.test_runs + " (" + rc.red_runs + " red)"],
       ["reached green", rc.reached_green ? "yes, at step " + rc.steps_to_green + " after " + secs(rc.seconds_to_green) : "no"],

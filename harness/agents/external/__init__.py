@@ -1,0 +1,316 @@
+"""The `external` agent kind: an agent CLI run inside the task's container, metered by our proxy.
+
+Per run: `prepare` builds (or finds) the CLI's install folder and checks it, before any agent
+container starts. Per unit: `workspace` gives the container its mounts -- the install (read-only),
+our forwarder (read-only), the folder of the proxy's Unix socket, and a logs folder beside the
+transcript. Per attempt: `run` starts a `MeteringProxy` with a fresh token and a `Budget`, runs
+the CLI (forwarder first) with the problem statement, stops it a grace period after the budget
+is spent (or when the run is stopping), and writes what it did: the recorded model calls and tool
+calls, the CLI's own report of its spend, its logs, and why it stopped. Its patch is then taken
+and graded by the runner exactly as the built-in agent's.
+
+Not metered, and so not supported: subscription or OAuth logins (Claude's `/login`, ChatGPT
+sign-in). The proxy must see every call, and it swaps an API key; a CLI that authenticates some
+other way would spend outside the budget, so the container only ever gets the attempt's token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shlex
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox import REPO_DIR, InfraError, Mount, SandboxError
+from sandbox.docker import native
+
+from ...models.pricing import lookup_price
+from ...transcript import ExternalRun, LimitHit, Stop
+from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
+from ..budget import Budget, LimitReached
+from .config import INSTALL_DIR, LOGS_DIR, PORT, SOCKET_DIR, TOOLS_DIR, ExternalConfig, ExternalConfigError, \
+    load_external_config, shipped_path
+from .install import InstallError, Installed, ensure_install
+from .proxy import MeteringProxy
+from .recorder import Recorder
+from .self_report import READERS
+from .wire import get_wire
+
+DEFAULT_UPSTREAM = {"anthropic": "https://api.anthropic.com", "openai-chat": "https://api.openai.com",
+                    "openai-responses": "https://api.openai.com"}
+PROVIDER_OF = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai"}
+_PLACEHOLDER = re.compile(r"\{(model|prompt|prompt_file|logs|home|base_url|token|workdir|test_command|install|attempt)\}")
+FWD = f"{TOOLS_DIR}/wl-fwd"
+QUICK_EXIT_S = 30.0  # a CLI that fails this fast without one model call did not start at all
+
+
+@dataclass
+class ExternalWorkspace(Workspace):
+    socket_dir: str = ""
+
+
+class ExternalAgent:
+    """An agent CLI as an `Agent` (and a `ContainerAgent`); see the module docstring."""
+
+    def __init__(self, config: ExternalConfig, model: str, config_path: str) -> None:
+        self.config, self.model, self.name = config, model, config.name
+        self.config_path = config_path
+        self.installed: Installed | None = None
+        self._lock = threading.Lock()
+
+    def describe(self) -> dict:
+        return {"agent": self.name, "model": self.model, "config_path": self.config_path,
+                "external": {**self.config.describe(), "model": self.model,
+                             "install_key": self.installed.key if self.installed else None,
+                             "installed": self.installed.version if self.installed else None}}
+
+    # ------------------------------------------------------------------ before containers
+
+    def upstream(self) -> tuple[str, str]:
+        """(the provider's base URL, the real key), read on the host; raises ExternalConfigError."""
+        provider = self.config.provider
+        key = os.environ.get(provider.api_key_env, "")
+        if not key:
+            raise ExternalConfigError(
+                f"{self.name}: {provider.api_key_env} is not set. The proxy forwards every model call with that "
+                "API key (the container never sees it). Subscription or OAuth logins cannot be metered, so they "
+                "are not supported.")
+        url = provider.base_url or (os.environ.get(provider.base_url_env, "") if provider.base_url_env else "")
+        return (url or DEFAULT_UPSTREAM[self.config.wire]).rstrip("/"), key
+
+    def check(self, *, allow_unknown_price: bool = False) -> list[str]:
+        """The key is set on the host; the model has a price (else its cost is "unknown")."""
+        problems = []
+        try:
+            self.upstream()
+        except ExternalConfigError as exc:
+            problems.append(str(exc))
+        name = self.model.split("/", 1)[-1]
+        if lookup_price(name, PROVIDER_OF[self.config.wire], overrides=self.config.prices or None) is None \
+                and not allow_unknown_price:
+            problems.append(f"{self.name}: {name} has no price in litellm's map, so its cost would be unknown and the "
+                            "cost limit unchecked; add it under `prices:` in the agent config, or pass "
+                            "--allow-unknown-model")
+        return problems
+
+    def prepare(self, log: Callable[[str], None] | None = None) -> None:
+        """Check the key is there, build (or find) the install and the forwarder."""
+        self.upstream()
+        with self._lock:
+            if self.installed is None:
+                self.installed = ensure_install(self.config, log=log)
+        native.binary("wl-fwd")
+
+    @contextlib.contextmanager
+    def workspace(self, task, folder: Path) -> Iterator[ExternalWorkspace]:
+        self.prepare()
+        assert self.installed is not None
+        logs = Path(folder) / "agent"
+        logs.mkdir(parents=True, exist_ok=True)
+        # Short and private: a Unix socket path has at most 107 bytes.
+        sockets = tempfile.mkdtemp(prefix="wl-proxy-")
+        os.chmod(sockets, 0o755)
+        try:
+            yield ExternalWorkspace(
+                mounts=(Mount(str(self.installed.path), INSTALL_DIR), Mount(str(native.binary("wl-fwd")), FWD),
+                        Mount(sockets, SOCKET_DIR), Mount(str(logs), LOGS_DIR, read_only=False)),
+                logs_dir=logs, socket_dir=sockets)
+        finally:
+            shutil.rmtree(sockets, ignore_errors=True)
+
+    # ------------------------------------------------------------------ an attempt
+
+    def run(self, ctx: AgentContext) -> AgentResult:
+        ws = ctx.workspace
+        if not isinstance(ws, ExternalWorkspace) or ws.logs_dir is None:
+            raise RuntimeError("an external agent runs in a container its workspace() arranged")
+        config = self.config
+        budget = Budget(config.limits, deadline_s=ctx.deadline_s)
+        upstream, key = self.upstream()
+        token = "wl-" + secrets.token_urlsafe(24)
+        here = f"{LOGS_DIR}/attempt-{ctx.attempt}"
+        host_here = ws.logs_dir / f"attempt-{ctx.attempt}"
+        host_here.mkdir(parents=True, exist_ok=True)
+        prompt = ctx.task.problem_statement.strip() + "\n"
+        if ctx.feedback:
+            prompt += "\n" + ctx.feedback.strip() + "\n"
+        values = {"model": self.model, "prompt": prompt, "prompt_file": f"{here}/task.md", "logs": here,
+                  "home": f"{LOGS_DIR}/home", "base_url": f"http://127.0.0.1:{PORT}", "token": token,
+                  "workdir": ctx.sandbox.workdir, "test_command": ctx.task.test_command or "",
+                  "install": INSTALL_DIR, "attempt": str(ctx.attempt)}
+
+        def fill(text: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+        wire = get_wire(config.wire)
+        recorder = Recorder(ctx.transcript, wire, config.tools, test_command=ctx.task.test_command or "",
+                            parser=ctx.task.hidden_tests.parser)
+        stopper = _Stopper(ctx, host_here, config.grace_s)
+        proxy_log = open(host_here / "proxy.jsonl", "a", buffering=1)
+
+        def on_limit(hit: LimitReached) -> None:
+            ctx.transcript.write(LimitHit(limit=hit.reason, value=hit.value, maximum=hit.maximum))
+            stopper.after_grace(f"{hit.reason}: {hit.detail}")
+
+        proxy = MeteringProxy(f"{ws.socket_dir}/proxy.sock", wire=wire, upstream=upstream, api_key=key, token=token,
+                              budget=budget, refuse_status=config.refuse_status, prices=config.prices or None,
+                              provider=PROVIDER_OF[config.wire], record=recorder, on_limit=on_limit,
+                              log=lambda entry: proxy_log.write(_line(entry)))
+        started = time.monotonic()
+        try:
+            with proxy:
+                sb = ctx.sandbox
+                sb.write_file(f"{here}/task.md", prompt)
+                for path, text in config.files.items():
+                    sb.write_file(fill(path), fill(text))
+                env = {k: fill(v) for k, v in config.env.items()}
+                argv = [fill(a) for a in config.command]
+                stdin = f"{here}/task.md" if config.prompt == "stdin" else "/dev/null"
+                script = (f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || exit 97\n"
+                          f"echo $$ > {here}/cli.pid\ncd {shlex.quote(sb.workdir)}\n"
+                          f'exec "$@" < {stdin} > {here}/stdout.txt 2> {here}/stderr.txt')
+                stopper.watch()
+                result = sb.exec(["/bin/sh", "-c", script, "wl-agent", *argv], env=env,
+                                 timeout=budget.wall_limit_s + config.grace_s + 5)
+                stopper.done()
+        except InfraError as exc:
+            stopper.done()
+            ctx.transcript.write(Stop(reason="infra_error", detail=str(exc)))
+            return AgentResult.from_budget(budget, "infra_error", infra_error=f"infra_error: {exc}", infra_retryable=True)
+        finally:
+            proxy_log.close()
+        seconds = time.monotonic() - started
+        self._exclude(ctx)
+        report = READERS[config.self_report](host_here) if config.self_report else None
+        stderr = _tail(host_here / "stderr.txt") or result.stderr[-3000:]
+        kept = sorted(str(p.relative_to(ws.logs_dir.parent)) for p in host_here.rglob("*") if p.is_file())
+        ctx.transcript.write(ExternalRun(
+            attempt=ctx.attempt, cli=config.cli, version=config.version, exit_code=result.returncode,
+            seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
+            self_report=report.model_dump() if report else None, stderr_tail=stderr))
+        reason, detail, infra, retry = self._stop_reason(proxy, result.returncode, result.timed_out, stopper, seconds, stderr)
+        ctx.transcript.write(Stop(reason=reason, detail=detail))
+        out = AgentResult.from_budget(budget, reason, infra_error=f"{reason}: {detail}" if infra else None,
+                                      infra_retryable=retry)
+        out.model_calls = proxy.stats.calls
+        out.tool_s = max(seconds - budget.model_s, 0.0)
+        return out
+
+    def _stop_reason(self, proxy: MeteringProxy, code: int, timed_out: bool, stopper: _Stopper, seconds: float,
+                     stderr: str) -> tuple[str, str, bool, bool]:
+        """(stop reason, detail, infra, retryable) of a finished CLI run."""
+        if stopper.interrupted:
+            return "interrupted", "the run is being stopped; this attempt will be redone on resume", False, False
+        if proxy.limit is not None:
+            return proxy.limit.reason, proxy.limit.detail, False, False
+        if timed_out:
+            return "time_limit", "the CLI ran past the attempt's time limit and was killed", False, False
+        if code == 97:
+            return "agent_error", "the loopback forwarder could not start in the container", True, False
+        stats = proxy.stats
+        if stats.last_upstream_error and code != 0:
+            status = re.match(r"HTTP (\d+)", stats.last_upstream_error)
+            number = int(status.group(1)) if status else 502
+            if number in (401, 403, 404):  # the real key or the model name is wrong: no retry helps
+                return "model_error", f"the provider refused: {stats.last_upstream_error}", True, False
+            if number == 429 or number >= 500:
+                return "model_error", f"the provider kept failing: {stats.last_upstream_error}", True, True
+            return "model_error", stats.last_upstream_error, False, False
+        if code == 0:
+            return "submitted", "the CLI finished", False, False
+        if stats.calls == 0 and seconds < QUICK_EXIT_S:
+            return "agent_error", (f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
+                                   f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"), True, False
+        return "agent_error", f"the CLI exited with code {code}: {stderr[-500:]}", False, False
+
+    def _exclude(self, ctx: AgentContext) -> None:
+        """Files the CLI leaves in the repository are not its patch: they go to .git/info/exclude."""
+        if not self.config.exclude:
+            return
+        lines = "".join(p + "\n" for p in self.config.exclude)
+        with contextlib.suppress(SandboxError):
+            ctx.sandbox.exec(["/bin/sh", "-c", 'printf %s "$1" >> .git/info/exclude', "sh", lines], cwd=REPO_DIR,
+                             timeout=ctx.sandbox.limits.setup_timeout_s)
+
+
+class _Stopper:
+    """Stops the CLI (its process group, TERM then KILL) a grace after a limit, or when the run stops."""
+
+    def __init__(self, ctx: AgentContext, logs: Path, grace_s: float) -> None:
+        self.ctx, self.pid_file, self.grace_s = ctx, logs / "cli.pid", grace_s
+        self.reason = ""
+        self.interrupted = False
+        self.finished = threading.Event()
+        self.lock = threading.Lock()
+
+    def watch(self) -> None:
+        threading.Thread(target=self._watch_cancel, daemon=True).start()
+
+    def _watch_cancel(self) -> None:
+        while not self.finished.wait(0.5):
+            if self.ctx.cancel.is_set():
+                self.interrupted = True
+                self.stop("the run is being stopped")
+                return
+
+    def after_grace(self, why: str) -> None:
+        if not self.finished.wait(self.grace_s):
+            self.stop(f"{why}; stopped {self.grace_s:g} s later")
+
+    def stop(self, why: str) -> None:
+        with self.lock:
+            if self.reason or self.finished.is_set():
+                return
+            self.reason = why
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return
+        with contextlib.suppress(SandboxError):
+            self.ctx.sandbox.exec(["/bin/sh", "-c", f"kill -TERM -{pid} {pid} 2>/dev/null; sleep 3; "
+                                   f"kill -KILL -{pid} {pid} 2>/dev/null; true"], timeout=30)
+
+    def done(self) -> None:
+        self.finished.set()
+
+
+def _line(entry: dict) -> str:
+    import orjson
+
+    return orjson.dumps(entry).decode() + "\n"
+
+
+def _tail(path: Path, size: int = 3000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(fh.tell() - size, 0))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def build(spec: AgentSpec) -> ExternalAgent:
+    """The external agent of `spec`: `--agent external:NAME` (shipped) or `--agent-config FILE`."""
+    if spec.name.startswith("external:"):
+        path = str(shipped_path(spec.name.removeprefix("external:")))
+    elif spec.config_path is not None:
+        path = spec.config_path
+    else:
+        raise UnknownAgent(f"agent {spec.name!r} has no external agent config")
+    config = load_external_config(path)
+    if spec.settings.get("temperature") is not None or spec.settings.get("max_tokens") is not None:
+        raise UnknownAgent(f"{config.name}: --temperature and --max-tokens are the CLI's own settings; set them in "
+                           "its command or env in the agent config")
+    return ExternalAgent(config, spec.model or config.model, path)
+
+
+__all__ = ["ExternalAgent", "ExternalConfigError", "InstallError", "build"]

@@ -1,0 +1,356 @@
+"""One connection from an agent's container, through the forwarder: HTTP/1.1 requests in order.
+
+Each request is checked (target, route, the attempt's token), a model call is admitted against the
+budget and clamped, then forwarded to the provider and its reply relayed back: a JSON reply whole
+(charged before it is sent), a stream chunk for chunk as the provider framed it (charged before
+its last event goes out). Only a request's top level is parsed here (msgspec; the conversation
+stays bytes); reading the whole exchange is the recorder's job, on its own thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import hmac
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import msgspec
+import orjson
+
+from ...models.pricing import litellm_price_map
+from ...models.types import Usage
+from ..budget import LimitReached
+from .http1 import BadMessage, Head, Upstream, chunks, head_bytes, read_body, read_head
+from .wire import Reply, StreamReader, sse_payloads
+
+if TYPE_CHECKING:
+    from .proxy import MeteringProxy
+
+KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+         405: "invalid_request_error", 413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error"}
+MAX_BODY = 64 * 1024 * 1024
+TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+ENCODER = msgspec.json.Encoder()
+FIELDS = ("model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens")
+
+@dataclass
+class Exchange:
+    """One model call as the recorder gets it."""
+
+    step: int
+    raw: bytes = b""  # the request as forwarded (the recorder reads it on its own thread)
+    model: str = ""
+    sent_at: float = field(default_factory=time.monotonic)  # when the request came in
+    answered_at: float = 0.0  # when the reply was complete
+    reply: Reply | None = None
+    events: list[bytes] | None = None  # a streamed reply's SSE events, read into `reply` on the recorder's thread
+    settled_usage: Usage | None = None
+    status: int = 0
+    error: str = ""
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+
+
+@dataclass
+class ProxyStats:
+    calls: int = 0  # model calls forwarded
+    free: int = 0  # token counting and other free requests forwarded
+    refused_budget: int = 0
+    refused_token: int = 0
+    refused_target: int = 0
+    upstream_errors: int = 0
+    last_upstream_error: str = ""
+
+
+
+@functools.lru_cache(maxsize=256)
+def max_output_tokens(model: str) -> int | None:
+    """The model's maximum reply length in litellm's map, when it is there."""
+    entry = litellm_price_map().get(model) or litellm_price_map().get(model.split("/")[-1]) or {}
+    value = entry.get("max_output_tokens") or entry.get("max_tokens")
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def event_blocks(data: bytes) -> tuple[list[bytes], bytes]:
+    """The complete SSE events in `data` (each ends with a blank line), and the rest."""
+    data = data.replace(b"\r\n", b"\n")
+    cut = data.rfind(b"\n\n")
+    if cut < 0:
+        return [], data
+    return [b for b in data[:cut].split(b"\n\n") if b.strip()], data[cut + 2:]
+
+
+class Connection:
+    """One connection from the container (through the forwarder): requests in order, kept alive."""
+
+    def __init__(self, proxy: MeteringProxy, sock: socket.socket) -> None:
+        self.proxy, self.wire, self.sock = proxy, proxy.wire, sock
+        self.rf = sock.makefile("rb", buffering=1 << 18)
+        self.send = sock.sendall
+
+    def serve(self) -> None:
+        proxy = self.proxy
+        try:
+            while True:
+                head = read_head(self.rf)
+                if head is None:
+                    return
+                with proxy.lock:
+                    proxy.in_flight += 1
+                try:
+                    keep = self.handle(head)
+                finally:
+                    with proxy.lock:
+                        proxy.in_flight -= 1
+                if not keep:
+                    return
+        except (BadMessage, OSError, ValueError):
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                self.rf.close()
+                self.sock.close()
+            self.proxy.forget(self.sock)
+
+    # -------------------------------------------------------------- refusals
+
+    def reply_json(self, status: int, payload: dict, headers: list[tuple[str, str]] = ()) -> None:
+        data = orjson.dumps(payload)
+        self.send(head_bytes(f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
+                             [("content-type", "application/json"), ("content-length", str(len(data))), *headers]) + data)
+
+    def refuse(self, status: int, message: str, why: str, method: str, target: str, counter: str) -> None:
+        proxy = self.proxy
+        with proxy.lock:
+            count_refusal(proxy.stats, counter)
+        proxy.note({"event": "refused", "why": why, "method": method, "path": target[:200], "status": status})
+        self.reply_json(status, self.wire.error_body(f"wholeloop proxy: {message}", KINDS.get(status, "api_error")),
+                        [("x-should-retry", "false")])
+
+    # -------------------------------------------------------------- one request
+
+    def handle(self, head: Head) -> bool:
+        """Answer one request; False when the connection must close."""
+        parts = head.line.split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            self.reply_json(400, {"error": {"message": "wholeloop proxy: not an HTTP/1.1 request"}},
+                            [("connection", "close")])
+            return False
+        method, target, _ = parts
+        keep = head.get("connection").lower() != "close"
+        if method == "CONNECT":
+            self.refuse(405, "CONNECT is refused: this proxy forwards to one model provider only", "connect", method,
+                        target, "refused_target")
+            return False
+        try:
+            raw = read_body(self.rf, head, MAX_BODY)
+        except BadMessage as exc:
+            self.reply_json(413 if "large" in str(exc) else 400, {"error": {"message": f"wholeloop proxy: {exc}"}},
+                            [("connection", "close")])
+            return False
+        if not target.startswith("/") or target.startswith("//"):
+            self.refuse(403, "only the configured model provider can be reached", "target", method, target,
+                        "refused_target")
+            return keep
+        path = target.split("?", 1)[0]
+        kind = self.wire.route(method, path)
+        if kind is None:
+            self.refuse(404 if method in ("GET", "POST") else 405, f"{method} {path} is not part of the "
+                        f"{self.wire.name} API", "route", method, target, "refused_target")
+            return keep
+        if not self.authorized(head):
+            self.refuse(401, "this request does not carry the attempt's token", "token", method, target, "refused_token")
+            return keep
+        encoding = head.get("content-encoding").lower()
+        if encoding == "gzip":
+            raw = gzip.decompress(raw)
+        elif encoding not in ("", "identity"):
+            self.refuse(415, f"request bodies encoded with {encoding} are not supported; turn off the CLI's request "
+                        "compression", "encoding", method, target, "refused_target")
+            return keep
+        if kind == "free":
+            with self.proxy.lock:
+                self.proxy.stats.free += 1
+            return self.forward(method, target, head, raw, None) and keep
+        try:  # the top level only: the conversation inside stays bytes, unparsed on this path
+            top = TOP_LEVEL.decode(raw)
+        except msgspec.DecodeError:
+            self.refuse(400, "the request body is not a JSON object", "json", method, target, "refused_target")
+            return keep
+        try:
+            fields = {k: orjson.loads(bytes(top[k])) for k in FIELDS if k in top}
+        except orjson.JSONDecodeError:
+            fields = {}
+        model = fields.get("model") if isinstance(fields.get("model"), str) else ""
+        admitted = self.proxy.admit(model)
+        if isinstance(admitted, LimitReached):
+            self.proxy.note({"event": "refused", "why": "budget", "method": method, "path": target[:200],
+                             "status": self.proxy.refuse_status})
+            self.reply_json(self.proxy.refuse_status, self.wire.error_body(
+                f"wholeloop proxy: the attempt's {admitted.reason.replace('_', ' ')} is reached ({admitted.detail}); "
+                "no more model calls are allowed", KINDS.get(self.proxy.refuse_status, "api_error")),
+                [("x-should-retry", "false")])
+            return keep
+        step, out_left = admitted
+        before = dict(fields)
+        self.wire.prepare(fields, out_left, max_output_tokens(model))
+        if fields != before:  # only then re-encoded, the untouched values copied as they came
+            for k, v in fields.items():
+                if k not in before or before[k] != v:
+                    top[k] = msgspec.Raw(orjson.dumps(v))
+            raw = ENCODER.encode(top)
+        return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model)) and keep
+
+    def authorized(self, head: Head) -> bool:
+        given = head.get("x-api-key")
+        auth = head.get("authorization")
+        if not given and auth[:7].lower() == "bearer ":
+            given = auth[7:].strip()
+        return bool(given) and hmac.compare_digest(given.encode(), self.proxy.token.encode())
+
+    # -------------------------------------------------------------- upstream and back
+
+    def forward(self, method: str, target: str, head: Head, raw: bytes, exchange: Exchange | None) -> bool:
+        proxy = self.proxy
+        headers = head.forwardable()
+        headers += [("host", proxy.up_host_header), *self.wire.upstream_auth(proxy.api_key).items(),
+                    ("accept-encoding", "identity"), ("content-length", str(len(raw)))]
+        request = head_bytes(f"{method} {proxy.up_prefix}{target} HTTP/1.1", headers) + raw
+        started = time.monotonic()
+        upstream, answer, error = None, None, ""
+        for fresh in (False, True):  # a kept-alive connection the provider closed: one new try
+            try:
+                upstream = proxy.upstream(fresh)
+                upstream.sock.sendall(request)
+                answer = read_head(upstream.rf)
+                if answer is not None:
+                    break
+                error = "the provider closed the connection"
+            except (OSError, BadMessage) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            proxy.drop_upstream()
+        if answer is None or upstream is None:
+            with proxy.lock:
+                proxy.stats.upstream_errors += 1
+                proxy.stats.last_upstream_error = f"provider unreachable: {error}"
+            if exchange is not None:
+                exchange.status, exchange.error = 502, f"provider unreachable: {error}"
+                proxy.record(exchange)
+            self.reply_json(502, self.wire.error_body(f"wholeloop proxy: the provider is unreachable ({error})",
+                                                      "api_error"))
+            return True
+        status = int(answer.line.split(" ", 2)[1])
+        line = "HTTP/1.1 " + answer.line.split(" ", 1)[1]
+        out = answer.forwardable()
+        no_body = method == "HEAD" or status in (204, 304) or status < 200
+        counted = exchange is not None and status < 400
+        sse = "text/event-stream" in answer.get("content-type")
+        if sse and answer.chunked and not no_body:
+            self.send(head_bytes(line, out + [("transfer-encoding", "chunked")]))
+            data = b""
+            self.relay_stream(upstream, exchange if counted else None, started)
+        else:
+            if no_body:
+                data = b""
+            elif answer.chunked or answer.get("content-length"):
+                data = read_body(upstream.rf, answer, MAX_BODY)
+            else:  # delimited by the provider closing the connection
+                data = upstream.rf.read()
+                proxy.drop_upstream()
+            if counted:  # charged before the CLI sees the reply, so its next call is checked against it
+                try:
+                    if sse:
+                        exchange.events = event_blocks(data + b"\n\n")[0]
+                        reader = self.wire.stream()
+                        for block in exchange.events:
+                            feed_events(reader, block)
+                        reply = reader.done()
+                    else:
+                        reply = self.wire.reply(orjson.loads(data))
+                    self.settle(exchange, reply, started)
+                except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
+                    exchange.error = f"unreadable reply: {exc}"
+            self.send(head_bytes(line, out + [("content-length", str(len(data)))]) + data)
+        if answer.get("connection").lower() == "close":
+            proxy.drop_upstream()
+        if exchange is None:
+            proxy.note({"event": "free", "path": target[:200], "status": status})
+            return True
+        exchange.status = status
+        exchange.latency_s = exchange.latency_s or time.monotonic() - started
+        exchange.answered_at = time.monotonic()
+        if status >= 400:
+            with proxy.lock:
+                proxy.stats.upstream_errors += 1
+                proxy.stats.last_upstream_error = f"HTTP {status}: {data[:500].decode('utf-8', 'replace')}"
+            exchange.error = proxy.stats.last_upstream_error
+        proxy.record(exchange)
+        return True
+
+    def settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
+        exchange.reply, exchange.latency_s = reply, time.monotonic() - started
+        model = exchange.model or reply.model
+        exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s)
+
+    def relay_stream(self, upstream: Upstream, exchange: Exchange | None, started: float) -> None:
+        """Forward a chunked stream frame for frame. Only events that carry usage are read on the
+        way (so the reply is charged before its last event reaches the CLI); the rest are read by
+        the recorder's thread afterwards."""
+        usage = self.wire.stream()
+        blocks: list[bytes] = []
+        pending = b""
+        settled = False
+        for frame, data in chunks(upstream.rf):
+            if exchange is not None:
+                found, pending = event_blocks(pending + data)
+                blocks += found
+                if not settled:
+                    for block in found:
+                        if b"usage" in block or b"error" in block:
+                            feed_events(usage, block)
+                    if usage.complete:
+                        self.settle(exchange, usage.done(), started)
+                        settled = True
+            self.send(frame)
+        self.send(b"0\r\n\r\n")
+        if exchange is not None:
+            if pending.strip():
+                blocks.append(pending)
+            exchange.events = blocks
+            if not settled:  # the stream ended without its final event: charge what it said
+                for block in blocks[-1:]:
+                    feed_events(usage, block)
+                self.settle(exchange, usage.done(), started)
+            exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
+            exchange.settled_usage = usage.out.usage
+
+
+def feed_events(reader: StreamReader, block: bytes) -> None:
+    """Give `reader` the events of one SSE block."""
+    for payload in sse_payloads(block + b"\n\n"):
+        if payload == b"[DONE]":
+            continue
+        try:
+            event = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            reader.feed(event)
+
+
+def count_refusal(stats: ProxyStats, counter: str) -> None:
+    """Count one refusal of this kind."""
+    if counter == "refused_target":
+        stats.refused_target += 1
+    elif counter == "refused_token":
+        stats.refused_token += 1
+
+
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
+            429: "Too Many Requests", 502: "Bad Gateway"}
+

@@ -1,0 +1,46 @@
+"""The exit codes of every `wholeloop` command: one table, used by every command.
+
+A CI job reads the code, not the text, so each code means one thing across commands. The table
+is printed by `wholeloop --help` and is in the README; a new command picks from it (and a new
+meaning gets a row here, in both places).
+"""
+
+from __future__ import annotations
+
+#: Success; for `gate`: no regression.
+OK = 0
+#: A negative verdict: `gate` found a regression; `tasks validate` / `tasks check` found invalid
+#: tasks; `doctor`: this machine cannot run tasks.
+NEGATIVE = 1
+#: A usage or input error: a wrong option, a path that is not what it should be, a task spec that
+#: does not load, a model without credentials, nothing to check. Nothing was run.
+USAGE = 2
+#: A run in which units ended in infrastructure errors (`--allow-infra-errors` accepts them).
+INFRA = 3
+#: Not enough evidence to decide (`gate`).
+UNDECIDED = 4
+#: An internal error: a bug of wholeloop's; the traceback is in the log whose path is printed.
+INTERNAL = 70
+#: Interrupted (Ctrl-C); finished work is kept.
+INTERRUPTED = 130
+
+TABLE: tuple[tuple[int, str], ...] = (
+    (OK, "success (gate: no regression)"),
+    (NEGATIVE, "a negative verdict (gate: a regression; tasks validate/check: invalid tasks; "
+               "doctor: this machine cannot run tasks)"),
+    (USAGE, "usage or input error (nothing was run)"),
+    (INFRA, "a run in which units ended in infrastructure errors (--allow-infra-errors accepts them)"),
+    (UNDECIDED, "not enough evidence to decide (gate)"),
+    (INTERNAL, "internal error, a bug: the traceback is in the log whose path is printed"),
+    (INTERRUPTED, "interrupted (Ctrl-C); finished work is kept"),
+)
+
+
+def help_text() -> str:
+    """The table as the `--help` epilog shows it (click keeps \\b paragraphs as written)."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in TABLE)
+
+
+def markdown() -> str:
+    """The table as the README has it."""
+    return "| code | meaning |\n| ---: | --- |\n" + "\n".join(f"| {code} | {meaning} |" for code, meaning in TABLE)

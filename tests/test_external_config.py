@@ -1,0 +1,144 @@
+"""Bad input gets a clear message before any agent container starts: an unknown agent name, a
+config with a typo'd key or an unpinned version, an install step that fails (which step, and its
+output), a check that fails; and a CLI that exits at once says so in the attempt's row."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.agents import get_agent
+from harness.agents.external import ExternalConfigError, InstallError
+from harness.agents.external.config import load_external_config, shipped_configs, shipped_path
+from harness.run import RunOptions, Runner
+from harness.tasks import load_task
+
+ROOT = Path(__file__).resolve().parent.parent
+WHOLELOOP = str(Path(sys.executable).with_name("wholeloop"))
+TASK = ROOT / "tasks" / "demo" / "inikit-001.yaml"
+
+
+def config(tmp_path: Path, body: str, name: str = "agent.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(BASE) + textwrap.dedent(body))
+    return path
+
+
+BASE = """\
+    kind: external
+    name: scratch
+    cli: scratch-cli
+    version: "1.0.0"
+    wire: openai-chat
+    model: openai/gpt-6.1-sol
+    provider: {api_key_env: OPENAI_API_KEY, base_url_env: OPENAI_BASE_URL}
+    """
+
+
+def test_every_shipped_config_loads_and_names_a_priced_current_model():
+    from harness.models.pricing import lookup_price
+
+    assert shipped_configs() == ["aider", "claude-code", "codex", "mini-swe-agent"]
+    for name in shipped_configs():
+        cfg = load_external_config(shipped_path(name))
+        model = cfg.model.split("/", 1)[-1]
+        assert lookup_price(model, "anthropic" if cfg.wire == "anthropic" else "openai") is not None, name
+        assert "4-5" not in model and "sonnet-4" not in model  # retired 2026-11-30
+
+
+def test_unknown_agent_name_lists_the_shipped_ones(tmp_path):
+    with pytest.raises(ExternalConfigError, match="no shipped external agent 'nope'; there are: aider, claude-code"):
+        get_agent("external:nope")
+    out = subprocess.run([WHOLELOOP, "run", str(TASK), "--agent", "external:nope", "--out", str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no shipped external agent 'nope'" in out.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_typo_names_the_key_and_the_known_ones(tmp_path):
+    path = config(tmp_path, """\
+        install: [{pip: ["x==1"]}]
+        check: ["true"]
+        comand: ["x"]
+        tools: {shel: {bash: command}}
+        """)
+    with pytest.raises(ExternalConfigError) as err:
+        load_external_config(path)
+    message = str(err.value)
+    assert "comand: unknown key (known:" in message and "command" in message
+    assert "tools.shel: unknown key (known: edit, edit_commands, exit_code" in message
+    assert "command: Field required" in message
+
+
+def test_versions_must_be_pinned(tmp_path):
+    path = config(tmp_path, """\
+        install: [{pip: ["mini-swe-agent"]}, {npm: ["@openai/codex"]}]
+        check: ["true"]
+        command: ["x"]
+        """)
+    with pytest.raises(ExternalConfigError, match=r"install\.0.*'mini-swe-agent' is not pinned.*install\.1.*@openai/codex"):
+        load_external_config(path)
+
+
+def test_a_missing_key_is_said_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    agent = get_agent("external:mini-swe-agent")
+    with pytest.raises(ExternalConfigError, match="OPENAI_API_KEY is not set.*OAuth logins cannot be metered"):
+        agent.prepare()
+
+
+@pytest.mark.docker
+def test_a_failing_install_step_says_which_and_shows_its_output(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
+    path = config(tmp_path, f"""\
+        install:
+          - shell: "echo the first step is fine"
+          - shell: "echo broken-step-output-{tmp_path.name}; exit 3"
+        check: ["true"]
+        command: ["x"]
+        """)
+    with pytest.raises(InstallError) as err:
+        get_agent("scratch", config_path=str(path)).prepare()
+    message = str(err.value)
+    assert "step 2 of 2 (shell: echo broken-step-output" in message and "failed with exit code 3" in message
+    assert f"broken-step-output-{tmp_path.name}" in message.split("failed with exit code 3:")[1]
+    out = subprocess.run([WHOLELOOP, "run", str(TASK), "--agent-config", str(path), "--out", str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=300, env={**__import__("os").environ})
+    assert out.returncode == 2 and "step 2 of 2" in out.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()  # no unit ran, no agent container started
+
+
+@pytest.mark.docker
+def test_a_cli_that_cannot_start_fails_its_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
+    path = config(tmp_path, f"""\
+        install: [{{shell: "mkdir -p bin && echo {tmp_path.name}"}}]
+        check: ["/opt/wl-agent/bin/the-cli", "--version"]
+        command: ["/opt/wl-agent/bin/the-cli"]
+        """)
+    with pytest.raises(InstallError, match="the check '/opt/wl-agent/bin/the-cli --version' failed"):
+        get_agent("scratch", config_path=str(path)).prepare()
+
+
+@pytest.mark.docker
+def test_a_cli_that_exits_at_once_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
+    path = config(tmp_path, f"""\
+        install:
+          - shell: |
+              mkdir -p bin
+              printf '#!/bin/sh\\necho "the-cli: unknown option $1 ({tmp_path.name})" >&2\\nexit 2\\n' > bin/the-cli
+              chmod +x bin/the-cli
+        check: ["/bin/sh", "-c", "test -x /opt/wl-agent/bin/the-cli && echo the-cli 1.0.0"]
+        command: ["/opt/wl-agent/bin/the-cli", "--frobnicate"]
+        """)
+    agent = get_agent("scratch", config_path=str(path))
+    [row] = Runner([load_task(TASK)], agent, RunOptions(out=tmp_path / "run", infra_retries=0)).run()
+    assert row.outcome == "infra_error" and row.stop_reason == "error"
+    assert "scratch-cli exited at once (exit code 2) without calling the model" in row.error
+    assert "unknown option --frobnicate" in row.error
