@@ -146,8 +146,9 @@ def test_bad_inputs_get_an_outcome_and_the_run_goes_on(tiny_task, tmp_path):
     assert rows["bad-patch"].stop_reason == "gold_patch_failed" and rows["bad-patch"].outcome == "task_error"
     assert "gold patch does not apply" in rows["bad-patch"].note
     assert [r.task_id for r in read_results(tmp_path / "run" / "results.jsonl")].count("bad-patch") == 1
-    assert "task_error bad-patch: the task's gold patch does not apply" in result.output
-    assert "Traceback" not in result.output
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "run")], env={"COLUMNS": "200"})
+    assert "task_error bad-patch: the task's gold patch does not apply" in report.output, report.output
+    assert "Traceback" not in report.output
 
 
 def test_an_agent_patch_that_does_not_apply_is_its_own_outcome(tiny_task, tmp_path):

@@ -458,5 +458,6 @@ def test_real_package_base_fails_fail_to_pass_in_the_container(swebench_fixture,
     for r in rows:
         task = by_id[r.task_id]
         assert (r.outcome, r.resolved) == ("unresolved", False), (r.task_id, r.outcome, r.note, r.error)
-        assert r.fail_to_pass == {"passed": 0, "failed": len(task.fail_to_pass), "total": len(task.fail_to_pass)}
+        assert r.fail_to_pass == {"passed": 0, "failed": len(task.fail_to_pass), "total": len(task.fail_to_pass),
+                                  "ran": True}
         assert r.pass_to_pass["passed"] == len(task.pass_to_pass)
