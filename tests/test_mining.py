@@ -349,7 +349,8 @@ def test_mining_the_demo_repositories_finds_every_demo_task(tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_tasks_check_passes_on_the_demo_suite_and_run_then_calls_them_checked(tmp_path):
+def test_tasks_check_passes_on_the_demo_suite_and_run_then_calls_them_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # table cells on one line (a task and its mark)
     shutil.copytree(ROOT / "tasks", tmp_path / "tasks")
     shutil.copytree(ROOT / "repos", tmp_path / "repos", ignore=shutil.ignore_patterns("src"))
     suite = tmp_path / "tasks" / "demo"
