@@ -142,7 +142,7 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
 
 def stats_table(figures: Figures, width: int = 150) -> Table:
     cols = [Col("config", "left"), Col("tasks", drop=4), Col("trials", drop=5), Col("resolved", drop=2),
-            Col("rate (Wilson)"), Col("infra / task err", drop=6), Col("cost / trial", drop=3), Col("cost / resolved", drop=7),
+            Col("rate (Wilson)"), Col("infra / task errors", drop=6), Col("cost / trial", drop=3), Col("cost / resolved", drop=7),
             Col("time / trial", drop=8), Col("expected cost / task", drop=9)]
     scores = {s.config: s for s in figures.scoring.configs}
     cells = []
