@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
-                     Sandbox, SandboxError, cached_snapshot, take_patch)
+                     Sandbox, SandboxError, cached_snapshot, parse_size, take_patch)
 from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
@@ -214,8 +214,10 @@ class UnitRunner:
                                            backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
-            if result.stop_reason == "disk_limit":
-                note = "; ".join(x for x in (f"the container's disk limit ({limits.disk}) was reached", note) if x)
+            said = {"disk_limit": f"the container's disk limit ({limits.disk}) was reached",
+                    "memory_limit": f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
+                    "container_broken": f"the agent left its container unusable: {result.detail}"}
+            note = "; ".join(x for x in (said.get(result.stop_reason, ""), note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
@@ -242,18 +244,59 @@ class UnitRunner:
     def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
         """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
         sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
-        its disk still full."""
+        its disk still full. A container that failed under the agent is the agent's doing when the
+        engine says so (`_whose`: `memory_limit`, `container_broken`), and the attempt is graded;
+        else the machine failed, and InfraError goes up to be retried."""
         try:
             result = self.agent.run(ctx)
         except DiskLimitReached as exc:
             ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
             ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
             return AgentResult(stop_reason="disk_limit")
+        except SandboxError as exc:  # let through by the agent (a script, a CLI's runner)
+            result = AgentResult(stop_reason="error", detail=f"{type(exc).__name__}: {exc}")
+            reason = self._whose(sb, infra=isinstance(exc, InfraError))
+            if reason is None:
+                if isinstance(exc, InfraError):
+                    raise
+                raise InfraError(result.detail) from exc
+            return self._agents_doing(ctx, result, reason, limits)
+        if result.stop_reason == "infra_error" and result.infra_retryable:  # the agent caught the sandbox's InfraError
+            reason = self._whose(sb, infra=True)
+            if reason is not None:
+                result.detail = (result.infra_error or "").removeprefix("infra_error: ")
+                result.infra_error, result.infra_retryable = None, False
+                return self._agents_doing(ctx, result, reason, limits)
         if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
                 and sb.limit_reached() == "disk_limit":
             ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
                                           maximum=float(limits.disk_bytes or 0)))
             result.stop_reason = "disk_limit"
+        return result
+
+    @staticmethod
+    def _whose(sb: Sandbox, *, infra: bool) -> str | None:
+        """Whose failure a sandbox error of the agent's turn is, by the engine's evidence: the kernel
+        OOM-killed the container -> "memory_limit"; it still runs and the engine answers, yet a
+        command or file operation could not be done (not an engine error) -> "container_broken";
+        None (the machine's) when it was removed or stopped from outside (PID 1 never exits and
+        ignores every signal from inside), the engine is gone, or the engine itself failed."""
+        try:
+            state = sb.status()
+        except SandboxError:
+            return None
+        if state.get("OOMKilled"):
+            return "memory_limit"
+        if state.get("Running") and not infra:
+            return "container_broken"
+        return None
+
+    @staticmethod
+    def _agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Limits) -> AgentResult:
+        if reason == "memory_limit":
+            ctx.transcript.write(LimitHit(limit="memory_limit", value=0.0, maximum=float(parse_size(limits.memory) or 0)))
+        ctx.transcript.write(Stop(reason=reason, detail=result.detail))
+        result.stop_reason = reason
         return result
 
     def prepare(self, task: Task) -> Prepared:

@@ -1,0 +1,99 @@
+"""Whose failure is it (issue 10): `infra_error` only when the machine failed, on real containers.
+
+Each test is one behaviour an agent, its patch or its model can show; every one of them ended as
+`infra_error` (retried, left out of the rates) before the rule. The genuine machine faults (a
+container removed from outside) stay retried; tests/test_attempts.py has the engine restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.agents import AgentResult
+from harness.agents.config import load_agent_config
+from harness.agents.loop import ToolAgent
+from harness.models import ScriptedModel, tool_turn
+from harness.run import RunOptions, Runner
+from harness.tasks import load_task
+from harness.transcript import read_transcript
+from sandbox.docker.engine import LABEL_ROLE, LABEL_RUN, client
+
+pytestmark = pytest.mark.docker
+
+FIX = {"command": "str_replace", "path": "calc/__init__.py", "old_str": "return a - b", "new_str": "return a + b"}
+
+
+def _run(task, agent, tmp_path, **options):
+    options.setdefault("infra_retries", 1)
+    return Runner([task], agent, RunOptions(out=_folder(tmp_path), **options)).run()
+
+
+def _folder(tmp_path):
+    return tmp_path / f"run-{tmp_path.name}"  # its name is the run id: unique among parallel test sessions
+
+
+def _with_limits(tiny_task, limits: str):
+    spec = tiny_task["spec"]
+    spec.write_text(spec.read_text().replace("limits: {command_timeout_s: 60}", f"limits: {{command_timeout_s: 60, {limits}}}"))
+    return load_task(spec)
+
+
+# ---------------------------------------------------------------- agent phase
+
+
+def test_an_agent_whose_memory_use_gets_its_container_oom_killed_ends_as_memory_limit_and_is_graded(tiny_task, tmp_path):
+    """The agent fixes the bug, then fills memory that cannot be reclaimed (a tmpfs) with PID 1
+    made the OOM killer's first choice: the kernel kills the container. That is the agent's doing."""
+    task = _with_limits(tiny_task, "memory: 48m")
+    oom = {"command": "echo 1000 > /proc/1/oom_score_adj; head -c 60m /dev/zero > /dev/shm/fill; echo done"}
+    model = ScriptedModel([tool_turn("edit", FIX), tool_turn("bash", oom), tool_turn("submit", {})])
+    rows = _run(task, ToolAgent(model, load_agent_config()), tmp_path)
+    assert [(r.outcome, r.stop_reason, r.attempt) for r in rows] == [("resolved", "memory_limit", 1)], rows[0].error
+    assert "memory" in rows[0].note
+    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    events = read_transcript(_folder(tmp_path) / rows[0].transcript_path)
+    assert [e.limit for e in events if e.type == "limit"] == ["memory_limit"]
+
+
+class BreaksItsContainer:
+    """An agent (any kind: a CLI, a script) that removes the repository and the exec helper's
+    interpreter, kills everything, and then trips over its own mess with an error it lets through."""
+
+    name, model = "breaks-its-container", None
+
+    def run(self, ctx):
+        ctx.sandbox.exec("sed -i 's/a - b/a + b/' calc/__init__.py")
+        ctx.sandbox.exec("cp -r /repo /tmp/keep; rm -rf /repo/calc; kill -9 -1")
+        ctx.sandbox.read_file("calc/__init__.py")  # FileOpError: the agent removed it
+        return AgentResult(stop_reason="submitted", steps=3)
+
+    def describe(self):
+        return {"agent": self.name}
+
+
+def test_an_agent_that_breaks_its_container_ends_as_container_broken_and_is_graded(tiny_task, tmp_path):
+    rows = _run(load_task(tiny_task["spec"]), BreaksItsContainer(), tmp_path)
+    assert [(r.stop_reason, r.attempt) for r in rows] == [("container_broken", 1)], rows[0].error
+    assert rows[0].outcome not in ("infra_error", "resolved") and rows[0].error is None
+    assert "FileOpError" in rows[0].note
+
+
+def test_a_tool_agent_whose_container_is_removed_from_outside_is_retried_and_left_out(tiny_task, tmp_path):
+    """The machine's failure: the container vanishes under the agent (someone removed it)."""
+    tries = []
+
+    def remove_it_once(messages, tools, settings):
+        if not tries:
+            client().containers.get(_agent_container(tmp_path)).remove(force=True)
+        tries.append(1)
+        return tool_turn("bash", {"command": "true"})
+
+    model = ScriptedModel([remove_it_once, tool_turn("edit", FIX), tool_turn("submit", {})] * 2)
+    rows = _run(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path, infra_retries=0)
+    assert [(r.outcome, r.stop_reason) for r in rows] == [("infra_error", "error")]
+    assert "ContainerGone" in rows[0].error
+
+
+def _agent_container(tmp_path) -> str:
+    (found,) = client().containers.list(filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}",
+                                                         f"{LABEL_ROLE}=agent"]})
+    return found.id
