@@ -6,6 +6,8 @@ container removed from outside) stay retried; tests/test_attempts.py has the eng
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.agents import AgentResult
@@ -97,3 +99,58 @@ def _agent_container(tmp_path) -> str:
     (found,) = client().containers.list(filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}",
                                                          f"{LABEL_ROLE}=agent"]})
     return found.id
+
+
+# ---------------------------------------------------------------- grading phase
+
+
+def test_a_patch_whose_code_gets_the_grading_container_oom_killed_is_environment_broken_a_counted_failure(tiny_task, tmp_path):
+    """The patch fixes the bug and makes the code under test, when imported, exhaust memory with
+    PID 1 the OOM killer's first choice: the grading container dies under the hidden test run (a
+    grading step). The step passes on the base (re-run in a fresh container), so the failure is
+    the patch's: counted, never retried."""
+    from test_run import ScriptAgent
+
+    task = _with_limits(tiny_task, "memory: 48m")
+    hog = "open('/proc/1/oom_score_adj', 'w').write('1000'); open('/dev/shm/fill', 'wb').write(bytes(60 * 2**20))"
+    agent = ScriptAgent(f"sed -i 's/a - b/a + b/' calc/__init__.py && echo \"{hog}\" >> calc/__init__.py")
+    rows = _run(task, agent, tmp_path)
+    assert [(r.outcome, r.resolved, r.attempt) for r in rows] == [("environment_broken", False, 1)], rows[0].error
+    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    graded = json.loads((_folder(tmp_path) / rows[0].dir / "grade.json").read_text())
+    assert graded["failed_step"]["step"] == "run the hidden tests" and "OOM" in graded["failed_step"]["output"]
+    assert "passes on the base" in rows[0].note
+
+
+class _RemovedUnderTheTests:
+    """Docker, except that a grading container is removed from outside (really) just as the hidden
+    tests start in it: the machine's failure, whatever the patch."""
+
+    def __init__(self):
+        from sandbox import DockerBackend
+
+        self.docker, self.removed = DockerBackend(), 0
+
+    def start(self, image, **kwargs):
+        sb = self.docker.start(image, **kwargs)
+        if kwargs.get("role") == "grading" and not self.removed:
+            real_exec = sb.exec
+
+            def exec_(cmd, **kw):
+                if isinstance(cmd, str) and "pytest" in cmd and not self.removed:
+                    self.removed += 1
+                    client().containers.get(sb.id).remove(force=True)
+                return real_exec(cmd, **kw)
+
+            sb.exec = exec_
+        return sb
+
+
+def test_a_grading_container_removed_from_outside_under_the_tests_stays_infra_error_and_is_retried(tiny_task, tmp_path):
+    from test_run import ScriptAgent
+
+    backend = _RemovedUnderTheTests()
+    rows = Runner([load_task(tiny_task["spec"])], ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py"),
+                  RunOptions(out=_folder(tmp_path), infra_retries=1), backend=backend).run()
+    assert backend.removed == 1 and [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
+    assert list(_folder(tmp_path).rglob("transcript.unfinished-1.jsonl"))  # the first try, kept apart

@@ -25,7 +25,7 @@ from sandbox.docker import FACTS_DIR
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, get_parser
 from ..tasks import Task
 from .feedback import scrub_messages
-from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
+from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
 from .patching import APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
@@ -53,20 +53,28 @@ def grade(
     sections, unparsed = parse_patch(patch)
     parser = get_parser(task.hidden_tests.parser)
     decision: Decision | None = None
+    at = _At()
     try:
         for method in APPLIERS:
             if decision is not None and method == "patch --fuzz=5" and not all(s.plain() for s in decision.kept):
                 break  # only plain text changes of regular files may go to `patch`
+            at.step = "start a grading container"
             with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
+                at.step = "prepare the hidden tests"
                 setup, hidden_text = _prepare(sb, task, parser)
                 if decision is None:
                     decision = decide(task, sections, unparsed, shadowing_modules(sb, sections))
                 text = decision.text()
+                at.step = f"apply the patch ({method})"
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
                         break
                     continue
-                result, output, parsed = _run_tests(sb, task, parser, setup, hidden_text, started)
+                try:
+                    result, output, parsed = _run_tests(sb, task, parser, setup, hidden_text, started, at)
+                except SandboxError:
+                    at.patchs_doing = bool(text) and _by_itself(sb)
+                    raise
                 result.apply_method = method if text else None
                 _record(result, decision)
                 return _timed(result, started), output, parsed
@@ -76,9 +84,47 @@ def grade(
             _record(result, decision)
         return _timed(result, started), output, None
     except SandboxError as exc:
+        said = f"{type(exc).__name__}: {exc}"
+        if at.patchs_doing and _passes_on_base(task, image, limits, backend, run_id, parser):
+            result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.environment_broken,
+                           resolved=False, failed_step=FailedStep(step=at.step, output=said),
+                           note=f"grading step {at.step!r} failed with the patch applied and passes on the base: {said}")
+            if decision is not None:
+                _record(result, decision)
+            return _timed(result, started), output, None
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
-                       note=f"{type(exc).__name__}: {exc}")
+                       note=said)
         return _timed(result, started), output, None
+
+
+class _At:
+    """Where grading is: the step running now; whether a step failed, with the patch applied, in a
+    container that failed by itself (not removed or stopped from outside, the engine answering)."""
+
+    step: str = ""
+    patchs_doing: bool = False
+
+
+def _by_itself(sb: Sandbox) -> bool:
+    """Is the container still there, running, or stopped by the kernel's OOM killer? (PID 1 never
+    exits and ignores every signal from inside: stopped otherwise, it was stopped from outside.)"""
+    try:
+        state = sb.status()
+    except SandboxError:
+        return False
+    return bool(state.get("Running") or state.get("OOMKilled"))
+
+
+def _passes_on_base(task: Task, image: str, limits: Limits, backend: Backend, run_id: str, parser: Parser) -> bool:
+    """Do grading's steps run through on the base (no patch), in a fresh container? Then a step
+    that failed with the patch applied failed because of it (`environment_broken`)."""
+    try:
+        with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
+            setup, hidden_text = _prepare(sb, task, parser)
+            _run_tests(sb, task, parser, setup, hidden_text, time.monotonic(), _At())
+        return True
+    except SandboxError:
+        return False
 
 
 def _prepare(sb: Sandbox, task: Task, parser: Parser) -> tuple[RunSetup, list[str]]:
@@ -126,8 +172,10 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
 
 
 def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_text: list[str],
-               started: float) -> tuple[Grade, str, TestReport | None]:
+               started: float, at: _At) -> tuple[Grade, str, TestReport | None]:
+    at.step = "clear bytecode"
     clear_bytecode(sb)
+    at.step = "run the hidden tests"
     run = sb.exec(task.hidden_tests.command, env=setup.env, timeout=task.timeouts.tests_s,
                   output_bytes=TEST_OUTPUT_BYTES)
     output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
@@ -135,6 +183,7 @@ def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.test_timeout, resolved=False)
         result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
         return result, output, None
+    at.step = "read the results"
     results = _structured_report(sb, setup.report_path)
     parsed = parser.parse(run.stdout + "\n" + run.stderr, results, setup=setup, exit_code=run.returncode)
     result = classify(task, parsed.statuses, run.returncode, parsed.consistent, parsed.why)
