@@ -154,3 +154,25 @@ def test_a_grading_container_removed_from_outside_under_the_tests_stays_infra_er
                   RunOptions(out=_folder(tmp_path), infra_retries=1), backend=backend).run()
     assert backend.removed == 1 and [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
     assert list(_folder(tmp_path).rglob("transcript.unfinished-1.jsonl"))  # the first try, kept apart
+
+
+# ---------------------------------------------------------------- recording
+
+
+def test_whatever_the_model_and_its_tools_say_is_recorded_never_an_infra_error(tiny_task, tmp_path):
+    """Lone surrogates, NUL, a huge line from the model; invalid UTF-8 and a path that is not
+    UTF-8 from the tools: the attempt is recorded and graded like any other."""
+    odd = "lone \ud800 surrogate, NUL \x00 here, " + "x" * 300_000
+    weird = {"command": "printf 'bad \\xff\\xfe bytes\\n'; printf 'x' > \"$(printf 'calc/n\\xffame.txt')\"; "
+                        "printf '\\xc3\\x28' > calc/latin.txt; ls calc"}
+    steps = [tool_turn("bash", weird), tool_turn("bash", {"command": "echo '\udcff' \x00"}),
+             tool_turn("edit", {**FIX, "new_str": "return a + b  # \ud800"}), tool_turn("edit", FIX),
+             odd]
+    rows = _run(load_task(tiny_task["spec"]), ToolAgent(ScriptedModel(steps), load_agent_config()), tmp_path)
+    assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "no_tool_call")], rows[0].error
+    events = read_transcript(_folder(tmp_path) / rows[0].transcript_path)
+    outputs = "".join(e.output for e in events if e.type == "tool_result")
+    assert "bad" in outputs and "latin.txt" in outputs
+    assert any(e.type == "model_response" and "surrogate" in e.text for e in events)
+    patch = (_folder(tmp_path) / rows[0].patch_path).read_bytes()
+    assert b"latin.txt" in patch and b"ame.txt" in patch
