@@ -176,3 +176,32 @@ def test_whatever_the_model_and_its_tools_say_is_recorded_never_an_infra_error(t
     assert any(e.type == "model_response" and "surrogate" in e.text for e in events)
     patch = (_folder(tmp_path) / rows[0].patch_path).read_bytes()
     assert b"latin.txt" in patch and b"ame.txt" in patch
+
+
+# ---------------------------------------------------------------- the engine down
+
+
+def test_a_run_whose_engine_is_down_stops_after_a_few_units_and_exits_infra(tiny_task, tmp_path):
+    """A real client against an engine that does not answer (DOCKER_HOST at a socket nobody
+    listens on; the shared engine is never touched): three units fail on it, the run stops and says
+    so, the other units are left for a resume."""
+    import os
+    import subprocess
+    import sys
+
+    from harness.records import read_results
+
+    spec = tiny_task["spec"].read_text()
+    for n in range(2, 7):
+        (tiny_task["dir"] / f"tiny{n}.yaml").write_text(spec.replace("id: tiny-001", f"id: tiny-00{n}"))
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock", "WHOLELOOP_DOCKER_TIMEOUT": "5"}
+    out = _folder(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(tiny_task["dir"]), "--agent", "gold",
+                           "--out", str(out), "--infra-retries", "0"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "engine down" in done.stdout and "3 units in a row" in done.stdout
+    rows = read_results(out / "results.jsonl")
+    # the unit the pool started as the third ended may finish too; never all six
+    assert 3 <= len(rows) <= 4 and {r.outcome for r in rows} == {"infra_error"}
+    assert all("EngineUnavailable" in r.error for r in rows)

@@ -63,7 +63,7 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
     from ..agents import ContainerAgent, get_agent
     from ..records import slug
-    from ..run import RunOptions, Runner
+    from ..run import EngineDown, RunOptions, Runner
     from ..run.preflight import Problem, preflight
     from ..tasks import LimitsSpec, load_tasks
     from . import InputProblem
@@ -129,6 +129,10 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
                               f"--out {options.out} to resume")
             sys.exit(INTERRUPTED)
+        except EngineDown as exc:
+            out_console.print(f"[bold red]engine down[/]: {exc} (--out {options.out}); `wholeloop doctor` checks "
+                              f"the engine: exit {INFRA}")
+            sys.exit(INFRA)
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
