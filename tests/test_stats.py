@@ -408,3 +408,17 @@ def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit():
         assert (iv.low, iv.high) == (float(ci.low), float(ci.high)), (k, n)
     for b, c in [(0, 3), (1, 5), (4, 4), (7, 2), (12, 30), (0, 1)]:
         assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12, abs=1e-15)
+
+
+def test_the_infra_error_share_stands_next_to_the_rate_and_strict_counts_infra_errors_as_failures(tmp_path):
+    run = make_run(tmp_path / "run", [make_row("t1"), make_row("t2", outcome="unresolved"),
+                                      make_row("t3", outcome="environment_broken"), make_row("t4", outcome="infra_error")])
+    loose = compute_figures([run]).configs[0]
+    assert (loose.scored, loose.resolved, loose.infra_errors, loose.infra_share) == (3, 1, 1, 0.25)
+    assert loose.resolve_rate.value == pytest.approx(1 / 3)  # environment_broken is a counted failure
+    strict = compute_figures([run], strict=True).configs[0]
+    assert (strict.scored, strict.strict) == (4, True) and strict.resolve_rate.value == pytest.approx(1 / 4)
+    shown = CliRunner().invoke(main, ["report", str(run), "--strict"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "1 (25%)" in shown.output and "--strict: infra errors counted as failures" in shown.output
+    assert "infra errors left out" in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output

@@ -44,7 +44,8 @@ def _check_outputs(files=(), folders=()) -> None:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the HTML report")
 @click.option("--evidence", type=click.Path(file_okay=False, path_type=Path),
               help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html")
-def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence):
+@click.option("--strict", is_flag=True, help="count infra errors as failures in the rates (for CI) instead of leaving them out")
+def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, strict):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
     honoured); what does not fit is named, and --json / --csv have everything."""
@@ -56,7 +57,7 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
     for run_dir in runs:
         open_run(run_dir)  # a folder that is not a run (or has no row yet) says so before any work
     out = console()
-    figures = compute_figures(list(runs), scoring)
+    figures = compute_figures(list(runs), scoring, strict=strict)
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))

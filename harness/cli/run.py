@@ -52,9 +52,10 @@ from . import console, main
               help="run a model the price map does not know (too new for it); its cost is reported as unknown")
 @click.option("--allow-infra-errors", is_flag=True,
               help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
+@click.option("--strict", is_flag=True, help="the figures printed at the end count infra errors as failures (for CI)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
-        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors):
+        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, strict):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
     Before any container starts, a preflight checks the model's credentials and price, every task's
@@ -136,7 +137,7 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
-    print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
+    print_figures(compute_figures([options.out], strict=strict), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
     infra = sum(r.final and r.outcome == "infra_error" for r in rows)
     if infra and not allow_infra_errors:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "infra_error"]
+OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "environment_broken",
+            "infra_error"]
 SHORT = {"resolved": "✓", "unresolved": "unres", "regression": "regr", "empty_patch": "empty",
-         "patch_apply_failed": "apply", "test_timeout": "timeout", "infra_error": "infra"}
+         "patch_apply_failed": "apply", "test_timeout": "timeout", "environment_broken": "env",
+         "infra_error": "infra"}
 
 
 def _median(values: list[float]) -> float | None:
