@@ -422,3 +422,23 @@ def test_the_infra_error_share_stands_next_to_the_rate_and_strict_counts_infra_e
     assert shown.exit_code == 0, shown.output
     assert "1 (25%)" in shown.output and "--strict: infra errors counted as failures" in shown.output
     assert "infra errors left out" in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output
+
+
+def test_compare_flags_configurations_whose_infra_error_shares_differ(tmp_path):
+    a = make_run(tmp_path / "a", [make_row(f"t{i}", "A") for i in range(4)])
+    b = make_run(tmp_path / "b", [make_row("t0", "B"), make_row("t1", "B"), make_row("t2", "B", outcome="infra_error"),
+                                  make_row("t3", "B", outcome="infra_error")])
+    (cmp,) = compute_figures([a, b]).comparisons
+    assert "A 0%, B 50%" in cmp.infra_shares
+    (same,) = compute_figures([a, make_run(tmp_path / "c", [make_row(f"t{i}", "C") for i in range(4)])]).comparisons
+    assert same.infra_shares == ""
+    shown = CliRunner().invoke(main, ["compare", str(a), str(b)], env={"COLUMNS": "200"})
+    assert "infra-error shares differ" in shown.output, shown.output
+
+
+def test_the_html_report_shows_the_infra_error_share(tmp_path):
+    from harness.report.html import write_html
+
+    run = make_run(tmp_path / "run", [make_row("t1"), make_row("t2", outcome="infra_error")])
+    page = write_html([run], tmp_path / "r.html").read_text()
+    assert "1 infra errors (50% of trials, left out of the rate)" in page

@@ -59,7 +59,7 @@ def _configs(figs: dict, reps: list) -> list[dict]:
             "label": name, "run_dir": c.get("run_dir"), "model": c.get("model") or c.get("agent"),
             "tasks": c.get("tasks", 0), "repeats": c.get("repeats", 1), "trials": c.get("trials", 0),
             "attempts": c.get("attempts", 0), "scored": c.get("scored", 0), "resolved": c.get("resolved", 0),
-            "infra_errors": c.get("infra_errors", 0), "incomplete": c.get("incomplete", 0),
+            "infra_errors": c.get("infra_errors", 0), "infra_share": c.get("infra_share"), "incomplete": c.get("incomplete", 0),
             "rate": rate["value"], "rate_lo": rate["low"], "rate_hi": rate["high"],
             "rate_tasks": _iv(c.get("resolve_rate_tasks")),
             "pass_at_k": _k_values(c.get("pass_at_k", []), c.get("repeats", 1)),

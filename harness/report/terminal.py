@@ -256,6 +256,8 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
     parts: list = [table, Text.from_markup(stats), verdict]
     if cmp.caution:
         parts.append(Text("caution: " + cmp.caution, style="yellow"))
+    if cmp.infra_shares:
+        parts.append(Text("caution: " + cmp.infra_shares, style="yellow"))
     parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
         parts.append(Text(f"not paired: {len(cmp.only_a)} task(s) only in {cmp.a}, {len(cmp.only_b)} only in {cmp.b}", style="dim"))
