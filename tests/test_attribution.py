@@ -156,6 +156,27 @@ def test_a_grading_container_removed_from_outside_under_the_tests_stays_infra_er
     assert list(_folder(tmp_path).rglob("transcript.unfinished-1.jsonl"))  # the first try, kept apart
 
 
+def test_visible_feedback_whose_tests_get_the_agents_container_oom_killed_is_the_agents_and_the_next_attempt_goes_on(
+        tiny_task, tmp_path):
+    """Attempt 1 leaves code that, imported by the visible tests the harness runs for feedback in the
+    agent's own container, gets that container OOM-killed: the feedback says so and attempt 2 goes
+    on in the same (restarted) container."""
+    task = _with_limits(tiny_task, "memory: 48m")
+    hog = "open('/proc/1/oom_score_adj', 'w').write('1000'); open('/dev/shm/fill', 'wb').write(bytes(60 * 2**20))"
+    heard = []
+
+    def second_attempt(messages, tools, settings):
+        heard.append(messages[-1]["content"])
+        return tool_turn("bash", {"command": "sed -i '/oom_score_adj/d' calc/__init__.py"})
+
+    model = ScriptedModel([tool_turn("edit", FIX), tool_turn("bash", {"command": f'echo "{hog}" >> calc/__init__.py'}),
+                           tool_turn("submit", {}), second_attempt, tool_turn("submit", {})])
+    rows = _run(task, ToolAgent(model, load_agent_config()), tmp_path, attempts=2, feedback="visible")
+    assert [(r.attempt, r.outcome, r.final) for r in rows] == [(1, "environment_broken", False), (2, "resolved", True)], \
+        rows[-1].error
+    assert "memory" in heard[0]
+
+
 # ---------------------------------------------------------------- recording
 
 
@@ -164,7 +185,7 @@ def test_whatever_the_model_and_its_tools_say_is_recorded_never_an_infra_error(t
     UTF-8 from the tools: the attempt is recorded and graded like any other."""
     odd = "lone \ud800 surrogate, NUL \x00 here, " + "x" * 300_000
     weird = {"command": "printf 'bad \\xff\\xfe bytes\\n'; printf 'x' > \"$(printf 'calc/n\\xffame.txt')\"; "
-                        "printf '\\xc3\\x28' > calc/latin.txt; ls calc"}
+                        "printf '\\xc3\\x28' > calc/latin.txt; printf 'nul\\0byte\\n'; head -c 3000000 /dev/zero | tr '\\0' y; ls calc"}
     steps = [tool_turn("bash", weird), tool_turn("bash", {"command": "echo '\udcff' \x00"}),
              tool_turn("edit", {**FIX, "new_str": "return a + b  # \ud800"}), tool_turn("edit", FIX),
              odd]
@@ -172,7 +193,7 @@ def test_whatever_the_model_and_its_tools_say_is_recorded_never_an_infra_error(t
     assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "no_tool_call")], rows[0].error
     events = read_transcript(_folder(tmp_path) / rows[0].transcript_path)
     outputs = "".join(e.output for e in events if e.type == "tool_result")
-    assert "bad" in outputs and "latin.txt" in outputs
+    assert "bad" in outputs and "latin.txt" in outputs and "nul\x00byte" in outputs and "yyyy" in outputs
     assert any(e.type == "model_response" and "surrogate" in e.text for e in events)
     patch = (_folder(tmp_path) / rows[0].patch_path).read_bytes()
     assert b"latin.txt" in patch and b"ame.txt" in patch

@@ -238,6 +238,17 @@ class UnitRunner:
                 feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
             except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
                 feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
+            except SandboxError as exc:  # the visible tests (the agent's code) broke its container, or the machine failed
+                reason = self._whose(sb, infra=isinstance(exc, InfraError))
+                if reason is None:
+                    raise
+                said = {"memory_limit": "they exhausted the container's memory and the kernel stopped it"}.get(
+                    reason, "they left the container unusable")
+                feedback = (f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n(the visible tests "
+                            f"did not finish: {said}: {exc}; the container was started again)").strip()
+                transcript.write(ErrorEvent(where="feedback", error_type=type(exc).__name__, message=str(exc)))
+                sb.stop()
+                sb.restart()
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
 
