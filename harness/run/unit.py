@@ -5,10 +5,13 @@ the agent work, take the patch and grade it in a fresh container; a later attemp
 same conversation in the same container, after feedback. One row per attempt goes into the run
 folder the moment it is known.
 
-Failures are sorted by whose they are: the agent's end up as outcomes; the machine's (engine
-gone, container died, image build failed, provider down) are retried a bounded number of times
-and otherwise recorded as `infra_error`; the task author's (missing repository, unknown commit)
-are recorded as `infra_error` at once. Nothing of that stops the other units.
+Failures are sorted by whose they are, on evidence, never by an exception's type alone
+(docs/outcomes.md): the agent's end up as outcomes -- a container its processes got OOM-killed
+(`memory_limit`) or left unusable (`container_broken`) is graded like any other attempt; the
+machine's (engine gone, container removed or stopped from outside, image build failed, provider
+down) are retried a bounded number of times and otherwise recorded as `infra_error`; the task
+author's (missing repository, unknown commit) are recorded as `infra_error` at once. Nothing of
+that stops the other units.
 """
 
 from __future__ import annotations
