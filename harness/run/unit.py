@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
@@ -30,7 +30,6 @@ from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import Grade, Outcome, feedback_text, grade
-from ..parsers import get_parser
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
@@ -76,8 +75,7 @@ def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepar
     t0 = time.monotonic()
     env = env_image(task.env_spec(), log=log)
     snapshot = cached_snapshot(task.repo_source(), task.base_commit)
-    parser = get_parser(task.hidden_tests.parser)
-    setups = ((parser.name, parser.image_setup),) if parser.image_setup else ()
+    setups = tuple((p.name, p.image_setup) for p in task.hidden_tests.parsers() if p.image_setup)
     image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log, setups=setups)
     images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
     return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images,
@@ -173,6 +171,7 @@ class UnitRunner:
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
+        rules = replace(prepared.rules, exclude=prepared.rules.exclude + workspace.own_files)
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
@@ -203,7 +202,7 @@ class UnitRunner:
             sb.stop()
             files: list[str] = []
             try:
-                taken = take_patch(sb, prepared.rules)
+                taken = take_patch(sb, rules)
                 patch, note, files = taken.text, "", taken.files
             except PatchError as exc:  # a huge file or patch
                 patch, note = "", f"no patch could be taken: {exc}"
