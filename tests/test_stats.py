@@ -421,7 +421,7 @@ def test_the_infra_error_share_stands_next_to_the_rate_and_strict_counts_infra_e
     shown = CliRunner().invoke(main, ["report", str(run), "--strict"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
     assert "1 (25%)" in shown.output and "--strict: infra errors counted as failures" in shown.output
-    assert "infra errors left out" in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output
+    assert "infra and task errors left out" in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output
 
 
 def test_compare_flags_configurations_whose_infra_error_shares_differ(tmp_path):

@@ -240,15 +240,18 @@ def touched_files(patch: str) -> list[str]:
 
 
 def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: set[str] = frozenset()) -> Decision:
-    """Which sections grading applies; the others are stripped, each path with its reason."""
+    """Which sections grading applies; the others are stripped, each path with its reason. The
+    task's `allowed_paths` (protected files its own fix changes, `wholeloop mine --allow-config`)
+    are exempt from protection, unless the hidden tests themselves write them."""
     protected = [_glob(p) for p in task.protected()]
     hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
+    allowed = set(task.allowed_paths) - hidden
     kept, stripped, reverted = [], [], []
     tops = {p.split("/")[0] + "/" for p in shadowing if "/" in p}  # packages: every new file below them
     for section in sections:
         below = shadowing | {p for p in section.paths if section.old is None and p.startswith(tuple(tops))} \
             if tops else shadowing
-        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, below))]
+        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, below, allowed))]
         target = section.symlink_target()
         if target is not None and section.new is not None and not any(p == section.new for p, _ in reasons):
             if _leaves(section.new, target):
@@ -265,7 +268,8 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: se
     return Decision(kept, stripped, reverted, unparsed)
 
 
-def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: set[str]) -> str:
+def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: set[str],
+             allowed: set[str] = frozenset()) -> str:
     parts = path.split("/")
     lower = [p.lower() for p in parts]
     if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
@@ -278,7 +282,7 @@ def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing
         return "package metadata"
     if lower[-1].endswith(".pth") or any(p.split(".")[0] in _STARTUP for p in lower):
         return "a start-up hook"
-    if path in hidden or any(g.fullmatch(path) for g in protected):
+    if path in hidden or (path not in allowed and any(g.fullmatch(path) for g in protected)):
         return "protected"
     if path in shadowing:
         return "shadows an installed module"
