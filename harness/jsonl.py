@@ -9,10 +9,31 @@ which the next writer cuts (so its line starts clean) and every reader skips. A 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from .scrub import scrub_bytes
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text that can be written as UTF-8: each lone surrogate (a model's, or a byte that was
+    not UTF-8 read with surrogateescape, U+DC80-U+DCFF) as its `\\uXXXX` escape, which JSON
+    readers turn back into the same string. The one escape wholeloop's JSON records use."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+def text_bytes(text: str) -> bytes:
+    """Text of a plain file (a patch, test output) as bytes: UTF-8, with bytes that were not UTF-8
+    (read with surrogateescape: a path or output that is not UTF-8) written back as they were, and
+    any other lone surrogate as a backslash escape."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
 
 
 def drop_torn_tail(path: Path) -> None:

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .jsonl import append_line, complete_lines, drop_torn_tail
+from .jsonl import append_line, complete_lines, drop_torn_tail, escape_surrogates, text_bytes
 from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
 from .scrub import scrub
 
@@ -149,7 +149,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
+            fh.write(text_bytes(data) if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -316,7 +316,8 @@ class RunFolder:
 
     def append(self, row: ResultRow) -> None:
         """The one append point of results.jsonl: one whole line, one write, fsynced."""
-        line = (row.model_dump_json() + "\n").encode()
+        line = (escape_surrogates(json.dumps(row.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
+                + "\n").encode()
         with self._rows_lock:
             if not self._repaired:  # a crash mid-append leaves a torn last line: cut it first
                 drop_torn_tail(self.results_path)

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from . import scrub as scrubber
-from .jsonl import complete_lines, drop_torn_tail
+from .jsonl import complete_lines, drop_torn_tail, escape_surrogates
 
 SCHEMA_VERSION = 1
 MAX_TEXT = 20_000  # characters kept of any one string field in an event
@@ -249,7 +249,7 @@ class TranscriptWriter:
             event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
             event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
-            self._fh.write(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets) + "\n")
+            self._fh.write(escape_surrogates(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets)) + "\n")
             self._fh.flush()
             if self._fsync:
                 os.fsync(self._fh.fileno())

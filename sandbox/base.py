@@ -186,7 +186,8 @@ class Sandbox(Protocol):
     def stop(self) -> None:
         """Kill every process and leave the environment stopped, files kept: nothing it ran can act
         until `restart`. `changes`, `read_tree`, `restart` and `close` work while it is stopped.
-        Raises ContainerGone."""
+        An environment that already stopped by itself (OOM) stays stopped. Raises ContainerGone
+        when it is gone."""
         ...
 
     def restart(self) -> None:

@@ -408,3 +408,37 @@ def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit():
         assert (iv.low, iv.high) == (float(ci.low), float(ci.high)), (k, n)
     for b, c in [(0, 3), (1, 5), (4, 4), (7, 2), (12, 30), (0, 1)]:
         assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12, abs=1e-15)
+
+
+def test_the_infra_error_share_stands_next_to_the_rate_and_strict_counts_infra_errors_as_failures(tmp_path):
+    run = make_run(tmp_path / "run", [make_row("t1"), make_row("t2", outcome="unresolved"),
+                                      make_row("t3", outcome="environment_broken"), make_row("t4", outcome="infra_error")])
+    loose = compute_figures([run]).configs[0]
+    assert (loose.scored, loose.resolved, loose.infra_errors, loose.infra_share) == (3, 1, 1, 0.25)
+    assert loose.resolve_rate.value == pytest.approx(1 / 3)  # environment_broken is a counted failure
+    strict = compute_figures([run], strict=True).configs[0]
+    assert (strict.scored, strict.strict) == (4, True) and strict.resolve_rate.value == pytest.approx(1 / 4)
+    shown = CliRunner().invoke(main, ["report", str(run), "--strict"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "1 (25%)" in shown.output and "--strict: infra errors counted as failures" in shown.output
+    assert "infra and task errors left out" in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output
+
+
+def test_compare_flags_configurations_whose_infra_error_shares_differ(tmp_path):
+    a = make_run(tmp_path / "a", [make_row(f"t{i}", "A") for i in range(4)])
+    b = make_run(tmp_path / "b", [make_row("t0", "B"), make_row("t1", "B"), make_row("t2", "B", outcome="infra_error"),
+                                  make_row("t3", "B", outcome="infra_error")])
+    (cmp,) = compute_figures([a, b]).comparisons
+    assert "A 0%, B 50%" in cmp.infra_shares
+    (same,) = compute_figures([a, make_run(tmp_path / "c", [make_row(f"t{i}", "C") for i in range(4)])]).comparisons
+    assert same.infra_shares == ""
+    shown = CliRunner().invoke(main, ["compare", str(a), str(b)], env={"COLUMNS": "200"})
+    assert "infra-error shares differ" in shown.output, shown.output
+
+
+def test_the_html_report_shows_the_infra_error_share(tmp_path):
+    from harness.report.html import write_html
+
+    run = make_run(tmp_path / "run", [make_row("t1"), make_row("t2", outcome="infra_error")])
+    page = write_html([run], tmp_path / "r.html").read_text()
+    assert "1 infra errors (50% of trials, left out of the rate)" in page

@@ -3,8 +3,9 @@
 Three rules keep it small and honest:
 - limits are checked in one place, the attempt's `Budget`, before every model call;
 - sandbox and tool errors become tool errors the model sees in one place (`_run_tool`), except
-  infrastructure errors, which end the attempt as infra_error (not the agent's failure), and a
-  full disk, which ends it as disk_limit;
+  infrastructure errors, which end the turn as infra_error (the runner then asks the engine whose
+  it was: an OOM-killed container is the agent's `memory_limit`), and a full disk, which ends it
+  as disk_limit;
 - stopping is an exception (`AgentStopped`) that carries its reason, so every transcript ends
   saying why.
 """

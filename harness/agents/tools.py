@@ -164,7 +164,7 @@ class Toolbox:
         if command == "create":
             if file_text is None:
                 raise ToolFailure("create needs file_text (the whole content of the file)")
-            self.sb.write_file(path, file_text)
+            self.sb.write_file(path, _content(file_text))
             return ToolOutput(f"created {path} ({len(file_text.splitlines())} lines)")
         text = self._read_text(path)
         if command == "str_replace":
@@ -179,7 +179,7 @@ class Toolbox:
                 raise ToolFailure(f"old_str occurs {count} times in {path} (lines {lines}); "
                                   "include more surrounding lines so it matches exactly once")
             updated = text.replace(old_str, new_str or "", 1)
-            self.sb.write_file(path, updated)
+            self.sb.write_file(path, _content(updated))
             line = text[: text.index(old_str)].count("\n") + 1
             return ToolOutput(f"edited {path}\n" + _snippet(updated, line, (new_str or "").count("\n") + 1))
         if command == "insert":
@@ -192,7 +192,7 @@ class Toolbox:
             if insert_line and not lines[insert_line - 1].endswith("\n"):
                 block = "\n" + block
             updated = "".join(lines[:insert_line]) + block + "".join(lines[insert_line:])
-            self.sb.write_file(path, updated)
+            self.sb.write_file(path, _content(updated))
             return ToolOutput(f"inserted into {path}\n" + _snippet(updated, insert_line + 1, block.count("\n")))
         raise ToolFailure(f"unknown edit command {command!r}; use view, create, str_replace or insert")
 
@@ -253,3 +253,14 @@ def _snippet(text: str, line: int, count: int, context: int = 3) -> str:
     first, last = max(1, line - context), min(len(lines), line + count + context - 1)
     return "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(first, last + 1))
 
+
+def _content(text: str) -> bytes:
+    """A file's new content as bytes: UTF-8, a byte that is not UTF-8 sent as its surrogateescape
+    character (U+DC80-U+DCFF) written as that byte; any other lone surrogate is not text: the
+    model is told (a tool error), the attempt goes on."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start]
+        raise ToolFailure(f"the text contains a lone surrogate (U+{ord(bad):04X}), which is not valid Unicode; "
+                          "send the text again without it") from None

@@ -72,7 +72,8 @@ def _check_outputs(files=(), folders=()) -> None:
               help="a model's training cutoff (YYYY-MM or a date) for contamination dating; repeatable")
 @click.option("--cutoffs", "cutoff_table", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="a training-cutoff table (the format of harness/data/cutoffs.yaml) instead of the shipped one")
-def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, cutoffs, cutoff_table):
+@click.option("--strict", is_flag=True, help="count infra errors as failures in the rates (for CI) instead of leaving them out")
+def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, cutoffs, cutoff_table, strict):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
     honoured); what does not fit is named, and --json / --csv have everything."""
@@ -95,7 +96,8 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
         except ValueError as exc:
             raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
-    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table)
+    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table,
+                              strict=strict)
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))

@@ -61,10 +61,12 @@ from . import console, main
                    "else history.sqlite beside the run folder); prefer the variable for a URL with a password")
 @click.option("--history/--no-history", "use_history", default=True, show_default=True,
               help="index this run in the run history (never fails the run: a history that is down only warns)")
+@click.option("--strict", is_flag=True, help="the figures printed at the end count infra errors as failures (for CI)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
         executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, include_quarantined,
-        training_cutoff, history_url, use_history):
+        training_cutoff, history_url, use_history,
+        strict):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
     Before any container starts, a preflight checks the model's credentials and price, every task's
@@ -75,7 +77,7 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
     from ..agents import ContainerAgent, get_agent
     from ..records import slug
-    from ..run import RunOptions, Runner
+    from ..run import EngineDown, RunOptions, Runner
     from ..run.preflight import Problem, preflight
     from ..tasks import LimitsSpec, load_tasks
     from . import InputProblem
@@ -160,13 +162,17 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
                               f"--out {options.out} to resume")
             sys.exit(INTERRUPTED)
+        except EngineDown as exc:
+            out_console.print(f"[bold red]engine down[/]: {exc} (--out {options.out}); `wholeloop doctor` checks "
+                              f"the engine: exit {INFRA}")
+            sys.exit(INFRA)
         finally:
             if hook is not None:
                 hook.finish()
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
-    print_figures(compute_figures([options.out]), rows, out_console)  # what `wholeloop report` prints
+    print_figures(compute_figures([options.out], strict=strict), rows, out_console)  # what `wholeloop report` prints
     out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
     infra = sum(r.final and r.outcome == "infra_error" for r in rows)
     if infra and not allow_infra_errors:

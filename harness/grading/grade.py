@@ -34,7 +34,7 @@ from sandbox.docker import FACTS_DIR
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
 from ..tasks import Task
 from .feedback import scrub_messages
-from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
+from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
 from .patching import (APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, restore_inline_tests,
                        shadowing_modules)
 
@@ -63,11 +63,14 @@ def grade(
     sections, unparsed = parse_patch(patch)
     parsers = task.hidden_tests.parsers()
     decision: Decision | None = None
+    at = _At()
     try:
         for method in APPLIERS:
             if decision is not None and method == "patch --fuzz=5" and not all(s.plain() for s in decision.kept):
                 break  # only plain text changes of regular files may go to `patch`
+            at.step = "start a grading container"
             with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
+                at.step = "prepare the hidden tests"
                 prepared = prepare_hidden_tests(sb, task, parsers)
                 if decision is None:
                     decision = decide(task, sections, unparsed, shadowing_modules(sb, sections))
@@ -76,8 +79,14 @@ def grade(
                     if not decision.kept or method == APPLIERS[-1]:
                         break
                     continue
-                inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
-                result, output, parsed = _run_tests(sb, task, prepared)
+                try:
+                    at.step = "restore the inline hidden tests"
+                    inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
+                    at.step = "run the hidden tests"
+                    result, output, parsed = _run_tests(sb, task, prepared)
+                except SandboxError:
+                    at.patchs_doing = bool(text) and _by_itself(sb)
+                    raise
                 result.apply_method = method if text else None
                 _record(result, decision, inline)
                 return _timed(result, started), output, parsed
@@ -91,9 +100,46 @@ def grade(
                        note=str(exc))
         return _timed(result, started), output, None
     except SandboxError as exc:
+        said = f"{type(exc).__name__}: {exc}"
+        if at.patchs_doing and _passes_on_base(task, image, limits, backend, run_id, parsers):
+            result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.environment_broken,
+                           resolved=False, failed_step=FailedStep(step=at.step, output=said),
+                           note=f"grading step {at.step!r} failed with the patch applied and passes on the base: {said}")
+            if decision is not None:
+                _record(result, decision)
+            return _timed(result, started), output, None
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
-                       note=f"{type(exc).__name__}: {exc}")
+                       note=said)
         return _timed(result, started), output, None
+
+
+class _At:
+    """Where grading is: the step running now; whether a step failed, with the patch applied, in a
+    container that failed by itself (not removed or stopped from outside, the engine answering)."""
+
+    step: str = ""
+    patchs_doing: bool = False
+
+
+def _by_itself(sb: Sandbox) -> bool:
+    """Is the container still there, running, or stopped by the kernel's OOM killer? (PID 1 never
+    exits and ignores every signal from inside: stopped otherwise, it was stopped from outside.)"""
+    try:
+        state = sb.status()
+    except SandboxError:
+        return False
+    return bool(state.get("Running") or state.get("OOMKilled"))
+
+
+def _passes_on_base(task: Task, image: str, limits: Limits, backend: Backend, run_id: str, parsers: list[Parser]) -> bool:
+    """Does the hidden test run go through on the base (no patch), in a fresh container? Then a
+    step that failed with the patch applied failed because of it (`environment_broken`)."""
+    try:
+        with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
+            run_hidden_tests(sb, task, prepare_hidden_tests(sb, task, parsers))
+        return True
+    except (SandboxError, TestPatchError):
+        return False
 
 
 class TestPatchError(Exception):

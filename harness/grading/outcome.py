@@ -14,7 +14,8 @@ GRADE_SCHEMA = 1
 # it trusts, strips or counts as passed), so older verdicts can be found and re-graded
 # (`wholeloop regrade`). 1: before issue 9 (grade.json had no grader_version). 2: the patch taken
 # from outside the agent's container; paths from the patch; two channels; XFAIL only when expected.
-GRADER_VERSION = 2
+# 3: a grading step the patch makes fail (it passes on the base) is `environment_broken`, not infra_error.
+GRADER_VERSION = 3
 
 
 class Outcome(str, Enum):
@@ -24,6 +25,7 @@ class Outcome(str, Enum):
     empty_patch = "empty_patch"
     patch_apply_failed = "patch_apply_failed"
     test_timeout = "test_timeout"
+    environment_broken = "environment_broken"  # the patch made one of grading's own steps fail (it passes on the base)
     infra_error = "infra_error"  # the machine failed: never counted as the agent's failure, retried
     task_error = "task_error"  # the task's own inputs are wrong (its gold or test patch does not apply):
     #                            never counted as the agent's failure, never retried; the task author's to fix
@@ -49,6 +51,13 @@ class Stripped(BaseModel):
     reason: str
 
 
+class FailedStep(BaseModel):
+    """A grading step that failed with the patch applied and passed on the base: the patch's doing."""
+
+    step: str
+    output: str
+
+
 class Grade(BaseModel):
     schema_version: int = GRADE_SCHEMA
     grader_version: int | None = Field(None, description="GRADER_VERSION of the grader that wrote it (None: older)")
@@ -67,6 +76,7 @@ class Grade(BaseModel):
     consistent: bool = True
     channels: dict[str, str] = Field(default_factory=dict, description="what each channel of results said")
     tampering: str | None = Field(None, description="channels that contradict each other: suspected tampering")
+    failed_step: FailedStep | None = Field(None, description="environment_broken: the step the patch made fail, and its output")
     note: str = ""
     seconds: float = 0.0
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
 SAME_TIER = "same tier: the data does not separate them"
+INFRA_SHARES_DIFFER = 0.05  # infra-error shares this far apart (of all trials) are flagged: the rates left out different trials
 
 
 class TaskPair(BaseModel):
@@ -73,6 +74,7 @@ class Comparison(BaseModel):
     better: str | None = None  # None when same tier
     verdict: str = SAME_TIER
     caution: str = ""  # set when the paired test and the interval disagree
+    infra_shares: str = ""  # set when the two configurations' infra-error shares differ (INFRA_SHARES_DIFFER)
     side_a: SideFigures
     side_b: SideFigures
     tasks: list[TaskPair] = Field(default_factory=list)
@@ -138,6 +140,7 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         cmp.mcnemar_p = mcnemar_exact(cmp.mcnemar_b, cmp.mcnemar_c)
         cmp.difference = bootstrap_mean([x - y for x, y in zip(rates_a, rates_b)], settings=settings,
                                         method="paired-bootstrap-percentile")
+    cmp.infra_shares = _infra_shares(a, b)
     diff = cmp.difference
     if diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
         cmp.same_tier, cmp.better, cmp.verdict = True, None, SAME_TIER
@@ -156,6 +159,18 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
                            f"{cmp.mcnemar_b + cmp.mcnemar_c} discordant tasks): a percentile bootstrap over few tasks "
                            f"is optimistic; more tasks would settle it")
     return cmp
+
+
+def _infra_shares(a: ConfigRows, b: ConfigRows) -> str:
+    """Words when the infra-error shares of two configurations differ, else ""."""
+    shares = []
+    for cfg in (a, b):
+        done = [t for t in trials_of(cfg.rows) if t.complete]
+        shares.append(sum(t.infra_error for t in done) / len(done) if done else 0.0)
+    if abs(shares[0] - shares[1]) < INFRA_SHARES_DIFFER:
+        return ""
+    return (f"infra-error shares differ: {a.name} {shares[0]:.0%}, {b.name} {shares[1]:.0%} of trials left out of the "
+            "rates; resume the run(s) to redo them, or compare with --strict")
 
 
 def compare_all(configs: list[ConfigRows], settings: BootstrapSettings | None = None) -> list[Comparison]:

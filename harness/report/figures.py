@@ -167,10 +167,12 @@ def _cells(cfg: ConfigRows) -> list[Cell]:
 
 def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | None = None, *,
                     settings: BootstrapSettings | None = None, recovery: bool = True,
-                    cutoffs: dict[str, str] | None = None, cutoff_table: Path | str | None = None) -> Figures:
+                    cutoffs: dict[str, str] | None = None, cutoff_table: Path | str | None = None,
+                    strict: bool = False) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
     (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
-    training-cutoff table. Raises FileNotFoundError for a folder that is not a run."""
+    training-cutoff table; ``strict``: infra errors count as failures in each configuration's
+    figures instead of being left out (for CI). Raises FileNotFoundError for a folder that is not a run."""
     settings = settings or BootstrapSettings()
     if not isinstance(scoring, Scoring):
         scoring = load_scoring(scoring)
@@ -183,7 +185,7 @@ def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | 
         models = [r.model for c in mine for r in c.rows]
         figures.runs.append(RunFigures(run_dir=str(run_dir), run_id=manifest.get("run_id", run_dir.name),
                                        configs=[c.name for c in mine], recipe=recipe_of(manifest, models)))
-    figures.configs = [config_stats(c, settings) for c in configs]
+    figures.configs = [config_stats(c, settings, strict=strict) for c in configs]
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
     figures.comparisons = compare_all(configs, settings)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "infra_error",
-            "task_error"]
+OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "environment_broken",
+            "infra_error", "task_error"]
 SHORT = {"resolved": "✓", "unresolved": "unres", "regression": "regr", "empty_patch": "empty",
-         "patch_apply_failed": "apply", "test_timeout": "timeout", "infra_error": "infra",
+         "patch_apply_failed": "apply", "test_timeout": "timeout", "environment_broken": "env", "infra_error": "infra",
          "task_error": "task err"}
 
 
@@ -59,7 +59,7 @@ def _configs(figs: dict, reps: list) -> list[dict]:
             "label": name, "run_dir": c.get("run_dir"), "model": c.get("model") or c.get("agent"),
             "tasks": c.get("tasks", 0), "repeats": c.get("repeats", 1), "trials": c.get("trials", 0),
             "attempts": c.get("attempts", 0), "scored": c.get("scored", 0), "resolved": c.get("resolved", 0),
-            "infra_errors": c.get("infra_errors", 0), "incomplete": c.get("incomplete", 0),
+            "infra_errors": c.get("infra_errors", 0), "infra_share": c.get("infra_share"), "incomplete": c.get("incomplete", 0),
             "rate": rate["value"], "rate_lo": rate["low"], "rate_hi": rate["high"],
             "rate_tasks": _iv(c.get("resolve_rate_tasks")),
             "pass_at_k": _k_values(c.get("pass_at_k", []), c.get("repeats", 1)),

@@ -95,6 +95,8 @@ class ConfigStats(BaseModel):
     resolved: int = 0
     infra_errors: int = 0
     task_errors: int = 0
+    infra_share: float | None = None  # infra_errors / trials: shown next to the rate (None: no trial)
+    strict: bool = False  # infra errors counted as failures in every figure (--strict), not left out
     incomplete: int = 0
     repeats: int = 1  # the most trials any task has
     resolve_rate: Interval = Field(default_factory=Interval)  # Wilson, over scored trials
@@ -316,23 +318,25 @@ def bootstrap_mean(values: list[float], *, settings: BootstrapSettings | None = 
 # ---------------------------------------------------------------------------- per configuration
 
 
-def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None) -> ConfigStats:
+def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, strict: bool = False) -> ConfigStats:
+    """The figures of one configuration; `strict`: an infra error counts as a failure (for CI)."""
     settings = settings or BootstrapSettings()
     trials = trials_of(cfg.rows)
     complete = [t for t in trials if t.complete]
-    scored = [t for t in complete if t.scored]
+    scored = [t for t in complete if t.scored or (strict and t.infra_error)]
     tasks = by_task(complete)
     first = cfg.rows[0] if cfg.rows else None
     out = ConfigStats(
         name=cfg.name, label=cfg.label, run_dir=str(cfg.run_dir), agent=first.agent if first else "",
         model=first.model if first else None, tasks=len(tasks), trials=len(complete), attempts=len(cfg.rows),
         scored=len(scored), resolved=sum(t.resolved for t in scored), infra_errors=sum(t.infra_error for t in complete),
+        infra_share=(sum(t.infra_error for t in complete) / len(complete)) if complete else None, strict=strict,
         task_errors=sum(t.task_error for t in complete), incomplete=len(trials) - len(complete), repeats=max((len(v) for v in tasks.values()), default=0),
         tokens_in=sum(r.usage.input_tokens for r in cfg.rows), tokens_out=sum(r.usage.output_tokens for r in cfg.rows),
     )
     out.resolve_rate = wilson(out.resolved, out.scored, settings.confidence_level)
 
-    per_task_scored = {tid: [t for t in ts if t.scored] for tid, ts in tasks.items()}
+    per_task_scored = {tid: [t for t in ts if t.scored or (strict and t.infra_error)] for tid, ts in tasks.items()}
     for tid, ts in tasks.items():
         s = per_task_scored[tid]
         out.per_task.append(TaskRate(task_id=tid, trials=len(s), resolved=sum(t.resolved for t in s),

@@ -26,6 +26,7 @@ OUTCOME_STYLE = {
     "empty_patch": "dim",
     "patch_apply_failed": "magenta",
     "test_timeout": "magenta",
+    "environment_broken": "red",
     "infra_error": "bold red",
     "task_error": "bold magenta",
 }
@@ -150,14 +151,17 @@ def stats_table(figures: Figures, width: int = 150) -> Table:
         score = scores.get(c.name)
         cells.append([
             Text(c.name), str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
-            fmt_interval(c.resolve_rate), f"{c.infra_errors} / {c.task_errors}",
+            fmt_interval(c.resolve_rate), (f"{c.infra_errors} ({c.infra_share:.0%})" if c.infra_errors else "0") + f" / {c.task_errors}",
             fmt_interval(c.cost_per_trial, "usd"), fmt_interval(c.cost_per_resolved, "usd"),
             fmt_interval(c.time_per_trial, "s"),
             fmt_interval(score.expected_cost_per_task, "num") if score else "-",
         ])
     b = figures.bootstrap
     repeats = any(c.repeats > 1 for c in figures.configs)
-    caption = ("rate: Wilson score interval over scored trials (infra and task errors left out)"
+    strict = any(c.strict for c in figures.configs)
+    caption = ("rate: Wilson score interval over "
+               + ("all trials but task errors (--strict: infra errors counted as failures)" if strict
+                  else "scored trials (infra and task errors left out; infra: their count and share of the trials)")
                      + ("; it treats repeats of a task as independent, the task-resampled interval below does not"
                         if repeats else "") + f". money/time/cost: "
                      f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
@@ -236,7 +240,7 @@ def recovery_table(figures: Figures, width: int = 150) -> Table:
 def failures_block(figures: Figures, width: int = 150) -> Group:
     cells = []
     for f in figures.failures.configs:
-        outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k, '')}]{k}[/] {v}" for k, v in f.outcomes.items())
+        outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k) or 'default'}]{k}[/] {v}" for k, v in f.outcomes.items())
         cells.append([Text(f.config), outcomes, Text(", ".join(f"{k} {v}" for k, v in f.stop_reasons.items()))])
     table = fit_table("Failure analysis (final attempt of each trial)",
                       [Col("config", "left"), Col("outcomes", "left"), Col("stop reasons", "left", 1)], cells, width=width)
@@ -275,6 +279,8 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
     parts: list = [table, Text.from_markup(stats), verdict]
     if cmp.caution:
         parts.append(Text("caution: " + cmp.caution, style="yellow"))
+    if cmp.infra_shares:
+        parts.append(Text("caution: " + cmp.infra_shares, style="yellow"))
     parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
         parts.append(Text(f"not paired: {len(cmp.only_a)} task(s) only in {cmp.a}, {len(cmp.only_b)} only in {cmp.b}", style="dim"))

@@ -20,6 +20,15 @@ from .executors import Executor, LocalExecutor
 from .manifest import build_manifest, command_line, now
 from .unit import ProgressFn, RunOptions, UnitRunner
 
+#: Units in a row (as they finish) whose final row is an infra_error because the Docker engine
+#: could not be reached: then the engine is down, and the run stops instead of burning every unit.
+ENGINE_DOWN_AFTER = 3
+
+
+class EngineDown(Exception):
+    """The run stopped: several units in a row failed because the engine did not answer. Finished
+    work is kept; the units not run (and those infra errors) are redone by a resume."""
+
 
 class Runner(UnitRunner):
     def __init__(self, tasks: list[Task], agent: Agent, options: RunOptions, progress: ProgressFn | None = None,
@@ -71,11 +80,21 @@ class Runner(UnitRunner):
         self.write_manifest()
         todo = self.pending()
         self.progress("plan", "", self.plan_text(todo))
+        streak = 0  # units in a row that failed on an engine that does not answer
         try:
             for rows in self.executor.run_units(self, todo):
                 for row in rows:
                     if row.final:
                         self.progress("done", self.unit_name(row.task_id, row.repeat), row.outcome)
+                        engine = row.outcome == "infra_error" and "EngineUnavailable" in (row.error or "")
+                        streak = streak + 1 if engine else 0
+                if streak >= ENGINE_DOWN_AFTER:
+                    self.cancel.set()
+                    why = (f"{streak} units in a row failed because the Docker engine does not answer; the run "
+                           f"stopped: finished work is kept, a resume (the same command) redoes the rest")
+                    self.progress("interrupt", "", why)
+                    self.executor.shutdown(cancel=True)
+                    raise EngineDown(why)
         except KeyboardInterrupt:
             self.cancel.set()
             self.progress("interrupt", "", "stopping: running agents stop at their next step; unfinished work is redone on resume")

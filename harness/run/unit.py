@@ -5,10 +5,13 @@ the agent work, take the patch and grade it in a fresh container; a later attemp
 same conversation in the same container, after feedback. One row per attempt goes into the run
 folder the moment it is known.
 
-Failures are sorted by whose they are: the agent's end up as outcomes; the machine's (engine
-gone, container died, image build failed, provider down) are retried a bounded number of times
-and otherwise recorded as `infra_error`; the task author's (missing repository, unknown commit)
-are recorded as `infra_error` at once. Nothing of that stops the other units.
+Failures are sorted by whose they are, on evidence, never by an exception's type alone
+(docs/outcomes.md): the agent's end up as outcomes -- a container its processes got OOM-killed
+(`memory_limit`) or left unusable (`container_broken`) is graded like any other attempt; the
+machine's (engine gone, container removed or stopped from outside, image build failed, provider
+down) are retried a bounded number of times and otherwise recorded as `infra_error`; the task
+author's (missing repository, unknown commit) are recorded as `infra_error` at once. Nothing of
+that stops the other units.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
-                     Sandbox, SandboxError, take_patch)
+                     Sandbox, SandboxError, parse_size, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, feedback_text, grade
@@ -216,8 +219,10 @@ class UnitRunner:
                                                backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
-            if result.stop_reason == "disk_limit":
-                note = "; ".join(x for x in (f"the container's disk limit ({limits.disk}) was reached", note) if x)
+            said = {"disk_limit": f"the container's disk limit ({limits.disk}) was reached",
+                    "memory_limit": f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
+                    "container_broken": f"the agent left its container unusable: {result.detail}"}
+            note = "; ".join(x for x in (said.get(result.stop_reason, ""), note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
@@ -238,24 +243,76 @@ class UnitRunner:
                 feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
             except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
                 feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
+            except SandboxError as exc:  # the visible tests (the agent's code) broke its container, or the machine failed
+                reason = self._whose(sb, infra=isinstance(exc, InfraError))
+                if reason is None:
+                    raise
+                said = {"memory_limit": "they exhausted the container's memory and the kernel stopped it"}.get(
+                    reason, "they left the container unusable")
+                feedback = (f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n(the visible tests "
+                            f"did not finish: {said}: {exc}; the container was started again)").strip()
+                transcript.write(ErrorEvent(where="feedback", error_type=type(exc).__name__, message=str(exc)))
+                sb.stop()
+                sb.restart()
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
 
     def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
         """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
         sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
-        its disk still full."""
+        its disk still full. A container that failed under the agent is the agent's doing when the
+        engine says so (`_whose`: `memory_limit`, `container_broken`), and the attempt is graded;
+        else the machine failed, and InfraError goes up to be retried."""
         try:
             result = self.agent.run(ctx)
         except DiskLimitReached as exc:
             ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
             ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
             return AgentResult(stop_reason="disk_limit")
+        except SandboxError as exc:  # let through by the agent (a script, a CLI's runner)
+            result = AgentResult(stop_reason="error", detail=f"{type(exc).__name__}: {exc}")
+            reason = self._whose(sb, infra=isinstance(exc, InfraError))
+            if reason is None:
+                if isinstance(exc, InfraError):
+                    raise
+                raise InfraError(result.detail) from exc
+            return self._agents_doing(ctx, result, reason, limits)
+        if result.stop_reason == "infra_error" and result.infra_retryable:  # the agent caught the sandbox's InfraError
+            reason = self._whose(sb, infra=True)
+            if reason is not None:
+                result.detail = (result.infra_error or "").removeprefix("infra_error: ")
+                result.infra_error, result.infra_retryable = None, False
+                return self._agents_doing(ctx, result, reason, limits)
         if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
                 and sb.limit_reached() == "disk_limit":
             ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
                                           maximum=float(limits.disk_bytes or 0)))
             result.stop_reason = "disk_limit"
+        return result
+
+    @staticmethod
+    def _whose(sb: Sandbox, *, infra: bool) -> str | None:
+        """Whose failure a sandbox error of the agent's turn is, by the engine's evidence: the kernel
+        OOM-killed the container -> "memory_limit"; it still runs and the engine answers, yet a
+        command or file operation could not be done (not an engine error) -> "container_broken";
+        None (the machine's) when it was removed or stopped from outside (PID 1 never exits and
+        ignores every signal from inside), the engine is gone, or the engine itself failed."""
+        try:
+            state = sb.status()
+        except SandboxError:
+            return None
+        if state.get("OOMKilled"):
+            return "memory_limit"
+        if state.get("Running") and not infra:
+            return "container_broken"
+        return None
+
+    @staticmethod
+    def _agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Limits) -> AgentResult:
+        if reason == "memory_limit":
+            ctx.transcript.write(LimitHit(limit="memory_limit", value=0.0, maximum=float(parse_size(limits.memory) or 0)))
+        ctx.transcript.write(Stop(reason=reason, detail=result.detail))
+        result.stop_reason = reason
         return result
 
     def prepare(self, task: Task) -> Prepared:

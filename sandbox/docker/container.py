@@ -420,7 +420,8 @@ class DockerSandbox:
         """Kill every process and leave the container stopped (files kept): what the agent left
         running (daemons, background jobs, a fork bomb, a loop rewriting files) stops before the
         patch is taken, and nothing runs until `restart`. Done from outside: a full process table leaves no room for a command that
-        would do it from inside. Raises ContainerGone.
+        would do it from inside. A container that already stopped by itself (its memory use got PID 1
+        OOM-killed) is left as it is. Raises ContainerGone when the container was removed.
 
         When it returns, PID 1 (wl-init, which runs nothing) is the only process: no program of the
         image runs again until the next `exec` (the exec helper starts then, not now), so nothing
@@ -428,8 +429,13 @@ class DockerSandbox:
         self._agent_turn = False
         if self._fast is not None:
             self._fast.close()
+        try:
+            with translate("stopping the container"):
+                self._container.kill()
+        except ContainerGone:  # already stopped (the OOM killer took PID 1): nothing to kill, files kept
+            if self.status().get("Running", True):  # status() raises ContainerGone when it was removed
+                raise
         with translate("stopping the container"):
-            self._container.kill()
             client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
 
     def restart(self) -> None:

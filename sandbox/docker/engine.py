@@ -33,7 +33,7 @@ def client() -> docker.DockerClient:
     try:
         cli = docker.DockerClient.from_env(version=API_VERSION, timeout=timeout)
         cli.ping()
-    except docker.errors.DockerException as exc:
+    except (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError) as exc:
         client.cache_clear()
         raise EngineUnavailable(f"Docker engine not reachable: {_short(exc)}") from exc
     return cli
