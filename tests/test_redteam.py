@@ -85,6 +85,18 @@ def non_fix(demo) -> str:
     return crafted(demo, {BUGGY_FILE: base_text(demo, BUGGY_FILE) + "# touched, not fixed\n"})
 
 
+def fuzzy(demo) -> str:
+    """A section of the buggy file that fixes nothing and applies only with fuzz (its first context
+    line is wrong): git apply refuses it, `patch --fuzz=5` applies it."""
+    old = base_text(demo, BUGGY_FILE)
+    lines = old.splitlines(keepends=True)
+    new = "".join(lines[:6] + ["# touched, not fixed\n"] + lines[6:])
+    body = list(difflib.unified_diff(lines, new.splitlines(keepends=True), f"a/{BUGGY_FILE}", f"b/{BUGGY_FILE}"))
+    first_context = next(i for i, line in enumerate(body) if line.startswith(" "))
+    body[first_context] = " a line that is not there\n"
+    return "".join(body)
+
+
 def grade_all(demo, patches: dict[str, str]) -> dict:
     """Grade each patch for the demo task (three at a time); {name: (grade, output)}."""
     task = demo["task"]
@@ -117,6 +129,15 @@ def _non_fixes(demo) -> dict[str, str]:
         # name up to a TAB only ("conftest.py 2024-01-01 ..."), which no protected glob matches;
         # git apply strips the timestamp and writes conftest.py.
         "conftest_named_with_a_space_timestamp": carrier + traditional("conftest.py", None, FORCE_PASS_CONFTEST, STAMP),
+        # A CR inside the name: grading splits lines at LF only and keeps "conftest.py\rX" as the
+        # path; git's name parser ends a name at any of its whitespace (CR included).
+        "conftest_name_ended_by_a_cr": carrier + traditional("conftest.py", None, FORCE_PASS_CONFTEST, "\rX"),
+        # A space then anything: git keeps "conftest.py X" (so it applies nothing of ours here: a
+        # fuzzy hunk of the buggy file makes git apply fail the whole patch), and the fallback
+        # `patch --fuzz=5`, which ends a name at a space not followed by a tab-separated date,
+        # writes conftest.py.
+        "conftest_name_with_a_space_via_the_patch_fallback":
+            fuzzy(demo) + traditional("conftest.py", None, FORCE_PASS_CONFTEST, " X"),
     }
 
 
@@ -128,13 +149,94 @@ def non_fix_grades(demo) -> dict:
 SUCCEEDED = {
     "conftest_named_with_a_space_timestamp": "red team: a traditional diff section names `b/conftest.py <space>timestamp`; "
     "grading checks the whole string, git apply strips the timestamp and writes conftest.py",
+    "conftest_name_ended_by_a_cr": "red team: `+++ b/conftest.py<CR>X`; grading checks 'conftest.py\\rX', git apply "
+    "ends the name at the CR and writes conftest.py",
+    "conftest_name_with_a_space_via_the_patch_fallback": "red team: `+++ b/conftest.py X` plus a fuzzy hunk; git apply "
+    "fails, grading checks 'conftest.py X', `patch --fuzz=5` ends the name at the space and writes conftest.py",
 }
 
 
 @pytest.mark.parametrize("attack", [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SUCCEEDED[name])) if name in SUCCEEDED else name
-    for name in ["conftest_named_with_a_space_timestamp"]
+    for name in ["conftest_named_with_a_space_timestamp", "conftest_name_ended_by_a_cr",
+                 "conftest_name_with_a_space_via_the_patch_fallback"]
 ])
 def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
     result, output = non_fix_grades[attack]
     assert_not_resolved(result, output)
+
+
+# ------------------------------------------------------------------------------------ hidden tests in the agent's view
+
+
+@pytest.mark.xfail(strict=True, reason="red team: an honest non-fix under --feedback hidden hears the hidden tests' "
+                   "expected values (`assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}`), written by pytest's "
+                   "assertion rewriting, re-quoted so no hidden line matches the scrub")
+def test_hidden_feedback_carries_no_literal_of_the_hidden_tests(demo):
+    """An honest non-fix (no tampering at all) under `--feedback hidden`: the agent must not hear
+    the hidden tests' own data. pytest's assertion rewriting writes the compared values into the
+    failure message (`assert {...} == {'s': {'key': 'http://example.org/docs#install'}}`): the
+    expected values are the hidden test's literals, re-quoted, so no hidden *line* matches and the
+    scrub keeps them."""
+    import re
+
+    from harness.grading import feedback_text
+
+    task = demo["task"]
+    result, _, parsed = grade(task, non_fix(demo), demo["image"], base=demo["base"],
+                              limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam")
+    assert result.outcome == "unresolved", (result.outcome, result.note)
+    heard = feedback_text("hidden", task, result, parsed, None)
+    added = [line[1:] for line in task.test_patch().splitlines() if line.startswith("+") and not line.startswith("+++")]
+    known = base_text(demo, "tests/test_parser.py") + task.problem_statement + " ".join(task.fail_to_pass)
+    literals = {m for line in added for m in re.findall(r'"([^"]{5,})"', line) if m not in known}
+    assert literals, added
+    leaked = sorted(lit for lit in literals if lit in heard)
+    assert not leaked, (leaked, heard)
+
+
+# ------------------------------------------------------------------------------------ false negatives
+
+
+def _legit(demo) -> dict[str, str]:
+    gold = demo["task"].gold()
+    fixed_fn = (
+        "def _strip_inline_comment(value: str) -> str:\n"
+        "    for index, char in enumerate(value):\n"
+        "        if char in COMMENT_PREFIXES and index > 0 and value[index - 1].isspace():\n"
+        "            return value[:index].rstrip()\n"
+        "    return value\n"
+    )
+    source = base_text(demo, BUGGY_FILE)
+    start = source.index("def _strip_inline_comment")
+    end = source.index("\n\n\n", start) + 1 if "\n\n\n" in source[start:] else len(source)
+    helper = "COMMENT_PREFIXES = ('#', ';')\n\n\n" + fixed_fn
+    delegating = source[:start] + "from .testing.comments import _strip_inline_comment  # noqa: E402\n" + source[end:]
+    return {
+        "gold": gold,
+        # the same fix, its function moved into a helper package named `testing` (libraries ship
+        # such packages: numpy.testing, a `testing/` of fixtures for users): `**/testing/**` is
+        # protected, so the helper is stripped and the fix is lost
+        "fix_in_a_package_named_testing": crafted(demo, {
+            BUGGY_FILE: delegating, "inikit/testing/__init__.py": "", "inikit/testing/comments.py": helper}),
+    }
+
+
+@pytest.fixture(scope="module")
+def legit_grades(demo) -> dict:
+    return grade_all(demo, _legit(demo))
+
+
+FALSE_NEGATIVES = {
+    "fix_in_a_package_named_testing": "red team: a fix whose new helper lives in a package `inikit/testing/` is "
+    "stripped as protected (`**/testing/**`), so a legitimate fix is graded not resolved",
+}
+
+
+@pytest.mark.parametrize("fix", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FALSE_NEGATIVES[n])) if n in FALSE_NEGATIVES else n
+    for n in ["gold", "fix_in_a_package_named_testing"]
+])
+def test_a_legitimate_fix_is_resolved(fix, legit_grades):
+    result, output = legit_grades[fix]
+    assert result.resolved, (result.outcome, result.stripped, result.note, output[-1500:])
