@@ -28,7 +28,7 @@ from harness.grading import grade
 from harness.run import RunOptions, Runner
 from harness.tasks import load_task
 from sandbox import Limits
-from test_hostile import FORCE_PASS_CONFTEST, RUN_PREFIX, Script, _no_leftovers  # noqa: F401 (autouse fixture)
+from test_hostile import EVIL_PLUGIN, FORCE_PASS_CONFTEST, RUN_PREFIX, Script, _no_leftovers  # noqa: F401 (autouse fixture)
 
 pytestmark = pytest.mark.docker
 
@@ -54,14 +54,18 @@ def base_text(demo, path: str) -> str:
     return (demo["clone"] / path).read_text()
 
 
-def crafted(demo, files: dict[str, str | None]) -> str:
-    """A git patch (by the host's git) of the base with `files` set to new text (None: deleted)."""
+def crafted(demo, files: dict[str, str | tuple | None]) -> str:
+    """A git patch (by the host's git) of the base with `files` set to new text (None: deleted;
+    ("link", target): a symlink)."""
     work = demo["where"] / secrets.token_hex(4)
     shutil.copytree(demo["clone"], work, symlinks=True)
     for path, text in files.items():
         target = work / path
         if text is None:
             target.unlink()
+        elif isinstance(text, tuple):
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink(missing_ok=True)
+            target.symlink_to(text[1])
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
@@ -138,6 +142,17 @@ def _non_fixes(demo) -> dict[str, str]:
         # writes conftest.py.
         "conftest_name_with_a_space_via_the_patch_fallback":
             fuzzy(demo) + traditional("conftest.py", None, FORCE_PASS_CONFTEST, " X"),
+        # held: a symlink into tests/ (inside the repository, allowed) and a file written through it
+        # (`lnk/__init__.py` is no protected path; `tests/__init__.py` would run at collection)
+        "tests_package_init_through_a_symlink": crafted(demo, {"lnk": ("link", "tests")})
+            + traditional("lnk/__init__.py", None, EVIL_PLUGIN),
+        # held: the tests folder replaced by a symlink to a folder of the agent's (`tests` itself
+        # matches no `**/tests/**` glob)
+        "tests_folder_replaced_by_a_symlink": crafted(demo, {
+            "inikit/faketests/test_parser.py": "def test_nothing():\n    pass\n", "tests": ("link", "inikit/faketests")}),
+        # held: a namespace portion `pytest_reportlog/plugin.py` (no __init__, so the shadowing probe
+        # does not ask about it) forging the report: the regular package of the grading tools wins
+        "namespace_portion_of_the_report_plugin": carrier + traditional("pytest_reportlog/plugin.py", None, EVIL_PLUGIN),
     }
 
 
@@ -159,7 +174,8 @@ SUCCEEDED = {
 @pytest.mark.parametrize("attack", [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SUCCEEDED[name])) if name in SUCCEEDED else name
     for name in ["conftest_named_with_a_space_timestamp", "conftest_name_ended_by_a_cr",
-                 "conftest_name_with_a_space_via_the_patch_fallback"]
+                 "conftest_name_with_a_space_via_the_patch_fallback", "tests_package_init_through_a_symlink",
+                 "tests_folder_replaced_by_a_symlink", "namespace_portion_of_the_report_plugin"]
 ])
 def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
     result, output = non_fix_grades[attack]
