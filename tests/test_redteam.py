@@ -172,7 +172,7 @@ SUCCEEDED = {
 
 
 @pytest.mark.parametrize("attack", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SUCCEEDED[name])) if name in SUCCEEDED else name
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SUCCEEDED[name])) if name in SUCCEEDED else name
     for name in ["conftest_named_with_a_space_timestamp", "conftest_name_ended_by_a_cr",
                  "conftest_name_with_a_space_via_the_patch_fallback", "tests_package_init_through_a_symlink",
                  "tests_folder_replaced_by_a_symlink", "namespace_portion_of_the_report_plugin"]
@@ -185,7 +185,7 @@ def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
 # ------------------------------------------------------------------------------------ hidden tests in the agent's view
 
 
-@pytest.mark.xfail(strict=True, reason="red team: an honest non-fix under --feedback hidden hears the hidden tests' "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: an honest non-fix under --feedback hidden hears the hidden tests' "
                    "expected values (`assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}`), written by pytest's "
                    "assertion rewriting, re-quoted so no hidden line matches the scrub")
 def test_hidden_feedback_carries_no_literal_of_the_hidden_tests(demo):
@@ -250,7 +250,7 @@ FALSE_NEGATIVES = {
 
 
 @pytest.mark.parametrize("fix", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FALSE_NEGATIVES[n])) if n in FALSE_NEGATIVES else n
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=FALSE_NEGATIVES[n])) if n in FALSE_NEGATIVES else n
     for n in ["gold", "fix_in_a_package_named_testing"]
 ])
 def test_a_legitimate_fix_is_resolved(fix, legit_grades):
@@ -312,7 +312,7 @@ def in_container_rows(demo) -> dict:
 
 
 @pytest.mark.parametrize("attack", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=IN_CONTAINER_SUCCEEDED[n])) if n in IN_CONTAINER_SUCCEEDED else n
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_CONTAINER_SUCCEEDED[n])) if n in IN_CONTAINER_SUCCEEDED else n
     for n in ["pytest_shadowed_by_a_symlinked_folder"]
 ])
 def test_an_agent_in_its_container_never_gets_a_non_fix_resolved(attack, in_container_rows):
@@ -321,7 +321,7 @@ def test_an_agent_in_its_container_never_gets_a_non_fix_resolved(attack, in_cont
     assert not row.resolved and row.outcome != "resolved", (row.outcome, row.note, (out / row.patch_path).read_text()[:1500])
 
 
-@pytest.mark.xfail(strict=True, reason="red team: `deep -> .` then `inikit/data -> ../deep/deep/../../etc`: the "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: `deep -> .` then `inikit/data -> ../deep/deep/../../etc`: the "
                    "textual normpath says `etc` (inside), the kernel resolves /etc; the symlink is applied")
 def test_a_symlink_that_leaves_the_repository_through_another_symlink_is_stripped(demo):
     """A defence bypass with no verdict of its own (the code still has the bug): a patch may not
@@ -331,3 +331,29 @@ def test_a_symlink_that_leaves_the_repository_through_another_symlink_is_strippe
     (result, output), = grade_all(demo, {"escape": patch}).values()
     assert_not_resolved(result, output)
     assert "inikit/data" in {s.path for s in result.stripped}, (result.stripped, result.apply_method)
+
+
+_FAKE_PYTEST_MODULE = '''\
+import os, sys
+
+here = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]
+os.environ["PYTEST_PLUGINS"] = "inikit.forge"
+import pytest  # the environment's own
+
+raise SystemExit(pytest.console_main())
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: with PYTHONPATH=/repo/lib in the hidden command (as many task specs "
+                   "set it), a new lib/pytest.py is not asked about (the probe runs without the command's environment) "
+                   "and runs the real pytest with a report-rewriting plugin")
+def test_a_runner_shadowed_on_the_commands_pythonpath_is_stripped(demo):
+    task = demo["task"]
+    hidden = task.hidden_tests.model_copy(update={"command": "PYTHONPATH=/repo/lib " + task.hidden_tests.command})
+    task = task.model_copy(update={"hidden_tests": hidden})
+    patch = crafted(demo, {"lib/pytest.py": _FAKE_PYTEST_MODULE, "inikit/forge.py": FORCE_PASS_CONFTEST,
+                           BUGGY_FILE: base_text(demo, BUGGY_FILE) + "# touched, not fixed\n"})
+    result, output, _ = grade(task, patch, demo["image"], base=demo["base"], limits=task.limits.apply(Limits()),
+                              run_id=f"{RUN_PREFIX}redteam")
+    assert_not_resolved(result, output)
