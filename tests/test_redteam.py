@@ -142,6 +142,12 @@ def _non_fixes(demo) -> dict[str, str]:
         # writes conftest.py.
         "conftest_name_with_a_space_via_the_patch_fallback":
             fuzzy(demo) + traditional("conftest.py", None, FORCE_PASS_CONFTEST, " X"),
+        # the code under test, imported by the hidden tests, kills every process of the grading
+        # container it can (the exec helper included): a failure must stay a counted failure, never
+        # an infra_error (which is retried, and left out of the scores on the last try)
+        "code_under_test_kills_the_grading_exec": crafted(demo, {"inikit/__init__.py": base_text(demo, "inikit/__init__.py")
+            + "\nimport os as _os, signal as _signal, sys as _sys\nif 'pytest' in _sys.modules:\n"
+              "    _os.kill(-1, _signal.SIGKILL)\n"}),
         # held: a symlink into tests/ (inside the repository, allowed) and a file written through it
         # (`lnk/__init__.py` is no protected path; `tests/__init__.py` would run at collection)
         "tests_package_init_through_a_symlink": crafted(demo, {"lnk": ("link", "tests")})
@@ -175,7 +181,8 @@ SUCCEEDED = {
     pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SUCCEEDED[name])) if name in SUCCEEDED else name
     for name in ["conftest_named_with_a_space_timestamp", "conftest_name_ended_by_a_cr",
                  "conftest_name_with_a_space_via_the_patch_fallback", "tests_package_init_through_a_symlink",
-                 "tests_folder_replaced_by_a_symlink", "namespace_portion_of_the_report_plugin"]
+                 "tests_folder_replaced_by_a_symlink", "namespace_portion_of_the_report_plugin",
+                 "code_under_test_kills_the_grading_exec"]
 ])
 def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
     result, output = non_fix_grades[attack]
@@ -296,6 +303,15 @@ def _in_container_attacks() -> dict[str, Script]:
         # so remove its failure from the resolve rate.
         "a_failure_turned_into_an_infra_error": Script(
             "printf 'x = 1\\n' > \"$(printf 'inikit/\\377.py')\"", name="non-utf8-name"),
+        # The same aim by killing every process of the container but PID 1 (the exec helper
+        # included), then running one more command: must stay the agent's own unresolved attempt.
+        # special files in the tree: a FIFO, a socket and a character device (mknod is allowed)
+        "special_files_in_the_tree": Script(
+            "echo '# touched' >> inikit/parser.py; mkfifo inikit/fifo; mknod inikit/null c 1 3; "
+            "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('inikit/sock')\"; ls -l inikit",
+            name="special-files"),
+        "kill_everything_then_go_on": Script("echo '# touched' >> inikit/parser.py", "kill -9 -1", "true",
+                                             name="kill-all"),
     }
 
 
@@ -322,7 +338,8 @@ def in_container_rows(demo) -> dict:
 
 @pytest.mark.parametrize("attack", [
     pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_CONTAINER_SUCCEEDED[n])) if n in IN_CONTAINER_SUCCEEDED else n
-    for n in ["pytest_shadowed_by_a_symlinked_folder", "a_failure_turned_into_an_infra_error"]
+    for n in ["pytest_shadowed_by_a_symlinked_folder", "a_failure_turned_into_an_infra_error", "kill_everything_then_go_on",
+              "special_files_in_the_tree"]
 ])
 def test_an_agent_in_its_container_never_gets_a_non_fix_resolved(attack, in_container_rows):
     """...nor a failure left out of the scores: a non-fix is a counted `unresolved`."""
@@ -367,3 +384,17 @@ def test_a_runner_shadowed_on_the_commands_pythonpath_is_stripped(demo):
     result, output, _ = grade(task, patch, demo["image"], base=demo["base"], limits=task.limits.apply(Limits()),
                               run_id=f"{RUN_PREFIX}redteam")
     assert_not_resolved(result, output)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: the gold fix plus a stray 60 MB log file "
+                   "(sparse; agents leave such files) is graded empty_patch: one file over MAX_FILE_BYTES voids the "
+                   "whole patch instead of being left out and recorded (documented, but a false negative)")
+def test_a_legitimate_fix_with_a_big_stray_file_is_still_resolved(demo):
+    from test_hostile import run
+
+    gold = demo["task"].gold()
+    agent = Script(lambda sb: sb.write_file("/tmp/gold.diff", gold), "git apply /tmp/gold.diff",
+                   "truncate -s 60M debug-output.log", name="gold-and-a-log")
+    out = demo["where"] / f"{RUN_PREFIX}redteam-big-log"
+    row = run(TASK, agent, out)[demo["task"].id]
+    assert row.resolved, (row.outcome, row.note)
