@@ -148,6 +148,11 @@ def _non_fixes(demo) -> dict[str, str]:
         "code_under_test_kills_the_grading_exec": crafted(demo, {"inikit/__init__.py": base_text(demo, "inikit/__init__.py")
             + "\nimport os as _os, signal as _signal, sys as _sys\nif 'pytest' in _sys.modules:\n"
               "    _os.kill(-1, _signal.SIGKILL)\n"}),
+        # a folder named like bytecode (`*.pyc` is checked on the last component only): grading's
+        # `find ... -name '*.py[co]' -exec rm -f` fails on it, clear_bytecode raises InfraError, the
+        # grade is `infra_error` -- the unit is retried (a fresh sample for the agent) or, on the
+        # last try, left out of the scores
+        "a_folder_named_like_bytecode": carrier + traditional("inikit/evil.pyc/README", None, "not bytecode\n"),
         # held: a symlink into tests/ (inside the repository, allowed) and a file written through it
         # (`lnk/__init__.py` is no protected path; `tests/__init__.py` would run at collection)
         "tests_package_init_through_a_symlink": crafted(demo, {"lnk": ("link", "tests")})
@@ -168,6 +173,9 @@ def non_fix_grades(demo) -> dict:
 
 
 SUCCEEDED = {
+    "a_folder_named_like_bytecode": "red team: a file `inikit/evil.pyc/README` (the .pyc rule looks at the last "
+    "component only) makes clear_bytecode's `rm -f` fail on a folder: InfraError, grade `infra_error` (retried, "
+    "or left out of the scores)",
     "conftest_named_with_a_space_timestamp": "red team: a traditional diff section names `b/conftest.py <space>timestamp`; "
     "grading checks the whole string, git apply strips the timestamp and writes conftest.py",
     "conftest_name_ended_by_a_cr": "red team: `+++ b/conftest.py<CR>X`; grading checks 'conftest.py\\rX', git apply "
@@ -182,7 +190,7 @@ SUCCEEDED = {
     for name in ["conftest_named_with_a_space_timestamp", "conftest_name_ended_by_a_cr",
                  "conftest_name_with_a_space_via_the_patch_fallback", "tests_package_init_through_a_symlink",
                  "tests_folder_replaced_by_a_symlink", "namespace_portion_of_the_report_plugin",
-                 "code_under_test_kills_the_grading_exec"]
+                 "code_under_test_kills_the_grading_exec", "a_folder_named_like_bytecode"]
 ])
 def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
     result, output = non_fix_grades[attack]
@@ -316,6 +324,9 @@ def _in_container_attacks() -> dict[str, Script]:
 
 
 IN_CONTAINER_SUCCEEDED = {
+    "a_folder_named_like_bytecode": "red team: a file `inikit/evil.pyc/README` (the .pyc rule looks at the last "
+    "component only) makes clear_bytecode's `rm -f` fail on a folder: InfraError, grade `infra_error` (retried, "
+    "or left out of the scores)",
     "a_failure_turned_into_an_infra_error": "red team: a new file `inikit/\\xff.py` (not UTF-8): the transcript writer "
     "raises UnicodeEncodeError on the PatchEvent's surrogate-escaped file name (shadowing_modules' strict .encode() "
     "would be next); the unit becomes an `infra_error` row, which scores leave out",
