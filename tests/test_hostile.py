@@ -1403,7 +1403,7 @@ def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tm
     with FakeLLM(responder=echo_key_401) as srv:
         url = srv.base_url if provider == "anthropic" else srv.openai_url
         ran = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(spec), "--model", f"{provider}/fake-model",
-                              "--base-url", url, "--out", str(out), "--infra-retries", "0"],
+                              "--base-url", url, "--out", str(out), "--infra-retries", "0", "--allow-unknown-model"],
                              cwd=ROOT, capture_output=True, env=env, timeout=300)
         sent = [r.headers for r in srv.requests]
     assert sent and any(canary in " ".join(h.values()) for h in sent)  # the key really went to the provider

@@ -52,6 +52,10 @@ class Workspace:
 
     mounts: tuple[Mount, ...] = ()
     logs_dir: Path | None = None  # on the host: the agent's own logs, kept beside the transcript
+    # Files the agent itself leaves in the repository (a CLI's history, caches), as ignore patterns:
+    # the harness leaves them out of the patch. Declared here, on the host: nothing the agent writes
+    # in its container (its .gitignore, .git/info/exclude) decides what its patch is.
+    own_files: tuple[str, ...] = ()
 
 
 @dataclass

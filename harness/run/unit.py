@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
@@ -170,6 +170,7 @@ class UnitRunner:
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
+        rules = replace(prepared.rules, exclude=prepared.rules.exclude + workspace.own_files)
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
@@ -200,7 +201,7 @@ class UnitRunner:
             sb.stop()
             files: list[str] = []
             try:
-                taken = take_patch(sb, prepared.rules)
+                taken = take_patch(sb, rules)
                 patch, note, files = taken.text, "", taken.files
             except PatchError as exc:  # a huge file or patch
                 patch, note = "", f"no patch could be taken: {exc}"

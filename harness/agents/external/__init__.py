@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import REPO_DIR, InfraError, Mount, SandboxError
+from sandbox import InfraError, Mount, SandboxError
 from sandbox.docker import native
 
 from ...models.pricing import lookup_price
@@ -122,7 +122,7 @@ class ExternalAgent:
             yield ExternalWorkspace(
                 mounts=(Mount(str(self.installed.path), INSTALL_DIR), Mount(str(native.binary("wl-fwd")), FWD),
                         Mount(sockets, SOCKET_DIR), Mount(str(logs), LOGS_DIR, read_only=False)),
-                logs_dir=logs, socket_dir=sockets)
+                logs_dir=logs, socket_dir=sockets, own_files=tuple(self.config.exclude))
         finally:
             shutil.rmtree(sockets, ignore_errors=True)
 
@@ -188,7 +188,6 @@ class ExternalAgent:
         finally:
             proxy_log.close()
         seconds = time.monotonic() - started
-        self._exclude(ctx)
         report = READERS[config.self_report](host_here) if config.self_report else None
         stderr = _tail(host_here / "stderr.txt") or result.stderr[-3000:]
         kept = sorted(str(p.relative_to(ws.logs_dir.parent)) for p in host_here.rglob("*") if p.is_file())
@@ -230,15 +229,6 @@ class ExternalAgent:
             return "agent_error", (f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
                                    f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"), True, False
         return "agent_error", f"the CLI exited with code {code}: {stderr[-500:]}", False, False
-
-    def _exclude(self, ctx: AgentContext) -> None:
-        """Files the CLI leaves in the repository are not its patch: they go to .git/info/exclude."""
-        if not self.config.exclude:
-            return
-        lines = "".join(p + "\n" for p in self.config.exclude)
-        with contextlib.suppress(SandboxError):
-            ctx.sandbox.exec(["/bin/sh", "-c", 'printf %s "$1" >> .git/info/exclude', "sh", lines], cwd=REPO_DIR,
-                             timeout=ctx.sandbox.limits.setup_timeout_s)
 
 
 class _Stopper:
