@@ -330,9 +330,6 @@ IN_CONTAINER_SUCCEEDED = {
     "a_failure_turned_into_an_infra_error": "red team: a new file `inikit/\\xff.py` (not UTF-8): the transcript writer "
     "raises UnicodeEncodeError on the PatchEvent's surrogate-escaped file name (shadowing_modules' strict .encode() "
     "would be next); the unit becomes an `infra_error` row, which scores leave out",
-    "pytest_shadowed_by_a_symlinked_folder": "red team: an agent in its container symlinks `pytest -> inikit/runner` "
-    "(a package of its own); the shadowing probe asks only about new files ending .py/.pyc/.so, so `python -m pytest` "
-    "runs the agent's package, which starts the real pytest with a report-rewriting plugin (PYTEST_PLUGINS)",
 }
 
 
@@ -383,9 +380,6 @@ raise SystemExit(pytest.console_main())
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: with PYTHONPATH=/repo/lib in the hidden command (as many task specs "
-                   "set it), a new lib/pytest.py is not asked about (the probe runs without the command's environment) "
-                   "and runs the real pytest with a report-rewriting plugin")
 def test_a_runner_shadowed_on_the_commands_pythonpath_is_stripped(demo):
     task = demo["task"]
     hidden = task.hidden_tests.model_copy(update={"command": "PYTHONPATH=/repo/lib " + task.hidden_tests.command})

@@ -26,7 +26,7 @@ from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, get_parser
 from ..tasks import Task
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
-from .patching import APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules
+from .patching import APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
@@ -60,7 +60,9 @@ def grade(
             with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
                 setup, hidden_text = _prepare(sb, task, parser)
                 if decision is None:
-                    decision = decide(task, sections, unparsed, shadowing_modules(sb, sections))
+                    shadowing = shadowing_modules(sb, sections, task.hidden_tests.command,
+                                                  (*RUNNER_MODULES, *setup.imports))
+                    decision = decide(task, sections, unparsed, shadowing)
                 text = decision.text()
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
@@ -128,7 +130,10 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
 def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_text: list[str],
                started: float) -> tuple[Grade, str, TestReport | None]:
     clear_bytecode(sb)
-    run = sb.exec(task.hidden_tests.command, env=setup.env, timeout=task.timeouts.tests_s,
+    env = dict(setup.env)
+    if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
+        env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
+    run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s,
                   output_bytes=TEST_OUTPUT_BYTES)
     output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
     if run.timed_out:

@@ -235,16 +235,18 @@ def touched_files(patch: str) -> list[str]:
 # ----------------------------------------------------------------------------------- deciding
 
 
-def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: set[str] = frozenset()) -> Decision:
-    """Which sections grading applies; the others are stripped, each path with its reason."""
+def decide(task: Task, sections: list[Section], unparsed: int = 0,
+           shadowing: dict[str, str] | set[str] = frozenset()) -> Decision:
+    """Which sections grading applies; the others are stripped, each path with its reason.
+    `shadowing`: paths that would shadow an installed module -> the shadowing entry (a set: the
+    entry is the top-level module or package)."""
     protected = [_glob(p) for p in task.protected()]
     hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
+    if not isinstance(shadowing, dict):
+        shadowing = {p: _shadow_name(p) for p in shadowing}
     kept, stripped, reverted = [], [], []
-    tops = {p.split("/")[0] + "/" for p in shadowing if "/" in p}  # packages: every new file below them
     for section in sections:
-        below = shadowing | {p for p in section.paths if section.old is None and p.startswith(tuple(tops))} \
-            if tops else shadowing
-        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, below))]
+        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, shadowing))]
         target = section.symlink_target()
         if target is not None and section.new is not None and not any(p == section.new for p, _ in reasons):
             if _leaves(section.new, target):
@@ -256,12 +258,13 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: se
             continue
         for path, why in reasons:
             stripped.append(Stripped(path, why))
-            if why in ("protected", "shadows an installed module") and path not in reverted:
-                reverted.append(_shadow_name(path) if why.startswith("shadows") else path)
+            entry = shadowing.get(path, path) if why.startswith("shadows") else path
+            if why in ("protected", "shadows an installed module") and entry not in reverted:
+                reverted.append(entry)
     return Decision(kept, stripped, reverted, unparsed)
 
 
-def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: set[str]) -> str:
+def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str]) -> str:
     parts = path.split("/")
     lower = [p.lower() for p in parts]
     if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
@@ -320,50 +323,108 @@ def _shadow_name(path: str) -> str:
 
 # ----------------------------------------------------------------------------------- shadowing
 
-# Run by the grading environment's Python in the repository, before the patch is applied: reads the
-# new files' paths (NUL-separated) and prints those that are a top-level module or package on a
-# sys.path entry inside the repository (the repository itself, as `python -m pytest` puts it first;
-# PYTHONPATH; editable installs) and that shadow a module importable without the repository.
+# Run by the grading environment's Python in the repository, before the patch is applied. Reads
+# the patch's new or changed paths (NUL-separated, each followed by "l" for a symlink or "f") and
+# prints, for each that would make an installed module importable from the repository, its index
+# and the path of the shadowing entry. Every component of every path is looked at: a component the
+# base already has as such (a folder, a regular file) is the project's own; a new one is importable
+# under a name when it is a module file (any suffix Python imports: .py, .pyc, .abi3.so, ...), a
+# folder the patch gives an `__init__`, or a symlink (whatever it points to). It shadows when it
+# sits on a sys.path entry inside the repository -- the repository itself (`python -m pytest` puts
+# it first), PYTHONPATH, editable installs, and the roots the hidden command adds (argv[2],
+# os.pathsep-separated: its PYTHONPATH assignments and `cd` folders) -- or, at ANY depth, when its
+# name is one the test run imports before the tests (argv[1]: the runner and its plugins), and a
+# module of that name is importable without the repository.
 _SHADOW_PROBE = r"""
-import importlib.util, os, sys
+import importlib.machinery, importlib.util, os, sys
+critical = set(filter(None, sys.argv[1].split(",")))
 repo = os.path.realpath(os.getcwd())
 inside = lambda p: p == repo or p.startswith(repo + os.sep)
+extra = [os.path.realpath(os.path.join(repo, p)) for p in sys.argv[2].split(os.pathsep) if p]
 roots = {repo} | {os.path.realpath(p) for p in sys.path if p and inside(os.path.realpath(p))}
-sys.path[:] = [p for p in sys.path if p and not inside(os.path.realpath(p))]
-for path in sorted(p for p in sys.stdin.read().split("\0") if p):
-    full = os.path.normpath(os.path.join(repo, path))
-    parent, leaf = os.path.split(full)
-    if leaf == "__init__.py" or leaf.startswith("__init__."):
-        parent, leaf = os.path.split(parent)
-    name = leaf.split(".")[0]
-    if parent in roots and name.isidentifier():
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except Exception:
-            found = True
-        if found:
-            print(path)
+roots |= {p for p in extra if inside(p)}
+sys.path[:] = [p for p in sys.path if p and not inside(os.path.realpath(p))] + [p for p in extra if not inside(p)]
+importlib.invalidate_caches()
+suffixes = sorted(importlib.machinery.all_suffixes(), key=len, reverse=True)
+data = sys.stdin.buffer.read().split(b"\0")
+items = [(os.fsdecode(data[i]), data[i + 1] == b"l") for i in range(0, len(data) - 1, 2)]
+new_paths = {p for p, _ in items}
+def has_init(prefix):
+    return any(q.startswith(prefix + "/__init__.") and "/" not in q[len(prefix) + 1:] for q in new_paths) or any(
+        os.path.isfile(os.path.join(repo, prefix, "__init__" + s)) for s in suffixes)
+def names(comp, folder, link):
+    out = {comp} if (link or folder) and comp.isidentifier() else set()
+    for s in suffixes:
+        if comp.endswith(s) and comp[:-len(s)].isidentifier():
+            out.add(comp[:-len(s)])
+    return out - {"__init__", "__main__"}
+def found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except Exception:
+        return True
+for index, (path, link) in enumerate(items):
+    parts = path.split("/")
+    for depth, comp in enumerate(parts):
+        prefix, last = "/".join(parts[:depth + 1]), depth == len(parts) - 1
+        full = os.path.join(repo, prefix)
+        if not os.path.islink(full) and (os.path.isdir(full) if not last else os.path.isfile(full) and not link):
+            continue  # the base has it already: the project's own
+        folder = not last and has_init(prefix)
+        parent = os.path.realpath(os.path.join(repo, *parts[:depth]))
+        hit = [n for n in names(comp, folder, link and last) if (parent in roots or n in critical) and found(n)]
+        if hit:
+            sys.stdout.write("%d\t%s\n" % (index, prefix + ("" if last else "/")))
+            break
 """
+# What the test run imports before any test, whatever the parser says: Python's own start-up hooks
+# are refused by name elsewhere; these are the test runners and their dependencies.
+RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup", "tomli",
+                  "colorama", "pytest_reportlog")
 
 
-def shadowing_modules(sb: Sandbox, sections: list[Section]) -> set[str]:
-    """New files of the patch that would shadow the test runner or the standard library, asked of
-    the environment's Python before the patch is applied (so nothing of the patch runs).
+def command_roots(command: str) -> list[str]:
+    """Folders the hidden command itself puts on sys.path or runs in: its `PYTHONPATH=` assignments
+    (as a prefix, after `export` or `env`) and its `cd` targets, relative to the repository."""
+    word = r"(\"[^\"]*\"|'[^']*'|[^\s;&|()]*)"
+    roots: list[str] = []
+    for value in re.findall(r"(?<![\w$])PYTHONPATH=" + word, command):
+        value = re.sub(r"\$\{?PYTHONPATH\}?", "", value.strip("\"'"))
+        roots += [p for p in value.split(":") if p]
+    roots += [v.strip("\"'") for v in re.findall(r"(?<![\w-])(?:cd|pushd)\s+" + word, command) if v.strip("\"'")]
+    return roots
 
-    `python -m pytest` puts the repository first on sys.path, so a planted `pytest.py`, `pluggy/`
-    or `inspect.py` would run instead of the real one, inside the test process. A fix has no reason
-    to add a top-level module named like one the environment already has.
+
+def shadowing_modules(sb: Sandbox, sections: list[Section], command: str = "",
+                      critical: tuple[str, ...] = RUNNER_MODULES) -> dict[str, str]:
+    """New or changed paths of the patch that would shadow the test runner or the standard library
+    -> the shadowing entry (`pytest.py`, `pluggy/`, `lib/pytest.py`, a symlink `pytest`), asked of
+    the environment's Python before the patch is applied (so nothing of the patch runs), with the
+    sys.path roots the hidden `command` adds, and `critical` (what the test run imports before the
+    tests) refused at any depth.
+
+    `python -m pytest` puts the repository first on sys.path, so a planted `pytest.py`, `pluggy/`,
+    a symlink `pytest -> pkg/` or `inspect.py` would run instead of the real one, inside the test
+    process. A fix has no reason to add a top-level module named like one the environment has.
     """
-    new = [s.new for s in sections if s.old is None and s.new and s.new.endswith((".py", ".pyc", ".so"))]
-    if not new:
-        return set()
-    probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1"', "sh", _SHADOW_PROBE],
-                    timeout=sb.limits.step_timeout_s, stdin="\0".join(new).encode())
+    paths = [(s.new, s.new_mode == "120000") for s in sections if s.new]
+    if not paths:
+        return {}
+    stdin = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" + (b"l" if link else b"f") + b"\0"
+                     for p, link in paths)
+    probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1" "$2" "$3"', "sh",
+                     _SHADOW_PROBE, ",".join(critical), ":".join(command_roots(command))],
+                    timeout=sb.limits.step_timeout_s, stdin=stdin)
     if probe.returncode in (126, 127):
-        return set()  # no Python in this environment: nothing for a Python module to shadow
+        return {}  # no Python in this environment: nothing for a Python module to shadow
     if not probe.ok:
         raise InfraError(f"cannot check the patch for shadowing modules: {probe.stderr.strip()[-300:]}")
-    return {line for line in probe.stdout.splitlines() if line.strip()}
+    out: dict[str, str] = {}
+    for line in probe.stdout.splitlines():
+        index, _, entry = line.partition("\t")
+        if index.isdigit() and int(index) < len(paths):
+            out[paths[int(index)][0]] = entry
+    return out
 
 
 # ----------------------------------------------------------------------------------- applying

@@ -348,6 +348,11 @@ class PytestParser(ParserBase):
             setup.report_path, setup.anchor = path, f"generated report log file: {path}"
             setup.files = _reportlog_files()
         setup.env["PYTEST_ADDOPTS"] = shlex.join(opts)
+        # PYTEST_PLUGINS loads modules even with autoload off: only the task's environment may name
+        # them (grading passes its value on); nothing found at test time does
+        setup.env["PYTEST_PLUGINS"] = ""
+        values = [str(p.get("value", "")) for p in recorded] + list(names)
+        setup.imports = tuple(dict.fromkeys(v.split(":")[0].split(".")[0].strip() for v in values if v.strip()))
         return setup
 
     def parse_output(self, output: str) -> TestReport:
