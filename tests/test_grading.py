@@ -107,6 +107,33 @@ def test_paths_come_from_every_header_of_a_section():
     assert {s.path for s in decide(_task(), sections).stripped} == {".git/hooks/x"}
 
 
+@pytest.mark.parametrize("plus, checked", [
+    ("+++ b/conftest.py 2024-01-01 00:00:00.000000000 +0000", "conftest.py"),  # a space, then a date: dropped
+    ("+++ b/conftest.py Mon Jan  1 00:00:00 2024", "conftest.py"),
+    ("+++ b/conftest.py\t2024-01-01 00:00:00", "conftest.py"),
+    ("+++ b/conftest.py\rX", "conftest.py\rX"),  # anything else is part of the name...
+    ("+++ b/conftest.py X", "conftest.py X"),
+    ('+++ "b/sp ace\\303\\251.py"', "sp ace\u00e9.py"),
+])
+def test_an_applier_reads_exactly_the_names_grading_checked(plus, checked, tmp_path):
+    """A hand-written section's names are written out again from what grading checked (quoted when
+    they hold whitespace or other bytes), so git apply writes the checked path and nothing else."""
+    patch = "--- /dev/null\n" + plus + "\n@@ -0,0 +1 @@\n+x\n"
+    sections, _ = parse_patch(patch)
+    assert sections[0].paths == [checked]
+    decision = decide(_task(), sections)
+    if checked == "conftest.py":
+        assert [s.path for s in decision.stripped] == ["conftest.py"] and not decision.kept
+        return
+    assert not decision.stripped and not sections[0].plain()  # never to `patch`, which reads names its own way
+    rendered = decision.text()
+    assert parse_patch(rendered)[0][0].paths == [checked]
+    git(tmp_path, "init", "-q")
+    (tmp_path / "p.diff").write_bytes(rendered.encode("utf-8", "surrogateescape"))
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in (".git", "p.diff")) == [checked]
+
+
 # ------------------------------------------------------------------------------------ two channels
 
 ANCHOR_PATH = "/tmp/wholeloop-report-tok/report.jsonl"

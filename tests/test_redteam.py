@@ -176,12 +176,6 @@ SUCCEEDED = {
     "a_folder_named_like_bytecode": "red team: a file `inikit/evil.pyc/README` (the .pyc rule looks at the last "
     "component only) makes clear_bytecode's `rm -f` fail on a folder: InfraError, grade `infra_error` (retried, "
     "or left out of the scores)",
-    "conftest_named_with_a_space_timestamp": "red team: a traditional diff section names `b/conftest.py <space>timestamp`; "
-    "grading checks the whole string, git apply strips the timestamp and writes conftest.py",
-    "conftest_name_ended_by_a_cr": "red team: `+++ b/conftest.py<CR>X`; grading checks 'conftest.py\\rX', git apply "
-    "ends the name at the CR and writes conftest.py",
-    "conftest_name_with_a_space_via_the_patch_fallback": "red team: `+++ b/conftest.py X` plus a fuzzy hunk; git apply "
-    "fails, grading checks 'conftest.py X', `patch --fuzz=5` ends the name at the space and writes conftest.py",
 }
 
 

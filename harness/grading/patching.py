@@ -55,7 +55,30 @@ class Section:
         return [p for p in dict.fromkeys((self.old, self.new, *self.mentioned)) if p is not None]
 
     def text(self) -> str:
-        return "".join(line + "\n" for line in self.header + self.body)
+        """The section as grading applies it: every line naming a path written again from the parsed
+        names (C-quoted when they hold anything but plain printable ASCII without whitespace; no
+        timestamps), so an applier can only read the paths grading checked (never a name it ends at
+        a space, a CR or a date where grading's reading went on). Other lines as they were."""
+        header = list(self.header)
+        a = self.old if self.old is not None else self.new
+        b = self.new if self.new is not None else self.old
+        if header and header[0].startswith("diff --git ") and a is not None and b is not None:
+            header[0] = f"diff --git {_quote('a/' + a)} {_quote('b/' + b)}"
+            for i, line in enumerate(header[1:], 1):
+                for key, name in (("rename from ", self.old), ("copy from ", self.old),
+                                  ("rename to ", self.new), ("copy to ", self.new)):
+                    if line.startswith(key) and name is not None:
+                        header[i] = key + _quote(name)
+        body = list(self.body)
+        if not self.binary and len(body) >= 2 and body[0].startswith("--- ") and body[1].startswith("+++ "):
+            body[0] = "--- " + ("/dev/null" if self.old is None else _quote("a/" + self.old))
+            body[1] = "+++ " + ("/dev/null" if self.new is None else _quote("b/" + self.new))
+        return "".join(line + "\n" for line in header + body)
+
+    def clean_names(self) -> bool:
+        """Are all its paths plain printable ASCII without whitespace or quotes (what `patch` reads
+        as grading does)?"""
+        return all(_quote(p) == p for p in self.paths)
 
     def symlink_target(self) -> str | None:
         """The target of the symlink this section creates or changes (from its hunk), if any."""
@@ -67,6 +90,8 @@ class Section:
     def plain(self) -> bool:
         """A text change of a regular file, its mode unchanged (what `patch` may apply)."""
         if self.binary or self.renamed or not {self.old_mode, self.new_mode} <= {None, "100644", "100755"}:
+            return False
+        if not self.clean_names():
             return False
         return self.old is None or self.new is None or self.old_mode == self.new_mode
 
@@ -196,11 +221,21 @@ def _hunks(lines: list[str], i: int, section: Section) -> int:
     return i
 
 
+# A timestamp after a name and one space, as `diff -u` and others write it (git apply drops it too):
+# ISO ("2024-01-01 00:00:00.000000000 +0000") or ctime ("Mon Jan  1 00:00:00 2024").
+_STAMP = re.compile(r" (\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d(\.\d+)?)?( ?[+-]\d{4}| ?[A-Z]{3,5})?"
+                    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}( ?[+-]\d{4})?)$")
+
+
 def _side(spec: str) -> str | None:
-    """A path from a ---/+++ line: the timestamp dropped, the first component stripped (-p1)."""
-    name = spec.split("\t")[0].rstrip()
+    """A path from a ---/+++ line: the timestamp dropped (after a TAB, or after a space as git does),
+    the first component stripped (-p1). Whatever else the name holds (a space, a CR) is part of it;
+    `Section.text` writes it quoted, so the appliers read the same name."""
+    name = spec.split("\t")[0]
     if name.startswith('"'):
         name = _unquote(name)
+    else:
+        name = _STAMP.sub("", name.rstrip(" \r"))
     if name == "/dev/null":
         return None
     return name.split("/", 1)[1] if "/" in name else name
@@ -224,6 +259,17 @@ def _unquote(name: str) -> str:
         raw = codecs.escape_decode(name[1:-1].encode("latin-1", "backslashreplace"))[0]
         return raw.decode("utf-8", "surrogateescape")
     return name
+
+
+def _quote(name: str) -> str:
+    """A path as git writes it in a patch: as it is when it is plain printable ASCII without
+    whitespace or quotes, otherwise in double quotes with C escapes (octal for other bytes)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if all(0x21 <= c < 0x7f and c not in b'"\\' for c in raw):
+        return name
+    named = {0x07: "a", 0x08: "b", 0x09: "t", 0x0a: "n", 0x0b: "v", 0x0c: "f", 0x0d: "r", 0x22: '"', 0x5c: "\\"}
+    out = "".join("\\" + named[c] if c in named else chr(c) if 0x20 <= c < 0x7f else f"\\{c:03o}" for c in raw)
+    return f'"{out}"'
 
 
 def touched_files(patch: str) -> list[str]:
