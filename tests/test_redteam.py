@@ -173,9 +173,6 @@ def non_fix_grades(demo) -> dict:
 
 
 SUCCEEDED = {
-    "a_folder_named_like_bytecode": "red team: a file `inikit/evil.pyc/README` (the .pyc rule looks at the last "
-    "component only) makes clear_bytecode's `rm -f` fail on a folder: InfraError, grade `infra_error` (retried, "
-    "or left out of the scores)",
 }
 
 
@@ -318,9 +315,6 @@ def _in_container_attacks() -> dict[str, Script]:
 
 
 IN_CONTAINER_SUCCEEDED = {
-    "a_folder_named_like_bytecode": "red team: a file `inikit/evil.pyc/README` (the .pyc rule looks at the last "
-    "component only) makes clear_bytecode's `rm -f` fail on a folder: InfraError, grade `infra_error` (retried, "
-    "or left out of the scores)",
     "a_failure_turned_into_an_infra_error": "red team: a new file `inikit/\\xff.py` (not UTF-8): the transcript writer "
     "raises UnicodeEncodeError on the PatchEvent's surrogate-escaped file name (shadowing_modules' strict .encode() "
     "would be next); the unit becomes an `infra_error` row, which scores leave out",
@@ -397,3 +391,19 @@ def test_a_legitimate_fix_with_a_big_stray_file_is_still_resolved(demo):
     out = demo["where"] / f"{RUN_PREFIX}redteam-big-log"
     row = run(TASK, agent, out)[demo["task"].id]
     assert row.resolved, (row.outcome, row.note)
+
+
+def test_clearing_bytecode_cannot_be_made_to_fail_by_the_tree(demo):
+    """(Added with the defence.) The patch's rules strip a folder named like bytecode; the cleanup
+    itself must not fail on one either (nor on a symlink so named): it matches by type."""
+    from harness.grading.patching import clear_bytecode
+    from sandbox import DockerBackend
+
+    with DockerBackend().start(demo["image"], limits=Limits(network=False), role="grading",
+                               run_id=f"{RUN_PREFIX}redteam") as sb:
+        made = sb.exec(["sh", "-c", "mkdir -p inikit/evil.pyc inikit/__pycache__ && echo x > inikit/evil.pyc/README && "
+                        "echo x > inikit/stale.pyc && ln -s stale.pyc inikit/link.pyo && echo x > inikit/__pycache__/a.pyc"])
+        assert made.ok, made.stderr
+        assert clear_bytecode(sb) == ""
+        left = sb.exec(["sh", "-c", "ls -a inikit"]).stdout.split()
+        assert "evil.pyc" in left and not {"stale.pyc", "link.pyo", "__pycache__"} & set(left), left

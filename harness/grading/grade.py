@@ -129,7 +129,14 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
 
 def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_text: list[str],
                started: float) -> tuple[Grade, str, TestReport | None]:
-    clear_bytecode(sb)
+    refused = clear_bytecode(sb)
+    if refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.unresolved, resolved=False,
+                       note=refused)
+        result.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
+        result.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
+        result.pass_to_pass = TestTally(total=len(task.pass_to_pass))
+        return result, "", None
     env = dict(setup.env)
     if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
         env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's

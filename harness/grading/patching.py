@@ -317,7 +317,7 @@ def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing
         return "outside the repository"
     if ".git" in lower:
         return "under .git/"
-    if any(p in _CACHE_DIRS for p in lower) or lower[-1].endswith((".pyc", ".pyo")):
+    if any(p in _CACHE_DIRS or p.endswith((".pyc", ".pyo")) for p in lower):  # a folder so named too
         return "bytecode or a cache"
     if any(p.endswith((".dist-info", ".egg-info", ".egg-link")) or p == "egg-info" for p in lower):
         return "package metadata"
@@ -504,11 +504,13 @@ def _no_symlinks(sb: Sandbox, sections: list[Section]) -> bool:
     return sb.exec(["sh", "-c", script, "sh", sb.workdir, *paths], timeout=sb.limits.step_timeout_s).ok
 
 
-def clear_bytecode(sb: Sandbox) -> None:
-    """Delete every __pycache__ folder and .pyc/.pyo file in the repository (the image's or a
-    planted one's): the hidden tests import the sources, and write no bytecode themselves."""
+def clear_bytecode(sb: Sandbox) -> str:
+    """Delete every __pycache__ folder and .pyc/.pyo file (or symlink) in the repository (the
+    image's or a planted one's): the hidden tests import the sources, and write no bytecode
+    themselves. Returns "" when done, else why not -- after the agent's patch, so the patch's failure
+    (a grade that does not resolve), never an infrastructure error: whatever the tree holds, the
+    deletion is one `rm -rf` per folder and `rm -f` per file or link, matched by type."""
     script = ("find . -path ./.git -prune -o \\( -type d -name __pycache__ -prune -exec rm -rf {} + \\) "
-              "-o \\( -name '*.py[co]' -exec rm -f {} + \\)")
+              "-o \\( \\( -type f -o -type l \\) -name '*.py[co]' -exec rm -f {} + \\)")
     done = sb.exec(["sh", "-c", script], timeout=sb.limits.step_timeout_s)
-    if not done.ok:
-        raise InfraError(f"cannot clear bytecode: {done.stderr.strip()[-300:]}")
+    return "" if done.ok else f"the repository's bytecode could not be cleared: {done.stderr.strip()[-300:]}"
