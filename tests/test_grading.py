@@ -227,6 +227,7 @@ def test_plugins_are_the_recorded_ones_plus_the_tasks_and_never_autoloaded():
     opts = setup.env["PYTEST_ADDOPTS"]
     assert opts.startswith("-x -p asyncio -p myplug -p pytest_reportlog.plugin --report-log=/tmp/wholeloop-report-tok/")
     assert any(p.endswith("pytest_reportlog/plugin.py") for p in setup.files)
+    assert setup.imports == ("pytest_asyncio", "myplug") and setup.env["PYTEST_PLUGINS"] == ""
 
 
 def test_feedback_messages_lose_every_line_of_the_hidden_tests():

@@ -351,7 +351,7 @@ class PytestParser(ParserBase):
         # PYTEST_PLUGINS loads modules even with autoload off: only the task's environment may name
         # them (grading passes its value on); nothing found at test time does
         setup.env["PYTEST_PLUGINS"] = ""
-        values = [str(p.get("value", "")) for p in recorded] + list(names)
+        values = [str(p.get("value", "")) for p in recorded] + [p for p in plugins if p]  # modules, not entry names
         setup.imports = tuple(dict.fromkeys(v.split(":")[0].split(".")[0].strip() for v in values if v.strip()))
         return setup
 
