@@ -238,6 +238,15 @@ def test_feedback_messages_lose_every_line_of_the_hidden_tests():
     assert scrubbed.splitlines()[0] == "assert -1 == 5" and len(scrubbed.splitlines()[1]) < 220
 
 
+def test_feedback_messages_lose_the_hidden_tests_literals_however_pytest_quotes_them():
+    hidden = ['def test_p():\n    assert parse("k = a;b;c") == {"s": {"key": "a;b;c"}}\n    assert lang() == "C#"\n'
+              '    assert port() == 8080\n    assert esc() == "tab\\there"\n']
+    messages = {"t": "AssertionError: assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}\nE   assert 'C' == 'C#'\n"
+                     "assert 80 == 8080\nassert 'tab' == 'tab\\there'\nE   ValueError: no section 'x'"}
+    scrubbed = scrub_messages(messages, hidden)["t"]
+    assert scrubbed == "ValueError: no section 'x'", scrubbed
+
+
 # ------------------------------------------------------------------------------------ no false negatives
 
 BUGGY = "def add(a, b):\n    return a - b\n"

@@ -191,9 +191,6 @@ def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
 # ------------------------------------------------------------------------------------ hidden tests in the agent's view
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: an honest non-fix under --feedback hidden hears the hidden tests' "
-                   "expected values (`assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}`), written by pytest's "
-                   "assertion rewriting, re-quoted so no hidden line matches the scrub")
 def test_hidden_feedback_carries_no_literal_of_the_hidden_tests(demo):
     """An honest non-fix (no tampering at all) under `--feedback hidden`: the agent must not hear
     the hidden tests' own data. pytest's assertion rewriting writes the compared values into the
