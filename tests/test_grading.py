@@ -82,6 +82,20 @@ def test_symlinks_leaving_the_repository_are_stripped(target, leaves):
     assert bool(stripped) is leaves, stripped
 
 
+@pytest.mark.parametrize("base, target, leaves", [
+    ({"deep": "."}, "../deep/deep/../../etc", True),  # through a symlink of the base
+    ({}, "../deep/deep/../../etc", False),  # no such symlink: `etc` inside
+    ({"up": ".."}, "../up/x", True),
+    ({"docs": "calc"}, "../docs/x.py", False),  # through one, staying inside
+    ({"loop": "loop/a"}, "../loop", True),  # a loop counts as leaving
+    ({"g": ".GIT"}, "../g/config", True),
+])
+def test_symlinks_are_resolved_through_the_trees_other_symlinks(base, target, leaves):
+    sections, _ = parse_patch(_section("calc/link", mode="120000", body=f"+{target}\n\\ No newline at end of file"))
+    stripped = decide(_task(), sections, base_links=base).stripped
+    assert bool(stripped) is leaves, stripped
+
+
 def test_what_is_kept_is_written_out_again_from_the_parsed_sections_only():
     patch = ("garbage before\n" + _section("calc/fix.py") + "a line patch would read as an ed script\n1a\nx\n.\n"
              + _section(".git/hooks/post-checkout", mode="100755") + _section("data.txt"))

@@ -341,8 +341,6 @@ def test_an_agent_in_its_container_never_gets_a_non_fix_resolved(attack, in_cont
     assert not row.resolved and row.outcome != "resolved", (row.outcome, row.note, (out / row.patch_path).read_text()[:1500])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: `deep -> .` then `inikit/data -> ../deep/deep/../../etc`: the "
-                   "textual normpath says `etc` (inside), the kernel resolves /etc; the symlink is applied")
 def test_a_symlink_that_leaves_the_repository_through_another_symlink_is_stripped(demo):
     """A defence bypass with no verdict of its own (the code still has the bug): a patch may not
     leave a symlink pointing outside the repository, however the target is spelled."""

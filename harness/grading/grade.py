@@ -26,7 +26,8 @@ from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, get_parser
 from ..tasks import Task
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
-from .patching import APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, shadowing_modules
+from .patching import (APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, base_symlinks, clear_bytecode, decide,
+                       parse_patch, shadowing_modules)
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
@@ -62,7 +63,7 @@ def grade(
                 if decision is None:
                     shadowing = shadowing_modules(sb, sections, task.hidden_tests.command,
                                                   (*RUNNER_MODULES, *setup.imports))
-                    decision = decide(task, sections, unparsed, shadowing)
+                    decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:

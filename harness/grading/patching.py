@@ -282,20 +282,26 @@ def touched_files(patch: str) -> list[str]:
 
 
 def decide(task: Task, sections: list[Section], unparsed: int = 0,
-           shadowing: dict[str, str] | set[str] = frozenset()) -> Decision:
+           shadowing: dict[str, str] | set[str] = frozenset(), base_links: dict[str, str] | None = None) -> Decision:
     """Which sections grading applies; the others are stripped, each path with its reason.
     `shadowing`: paths that would shadow an installed module -> the shadowing entry (a set: the
-    entry is the top-level module or package)."""
+    entry is the top-level module or package). `base_links`: the base tree's symlinks (path ->
+    target), through which, with the patch's own, a new symlink's target is resolved."""
     protected = [_glob(p) for p in task.protected()]
     hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
     if not isinstance(shadowing, dict):
         shadowing = {p: _shadow_name(p) for p in shadowing}
+    links = dict(base_links or {})
+    for section in sections:  # the tree's symlinks after the patch
+        for path in (section.old, section.new):
+            links.pop(path, None)
+    links.update({s.new: t for s in sections if s.new is not None and (t := s.symlink_target()) is not None})
     kept, stripped, reverted = [], [], []
     for section in sections:
         reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, shadowing))]
         target = section.symlink_target()
         if target is not None and section.new is not None and not any(p == section.new for p, _ in reasons):
-            if _leaves(section.new, target):
+            if _leaves(section.new, target, links):
                 reasons.append((section.new, "a symlink leaving the repository"))
         if section.binary and section.new_mode == "120000" and section.new is not None:
             reasons.append((section.new, "a symlink whose target cannot be read"))
@@ -330,12 +336,38 @@ def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing
     return ""
 
 
-def _leaves(link: str, target: str) -> bool:
-    """Does a symlink at `link` with this target point outside the repository (or into .git)?"""
+def _leaves(link: str, target: str, links: dict[str, str] | None = None) -> bool:
+    """Does a symlink at `link` with this target point outside the repository (or into .git), as
+    the kernel resolves it through every symlink the tree has after the patch (`links`: path ->
+    target, the base's and the patch's; `deep -> .` makes `../deep/deep/../../etc` leave, where a
+    textual normpath says `etc`)? A loop, or more than 40 links on the way, counts as leaving."""
     if not target or target.startswith("/") or "\n" in target or "\0" in target:
         return True
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
-    return resolved == ".." or resolved.startswith("../") or ".git" in resolved.lower().split("/")
+    links = links or {}
+    queue = [c for c in posixpath.dirname(link).split("/") + target.split("/")]
+    queue.reverse()  # a stack: the next component last
+    resolved: list[str] = []
+    hops = 0
+    while queue:
+        part = queue.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                return True  # above the repository
+            resolved.pop()
+            continue
+        resolved.append(part)
+        if part.lower() == ".git":
+            return True
+        through = links.get("/".join(resolved))
+        if through is not None:
+            hops += 1
+            if hops > 40 or not through or through.startswith("/"):
+                return True
+            resolved.pop()
+            queue.extend(reversed(through.split("/")))
+    return False
 
 
 def _glob(pattern: str) -> re.Pattern:
@@ -502,6 +534,19 @@ def _no_symlinks(sb: Sandbox, sections: list[Section]) -> bool:
     script = ('cd "$1" || exit 1; shift; for p in "$@"; do [ "$(realpath -m -- "$p")" = "$PWD/$p" ] || exit 1; '
               '[ -L "$p" ] && exit 1; done; exit 0')
     return sb.exec(["sh", "-c", script, "sh", sb.workdir, *paths], timeout=sb.limits.step_timeout_s).ok
+
+
+def base_symlinks(sb: Sandbox, sections: list[Section]) -> dict[str, str]:
+    """The repository's symlinks (path -> target) in this container, before the patch: only when
+    the patch has a symlink of its own to resolve through them ({} when `find` cannot list them)."""
+    if not any(s.symlink_target() is not None for s in sections):
+        return {}
+    found = sb.exec(["find", ".", "-path", "./.git", "-prune", "-o", "-type", "l", "-printf", "%P\\0%l\\0"],
+                    timeout=sb.limits.step_timeout_s)
+    if not found.ok:
+        return {}
+    items = found.stdout.split("\0")
+    return {items[i]: items[i + 1] for i in range(0, len(items) - 1, 2)}
 
 
 def clear_bytecode(sb: Sandbox) -> str:
