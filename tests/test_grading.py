@@ -50,6 +50,9 @@ def _section(path: str, *, new_file: bool = True, mode: str = "100644", body: st
     ("tests/test_new.py", "protected"),
     ("tests/test_hidden.py", "protected"),
     ("conftest.py", "protected"),
+    ("calc/testing/helpers.py", ""),  # a library's testing/ package (numpy.testing): not the tests
+    ("calc/testing/test_helpers.py", "protected"),
+    ("calc/testing/conftest.py", "protected"),
     ("pkg/conftest.py", "protected"),
     ("setup.cfg", "protected"),
     (".git/hooks/pre-commit", "under .git/"),
@@ -71,6 +74,16 @@ def test_each_path_of_a_patch_is_kept_or_stripped_with_its_reason(path, reason):
     got = {s.path: s.reason for s in decision.stripped}
     assert got.get(path, "") == reason, got
     assert (decision.text() != "") == (reason == "")
+
+
+def test_a_test_folder_holding_the_hidden_tests_is_protected_whole():
+    """pytest's own repository keeps its tests in testing/: there the folder's data and helpers are
+    the tests'; elsewhere a testing/ package is library code."""
+    task = _task(hidden_tests={"command": "pytest", "files": {"testing/python/test_hidden.py": "x"}})
+    for path, reason in [("testing/example_scripts/data.txt", "protected"), ("testing/helper.py", "protected"),
+                         ("src/testing/helper.py", ""), ("testingx/a.py", "")]:
+        got = {s.path: s.reason for s in decide(task, parse_patch(_section(path))[0]).stripped}
+        assert got.get(path, "") == reason, (path, got)
 
 
 @pytest.mark.parametrize("target, leaves", [("../../etc", True), ("/etc/passwd", True), ("../.git/config", True),

@@ -246,10 +246,7 @@ def legit_grades(demo) -> dict:
     return grade_all(demo, _legit(demo))
 
 
-FALSE_NEGATIVES = {
-    "fix_in_a_package_named_testing": "red team: a fix whose new helper lives in a package `inikit/testing/` is "
-    "stripped as protected (`**/testing/**`), so a legitimate fix is graded not resolved",
-}
+FALSE_NEGATIVES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("fix", [

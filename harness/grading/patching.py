@@ -31,6 +31,7 @@ GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
 APPLIERS = ("git apply", "git apply --3way", "patch --fuzz=5")
 _CACHE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox"}
 _STARTUP = {"sitecustomize", "usercustomize"}
+TEST_DIR_NAMES = ("test", "tests", "testing")  # a folder so named above a hidden test file is protected whole
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _HEADERS = ("old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ", "copy to ",
             "rename from ", "rename to ", "similarity index ", "dissimilarity index ", "index ")
@@ -289,6 +290,11 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0,
     target), through which, with the patch's own, a new symlink's target is resolved."""
     protected = [_glob(p) for p in task.protected()]
     hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
+    # every folder named like a test folder above a hidden test file is protected whole (its data,
+    # helpers and fixtures are the tests'): `testing/` in a repository that keeps its tests there
+    test_dirs = {"/".join(p.split("/")[:i + 1]) + "/" for p in hidden for i, part in enumerate(p.split("/")[:-1])
+                 if part.lower() in TEST_DIR_NAMES}
+    protected.append(re.compile("|".join(re.escape(d) + ".*" for d in sorted(test_dirs)) or r"(?!)"))
     if not isinstance(shadowing, dict):
         shadowing = {p: _shadow_name(p) for p in shadowing}
     links = dict(base_links or {})

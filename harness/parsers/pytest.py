@@ -40,7 +40,9 @@ PROTECTED_PATHS = (
     "**/test_*.py",
     "**/*_test.py",
     "**/tests/**",
-    "**/testing/**",
+    # a `test/` or `testing/` folder is protected where it holds the hidden tests (grading adds it:
+    # pytest's own repository keeps its tests in testing/), not wherever a library names a helper
+    # package so (numpy.testing, a testing/ of fixtures for users)
     "**/pytest.ini",
     "**/.pytest.ini",
     "**/pytest.toml",  # pytest 9
