@@ -467,3 +467,12 @@ def test_an_expected_xfail_counts_and_a_regrade_of_an_unchanged_run_changes_noth
     again = read_results(new / "results.jsonl")
     assert [(r.task_id, r.attempt, r.outcome) for r in again] == [(row.task_id, row.attempt, row.outcome)]
     assert "0 changed outcome" in done.stdout
+
+
+def test_regrade_reads_a_saved_patch_byte_for_byte(tmp_path):
+    """A CRLF file's patch keeps its CRs when a run is regraded (read_text() turned them into LF)."""
+    from harness.run.regrade import read_patch
+
+    patch = "diff --git a/w.txt b/w.txt\n--- a/w.txt\n+++ b/w.txt\n@@ -1 +1 @@\n-a\r\n+b\r\n"
+    (tmp_path / "patch.diff").write_bytes(patch.encode())
+    assert read_patch(tmp_path / "patch.diff") == patch
