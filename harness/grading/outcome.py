@@ -14,7 +14,10 @@ GRADE_SCHEMA = 1
 # it trusts, strips or counts as passed), so older verdicts can be found and re-graded
 # (`wholeloop regrade`). 1: before issue 9 (grade.json had no grader_version). 2: the patch taken
 # from outside the agent's container; paths from the patch; two channels; XFAIL only when expected.
-GRADER_VERSION = 2
+# 4 (3 is the attribution branch's): after the red team -- shadowing asked of every new path and the
+# hidden command's roots, names re-rendered for the appliers, symlinks resolved through symlinks,
+# `testing/` protected only where the hidden tests are, hidden literals kept out of feedback.
+GRADER_VERSION = 4
 
 
 class Outcome(str, Enum):
