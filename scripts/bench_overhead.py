@@ -3,10 +3,11 @@
 Every figure is a median over repetitions after a warm-up, measured in this one run on one image
 (the demo task inikit-001's task image), ours and the raw reference interleaved so that machine
 noise hits both alike. Prints a table with ratios and PASS/FAIL against the targets of issue 5
-item 7. Usage:
+item 7 and issue 14 (the run history). Usage:
 
-    python scripts/bench_overhead.py                 # everything (about 6 minutes)
-    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report proxy)
+    python scripts/bench_overhead.py                 # everything (about 8 minutes)
+    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report history history-query proxy)
+    python scripts/bench_overhead.py --only history-query   # the run history's listing (no Docker)
     python scripts/bench_overhead.py --only proxy    # the metering proxy of external agents (no Docker)
     python scripts/bench_overhead.py --json out.json # also save the figures
 
@@ -30,6 +31,7 @@ import tempfile
 import textwrap
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +41,11 @@ from harness.agents import get_agent  # noqa: E402
 from harness.agents.config import load_agent_config  # noqa: E402
 from harness.agents.loop import ToolAgent  # noqa: E402
 from harness.grading import grade  # noqa: E402
+from harness.history.db import HistoryFilter, HistoryIndex  # noqa: E402
+from harness.history.live import attach  # noqa: E402
+from harness.history.url import sqlite_url  # noqa: E402
+from harness.records import ResultRow, RunFolder, write_atomic, write_json  # noqa: E402
+from harness.transcript import TranscriptWriter, read_transcript  # noqa: E402
 from harness.models import ScriptedModel, tool_turn  # noqa: E402
 from harness.run import RunOptions, Runner  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
@@ -56,7 +63,7 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "proxy")
+SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "history", "history-query", "proxy")
 
 
 @dataclass
@@ -309,6 +316,181 @@ def bench_cli(reps: int) -> list[Row]:
     ]
 
 
+def _fabricate_history_runs(root: Path, runs: int, tasks: int) -> None:
+    """`runs` run folders of `tasks` rows each (one configuration; three suites, two configs, one
+    row in ten a failed first attempt), written in one go per file: the index's input, not a run."""
+    for i in range(runs):
+        run_dir = root / f"run-{i:04d}"
+        suite, config = f"suite-{i % 3}", f"agent+model-{i % 2}"
+        started = (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=7 * i)).isoformat()
+        lines = []
+        for t in range(tasks):
+            for attempt in ((1, 2) if (i + t) % 10 == 0 else (1,)):
+                final = attempt == 2 or (i + t) % 10 != 0
+                resolved = final and (i * 7 + t) % 3 != 0
+                lines.append(ResultRow(run_id=run_dir.name, task_id=f"task-{t:02d}", task_hash=f"h{t}", config=config,
+                                       agent="default", model=f"model-{i % 2}", attempt=attempt, final=final,
+                                       outcome="resolved" if resolved else "unresolved", resolved=resolved,
+                                       cost_usd=0.01 * (1 + t % 5), phases={"total_s": 30.0 + t},
+                                       transcript_path=f"attempts/task-{t:02d}/{config}/rep-0/transcript.jsonl"
+                                       ).model_dump_json() + "\n")
+        write_atomic(run_dir / RunFolder.RESULTS, "".join(lines))
+        write_json(run_dir / RunFolder.MANIFEST, {
+            "run_id": run_dir.name, "run_uid": f"bench-{i:04d}", "started_at": started, "finished_at": started,
+            "tasks": {f"task-{t:02d}": {"spec": f"/bench/tasks/{suite}/task-{t:02d}.yaml"} for t in range(tasks)}})
+
+
+def bench_history_query(reps: int) -> list[Row]:
+    """`wholeloop history` over 1,000 indexed runs (SQLite), as a subprocess, beside `python -c pass`
+    and the imports it cannot avoid; and the query alone, in process."""
+    exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
+    with tempfile.TemporaryDirectory(prefix="wl-bench-history-") as tmp:
+        root = Path(tmp) / "runs"
+        t0 = time.perf_counter()
+        _fabricate_history_runs(root, 1000, 10)
+        with HistoryIndex.open(sqlite_url(root / "history.sqlite")) as index:
+            n_runs, n_rows = index.rebuild([root])
+            took_rebuild = time.perf_counter() - t0
+            query = [timed(lambda: index.list_runs(HistoryFilter(), limit=50)) for _ in range(reps)]
+            query_all = [timed(lambda: index.list_runs(HistoryFilter())) for _ in range(reps)]
+        env = {**os.environ, "COLUMNS": "160"}
+        env.pop("WHOLELOOP_HISTORY_URL", None)
+
+        cpu: list[float] = []
+
+        def cli(*args: str) -> None:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            done = subprocess.run([exe, "history", "--runs-root", str(root), *args], capture_output=True, env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            assert done.returncode == 0, done.stderr
+            if not args:  # CPU time is what load changes least: waiting for a core is not in it
+                cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+        got = interleaved({"history": lambda: cli(), "all": lambda: cli("--limit", "0"),
+                           "filtered": lambda: cli("--suite", "suite-1", "--since", "2026-03-01"),
+                           "bare": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+                           "imports": lambda: subprocess.run([sys.executable, "-c", "import click, rich.table, sqlalchemy"],
+                                                             check=True)}, max(5, reps // 4), 1)
+    wall = median_ms(got["history"])
+    return [
+        Row(f"history index: {n_runs} runs, {n_rows} rows written and indexed (--rebuild) in {took_rebuild:.1f} s",
+            took_rebuild * 1000),
+        Row("`wholeloop history` over 1,000 runs (50 newest lines), subprocess", wall, goal="<= 300 ms", ok=wall <= 300),
+        Row("  the same, its CPU time (user + system)", median_ms(cpu)),
+        Row("  the same, --suite and --since filters", median_ms(got["filtered"])),
+        Row("  the same, --limit 0 (all 1,000 lines)", median_ms(got["all"])),
+        Row("  `python -c pass`", median_ms(got["bare"])),
+        Row("  `python -c 'import click, rich.table, sqlalchemy'`", median_ms(got["imports"])),
+        Row("  the query alone, in process (50 lines / all 1,000)", median_ms(query), median_ms(query_all)),
+    ]
+
+
+def _replay(source: RunFolder, target: Path, url: str | None) -> tuple[float, float, float, list[float]]:
+    """Write `source`'s records again into `target` the way a run writes them: the manifest at the
+    start, per unit its update (the images) and its transcript's events one by one, per attempt
+    patch, test output, grade and the row, the manifest again at the end. With `url`, the history
+    hook is attached as `wholeloop run` attaches it. Returns (seconds writing records, seconds
+    inside the hook for the rows, seconds attaching and finishing the hook, seconds of each row)."""
+    folder = RunFolder(target, create=True)
+    inside, fixed, per_row = 0.0, 0.0, []
+    hook = None
+    if url:
+        def fail(text: str) -> None:
+            raise RuntimeError(text)
+
+        t = time.perf_counter()
+        hook = attach(RunFolder(target), url, warn=fail)  # listens on another RunFolder object ...
+        fixed += time.perf_counter() - t
+
+        def timed_hook(row: ResultRow) -> None:  # ... so that here the same listener is timed apart
+            nonlocal inside
+            t = time.perf_counter()
+            hook.on_row(row)
+            per_row.append(time.perf_counter() - t)
+            inside += per_row[-1]
+
+        folder.on_row(timed_hook)
+    manifest = source.manifest()
+    t_all = time.perf_counter()
+    fresh = {k: v for k, v in manifest.items() if k != "images"} | {"run_uid": f"replay-{time.time_ns()}"}
+    folder.update_manifest(lambda m: m.update(fresh))  # each replay a run of its own, as every run is
+    seen = set()
+    for row in source.rows():
+        if row.unit() not in seen:  # a unit starts: its images go into the manifest, its transcript opens
+            seen.add(row.unit())
+            images = (manifest.get("images") or {}).get(row.task_id, {})
+            folder.update_manifest(lambda m: m.setdefault("images", {}).__setitem__(row.task_id, images))
+        events = read_transcript(source.path / row.transcript_path)
+        with TranscriptWriter(folder.path / row.transcript_path, secrets=[]) as writer:
+            for event in events:
+                writer.write(event)
+        attempt = source.path / row.dir
+        (folder.path / row.dir).mkdir(parents=True, exist_ok=True)
+        (folder.path / row.dir / "patch.diff").write_text((attempt / "patch.diff").read_text())
+        write_atomic(folder.path / row.dir / "test_output.txt", (attempt / "test_output.txt").read_text())
+        write_json(folder.path / row.dir / "grade.json", json.loads((attempt / "grade.json").read_text()))
+        folder.append(row)
+    folder.update_manifest(lambda m: m.__setitem__("finished_at", manifest.get("finished_at")))
+    total = time.perf_counter() - t_all
+    if hook:
+        t = time.perf_counter()
+        hook.finish()
+        fixed += time.perf_counter() - t
+    return total - inside, inside, fixed, per_row
+
+
+def bench_history_indexing(runs: dict[str, Path], rounds: int) -> list[Row]:
+    """Indexing a run's rows as they are written, against the time the run spends writing its own
+    records (manifest, transcripts, patches, test output, grades, rows): real runs' records replayed,
+    rounds with and without the hook interleaved; the hook's time is measured inside it."""
+    out = []
+    for label, run_dir in runs.items():
+        source = RunFolder(run_dir)
+        n = len(source.rows())
+        events = sum(len(read_transcript(run_dir / r.transcript_path)) for r in source.rows())
+        plain, with_index, inside, fixed, first, later = [], [], [], [], [], []
+        with tempfile.TemporaryDirectory(prefix="wl-bench-index-") as tmp:
+            url = sqlite_url(Path(tmp) / "history.sqlite")
+            for i in range(rounds + 1):
+                a = _replay(source, Path(tmp) / f"plain-{i}", None)
+                b = _replay(source, Path(tmp) / f"indexed-{i}", url)
+                if i:  # the first round is warm-up (imports, the index file's creation)
+                    plain.append(a[0])
+                    with_index.append(b[0])
+                    inside.append(b[1])
+                    fixed.append(b[2])
+                    first.append(b[3][0])
+                    later += b[3][1:]
+        records, hook = statistics.median(plain), statistics.median(inside)
+        share = hook / records
+        out += [
+            Row(f"{label}: {n} attempts, {events} transcript events: the run's records", records * 1000),
+            Row("  with the history hook attached: its records / the hook, for the rows", statistics.median(with_index) * 1000,
+                hook * 1000),
+            Row("  indexing the rows / writing the records", share * 100, goal="<= 5 %", ok=share <= 0.05, unit="%"),
+            Row("  one row in the hook: the first (compiles, reads the manifest) / any later one",
+                statistics.median(first) * 1000, statistics.median(later) * 1000),
+            Row("  once per run, outside the rows: attaching (connect, schema check) and finishing",
+                statistics.median(fixed) * 1000),
+        ]
+    return out
+
+
+def agent_run(tasks: list, out: Path) -> Path:
+    """A run of the tool-calling agent (10 model calls per attempt, no latency; 3 repeats) for its records."""
+    calls = [("bash", {"command": c}) for c in ("ls", "git status --short", "cat README.md | head -40", "ls tests",
+                                                "grep -rn 'def ' --include=*.py . | head -20", "git log --oneline | head",
+                                                "wc -l src/*/*.py", "python -c 'print(1)'")] + [("run_tests", {}), ("submit", {})]
+    agent = ToolAgent(LatencyModel(0.0, calls), load_agent_config())
+    Runner(tasks, agent, RunOptions(out=out, workers=2, repeats=3)).run()
+    return out
+
+
+def gold_run(tasks: list, out: Path) -> Path:
+    Runner(tasks, get_agent("gold"), RunOptions(out=out, workers=2, repeats=3)).run()
+    return out
+
+
 # ----------------------------------------------------------------------------- the metering proxy
 
 
@@ -526,7 +708,7 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
-        fmt = (lambda v: f"{v:.2f}") if r.unit in ("ms", "x", "/min") else (lambda v: f"{v:g}")
+        fmt = (lambda v: f"{v:.2f}") if r.unit in ("ms", "x", "/min", "%") else (lambda v: f"{v:g}")
         unit = r.unit if r.unit != "x" else "x"
         ours = f"{fmt(r.ours)} {unit}".strip()
         raw = f"{fmt(r.raw)} {unit}".strip() if r.raw is not None else ""
@@ -546,22 +728,22 @@ def main() -> int:
                                                         "of the demo suite, made first)")
     args = parser.parse_args()
     only = set(args.only.split(","))
+    docker = bool(only - {"history-query", "proxy"})  # every section but these needs the engine
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
-          f"docker {engine_version().get('Version')}; python {sys.version.split()[0]}")
+          f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}")
     task = load_task(SPEC)
     tasks = [load_task(p) for p in sorted(DEMO.glob("inikit-*.yaml"))]
     rows: list[Row] = []
     if "proxy" in only:  # no Docker: the metering proxy of external agents against its provider
         rows += bench_proxy(max(20, args.reps // 2))
     with tempfile.TemporaryDirectory(prefix="wl-bench-") as tmp:
-        if not only & {"exec", "setup", "grading", "throughput", "cli", "report"}:
-            return _finish(rows, args)
-        # A gold run builds (or finds) the images, and is the warm-up of everything below.
-        runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
-        assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
-        prepared = runner.prepare(task)
-        limits = task.limits.apply(Limits())
-        print(f"image: {prepared.image}")
+        if docker:
+            # A gold run builds (or finds) the images, and is the warm-up of everything below.
+            runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
+            assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
+            prepared = runner.prepare(task)
+            limits = task.limits.apply(Limits())
+            print(f"image: {prepared.image}")
         if "exec" in only:
             rows += bench_exec(prepared.image, limits, args.reps)
         if "setup" in only:
@@ -572,6 +754,11 @@ def main() -> int:
             rows += bench_throughput(tasks, args.latency, [int(w) for w in args.workers.split(",")])
         if "cli" in only:
             rows += bench_cli(7)
+        if "history" in only:
+            runs = {"gold run": gold_run(tasks, Path(tmp) / "gold3"), "tool-agent run": agent_run(tasks, Path(tmp) / "agent")}
+            rows += bench_history_indexing(runs, max(5, args.reps // 6))
+        if "history-query" in only:
+            rows += bench_history_query(max(8, args.reps // 4))
         if "report" in only:
             rows += bench_report(args.report_run, Path(tmp), 15)
     return _finish(rows, args)

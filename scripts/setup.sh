@@ -4,6 +4,7 @@
 #      (ray, inspect: the Inspect AI export is read back by inspect_ai; pandas: the Python API's table)
 #   2. a Docker engine: installed (Debian/Ubuntu: docker.io) when missing, started when stopped
 #   3. the offline base image, built with debootstrap when it is missing and cannot be pulled
+#   (and what the tests need: a C compiler with a static libc, chromium, PostgreSQL's server)
 # Environment: WHOLELOOP_PYTHON (default python3), WHOLELOOP_SKIP_DOCKER=1 to skip 2 and 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,13 @@ apt_install() {
 if ! printf 'int main(void){return 0;}\n' | cc -static -x c - -o /dev/null 2>/dev/null; then
   say "installing a C compiler with a static libc (gcc, libc6-dev) for wholeloop's container helpers"
   apt_install gcc libc6-dev
+fi
+
+# PostgreSQL's server binaries: the run history tests start their own server from them (initdb + pg_ctl
+# in a temporary folder, as the postgres user); the package's own cluster is not used
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  say "installing PostgreSQL (the run history tests start a server of their own)"
+  apt_install postgresql
 fi
 
 # node and npm: external agents from npm (Claude Code, Codex CLI) are installed with them (in a

@@ -130,3 +130,22 @@ def swebench_fixture() -> Path:
             pytest.fail(why)
         pytest.skip(why)
     return out
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server (tests/pgserver.py) for the session, torn down after. Without the
+    `postgresql` package the tests that need it are skipped locally and fail in CI."""
+    from pgserver import PostgresServer, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        why = "PostgreSQL is not installed (apt-get install postgresql; scripts/setup.sh does it)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    server = PostgresServer(bindir).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,6 +1,6 @@
 """The `wholeloop` command: parse arguments, call the library, print. Nothing else lives here.
 
-One module per group of commands (run, reports, tasks, machine); each registers its commands on
+One module per group of commands (run, reports, tasks, machine, history, gate); each registers its commands on
 `main`. Heavy modules (docker, git, rich, model SDKs, scipy) are imported inside the commands that
 need them, so `wholeloop --help` and `wholeloop report` stay fast and a run without a model never
 imports a model SDK.
@@ -102,8 +102,10 @@ def write_crash_log(exc: BaseException) -> Path | None:
     """The traceback of a bug, with the command line and versions, in a log of its own."""
     from .. import __version__
 
-    text = (f"wholeloop {__version__}, python {sys.version.split()[0]}\n$ {' '.join(sys.argv)}\n"
-            f"cwd: {os.getcwd()}\n\n" + "".join(traceback.format_exception(exc)))
+    from ..redact import hide_url_passwords
+
+    text = hide_url_passwords(f"wholeloop {__version__}, python {sys.version.split()[0]}\n$ {' '.join(sys.argv)}\n"
+                              f"cwd: {os.getcwd()}\n\n" + "".join(traceback.format_exception(exc)))
     name = f"crash-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
     import tempfile
 
@@ -152,7 +154,7 @@ def main() -> None:
     graded by hidden tests in a fresh container, the whole loop measured."""
 
 
-from . import machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
+from . import gate, history, machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
 
 if __name__ == "__main__":
     main()

@@ -21,6 +21,30 @@ def _rows(runs):
     return rows
 
 
+def _trend(runs, out) -> dict | None:
+    """The HTML report's "Over time" section: the history of the reported runs' suites and
+    configurations, from the index they were written into (none when there is none)."""
+    from ..history.db import HistoryError, HistoryIndex
+    from ..history.live import default_url
+    from ..history.trend import trend_of_runs
+    from ..report.html import trend_view
+
+    series, sources = [], set()
+    for url in sorted({default_url(run_dir) for run_dir in runs}):
+        try:
+            with HistoryIndex.open(url, create=False) as index:
+                series += trend_of_runs(index, list(runs))
+                sources.add(index.shown)
+        except FileNotFoundError:
+            continue
+        except HistoryError as exc:
+            out.print(f"[yellow]warning[/]: no \"Over time\" section: {exc}", highlight=False)
+    if not any(len(s.points) > 1 for s in series):
+        return None  # one run is not a trend
+    what = ", ".join(sorted({f"{s.suite or '(no suite)'} · {s.config}" for s in series}))
+    return trend_view([s.model_dump(mode="json") for s in series], what=what, source=", ".join(sorted(sources)))
+
+
 def _check_outputs(files=(), folders=()) -> None:
     """Every output path can be written, before any work (a wrong --html fails at once)."""
     from ..records import check_writable
@@ -68,7 +92,7 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
     if html_out:
         from ..report.html import write_html
 
-        out.print(f"wrote {write_html(list(runs), html_out, figures=figures)}")
+        out.print(f"wrote {write_html(list(runs), html_out, figures=figures, trend=_trend(runs, out))}")
     if evidence:
         from ..report.evidence import write_evidence
 

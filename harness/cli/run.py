@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -52,9 +53,14 @@ from . import console, main
               help="run a model the price map does not know (too new for it); its cost is reported as unknown")
 @click.option("--allow-infra-errors", is_flag=True,
               help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
+@click.option("--history-url", "history_url", default=None,
+              help="index the rows into this run history as they are written (default: $WHOLELOOP_HISTORY_URL, "
+                   "else history.sqlite beside the run folder); prefer the variable for a URL with a password")
+@click.option("--history/--no-history", "use_history", default=True, show_default=True,
+              help="index this run in the run history (never fails the run: a history that is down only warns)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
-        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors):
+        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, history_url, use_history):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
     Before any container starts, a preflight checks the model's credentials and price, every task's
@@ -70,6 +76,10 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     from .exit_codes import INFRA, INTERRUPTED, OK
     from .progress import RunProgress
 
+    if use_history:  # before anything is printed or written: the URL's password is a secret of the scrub boundary
+        from ..history.url import ENV, protect
+
+        protect(history_url or os.environ.get(ENV))
     out_console = console()
     tasks = load_tasks(list(suite))
     if not tasks:
@@ -123,12 +133,21 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
         finished = runner.folder.finished_units()
         progress.seed([r for r in runner.folder.latest() if r.unit() in finished and r.task_id not in redo])
         runner.folder.on_row(progress.row)
+        hook = None
+        if use_history:  # rows go into the run history through the run folder's one append point
+            from ..history.live import attach, default_url
+
+            hook = attach(runner.folder, default_url(options.out, history_url),
+                          warn=lambda text: out_console.print(f"[yellow]warning[/]: {text}", highlight=False))
         try:
             rows = runner.run()
         except KeyboardInterrupt:
             out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
                               f"--out {options.out} to resume")
             sys.exit(INTERRUPTED)
+        finally:
+            if hook is not None:
+                hook.finish()
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 

@@ -29,7 +29,7 @@ from ..transcript import read_transcript
 from . import format as fmt
 from . import html_view
 from .attempt import PASSING, fail_to_pass, failing_tests, failure_messages, problem_statement
-from .svgplot import Point, Series, box_strip_svg, colour, cost_rate_svg, phase_bars_svg
+from .svgplot import Point, Series, TrendLine, box_strip_svg, colour, cost_rate_svg, phase_bars_svg, trend_svg
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "report"
 MAX_PAYLOAD = 250_000  # bytes of JSON per repeat before compression; caps shrink until it fits
@@ -258,8 +258,62 @@ def _charts(view: dict, reps: list[Rep]) -> dict:
             "times": [box_strip_svg(series[k], title=t) for k, t in titles.items()]}
 
 
-def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
-    """The whole report as one HTML string. Raises FileNotFoundError, ValueError (no rows)."""
+def trend_view(series: list[dict], *, what: str, source: str) -> dict:
+    """The "Over time" section from trend series (`harness.history.trend.TrendSeries`, dumped to
+    JSON-able dicts): three charts (resolve rate, cost per resolved task, time per task) and a
+    table per series. Plain data in, so reports never depend on the index itself."""
+    runs = sorted({(p.get("started_at") or "", p["uid"]) for s in series for p in s["points"]})
+    position = {key: i for i, key in enumerate(runs)}
+    x_labels = [started[:10] if started else "?" for started, _ in runs]
+    charts, tables = [], []
+    for title, key, kind in (("Resolve rate", "resolve_rate", "rate"), ("Cost per resolved task", "cost_per_resolved", "usd"),
+                             ("Time per task", "time_per_task", "seconds")):
+        lines = []
+        for i, s in enumerate(series):
+            label = f"{s['suite']} · {s['config']}" if len({x['suite'] for x in series}) > 1 else s["config"]
+            pts = [(position[(p.get("started_at") or "", p["uid"])], p[key].get("value"), p[key].get("low"),
+                    p[key].get("high")) for p in s["points"]]
+            lines.append(TrendLine(label, pts, colour(i)))
+        charts.append(trend_svg(lines, x_labels, title=title, kind=kind))
+    for s in series:
+        rows = []
+        for p in s["points"]:
+            rate, cost, time_ = p["resolve_rate"], p["cost_per_resolved"], p["time_per_task"]
+            rows.append({
+                "started": (p.get("started_at") or "")[:16].replace("T", " "), "run_id": p["run_id"],
+                "finished": p.get("finished", True), "tasks": p["tasks"],
+                "rate": f"{p['resolved']}/{p['scored']} · {fmt.pct(rate.get('value'))}",
+                "rate_ci": f"[{fmt.pct(rate.get('low'))}, {fmt.pct(rate.get('high'))}]" if rate.get("low") is not None else "",
+                "cost": "unknown" if cost.get("unknown") else fmt.usd(cost.get("value")) if cost.get("value") is not None else "-",
+                "time": fmt.seconds(time_.get("value")), "infra_errors": p["infra_errors"],
+            })
+        tables.append({"suite": s["suite"], "config": s["config"], "points": rows})
+    return {"what": what, "source": source, "charts": charts, "series": tables}
+
+
+def _environment() -> Environment:
+    # finalize: every value the template prints is made visible (no escape sequence of a run's text
+    # reaches the page raw); report.js does the same to the data it decodes.
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v)
+    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
+    return env
+
+
+def write_trend_html(trend: dict, path: Path) -> Path:
+    """A page of its own with the "Over time" section (`trend_view`): `wholeloop history trend --html`."""
+    path = Path(path)
+    page = _environment().get_template("trend.html.j2").render(
+        trend=trend, css=(TEMPLATES / "report.css").read_text(),
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    write_atomic(path, page)
+    return path
+
+
+def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None = None) -> str:
+    """The whole report as one HTML string; `trend` (from `trend_view`) adds the "Over time"
+    section. Raises FileNotFoundError, ValueError (no rows)."""
     run_dirs = [Path(d) for d in run_dirs]
     reps = collect(run_dirs)
     if not reps:
@@ -270,17 +324,12 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
     recovery = _recovery_index(figs)
     manifests = {d: open_run(d).manifest() for d in {rep.run_dir for rep in reps}}
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
-    # finalize: every value the template prints is made visible (no escape sequence of a run's text
-    # reaches the page raw); report.js does the same to the data it decodes.
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True,
-                      finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v)
-    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
+    env = _environment()
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
     tampering = [(row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
                  for rep in reps for row in rep.rows if row.tampering]
     return env.get_template("report.html.j2").render(
-        view=view, charts=charts, payloads=payloads, tampering=tampering,
+        view=view, charts=charts, payloads=payloads, trend=trend, tampering=tampering,
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(), js=(TEMPLATES / "report.js").read_text(),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -288,14 +337,15 @@ def render_html(run_dirs: list[Path], *, figures: Any = None) -> str:
     )
 
 
-def write_html(run_dirs: list[Path], path: Path, *, figures: Any = None) -> Path:
+def write_html(run_dirs: list[Path], path: Path, *, figures: Any = None, trend: dict | None = None) -> Path:
     """Write the report for `run_dirs` to `path` (atomically) and return the path.
 
-    `figures` is a `figures.Figures` (or its model_dump()); computed here when not given.
+    `figures` is a `figures.Figures` (or its model_dump()); computed here when not given. `trend`:
+    the "Over time" section, from `trend_view` (none when not given).
     Raises FileNotFoundError for a folder that is not a run, ValueError when there are no rows.
     """
     path = Path(path)
-    write_atomic(path, render_html(list(run_dirs), figures=figures))
+    write_atomic(path, render_html(list(run_dirs), figures=figures, trend=trend))
     return path
 
 

@@ -1,8 +1,9 @@
 """Small inline SVG charts for the HTML report: no plotting library, no scripts, no fonts to fetch.
 
-Two charts: cost against resolve rate (one point per configuration, interval whiskers on both
-axes when known) and time distributions (per configuration, a box plot over a strip of every
-attempt). Output is an SVG string styled by the report's CSS classes (`.ax`, `.grid`, `.lbl`...).
+Charts: cost against resolve rate (one point per configuration, interval whiskers on both axes
+when known), time distributions (per configuration, a box plot over a strip of every attempt),
+where an attempt's time goes, and trends over runs from the history (one line per configuration,
+a whisker per point). Output is an SVG string styled by the report's CSS classes (`.ax`, `.grid`, `.lbl`...).
 """
 
 from __future__ import annotations
@@ -220,3 +221,76 @@ def _short(text: str, n: int = 30) -> str:
         return text
     head = (n - 1) // 2
     return text[:head] + "…" + text[-(n - 1 - head):]
+
+
+@dataclass
+class TrendLine:
+    """One configuration over time: (run position, value, low, high) per run it has; a value of
+    None is a run where the figure is unknown (drawn as a gap in the line)."""
+
+    label: str
+    points: list[tuple[int, float | None, float | None, float | None]] = field(default_factory=list)
+    colour: str = PALETTE[0]
+
+
+def trend_svg(lines: list[TrendLine], x_labels: list[str], *, title: str, kind: str = "rate", width: int = 560,
+              height: int = 270) -> str:
+    """A figure over successive runs (x: every run of the chart in time order, labelled by
+    `x_labels`), one line per configuration, each point with its interval as a whisker.
+    kind: rate | usd | seconds."""
+    ml, mr, mt, mb = 58, 16, 44, 40
+    pw, ph = width - ml - mr, height - mt - mb
+    n = max(len(x_labels), 1)
+    values = [v for ln in lines for _, value, lo, hi in ln.points for v in (value, lo, hi) if v is not None]
+    yt = [0, 0.25, 0.5, 0.75, 1.0] if kind == "rate" else nice_ticks(0, max(values + [1e-9]) * 1.05)
+    yhi = yt[-1]
+    fmt_tick = {"rate": lambda v: f"{v * 100:.0f}%", "usd": usd_tick, "seconds": seconds_tick}[kind]
+    fmt_value = {"rate": pct, "usd": usd, "seconds": seconds}[kind]
+
+    def sx(i: int) -> float:
+        return ml + pw * (i + 0.5) / n
+
+    def sy(v: float) -> float:
+        return mt + ph * (1 - min(v, yhi) / yhi)
+
+    out = [f'<svg class="chart trend" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+           f'<text class="ctitle" x="0" y="14">{escape(title)}</text>']
+    lx = 0.0
+    for ln in lines:  # the legend, under the title
+        name = _short(ln.label, 28)
+        out.append(f'<rect x="{lx:.0f}" y="24" width="12" height="3" fill="{ln.colour}"/>'
+                   f'<text class="tick" x="{lx + 16:.0f}" y="29">{escape(name)}</text>')
+        lx += 28 + 6.2 * len(name)
+    for t in yt:
+        out.append(f'<line class="grid" x1="{ml}" x2="{ml + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>')
+        out.append(f'<text class="tick" x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{fmt_tick(t)}</text>')
+    step = max(1, math.ceil(n / 6))
+    for i, x_label in enumerate(x_labels):
+        if i % step == 0 or i == n - 1:
+            out.append(f'<text class="tick" x="{sx(i):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}"/>')
+    out.append(f'<line class="ax" x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + ph}"/>')
+    out.append(f'<text class="axlbl" x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle">runs, oldest first '
+               f'(whiskers: 95% interval)</text>')
+    for ln in lines:
+        c = ln.colour
+        segments: list[list[str]] = [[]]
+        for i, value, _lo, _hi in ln.points:
+            if value is None:
+                segments.append([])
+            else:
+                segments[-1].append(f"{sx(i):.1f},{sy(value):.1f}")
+        for seg in segments:
+            if len(seg) > 1:
+                out.append(f'<polyline fill="none" stroke="{c}" stroke-width="1.8" points="{" ".join(seg)}"/>')
+        for i, value, lo, hi in ln.points:
+            if value is None:
+                continue
+            tip = f"{ln.label}, {x_labels[i] if i < len(x_labels) else i}: {fmt_value(value)}"
+            if lo is not None:  # no upper bound (nothing to divide by in some resamples): to the top
+                tip += f" ({fmt_value(lo)} to {fmt_value(hi) if hi is not None else 'no upper bound'})"
+                out.append(_line(sx(i), sy(lo), sx(i), sy(hi if hi is not None else yhi), c))
+            out.append(f'<circle cx="{sx(i):.1f}" cy="{sy(value):.1f}" r="3.5" fill="{c}"><title>{escape(tip)}</title></circle>')
+    out.append("</svg>")
+    return "".join(out)

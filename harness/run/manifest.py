@@ -2,7 +2,8 @@
 
 Command line, versions (wholeloop and its git commit, dependencies, Python, Docker engine), host
 facts, the agent configuration, the tasks with content hashes and their image ids, and times.
-Secrets never go in: model base URLs are recorded, keys are not.
+Secrets never go in: model base URLs are recorded, keys are not, and a password in a URL on the
+command line (a history database's, say) is recorded as `***`.
 """
 
 from __future__ import annotations
@@ -11,14 +12,21 @@ import os
 import platform
 import subprocess
 import sys
+import uuid
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 from .. import __version__
+from ..redact import hide_url_passwords
 
 MANIFEST_SCHEMA = 1
 _DEPENDENCIES = ["docker", "gitpython", "anthropic", "openai", "litellm", "tenacity", "pydantic", "rich", "click", "PyYAML"]
+
+
+def command_line() -> list[str]:
+    """This process's command line as a manifest records it: passwords in URLs hidden."""
+    return [hide_url_passwords(arg) for arg in sys.argv]
 
 
 def now() -> str:
@@ -79,7 +87,8 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict) -> d
     return {
         "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
-        "command": sys.argv,
+        "run_uid": uuid.uuid4().hex,  # tells apart runs with the same folder name (a history index's key)
+        "command": command_line(),
         "cwd": os.getcwd(),
         "wholeloop": {"version": __version__, "git_commit": _git_commit()},
         "python": sys.version.split()[0],
@@ -102,5 +111,5 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict) -> d
         "images": {},
         "started_at": now(),
         "finished_at": None,
-        "sessions": [{"started_at": now(), "command": sys.argv}],
+        "sessions": [{"started_at": now(), "command": command_line()}],
     }

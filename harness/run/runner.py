@@ -8,7 +8,6 @@ command with the same folder resumes and never redoes finished work. Units run o
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 
 from sandbox import Backend, DiskSpaceError, Limits, SandboxError
@@ -18,7 +17,7 @@ from ..agents import Agent, prepare_agent
 from ..records import ResultRow, RunFolder
 from ..tasks import Task
 from .executors import Executor, LocalExecutor
-from .manifest import build_manifest, now
+from .manifest import build_manifest, command_line, now
 from .unit import ProgressFn, RunOptions, UnitRunner
 
 
@@ -119,7 +118,7 @@ class Runner(UnitRunner):
 
         def start(manifest: dict) -> None:
             if manifest:  # resuming: keep the original recipe, note this session
-                manifest.setdefault("sessions", []).append({"started_at": now(), "command": sys.argv})
+                manifest.setdefault("sessions", []).append({"started_at": now(), "command": command_line()})
                 manifest["finished_at"] = None
             else:
                 manifest.update(build_manifest(run_id=self.run_id, agent=self.agent.describe(), tasks=self.tasks,

@@ -1,0 +1,638 @@
+"""The history index: a cache of every run's rows in SQLite or PostgreSQL, through SQLAlchemy Core.
+
+    index = HistoryIndex.open(url)            # connects and migrates (Alembic) when it must
+    index.sync_run(RunFolder("runs/x"))       # (re)index one run folder from disk
+    index.list_runs(HistoryFilter(suite="demo"))
+
+Run folders are the truth; everything here can be recreated from them (`rebuild`). Writes go
+through `sync_run` (a whole folder) and `LiveRun.add` (one row as the run appends it: see
+`harness.history.live`). The latest-row rule of the run folder is kept as rows arrive: a row that
+starts a new try of its unit marks the earlier try's rows `current = false`, exactly as
+`records.latest_of` decides on disk.
+
+Errors of the database (down, refused, wrong password, locked too long) become `HistoryError`,
+whose message never carries the password.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import (Column, MetaData, String, Table, and_, bindparam, case, create_engine, delete, distinct, event, func,
+                        insert, inspect, or_, select, update)
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from . import url as urls
+from .schema import HEAD, attempts, runs
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
+_INSERT_ATTEMPT = insert(attempts)
+_SUPERSEDE = (update(attempts).where(and_(
+    attempts.c.run == bindparam("b_run"), attempts.c.task_id == bindparam("b_task"),
+    attempts.c.config == bindparam("b_config"), attempts.c.repeat == bindparam("b_repeat"), attempts.c.current,
+)).values(current=False))
+if TYPE_CHECKING:  # at run time imported where rows are read or written: listing needs no pydantic
+    from ..records import ResultRow, RunFolder
+
+RESULTS_FILE = "results.jsonl"  # RunFolder.RESULTS (tests/test_history.py checks they agree)
+_alembic_version = Table("alembic_version", MetaData(), Column("version_num", String(32), primary_key=True))
+
+
+class HistoryError(ValueError):
+    """The history database cannot be used (down, refused, a wrong password, a missing driver): an
+    input error, not a bug. The message names the database without its password."""
+
+
+@dataclass
+class HistoryFilter:
+    """Which runs a listing, a trend or a baseline query looks at (None: any)."""
+
+    suite: str | None = None  # the suite's folder name ("demo") or its path
+    model: str | None = None
+    agent: str | None = None
+    config: str | None = None
+    since: datetime | None = None
+    finished_only: bool = False
+    exclude_paths: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # only runs indexed from these folders
+    run: str | None = None  # a run id (folder name) or a uid prefix
+
+
+@dataclass
+class RunSummary:
+    """One configuration of one indexed run, as `wholeloop history` lists it."""
+
+    key: int
+    uid: str
+    run_id: str
+    path: str
+    suite: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    config: str
+    agent: str
+    model: str | None
+    tasks: int
+    trials: int  # complete trials (a final row)
+    scored: int  # trials that were not infrastructure errors
+    resolved: int
+    infra_errors: int
+    incomplete: int
+    cost_usd: float | None  # over scored trials; None when a price was unknown
+    time_s: float  # over scored trials
+    regraded_from: str | None = None  # a regrade: the uid of the run it re-graded
+    tampering: int = 0  # complete trials whose grade suspects tampering
+
+    @property
+    def rate(self) -> float | None:
+        return self.resolved / self.scored if self.scored else None
+
+
+@dataclass
+class TaskAggregate:
+    """One task of one configuration of one run: what trends and intervals are computed from."""
+
+    run: int
+    config: str
+    task_id: str
+    scored: int
+    resolved: int
+    cost_usd: float | None
+    time_s: float
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes: every time in the index is UTC."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return _utc(datetime.fromisoformat(str(text)))
+    except ValueError:
+        return None
+
+
+def provisional_uid(folder: RunFolder) -> str:
+    """The key of a run indexed before its manifest exists (a run's first moments): replaced by the
+    manifest's run_uid as soon as there is one."""
+    seed = f"{socket.gethostname()}|{folder.path.resolve()}"
+    return "p-" + hashlib.sha256(seed.encode()).hexdigest()[:30]
+
+
+def run_uid(folder: RunFolder, manifest: dict) -> str:
+    """The manifest's run_uid (for a regrade, derived from it: the regrade copied it from its source);
+    for runs older than it, a hash of the folder, its run id and start time; without a manifest yet,
+    `provisional_uid`."""
+    if manifest.get("run_uid"):
+        uid = str(manifest["run_uid"])
+        regraded = manifest.get("regraded_from")
+        if isinstance(regraded, dict):  # a regrade copies its source's manifest, run_uid included:
+            # it is a run of its own, keyed by its source and when it was made
+            seed = f"{uid}|regrade|{regraded.get('at', '')}|{manifest.get('run_id', folder.path.name)}"
+            return "r-" + hashlib.sha256(seed.encode()).hexdigest()[:30]
+        return uid
+    if not manifest:
+        return provisional_uid(folder)
+    seed = f"{folder.path.resolve()}|{manifest.get('run_id', folder.path.name)}|{manifest.get('started_at', '')}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def regraded_source(manifest: dict) -> str | None:
+    """The uid of the run a regrade re-graded (its manifest's run_uid, which the regrade copied)."""
+    if isinstance(manifest.get("regraded_from"), dict) and manifest.get("run_uid"):
+        return str(manifest["run_uid"])
+    return None
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def suite_of(manifest: dict) -> tuple[str, str]:
+    """(name, path) of the folder holding the run's task specs: tasks/demo/*.yaml -> ("demo", ".../tasks/demo")."""
+    specs = [Path(t["spec"]) for t in (manifest.get("tasks") or {}).values() if isinstance(t, dict) and t.get("spec")]
+    if not specs:
+        return "", ""
+    cwd = Path(manifest.get("cwd") or ".")
+    parents = [str((p if p.is_absolute() else cwd / p).parent) for p in specs]
+    common = Path(os.path.commonpath(parents))
+    return common.name, str(common)
+
+
+def _row_values(row: ResultRow, run: int, seq: int, current: bool) -> dict:
+    return {
+        "run": run, "seq": seq, "current": current, "task_id": row.task_id, "task_hash": row.task_hash,
+        "config": row.config, "agent": row.agent, "model": row.model, "repeat": row.repeat, "attempt": row.attempt,
+        "final": row.final, "outcome": row.outcome, "resolved": row.resolved, "stop_reason": row.stop_reason or "",
+        "cost_usd": row.cost_usd, "total_s": row.phases.total_s, "agent_s": row.phases.agent_s, "steps": row.steps,
+        "input_tokens": row.usage.input_tokens, "output_tokens": row.usage.output_tokens,
+        "transcript_path": row.transcript_path or "", "dir": row.dir or "", "started_at": row.started_at or "",
+        "finished_at": row.finished_at or "", "tampering": row.tampering, "grader_version": row.grader_version,
+    }
+
+
+def _run_values(folder: RunFolder, manifest: dict, rows: list[ResultRow]) -> dict:
+    suite, suite_path = suite_of(manifest)
+    started = parse_time(manifest.get("started_at")) or parse_time(min((r.started_at for r in rows if r.started_at),
+                                                                       default=None))
+    if started is None and folder.results_path.exists():
+        started = datetime.fromtimestamp(folder.results_path.stat().st_mtime, timezone.utc)
+    wl = manifest.get("wholeloop") or {}
+    return {
+        "uid": run_uid(folder, manifest), "run_id": str(manifest.get("run_id") or folder.path.name),
+        "path": str(folder.path.resolve()), "host": socket.gethostname(), "suite": suite, "suite_path": suite_path,
+        "started_at": started, "finished_at": parse_time(manifest.get("finished_at")),
+        "wholeloop_version": wl.get("version"), "git_commit": (wl.get("git_commit") or None),
+        "regraded_from": regraded_source(manifest), "grader_version": _int(manifest.get("grader_version")),
+        "indexed_at": datetime.now(timezone.utc),
+    }
+
+
+def superseded(found: Iterable[RunSummary]) -> set[str]:
+    """uids of runs among `found` that a regrade among them re-graded: the regrade (the same
+    attempts, graded by a newer grader) stands in for them in trends and as a gate's `latest`."""
+    return {r.regraded_from for r in found if r.regraded_from}
+
+
+def find_runs(roots: Iterable[Path | str]) -> list[Path]:
+    """Every run folder (a folder with results.jsonl) under the roots; a run folder is not searched."""
+    found: list[Path] = []
+    for root in roots:
+        for here, dirs, files in os.walk(root):
+            if RESULTS_FILE in files:
+                found.append(Path(here))
+                dirs[:] = []
+            else:
+                dirs.sort()
+    return sorted(found)
+
+
+class HistoryIndex:
+    """One history database. Thread-safe: writes of one process go one at a time."""
+
+    def __init__(self, url: str, engine: Engine) -> None:
+        self.url = url
+        self.shown = urls.shown(url)
+        self.engine = engine
+        self._write_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, url: str, *, create: bool = True) -> HistoryIndex:
+        """Connect and bring the schema to the newest revision. `create=False`: a SQLite file that
+        does not exist is an error (reading commands never create an empty index)."""
+        urls.protect(url)
+        url = urls.normalize(url)
+        path = urls.sqlite_path(url)
+        if path is not None:
+            if not path.exists() and not create:
+                raise FileNotFoundError(f"no history index at {path} (runs index themselves as they run; "
+                                        "`wholeloop history --rebuild` makes one from the run folders)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            engine = _engine(url)
+        except (ImportError, SQLAlchemyError) as exc:  # no driver for the URL's scheme, a malformed URL
+            raise HistoryError(urls.scrub(f"run history at {urls.shown(url)}: {exc}", url)) from exc
+        index = cls(url, engine)
+        try:
+            index.migrate()
+        except BaseException:
+            index.close()
+            raise
+        return index
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> HistoryIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def error(self, exc: BaseException, doing: str) -> HistoryError:
+        """A HistoryError for a failed database call: the driver's own first line, never the password."""
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        return HistoryError(urls.scrub(f"run history at {self.shown}: {doing}: {first}", self.url))
+
+    def _write(self) -> _transaction:
+        return _transaction(self.engine, write=True)
+
+    def _read(self) -> _transaction:
+        return _transaction(self.engine, write=False, index=self)
+
+    def migrate(self) -> None:
+        """Apply the Alembic migrations the database lacks (none, most of the time: one cheap query)."""
+        try:
+            with self._read() as conn:
+                if self._revision(conn) == HEAD:
+                    return
+            with self._write() as conn:
+                if conn.dialect.name == "postgresql":  # two processes migrating at once: one waits
+                    conn.execute(select(func.pg_advisory_xact_lock(0x57686F6C)))
+                current = self._revision(conn)
+                if current == HEAD:
+                    return
+                if current is not None and not any((MIGRATIONS / "versions").glob(f"{current}_*.py")):
+                    raise HistoryError(f"run history at {self.shown} has schema revision {current}, unknown to this "
+                                       "wholeloop (made by a newer one?)")
+                from alembic import command
+                from alembic.config import Config
+
+                config = Config()
+                config.set_main_option("script_location", str(MIGRATIONS))
+                config.attributes["connection"] = conn
+                command.upgrade(config, "head")
+        except SQLAlchemyError as exc:
+            raise self.error(exc, "cannot open or migrate the index") from exc
+
+    @staticmethod
+    def _revision(conn: Connection) -> str | None:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(select(_alembic_version.c.version_num)).scalar()
+
+    def revision(self) -> str | None:
+        with self._read() as conn:
+            return self._revision(conn)
+
+    # ------------------------------------------------------------------ writing
+
+    def sync_run(self, folder: RunFolder) -> LiveRun:
+        """Index one run folder as it is on disk now (its earlier rows replaced); returns the state
+        that `LiveRun.add` continues from."""
+        from ..records import latest_rows
+
+        rows = folder.rows()
+        manifest = folder.manifest()
+        current = {id(r) for r in latest_rows(rows)}
+        values = _run_values(folder, manifest, rows)
+        try:
+            with self._write_lock, self._write() as conn:
+                key = self._upsert_run(conn, values, provisional_uid(folder))
+                conn.execute(delete(attempts).where(attempts.c.run == key))
+                if rows:
+                    conn.execute(_INSERT_ATTEMPT, [_row_values(r, key, i, id(r) in current)
+                                                    for i, r in enumerate(rows)])
+        except SQLAlchemyError as exc:
+            raise self.error(exc, f"cannot index {folder.path}") from exc
+        live = LiveRun(self, folder, key, values["uid"], seq=len(rows), has_manifest=bool(manifest))
+        for row in rows:
+            if id(row) in current:
+                live.units[row.unit()] = max(live.units.get(row.unit(), 0), row.attempt)
+        return live
+
+    def _upsert_run(self, conn: Connection, values: dict, provisional: str) -> int:
+        key = conn.execute(select(runs.c.id).where(runs.c.uid.in_([values["uid"], provisional]))
+                           .order_by((runs.c.uid == provisional))).scalar()
+        if key is None:
+            return conn.execute(insert(runs).values(**values).returning(runs.c.id)).scalar_one()
+        conn.execute(update(runs).where(runs.c.id == key).values(**values))
+        return key
+
+    def refresh_run(self, live: LiveRun) -> None:
+        """The run's manifest-derived facts (suite, start, finish, versions) again from its folder."""
+        manifest = live.folder.manifest()
+        values = _run_values(live.folder, manifest, [])
+        live.uid = values["uid"]
+        if not manifest.get("started_at"):  # keep what the rows said when the run was first indexed
+            values.pop("started_at")
+        try:
+            with self._write_lock, self._write() as conn:
+                # the same run indexed from another folder (a copy of this one): this folder is the one in use
+                conn.execute(delete(runs).where(runs.c.uid == values["uid"], runs.c.id != live.key))
+                conn.execute(update(runs).where(runs.c.id == live.key).values(**values))
+        except SQLAlchemyError as exc:
+            raise self.error(exc, f"cannot update {live.folder.path}") from exc
+
+    def add_row(self, live: LiveRun, row: ResultRow) -> None:
+        """One row, just appended to the run folder: into the index, applying the latest-row rule."""
+        unit = row.unit()
+        try:
+            with self._write_lock:
+                with self._write() as conn:
+                    previous = live.units.get(unit)
+                    if previous is not None and row.attempt <= previous:  # a new try: the old one's rows stop counting
+                        conn.execute(_SUPERSEDE, {"b_run": live.key, "b_task": row.task_id, "b_config": row.config,
+                                                  "b_repeat": row.repeat})
+                    # a list of one: executemany, which does not fetch the new primary key (not needed)
+                    conn.execute(_INSERT_ATTEMPT, [_row_values(row, live.key, live.seq, True)])
+                live.units[unit] = row.attempt
+                live.seq += 1
+        except SQLAlchemyError as exc:
+            raise self.error(exc, f"cannot index a row of {live.folder.path}") from exc
+
+    def remove_run(self, path: Path | str) -> int:
+        """Forget the runs indexed from this folder; returns how many."""
+        resolved = str(Path(path).resolve())
+        with self._write_lock, self._write() as conn:
+            return conn.execute(delete(runs).where(runs.c.path == resolved)).rowcount
+
+    def rebuild(self, roots: list[Path]) -> tuple[int, int]:
+        """Empty the index and index every run folder under the roots again: (runs, rows)."""
+        try:
+            with self._write_lock, self._write() as conn:
+                conn.execute(delete(attempts))
+                conn.execute(delete(runs))
+        except SQLAlchemyError as exc:
+            raise self.error(exc, "cannot empty the index") from exc
+        from ..records import RunFolder
+
+        n_runs = n_rows = 0
+        for path in find_runs(roots):
+            live = self.sync_run(RunFolder(path))
+            n_runs, n_rows = n_runs + 1, n_rows + live.seq
+        return n_runs, n_rows
+
+    # ------------------------------------------------------------------ reading
+
+    def _trials(self, flt: HistoryFilter, only_runs=None):
+        """One line per (run, config, task, repeat) of the current rows: a trial, as stats.py counts
+        it; `only_runs`, a subquery of run ids, limits it to those runs."""
+        a = attempts.c
+        where = self._attempt_filter(flt)
+        if isinstance(only_runs, (list, set, tuple)):
+            where.append(a.run.in_(sorted(only_runs)))
+        elif only_runs is not None:
+            where.append(a.run.in_(select(only_runs.c.id)))
+        final_infra = and_(a.final, a.outcome == "infra_error")
+        return (select(a.run, a.config, a.task_id, a.repeat, func.max(a.agent).label("agent"),
+                       func.max(a.model).label("model"),
+                       func.max(case((a.final, 1), else_=0)).label("complete"),
+                       func.max(case((and_(a.final, a.resolved), 1), else_=0)).label("resolved"),
+                       func.max(case((final_infra, 1), else_=0)).label("infra"),
+                       func.max(case((and_(a.final, a.tampering.is_not(None)), 1), else_=0)).label("tampering"),
+                       func.sum(a.cost_usd).label("cost"),
+                       func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("cost_unknown"),
+                       func.sum(a.total_s).label("time"))
+                .where(*where).group_by(a.run, a.config, a.task_id, a.repeat).subquery("trials"))
+
+    def _run_filter(self, flt: HistoryFilter) -> list:
+        r = runs.c
+        where = []
+        if flt.suite:
+            where.append(or_(r.suite == flt.suite, r.suite_path == str(Path(flt.suite).resolve())))
+        if flt.since:
+            where.append(r.started_at >= _utc(flt.since))
+        if flt.finished_only:
+            where.append(r.finished_at.is_not(None))
+        if flt.exclude_paths:
+            where.append(r.path.not_in([str(Path(p).resolve()) for p in flt.exclude_paths]))
+        if flt.paths:
+            where.append(r.path.in_([str(Path(p).resolve()) for p in flt.paths]))
+        if flt.run:
+            where.append(or_(r.run_id == flt.run, r.uid.startswith(flt.run, autoescape=True)))
+        return where
+
+    def _attempt_filter(self, flt: HistoryFilter) -> list:
+        a = attempts.c
+        where = [a.current]
+        if flt.model:
+            where.append(a.model == flt.model)
+        if flt.agent:
+            where.append(a.agent == flt.agent)
+        if flt.config:
+            where.append(a.config == flt.config)
+        return where
+
+    def list_runs(self, flt: HistoryFilter | None = None, *, limit: int | None = None) -> list[RunSummary]:
+        """Indexed runs, one line per configuration, newest first. With a limit, only the newest
+        runs that match are aggregated (the listing stays quick however long the history)."""
+        flt = flt or HistoryFilter()
+        r = runs.c
+        matching = (select(r.id).where(*self._run_filter(flt))
+                    .where(select(attempts.c.id).where(attempts.c.run == r.id, *self._attempt_filter(flt)).exists())
+                    .order_by(r.started_at.desc(), r.id.desc()))
+        if limit:
+            matching = matching.limit(limit)
+        t = self._trials(flt, matching.subquery("matching"))
+        scored = and_(t.c.complete == 1, t.c.infra == 0)
+        per_config = (select(
+            t.c.run, t.c.config, func.max(t.c.agent).label("agent"), func.max(t.c.model).label("model"),
+            func.count(distinct(t.c.task_id)).label("tasks"), func.sum(t.c.complete).label("trials"),
+            func.sum(case((scored, 1), else_=0)).label("scored"),
+            func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
+            func.sum(t.c.infra).label("infra"), func.sum(case((t.c.complete == 0, 1), else_=0)).label("incomplete"),
+            func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
+            func.max(case((scored, t.c.cost_unknown), else_=0)).label("cost_unknown"),
+            func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
+            func.sum(t.c.tampering).label("tampering"),
+        ).group_by(t.c.run, t.c.config).subquery("configs"))
+        c = per_config.c
+        query = (select(r.id, r.uid, r.run_id, r.path, r.suite, r.started_at, r.finished_at, c.config, c.agent,
+                        c.model, c.tasks, c.trials, c.scored, c.resolved, c.infra, c.incomplete, c.cost,
+                        c.cost_unknown, c.time, c.tampering, r.regraded_from)
+                 .join(per_config, per_config.c.run == r.id)
+                 .order_by(r.started_at.desc(), r.id.desc(), c.config))
+        if limit:
+            query = query.limit(limit)
+        with self._read() as conn:
+            found = conn.execute(query).all()
+        return [RunSummary(key=x.id, uid=x.uid, run_id=x.run_id, path=x.path, suite=x.suite,
+                           started_at=_utc(x.started_at), finished_at=_utc(x.finished_at), config=x.config,
+                           agent=x.agent, model=x.model, tasks=int(x.tasks or 0), trials=int(x.trials or 0),
+                           scored=int(x.scored or 0), resolved=int(x.resolved or 0), infra_errors=int(x.infra or 0),
+                           incomplete=int(x.incomplete or 0),
+                           cost_usd=None if x.cost_unknown else float(x.cost or 0.0), time_s=float(x.time or 0.0),
+                           regraded_from=x.regraded_from, tampering=int(x.tampering or 0))
+                for x in found]
+
+    def count_runs(self, flt: HistoryFilter | None = None) -> int:
+        """How many (run, configuration) lines `list_runs` would give without a limit."""
+        flt = flt or HistoryFilter()
+        a = attempts.c
+        pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
+        query = select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
+            *self._run_filter(flt))
+        with self._read() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    def task_aggregates(self, keys: list[tuple[int, str]]) -> dict[tuple[int, str], list[TaskAggregate]]:
+        """Per task, for each (run, config): scored trials, resolved ones, their cost and time."""
+        if not keys:
+            return {}
+        t = self._trials(HistoryFilter(), {k for k, _ in keys})
+        scored = and_(t.c.complete == 1, t.c.infra == 0)
+        query = (select(t.c.run, t.c.config, t.c.task_id, func.sum(case((scored, 1), else_=0)).label("scored"),
+                        func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
+                        func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
+                        func.max(case((scored, t.c.cost_unknown), else_=0)).label("unknown"),
+                        func.sum(case((scored, t.c.time), else_=0.0)).label("time"))
+                 .group_by(t.c.run, t.c.config, t.c.task_id).order_by(t.c.run, t.c.config, t.c.task_id))
+        wanted = set(keys)
+        out: dict[tuple[int, str], list[TaskAggregate]] = {k: [] for k in keys}
+        with self._read() as conn:
+            for x in conn.execute(query):
+                if (x.run, x.config) in wanted:
+                    out[(x.run, x.config)].append(TaskAggregate(
+                        run=x.run, config=x.config, task_id=x.task_id, scored=int(x.scored or 0),
+                        resolved=int(x.resolved or 0), cost_usd=None if x.unknown else float(x.cost or 0.0),
+                        time_s=float(x.time or 0.0)))
+        for found in out.values():  # in Python: the databases' collations order text differently
+            found.sort(key=lambda t: t.task_id)
+        return out
+
+    def rows_of(self, key: int, config: str) -> list[ResultRow]:
+        """The current rows of one configuration of one run, as ResultRows (what the gate reads when
+        the run folder itself is on another machine). Per-test results are not in the index."""
+        from ..records import ResultRow
+
+        a = attempts.c
+        query = (select(attempts, runs.c.run_id).join(runs, runs.c.id == a.run)
+                 .where(a.run == key, a.config == config, a.current).order_by(a.seq))
+        with self._read() as conn:
+            found = conn.execute(query).mappings().all()
+        return [ResultRow(
+            run_id=x["run_id"], task_id=x["task_id"], task_hash=x["task_hash"], config=x["config"], agent=x["agent"],
+            model=x["model"], repeat=x["repeat"], attempt=x["attempt"], final=x["final"], outcome=x["outcome"],
+            resolved=x["resolved"], stop_reason=x["stop_reason"], steps=x["steps"], cost_usd=x["cost_usd"],
+            usage={"input_tokens": x["input_tokens"], "output_tokens": x["output_tokens"]},
+            phases={"total_s": x["total_s"], "agent_s": x["agent_s"]}, dir=x["dir"],
+            transcript_path=x["transcript_path"], started_at=x["started_at"], finished_at=x["finished_at"],
+            tampering=x["tampering"], grader_version=x["grader_version"],
+        ) for x in found]
+
+    def row_count(self) -> int:
+        with self._read() as conn:
+            return int(conn.execute(select(func.count()).select_from(attempts)).scalar() or 0)
+
+
+@dataclass
+class LiveRun:
+    """Where the index stands on one run folder: its key, the next row's position, and the
+    highest attempt of each unit's current try (the latest-row rule, kept in memory)."""
+
+    index: HistoryIndex
+    folder: RunFolder
+    key: int
+    uid: str
+    seq: int = 0
+    has_manifest: bool = False
+    units: dict[tuple[str, str, int], int] = field(default_factory=dict)
+
+    def add(self, row: ResultRow) -> None:
+        if not self.has_manifest and self.folder.manifest_path.exists():
+            self.index.refresh_run(self)  # the run's manifest is written after the index was attached
+            self.has_manifest = True
+        self.index.add_row(self, row)
+
+
+# ---------------------------------------------------------------------- engines
+
+
+def _engine(url: str) -> Engine:
+    if urls.is_sqlite(url):
+        engine = create_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _configure(dbapi_connection, _record) -> None:
+            # The driver's own transaction handling off: BEGIN is ours (below). WAL lets readers and one
+            # writer work at once; NORMAL durability is enough for a cache that can be rebuilt.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
+                cursor.execute(f"PRAGMA {pragma}")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            # A writing transaction takes the write lock at once, so two processes never deadlock
+            # upgrading a read lock; a reading one never blocks a writer.
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("wl_write") else "BEGIN")
+
+        return engine
+    # PostgreSQL: a short connect timeout (a run must not hang on a host that is gone); commits need
+    # not wait for the server's disk (the index is a cache: a crash loses nothing the folders lack).
+    return create_engine(url, pool_pre_ping=True, connect_args={
+        "connect_timeout": 5, "options": "-c synchronous_commit=off", "application_name": "wholeloop"})
+
+
+class _transaction:
+    """`with _transaction(engine, write=...) as conn:` one transaction, committed on success. With
+    `index`, a database error becomes its HistoryError (reads: what a listing says when the
+    database fails it; writes say what they were doing themselves)."""
+
+    def __init__(self, engine: Engine, *, write: bool, index: HistoryIndex | None = None) -> None:
+        self.engine, self.write, self.index = engine, write, index
+
+    def __enter__(self) -> Connection:
+        try:
+            self.conn = self.engine.connect().execution_options(wl_write=self.write)
+        except SQLAlchemyError as exc:
+            if self.index is None:
+                raise
+            raise self.index.error(exc, "cannot connect") from exc
+        try:
+            self.trans = self.conn.begin()
+        except BaseException:
+            self.conn.close()
+            raise
+        return self.conn
+
+    def __exit__(self, kind, exc, tb) -> None:
+        try:
+            if kind is None:
+                self.trans.commit()
+            else:
+                self.trans.rollback()
+        finally:
+            self.conn.close()
+        if self.index is not None and isinstance(exc, SQLAlchemyError):
+            raise self.index.error(exc, "a query failed") from exc

@@ -1,0 +1,230 @@
+"""`wholeloop gate` on run folders fabricated with the real writers (no Docker): the decisions of
+issue 14 through the real command, the test against brute-force enumeration, and the power
+calculation against simulations of the very test the gate runs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from harness.history.url import sqlite_url
+from harness.report import gate as gate_module
+from harness.report.gate import SideRows, gate, min_tasks, repeats_needed, signflip_p, tasks_needed
+from harness.records import RunFolder
+
+from test_history import cli, outcomes, row, write_run
+
+
+def run_pair(tmp_path: Path, base: list, cand: list, **kw) -> tuple[Path, Path]:
+    return (write_run(tmp_path / "runs" / "base", base, **kw).path,
+            write_run(tmp_path / "runs" / "cand", cand, **kw).path)
+
+
+def side(path: Path) -> SideRows:
+    rows = RunFolder(path).latest()
+    return SideRows(str(path), rows[0].config, rows, str(path))
+
+
+# ---------------------------------------------------------------------------- the done-when figures
+
+
+def test_six_tasks_lost_of_thirty_paired_none_won_exits_1_naming_the_six(tmp_path):
+    base, cand = run_pair(tmp_path, outcomes(30, set(range(20))), outcomes(30, set(range(6, 20))))
+    done = cli("gate", str(base), str(cand), "--json", str(tmp_path / "gate.json"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert "REGRESSION" in out and "lost 6" in out and "won 0" in out and "paired on 30 task(s)" in out
+    lost_block = out.split("lost 6")[1].split("won 0")[0]
+    for i in range(6):
+        assert f"t{i:02d}  baseline 1/1 -> candidate 0/1" in lost_block
+        for run in (base, cand):  # the transcripts of both sides, by their paths
+            assert str(run / "attempts" / f"t{i:02d}" / "A" / "rep-0" / "transcript.jsonl") in lost_block
+    assert "t06" not in lost_block
+    assert "p = 0.01562" in out  # 0.5^6: the one-sided exact sign test on the six flipped tasks
+    result = json.loads((tmp_path / "gate.json").read_text())
+    assert result["verdict"] == "regression" and [f["task_id"] for f in result["lost"]] == [f"t{i:02d}" for i in range(6)]
+
+
+def test_identical_runs_exit_0(tmp_path):
+    base, cand = run_pair(tmp_path, outcomes(30, set(range(20))), outcomes(30, set(range(20))))
+    done = cli("gate", str(base), str(cand))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "NO REGRESSION" in done.stdout and "lost 0" in done.stdout and "won 0" in done.stdout
+
+
+@pytest.mark.parametrize("cand_resolved", [set(), {1}], ids=["both-lost", "one-each-way"])
+def test_two_shared_tasks_that_both_flipped_exit_4_saying_how_many_are_needed(tmp_path, cand_resolved):
+    base, cand = run_pair(tmp_path, outcomes(2, {0, 1} if not cand_resolved else {0}), outcomes(2, cand_resolved))
+    done = cli("gate", str(base), str(cand))
+    assert done.returncode == 4, done.stdout + done.stderr
+    out = done.stdout
+    assert "NOT ENOUGH EVIDENCE" in out and "2 shared tasks" in out and "at least 5 shared tasks" in out
+    assert min_tasks(0.05) == 5 and 0.5 ** 5 < 0.05 <= 0.5 ** 4
+
+
+def test_an_underpowered_drop_says_how_many_tasks_or_repeats(tmp_path):
+    base, cand = run_pair(tmp_path, outcomes(30, set(range(20))), outcomes(30, set(range(2, 20))))
+    done = cli("gate", str(base), str(cand))
+    assert done.returncode == 4, done.stdout
+    assert "looks worse" in done.stdout and "shared tasks or" in done.stdout and "repeats of each" in done.stdout
+    r = gate(side(base), side(cand))
+    # two losses in thirty: e = -1 twice -> mu = -1/15, E[e^2] = 1/15
+    mu, m2 = -1 / 15, 1 / 15
+    assert r.tasks_needed == tasks_needed(mu, m2, math.sqrt(m2 - mu * mu), 0.05) > 30
+    assert r.repeats_needed and "lower bound" in r.repeats_note  # one repeat: noise cannot be told from change
+
+
+# ---------------------------------------------------------------------------- pairing, shares, metrics
+
+
+def test_pairs_only_tasks_with_the_same_content_hash_and_reports_infra_shares(tmp_path):
+    base_rows = outcomes(10, set(range(10)))
+    cand_rows = outcomes(10, set(range(10)))
+    cand_rows[0].task_hash = "edited"  # the task changed between the runs: not compared
+    cand_rows[1].outcome, cand_rows[1].resolved = "infra_error", False
+    cand_rows[2].outcome, cand_rows[2].resolved = "infra_error", False
+    cand_rows.append(row("t99"))  # only in the candidate
+    base, cand = run_pair(tmp_path, base_rows, cand_rows)
+    r = gate(side(base), side(cand))
+    assert r.changed == ["t00"] and r.unscored == ["t01", "t02"] and r.only_candidate == ["t99"]
+    assert r.shared == [f"t{i:02d}" for i in range(3, 10)]
+    assert r.baseline.infra_share == 0 and r.candidate.infra_share == pytest.approx(2 / 11)
+    out = cli("gate", str(base), str(cand)).stdout
+    assert "infrastructure errors 0/10 (0.0%)" in out and "infrastructure errors 2/11 (18.2%)" in out
+    assert "1 changed content hash, not compared (t00)" in out
+
+
+def test_cost_and_time_metrics_with_a_relative_margin(tmp_path):
+    base = outcomes(20, set(range(20)), cost=0.10, seconds=10)
+    cand = outcomes(20, set(range(20)), cost=0.20, seconds=11)
+    b, c = run_pair(tmp_path, base, cand)
+    done = cli("gate", str(b), str(c), "--metric", "cost")
+    assert done.returncode == 1 and "+100.0%" in done.stdout  # twice the money
+    assert cli("gate", str(b), str(c), "--metric", "cost", "--margin", "150").returncode == 0  # 150 % more allowed
+    assert gate(side(b), side(c), metric="time").verdict == "regression"  # 10 % slower, every task
+    assert gate(side(b), side(c), metric="time", margin=0.2).verdict == "no_regression"
+    r = gate(side(b), side(c), metric="cost")
+    assert r.difference == pytest.approx(1.0) and r.p_value == pytest.approx(0.5 ** 20)
+
+
+def test_unknown_prices_leave_tasks_out_of_the_cost_metric(tmp_path):
+    b, c = run_pair(tmp_path, outcomes(6, set(range(6))), outcomes(6, set(range(6)), cost=None))
+    r = gate(side(b), side(c), metric="cost")
+    assert r.verdict == "not_enough_evidence" and len(r.cost_unknown) == 6 and "unknown price" in r.reason
+
+
+def test_repeats_are_averaged_per_task(tmp_path):
+    base = [row(f"t{i}", repeat=k) for i in range(8) for k in range(3)]
+    cand = [row(f"t{i}", "A", "resolved" if k or i >= 4 else "unresolved", repeat=k) for i in range(8) for k in range(3)]
+    b, c = run_pair(tmp_path, base, cand)
+    r = gate(side(b), side(c))
+    assert [(f.task_id, f.baseline, f.candidate) for f in r.lost] == [(f"t{i}", "3/3", "2/3") for i in range(4)]
+    assert r.difference == pytest.approx(-4 / 3 / 8) and r.p_value == pytest.approx(0.5 ** 4)
+    assert r.baseline.repeats == 3
+
+
+# ---------------------------------------------------------------------------- the test itself
+
+
+def brute_signflip(e: list[float]) -> float:
+    total = sum(e)
+    hits = sum(sum(s * x for s, x in zip(signs, e)) <= total + 1e-9
+               for signs in itertools.product((1, -1), repeat=len(e)))
+    return hits / 2 ** len(e)
+
+
+def test_sign_flip_p_values_match_enumeration_and_the_exact_sign_test():
+    rng = np.random.default_rng(3)
+    for n in (1, 3, 6, 9, 12):
+        for margin in (0.0, 0.05, 0.2):
+            d = rng.integers(-3, 4, size=n) / 3 + margin  # rates with three repeats, shifted by a margin
+            p, exact = signflip_p(d)
+            assert exact and p == pytest.approx(brute_signflip(list(d)))
+    for wins, losses, ties in ((0, 6, 24), (2, 9, 19), (5, 5, 0), (1, 0, 10)):
+        e = [1] * wins + [-1] * losses + [0] * ties
+        assert signflip_p(e)[0] == pytest.approx(binomtest(wins, wins + losses, 0.5, alternative="less").pvalue
+                                                 if wins + losses else 1.0)
+
+
+def test_monte_carlo_p_values_agree_with_the_exact_ones(monkeypatch):
+    rng = np.random.default_rng(5)
+    e = np.round(rng.normal(-0.3, 1, size=14), 3)
+    exact, is_exact = signflip_p(e)
+    monkeypatch.setattr(gate_module, "EXACT_LIMIT", 0)
+    approx, is_exact_now = signflip_p(e)
+    assert is_exact and not is_exact_now
+    assert approx == pytest.approx(exact, abs=0.005)
+
+
+def simulated_power(n: int, p_lose: float, p_win: float, reps: int, seed: int, repeats: int = 1,
+                    base_rate: float | None = None, cand_rate: float | None = None) -> float:
+    """Share of simulated gates (the gate's own test, margin 0, alpha 0.05) that find the regression."""
+    rng = np.random.default_rng(seed)
+    found = 0
+    for _ in range(reps):
+        if repeats == 1:
+            u = rng.random(n)
+            e = np.where(u < p_lose, -1.0, np.where(u < p_lose + p_win, 1.0, 0.0))
+        else:
+            e = rng.binomial(repeats, cand_rate, n) / repeats - rng.binomial(repeats, base_rate, n) / repeats
+        found += signflip_p(e)[0] < 0.05
+    return found / reps
+
+
+def test_tasks_needed_gives_about_80_percent_power_in_simulation():
+    p_lose, p_win = 0.25, 0.05  # a 20-point drop, flips both ways
+    mu, m2 = p_win - p_lose, p_win + p_lose
+    n = tasks_needed(mu, m2, math.sqrt(m2 - mu * mu), 0.05)
+    assert n == 45  # Connor's McNemar sample size for these rates
+    assert simulated_power(n, p_lose, p_win, 2000, seed=11) == pytest.approx(0.80, abs=0.05)
+    assert simulated_power(n // 2, p_lose, p_win, 2000, seed=12) < 0.65
+
+
+def test_repeats_needed_gives_about_80_percent_power_in_simulation():
+    base, cand, n = 0.7, 0.55, 30  # every task alike: all of the difference between runs is trial noise
+    noise = base * (1 - base) + cand * (1 - cand)
+    r = repeats_needed(cand - base, 0.0, noise, n, 0.05)
+    assert r is not None and r > 1
+    assert simulated_power(n, 0, 0, 1500, seed=21, repeats=r, base_rate=base, cand_rate=cand) == pytest.approx(0.8, abs=0.07)
+    assert simulated_power(n, 0, 0, 1500, seed=22, repeats=max(1, r // 2), base_rate=base, cand_rate=cand) < 0.7
+
+
+# ---------------------------------------------------------------------------- baselines from the history
+
+
+def test_a_baseline_from_the_history_latest_or_pinned(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    root = tmp_path / "runs"
+    url = sqlite_url(root / "history.sqlite")
+    day = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    write_run(root / "old", outcomes(30, set(range(30))), started=day, url=url)  # everything resolved
+    write_run(root / "main", outcomes(30, set(range(20))), started=day + timedelta(days=1), url=url)
+    write_run(root / "broken", outcomes(30, set()), started=day + timedelta(days=2), url=url, finished=False)
+    cand = write_run(root / "cand", outcomes(30, set(range(6, 20))), started=day + timedelta(days=3), url=url).path
+    # latest: the newest *finished* run of the candidate's suite and configuration, not the candidate itself
+    done = cli("gate", "latest", str(cand), "--runs-root", str(root))
+    assert done.returncode == 1 and "latest = main" in done.stdout and "lost 6" in done.stdout, done.stdout
+    done = cli("gate", "latest:demo:A", str(cand), "--history-url", url)
+    assert done.returncode == 1 and "latest:demo:A = main" in done.stdout
+    done = cli("gate", "run:old", str(cand), "--runs-root", str(root))  # pinned: everything resolved there
+    assert done.returncode == 1 and "lost 16" in done.stdout
+    done = cli("gate", "run:main", "run:main", "--runs-root", str(root))
+    assert done.returncode == 0
+    for bad in ("latest:nosuch", "run:nosuch"):
+        done = cli("gate", bad, str(cand), "--runs-root", str(root))
+        assert done.returncode == 2 and "error:" in done.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    done = cli("gate", str(tmp_path / "nope"), str(tmp_path / "nope2"))
+    assert done.returncode == 2 and "neither a run folder nor a history query" in done.stderr
+    b, c = run_pair(tmp_path, outcomes(3, {0}), outcomes(3, {0}))
+    assert cli("gate", str(b), str(c), "--alpha", "1.5").returncode == 2
+    assert cli("gate", str(b), str(c), "--metric", "tokens").returncode == 2
