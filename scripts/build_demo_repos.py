@@ -100,12 +100,16 @@ class RepoSource:
     commits: list[CommitSource] = field(default_factory=list)
 
 
-def load_sources(only: list[str] | None = None) -> list[RepoSource]:
+def load_sources(only: list[str] | None = None, suite: str = "demo") -> list[RepoSource]:
+    """The repositories under repos/src of one suite (repo.json's "suite", "demo" when absent):
+    the Go, TypeScript and Rust ones ("polyglot") are built by scripts/build_polyglot_repos.py."""
     repos = []
     for path in sorted(p for p in SRC.iterdir() if p.is_dir()):
         if only and path.name not in only:
             continue
         meta = json.loads((path / "repo.json").read_text())
+        if meta.get("suite", "demo") != suite:
+            continue
         repo = RepoSource(
             name=path.name,
             path=path,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,24 @@ def swebench_fixture() -> Path:
             pytest.fail(why)
         pytest.skip(why)
     return out
+
+
+@pytest.fixture(scope="session")
+def polyglot_images(tmp_path_factory) -> dict:
+    """The Go, TypeScript and Rust demo tasks (tasks/polyglot) with their task images, built once
+    per session (and once per machine: tags are content hashes; cold, the three environment images
+    take 30-200 s each). {task id: (task, task image tag, snapshot base commit)}."""
+    from harness.agents import get_agent
+    from harness.run import RunOptions, Runner
+    from harness.tasks import load_tasks
+
+    tasks = load_tasks([ROOT / "tasks" / "polyglot"])
+    runner = Runner(tasks, get_agent("noop"), RunOptions(out=tmp_path_factory.mktemp("polyglot-prepare")))
+    # three at a time: cold, the three languages' images build side by side (apt's downloads and
+    # unpacking overlap); two tasks of one language wait for their shared env image (a build lock)
+    with ThreadPoolExecutor(3) as pool:
+        prepared = dict(zip((t.id for t in tasks), pool.map(runner.prepare, tasks)))
+    return {task.id: (task, prepared[task.id].image, prepared[task.id].base_commit) for task in tasks}
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from typing import Any
 
 from sandbox import FileOpError, Sandbox
 
-from ..parsers import get_parser
+from ..parsers import parse_run
 from ..tasks import Task
 
 
@@ -135,14 +135,14 @@ class Toolbox:
         if not command:
             raise ToolFailure("this task has no visible test command; run tests yourself with bash")
         result = self.sb.exec(command)
-        parser = get_parser(self.task.hidden_tests.parser)
-        results = None
-        if parser.results_file:
+
+        def read(path: str) -> bytes | None:
             try:
-                results = self.sb.read_file(parser.results_file)
+                return self.sb.read_file(path)
             except FileOpError:
-                results = None
-        parsed = parser.parse(result.stdout + "\n" + result.stderr, results)
+                return None
+
+        parsed = parse_run(self.task.hidden_tests.parsers(), result.stdout + "\n" + result.stderr, read)
         failing = parsed.failing() + parsed.collection_errors
         summary = TestSummary(command, result.returncode, parsed.count("passed"), parsed.count("failed"),
                               parsed.count("errors"), failing)

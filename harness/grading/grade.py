@@ -8,7 +8,10 @@ modules that would shadow installed ones; see `patching`), apply the rest (`git 
 fallbacks, each in a fresh container), delete all bytecode, run the hidden tests with plugin
 autoloading off and a structured report asked for, read the results from both channels and the
 exit code, and decide the outcome only when they agree. Everything stripped is recorded in the
-grade; a disagreement is recorded as suspected tampering and is never resolved.
+grade; a disagreement is recorded as suspected tampering and is never resolved. A task may name
+several parsers (one per framework its hidden command runs): each gets its own setup and report,
+and their results are joined (`harness.parsers.parse_run`). Source files that hold tests inline
+(Rust) have those tests put back after the patch is applied.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ import time
 from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, Sandbox, SandboxError
 from sandbox.docker import FACTS_DIR
 
-from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, get_parser
+from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
 from ..tasks import Task
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, Grade, Outcome, Stripped, TestTally, classify
 from .patching import (APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, base_symlinks, clear_bytecode, decide,
-                       parse_patch, shadowing_modules)
+                       parse_patch, restore_inline_tests, shadowing_modules)
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
@@ -52,26 +55,27 @@ def grade(
         empty.pass_to_pass = TestTally(total=len(task.pass_to_pass))
         return empty, output, None
     sections, unparsed = parse_patch(patch)
-    parser = get_parser(task.hidden_tests.parser)
+    parsers = task.hidden_tests.parsers()
     decision: Decision | None = None
     try:
         for method in APPLIERS:
             if decision is not None and method == "patch --fuzz=5" and not all(s.plain() for s in decision.kept):
                 break  # only plain text changes of regular files may go to `patch`
             with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
-                setup, hidden_text = _prepare(sb, task, parser)
+                setups, hidden_text = _prepare(sb, task, parsers)
                 if decision is None:
                     shadowing = shadowing_modules(sb, sections, task.hidden_tests.command,
-                                                  (*RUNNER_MODULES, *setup.imports))
+                                                  (*RUNNER_MODULES, *(m for s in setups for m in s.imports)))
                     decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
                         break
                     continue
-                result, output, parsed = _run_tests(sb, task, parser, setup, hidden_text, started)
+                inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
+                result, output, parsed = _run_tests(sb, task, parsers, setups, hidden_text, started)
                 result.apply_method = method if text else None
-                _record(result, decision)
+                _record(result, decision, inline)
                 return _timed(result, started), output, parsed
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.patch_apply_failed,
                        resolved=False, note="the patch does not apply with git apply, git apply --3way or patch --fuzz=5")
@@ -84,12 +88,14 @@ def grade(
         return _timed(result, started), output, None
 
 
-def _prepare(sb: Sandbox, task: Task, parser: Parser) -> tuple[RunSetup, list[str]]:
-    """Before anything of the patch: the image's facts, grading's tools, the hidden tests (and
-    their text, to keep it out of feedback)."""
-    facts = _facts(sb, parser.name)
-    setup = parser.run_setup(facts, secrets.token_hex(12), tuple(task.hidden_tests.plugins))
-    _place(sb, {f"{WORK}/.keep": b"", **setup.files})
+def _prepare(sb: Sandbox, task: Task, parsers: list[Parser]) -> tuple[list[RunSetup], list[str]]:
+    """Before anything of the patch: the image's facts, grading's tools and the folders of the
+    structured reports, the hidden tests (and their text, to keep it out of feedback)."""
+    token = secrets.token_hex(12)
+    setups = [p.run_setup(_facts(sb, p.name), token, tuple(task.hidden_tests.plugins)) for p in parsers]
+    # the folders of the fixed results files the hidden command writes (pytest's report-log makes its own)
+    folders = {p.results_file.rsplit("/", 1)[0] + "/.keep": b"" for p in parsers if p.results_file}
+    _place(sb, {f"{WORK}/.keep": b"", **folders, **{k: v for s in setups for k, v in s.files.items()}})
     test_patch = task.test_patch()
     if test_patch.strip():
         sections, _ = parse_patch(test_patch)
@@ -97,7 +103,7 @@ def _prepare(sb: Sandbox, task: Task, parser: Parser) -> tuple[RunSetup, list[st
             raise InfraError("the hidden test patch does not apply cleanly to the base commit (a task spec bug)")
     for path, content in task.hidden_tests.files.items():
         sb.write_file(path, content)
-    return setup, _hidden_lines(task)
+    return setups, _hidden_lines(task)
 
 
 def _hidden_lines(task: Task) -> list[str]:
@@ -128,7 +134,7 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
         return None
 
 
-def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_text: list[str],
+def _run_tests(sb: Sandbox, task: Task, parsers: list[Parser], setups: list[RunSetup], hidden_text: list[str],
                started: float) -> tuple[Grade, str, TestReport | None]:
     refused = clear_bytecode(sb)
     if refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
@@ -138,7 +144,7 @@ def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_
         result.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
         result.pass_to_pass = TestTally(total=len(task.pass_to_pass))
         return result, "", None
-    env = dict(setup.env)
+    env = {k: v for s in setups for k, v in s.env.items()}
     if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
         env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
     run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s,
@@ -148,8 +154,8 @@ def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.test_timeout, resolved=False)
         result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
         return result, output, None
-    results = _structured_report(sb, setup.report_path)
-    parsed = parser.parse(run.stdout + "\n" + run.stderr, results, setup=setup, exit_code=run.returncode)
+    parsed = parse_run(parsers, run.stdout + "\n" + run.stderr, lambda path: _structured_report(sb, path),
+                       setups=setups, exit_code=run.returncode)
     result = classify(task, parsed.statuses, run.returncode, parsed.consistent, parsed.why)
     result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}  # for reviewers
     parsed.messages = scrub_messages(parsed.messages, hidden_text)  # what feedback may use
@@ -157,8 +163,10 @@ def _run_tests(sb: Sandbox, task: Task, parser: Parser, setup: RunSetup, hidden_
     notes = [result.note] if result.note else []
     if not parsed.found_summary:
         notes.append(parsed.missing_hint)
-    if parsed.channels.get("structured", "").startswith("unavailable"):
-        notes.append("graded on one channel: " + parsed.channels["structured"].removeprefix("unavailable: "))
+    for channel, said in parsed.channels.items():  # "structured", or "go: structured" in a task with several
+        if said.startswith("unavailable"):
+            who = f" ({channel.rsplit(': ', 1)[0]})" if ": " in channel else ""
+            notes.append(f"graded on one channel{who}: " + said.removeprefix("unavailable: "))
     if result.tampering:
         notes.insert(0, "suspected tampering: " + result.tampering)
     result.note = "; ".join(dict.fromkeys(n for n in notes if n))
@@ -177,12 +185,14 @@ def _structured_report(sb: Sandbox, path: str | None) -> bytes | None:
         return None
 
 
-def _record(result: Grade, decision: Decision) -> None:
-    result.stripped = [Stripped(path=s.path, reason=s.reason) for s in decision.stripped]
-    result.reverted = list(decision.reverted)
+def _record(result: Grade, decision: Decision, inline: list = ()) -> None:
+    result.stripped = [Stripped(path=s.path, reason=s.reason) for s in [*decision.stripped, *inline]]
+    result.reverted = list(decision.reverted) + [f"{s.path} ({s.reason.rsplit(': ', 1)[-1]})" for s in inline]
     extra = []
     if decision.stripped:
         extra.append(f"{len(decision.stripped)} path(s) of the patch not applied (see stripped)")
+    if inline:
+        extra.append(f"{len(inline)} file(s) of the patch had their inline tests put back (see stripped)")
     if decision.unparsed:
         extra.append(f"{decision.unparsed} line(s) outside any file section dropped")
     result.note = "; ".join(x for x in [result.note, *extra] if x)

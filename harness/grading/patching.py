@@ -8,6 +8,9 @@ metadata (`*.dist-info/`, `*.egg-info/`), a start-up hook (`*.pth`, `sitecustomi
 runner configuration, hidden test files), or a new top-level module that would shadow one the
 environment has (`pytest.py`, `pluggy/`). What is kept is written out again from the parsed
 sections only (headers, hunks, binary data), so nothing else in the text reaches an applier.
+Source files that may hold tests inline (Rust's `#[cfg(test)]` modules, which no path rule can
+protect) are applied, then have their tests put back as at the base (`restore_inline_tests`),
+recorded in the grade like a stripped path.
 
 Appliers: `git apply` (hooks off), then `git apply --3way`, then `patch --fuzz=5`, each in a fresh
 grading container; the last one only for plain text changes of regular files none of whose folders
@@ -22,8 +25,9 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from sandbox import InfraError, Sandbox
+from sandbox import FileOpError, InfraError, Sandbox
 
+from ..parsers import matches_any
 from ..tasks import Task
 
 WORK = "/tmp/wholeloop-grade"
@@ -565,3 +569,38 @@ def clear_bytecode(sb: Sandbox) -> str:
               "-o \\( \\( -type f -o -type l \\) -name '*.py[co]' -exec rm -f {} + \\)")
     done = sb.exec(["sh", "-c", script], timeout=sb.limits.step_timeout_s)
     return "" if done.ok else f"the repository's bytecode could not be cleared: {done.stderr.strip()[-300:]}"
+
+
+# ----------------------------------------------------------------------------------- inline tests
+
+
+def restore_inline_tests(sb: Sandbox, task: Task, base: str, kept: list[Section]) -> list[Stripped]:
+    """Put back tests that live inside source files (Rust's `#[cfg(test)]` modules), which no path
+    rule can protect: for each file of the applied patch that a parser says may hold such tests,
+    the parser restores the base commit's tests in it and keeps the rest of the change. Returns
+    what was put back, one entry per file ("inline tests put back: <what>"), for the grade's
+    `stripped` and `reverted`."""
+    parsers = [p for p in task.hidden_tests.parsers() if p.inline_tests]
+    if not parsers:
+        return []
+    restored = []
+    for path in dict.fromkeys(s.new for s in kept if s.old is not None and s.new is not None):
+        owners = [p for p in parsers if matches_any(p.inline_tests, path)]
+        if not owners:
+            continue
+        shown = sb.exec([*GIT, "show", f"{base}:{path}"], timeout=sb.limits.step_timeout_s)
+        if not shown.ok:
+            continue  # not in the base commit: it had no tests there
+        try:
+            now = sb.read_file(path).decode()
+        except (FileOpError, UnicodeDecodeError):
+            continue  # not text: the build will say what is wrong
+        text, what = now, []
+        for parser in owners:
+            text, names = parser.restore_inline_tests(path, shown.stdout, text)
+            what += names
+        if text != now:
+            sb.write_file(path, text)
+        if what:
+            restored.append(Stripped(path, "inline tests put back as at the base: " + ", ".join(what)))
+    return restored

@@ -1,20 +1,38 @@
 """What every test parser produces (`TestReport`) and declares (`Parser`).
 
-Grading, the agent's run_tests tool and feedback consume only `TestReport`, so a framework is
-supported by one parser module: how its results are read, how they map to per-test statuses,
-which paths of its ecosystem an agent must not change (its tests and runner configuration), and
-what grading must do so results come through two channels that must agree: the framework's
-printed summary and exit code, and a structured per-test report grading asks for itself
-(`Parser.run_setup`), written outside the repository. A framework with no structured report is
-graded on one channel, and the grade says so.
+Grading, the agent's run_tests tool, feedback, mining and `tasks check` consume only this module's
+names, so a framework is supported by one parser module: how its results are read (from the
+output, or from a results file the test command writes outside the repository), how they map to
+per-test statuses, which files of its ecosystem are tests (`test_paths`, `is_test_path`), which
+paths an agent must not change (`protected_paths`: its tests and its runner's configuration and
+start-up hooks), and the hidden test command that runs a given set of test files (`test_command`,
+for mining).
 
-Parsers are pure functions of text and bytes: no Docker, no run folder.
+Parsers are pure functions of text and bytes: no Docker, no files of their own.
+
+Trust. Every framework here runs the code under test in the same process as (or a child of) the
+thing that prints or writes its results, so any channel of results can be written to by that
+code. Parsers therefore take what cannot be forged from inside that process where there is such a
+thing (the exit code of the command), read every channel the framework has, and call a run
+inconsistent (`problems`) when the channels disagree or when a test was reported in ways the
+framework never reports one (two verdicts for one test, a pass after a failure). A failure always
+wins over a pass.
+
+Channels. Grading asks each parser what the hidden run needs (`run_setup`): pytest's structured
+report, or the fixed path a framework's own JSON report is written to. `parse` with the exit code
+then fills `channels` (what each channel said) and `consistent` / `why` / `disagreement`; a
+contradiction between channels, or a test reported in a way its framework never reports one, is a
+disagreement: suspected tampering, never resolved. A framework with no structured report (go
+test's -json events are the test binary's own output; cargo's text) is graded on one channel,
+checked against the exit code, and the grade says so.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar, Protocol
 
 # Per-test statuses, as every parser reports them.
@@ -23,6 +41,21 @@ STATUSES = (PASSED, FAILED, ERROR, SKIPPED, XFAIL, XPASS)
 # Statuses grading gives a listed test that no parser reported.
 MISSING = "missing"  # the tests ran, and this id was not in their results
 NOT_RUN = "not_run"  # no tests ran (no patch to test)
+
+# Where grading's containers hold the repository (sandbox.REPO_DIR; parsers do not import the
+# sandbox, tests/test_parsers_polyglot.py checks the two agree). Reports that name files by their
+# absolute path (Jest, Vitest) are made relative to it.
+REPO_ROOT = "/repo"
+# Where grading keeps its own files in the grading container (harness.grading.patching.WORK):
+# results files of the parsers that have one live under it, outside the repository.
+REPORTS_DIR = "/tmp/wholeloop-grade/reports"
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal colour and cursor sequences (some runners colour even into a pipe)."""
+    return _ANSI.sub("", text)
 
 
 @dataclass
@@ -40,10 +73,21 @@ class TestReport:
     listed: dict[str, set[str]] = field(default_factory=dict)  # test id -> every status it was listed with
     # When no results were found: what to tell the task author (the parser knows its framework).
     missing_hint: str = ""
+    # Exit codes with which this framework says "a test failed" (or, for some, "did not build");
+    # None: any non-zero code. Exit 0 with a failure, or one of these without any, is inconsistent.
+    failed_exit_codes: tuple[int, ...] | None = (1,)
+    # True: any other non-zero exit code is inconsistent too (the runner was killed, or ended in a
+    # way the framework never ends: its results cannot be trusted).
+    strict_exit: bool = False
+    # Contradictions found while reading (channels that disagree, a test reported twice in ways the
+    # framework never reports one): each makes the run inconsistent.
+    problems: list[str] = field(default_factory=list)
     exception_types: dict[str, str] = field(default_factory=dict)  # test id -> the type of what it raised
-    # The channels, once `Parser.parse` had the exit code: what each said, and whether they agree.
-    channels: dict[str, str] = field(default_factory=dict)  # channel -> what it said ("agrees", "missing", ...)
-    consistent: bool = True  # the results can be trusted to decide an outcome
+    # The channels: what each said ("found", "missing", "agrees", "disagrees", "unavailable: why"), keyed
+    # "summary" (the printed results), "structured" (a report file), "exit_code", and for a parser with
+    # more ("verbose": Vitest's per-test lines); a task with several parsers prefixes each with its name.
+    channels: dict[str, str] = field(default_factory=dict)
+    consistent: bool = True  # the results can be trusted to decide an outcome (set once the exit code is known)
     why: str = ""  # why not, when not consistent
     disagreement: str = ""  # channels that contradict each other: suspected tampering
 
@@ -59,12 +103,19 @@ class TestReport:
         return sum(s == status for s in self.statuses.values())
 
     def consistent_with(self, exit_code: int | None) -> tuple[bool, str]:
-        """Do the parsed results agree with the exit code and the framework's own totals?"""
+        """Do the parsed results agree with the exit code, with each other and with the
+        framework's own totals?"""
+        if self.problems:
+            return False, "; ".join(self.problems)
         bad = bool(self.failing() or self.collection_errors)
         if exit_code == 0 and bad:
             return False, "exit code 0 but failures were reported"
-        if exit_code == 1 and not bad:
-            return False, "exit code 1 (tests failed) but no failure was reported"
+        failed_code = exit_code not in (0, None) if self.failed_exit_codes is None else exit_code in self.failed_exit_codes
+        if failed_code and not bad:
+            return False, f"exit code {exit_code} (tests failed) but no failure was reported"
+        if self.strict_exit and exit_code not in (0, None) and not failed_code:
+            return False, (f"the test command ended with exit code {exit_code}, which the test runner never ends with "
+                           "on its own (killed, or stopped before reporting): its results are not trusted")
         if self.counts:
             if self.counts.get("passed", 0) != self.listed_passed:
                 return False, (
@@ -88,16 +139,26 @@ class RunSetup:
 
 class Parser(Protocol):
     """One test framework. Register it with one line in `harness.parsers.PARSERS` (or an entry
-    point in the "wholeloop.parsers" group). `ParserBase` gives the defaults of a framework with
-    no structured report."""
+    point in the "wholeloop.parsers" group). `ParserBase` gives the defaults."""
 
     name: ClassVar[str]
-    #: Where the run_tests tool reads results: None = the command's output (stdout and stderr);
-    #: otherwise the path of a results file the test command writes, outside the repository.
+    #: Where results come from besides the command's output (stdout and stderr): None, or the path
+    #: of a results file the test command writes, outside the repository (the run_tests tool and
+    #: grading read it; grading removes it before the run).
     results_file: ClassVar[str | None]
-    #: Globs (as in a task's protected_paths) of the files of this ecosystem an agent must not
-    #: change or plant: tests, fixtures, runner configuration, start-up hooks.
+    #: Globs (as in a task's protected_paths: git's glob pathspecs, see `glob_match`) of the files
+    #: of this ecosystem an agent must not change or plant: tests, fixtures, runner configuration,
+    #: start-up hooks. Grading puts them back (or deletes them) before the hidden tests run.
     protected_paths: ClassVar[tuple[str, ...]]
+    #: The subset of protected_paths that are tests and their data (globs): `is_test_path` by default.
+    test_paths: ClassVar[tuple[str, ...]]
+    #: Basenames of this ecosystem's test-runner, build and packaging configuration (at any depth):
+    #: a commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
+    config_files: ClassVar[tuple[str, ...]]
+    #: Globs of source files that may hold tests inline, which no path rule can protect (Rust's
+    #: `#[cfg(test)]` modules): grading gives each such file the patch touched to
+    #: `restore_inline_tests`. Empty for frameworks whose tests live in files of their own.
+    inline_tests: ClassVar[tuple[str, ...]]
     #: A shell script run as the last step of building a task image (before any agent): its standard
     #: output (JSON) is recorded outside the repository and handed to `run_setup` as `facts` when
     #: grading (which plugins the environment had, say). None: nothing to record.
@@ -107,8 +168,8 @@ class Parser(Protocol):
 
     def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
         """What the hidden test run needs: its environment, files to place, where the structured
-        report goes (a path holding `token`, a secret of this grading), and `plugins` the task
-        names besides those `facts` recorded."""
+        report goes (a path holding `token`, a secret of this grading, or the parser's fixed
+        results_file), and `plugins` the task names besides those `facts` recorded."""
         ...
 
     def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
@@ -118,29 +179,166 @@ class Parser(Protocol):
         and `disagreement` say whether the channels can be trusted and agree."""
         ...
 
+    def is_test_path(self, path: str) -> bool:
+        """Is this repository-relative path (`/`-separated) part of the tests: a test file, a
+        fixture, helper or data file of the tests? Mining splits a commit with it."""
+        ...
 
-class ParserBase(ABC):
-    """Defaults for a parser: results from the output alone, no image setup, no structured report
-    (graded on one channel, and the grade says so), any exit code accepted."""
+    def is_test_module(self, path: str) -> bool:
+        """Is this a file the test command runs by name (not a helper or data file)?"""
+        ...
+
+    def test_command(self, files: list[str] | None) -> str:
+        """The hidden test command for these test files (None: the whole suite), reporting the way
+        `parse` reads (writing `results_file` when there is one)."""
+        ...
+
+    def test_file(self, test_id: str) -> str | None:
+        """The repository-relative file a test id lives in, None when the id does not say."""
+        ...
+
+    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
+        """For a file matching `inline_tests` that the patch changed: its text with the tests it
+        held at the base commit put back (the rest of the patch kept), and what was put back."""
+        ...
+
+
+class ParserBase:
+    """Defaults for the parts of the protocol a framework may not need: results from the output
+    (`parse_output`) or, with a results_file, from `read(output, results)`; no image setup; the
+    results file (if any) as the structured channel, else one channel and the grade says so; any
+    exit code accepted; tests are the files `test_paths` match and each is run by name, ids do
+    not name files, no configuration files block mining, no tests inline. Inherit it (the
+    built-in parsers do); a parser still declares name, protected_paths and test_paths and
+    defines parse_output (or read) and test_command."""
 
     results_file: ClassVar[str | None] = None
     image_setup: ClassVar[str | None] = None
     exit_codes_ran: ClassVar[tuple[int, ...] | None] = None
+    test_paths: ClassVar[tuple[str, ...]] = ()
+    config_files: ClassVar[tuple[str, ...]] = ()
+    inline_tests: ClassVar[tuple[str, ...]] = ()
+    #: Why this framework has no structured report, when it has no results_file (the grade's note).
+    no_report: ClassVar[str] = ""
 
     def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
-        return RunSetup(no_report=f"the {self.name} parser has no structured report")  # type: ignore[attr-defined]
+        if self.results_file:
+            return RunSetup(report_path=self.results_file)
+        return RunSetup(no_report=self.no_report or f"the {self.name} parser has no structured report")  # type: ignore[attr-defined]
 
     def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
               exit_code: int | None = None) -> TestReport:
-        report = self.parse_output(output)
+        report = self.read(output, results)
+        report.channels.setdefault("summary", "found" if report.found_summary else "missing")
+        if not self.results_file:
+            report.channels.setdefault("structured", "unavailable: " + (
+                (setup.no_report if setup else "") or self.run_setup(None, "").no_report))
         if exit_code is not None:
-            report.consistent, report.why = report.consistent_with(exit_code)
-            if self.exit_codes_ran is not None and exit_code not in self.exit_codes_ran:
-                report.consistent, report.why = False, f"exit code {exit_code}: the tests did not run to the end"
-            report.channels = {"summary": "found" if report.found_summary else "missing",
-                               "structured": (setup.no_report if setup else "") or "none"}
+            finish(report, exit_code, self.exit_codes_ran)
         return report
 
-    @abstractmethod
+    def read(self, output: str, results: bytes | None) -> TestReport:
+        """Statuses, counts, problems and the channels found, from the output and the results file."""
+        return self.parse_output(output)
+
     def parse_output(self, output: str) -> TestReport:
         """Statuses and counts from the command's output alone."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither parse_output nor read")
+
+    def is_test_path(self, path: str) -> bool:
+        return matches_any(self.test_paths, path)
+
+    def is_test_module(self, path: str) -> bool:
+        return self.is_test_path(path)
+
+    def test_file(self, test_id: str) -> str | None:
+        return None
+
+    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
+        return patched, []
+
+
+# ------------------------------------------------------------------------------------ paths
+
+
+@lru_cache(maxsize=4096)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """git's `:(glob)` pathspec as a regular expression: `*` and `?` never cross a `/`, `**/`
+    is zero or more folders, a trailing `/**` everything inside, `[...]` a character class; a
+    pattern without any wildcard also matches everything under it (as a folder), one with a
+    wildcard only what it matches itself."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")
+            i += 3
+        elif pattern.startswith("**", i) and i + 2 == n and (i == 0 or pattern[i - 1] == "/"):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1: i + 2] in ("!", "^") else i + 1)
+            if end < 0:
+                out.append(re.escape("["))
+                i += 1
+                continue
+            body = pattern[i + 1: end]
+            if body[:1] in ("!", "^"):
+                body = "^" + body[1:]
+            out.append("(?!/)[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        elif pattern[i] == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    literal = not any(ch in pattern for ch in "*?[")
+    return re.compile("".join(out) + ("(?:/.*)?" if literal else ""), re.DOTALL)
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Does repository-relative `path` match `pattern` as grading's `git status -- :(glob)pattern`
+    matches it? (tests/test_parsers_polyglot.py checks this against git itself.)"""
+    # git tries the pattern as a literal path first ("[x].txt" names the file "[x].txt" too)
+    return path == pattern or _glob_regex(pattern).fullmatch(path) is not None
+
+
+def finish(report: TestReport, exit_code: int, exit_codes_ran: tuple[int, ...] | None = None) -> TestReport:
+    """Cross-check a report with its run's exit code: `consistent` and `why`; contradictions found
+    while reading (`problems`) are a disagreement (suspected tampering); each channel found says
+    whether it agrees; the exit code is recorded as a channel."""
+    report.consistent, report.why = report.consistent_with(exit_code)
+    if exit_codes_ran is not None and exit_code not in exit_codes_ran:
+        report.consistent, report.why = False, f"exit code {exit_code}: the tests did not run to the end"
+    if report.problems:
+        report.disagreement = "; ".join(report.problems)
+    for name, said in report.channels.items():
+        if said == "found":
+            report.channels[name] = "disagrees" if report.disagreement else "agrees"
+    report.channels["exit_code"] = str(exit_code)
+    return report
+
+
+def matches_any(patterns: Iterable[str], path: str) -> bool:
+    return any(glob_match(p, path) for p in patterns)
+
+
+def is_protected_path(parser: Parser, path: str) -> bool:
+    """Would grading put `path` back if an agent changed it (a test, or runner configuration)?"""
+    return matches_any(parser.protected_paths, path)
+
+
+def shell_quote(paths: Sequence[str]) -> str:
+    """Paths as shell words (for test_command)."""
+    import shlex
+
+    return " ".join(shlex.quote(p) for p in paths)

@@ -25,7 +25,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from fnmatch import fnmatchcase
 from importlib import resources
+from pathlib import PurePosixPath
 from typing import ClassVar
 
 from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport
@@ -54,6 +56,12 @@ PROTECTED_PATHS = (
     "**/usercustomize.py",
     "**/__snapshots__/**",
 )
+# Test-runner and packaging configuration: a fix that needs one changed is not mined by default.
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
+                "MANIFEST.in")
+TEST_DIRS = ("tests", "test", "testing")
+TEST_MODULES = ("test_*.py", "*_test.py")
+COMMAND = "python -m pytest -rA -p no:cacheprovider"
 TOOLS_DIR = "/opt/wholeloop/python"  # grading's own Python packages (never in the agent's container)
 REPORTLOG_MIN_PYTEST = (6, 0)  # pytest-reportlog's hooks (pytest_warning_recorded) need pytest 6
 # Run at the end of a task image build, with the environment's `python`: records the pytest11 entry
@@ -328,6 +336,7 @@ class PytestParser(ParserBase):
     name: ClassVar[str] = "pytest"
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
+    config_files: ClassVar[tuple[str, ...]] = CONFIG_FILES
     image_setup: ClassVar[str | None] = IMAGE_SETUP
     exit_codes_ran: ClassVar[tuple[int, ...] | None] = (0, 1)  # all passed; some failed
 
@@ -359,6 +368,23 @@ class PytestParser(ParserBase):
 
     def parse_output(self, output: str) -> TestReport:
         return parse_pytest(output)
+
+    def is_test_path(self, path: str) -> bool:
+        """test_*.py, *_test.py, conftest.py, or anything under a folder named tests/test/testing."""
+        parts = PurePosixPath(path).parts
+        return self.is_test_module(path) or parts[-1] == "conftest.py" or any(d in TEST_DIRS for d in parts[:-1])
+
+    def is_test_module(self, path: str) -> bool:
+        name = PurePosixPath(path).name
+        return any(fnmatchcase(name, pattern) for pattern in TEST_MODULES)
+
+    def test_command(self, files: list[str] | None) -> str:
+        return COMMAND + "".join(" " + shlex.quote(f) for f in files or ())
+
+    def test_file(self, test_id: str) -> str | None:
+        """`tests/test_x.py::TestA::test_b[p]` -> `tests/test_x.py`."""
+        path = test_id.split("::", 1)[0]
+        return path if "::" in test_id and path.endswith(".py") else None
 
     def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
               exit_code: int | None = None) -> TestReport:

@@ -27,7 +27,6 @@ from sandbox.docker import env_image, task_image
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import Grade, Outcome, feedback_text, grade
-from ..parsers import get_parser
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
@@ -73,8 +72,7 @@ def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepar
     t0 = time.monotonic()
     env = env_image(task.env_spec(), log=log)
     snapshot = cached_snapshot(task.repo_source(), task.base_commit)
-    parser = get_parser(task.hidden_tests.parser)
-    setups = ((parser.name, parser.image_setup),) if parser.image_setup else ()
+    setups = tuple((p.name, p.image_setup) for p in task.hidden_tests.parsers() if p.image_setup)
     image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log, setups=setups)
     images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
     return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images,

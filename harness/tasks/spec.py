@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, parse_size
 
-from ..parsers import PARSERS, get_parser
+from ..parsers import PARSERS, Parser, get_parsers, protected_union
 
 SYSTEM_CA_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
 
@@ -53,7 +53,9 @@ class HiddenTests(_Strict):
     patch: str | None = Field(None, description="unified diff adding/changing test files")
     patch_file: str | None = None
     files: dict[str, str] = Field(default_factory=dict, description="path in the repository -> content")
-    parser: str = Field("pytest", description="how results are read: a name in harness.parsers.PARSERS")
+    parser: str | list[str] = Field(
+        "pytest", description="how results are read: a name in harness.parsers.PARSERS, or a list of names when "
+        "the command runs several frameworks (their reports are joined, their protected paths too)")
     plugins: list[str] = Field(
         default_factory=list,
         description="test-runner plugins to load besides those the environment had when its image was built "
@@ -61,9 +63,15 @@ class HiddenTests(_Strict):
 
     @field_validator("parser")
     @classmethod
-    def _known_parser(cls, value: str) -> str:
-        if value not in PARSERS:
-            raise ValueError(f"unknown parser {value!r}; known: {', '.join(PARSERS.names())}")
+    def _known_parser(cls, value: str | list[str]) -> str | list[str]:
+        names = [value] if isinstance(value, str) else value
+        if not names:
+            raise ValueError("name at least one parser")
+        for name in names:
+            if name not in PARSERS:
+                raise ValueError(f"unknown parser {name!r}; known: {', '.join(PARSERS.names())}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"a parser is named twice: {names}")
         return value
 
     @model_validator(mode="after")
@@ -71,6 +79,20 @@ class HiddenTests(_Strict):
         if self.patch and self.patch_file:
             raise ValueError("give either patch or patch_file, not both")
         return self
+
+    @model_validator(mode="after")
+    def _writes_the_results_files(self) -> HiddenTests:
+        for parser in self.parsers():
+            if parser.results_file and parser.results_file not in self.command:
+                raise ValueError(f"the {parser.name} parser reads its results from {parser.results_file}: the command "
+                                 "must write them there (name that path in it)")
+        return self
+
+    def parser_names(self) -> list[str]:
+        return [self.parser] if isinstance(self.parser, str) else list(self.parser)
+
+    def parsers(self) -> list[Parser]:
+        return get_parsers(self.parser_names())
 
 
 class LimitsSpec(_Strict):
@@ -140,10 +162,11 @@ class Task(_Strict):
         return self._spec_path
 
     def protected(self) -> list[str]:
-        """The globs grading protects: the spec's own list, else the test parser's defaults."""
+        """The globs grading protects: the spec's own list, else the test parsers' defaults (the
+        union of them all when the task names several)."""
         if self.protected_paths is not None:
             return list(self.protected_paths)
-        return list(get_parser(self.hidden_tests.parser).protected_paths)
+        return protected_union(self.hidden_tests.parsers())
 
     def resolve_path(self, value: str) -> Path:
         """A path named in the spec: relative ones are relative to the spec file."""

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from ...parsers import get_parser
+from ...parsers import get_parsers, parse_run
 from ...transcript import ErrorEvent, ModelRequest, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, TranscriptWriter
 from .config import ToolRules
 from .relay import Exchange
@@ -77,9 +77,9 @@ class Recorder:
     """Writes the events of one attempt's model calls (see the module docstring)."""
 
     def __init__(self, transcript: TranscriptWriter, wire: Wire, rules: ToolRules, *, test_command: str = "",
-                 parser: str = "pytest") -> None:
+                 parser: str | list[str] = "pytest") -> None:
         self.transcript, self.wire, self.rules = transcript, wire, rules
-        self.parser = get_parser(parser)
+        self.parsers = get_parsers(parser)
         tests = list(rules.test_commands) or list(DEFAULT_TEST_COMMANDS)
         if test_command.strip():
             tests.append(re.escape(test_command.strip()))
@@ -248,7 +248,7 @@ class Recorder:
         return output, 1 if is_error else 0
 
     def _test_run(self, call: _Call, output: str, exit_code: int | None) -> None:
-        report = self.parser.parse(output, None)
+        report = parse_run(self.parsers, output, lambda path: None)
         failing = report.failing() + report.collection_errors
         green = exit_code == 0 and not failing
         self.transcript.write(TestRun(step=call.step, command=call.command, exit_code=exit_code,

@@ -1,0 +1,2 @@
+export { parse, DurationError } from './parse';
+export { UNITS, lookupUnit, type Unit } from './units';

@@ -1,0 +1,3 @@
+module example.org/verkit
+
+go 1.19
