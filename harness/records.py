@@ -74,8 +74,8 @@ class ResultRow(BaseModel):
     resolved: bool
     stop_reason: str = ""
     tests: dict[str, str] = Field(default_factory=dict)
-    fail_to_pass: dict[str, int] = Field(default_factory=dict)
-    pass_to_pass: dict[str, int] = Field(default_factory=dict)
+    fail_to_pass: dict[str, int | bool] = Field(default_factory=dict)  # passed, failed, total; ran (False: no test ran)
+    pass_to_pass: dict[str, int | bool] = Field(default_factory=dict)
     steps: int = 0
     model_calls: int = 0
     usage: Usage = Field(default_factory=Usage)

@@ -22,12 +22,23 @@ from .errors import (
     SandboxError,
 )
 from .patch import BaseRules, Change, TakenPatch, TreeEntry, take_patch
-from .snapshot import Snapshot, cache_dir, cached_snapshot, find_commit, make_snapshot, tar_directory
+from .snapshot import (
+    ENV_LIKE_FILES,
+    Snapshot,
+    cache_dir,
+    cached_snapshot,
+    env_like,
+    find_commit,
+    make_snapshot,
+    open_repository,
+    tar_directory,
+)
 
 __all__ = [
-    "Backend", "BaseRules", "BuiltImage", "Change", "TakenPatch", "TreeEntry", "take_patch", "ContainerGone", "DEFAULT_BASE",
-    "DEFAULT_DISK", "DiskLimitReached", "DiskSpaceError", "DockerBackend", "DockerSandbox", "EngineUnavailable",
+    "Backend", "BaseRules", "BuiltImage", "Change", "ENV_LIKE_FILES", "TakenPatch", "TreeEntry", "take_patch", "ContainerGone",
+    "DEFAULT_BASE", "DEFAULT_DISK", "DiskLimitReached", "DiskSpaceError", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",
-    "Snapshot", "cache_dir", "cached_snapshot", "find_commit", "make_snapshot", "parse_size", "tar_directory",
+    "Snapshot", "cache_dir", "cached_snapshot", "env_like", "find_commit", "make_snapshot", "open_repository", "parse_size",
+    "tar_directory",
 ]

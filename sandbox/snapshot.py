@@ -5,6 +5,9 @@ dangling objects, remotes, stashes). So we never copy a `.git` directory: we wri
 commit's tree into a new folder and make a brand-new repository whose only commit holds that
 tree. Author, committer and dates are fixed, so the same tree always gives the same commit id,
 which keeps image tags stable.
+
+Files that usually hold credentials (`.env` and the like: ENV_LIKE_FILES) are left out of every
+snapshot, so they never enter an image, unless the caller names them in `keep`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import fcntl
 import hashlib
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -20,13 +24,17 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 
 import git
 
 from .errors import RepositoryError
 
 SNAPSHOT_FORMAT = 1  # bump when the layout of a snapshot changes: it is part of image hashes
+# Basenames (globs) of files that hold environment secrets by convention: never in a snapshot
+# unless kept explicitly (a task's `environment.env_files`).
+ENV_LIKE_FILES = (".env", ".env.*", "*.env", ".envrc", ".netrc", ".pypirc", ".git-credentials")
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "wholeloop",
     "GIT_AUTHOR_EMAIL": "snapshot@wholeloop.invalid",
@@ -44,6 +52,16 @@ class Snapshot:
     tree: str  # id of the base tree (same in source and snapshot)
     commit: str  # id of the single commit in the snapshot repository
     path: Path  # the snapshot folder on the host (work tree + fresh .git)
+    excluded: tuple[str, ...] = ()  # paths of the base tree left out (ENV_LIKE_FILES not kept)
+
+
+def env_like(path: str, keep: tuple[str, ...] = ()) -> bool:
+    """Is `path` (repository-relative) a file left out of snapshots: a basename matching
+    ENV_LIKE_FILES and no glob of `keep` matching the whole path?"""
+    name = PurePosixPath(path).name
+    if not any(fnmatchcase(name, pattern) for pattern in ENV_LIKE_FILES):
+        return False
+    return not any(fnmatchcase(path, glob) or PurePosixPath(path).match(glob) for glob in keep)
 
 
 def cache_dir() -> Path:
@@ -86,7 +104,11 @@ def open_repository(source: str, *, refresh: bool = False) -> git.Repo:
                 git.Repo(mirror).git.fetch(origin, "+refs/*:refs/*", "--prune")
             return git.Repo(mirror)
         except git.exc.GitError as exc:  # translate at the boundary
-            raise RepositoryError(f"cannot read repository {source}: {_git_message(exc)}") from exc
+            raise RepositoryError(
+                f"cannot read repository {source}: {_git_message(exc)}",
+                hint="Make it reachable, or point the task's repo at a local clone or git bundle (for tasks "
+                "imported from SWE-bench: repo_path in the --specs file; see docs/tasks.md).",
+            ) from exc
 
 
 _thread_locks: dict[str, threading.Lock] = {}
@@ -131,8 +153,9 @@ def resolve_commit(repo: git.Repo, commit: str, source: str = "") -> git.Commit:
     return obj
 
 
-def make_snapshot(source: str, commit: str, dest: Path) -> Snapshot:
-    """Write the tree of `commit` into `dest` (which must not exist) as a one-commit repository."""
+def make_snapshot(source: str, commit: str, dest: Path, *, keep: tuple[str, ...] = ()) -> Snapshot:
+    """Write the tree of `commit` into `dest` (which must not exist) as a one-commit repository,
+    leaving out .env-like files (ENV_LIKE_FILES) that no glob of `keep` names."""
     repo, base = find_commit(source, commit)
     dest = Path(dest)
     dest.mkdir(parents=True)
@@ -144,6 +167,11 @@ def make_snapshot(source: str, commit: str, dest: Path) -> Snapshot:
         git_in_dest = ["git", f"--git-dir={repo.git_dir}", f"--work-tree={dest}"]
         repo.git.execute([*git_in_dest, "read-tree", base.hexsha], env={**os.environ, **env})
         repo.git.execute([*git_in_dest, "checkout-index", "--all"], env={**os.environ, **env})
+        listing = repo.git.execute(["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", "-z", "--name-only",
+                                    base.hexsha], strip_newline_in_stdout=False)
+        excluded = tuple(p for p in listing.split("\0") if p and env_like(p, keep))
+        for path in excluded:
+            (dest / path).unlink(missing_ok=True)
         fresh = git.Repo.init(dest, initial_branch="main")
         fresh.git.add("--all", "--force")  # every file came from the tree, even ignored ones
         fresh.git.commit("--no-verify", "--allow-empty", "-q", "-m", "base", env=_IDENTITY)
@@ -155,7 +183,7 @@ def make_snapshot(source: str, commit: str, dest: Path) -> Snapshot:
         raise RepositoryError(f"cannot snapshot {source} at {commit}: {_git_message(exc)}") from exc
     finally:
         shutil.rmtree(index.parent, ignore_errors=True)
-    return Snapshot(source, base.hexsha, base.tree.hexsha, new_commit, dest)
+    return Snapshot(source, base.hexsha, base.tree.hexsha, new_commit, dest, excluded)
 
 
 def tar_directory(path: Path, arcname: str = ".") -> bytes:
@@ -173,26 +201,37 @@ def tar_directory(path: Path, arcname: str = ".") -> bytes:
 
 
 def _git_message(exc: git.exc.GitError) -> str:
+    """git's own last words (GitPython wraps stderr in "stderr: '...'"), never empty."""
     stderr = getattr(exc, "stderr", "") or ""
-    return (stderr.strip().splitlines() or [str(exc)])[-1].strip().removeprefix("stderr: ").strip("'")
+    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line]
+    return lines[-1] if lines else (str(exc).strip().splitlines() or ["git failed and said nothing"])[0]
 
 
-def cached_snapshot(source: str, commit: str) -> Snapshot:
-    """The snapshot of `source` at `commit`, made once and kept in the cache folder.
+def cached_snapshot(source: str, commit: str, *, keep: tuple[str, ...] = ()) -> Snapshot:
+    """The snapshot of `source` at `commit` (see `make_snapshot`), made once and kept in the cache
+    folder.
 
     Concurrent callers are safe: each builds in its own temporary folder and the first rename wins.
     """
     repo, base = find_commit(source, commit)
-    key = hashlib.sha256(f"{SNAPSHOT_FORMAT}:{source}".encode()).hexdigest()[:12]
+    rule = json.dumps([ENV_LIKE_FILES, sorted(keep)])
+    key = hashlib.sha256(f"{SNAPSHOT_FORMAT}:{source}:{rule}".encode()).hexdigest()[:12]
     final = cache_dir() / "snapshots" / f"{key}-{base.hexsha[:16]}"
     if not (final / ".git").is_dir():
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
-        made = make_snapshot(source, base.hexsha, tmp / "repo")
+        made = make_snapshot(source, base.hexsha, tmp / "repo", keep=keep)
+        # what was left out, beside the snapshot (not inside it: the image must not list them)
+        marker_tmp = tmp / "excluded"
+        marker_tmp.write_text("".join(p + "\0" for p in made.excluded))
+        os.replace(marker_tmp, final.parent / (final.name + ".excluded"))
         try:
             os.replace(made.path, final)
         except OSError:
             pass  # another worker won the race; its snapshot is identical
         shutil.rmtree(tmp, ignore_errors=True)
     fresh = git.Repo(final)
-    return Snapshot(source, base.hexsha, base.tree.hexsha, fresh.head.commit.hexsha, final)
+    marker = final.parent / (final.name + ".excluded")
+    excluded = tuple(p for p in marker.read_text().split("\0") if p) if marker.exists() else ()
+    return Snapshot(source, base.hexsha, base.tree.hexsha, fresh.head.commit.hexsha, final, excluded)

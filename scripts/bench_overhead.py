@@ -6,10 +6,11 @@ noise hits both alike. Prints a table with ratios and PASS/FAIL against the targ
 item 7 and issue 14 (the run history). Usage:
 
     python scripts/bench_overhead.py                 # everything (about 8 minutes)
-    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report history history-query proxy)
+    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report history history-query proxy check)
     python scripts/bench_overhead.py --only history-query   # the run history's listing (no Docker)
     python scripts/bench_overhead.py --only proxy    # the metering proxy of external agents (no Docker)
     python scripts/bench_overhead.py --json out.json # also save the figures
+    python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
@@ -63,7 +64,7 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "history", "history-query", "proxy")
+SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "history", "history-query", "proxy", "check")
 
 
 @dataclass
@@ -705,6 +706,121 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
 # ----------------------------------------------------------------------------- main
 
 
+# ----------------------------------------------------------------------------- tasks check
+
+# A suite of at least 10.2 s whatever the load: 12 tests that each wait 0.85 s and do a little CPU
+# work. Our costs (containers, patches, parsing) are fixed per run, so a suite dominated by CPU work
+# would only add the machine's noise (other work on this 2-core machine) to both sides.
+_WORK_TESTS = "".join(
+    f"\n\ndef test_work_{i}():\n    time.sleep(0.85)\n    assert sum(j * j for j in range(200_000)) > {i}\n"
+    for i in range(12))
+
+
+def make_bench_repo(path: Path, k: int) -> Path:
+    """A package whose history has K fix commits (each: a source change and its test) on top of a
+    root commit; every commit's suite takes >= 10 s. Fixed identity and dates: same ids every time."""
+    def git(*args: str, date: str = "2024-01-01T00:00:00+00:00") -> None:
+        env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "bench",
+               "GIT_AUTHOR_EMAIL": "bench@wholeloop.invalid", "GIT_COMMITTER_NAME": "bench",
+               "GIT_COMMITTER_EMAIL": "bench@wholeloop.invalid", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
+
+    path.mkdir(parents=True)
+    git("init", "-q", "-b", "main")
+    (path / "benchpkg").mkdir()
+    (path / "tests").mkdir()
+    (path / "pyproject.toml").write_text('[project]\nname = "benchpkg"\nversion = "1.0"\n'
+                                         '[build-system]\nrequires = ["setuptools>=61"]\n'
+                                         'build-backend = "setuptools.build_meta"\n')
+    funcs = [f"def f{n}(x):\n    return x - {n} - 1\n" for n in range(k)]
+    (path / "benchpkg" / "__init__.py").write_text("\n\n".join(funcs))
+    (path / "tests" / "test_work.py").write_text("# so that the suite takes >= 10 s\nimport time" + _WORK_TESTS)
+    git("add", "-A")
+    git("commit", "-qm", "initial")
+    for n in range(k):
+        funcs[n] = f"def f{n}(x):\n    return x + {n} + 1\n"
+        (path / "benchpkg" / "__init__.py").write_text("\n\n".join(funcs))
+        (path / "tests" / f"test_f{n}.py").write_text(f"from benchpkg import f{n}\n\n\ndef test_f{n}():\n"
+                                                       f"    assert f{n}(1) == {n} + 2\n")
+        git("add", "-A")
+        git("commit", "-qm", f"fix f{n}", date=f"2024-01-{n + 2:02d}T00:00:00+00:00")
+    return path
+
+
+def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
+    """`tasks check` of K candidates of one repository: each distinct environment is built once,
+    and each checked test run costs about what the same command costs raw (`docker run --rm`)."""
+    from harness.tasks.check import CheckOptions, check_task
+    from harness.tasks.images import existing_task_images
+    from harness.tasks.mine import MineOptions, mine
+
+    repo = make_bench_repo(tmp / "benchpkg", k)
+    env_file = tmp / "bench.wholeloop.yaml"
+    # a fresh environment for this run (the marker), whole suite as the hidden tests, pins as of one date
+    env_file.write_text(f'test_scope: all\ndependencies_as_of: "2025-06-01"\ntest_requirements: ["pytest==8.3.5"]\n'
+                        f'env: {{WHOLELOOP_BENCH: "{time.time_ns()}"}}\n')
+    report = mine(repo, tmp / "tasks", MineOptions(env_file=env_file, check=False))
+    tasks = [j.task for j in report.judged if j.task is not None]
+    assert len(tasks) == k, [j.record() for j in report.judged]
+    base_ours, gold_ours, base_raw, gold_raw, env_built, env_tags, created = [], [], [], [], [], set(), []
+    try:
+        for task in tasks:
+            patches = tmp / f"patches-{task.id}"
+            patches.mkdir()
+            (patches / "test.diff").write_text(task.test_patch())
+            (patches / "gold.diff").write_text(task.gold())
+            raw_in_base: list[float] = []
+
+            def raw(variant: str) -> float:
+                """The same test command, raw: `docker run --rm` of the same image (start, apply, run, remove)."""
+                image = existing_task_images(task).tag
+                cmd = ["docker", "run", "--rm", "--network", "none", "--cpus", "2", "--memory", "4g", "--memory-swap",
+                       "4g", "--pids-limit", "1024", "-v", f"{patches}:/p:ro", "-w", "/repo", image,
+                       "sh", "-c", f"{variant} && {task.hidden_tests.command} >/dev/null"]
+                return timed(lambda: subprocess.run(cmd, capture_output=True))
+
+            def side_by_side(task_id: str, text: str) -> None:
+                """Called by the check just before each of its test runs: the raw run goes right before
+                ours, so both see the same load (a raw run during the base phase is taken out of it)."""
+                if text.startswith("base run "):
+                    raw_in_base.append(raw("git apply /p/test.diff"))
+                    base_raw.append(raw_in_base[-1])
+                elif text.startswith("gold run "):
+                    gold_raw.append(raw("git apply /p/test.diff && git apply /p/gold.diff"))
+
+            result = check_task(task, CheckOptions(repeats=repeats, discover=True, progress=side_by_side))
+            v = result.verdict
+            created += result.images_built
+            assert v.passed and v.fail_to_pass, (v.quarantined, v.detail)
+            env_built += [t for t in result.images_built if t.startswith("wholeloop-env:")]
+            env_tags.add(v.image["env"])
+            # the base phase: one container for the R runs, start to removal, less the raw runs made in it
+            per_base = (v.seconds["base"] - sum(raw_in_base)) / repeats
+            base_ours += [per_base] * repeats
+            gold_ours += v.run_seconds[repeats:]  # each: grade() in a fresh container
+            print(f"  {task.id}: base {per_base:.2f} s/run, gold {v.run_seconds[repeats:]}; raw base "
+                  f"{[round(x, 2) for x in base_raw[-repeats:]]}, gold {[round(x, 2) for x in gold_raw[-repeats:]]}",
+                  flush=True)
+    finally:
+        for tag in reversed(created):  # images this benchmark made for itself, even after a failure
+            subprocess.run(["docker", "rmi", tag], capture_output=True)
+    b_ours, b_raw = statistics.median(base_ours), statistics.median(base_raw)
+    g_ours, g_raw = statistics.median(gold_ours), statistics.median(gold_raw)
+    total = (sum(base_ours) + sum(gold_ours)) / (sum(base_raw) + sum(gold_raw))
+    return [
+        Row(f"check, {k} candidates of one repository, {len(env_tags)} distinct environment(s): env images built",
+            len(env_built), goal=f"= {len(env_tags)}", ok=len(env_built) == len(env_tags), unit=""),
+        Row("  the suite, raw (`docker run --rm`: start, apply, tests, remove)", round(g_raw, 2), goal=">= 10 s",
+            ok=g_raw >= 10, unit="s"),
+        Row(f"  base run ({repeats} runs in one container) vs raw docker run --rm", round(b_ours, 2), round(b_raw, 2),
+            "<= 1.2x", b_ours / b_raw <= 1.2, unit="s"),
+        Row("  gold run (grade() in a fresh container) vs raw docker run --rm", round(g_ours, 2), round(g_raw, 2),
+            "<= 1.2x", g_ours / g_raw <= 1.2, unit="s"),
+        Row(f"  every checked test run ({len(base_ours) + len(gold_ours)}) vs raw, in total", round(total, 3),
+            goal="<= 1.2x", ok=total <= 1.2, unit="x"),
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
@@ -724,6 +840,8 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=1.0, help="simulated model latency per call (s)")
     parser.add_argument("--workers", default="1,2,4,8,16")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--check-k", type=int, default=3, help="candidates of one repository for the check section")
+    parser.add_argument("--check-repeats", type=int, default=3, help="base and gold runs per task in the check section")
     parser.add_argument("--report-run", type=Path, help="the run folder the report section reads (default: a replay "
                                                         "of the demo suite, made first)")
     args = parser.parse_args()
@@ -737,7 +855,9 @@ def main() -> int:
     if "proxy" in only:  # no Docker: the metering proxy of external agents against its provider
         rows += bench_proxy(max(20, args.reps // 2))
     with tempfile.TemporaryDirectory(prefix="wl-bench-") as tmp:
-        if docker:
+        if "check" in only:  # its own repository and images: no warm-up run needed
+            rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
+        if docker and only - {"check", "history-query", "proxy"}:
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"

@@ -142,7 +142,13 @@ def test_bad_inputs_get_an_outcome_and_the_run_goes_on(tiny_task, tmp_path):
     assert rows["tiny-001"].outcome == "resolved"
     assert rows["bad-repo"].outcome == "infra_error" and "repository not found" in rows["bad-repo"].error
     assert rows["bad-commit"].outcome == "infra_error" and "not found" in rows["bad-commit"].error
-    assert rows["bad-patch"].stop_reason == "gold_patch_failed" and rows["bad-patch"].outcome == "empty_patch"
+    # a gold patch that does not apply is the task's error, not an empty patch; never retried
+    assert rows["bad-patch"].stop_reason == "gold_patch_failed" and rows["bad-patch"].outcome == "task_error"
+    assert "gold patch does not apply" in rows["bad-patch"].note
+    assert [r.task_id for r in read_results(tmp_path / "run" / "results.jsonl")].count("bad-patch") == 1
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "run")], env={"COLUMNS": "200"})
+    assert "task_error bad-patch: the task's gold patch does not apply" in report.output, report.output
+    assert "Traceback" not in report.output
 
 
 def test_an_agent_patch_that_does_not_apply_is_its_own_outcome(tiny_task, tmp_path):
@@ -156,3 +162,8 @@ def test_an_agent_patch_that_does_not_apply_is_its_own_outcome(tiny_task, tmp_pa
     bogus = "diff --git a/calc/x.py b/calc/x.py\n--- a/calc/x.py\n+++ b/calc/x.py\n@@ -1 +1 @@\n-nothing\n+here\n"
     result, _, _ = grade(task, bogus, prepared.image, base=prepared.base_commit, limits=__import__("sandbox").Limits())
     assert result.outcome.value == "patch_apply_failed"
+    # a hidden test patch that does not apply to the base is the task's error, whatever the patch
+    broken = task.model_copy(update={"hidden_tests": task.hidden_tests.model_copy(update={"patch": bogus, "patch_file": None})})
+    result, _, report = grade(broken, task.gold(), prepared.image, base=prepared.base_commit,
+                              limits=__import__("sandbox").Limits())
+    assert result.outcome.value == "task_error" and report is None and "hidden test patch" in result.note

@@ -130,9 +130,11 @@ def test_import_writes_specs_that_load_back_with_patches_and_provenance(tmp_path
     assert one.gold() == GOLD and one.test_patch() == TEST_PATCH
     assert one.gold_patch_file == "gold.diff" and one.hidden_tests.patch_file == "test.diff"
     assert (written[0].parent / "gold.diff").read_bytes() == GOLD.encode()
-    # the test files the test patch adds or changes; not deleted ones, data files or conftest.py
-    files = "tests/test_add.py 'tests/unit/test it.py'"
+    # the test files the test patch adds or changes (not deleted ones, data files or conftest.py),
+    # then those the FAIL_TO_PASS / PASS_TO_PASS ids live in: every listed test is run
+    files = "tests/test_add.py 'tests/unit/test it.py' tests/test_mul.py"
     assert one.hidden_tests.command == f"python -m pytest -rA -p no:cacheprovider {files}"
+    assert one.created_at == "2023-05-01T12:00:00+00:00" and one.origin.kind == "swebench"
     assert one.test_command == "python -m pytest -q"
     assert one.repo == "../../repos/calc" and one.repo_source() == str((tmp_path / "repos" / "calc").resolve())
     assert one.environment.setup == ["pip install pytest==8.3.5"] and one.environment.install == []
@@ -162,7 +164,8 @@ def test_bad_instances_are_skipped_with_line_and_field_and_the_rest_import(tmp_p
         instance("calc__calc-10", base_commit=""),  # line 10
         "[1, 2]",  # line 11
         instance("calc__calc-12", FAIL_TO_PASS=["ok", 3]),  # line 12
-        instance("calc__calc-13", test_patch="diff --git a/x.json b/x.json\n--- a/x.json\n+++ b/x.json\n"),
+        instance("calc__calc-13", test_patch="diff --git a/x.json b/x.json\n--- a/x.json\n+++ b/x.json\n",
+                 FAIL_TO_PASS=["test_add (calc.tests.AddTests)"], PASS_TO_PASS=[]),  # no file in the ids either
     ])
     written = import_swebench(jsonl, tmp_path / "out", specs_file=specs)
     assert [p.parent.name for p in written] == ["calc__calc-1"]
@@ -207,7 +210,7 @@ def test_without_specs_instance_fields_and_defaults_apply(tmp_path):
     written = import_swebench(jsonl, tmp_path / "out")
     one, two, three = (load_task(p) for p in written)
     assert one.repo == "https://github.com/calc/calc.git"
-    assert one.hidden_tests.command == "python -m pytest -rA tests/test_add.py 'tests/unit/test it.py'"
+    assert one.hidden_tests.command == "python -m pytest -rA tests/test_add.py 'tests/unit/test it.py' tests/test_mul.py"
     assert one.test_command is None and one.environment.install == []
     assert two.repo_source() == str((tmp_path / "data" / "calc-repo").resolve())
     assert two.environment.install == ["pip install -e ."]
@@ -455,5 +458,6 @@ def test_real_package_base_fails_fail_to_pass_in_the_container(swebench_fixture,
     for r in rows:
         task = by_id[r.task_id]
         assert (r.outcome, r.resolved) == ("unresolved", False), (r.task_id, r.outcome, r.note, r.error)
-        assert r.fail_to_pass == {"passed": 0, "failed": len(task.fail_to_pass), "total": len(task.fail_to_pass)}
+        assert r.fail_to_pass == {"passed": 0, "failed": len(task.fail_to_pass), "total": len(task.fail_to_pass),
+                                  "ran": True}
         assert r.pass_to_pass["passed"] == len(task.pass_to_pass)

@@ -88,6 +88,7 @@ class AgentResult:
     retry_wait_s: float = 0.0
     infra_error: str | None = None  # set when the attempt failed for reasons not the agent's
     infra_retryable: bool = False  # ...and another try may succeed (provider down, container died)
+    task_error: str | None = None  # set when the task's own inputs are wrong (its gold patch does not apply)
 
     @classmethod
     def from_budget(cls, budget: Budget, stop_reason: str, **extra: Any) -> AgentResult:

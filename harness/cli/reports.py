@@ -68,11 +68,16 @@ def _check_outputs(files=(), folders=()) -> None:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the HTML report")
 @click.option("--evidence", type=click.Path(file_okay=False, path_type=Path),
               help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html")
-def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence):
+@click.option("--cutoff", "cutoffs", multiple=True, metavar="MODEL=DATE",
+              help="a model's training cutoff (YYYY-MM or a date) for contamination dating; repeatable")
+@click.option("--cutoffs", "cutoff_table", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="a training-cutoff table (the format of harness/data/cutoffs.yaml) instead of the shipped one")
+def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, cutoffs, cutoff_table):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
     honoured); what does not fit is named, and --json / --csv have everything."""
     from ..records import open_run, write_json
+    from ..report.dating import parse_cutoff
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
@@ -80,7 +85,17 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
     for run_dir in runs:
         open_run(run_dir)  # a folder that is not a run (or has no row yet) says so before any work
     out = console()
-    figures = compute_figures(list(runs), scoring)
+    overrides = {}
+    for item in cutoffs:
+        model, sep, date = item.partition("=")
+        if not sep or not model.strip():
+            raise click.BadParameter(f"{item!r}: use MODEL=DATE, e.g. claude-sonnet-4-5=2025-07", param_hint="--cutoff")
+        try:
+            parse_cutoff(date)
+        except ValueError as exc:
+            raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
+        overrides[model.strip()] = date.strip()
+    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table)
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))

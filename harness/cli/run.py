@@ -53,6 +53,9 @@ from . import console, main
               help="run a model the price map does not know (too new for it); its cost is reported as unknown")
 @click.option("--allow-infra-errors", is_flag=True,
               help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
+@click.option("--include-quarantined", is_flag=True, help="also run tasks `tasks check` quarantined")
+@click.option("--training-cutoff", default=None,
+              help="the model's training cutoff (YYYY-MM or a date) for contamination dating, instead of the table's")
 @click.option("--history-url", "history_url", default=None,
               help="index the rows into this run history as they are written (default: $WHOLELOOP_HISTORY_URL, "
                    "else history.sqlite beside the run folder); prefer the variable for a URL with a password")
@@ -60,12 +63,15 @@ from . import console, main
               help="index this run in the run history (never fails the run: a history that is down only warns)")
 def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
         attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
-        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, history_url, use_history):
+        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, include_quarantined,
+        training_cutoff, history_url, use_history):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
     Before any container starts, a preflight checks the model's credentials and price, every task's
     repository and commit, and the run folder. Running the same command with the same --out
     resumes: finished units are kept, units that ended in an infrastructure error are tried again.
+    Tasks `wholeloop tasks check` quarantined are skipped (--include-quarantined runs them); the
+    unchecked ones are named at the start and marked in the results.
     Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
     from ..agents import ContainerAgent, get_agent
     from ..records import slug
@@ -85,6 +91,14 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     if not tasks:
         raise InputProblem("no task specs (*.yaml) found in " + ", ".join(map(str, suite)),
                            "give spec files or folders that hold them")
+    if training_cutoff:
+        from ..report.dating import parse_cutoff
+
+        try:
+            parse_cutoff(training_cutoff)  # a bad value fails now, not in the report
+        except ValueError as exc:
+            raise InputProblem(f"--training-cutoff {training_cutoff!r}: {exc}", "give YYYY-MM or YYYY-MM-DD") from None
+    tasks, checks = _checked_tasks(tasks, suite, include_quarantined, out_console)
     agent_name = agent_name or ("default" if model or agent_config else "gold")
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
     agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
@@ -92,7 +106,8 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout,
                         output_bytes=output_bytes)
     options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
-                         infra_retries=infra_retries, limits=limits, label=config_label)
+                         infra_retries=infra_retries, limits=limits, label=config_label, task_checks=checks,
+                         training_cutoff=training_cutoff)
     label = options.label_for(agent)
     options.out = out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(label)}"
     executor, where = None, f"{workers} worker(s)"
@@ -192,3 +207,34 @@ def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
         out.print(f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
                   f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)")
     out.print("nothing was started (--dry-run)")
+
+
+def _checked_tasks(tasks, suite, include_quarantined, out_console):
+    """Say which tasks have no current `tasks check` verdict or are quarantined, and what to run;
+    leave the quarantined out unless asked. Returns the tasks to run and each one's status."""
+    from ..tasks.check import check_status
+    from . import InputProblem
+
+    statuses = {t.id: check_status(t) for t in tasks}
+    by_status: dict[str, list[str]] = {}
+    for task_id, (status, _) in statuses.items():
+        by_status.setdefault(status, []).append(task_id)
+    where = " ".join(str(s) for s in suite)
+    for status in ("unchecked", "stale"):
+        ids = by_status.get(status, [])
+        if ids:
+            shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+            out_console.print(f"[yellow]{len(ids)} task(s) {status}[/] ({shown}): their results are marked as such; "
+                              f"check them first with [bold]wholeloop tasks check {where}[/]")
+    quarantined = by_status.get("quarantined", [])
+    if quarantined:
+        action = "running them anyway (--include-quarantined)" if include_quarantined else "skipped"
+        out_console.print(f"[yellow]{len(quarantined)} task(s) quarantined[/], {action}:")
+        for task_id in quarantined[:10]:
+            out_console.print(f"  {task_id}: {statuses[task_id][1][:200]}")
+        if not include_quarantined:
+            tasks = [t for t in tasks if statuses[t.id][0] != "quarantined"]
+            if not tasks:
+                raise InputProblem("every task is quarantined",
+                                   "fix them (see `wholeloop tasks check`) or pass --include-quarantined")
+    return tasks, {task_id: status for task_id, (status, _) in statuses.items()}

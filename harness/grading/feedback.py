@@ -16,7 +16,7 @@ from typing import Literal
 
 from sandbox import Sandbox
 
-from ..parsers import TestReport
+from ..parsers import MISSING, NOT_RUN, TestReport
 from ..tasks import Task
 from .outcome import Grade
 
@@ -98,8 +98,15 @@ def feedback_text(mode: FeedbackMode, task: Task, grade: Grade, report: TestRepo
         messages = report.messages if report is not None else {}
         kinds = report.exception_types if report is not None else {}
         statuses = report.statuses if report is not None else {}
-        listed = [f"  {t}" + (f" ({kinds[t]})" if kinds.get(t) else "") for t in failing[:MAX_LINES]]
-        text += "\n\nThese hidden tests failed:\n" + "\n".join(listed)
+        absent = " (not in the test output)"
+        listed = [f"  {t}" + (f" ({kinds[t]})" if kinds.get(t) else "") + (absent if grade.tests.get(t) == MISSING else "")
+                  for t in failing[:MAX_LINES]]
+        if listed:
+            text += "\n\nThese hidden tests failed:\n" + "\n".join(listed)
+        not_run = [t for t in task.fail_to_pass if grade.tests.get(t) == NOT_RUN]  # never ran: not "failed"
+        if not_run:
+            text += ("\n\nNo hidden test ran (the patch is empty); these must pass:\n"
+                     + "\n".join(f"  {t}" for t in not_run[:MAX_LINES]))
         details = [f"{statuses.get(t, 'FAILED')} {t} - " + messages[t].replace("\n", " | ")
                    for t in failing if messages.get(t)]
         if details:

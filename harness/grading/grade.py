@@ -12,6 +12,11 @@ grade; a disagreement is recorded as suspected tampering and is never resolved. 
 several parsers (one per framework its hidden command runs): each gets its own setup and report,
 and their results are joined (`harness.parsers.parse_run`). Source files that hold tests inline
 (Rust) have those tests put back after the patch is applied.
+A hidden test patch that does not apply to the base is the task's fault: `task_error`, never the
+agent's.
+
+`prepare_hidden_tests` and `run_hidden_tests` are the hidden-test steps on their own: `wholeloop
+tasks check` runs the base with them, so a check reads results exactly as grading does.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import json
 import secrets
 import tarfile
 import time
+from dataclasses import dataclass
 
-from sandbox import Backend, DockerBackend, FileOpError, InfraError, Limits, Sandbox, SandboxError
+from sandbox import Backend, DockerBackend, FileOpError, Limits, Sandbox, SandboxError
 from sandbox.docker import FACTS_DIR
 
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
@@ -47,12 +53,12 @@ def grade(
     backend = backend or DockerBackend()
     started = time.monotonic()
     output = ""
-    if not patch.strip():  # nothing to test: the base fails FAIL_TO_PASS by definition
+    if not patch.strip():  # nothing to test: no test runs, so none passed and none failed
         empty = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.empty_patch, resolved=False,
                       note="the patch is empty")
         empty.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
-        empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
-        empty.pass_to_pass = TestTally(total=len(task.pass_to_pass))
+        empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), ran=False)
+        empty.pass_to_pass = TestTally(total=len(task.pass_to_pass), ran=False)
         return empty, output, None
     sections, unparsed = parse_patch(patch)
     parsers = task.hidden_tests.parsers()
@@ -62,10 +68,10 @@ def grade(
             if decision is not None and method == "patch --fuzz=5" and not all(s.plain() for s in decision.kept):
                 break  # only plain text changes of regular files may go to `patch`
             with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
-                setups, hidden_text = _prepare(sb, task, parsers)
+                prepared = prepare_hidden_tests(sb, task, parsers)
                 if decision is None:
                     shadowing = shadowing_modules(sb, sections, task.hidden_tests.command,
-                                                  (*RUNNER_MODULES, *(m for s in setups for m in s.imports)))
+                                                  (*RUNNER_MODULES, *(m for s in prepared.setups for m in s.imports)))
                     decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
@@ -73,7 +79,7 @@ def grade(
                         break
                     continue
                 inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
-                result, output, parsed = _run_tests(sb, task, parsers, setups, hidden_text, started)
+                result, output, parsed = _run_tests(sb, task, prepared)
                 result.apply_method = method if text else None
                 _record(result, decision, inline)
                 return _timed(result, started), output, parsed
@@ -82,15 +88,50 @@ def grade(
         if decision is not None:
             _record(result, decision)
         return _timed(result, started), output, None
+    except TestPatchError as exc:
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error, resolved=False,
+                       note=str(exc))
+        return _timed(result, started), output, None
     except SandboxError as exc:
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
                        note=f"{type(exc).__name__}: {exc}")
         return _timed(result, started), output, None
 
 
-def _prepare(sb: Sandbox, task: Task, parsers: list[Parser]) -> tuple[list[RunSetup], list[str]]:
+class TestPatchError(Exception):
+    """The task's hidden test patch does not apply to its base commit: the task's to fix."""
+
+    __test__ = False  # not a pytest test class
+
+
+@dataclass
+class HiddenTests:
+    """A container made ready for the hidden tests (before anything of a patch)."""
+
+    __test__ = False  # not a pytest test class
+
+    parsers: list[Parser]  # one per framework the hidden command runs
+    setups: list[RunSetup]  # what each parser asked of the run (environment, structured report)
+    hidden_text: list[str]  # the hidden tests' text, kept out of feedback
+
+
+@dataclass
+class HiddenRun:
+    """One run of the hidden test command, read from every channel."""
+
+    output: str  # stdout, then stderr under a "[stderr]" line
+    report: TestReport | None  # what the parsers read, cross-checked with the exit code (None: timed out)
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+    refused: str = ""  # why the run could not start on this tree (bytecode not cleared): the patch's failure
+
+
+def prepare_hidden_tests(sb: Sandbox, task: Task, parsers: list[Parser] | None = None) -> HiddenTests:
     """Before anything of the patch: the image's facts, grading's tools and the folders of the
-    structured reports, the hidden tests (and their text, to keep it out of feedback)."""
+    structured reports, the hidden tests (and their text, to keep it out of feedback). Raises
+    TestPatchError when the test patch does not apply with `git apply`."""
+    parsers = parsers or task.hidden_tests.parsers()
     token = secrets.token_hex(12)
     setups = [p.run_setup(_facts(sb, p.name), token, tuple(task.hidden_tests.plugins)) for p in parsers]
     # the folders of the fixed results files the hidden command writes (pytest's report-log makes its own)
@@ -100,10 +141,32 @@ def _prepare(sb: Sandbox, task: Task, parsers: list[Parser]) -> tuple[list[RunSe
     if test_patch.strip():
         sections, _ = parse_patch(test_patch)
         if not apply_patch(sb, test_patch, "tests.diff", "git apply", sections):
-            raise InfraError("the hidden test patch does not apply cleanly to the base commit (a task spec bug)")
+            raise TestPatchError("the task's hidden test patch does not apply to its base commit (the task's to fix)")
     for path, content in task.hidden_tests.files.items():
         sb.write_file(path, content)
-    return setups, _hidden_lines(task)
+    return HiddenTests(parsers, setups, _hidden_lines(task))
+
+
+def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> HiddenRun:
+    """Run the hidden test command once (bytecode cleared, the parsers' environment, fresh
+    structured reports) and read its results with the parsers, cross-checked with the exit code."""
+    refused = clear_bytecode(sb)
+    if refused:  # never an InfraError: what the tree holds is the patch's (see clear_bytecode)
+        return HiddenRun(refused, None, None, False, 0.0, refused)
+    stale = [s.report_path for s in prepared.setups if s.report_path]
+    if stale:  # a report left by an earlier run in this container is not this run's
+        sb.exec(["rm", "-f", "--", *stale], timeout=sb.limits.step_timeout_s)
+    env = {k: v for s in prepared.setups for k, v in s.env.items()}
+    if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
+        env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
+    run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s,
+                  output_bytes=TEST_OUTPUT_BYTES)
+    output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
+    if run.timed_out:
+        return HiddenRun(output, None, run.returncode, True, run.duration_s)
+    parsed = parse_run(prepared.parsers, run.stdout + "\n" + run.stderr, lambda path: _structured_report(sb, path),
+                       setups=prepared.setups, exit_code=run.returncode)
+    return HiddenRun(output, parsed, run.returncode, False, run.duration_s)
 
 
 def _hidden_lines(task: Task) -> list[str]:
@@ -134,31 +197,24 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
         return None
 
 
-def _run_tests(sb: Sandbox, task: Task, parsers: list[Parser], setups: list[RunSetup], hidden_text: list[str],
-               started: float) -> tuple[Grade, str, TestReport | None]:
-    refused = clear_bytecode(sb)
-    if refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
+def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, str, TestReport | None]:
+    run = run_hidden_tests(sb, task, prepared)
+    output = run.output
+    if run.refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.unresolved, resolved=False,
-                       note=refused)
+                       note=run.refused)
         result.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
         result.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
         result.pass_to_pass = TestTally(total=len(task.pass_to_pass))
-        return result, "", None
-    env = {k: v for s in setups for k, v in s.env.items()}
-    if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
-        env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
-    run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s,
-                  output_bytes=TEST_OUTPUT_BYTES)
-    output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
-    if run.timed_out:
+        return result, output, None
+    if run.timed_out or run.report is None:
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.test_timeout, resolved=False)
         result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
         return result, output, None
-    parsed = parse_run(parsers, run.stdout + "\n" + run.stderr, lambda path: _structured_report(sb, path),
-                       setups=setups, exit_code=run.returncode)
-    result = classify(task, parsed.statuses, run.returncode, parsed.consistent, parsed.why)
+    parsed = run.report
+    result = classify(task, parsed.statuses, run.exit_code, parsed.consistent, parsed.why)
     result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}  # for reviewers
-    parsed.messages = scrub_messages(parsed.messages, hidden_text)  # what feedback may use
+    parsed.messages = scrub_messages(parsed.messages, prepared.hidden_text)  # what feedback may use
     result.channels, result.tampering = dict(parsed.channels), parsed.disagreement or None
     notes = [result.note] if result.note else []
     if not parsed.found_summary:

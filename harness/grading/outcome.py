@@ -6,7 +6,7 @@ from enum import Enum
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL
+from ..parsers import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, XFAIL
 from ..tasks import Task
 
 GRADE_SCHEMA = 1
@@ -27,13 +27,22 @@ class Outcome(str, Enum):
     empty_patch = "empty_patch"
     patch_apply_failed = "patch_apply_failed"
     test_timeout = "test_timeout"
-    infra_error = "infra_error"  # never counted as the agent's failure
+    infra_error = "infra_error"  # the machine failed: never counted as the agent's failure, retried
+    task_error = "task_error"  # the task's own inputs are wrong (its gold or test patch does not apply):
+    #                            never counted as the agent's failure, never retried; the task author's to fix
+
+
+#: Outcomes that say nothing about the agent: left out of every rate.
+NOT_SCORED = (Outcome.infra_error.value, Outcome.task_error.value)
 
 
 class TestTally(BaseModel):
+    __test__ = False  # not a pytest test class
+
     passed: int = 0
     failed: int = 0
     total: int = 0
+    ran: bool = True  # False: no test ran (nothing to test), so neither passed nor failed is meaningful
 
 
 class Stripped(BaseModel):
@@ -67,9 +76,10 @@ class Grade(BaseModel):
     _expected_xfail: set[str] = PrivateAttr(default_factory=set)
 
     def failing(self) -> list[str]:
-        """The task's tests that did not pass (an unexpected XFAIL did not)."""
+        """The task's listed tests that ran and did not pass (absent from the output included; an
+        unexpected XFAIL did not pass)."""
         return [t for t, s in self.tests.items()
-                if s not in (PASSED, SKIPPED) and not (s == XFAIL and t in self._expected_xfail)]
+                if s not in (PASSED, SKIPPED, NOT_RUN) and not (s == XFAIL and t in self._expected_xfail)]
 
 
 def _passed(status: str, test: str, task: Task) -> bool:

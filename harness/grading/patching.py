@@ -291,9 +291,12 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0,
     """Which sections grading applies; the others are stripped, each path with its reason.
     `shadowing`: paths that would shadow an installed module -> the shadowing entry (a set: the
     entry is the top-level module or package). `base_links`: the base tree's symlinks (path ->
-    target), through which, with the patch's own, a new symlink's target is resolved."""
+    target), through which, with the patch's own, a new symlink's target is resolved. The task's
+    `allowed_paths` (protected files its own fix changes, `wholeloop mine --allow-config`) are
+    exempt from protection, unless the hidden tests themselves write them."""
     protected = [_glob(p) for p in task.protected()]
     hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
+    allowed = set(task.allowed_paths) - hidden
     # every folder named like a test folder above a hidden test file is protected whole (its data,
     # helpers and fixtures are the tests'): `testing/` in a repository that keeps its tests there
     test_dirs = {"/".join(p.split("/")[:i + 1]) + "/" for p in hidden for i, part in enumerate(p.split("/")[:-1])
@@ -308,7 +311,7 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0,
     links.update({s.new: t for s in sections if s.new is not None and (t := s.symlink_target()) is not None})
     kept, stripped, reverted = [], [], []
     for section in sections:
-        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, shadowing))]
+        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, shadowing, allowed))]
         target = section.symlink_target()
         if target is not None and section.new is not None and not any(p == section.new for p, _ in reasons):
             if _leaves(section.new, target, links):
@@ -326,7 +329,8 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0,
     return Decision(kept, stripped, reverted, unparsed)
 
 
-def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str]) -> str:
+def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str],
+             allowed: set[str] = frozenset()) -> str:
     parts = path.split("/")
     lower = [p.lower() for p in parts]
     if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
@@ -339,7 +343,7 @@ def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing
         return "package metadata"
     if lower[-1].endswith(".pth") or any(p.split(".")[0] in _STARTUP for p in lower):
         return "a start-up hook"
-    if path in hidden or any(g.fullmatch(path) for g in protected):
+    if path in hidden or (path not in allowed and any(g.fullmatch(path) for g in protected)):
         return "protected"
     if path in shadowing:
         return "shadows an installed module"

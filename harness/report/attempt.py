@@ -33,10 +33,11 @@ def fail_to_pass(row: ResultRow) -> list[str]:
 
 
 def failing_tests(row: ResultRow) -> list[tuple[str, str, str]]:
-    """(test, status, 'FAIL_TO_PASS' | 'PASS_TO_PASS') of each listed test that did not pass."""
+    """(test, status, 'FAIL_TO_PASS' | 'PASS_TO_PASS') of each listed test that ran and did not pass
+    (a test that never ran, as with an empty patch, did not fail)."""
     f2p = set(fail_to_pass(row))
     return [(t, s, "FAIL_TO_PASS" if t in f2p else "PASS_TO_PASS") for t, s in row.tests.items()
-            if s not in PASSING and s != "SKIPPED"]
+            if s not in PASSING and s not in ("SKIPPED", "not_run")]
 
 
 def _spec_of(manifest: dict, task_id: str) -> dict:

@@ -14,6 +14,8 @@ Shape (stable; fields are only ever added):
     scoring:       ScoringFigures (scoring.py): the scoring used and expected cost per task
     failures:      FailureFigures (failures.py): outcomes, stop reasons, hardest failures
     cells[]:       one per attempt row: task x configuration matrix with paths to open it
+    dating[]:      DatingSplit per configuration (dating.py): resolve rate after / before the model's
+                   training cutoff, and of undated tasks
 
 Pure functions over run folders: no Docker, no network.
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .compare import Comparison, compare_all
+from .dating import DatingSplit, dating_figures, load_table
 from .failures import FailureFigures, failure_figures
 from .recovery import ConfigRecovery, config_recovery
 from .scoring import Scoring, ScoringFigures, load_scoring, score_configs
@@ -62,6 +65,7 @@ class Recipe(BaseModel):
     options: dict = Field(default_factory=dict)  # workers, repeats, attempts, feedback, limits, label
     tasks: int = 0
     task_hashes: dict[str, str] = Field(default_factory=dict)
+    task_checks: dict[str, str] = Field(default_factory=dict)  # task id -> check status when the run started
     started_at: str | None = None
     finished_at: str | None = None
     sessions: int = 0  # how many times the run was started (resumes)
@@ -106,6 +110,7 @@ class Figures(BaseModel):
     scoring: ScoringFigures = Field(default_factory=ScoringFigures)
     failures: FailureFigures = Field(default_factory=FailureFigures)
     cells: list[Cell] = Field(default_factory=list)
+    dating: list[DatingSplit] = Field(default_factory=list)  # resolve rate split by the model's training cutoff
 
 
 def _sha(data) -> str | None:
@@ -144,6 +149,7 @@ def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
         tool_schema_sha256=config.get("tool_schema_sha256"), options=manifest.get("options") or {},
         tasks=len(manifest.get("tasks") or {}),
         task_hashes={k: (v or {}).get("content_hash", "") for k, v in (manifest.get("tasks") or {}).items()},
+        task_checks={k: v["check"] for k, v in (manifest.get("tasks") or {}).items() if isinstance(v, dict) and v.get("check")},
         started_at=manifest.get("started_at"), finished_at=manifest.get("finished_at"),
         sessions=len(manifest.get("sessions") or []),
     )
@@ -160,9 +166,11 @@ def _cells(cfg: ConfigRows) -> list[Cell]:
 
 
 def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | None = None, *,
-                    settings: BootstrapSettings | None = None, recovery: bool = True) -> Figures:
+                    settings: BootstrapSettings | None = None, recovery: bool = True,
+                    cutoffs: dict[str, str] | None = None, cutoff_table: Path | str | None = None) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
-    (every failure costs 1). Raises FileNotFoundError for a folder that is not a run."""
+    (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
+    training-cutoff table. Raises FileNotFoundError for a folder that is not a run."""
     settings = settings or BootstrapSettings()
     if not isinstance(scoring, Scoring):
         scoring = load_scoring(scoring)
@@ -182,6 +190,7 @@ def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | 
     figures.scoring = score_configs(configs, scoring, settings)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]
+    figures.dating = dating_figures(configs, table=load_table(cutoff_table), overrides=cutoffs)
     return figures
 
 

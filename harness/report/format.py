@@ -104,3 +104,22 @@ def visible_value(value):
     if isinstance(value, list):
         return [visible_value(v) for v in value]
     return value
+
+
+#: How a per-test status that is not a framework's own reads: an id absent from the results, or a
+#: test that never ran (nothing to test). Never shown as a plain failure.
+STATUS_LABELS = {"missing": "not in the test output", "not_run": "not run"}
+
+
+def status_label(status: str | None) -> str:
+    return STATUS_LABELS.get(status or "", status or "?")
+
+
+def tally(counts: dict) -> str:
+    """A FAIL_TO_PASS / PASS_TO_PASS tally: '3/5' passed of listed, 'not run' when no test ran (an
+    empty patch: never 0/N passed), '-' when nothing is known."""
+    if not counts:
+        return "-"
+    if "ran" in counts and not counts["ran"]:
+        return "not run"
+    return f"{counts.get('passed', 0)}/{counts.get('total', 0)}"

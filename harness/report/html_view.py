@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "infra_error"]
+OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "infra_error",
+            "task_error"]
 SHORT = {"resolved": "✓", "unresolved": "unres", "regression": "regr", "empty_patch": "empty",
-         "patch_apply_failed": "apply", "test_timeout": "timeout", "infra_error": "infra"}
+         "patch_apply_failed": "apply", "test_timeout": "timeout", "infra_error": "infra",
+         "task_error": "task err"}
 
 
 def _median(values: list[float]) -> float | None:
@@ -146,6 +148,9 @@ def build(reps: list, figs: dict) -> dict:
             configs.append({"label": label, "outcomes": Counter(), "stops": Counter(), "rate": None, "repeats": 1,
                             "expected_cost": _iv(None), "cost_per_resolved": _iv(None), "time": _iv(None)})
     tasks = sorted({rep.final.task_id for rep in reps})
+    # `tasks check` status of each task when its run started: results of unchecked tasks are marked
+    checks = {t: s for run in figs.get("runs", []) for t, s in (run.get("recipe") or {}).get("task_checks", {}).items()
+              if s != "checked"}
     cells: dict[tuple[str, str], list] = defaultdict(list)
     for rep in reps:
         cells[(rep.final.task_id, rep.config)].append(rep)
@@ -170,7 +175,7 @@ def build(reps: list, figs: dict) -> dict:
         kinds = (["fail"] if states - {"all"} else []) + (["none"] if solved_by == 0 else [])
         kinds += ["split"] if len(states) > 1 else []
         matrix.append({"task": task, "cells": row_cells, "solved_by": solved_by, "kinds": " ".join(kinds),
-                       "present": sum(c is not None for c in row_cells)})
+                       "present": sum(c is not None for c in row_cells), "check": checks.get(task, "")})
     rep_of = {(str(r.run_dir), r.final.task_id, r.label, r.final.repeat): r.index for r in reps}
     scoring = figs.get("scoring", {}).get("scoring", {})
     names = {r.index: r.config for r in reps}

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 
 from ..records import ResultRow
 from ..transcript import STEP_EVENTS, AttemptStart, TestRun, ToolCallEvent, ToolResultEvent, read_transcript
-from .stats import ConfigRows, trials_of
+from .stats import NOT_SCORED, ConfigRows, trials_of
 
 EDIT_COMMANDS = {"create", "str_replace", "insert"}
 _SED_INPLACE = re.compile(r"\bsed\s+(?:-[^\s]*\s+)*-[a-zA-Z]*i")
@@ -239,7 +239,7 @@ def across_attempts(rows: list[ResultRow]) -> AcrossAttempts:
     for trial in trials_of(rows):
         if not trial.complete:
             continue
-        if any(r.outcome == "infra_error" for r in trial.attempts):
+        if any(r.outcome in NOT_SCORED for r in trial.attempts):
             out.infra_excluded += 1
             continue
         out.trials += 1
@@ -262,6 +262,6 @@ def across_attempts(rows: list[ResultRow]) -> AcrossAttempts:
 def config_recovery(cfg: ConfigRows) -> ConfigRecovery:
     cache: dict = {}
     rows = sorted(cfg.rows, key=lambda r: (r.task_id, r.repeat, r.attempt))
-    attempts = [attempt_recovery(cfg.run_dir, r, cfg.name, cache) for r in rows if r.outcome != "infra_error"]
+    attempts = [attempt_recovery(cfg.run_dir, r, cfg.name, cache) for r in rows if r.outcome not in NOT_SCORED]
     return ConfigRecovery(config=cfg.name, inside=summarise(attempts), across=across_attempts(cfg.rows),
                           attempts=attempts)

@@ -73,8 +73,8 @@ def load_scoring(path: Path | str | None) -> Scoring:
             value = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"{path}: the cost of {key!r} must be a number, not {value!r}") from None
-        if key == "infra_error":
-            raise ValueError(f"{path}: infra_error cannot be scored (those trials are left out of every figure)")
+        if key in ("infra_error", "task_error"):
+            raise ValueError(f"{path}: {key} cannot be scored (those trials are left out of every figure)")
         if key == "default":
             default = value
         elif key == "resolved":

@@ -23,7 +23,7 @@ from rich.text import Text
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
-from .format import seconds, usd, visible, visible_value
+from .format import status_label, seconds, tally, usd, visible, visible_value
 
 TAIL_LINES = 25
 
@@ -103,8 +103,7 @@ def render_outcome(console: Console, row: ResultRow) -> None:
     cost = usd(row.cost_usd)
     f2p = row.fail_to_pass or {}
     p2p = row.pass_to_pass or {}
-    tests = (f"   FAIL_TO_PASS {f2p.get('passed', 0)}/{f2p.get('total', 0)}, PASS_TO_PASS "
-             f"{p2p.get('passed', 0)}/{p2p.get('total', 0)}") if f2p or p2p else ""
+    tests = f"   FAIL_TO_PASS {tally(f2p)}, PASS_TO_PASS {tally(p2p)}" if f2p or p2p else ""
     console.print(f"outcome [{colour}]{escape(row.outcome)}[/]{tests}   stopped: [bold]{escape(row.stop_reason or '-')}[/]   "
                   f"steps {row.steps}   tokens {row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out   "
                   f"cost {cost}   agent {seconds(row.phases.agent_s)} (model {seconds(row.phases.model_s)}, "
@@ -124,7 +123,7 @@ def render_failing(console: Console, run_dir: Path, row: ResultRow, full: bool, 
     messages = failure_messages(run_dir, row, manifest)
     console.print(Text(f"failing hidden tests ({len(failing)}):", style="bold red"))
     for test, status, kind in failing[: None if full else 20]:
-        console.print(Text.assemble(("  ✗ ", "red"), (visible(test), "bold"), (f"  {status} · {kind}", "dim")))
+        console.print(Text.assemble(("  ✗ ", "red"), (visible(test), "bold"), (f"  {status_label(status)} · {kind}", "dim")))
         if messages.get(test):
             console.print(Panel(Text(_fold(visible(messages[test]), TAIL_LINES, full)), border_style="red", padding=(0, 1)))
     if len(failing) > 20 and not full:

@@ -6,8 +6,9 @@ Units, so every number says what it counts:
 - a **trial** is one (task, repeat) of one configuration: its attempts 1..K, judged by the row
   marked ``final`` (the last attempt). Trials with no final row yet (an interrupted run) are
   counted as ``incomplete`` and left out;
-- ``infra_error`` trials are the machine's failure, not the agent's: they are counted apart and
-  left out of every denominator.
+- ``infra_error`` trials are the machine's failure, not the agent's, and ``task_error`` trials the
+  task's (its gold or test patch does not apply): both are counted apart and left out of every
+  denominator.
 
 Intervals: the resolve rate gets a 95 % Wilson score interval (closed form, as scipy's
 ``binomtest(...).proportion_ci(method="wilson")`` computes it). Money and
@@ -35,6 +36,8 @@ from pydantic import BaseModel, Field
 from ..records import ResultRow, open_run
 
 CONFIDENCE = 0.95
+#: Final outcomes that say nothing about the agent: left out of every rate (as in grading.outcome).
+NOT_SCORED = ("infra_error", "task_error")
 SEED = 20240917
 N_RESAMPLES = 9999
 
@@ -74,8 +77,9 @@ class TaskRate(BaseModel):
     task_id: str
     trials: int  # scored trials (infra errors left out)
     resolved: int
-    rate: float | None  # None when every trial was an infra error
+    rate: float | None  # None when every trial was an infra or task error
     infra_errors: int = 0
+    task_errors: int = 0
 
 
 class ConfigStats(BaseModel):
@@ -90,6 +94,7 @@ class ConfigStats(BaseModel):
     scored: int = 0
     resolved: int = 0
     infra_errors: int = 0
+    task_errors: int = 0
     incomplete: int = 0
     repeats: int = 1  # the most trials any task has
     resolve_rate: Interval = Field(default_factory=Interval)  # Wilson, over scored trials
@@ -137,8 +142,12 @@ class Trial:
         return self.final is not None and self.final.outcome == "infra_error"
 
     @property
+    def task_error(self) -> bool:
+        return self.final is not None and self.final.outcome == "task_error"
+
+    @property
     def scored(self) -> bool:
-        return self.complete and not self.infra_error
+        return self.complete and self.final.outcome not in NOT_SCORED
 
     @property
     def resolved(self) -> bool:
@@ -318,7 +327,7 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None) -> 
         name=cfg.name, label=cfg.label, run_dir=str(cfg.run_dir), agent=first.agent if first else "",
         model=first.model if first else None, tasks=len(tasks), trials=len(complete), attempts=len(cfg.rows),
         scored=len(scored), resolved=sum(t.resolved for t in scored), infra_errors=sum(t.infra_error for t in complete),
-        incomplete=len(trials) - len(complete), repeats=max((len(v) for v in tasks.values()), default=0),
+        task_errors=sum(t.task_error for t in complete), incomplete=len(trials) - len(complete), repeats=max((len(v) for v in tasks.values()), default=0),
         tokens_in=sum(r.usage.input_tokens for r in cfg.rows), tokens_out=sum(r.usage.output_tokens for r in cfg.rows),
     )
     out.resolve_rate = wilson(out.resolved, out.scored, settings.confidence_level)
@@ -328,7 +337,8 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None) -> 
         s = per_task_scored[tid]
         out.per_task.append(TaskRate(task_id=tid, trials=len(s), resolved=sum(t.resolved for t in s),
                                      rate=(sum(t.resolved for t in s) / len(s)) if s else None,
-                                     infra_errors=sum(t.infra_error for t in ts)))
+                                     infra_errors=sum(t.infra_error for t in ts),
+                                     task_errors=sum(t.task_error for t in ts)))
     rated = [tr for tr in out.per_task if tr.trials]
     out.resolve_rate_tasks = bootstrap_ratio([tr.resolved for tr in rated], [tr.trials for tr in rated],
                                              settings=settings)

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..records import ResultRow
 from .fit import Col, fit_table
-from .format import pct, seconds, usd
+from .format import pct, seconds, tally, usd
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -27,6 +27,7 @@ OUTCOME_STYLE = {
     "patch_apply_failed": "magenta",
     "test_timeout": "magenta",
     "infra_error": "bold red",
+    "task_error": "bold magenta",
 }
 
 
@@ -34,24 +35,40 @@ def _money(value: float | None, unknown: bool) -> str:
     return usd(None if unknown else value)
 
 
-def task_table(rows: list[ResultRow], width: int = 150) -> Table:
+def _tally(counts: dict) -> str:
+    """'3/5' passed of listed; 'not run' when no test ran (an empty patch); '-' when nothing is known."""
+    return tally(counts)
+
+
+def task_table(rows: list[ResultRow], width: int = 150, checks: dict[str, str] | None = None) -> Table:
+    """One line per final attempt; with `checks` (task id -> check status at the run's start),
+    tasks that were not checked (`wholeloop tasks check`) are marked."""
+    checks = checks or {}
     cols = [Col("task", "left"), Col("config", "left", 2), Col("rep", drop=4), Col("outcome", "left"),
             Col("FAIL_TO_PASS", drop=5), Col("PASS_TO_PASS", drop=6), Col("stop", "left", 7), Col("agent", drop=8),
             Col("grading", drop=9), Col("cost", drop=3)]
     cells = []
+    unchecked = 0
     for row in sorted(rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt)):
         if not row.final:
             continue
         style = OUTCOME_STYLE.get(row.outcome, "")
-        f2p = f"{row.fail_to_pass.get('passed', 0)}/{row.fail_to_pass.get('total', 0)}" if row.fail_to_pass else "-"
-        p2p = f"{row.pass_to_pass.get('passed', 0)}/{row.pass_to_pass.get('total', 0)}" if row.pass_to_pass else "-"
         outcome = Text(row.outcome, style=style)
         if row.tampering:
             outcome.append(" (suspected tampering)", style="bold red")
-        cells.append([Text(row.task_id), Text(row.config), str(row.repeat), outcome, f2p, p2p,
+        task = Text(row.task_id)
+        status = checks.get(row.task_id)
+        if status and status != "checked":
+            task.append(f" ({status})", style="yellow")
+            unchecked += 1
+        f2p, p2p = (Text(_tally(t), style="dim" if t and t.get("ran") is False else "")
+                    for t in (row.fail_to_pass, row.pass_to_pass))
+        cells.append([task, Text(row.config), str(row.repeat), outcome, f2p, p2p,
                       Text(row.stop_reason), seconds(row.phases.agent_s), seconds(row.phases.grading_s),
                       _money(row.cost_usd, row.cost_usd is None)])
-    return fit_table("Per task", cols, cells, width=width)
+    caption = ("(unchecked), (stale), (quarantined): the task had no current verdict of `wholeloop tasks check` "
+               "when the run started; its result is only as good as its spec") if unchecked else ""
+    return fit_table("Per task", cols, cells, caption=caption, width=width)
 
 
 def _print_tampering(rows: list[ResultRow], console: Console) -> None:
@@ -70,6 +87,12 @@ def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
         console.print(f"[bold red]infra_error[/] {row.task_id}: {escape(row.error.splitlines()[0][:800])}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
+    task_errors = [r for r in rows if r.final and r.outcome == "task_error"]
+    for row in task_errors[:10]:
+        console.print(f"[bold magenta]task_error[/] {row.task_id}: {(row.note or row.error or '').splitlines()[0][:300]}"
+                      " (the task's to fix; not counted)")
+    if len(task_errors) > 10:
+        console.print(f"... and {len(task_errors) - 10} more task errors (see results.jsonl)")
 
 
 # ---------------------------------------------------------------------------- figures
@@ -119,7 +142,7 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
 
 def stats_table(figures: Figures, width: int = 150) -> Table:
     cols = [Col("config", "left"), Col("tasks", drop=4), Col("trials", drop=5), Col("resolved", drop=2),
-            Col("rate (Wilson)"), Col("infra", drop=6), Col("cost / trial", drop=3), Col("cost / resolved", drop=7),
+            Col("rate (Wilson)"), Col("infra / task errors", drop=6), Col("cost / trial", drop=3), Col("cost / resolved", drop=7),
             Col("time / trial", drop=8), Col("expected cost / task", drop=9)]
     scores = {s.config: s for s in figures.scoring.configs}
     cells = []
@@ -127,14 +150,14 @@ def stats_table(figures: Figures, width: int = 150) -> Table:
         score = scores.get(c.name)
         cells.append([
             Text(c.name), str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
-            fmt_interval(c.resolve_rate), str(c.infra_errors) if c.infra_errors else "0",
+            fmt_interval(c.resolve_rate), f"{c.infra_errors} / {c.task_errors}",
             fmt_interval(c.cost_per_trial, "usd"), fmt_interval(c.cost_per_resolved, "usd"),
             fmt_interval(c.time_per_trial, "s"),
             fmt_interval(score.expected_cost_per_task, "num") if score else "-",
         ])
     b = figures.bootstrap
     repeats = any(c.repeats > 1 for c in figures.configs)
-    caption = ("rate: Wilson score interval over scored trials (infra errors left out)"
+    caption = ("rate: Wilson score interval over scored trials (infra and task errors left out)"
                      + ("; it treats repeats of a task as independent, the task-resampled interval below does not"
                         if repeats else "") + f". money/time/cost: "
                      f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
@@ -258,6 +281,31 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
     return Group(*parts)
 
 
+def dating_table(figures: Figures) -> Table | None:
+    """Each configuration's resolve rate split by its model's training cutoff (contamination)."""
+    splits = [d for d in figures.dating if d.model]
+    if not splits:
+        return None
+    table = Table(title="Contamination dating: resolve rate by task date vs the model's training cutoff (95% Wilson)",
+                  title_justify="left")
+    for col in ("config", "cutoff", "after cutoff", "before cutoff", "undated"):
+        table.add_column(col, justify="left" if col in ("config", "cutoff") else "right", overflow="fold")
+    notes = []
+    for d in splits:
+        if not d.cutoff:
+            table.add_row(d.config, "[yellow]unknown[/]", "-", "-", "-")
+            notes.append(f"{d.config}: {d.note}")
+            continue
+        cells = [f"{fmt_interval(side.rate)} ({side.resolved}/{side.trials})" if side.trials else "-"
+                 for side in (d.after, d.before, d.undated)]
+        table.add_row(d.config, d.cutoff, *cells)
+        notes.append(f"{d.config}: cutoff {d.cutoff} ({d.cutoff_source})")
+    table.caption = "\n".join(notes + ["after: created after the cutoff, so not in the training data; "
+                                       "undated: the task has no created_at"])
+    table.caption_justify = "left"
+    return table
+
+
 def flipped_lines(cmp: Comparison) -> list[Text]:
     """The tasks one side resolved (more often) and the other did not, each way, with the
     transcripts to open on both sides."""
@@ -285,7 +333,8 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
     console = console or Console()
     width = console.width
     if per_task:
-        console.print(task_table(rows, width))
+        checks = {tid: status for run in figures.runs for tid, status in run.recipe.task_checks.items()}
+        console.print(task_table(rows, width, checks))
     for tbl in (task_rate_table(figures, width),):
         if tbl is not None:
             console.print(tbl)
@@ -296,6 +345,9 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
         console.print(Text(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
                            f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s)"))
     tbl = passk_table(figures, width)
+    if tbl is not None:
+        console.print(tbl)
+    tbl = dating_table(figures)
     if tbl is not None:
         console.print(tbl)
     if figures.recovery:

@@ -83,7 +83,7 @@ def _engine() -> dict:
         return {"error": str(exc)}
 
 
-def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict) -> dict:
+def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, checks: dict | None = None) -> dict:
     return {
         "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
@@ -105,7 +105,8 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict) -> d
         "agent": agent,
         "options": options,
         "tasks": {
-            t.id: {"content_hash": t.content_hash(), "spec": str(t.spec_path), "repo": t.repo, "base_commit": t.base_commit}
+            t.id: {"content_hash": t.content_hash(), "spec": str(t.spec_path), "repo": t.repo, "base_commit": t.base_commit,
+                   "created_at": t.created_at, **({"check": checks[t.id]} if checks and t.id in checks else {})}
             for t in tasks
         },
         "images": {},

@@ -115,6 +115,8 @@ class Runner(UnitRunner):
         options = {"workers": self.options.workers, "repeats": self.options.repeats, "attempts": self.options.attempts,
                    "feedback": self.options.feedback, "infra_retries": self.options.infra_retries,
                    "limits": self.options.limits.model_dump(exclude_none=True), "config": self.label}
+        if self.options.training_cutoff:
+            options["training_cutoff"] = self.options.training_cutoff
 
         def start(manifest: dict) -> None:
             if manifest:  # resuming: keep the original recipe, note this session
@@ -122,6 +124,6 @@ class Runner(UnitRunner):
                 manifest["finished_at"] = None
             else:
                 manifest.update(build_manifest(run_id=self.run_id, agent=self.agent.describe(), tasks=self.tasks,
-                                               options=options))
+                                               options=options, checks=self.options.task_checks))
 
         self.folder.update_manifest(start)

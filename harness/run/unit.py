@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
-                     Sandbox, SandboxError, cached_snapshot, take_patch)
-from sandbox.docker import env_image, task_image
+                     Sandbox, SandboxError, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
-from ..grading import Grade, Outcome, feedback_text, grade
+from ..grading import GRADER_VERSION, Grade, Outcome, feedback_text, grade
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
+from ..tasks.images import build_task_images
 from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
                           TranscriptWriter)
 from .manifest import now
@@ -46,6 +46,8 @@ class RunOptions:
     infra_retries: int = 2  # extra tries of a unit that failed for the machine's reasons
     limits: LimitsSpec = field(default_factory=LimitsSpec)  # run-level overrides, above the task's
     label: str = ""  # the configuration's name in reports; defaults to the agent's name (+ model)
+    task_checks: dict[str, str] = field(default_factory=dict)  # task id -> `tasks check` status at the start
+    training_cutoff: str | None = None  # the model's, for contamination dating (else the report's table)
 
     def label_for(self, agent: Agent) -> str:
         if self.label:
@@ -67,16 +69,13 @@ class Prepared:
 
 
 def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepared:
-    """A task's environment and task images (built once per distinct input) and its snapshot. The
-    task image ends with the test parser's image setup (facts recorded for grading)."""
+    """A task's environment and task images (built once per distinct input, the same way as for
+    `tasks check`: see `harness.tasks.images`) and its snapshot. The task image ends with the test
+    parser's image setup (facts recorded for grading)."""
     t0 = time.monotonic()
-    env = env_image(task.env_spec(), log=log)
-    snapshot = cached_snapshot(task.repo_source(), task.base_commit)
-    setups = tuple((p.name, p.image_setup) for p in task.hidden_tests.parsers() if p.image_setup)
-    image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log, setups=setups)
-    images = {"env": env.tag, "env_id": env.id, "task": image.tag, "task_id": image.id, "tree": snapshot.tree}
-    return Prepared(image.tag, snapshot.commit, time.monotonic() - t0, env.cached and image.cached, images,
-                    BaseRules.from_repository(snapshot.path, snapshot.commit))
+    built = build_task_images(task, log=log)
+    return Prepared(built.task.tag, built.snapshot.commit, time.monotonic() - t0, built.cached, built.record(),
+                    BaseRules.from_repository(built.snapshot.path, built.snapshot.commit))
 
 
 class RetryUnit(Exception):
@@ -209,8 +208,12 @@ class UnitRunner:
             if last:
                 sb.close()  # the agent's container is gone before the final grading
             self.progress("grade", unit, f"grading attempt {attempt}")
-            grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
-                                           backend=self.backend, run_id=self.run_id)
+            if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
+                grade_, output, report = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error,
+                                               resolved=False, note=result.task_error), "", None
+            else:
+                grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
+                                               backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
                 raise InfraError(grade_.note)
             if result.stop_reason == "disk_limit":
@@ -224,7 +227,7 @@ class UnitRunner:
             transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
                                         failing=grade_.failing(), detail=grade_.note))
             phases.total_s = round(time.monotonic() - started, 3)
-            final = grade_.resolved or last
+            final = grade_.resolved or last or grade_.outcome is Outcome.task_error
             row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, started_at)
             self.folder.append(row)
             rows.append(row)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, parse_size
 
@@ -46,6 +47,9 @@ class Environment(_Strict):
     )
     network: bool = Field(True, description="network during setup and install (agents never have it)")
     python_venv: bool = True
+    env_files: list[str] = Field(
+        default_factory=list,
+        description="globs of .env-like files (see ENV_LIKE_FILES) that may enter the image; by default none does")
 
 
 class HiddenTests(_Strict):
@@ -119,25 +123,53 @@ class Timeouts(_Strict):
     tests_s: float = Field(900, gt=0, description="wall time for the hidden test command")
 
 
+class Origin(_Strict):
+    """Where a mined or imported task came from (absent for a task written by hand)."""
+
+    kind: Literal["commit", "swebench"] = "commit"
+    repository: str | None = Field(None, description="the repository as the miner was given it")
+    commit: str | None = Field(None, description="the fix commit: gold patch and hidden tests come from it")
+    subject: str | None = Field(None, description="the fix commit's subject line")
+    statement: Literal["commit_message", "issue", "model", "swebench"] = Field(
+        "commit_message", description="what the problem statement was made from")
+    issue: str | None = Field(None, description="the issue the statement came from, as the commit names it")
+    statement_model: str | None = Field(None, description="the model that wrote the statement (statement: model)")
+    statement_prompt: str | None = Field(None, description="the prompt it was given, in full")
+    environment_from: list[str] = Field(default_factory=list, description="files the environment was inferred from")
+    dependencies_as_of: str | None = Field(None, description="dependencies resolved as of this date (uv --exclude-newer)")
+
+
+def _parse_date(value: str) -> datetime:
+    """An ISO 8601 date or time; a bare date is that day at 00:00 UTC, a naive time is UTC."""
+    when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
 class Task(_Strict):
     id: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    quarantined: str | None = Field(
+        None, description="why the task is not runnable (written by `wholeloop tasks check`); runs skip it")
     repo: str = Field(..., description="local path (relative to the spec), git bundle, or git URL")
     base_commit: str
     problem_statement: str
     environment: Environment = Field(default_factory=Environment)
     test_command: str | None = Field(None, description="the visible test command the agent may run")
     hidden_tests: HiddenTests
-    fail_to_pass: list[str] = Field(..., alias="FAIL_TO_PASS", min_length=1)
+    fail_to_pass: list[str] = Field(..., alias="FAIL_TO_PASS")
     pass_to_pass: list[str] = Field(default_factory=list, alias="PASS_TO_PASS")
     expected_xfail: list[str] = Field(
         default_factory=list,
-        description="tests expected to xfail: only for these does XFAIL count as passed (the gold patch's runs fill it)")
+        description="tests expected to xfail: only for these does XFAIL count as passed (filled by `wholeloop tasks check` from the gold patch's runs)")
     gold_patch: str | None = None
     gold_patch_file: str | None = None
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     protected_paths: list[str] | None = Field(
         None, description="globs an agent must not change; default: the test parser's (its tests and runner config)")
+    allowed_paths: list[str] = Field(
+        default_factory=list, description="protected files this task's fix changes, exempt from protection for it")
+    created_at: str | None = Field(None, description="when the task's fix was made (ISO 8601): contamination dating")
+    origin: Origin | None = Field(None, description="where a mined or imported task came from")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     _spec_path: Path | None = PrivateAttr(None)
@@ -149,11 +181,33 @@ class Task(_Strict):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("fail_to_pass")
+    @classmethod
+    def _some_failing(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if not value and not info.data.get("quarantined"):
+            raise ValueError("is empty: a runnable task needs at least one test its fix makes pass "
+                             "(`wholeloop tasks check --discover` finds them)")
+        return value
+
+    @field_validator("created_at")
+    @classmethod
+    def _iso_date(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                _parse_date(value)
+            except ValueError:
+                raise ValueError(f"not an ISO 8601 date or time: {value!r}") from None
+        return value
+
     @model_validator(mode="after")
     def _one_gold(self) -> Task:
         if self.gold_patch and self.gold_patch_file:
             raise ValueError("give either gold_patch or gold_patch_file, not both")
         return self
+
+    def created(self) -> datetime | None:
+        """`created_at` as an aware datetime (None when the task is undated)."""
+        return _parse_date(self.created_at) if self.created_at else None
 
     # ---------------------------------------------------------------- paths and content
 
@@ -163,7 +217,8 @@ class Task(_Strict):
 
     def protected(self) -> list[str]:
         """The globs grading protects: the spec's own list, else the test parsers' defaults (the
-        union of them all when the task names several)."""
+        union of them all when the task names several; `allowed_paths` are exempt from them: see
+        `harness.grading.patching.decide`)."""
         if self.protected_paths is not None:
             return list(self.protected_paths)
         return protected_union(self.hidden_tests.parsers())
@@ -227,7 +282,9 @@ class Task(_Strict):
         """Changes whenever anything that affects the task's outcome changes."""
         data = self.model_dump(mode="json", by_alias=True)
         # fields added later leave the hash of a task that does not use them as it was
-        for key, holder in (("expected_xfail", data), ("plugins", data["hidden_tests"])):
+        for key, holder in (("expected_xfail", data), ("plugins", data["hidden_tests"]), ("quarantined", data),
+                            ("allowed_paths", data), ("created_at", data), ("origin", data),
+                            ("env_files", data["environment"])):
             if not holder.get(key):
                 holder.pop(key, None)
         if data["limits"].get("disk") is None:  # unset: the hash of a task written before the field existed
@@ -304,7 +361,11 @@ def load_tasks(paths: list[str | Path]) -> list[Task]:
 
 def dump_task(task: Task) -> str:
     """YAML for a task, keys in the documented order, defaults left out, long text as blocks."""
-    data = task.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return dump_yaml(task.model_dump(mode="json", by_alias=True, exclude_defaults=True))
+
+
+def dump_yaml(data: dict) -> str:
+    """A spec's YAML in its house style: keys in the order given, multi-line text as blocks."""
     return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
 
 

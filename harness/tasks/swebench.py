@@ -42,10 +42,19 @@ Keys of an entry (all optional):
 An instance may also carry its own `repo_path` (relative to the JSONL file), `install_command`
 (a string or a list) and `test_command` (the hidden test command); these override the specs file.
 
-As SWE-bench does, the hidden test command runs the test files named by the test_patch's
-`+++ b/<path>` headers (deleted files, conftest.py and data files left out) unless a test_command
-is given. A bad instance (missing field, a FAIL_TO_PASS that is not a list, no specs for its repo)
-is skipped with a message naming the line and the field; the others still import.
+Unless a test_command is given, the hidden test command runs every test file the grade depends
+on: those the test_patch's `+++ b/<path>` headers name (deleted files, conftest.py and data files
+left out), then those the FAIL_TO_PASS and PASS_TO_PASS ids name (`tests/test_x.py::test_y` ->
+`tests/test_x.py`), so no listed test is missing from the output. A bad instance (missing field,
+a FAIL_TO_PASS that is not a list, no specs for its repo) is skipped with a message naming the
+line and the field; the others still import.
+
+Every imported task is scanned for secrets (harness.tasks.secrets): the problem statement, the
+added lines of both patches and, when the repository is a local path, its files at the base
+commit. A finding skips the instance, naming file, line and rule, unless `redact` (then the
+statement and patches carry `<redacted:RULE>` instead). A repository given only as `owner/name`
+with neither repo_path nor repo_url defaults to https://github.com/<owner/name>.git; when that
+cannot be reached, the import says so and what to pass (a specs file with repo_path).
 
 Export (`wholeloop export-predictions RUN_DIR [--out FILE]`)
 --------------------------------------------------------------
@@ -59,16 +68,22 @@ import json
 import os
 import re
 import shlex
+import subprocess
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
+from ..parsers import get_parser
 from ..records import latest_of
 from ..scrub import scrub_text
-from .spec import Environment, HiddenTests, Task, TaskSpecError, dump_task, load_task
+from .gitrepo import GitRepo, MineError
+from .secrets import Finding, SecretScanner
+from .secrets import redact as redact_findings
+from .spec import Environment, HiddenTests, Origin, Task, TaskSpecError, dump_task, load_task
 
 REQUIRED_FIELDS = (
     "instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS",
@@ -93,11 +108,13 @@ class SWEBenchError(ValueError):
 
 
 class ImportedTasks(list):
-    """The spec files written (a list of Path), plus `.skipped`: one message per bad instance."""
+    """The spec files written (a list of Path), plus `.skipped`: one message per bad instance, and
+    `.warnings`: what was imported but needs attention (an unreachable repository)."""
 
     def __init__(self, paths: list[Path] | None = None, skipped: list[str] | None = None):
         super().__init__(paths or [])
         self.skipped: list[str] = list(skipped or [])
+        self.warnings: list[str] = []
 
 
 # ------------------------------------------------------------------------------ specs file
@@ -309,6 +326,11 @@ def _build_task(
         raise ValueError("field 'test_command': must be a string")
     if not command:
         files = hidden_test_files(inst["test_patch"])
+        parser = get_parser("pytest")
+        for test_id in fail_to_pass + pass_to_pass:
+            path = parser.test_file(test_id)
+            if path and path not in files:
+                files.append(path)
         if not files:
             raise ValueError("field 'test_patch': names no test file to run (and no test_command is given)")
         template = spec.test_files_command or DEFAULT_TEST_FILES_COMMAND
@@ -333,6 +355,7 @@ def _build_task(
     for key in ("created_at", "environment_setup_commit", "hints_text"):
         if extra[key]:
             metadata[key] = extra[key]
+    created_at = _iso(extra["created_at"])
     try:
         task = Task(
             id=task_id_for(inst["instance_id"]),
@@ -345,12 +368,53 @@ def _build_task(
             FAIL_TO_PASS=fail_to_pass,
             PASS_TO_PASS=pass_to_pass,
             gold_patch_file=GOLD_NAME,
+            created_at=created_at,
+            origin=Origin(kind="swebench", repository=repo, statement="swebench"),
             metadata=metadata,
         )
     except ValidationError as exc:
         parts = [f"{'.'.join(str(p) for p in e['loc']) or 'task'}: {e['msg']}" for e in exc.errors()]
         raise ValueError("cannot make a task: " + "; ".join(parts)) from None
     return task, inst["patch"], inst["test_patch"]
+
+
+def _iso(value: Any) -> str | None:
+    """SWE-bench's created_at ("2023-05-12T17:10:45Z", or with a space) as ISO 8601, else None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().replace(" ", "T", 1)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).isoformat()
+
+
+def _reachable(url: str, cache: dict[str, str | None]) -> str | None:
+    """None when git can list `url`, else why not (git's last line); asked once per URL."""
+    if url not in cache:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        try:
+            proc = subprocess.run(["git", "ls-remote", "--exit-code", url, "HEAD"], capture_output=True, text=True,
+                                  timeout=30, env=env)
+            lines = proc.stderr.strip().splitlines()
+            cache[url] = None if proc.returncode == 0 else (lines[-1] if lines else f"git exit {proc.returncode}")
+        except subprocess.TimeoutExpired:
+            cache[url] = "no answer within 30 s"
+    return cache[url]
+
+
+def _secrets(scanner: SecretScanner, task: Task, gold: str, test_patch: str, spec_dir: Path) -> list[Finding]:
+    findings = scanner.scan_text("problem_statement", task.problem_statement)
+    findings += scanner.scan_patch(GOLD_NAME, gold, "gold") + scanner.scan_patch(TEST_PATCH_NAME, test_patch, "tests")
+    location = Path(task.repo) if Path(task.repo).is_absolute() else spec_dir / task.repo
+    if "://" not in task.repo and location.exists():
+        try:
+            repo = GitRepo.open(location)
+            findings += scanner.scan_tree(repo, repo.resolve(task.base_commit), tuple(task.environment.env_files))
+        except MineError:
+            pass  # the base commit is checked when the task runs; here there is nothing to scan
+    return findings
 
 
 def _write(path: Path, text: str) -> None:
@@ -361,7 +425,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def import_swebench(
-    jsonl_path: str | Path, out_dir: str | Path, *, specs_file: str | Path | None = None
+    jsonl_path: str | Path, out_dir: str | Path, *, specs_file: str | Path | None = None, redact: bool = False,
+    secrets_baseline: str | Path | None = None, check_urls: bool = True,
 ) -> ImportedTasks:
     """Write one task spec per SWE-bench instance in `jsonl_path` into `out_dir`.
 
@@ -378,6 +443,12 @@ def import_swebench(
     specs = load_specs(specs_file) if specs_file else {}
     result = ImportedTasks()
     seen: dict[str, int] = {}
+    try:
+        scanner = SecretScanner(secrets_baseline)
+    except MineError as exc:
+        raise SWEBenchError(str(exc)) from None
+    urls: dict[str, str | None] = {}
+    warned: set[str] = set()
     for number, inst in _read_instances(jsonl_path):
         where = f"{jsonl_path}:{number}"
         if isinstance(inst, SWEBenchError):
@@ -397,6 +468,30 @@ def import_swebench(
         except ValueError as exc:
             result.skipped.append(f"{label}: {exc}")
             continue
+        findings = _secrets(scanner, task, gold, test_patch, spec_dir)
+        if findings and not redact:
+            result.skipped.append(f"{label}: refused: secret found: {findings[0].label()}"
+                                  + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else "")
+                                  + "; --redact replaces them, a baseline file lists known false positives")
+            continue
+        if findings:
+            snapshot = [f for f in findings if f.where == "snapshot"]
+            if snapshot:
+                result.skipped.append(f"{label}: refused: secret found: {snapshot[0].label()} (in the repository "
+                                      "at the base commit: cannot be redacted)")
+                continue
+            gold, test_patch = redact_findings(gold, findings), redact_findings(test_patch, findings)
+            task = task.model_copy(update={"problem_statement": redact_findings(task.problem_statement, findings),
+                                           "metadata": {**task.metadata,
+                                                        "secrets_redacted": [f.record() for f in findings]}})
+        if check_urls and "://" in task.repo and task.repo == f"https://github.com/{inst['repo']}.git":
+            why = _reachable(task.repo, urls)
+            if why and inst["repo"] not in warned:
+                warned.add(inst["repo"])
+                result.warnings.append(
+                    f"repository {inst['repo']}: no repo_path or repo_url for it, and {task.repo} cannot be reached "
+                    f"({why}); its tasks point at that URL. Pass --specs FILE with\n"
+                    f"    {inst['repo']}:\n      \"*\": {{repo_path: path/to/a/clone/or.bundle}}")
         seen[task.id] = number
         spec_dir.mkdir(parents=True, exist_ok=True)
         _write(spec_dir / GOLD_NAME, gold)

@@ -18,6 +18,7 @@ from .images import (
     ImageInfo,
     bootstrap_base_image,
     env_image,
+    existing_task_image,
     image_exists,
     image_id,
     list_images,
@@ -28,6 +29,7 @@ from .images import (
 __all__ = [
     "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec", "FACTS_DIR",
     "ImageInfo", "LABEL_OWNER", "check_room", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
-    "engine_root", "engine_version", "env_image", "image_exists", "image_id", "list_images", "native", "owner_id", "pid_alive",
+    "engine_root", "engine_version", "env_image", "existing_task_image", "image_exists", "image_id", "list_images", "native",
+    "owner_id", "pid_alive",
     "prune_containers", "remove_images", "task_image",
 ]

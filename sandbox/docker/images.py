@@ -107,15 +107,19 @@ def base_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
     return BuiltImage(spec.image, img.id, cached=False)
 
 
-def _dockerfile_image(dockerfile: Path, network: bool, log: LogFn | None) -> BuiltImage:
+def _dockerfile_tag(dockerfile: Path) -> str:
     if not dockerfile.is_file():
         raise InputError(f"Dockerfile not found: {dockerfile}")
     context = dockerfile.parent
     digest = hashlib.sha256(f"dockerfile:{IMAGE_FORMAT}:{dockerfile.name}".encode())
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes())
-    tag = f"wholeloop-base:{digest.hexdigest()[:16]}"
-    buf = io.BytesIO(tar_directory(context))
+    return f"wholeloop-base:{digest.hexdigest()[:16]}"
+
+
+def _dockerfile_image(dockerfile: Path, network: bool, log: LogFn | None) -> BuiltImage:
+    tag = _dockerfile_tag(dockerfile)
+    buf = io.BytesIO(tar_directory(dockerfile.parent))
     return _build(tag, buf, network, log, dockerfile=dockerfile.name)
 
 
@@ -251,6 +255,26 @@ def task_image(
         target = f"{FACTS_DIR}/{name}.json"
         lines.append(f"RUN {_shell(f'mkdir -p {FACTS_DIR} && ( {script} ) > {target}.tmp && mv {target}.tmp {target}')}")
     return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
+
+
+def existing_task_image(spec: EnvSpec, snapshot: Snapshot, install: tuple[str, ...], network: bool,
+                        setups: tuple[tuple[str, str], ...] = ()) -> BuiltImage | None:
+    """The task image `env_image` + `task_image` would give for these inputs, if it exists now;
+    None when any tier would have to be built (or pulled). Never builds anything."""
+    with translate("looking up images"):
+        try:
+            if spec.dockerfile:
+                base_id = client().images.get(_dockerfile_tag(Path(spec.dockerfile))).id
+            else:
+                base_id = client().images.get(spec.image).id
+            if spec.ca_bundle and not Path(spec.ca_bundle).is_file():
+                return None
+            env_tag = env_image_tag(spec, base_id)
+            env = BuiltImage(env_tag, client().images.get(env_tag).id, cached=True)
+            tag = task_image_tag(env, snapshot, install, network, setups)
+            return BuiltImage(tag, client().images.get(tag).id, cached=True)
+        except (docker.errors.ImageNotFound, InputError):
+            return None
 
 
 @dataclass

@@ -133,7 +133,7 @@
     var nFiles = (a.patch.match(/^diff --git /mg) || []).length;
     var f2p = a.f2p || {}, p2p = a.p2p || {};
     [["transcript", "Transcript", state.data.events.length + " events"], ["diff", "Diff", nFiles + " file" + (nFiles === 1 ? "" : "s")],
-     ["tests", "Tests", "F2P " + (f2p.passed || 0) + "/" + (f2p.total || 0) + " · P2P " + (p2p.passed || 0) + "/" + (p2p.total || 0)],
+     ["tests", "Tests", tally(f2p) === "not run" ? "not run" : "F2P " + tally(f2p) + " · P2P " + tally(p2p)],
      ["details", "Details", ""]].forEach(function (x) {
       t.appendChild(h("button", { class: "tab" + (state.tab === x[0] ? " on" : ""), role: "tab", "data-tab": x[0],
         onclick: function () { state.tab = x[0]; tabs(); body(); } }, x[1], x[2] ? h("span", { class: "n", text: x[2] }) : null));
@@ -265,6 +265,10 @@
   }
 
   /* ---- tests ----------------------------------------------------------------------- */
+  // "3/5" passed of listed, or "not run" when no test ran (an empty patch): never 0/N passed.
+  function tally(t) { return t.ran === false ? "not run" : (t.passed || 0) + "/" + (t.total || 0); }
+  // statuses that are not a framework's own: an id absent from the results, a test never run
+  var LABELS = { missing: "not in the test output", not_run: "not run" };
   /* why the attempt ended as it did, as `wholeloop show` opens: the problem (folded), the outcome,
      each failing hidden test with its failure message; for a resolved attempt the tests it made pass */
   function whyView(d, a) {
@@ -285,7 +289,7 @@
     if (failing.length) {
       box.appendChild(h("div", { class: "ttl", text: failing.length + " failing hidden test" + (failing.length === 1 ? "" : "s") }));
       failing.forEach(function (t) {
-        box.appendChild(h("div", { class: "failing" }, h("span", { class: "s st-" + t[1], text: "✗ " + t[1] }), " ",
+        box.appendChild(h("div", { class: "failing" }, h("span", { class: "s st-" + t[1], text: "✗ " + (LABELS[t[1]] || t[1]) }), " ",
           h("b", { text: t[0] }), h("span", { class: "muted", text: " · " + t[2] })));
         if (t[3]) box.appendChild(h("pre", { class: "msg", text: t[3] }));
       });
@@ -301,8 +305,8 @@
     b.appendChild(whyView(d, a));
     var f2p = a.f2p || {}, p2p = a.p2p || {};
     b.appendChild(h("div", { class: "tally" },
-      h("div", { class: "box" }, h("div", { class: "muted", text: "FAIL_TO_PASS (the fix)" }), h("b", { text: (f2p.passed || 0) + " / " + (f2p.total || 0) }), " pass"),
-      h("div", { class: "box" }, h("div", { class: "muted", text: "PASS_TO_PASS (no regression)" }), h("b", { text: (p2p.passed || 0) + " / " + (p2p.total || 0) }), " pass"),
+      h("div", { class: "box" }, h("div", { class: "muted", text: "FAIL_TO_PASS (the fix)" }), h("b", { text: tally(f2p) }), f2p.ran === false ? "" : " pass"),
+      h("div", { class: "box" }, h("div", { class: "muted", text: "PASS_TO_PASS (no regression)" }), h("b", { text: tally(p2p) }), p2p.ran === false ? "" : " pass"),
       h("div", { class: "box" }, h("div", { class: "muted", text: "outcome" }), h("span", { class: "pill o-" + a.outcome, text: a.outcome }))));
     var failing = a.tests.filter(function (t) { return t[1] !== "PASSED" && t[1] !== "XFAIL"; });
     var showAll = failing.length === 0;
@@ -313,7 +317,7 @@
       wrap.appendChild(h("div", { style: "margin:4px 0 6px;font-size:12.5px" }, (showAll ? "all " + a.tests.length : failing.length + " failing") + " of " + a.n_tests + " hidden tests · ",
         h("a", { href: "#", text: showAll ? "show failing only" : "show all", onclick: function (e) { e.preventDefault(); showAll = !showAll; draw(); } })));
       var tb = h("tbody");
-      list.forEach(function (t) { tb.appendChild(h("tr", null, h("td", { class: "s st-" + t[1], text: t[1] }), h("td", { class: "s muted", text: t[2] }), h("td", { text: t[0] }))); });
+      list.forEach(function (t) { tb.appendChild(h("tr", null, h("td", { class: "s st-" + t[1], text: LABELS[t[1]] || t[1] }), h("td", { class: "s muted", text: t[2] }), h("td", { text: t[0] }))); });
       wrap.appendChild(h("table", { class: "tests" }, tb));
       if (a.tests.length < a.n_tests) wrap.appendChild(h("div", { class: "muted", text: (a.n_tests - a.tests.length) + " more passing tests not listed" }));
     }

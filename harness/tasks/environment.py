@@ -1,0 +1,500 @@
+"""A task's environment, inferred from the repository at its base commit, overridable per repository.
+
+Inference reads, at the base commit: `pyproject.toml` (build-system requires, project dependencies,
+the `test`/`tests`/`testing` optional dependencies and dependency groups), `setup.cfg` (install_requires,
+the same extras, tests_require), `setup.py` (the same keywords when they are literals), `requirements*.txt`
+(and `requirements/*.txt`; names with test or dev in them are test requirements), `tox.ini` ([testenv]
+deps) and `noxfile.py` (what test sessions `session.install`). The test runner of the task's parser
+(pytest) is added when nothing names it.
+
+Dependencies resolve as of a date (uv's `--exclude-newer`): by default the fix commit's date, so
+an old commit does not get this year's releases. The resolution runs once per distinct input in
+a small resolver container (uv from PyPI, network on) and gives exact pins; the environment
+image installs those pins. So commits whose bases need the same environment get the same image
+(built once), and a commit that needs another gets its own. The repository itself is installed
+in the task image, editable, from the pinned build backend (`pip install --no-build-isolation -e .`).
+
+`wholeloop.yaml` overrides any of it (see `RepoConfig` and docs/tasks.md): found at `--env-file`,
+else in the repository's folder (committed or not), else beside it as `<name>.wholeloop.yaml`,
+else committed at the base commit.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import hashlib
+import json
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir
+from sandbox.docker import DockerBackend, env_image
+
+from .gitrepo import GitRepo, MineError, parse_date
+
+UV_PIN = "uv==0.9.5"  # the resolver and installer, from PyPI inside the image build
+CONFIG_NAME = "wholeloop.yaml"
+TEST_EXTRAS = ("test", "tests", "testing")
+RESOLUTION_FORMAT = 1
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+class RepoConfig(BaseModel):
+    """wholeloop.yaml: how to build and test one repository. Every key is optional; a key given
+    here replaces what would be inferred."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = Field(None, description="base image (default wholeloop/base:bookworm)")
+    dockerfile: str | None = Field(None, description="a Dockerfile instead of image (relative to this file)")
+    setup: list[str] | None = Field(None, description="environment setup commands, used as given (no resolution)")
+    test_requirements: list[str] | None = Field(None, description="replace the inferred test requirements")
+    requirements: list[str] | None = Field(None, description="replace the inferred runtime requirements")
+    extra_requirements: list[str] = Field(default_factory=list, description="added to whatever is resolved")
+    install: list[str] | None = Field(None, description="commands run in the repository (default: editable install)")
+    dependencies_as_of: str | None = Field(
+        None, description="'commit' (the fix commit's date, default), 'latest', or a date/time: uv --exclude-newer")
+    test_command: str | None = Field(None, description="hidden test command; {files} becomes the test files")
+    visible_test_command: str | None = Field(None, description="the test command the agent is told about")
+    parser: str | None = Field(None, description="test-result parser (default pytest)")
+    test_scope: Literal["touched", "all"] | None = Field(None, description="run the touched test files or all")
+    env: dict[str, str] = Field(default_factory=dict, description="environment variables baked into the image")
+    env_files: list[str] = Field(default_factory=list, description=".env-like files that may enter the image")
+    tests_timeout_s: float | None = Field(None, gt=0, description="wall time for one hidden test run")
+    secrets_baseline: str | None = Field(None, description="detect-secrets baseline of known false positives")
+
+    _path: str | None = PrivateAttr(None)
+
+    @property
+    def found_at(self) -> str | None:
+        """Where this configuration was read from (None: no wholeloop.yaml, the defaults)."""
+        return self._path
+
+    @field_validator("dependencies_as_of")
+    @classmethod
+    def _as_of(cls, value: str | None) -> str | None:
+        if value not in (None, "commit", "latest"):
+            parse_date(value)
+        return value
+
+    @field_validator("test_command")
+    @classmethod
+    def _files(cls, value: str | None) -> str | None:
+        if value is not None and "{files}" not in value:
+            raise ValueError("must contain {files} (the test files to run; empty for the whole suite)")
+        return value
+
+
+def load_config(path: Path | None, repo: GitRepo, base: str | None = None) -> RepoConfig:
+    """The repository's wholeloop.yaml (see the module docstring for where it is looked for), or
+    the defaults. Raises MineError naming the file and the bad key."""
+    text, where = None, None
+    if path is not None:
+        try:
+            text, where = Path(path).read_text(), str(path)
+        except OSError as exc:
+            raise MineError(f"{path}: cannot read the environment file: {exc.strerror}") from None
+    else:
+        local = Path(repo.source).expanduser()
+        for candidate in ([local / CONFIG_NAME] if local.is_dir() else []) + [local.parent / f"{repo.name}.{CONFIG_NAME}"]:
+            if candidate.is_file():
+                text, where = candidate.read_text(), str(candidate)
+                break
+        if text is None and base is not None:
+            blob = repo.read(base, CONFIG_NAME)
+            if blob is not None:
+                text, where = blob.decode("utf-8", "replace"), f"{CONFIG_NAME} at {base[:10]}"
+    if text is None:
+        return RepoConfig()
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise MineError(f"{where}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise MineError(f"{where}: wholeloop.yaml maps keys (install, test_requirements, ...) to values")
+    try:
+        config = RepoConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            problems.append(f"  {key}: {'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}")
+        raise MineError(f"{where}: invalid wholeloop.yaml\n" + "\n".join(problems)) from None
+    config._path = where
+    return config
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+class EnvironmentNotInferred(MineError):
+    hint = ("Write wholeloop.yaml beside the repository (or commit it) with at least `install:` and "
+            "`test_requirements:`; see docs/tasks.md (wholeloop.yaml).")
+
+
+@dataclass
+class EnvPlan:
+    """What a base commit needs, before resolution."""
+
+    requirements: list[str]  # build + runtime + test, to resolve together
+    install: list[str]
+    sources: list[str]  # files read
+    as_of: str | None  # uv --exclude-newer (ISO time), None = latest
+    setup: list[str] | None = None  # given verbatim by wholeloop.yaml: no resolution
+    image: str = DEFAULT_BASE
+    dockerfile: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def resolution_key(self) -> str:
+        data = {"format": RESOLUTION_FORMAT, "uv": UV_PIN, "image": self.image, "dockerfile": self.dockerfile,
+                "requirements": sorted(set(self.requirements)), "as_of": self.as_of}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _req_name(req: str) -> str:
+    match = _REQ_NAME.match(req)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else ""
+
+
+def _requirement_lines(text: str, read: Callable[[str], str | None], here: str, seen: set[str]) -> list[str]:
+    """Requirement strings of a requirements file, following -r includes (read relative to `here`)."""
+    out = []
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("-r ", "--requirement ", "-r")) and not line.startswith("-r-"):
+            target = line.split(None, 1)[1] if " " in line else line[2:]
+            path = str(Path(here).parent / target) if here else target
+            path = path.removeprefix("./")
+            if path not in seen:
+                seen.add(path)
+                included = read(path)
+                if included is not None:
+                    out += _requirement_lines(included, read, path, seen)
+            continue
+        if line.startswith(("-", ".", "/")) or line.startswith(("file:", "git+")) or "{" in line:
+            continue  # options, the project itself, local paths, VCS URLs, tox substitutions
+        out.append(line)
+    return out
+
+
+def _called(node: ast.AST) -> str | None:
+    """The name a call calls: `setup(...)` and `setuptools.setup(...)` both give "setup"."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
+def _literal(node: ast.AST) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
+    """(install_requires or None when not a literal, tests_require + test extras, setup_requires)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None, [], []
+    runtime: list[str] | None = []
+    tests: list[str] = []
+    build: list[str] = []
+    for node in ast.walk(tree):
+        if _called(node) == "setup":
+            for kw in node.keywords:
+                value = _literal(kw.value)
+                if kw.arg == "install_requires":
+                    runtime = list(value) if isinstance(value, (list, tuple)) else None
+                elif kw.arg == "tests_require" and isinstance(value, (list, tuple)):
+                    tests += list(value)
+                elif kw.arg == "setup_requires" and isinstance(value, (list, tuple)):
+                    build += list(value)
+                elif kw.arg == "extras_require" and isinstance(value, dict):
+                    for extra in TEST_EXTRAS:
+                        tests += list(value.get(extra) or [])
+                elif kw.arg is None:  # **kwargs: install_requires might hide in there
+                    runtime = runtime if runtime else None
+    return runtime, [str(t) for t in tests], [str(b) for b in build]
+
+
+def _noxfile(text: str) -> list[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or "test" not in fn.name:
+            continue
+        for node in ast.walk(fn):
+            if _called(node) == "install" and isinstance(node, ast.Call):
+                args = [_literal(a) for a in node.args]
+                skip = False
+                for arg in args:
+                    if skip:
+                        skip = False
+                        continue
+                    if not isinstance(arg, str):
+                        continue
+                    if arg in ("-r", "-c", "-e"):
+                        skip = True
+                        continue
+                    if not arg.startswith(("-", ".")):
+                        out.append(arg)
+    return out
+
+
+def infer_environment(repo: GitRepo, base: str, created_at: datetime, config: RepoConfig, *,
+                      runner: str = "pytest", as_of: str | None = None) -> EnvPlan:
+    """The environment of `repo` at `base` (see the module docstring); `as_of` overrides the
+    config's dependencies_as_of. Raises EnvironmentNotInferred saying which file to write."""
+    def read(path: str) -> str | None:
+        blob = repo.read(base, path)
+        return None if blob is None else blob.decode("utf-8", "replace")
+
+    names = {path for _, path in repo.files(base)}
+    sources: list[str] = []
+    build: list[str] = []
+    runtime: list[str] | None = []
+    tests: list[str] = []
+    notes: list[str] = []
+    project_name = ""
+
+    pyproject = read("pyproject.toml") if "pyproject.toml" in names else None
+    if pyproject is not None:
+        sources.append("pyproject.toml")
+        try:
+            data = tomllib.loads(pyproject)
+        except tomllib.TOMLDecodeError as exc:
+            notes.append(f"pyproject.toml is not valid TOML ({exc}); ignored")
+            data = {}
+        build += list((data.get("build-system") or {}).get("requires") or [])
+        project = data.get("project") or {}
+        project_name = _req_name(str(project.get("name", "")))
+        if "dependencies" in (project.get("dynamic") or []):
+            runtime = None
+        else:
+            runtime += list(project.get("dependencies") or [])
+        extras = project.get("optional-dependencies") or {}
+        groups = data.get("dependency-groups") or {}
+
+        def expand(items: list, depth: int = 0) -> list[str]:
+            out = []
+            for item in items:
+                if isinstance(item, dict) and "include-group" in item and depth < 5:
+                    out += expand(groups.get(item["include-group"]) or [], depth + 1)
+                elif isinstance(item, str):
+                    name, _, rest = item.partition("[")
+                    if project_name and _req_name(name) == project_name and rest and depth < 5:
+                        for extra in rest.rstrip("]").split(","):
+                            out += expand(extras.get(extra.strip()) or [], depth + 1)
+                    elif not (project_name and _req_name(name) == project_name):
+                        out.append(item)
+            return out
+
+        for extra in TEST_EXTRAS:
+            tests += expand(extras.get(extra) or [])
+        chosen = [g for g in TEST_EXTRAS if g in groups] or (["dev"] if "dev" in groups else [])
+        for group in chosen:
+            tests += expand(groups[group])
+        if (data.get("tool") or {}).get("poetry"):
+            runtime = None
+            notes.append("poetry project: runtime dependencies are installed with the project (not pinned)")
+    if "setup.cfg" in names:
+        text = read("setup.cfg") or ""
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(text)
+        except configparser.Error as exc:
+            notes.append(f"setup.cfg cannot be parsed ({exc}); ignored")
+        else:
+            if parser.has_section("options") or parser.has_section("options.extras_require"):
+                sources.append("setup.cfg")
+            if parser.has_option("options", "install_requires") and runtime is not None:
+                runtime += _lines(parser.get("options", "install_requires"))
+            if parser.has_option("options", "tests_require"):
+                tests += _lines(parser.get("options", "tests_require"))
+            if parser.has_option("options", "setup_requires"):
+                build += _lines(parser.get("options", "setup_requires"))
+            for extra in TEST_EXTRAS:
+                if parser.has_option("options.extras_require", extra):
+                    tests += _lines(parser.get("options.extras_require", extra))
+    if "setup.py" in names:
+        sources.append("setup.py")
+        setup_runtime, setup_tests, setup_build = _setup_py(read("setup.py") or "")
+        tests += setup_tests
+        build += setup_build
+        if setup_runtime is None:
+            runtime = None
+            notes.append("setup.py computes install_requires: runtime dependencies are installed with the project")
+        elif runtime is not None:
+            runtime += setup_runtime
+    if not build and any(s in sources for s in ("pyproject.toml", "setup.cfg", "setup.py")):
+        build += ["setuptools", "wheel"]  # no [build-system]: setuptools, as PEP 517 says
+    requirement_files = sorted(p for p in names if re.fullmatch(
+        r"(requirements[^/]*|[^/]*-requirements|[^/]*_requirements)\.(txt|in)|requirements/[^/]+\.(txt|in)", p))
+    seen: set[str] = set(requirement_files)
+    for path in requirement_files:
+        if path.endswith(".in") and path[:-3] + ".txt" in names:
+            continue  # pip-tools input beside its compiled file: the compiled one wins
+        sources.append(path)
+        lines = _requirement_lines(read(path) or "", read, path, seen)
+        if re.search(r"test|dev|ci", path.rsplit("/", 1)[-1]):
+            tests += lines
+        elif runtime is not None:
+            runtime += lines
+        else:
+            tests += lines  # runtime is installed with the project; these still help
+    if "tox.ini" in names:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(read("tox.ini") or "")
+        except configparser.Error:
+            parser = None
+        if parser is not None and parser.has_option("testenv", "deps"):
+            sources.append("tox.ini")
+            deps = [d for d in _lines(parser.get("testenv", "deps")) if not re.match(r"^[\w,.-]+:\s", d)]
+            tests += _requirement_lines("\n".join(deps), read, "tox.ini", seen)
+    if "noxfile.py" in names:
+        installed = _noxfile(read("noxfile.py") or "")
+        if installed:
+            sources.append("noxfile.py")
+            tests += installed
+
+    if not any(s in sources for s in ("pyproject.toml", "setup.cfg", "setup.py")) and config.install is None:
+        if not sources and config.setup is None:
+            raise EnvironmentNotInferred(
+                f"cannot infer how to install {repo.source} at {base[:10]}: it has none of pyproject.toml, "
+                "setup.cfg, setup.py, requirements*.txt, tox.ini, noxfile.py")
+    if config.test_requirements is not None:
+        tests = list(config.test_requirements)
+        sources.append(f"{config._path}: test_requirements")
+    if config.requirements is not None:
+        runtime = list(config.requirements)
+        sources.append(f"{config._path}: requirements")
+    if not any(_req_name(t) == runner for t in tests + (runtime or [])):
+        tests.append(runner)
+    packaged = any(s in sources for s in ("pyproject.toml", "setup.cfg", "setup.py"))
+    if config.install is not None:
+        install = list(config.install)
+    elif packaged:
+        install = ["pip install --no-build-isolation " + ("--no-deps " if runtime is not None else "") + "-e ."]
+    else:
+        install = []
+    requirements = _dedupe(build + (runtime or []) + tests + list(config.extra_requirements)) if packaged else \
+        _dedupe((runtime or []) + tests + list(config.extra_requirements))
+    choice = as_of or config.dependencies_as_of or "commit"
+    if choice == "latest":
+        when = None
+    elif choice == "commit":
+        when = created_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    else:
+        when = parse_date(choice, end_of_day=True).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return EnvPlan(requirements=requirements, install=install, sources=sources, as_of=when,
+                   setup=list(config.setup) if config.setup is not None else None,
+                   image=config.image or DEFAULT_BASE, dockerfile=config.dockerfile, env=dict(config.env), notes=notes)
+
+
+def _lines(value: str) -> list[str]:
+    return [line.split(" #", 1)[0].strip() for line in value.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen, out = set(), []
+    for item in (str(i).strip() for i in items):
+        if item and item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+class ResolutionFailed(MineError):
+    hint = "Pin or replace the requirements in wholeloop.yaml (test_requirements / requirements / setup)."
+
+
+def resolver_spec(image: str, ca_bundle: str | None) -> EnvSpec:
+    return EnvSpec(image=image, setup=(f"pip install -q {UV_PIN}",), ca_bundle=ca_bundle, network=True)
+
+
+def _cache_path(key: str) -> Path:
+    return cache_dir() / "resolutions" / f"{key}.json"
+
+
+def resolve(plans: list[EnvPlan], *, ca_bundle: str | None, log: Callable[[str], None] | None = None,
+            timeout_s: float = 600) -> dict[str, list[str] | ResolutionFailed]:
+    """Exact pins for each distinct plan (by `resolution_key`), resolved with uv as of each plan's
+    date in one resolver container; cached on the host. A plan uv cannot resolve maps to its
+    ResolutionFailed."""
+    out: dict[str, list[str] | ResolutionFailed] = {}
+    todo: dict[str, EnvPlan] = {}
+    for plan in plans:
+        if plan.setup is not None:
+            continue
+        key = plan.resolution_key()
+        cached = _cache_path(key)
+        if cached.is_file():
+            out[key] = json.loads(cached.read_text())["pins"]
+        elif key not in todo:
+            todo[key] = plan
+    if not todo:
+        return out
+    by_image: dict[str, list[tuple[str, EnvPlan]]] = {}
+    for key, plan in todo.items():
+        by_image.setdefault(plan.image, []).append((key, plan))
+    for image, group in by_image.items():
+        resolver = env_image(resolver_spec(image, ca_bundle), log=log)
+        limits = Limits(network=True, command_timeout_s=timeout_s)
+        with DockerBackend().start(resolver.tag, limits=limits, role="resolve", workdir="/tmp") as sb:
+            for key, plan in group:
+                cmd = ["uv", "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python", "/opt/venv/bin/python"]
+                if plan.as_of:
+                    cmd += ["--exclude-newer", plan.as_of]
+                cmd.append("-")
+                if log:
+                    log(f"resolving {len(plan.requirements)} requirement(s) as of {plan.as_of or 'now'}")
+                result = sb.exec(cmd, stdin="\n".join(plan.requirements).encode() + b"\n", timeout=timeout_s)
+                if not result.ok:
+                    tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
+                    out[key] = ResolutionFailed(f"uv cannot resolve {', '.join(plan.requirements)} as of "
+                                                f"{plan.as_of or 'now'}:\n{tail}")
+                    continue
+                pins = [line.strip() for line in result.stdout.splitlines()
+                        if line.strip() and not line.lstrip().startswith(("#", "-"))]
+                path = _cache_path(key)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"requirements": plan.requirements, "as_of": plan.as_of, "uv": UV_PIN,
+                                           "pins": pins, "resolved_at": datetime.now(timezone.utc).isoformat()}))
+                tmp.replace(path)
+                out[key] = pins
+    return out
+
+
+def setup_commands(plan: EnvPlan, pins: list[str] | None) -> list[str]:
+    """The environment's setup: uv from PyPI, then the exact pins (or the commands given)."""
+    if plan.setup is not None:
+        return list(plan.setup)
+    body = "\n".join(pins or [])
+    return [f"pip install -q {UV_PIN}", f"uv pip install --quiet --no-cache -r /dev/stdin <<'PINS'\n{body}\nPINS"]
+

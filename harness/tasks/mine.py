@@ -1,0 +1,470 @@
+"""Tasks from a repository's history: `wholeloop mine` and `wholeloop tasks from-commit`.
+
+The rules (docs/tasks.md says the same for users; scripts/mine_reference.py is an independent
+implementation the tests compare against):
+
+1. Commits: reachable from HEAD, every parent followed, committer date in [--since, --until]
+   (bare dates: 00:00:00 / 23:59:59 UTC), optionally only those touching --paths. Each is judged
+   on its own against its first parent.
+2. Each changed path (both sides of a rename) is, by the first rule that matches: protected (a
+   test-runner or packaging file of the parser's ecosystem: pytest.ini, tox.ini, setup.cfg,
+   pyproject.toml, setup.py, noxfile.py, MANIFEST.in... at any depth), test (the parser decides:
+   test_*.py, *_test.py, conftest.py, anything under tests/ test/ testing/), docs (under docs/,
+   doc/, .github/, any root dotfile or dot-folder, *.md *.rst *.txt, LICENSE*, CHANGES*, CHANGELOG*,
+   HISTORY*, NEWS*, AUTHORS*), else source.
+3. Skipped, first reason that applies: merge commit; root commit (no parent); docs or packaging
+   only; no test change; no source change; changes protected file <first path> (unless
+   --allow-config: then protected files join the gold patch and are exempt from protection for
+   that task); diff too large (<N> changed lines > <max>) with N = added + deleted lines of the
+   gold and test parts.
+4. A candidate: base = first parent; gold patch = its source part (+ protected files with
+   --allow-config); hidden tests = its test part; docs dropped; task id = <repository folder
+   name>-<first 10 hex digits>, so mining again later adds only new commits; created_at = the
+   committer date.
+5. Refused before anything runs when the secret scanner finds something (harness.tasks.secrets).
+6. Hidden test command: the parser's command over the touched test modules that exist after the
+   commit (`--test-scope all`: the whole suite); none: quarantined "no test file to run".
+7. The environment is inferred at the base commit (harness.tasks.environment); then `tasks check
+   --discover` decides FAIL_TO_PASS / PASS_TO_PASS, keeps the task or quarantines it.
+
+Specs go to OUT/<task id>.yaml with OUT/<task id>/{gold,test}.diff; the verdict of every commit
+to OUT/mine-report.json. Bad input (not a repository, unknown commit, no candidate in the range,
+an unreadable issue export, an environment that cannot be inferred) raises MineError before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from ..parsers import PARSERS, Parser, get_parser
+from .check import NOT_CHECKED, NOT_CHECKED_PREFIX, CheckOptions, check_tasks, plan_checks, read_verdict, up_to_date
+from .environment import (
+    EnvironmentNotInferred,
+    EnvPlan,
+    MineError,
+    ResolutionFailed,
+    RepoConfig,
+    infer_environment,
+    load_config,
+    resolve,
+    setup_commands,
+)
+from .gitrepo import CommitInfo, GitRepo, parse_date
+from .secrets import Finding, SecretScanner, redact
+from .spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
+from .statements import load_issues, model_statement, referenced_issue
+
+DEFAULT_MAX_LINES = 800
+REPORT_NAME = "mine-report.json"
+DOCS_DIRS = ("docs", "doc", ".github")
+DOCS_SUFFIXES = (".md", ".rst", ".txt")
+DOCS_PREFIXES = ("LICENSE", "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS")
+GOLD_NAME, TEST_NAME = "gold.diff", "test.diff"
+
+LogFn = Callable[[str], None]
+
+
+def classify(path: str, parser: Parser) -> str:
+    """protected | test | docs | source (rule 2 of the module docstring)."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1]
+    if name in parser.config_files:
+        return "protected"
+    if parser.is_test_path(path):
+        return "test"
+    if parts[0] in DOCS_DIRS or parts[0].startswith("."):
+        return "docs"
+    if name.lower().endswith(DOCS_SUFFIXES) or name.upper().startswith(DOCS_PREFIXES):
+        return "docs"
+    return "source"
+
+
+@dataclass
+class MineOptions:
+    since: str | None = None
+    until: str | None = None
+    paths: list[str] = field(default_factory=list)
+    max_candidates: int | None = None  # the N most recent candidates
+    max_lines: int = DEFAULT_MAX_LINES
+    allow_config: bool = False
+    parser: str | None = None  # default: wholeloop.yaml's, else pytest
+    test_scope: Literal["touched", "all"] | None = None
+    issues: Path | None = None
+    statement_model: str | None = None
+    statement_model_url: str | None = None
+    redact: bool = False
+    secrets_baseline: Path | None = None
+    env_file: Path | None = None
+    dependencies_as_of: str | None = None  # commit | latest | a date
+    check: bool = True
+    repeats: int = 3
+    workers: int = 1
+    progress: Callable[[str, str], None] | None = None  # (task id, text) during checks
+    announce: Callable[[str], None] | None = None  # told what the check will do before it starts
+
+
+@dataclass
+class Candidate:
+    commit: CommitInfo
+    parent: str
+    task_id: str
+    gold_files: list[str]
+    test_files: list[str]
+    docs_files: list[str]
+    protected_files: list[str]
+    lines: int
+
+
+@dataclass
+class Judged:
+    """One commit's fate."""
+
+    commit: CommitInfo
+    skipped: str | None = None
+    refused: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    candidate: Candidate | None = None
+    quarantined: str | None = None
+    detail: str = ""
+    kept: bool = False
+    already: bool = False  # mined before: its spec was there
+    task: Task | None = None
+    dropped_flaky: dict[str, str] = field(default_factory=dict)
+
+    def record(self) -> dict:
+        out: dict = {"commit": self.commit.sha, "committed_at": self.commit.date_iso, "subject": self.commit.subject}
+        if self.skipped:
+            out["skipped"] = self.skipped
+        elif self.refused:
+            out["refused"] = self.refused
+            out["findings"] = [{"file": f.file, "line": f.line, "rule": f.rule} for f in self.findings]
+        elif self.task is not None:
+            cand = self.candidate
+            out["spec"] = f"{self.task.id}.yaml"
+            if self.already:
+                out["already_mined"] = True
+            if self.kept:
+                out["kept"] = {
+                    "task_id": self.task.id, "base": self.task.base_commit, "created_at": self.task.created_at,
+                    "gold_files": cand.gold_files, "docs_files": cand.docs_files, "test_files": cand.test_files,
+                    "test_command": self.task.hidden_tests.command, "FAIL_TO_PASS": sorted(self.task.fail_to_pass),
+                    "PASS_TO_PASS": sorted(self.task.pass_to_pass), "dropped_flaky": self.dropped_flaky,
+                }
+            else:
+                out.update(quarantined=self.quarantined or "", detail=self.detail, task_id=self.task.id,
+                           dropped_flaky=self.dropped_flaky)
+            if self.findings:
+                out["findings"] = [f.record() for f in self.findings]
+        return out
+
+
+def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOptions) -> Judged:
+    """Rules 1-4: skipped with its reason, or a candidate."""
+    out = Judged(commit)
+    if len(commit.parents) > 1:
+        out.skipped = "merge commit"
+        return out
+    if not commit.parents:
+        out.skipped = "root commit (no parent)"
+        return out
+    parent = commit.parents[0]
+    kinds: dict[str, list[str]] = {"protected": [], "test": [], "docs": [], "source": []}
+    lines: dict[str, int] = {}
+    for changed in repo.changed(parent, commit.sha):
+        kinds[classify(changed.path, parser)].append(changed.path)
+        lines[changed.path] = changed.lines
+    for paths in kinds.values():
+        paths.sort()
+    if not kinds["test"] and not kinds["source"]:
+        out.skipped = "docs or packaging only"
+    elif not kinds["test"]:
+        out.skipped = "no test change"
+    elif not kinds["source"]:
+        out.skipped = "no source change"
+    elif kinds["protected"] and not options.allow_config:
+        out.skipped = f"changes protected file {kinds['protected'][0]}"
+    if out.skipped:
+        return out
+    gold = sorted(kinds["source"] + (kinds["protected"] if options.allow_config else []))
+    n = sum(lines[p] for p in gold + kinds["test"])
+    if n > options.max_lines:
+        out.skipped = f"diff too large ({n} changed lines > {options.max_lines})"
+        return out
+    out.candidate = Candidate(commit, parent, f"{repo.name}-{commit.sha[:10]}", gold, kinds["test"], kinds["docs"],
+                              kinds["protected"] if options.allow_config else [], n)
+    return out
+
+
+# ----------------------------------------------------------------------------- the pipeline
+
+
+@dataclass
+class MineReport:
+    repository: str
+    head: str
+    out: Path
+    judged: list[Judged]
+    parameters: dict
+    checked: list = field(default_factory=list)  # CheckResults
+    images_built: list[str] = field(default_factory=list)
+
+    def counts(self) -> Counter:
+        c: Counter = Counter()
+        for j in self.judged:
+            c["kept" if j.kept else "skipped" if j.skipped else "refused" if j.refused else
+              "unchecked" if j.task is not None and j.quarantined == NOT_CHECKED else
+              "quarantined" if j.task is not None else "other"] += 1
+        return c
+
+    def record(self) -> dict:
+        return {"repository": self.repository, "head": self.head, "parameters": self.parameters,
+                "commits": [j.record() for j in self.judged]}
+
+
+def _location(repo: GitRepo, out: Path) -> str:
+    """The repository as a spec in `out` names it: relative when on the same root, else absolute."""
+    path = Path(repo.source).expanduser()
+    if not path.exists():
+        return repo.source  # a URL
+    path, out = path.resolve(), out.resolve()
+    if os.path.commonpath([path, out]) == path.anchor:
+        return str(path)
+    return os.path.relpath(path, out)
+
+
+def _statement(repo: GitRepo, cand: Candidate, issues: dict, options: MineOptions, gold_patch: str) -> tuple[str, dict]:
+    message = repo.message(cand.commit.sha)
+    origin: dict = {"statement": "commit_message"}
+    ref = referenced_issue(message)
+    if ref and ref in issues:
+        origin.update(statement="issue", issue=ref)
+        statement = issues[ref].statement()
+    else:
+        statement = message
+    if options.statement_model:
+        written, prompt = model_statement(options.statement_model, statement, gold_patch,
+                                          base_url=options.statement_model_url)
+        origin.update(statement="model", statement_model=options.statement_model, statement_prompt=prompt)
+        statement = written
+    return statement, origin
+
+
+def _ca_bundle() -> str | None:
+    for candidate in (os.environ.get("WHOLELOOP_CA_BUNDLE"), os.environ.get("SSL_CERT_FILE"), *SYSTEM_CA_BUNDLES):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def _write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[str] | None = None,
+         log: LogFn | None = None) -> MineReport:
+    """Mine `source` (or only `commits`, for `tasks from-commit`) into specs under `out`. Raises
+    MineError for bad input before anything is written."""
+    log = log or (lambda _: None)
+    repo = GitRepo.open(source)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise MineError(f"{out}: exists and is not a folder; pass a folder for the task specs")
+    issues = load_issues(options.issues) if options.issues else {}
+    found = load_config(options.env_file, repo)  # --env-file, or one in or beside the repository
+    config = found if found.found_at else None  # else each base commit's own (committed), if any
+    parser_name = options.parser or found.parser or "pytest"
+    if parser_name not in PARSERS:
+        raise MineError(f"unknown parser {parser_name!r}; known: {', '.join(PARSERS.names())}")
+    parser = get_parser(parser_name)
+    since = parse_date(options.since) if options.since else None
+    until = parse_date(options.until, end_of_day=True) if options.until else None
+    if commits is not None:
+        walk = [repo.commit(c) for c in commits]
+        walk = sorted({c.sha: c for c in walk}.values(), key=lambda c: (c.committed_at, c.sha))
+    else:
+        walk = repo.commits(since, until, options.paths or None)
+    where = "the given commits" if commits is not None else _range_text(options)
+    if not walk:
+        raise MineError(f"{repo.source}: no commits in {where}")
+    judged = [judge(repo, c, parser, options) for c in walk]
+    candidates = [j for j in judged if j.candidate]
+    if options.max_candidates is not None and len(candidates) > options.max_candidates:
+        for j in candidates[: len(candidates) - options.max_candidates]:
+            j.skipped, j.candidate = f"not mined: beyond --max {options.max_candidates} (the most recent are kept)", None
+        candidates = candidates[-options.max_candidates:]
+    if not candidates:
+        reasons = Counter(j.skipped for j in judged)
+        listed = "; ".join(f"{n} {r}" for r, n in reasons.most_common())
+        raise MineError(f"{repo.source}: no candidate commit in {where} ({len(judged)} commit(s): {listed})")
+    scanner = SecretScanner(options.secrets_baseline or _baseline(repo, options))
+    new: list[tuple[Judged, str, bytes, bytes, dict, list[Finding]]] = []
+    for j in candidates:
+        cand = j.candidate
+        spec_path = out / f"{cand.task_id}.yaml"
+        if spec_path.exists():
+            existing = load_task(spec_path)
+            # mined before; mined again only when mining itself quarantined it before any check
+            # (no test file, no environment): the rules or wholeloop.yaml may say otherwise now
+            if not (existing.quarantined and read_verdict(spec_path) is None
+                    and not existing.quarantined.startswith(NOT_CHECKED_PREFIX)):
+                j.task, j.already = existing, True
+                continue
+        gold_patch = repo.diff(cand.parent, cand.commit.sha, cand.gold_files)
+        test_patch = repo.diff(cand.parent, cand.commit.sha, cand.test_files)
+        statement, origin = _statement(repo, cand, issues, options, gold_patch.decode("utf-8", "replace"))
+        keep = tuple(config.env_files) if config else ()
+        findings = scanner.scan_commit(repo, cand.parent, cand.commit.sha, statement, cand.gold_files, cand.test_files)
+        findings += scanner.scan_tree(repo, cand.parent, keep)
+        j.findings = findings
+        if findings:
+            blocking = [f for f in findings if not options.redact or f.where == "snapshot"]
+            if blocking:
+                j.refused = f"secret found: {blocking[0].label()}"
+                if options.redact:
+                    j.refused += " (in the repository at the base commit: cannot be redacted)"
+                continue
+            statement = redact(statement, findings)
+            gold_patch = _redact_added(gold_patch, findings)
+            test_patch = _redact_added(test_patch, findings)
+        new.append((j, statement, gold_patch, test_patch, origin, findings))
+    # environments: inferred per base commit, resolved once per distinct input
+    plans: dict[str, EnvPlan | MineError] = {}
+    configs: dict[str, RepoConfig] = {}
+    for j, *_ in new:
+        cand = j.candidate
+        cfg = config or load_config(None, repo, cand.parent)
+        configs[cand.task_id] = cfg
+        try:
+            plans[cand.task_id] = infer_environment(repo, cand.parent, cand.commit.committed_at, cfg,
+                                                    runner=parser.name, as_of=options.dependencies_as_of)
+        except EnvironmentNotInferred as exc:
+            plans[cand.task_id] = exc
+    if new and all(isinstance(p, MineError) for p in plans.values()):
+        first = next(iter(plans.values()))
+        raise EnvironmentNotInferred(str(first))
+    ok_plans = [p for p in plans.values() if isinstance(p, EnvPlan)]
+    distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
+    if distinct:
+        log(f"resolving {distinct} distinct environment(s) for {len(ok_plans)} candidate(s)")
+    pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=log) if ok_plans else {}
+    # write the specs (nothing was written before this point)
+    for j, statement, gold_patch, test_patch, origin, findings in new:
+        cand = j.candidate
+        plan, cfg = plans[cand.task_id], configs[cand.task_id]
+        reason, detail = NOT_CHECKED, ""
+        if isinstance(plan, MineError):
+            reason, detail = "environment cannot be inferred", str(plan)
+            environment = Environment()
+        else:
+            resolved = pins.get(plan.resolution_key()) if plan.setup is None else None
+            if isinstance(resolved, ResolutionFailed):
+                reason, detail = "environment build failed", str(resolved)
+                resolved = None
+            environment = Environment(image=plan.image, dockerfile=plan.dockerfile, setup=setup_commands(plan, resolved),
+                                      install=plan.install, env=plan.env, env_files=list(cfg.env_files))
+        scope = options.test_scope or cfg.test_scope or "touched"
+        runnable = sorted(p for p in cand.test_files if parser.is_test_module(p) and repo.exists(cand.commit.sha, p))
+        if not runnable and scope == "touched" and reason == NOT_CHECKED:
+            reason = "no test file to run"
+        files = runnable if scope == "touched" else None
+        if cfg.test_command:
+            command = cfg.test_command.replace("{files}", " ".join(shlex.quote(f) for f in files or [])).strip()
+        else:
+            command = parser.test_command(files)
+        sources = [] if isinstance(plan, MineError) else plan.sources
+        as_of = None if isinstance(plan, MineError) else plan.as_of
+        task = Task(
+            id=cand.task_id, quarantined=reason if not detail else f"{reason} ({detail.splitlines()[0][:200]})",
+            repo=_location(repo, out), base_commit=cand.parent,
+            problem_statement=statement if statement.strip() else cand.commit.subject or cand.commit.sha,
+            environment=environment, test_command=cfg.visible_test_command or parser.test_command(None),
+            hidden_tests=HiddenTests(command=command, patch_file=f"{cand.task_id}/{TEST_NAME}", parser=parser.name),
+            FAIL_TO_PASS=[], PASS_TO_PASS=[], gold_patch_file=f"{cand.task_id}/{GOLD_NAME}",
+            timeouts=Timeouts(tests_s=cfg.tests_timeout_s) if cfg.tests_timeout_s else Timeouts(),
+            allowed_paths=list(cand.protected_files), created_at=cand.commit.date_iso,
+            origin=Origin(kind="commit", repository=str(repo.source), commit=cand.commit.sha, subject=cand.commit.subject,
+                          environment_from=sources, dependencies_as_of=as_of, **origin),
+            metadata={"gold_files": cand.gold_files, "test_files": cand.test_files, "docs_files": cand.docs_files,
+                      "changed_lines": cand.lines, **({"secrets_redacted": [f.record() for f in findings]}
+                                                      if findings else {})},
+        )
+        _write(out / cand.task_id / GOLD_NAME, gold_patch)
+        _write(out / cand.task_id / TEST_NAME, test_patch)
+        _write(out / f"{cand.task_id}.yaml", dump_task(task))  # last: a task exists once its spec does
+        j.task = load_task(out / f"{cand.task_id}.yaml")
+        if reason != NOT_CHECKED:
+            j.quarantined, j.detail = reason, detail
+    report = MineReport(repo.name, repo.resolve("HEAD") if commits is None else walk[-1].sha, out, judged,
+                        _parameters(options, parser.name))
+    # check: new specs, and earlier ones that have no current verdict
+    to_check = [j for j in judged if j.task is not None and j.task.quarantined in (None, NOT_CHECKED)
+                and not (j.already and up_to_date(j.task))]
+    if options.check and to_check:
+        findings = {j.task.id: [f.record() for f in j.findings] for j in to_check if j.findings}
+        check_options = CheckOptions(repeats=options.repeats, discover=True, workers=options.workers,
+                                     progress=options.progress, findings=findings)
+        if options.announce:
+            options.announce(plan_checks([j.task for j in to_check], check_options).describe(options.repeats))
+        results = check_tasks([j.task for j in to_check], check_options)
+        report.checked = results
+        for j, result in zip(to_check, results):
+            j.task = result.task
+            report.images_built += result.images_built
+            if result.error:
+                j.detail = f"not checked: {result.error}"
+    for j in judged:
+        if j.task is None:
+            continue
+        verdict = read_verdict(j.task.spec_path)
+        if verdict is not None and verdict.spec_hash == j.task.content_hash():
+            j.kept, j.quarantined, j.detail = verdict.passed, verdict.quarantined, verdict.detail
+            j.dropped_flaky = verdict.dropped_flaky
+        elif j.task.quarantined and j.quarantined is None:
+            j.quarantined = j.task.quarantined
+    _write(out / REPORT_NAME, json.dumps(report.record(), indent=1, sort_keys=True) + "\n")
+    return report
+
+
+def _redact_added(patch: bytes, findings: list[Finding]) -> bytes:
+    text = patch.decode("utf-8", "surrogateescape")
+    lines = [redact(line, findings) if line.startswith("+") and not line.startswith("+++") else line
+             for line in text.splitlines(keepends=True)]
+    return "".join(lines).encode("utf-8", "surrogateescape")
+
+
+def _baseline(repo: GitRepo, options: MineOptions) -> Path | None:
+    local = Path(repo.source).expanduser()
+    candidate = local / ".secrets.baseline"
+    return candidate if local.is_dir() and candidate.is_file() else None
+
+
+def _range_text(options: MineOptions) -> str:
+    parts = []
+    if options.since:
+        parts.append(f"since {options.since}")
+    if options.until:
+        parts.append(f"until {options.until}")
+    if options.paths:
+        parts.append(f"touching {', '.join(options.paths)}")
+    return "the range " + " ".join(parts) if parts else "the history of HEAD"
+
+
+def _parameters(options: MineOptions, parser: str) -> dict:
+    return {"since": options.since, "until": options.until, "paths": options.paths, "max": options.max_candidates,
+            "max_lines": options.max_lines, "repeats": options.repeats, "allow_config": options.allow_config,
+            "parser": parser, "test_scope": options.test_scope or "touched",
+            "dependencies_as_of": options.dependencies_as_of or "commit", "checked": options.check,
+            "mined_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}

@@ -1,0 +1,419 @@
+"""Mining and checking, the parts that need no container: the rules that split and skip commits,
+statements from issue exports, environment inference, secrets, verdict files, contamination
+dating, and bad input (clear messages, nothing half-written). The demo repositories are mined
+and checked on the real engine at the end (tests marked docker)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import git, write
+from harness.parsers import get_parser
+from harness.tasks import load_task, load_tasks
+from harness.tasks.check import Verdict, check_status, rewrite_spec, verdict_path
+from harness.tasks.environment import RepoConfig, infer_environment, load_config
+from harness.tasks.gitrepo import GitRepo, MineError
+from harness.tasks.mine import MineOptions, classify, judge, mine
+from harness.tasks.secrets import SecretScanner, hashed, redact
+from harness.tasks.statements import load_issues, model_statement, referenced_issue
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTEST = get_parser("pytest")
+# An AWS-access-key-shaped string detect-secrets flags; built here so no file of ours holds it.
+FAKE_KEY = "AKIA" + "QWERTYUIOPASDFGH"
+
+
+def wholeloop(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def commit(repo: Path, message: str, files: dict[str, str], date: str = "2024-01-01T12:00:00+00:00") -> str:
+    write(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message, env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def small_repo(tmp_path: Path) -> dict:
+    """A package with a history: root, a fix with its test, docs only, a test-only change."""
+    repo = tmp_path / "smallpkg"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    root = commit(repo, "initial", {
+        "pyproject.toml": '[project]\nname = "smallpkg"\nversion = "1.0"\ndependencies = ["attrs>=21"]\n'
+                          '[project.optional-dependencies]\ntest = ["pytest>=7", "hypothesis"]\n'
+                          '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n',
+        "smallpkg/__init__.py": "def add(a, b):\n    return a - b\n",
+        "tests/test_add.py": "from smallpkg import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        "README.md": "# smallpkg\n",
+    }, "2024-01-01T12:00:00+00:00")
+    fix = commit(repo, "Fix add (fixes #12)\n\nIt subtracted.", {
+        "smallpkg/__init__.py": "def add(a, b):\n    return a + b\n",
+        "tests/test_add.py": "from smallpkg import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n"
+                             "def test_add():\n    assert add(2, 3) == 5\n",
+        "CHANGES.rst": "1.1: add adds\n",
+    }, "2024-02-01T12:00:00+00:00")
+    docs = commit(repo, "docs", {"docs/index.rst": "hello\n"}, "2024-03-01T12:00:00+00:00")
+    tests_only = commit(repo, "more tests", {"tests/test_more.py": "def test_x():\n    pass\n"},
+                        "2024-04-01T12:00:00+00:00")
+    return {"repo": repo, "root": root, "fix": fix, "docs": docs, "tests_only": tests_only}
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("setup.cfg", "protected"), ("tests/tox.ini", "protected"), ("pyproject.toml", "protected"),
+    ("MANIFEST.in", "protected"), ("pkg/noxfile.py", "protected"),
+    ("tests/test_a.py", "test"), ("pkg/a_test.py", "test"), ("pkg/conftest.py", "test"),
+    ("pkg/test/data/x.json", "test"), ("testing/helpers.py", "test"), ("tests/README.md", "test"),
+    ("docs/conf.py", "docs"), (".github/workflows/ci.yml", "docs"), (".gitignore", "docs"), (".idea/x.xml", "docs"),
+    ("requirements.txt", "docs"), ("CHANGELOG.rst", "docs"), ("LICENSE", "docs"), ("pkg/NOTES.md", "docs"),
+    ("src/pkg/core.py", "source"), ("pkg/tests.py", "source"), ("contest.py", "source"), ("pkg/.hidden.py", "source"),
+])
+def test_each_path_is_classified_by_the_first_rule_that_matches(path, kind):
+    assert classify(path, PYTEST) == kind
+
+
+def test_commits_are_split_skipped_with_their_reason_and_get_stable_ids(small_repo):
+    repo = GitRepo.open(small_repo["repo"])
+    judged = {c.sha: judge(repo, c, PYTEST, MineOptions()) for c in repo.commits()}
+    assert judged[small_repo["root"]].skipped == "root commit (no parent)"
+    assert judged[small_repo["docs"]].skipped == "docs or packaging only"
+    assert judged[small_repo["tests_only"]].skipped == "no source change"
+    cand = judged[small_repo["fix"]].candidate
+    assert cand.task_id == f"smallpkg-{small_repo['fix'][:10]}" and cand.parent == small_repo["root"]
+    assert cand.gold_files == ["smallpkg/__init__.py"] and cand.test_files == ["tests/test_add.py"]
+    assert cand.docs_files == ["CHANGES.rst"] and cand.lines == 2 + 4
+    assert judge(repo, repo.commit(small_repo["fix"]), PYTEST, MineOptions(max_lines=5)).skipped == \
+        "diff too large (6 changed lines > 5)"
+
+
+def test_protected_files_skip_unless_allowed_and_then_join_the_gold(small_repo):
+    repo_dir = small_repo["repo"]
+    sha = commit(repo_dir, "fix with config", {"smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
+                                               "tests/test_add.py": "def test_y():\n    pass\n",
+                                               "tests/pytest.ini": "[pytest]\n"}, "2024-05-01T12:00:00+00:00")
+    repo = GitRepo.open(repo_dir)
+    assert judge(repo, repo.commit(sha), PYTEST, MineOptions()).skipped == "changes protected file tests/pytest.ini"
+    cand = judge(repo, repo.commit(sha), PYTEST, MineOptions(allow_config=True)).candidate
+    assert cand.gold_files == ["smallpkg/__init__.py", "tests/pytest.ini"] and cand.protected_files == ["tests/pytest.ini"]
+
+
+def test_issue_references_and_exports(tmp_path):
+    assert referenced_issue("Refactor (see #3)\n\nfixes #12") == "12"
+    assert referenced_issue("closes PROJ-7: crash") == "PROJ-7"
+    assert referenced_issue("GH-44 follow-up") == "44" and referenced_issue("no issue here, a#b") is None
+    github = tmp_path / "gh.json"
+    github.write_text(json.dumps([{"number": 12, "title": "add() subtracts", "body": "2+3 gives -1"}]))
+    gitlab = tmp_path / "gl.json"
+    gitlab.write_text(json.dumps([{"iid": 5, "title": "t", "description": "d"}]))
+    jira = tmp_path / "jira.csv"
+    jira.write_text("Issue key,Summary,Description\nPROJ-7,Crash on start,Stack trace here\n")
+    assert load_issues(github)["12"].statement() == "add() subtracts\n\n2+3 gives -1\n"
+    assert load_issues(gitlab)["5"].body == "d" and load_issues(jira)["PROJ-7"].title == "Crash on start"
+    for bad, message in (("[{]", "not valid JSON"), ("name,size\nx,1\n", "needs a header with id, title and body"),
+                         ('[{"title": "no number"}]', "has no number/iid")):
+        (tmp_path / "bad").write_text(bad)
+        with pytest.raises(MineError, match=message):
+            load_issues(tmp_path / "bad")
+    with pytest.raises(MineError, match="cannot read the issue export"):
+        load_issues(tmp_path / "missing.json")
+
+
+def test_a_model_written_statement_is_marked_with_model_and_prompt(monkeypatch):
+    from fakellm import FakeLLM, Reply
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeLLM() as server:
+        server.script(Reply(text="add() returns the difference of its arguments instead of their sum."))
+        text, prompt = model_statement("anthropic/claude-test", "Fix add", "-return a - b\n+return a + b\n",
+                                       base_url=server.base_url)
+        sent = json.dumps(server.bodies())
+    assert text.startswith("add() returns the difference") and "Fix add" in prompt and "Fix add" in sent
+
+
+# ----------------------------------------------------------------------------- environments
+
+
+def test_environment_inferred_from_the_base_commit_and_overridden(small_repo, tmp_path):
+    repo = GitRepo.open(small_repo["repo"])
+    when = datetime(2024, 2, 1, 12, tzinfo=timezone.utc)
+    plan = infer_environment(repo, small_repo["root"], when, RepoConfig())
+    assert plan.requirements == ["setuptools>=61", "attrs>=21", "pytest>=7", "hypothesis"]
+    assert plan.install == ["pip install --no-build-isolation --no-deps -e ."]
+    assert plan.as_of == "2024-02-01T12:00:00Z" and plan.sources == ["pyproject.toml"]
+    override = tmp_path / "wholeloop.yaml"
+    override.write_text("test_requirements: [pytest==8.3.5]\ndependencies_as_of: latest\ninstall: [make dev]\n")
+    plan = infer_environment(repo, small_repo["root"], when, load_config(override, repo))
+    assert plan.requirements == ["setuptools>=61", "attrs>=21", "pytest==8.3.5"] and plan.as_of is None
+    assert plan.install == ["make dev"]
+    override.write_text("instal: [x]\ntest_command: pytest\n")
+    with pytest.raises(MineError) as err:
+        load_config(override, repo)
+    assert "instal: unknown key" in str(err.value) and "test_command: Value error, must contain {files}" in str(err.value)
+
+
+def test_every_kind_of_dependency_file_is_read(tmp_path):
+    repo_dir = tmp_path / "legacy"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    base = commit(repo_dir, "legacy layout", {
+        "setup.py": "from setuptools import setup\nsetup(name='legacy', install_requires=['six'], "
+                    "tests_require=['mock'], extras_require={'test': ['nose2']})\n",
+        "setup.cfg": "[options]\ninstall_requires =\n    idna\n[options.extras_require]\ntesting =\n    coverage\n",
+        "requirements-dev.txt": "-r requirements/base.txt\nflake8  # lint\n-e .\n",
+        "requirements/base.txt": "tomli\n",
+        "tox.ini": "[testenv]\ndeps =\n    pytest-xdist\n    py38: oldthing\n    {[base]deps}\n",
+        "noxfile.py": "import nox\n@nox.session\ndef tests(session):\n    session.install('-r', 'x.txt', 'freezegun')\n",
+        "legacy.py": "X = 1\n",
+    })
+    plan = infer_environment(GitRepo.open(repo_dir), base, datetime(2020, 1, 1, tzinfo=timezone.utc), RepoConfig())
+    # build, then runtime (setup.cfg, setup.py, requirements/base.txt), then test requirements; tox's
+    # factor-conditional lines and substitutions are left out; pytest is added since nothing names it
+    assert plan.requirements == ["setuptools", "wheel", "idna", "six", "tomli", "coverage", "mock", "nose2", "flake8",
+                                 "pytest-xdist", "freezegun", "pytest"]
+    assert plan.sources == ["setup.cfg", "setup.py", "requirements-dev.txt", "requirements/base.txt", "tox.ini",
+                            "noxfile.py"]
+
+
+def test_an_environment_that_cannot_be_inferred_says_which_file_to_write(tmp_path):
+    repo_dir = tmp_path / "scripts"
+    repo_dir.mkdir()
+    git(repo_dir, "init", "-q", "-b", "main")
+    commit(repo_dir, "start", {"tool.py": "X = 1\n", "tests/test_tool.py": "def test_a():\n    pass\n"})
+    commit(repo_dir, "fix", {"tool.py": "X = 2\n", "tests/test_tool.py": "def test_b():\n    pass\n"})
+    out = tmp_path / "out"
+    result = wholeloop("mine", str(repo_dir), "--out", str(out))
+    assert result.returncode == 2 and "cannot infer how to install" in result.stderr
+    assert "wholeloop.yaml" in result.stderr and not out.exists()
+
+
+# ----------------------------------------------------------------------------- secrets
+
+
+def test_secrets_are_found_with_file_line_and_rule_cached_baselined_and_redacted(small_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "cache"))
+    repo_dir = small_repo["repo"]
+    sha = commit(repo_dir, "fix with a key", {"smallpkg/__init__.py": f"KEY = '{FAKE_KEY}'\n\ndef add(a, b):\n    return a + b\n",
+                                              "tests/test_add.py": "def test_k():\n    pass\n"})
+    repo = GitRepo.open(repo_dir)
+    parent = repo.commit(sha).parents[0]
+    scanner = SecretScanner()
+    found = scanner.scan_commit(repo, parent, sha, "Fix add", ["smallpkg/__init__.py"], ["tests/test_add.py"])
+    assert [(f.file, f.line, f.rule, f.where) for f in found] == [("smallpkg/__init__.py", 1, "AWS Access Key", "gold")]
+    assert redact(f"x = '{FAKE_KEY}'", found) == "x = '<redacted:AWS-Access-Key>'"
+    tree = scanner.scan_tree(repo, sha)
+    assert [(f.file, f.line) for f in tree] == [("smallpkg/__init__.py", 1)] and scanner.scan_tree(repo, sha) == tree
+    assert scanner.scan_tree(repo, parent) == []
+    baseline = tmp_path / ".secrets.baseline"
+    baseline.write_text(json.dumps({"results": {"smallpkg/__init__.py": [
+        {"type": "AWS Access Key", "hashed_secret": hashed(FAKE_KEY), "line_number": 1}]}}))
+    assert SecretScanner(baseline).scan_commit(repo, parent, sha, "Fix add", ["smallpkg/__init__.py"], []) == []
+    # a mined task is refused naming the finding; nothing of it is written
+    out = tmp_path / "out"
+    monkeypatch.setenv("COLUMNS", "200")  # the reason on one line of the table
+    result = wholeloop("tasks", "from-commit", str(repo_dir), sha, "--out", str(out), "--no-check")
+    assert result.returncode == 0 and "refused: secret found: smallpkg/__init__.py:1 AWS Access Key" in result.stdout
+    assert not list(out.glob("*.yaml"))
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def test_a_verdict_goes_stale_when_the_spec_changes_and_rewrites_keep_the_header(tmp_path):
+    spec = tmp_path / "t.yaml"
+    spec.write_text("# generated: edit the source instead\nid: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\n"
+                    "hidden_tests: {command: pytest}\nFAIL_TO_PASS: [t.py::a]\n")
+    task = load_task(spec)
+    assert check_status(task, look_up_image=False) == ("unchecked", "never checked")
+    verdict_path(spec).write_text(Verdict(task_id="t-1", spec_hash=task.content_hash(), passed=True).model_dump_json())
+    assert check_status(task, look_up_image=False)[0] == "checked"
+    rewrite_spec(spec, {"quarantined": "gold patch does not apply", "FAIL_TO_PASS": []})
+    text = spec.read_text()
+    assert text.startswith("# generated: edit the source instead\nid: t-1\nquarantined: gold patch does not apply\n")
+    task = load_task(spec)
+    assert check_status(task, look_up_image=False) == ("quarantined", "gold patch does not apply")
+    rewrite_spec(spec, {"quarantined": None, "FAIL_TO_PASS": ["t.py::b"]})
+    assert check_status(load_task(spec), look_up_image=False)[0] == "stale"
+
+
+def test_an_empty_fail_to_pass_needs_a_quarantine(tmp_path):
+    from harness.tasks import TaskSpecError
+
+    spec = tmp_path / "t.yaml"
+    spec.write_text("id: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {command: pytest}\n"
+                    "FAIL_TO_PASS: []\n")
+    with pytest.raises(TaskSpecError, match="FAIL_TO_PASS: Value error, is empty"):
+        load_task(spec)
+    spec.write_text(spec.read_text() + "quarantined: not checked yet\n")
+    assert load_task(spec).quarantined == "not checked yet"
+
+
+# ----------------------------------------------------------------------------- contamination dating
+
+
+def test_reports_split_each_configuration_by_the_training_cutoff(tmp_path):
+    from harness.records import PhaseTimes, ResultRow, RunFolder
+    from harness.report.figures import compute_figures
+
+    run = tmp_path / "run"
+    folder = RunFolder(run, create=True)
+    created = {"old-1": "2024-01-10T00:00:00+00:00", "old-2": "2025-03-31T23:00:00+00:00",
+               "new-1": "2025-04-01T00:00:01+00:00", "new-2": "2025-06-01T00:00:00+00:00", "undated": None}
+    folder.update_manifest(lambda m: m.update({"run_id": "run", "tasks": {t: {"created_at": c} for t, c in created.items()}}))
+    resolved = {"old-1": True, "old-2": True, "new-1": False, "new-2": True, "undated": False}
+    for task_id, ok in resolved.items():
+        folder.append(ResultRow(run_id="run", task_id=task_id, task_hash="h", config="m", agent="default",
+                                model="anthropic/claude-sonnet-4-20250514", outcome="resolved" if ok else "unresolved",
+                                resolved=ok, final=True, phases=PhaseTimes()))
+    split = compute_figures([run]).dating[0]
+    assert split.cutoff == "2025-03" and "docs.anthropic.com" in split.cutoff_source
+    assert (split.before.resolved, split.before.trials) == (2, 2)
+    assert (split.after.resolved, split.after.trials) == (1, 2) and split.after.rate.low is not None
+    assert (split.undated.resolved, split.undated.trials) == (0, 1)
+    other = compute_figures([run], cutoffs={"claude-sonnet-4*": "2024-06"}).dating[0]
+    assert other.cutoff == "2024-06" and other.after.trials == 3 and other.cutoff_source == "given for this report"
+    result = wholeloop("report", str(run), "--cutoff", "claude-sonnet-4-20250514=2025-05")
+    assert result.returncode == 0 and "Contamination dating" in result.stdout and "2025-05" in result.stdout
+    assert wholeloop("report", str(run), "--cutoff", "nonsense").returncode != 0
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_gets_a_clear_message_and_nothing_is_written(small_repo, tmp_path):
+    out = tmp_path / "out"
+    (tmp_path / "plain").mkdir()
+    cases = [
+        (["mine", str(tmp_path / "plain"), "--out", str(out)], "not a git repository"),
+        (["mine", str(tmp_path / "nowhere"), "--out", str(out)], "no such folder or file"),
+        (["tasks", "from-commit", str(small_repo["repo"]), "deadbeef", "--out", str(out)], "commit 'deadbeef' not found"),
+        (["mine", str(small_repo["repo"]), "--since", "2030-01-01", "--out", str(out)], "no commits in the range since"),
+        (["mine", str(small_repo["repo"]), "--since", "2024-03-01", "--out", str(out)],
+         "no candidate commit in the range since 2024-03-01 (2 commit(s): 1 docs or packaging only; 1 no source change)"),
+        (["mine", str(small_repo["repo"]), "--issues", str(tmp_path / "gone.json"), "--out", str(out)],
+         "cannot read the issue export"),
+        (["mine", str(small_repo["repo"]), "--since", "yesterday", "--out", str(out)], "is not a date"),
+    ]
+    for args, message in cases:
+        result = wholeloop(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stdout + result.stderr)
+        assert "Traceback" not in result.stderr
+        assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- the demo repositories (Docker)
+
+
+def _files(patch: str) -> dict[str, str]:
+    """A git diff split into its files' sections."""
+    out, current = {}, None
+    for line in patch.splitlines(keepends=True):
+        if line.startswith("diff --git a/"):
+            current = line[len("diff --git a/"):].split(" b/", 1)[0]
+            out[current] = ""
+        if current is not None:
+            out[current] += line
+    return out
+
+
+@pytest.mark.docker
+def test_mining_the_demo_repositories_finds_every_demo_task(tmp_path):
+    demo = {t.id: t for t in load_tasks([ROOT / "tasks" / "demo"])}
+    mined = {}
+    for name in ("inikit", "ledgerly"):
+        out = tmp_path / name
+        result = wholeloop("mine", str(ROOT / "repos" / f"{name}.bundle"), "--out", str(out), "--no-check")
+        assert result.returncode == 0, result.stdout + result.stderr
+        mined.update({t.origin.commit: t for t in load_tasks([out])})
+    for task_id, task in demo.items():
+        found = mined.get(task.metadata["fix_commit"])
+        assert found is not None, f"{task_id}: its fix commit was not mined"
+        assert found.base_commit == task.base_commit and found.test_patch() == task.test_patch(), task_id
+        ours, theirs = _files(found.gold()), _files(task.gold())
+        assert all(theirs[path] == section for path, section in ours.items()), task_id
+        # the demo's gold patch also carries docs (ledgerly-003: README.md); mining drops docs
+        assert all(classify(path, PYTEST) == "docs" for path in theirs.keys() - ours.keys()), task_id
+        assert found.created_at and found.quarantined.startswith("not checked yet")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_tasks_check_passes_on_the_demo_suite_and_run_then_calls_them_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # table cells on one line (a task and its mark)
+    shutil.copytree(ROOT / "tasks", tmp_path / "tasks")
+    shutil.copytree(ROOT / "repos", tmp_path / "repos", ignore=shutil.ignore_patterns("src"))
+    suite = tmp_path / "tasks" / "demo"
+    result = wholeloop("tasks", "check", str(suite), "--workers", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "checking 7 task(s): 42 test runs" in result.stdout and result.stdout.count("ok ") == 7
+    assert sorted(p.name for p in suite.glob("*.check.json")) == sorted(f"{t}.check.json" for t in
+                                                                         [p.stem for p in suite.glob("*.yaml")])
+    assert (suite / "inikit-001.yaml").read_text() == (ROOT / "tasks" / "demo" / "inikit-001.yaml").read_text()
+    again = wholeloop("tasks", "check", str(suite))
+    assert again.returncode == 0 and "nothing to check" in again.stdout
+    spec = suite / "inikit-002.yaml"
+    spec.write_text(spec.read_text().replace("problem_statement: |", "problem_statement: |\n  (edited)", 1))
+    run = wholeloop("run", str(suite / "inikit-002.yaml"), str(suite / "inikit-001.yaml"), "--agent", "gold",
+                    "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 task(s) stale (inikit-002)" in run.stdout
+    assert "inikit-002 (stale)" in wholeloop("report", str(tmp_path / "run")).stdout
+
+
+def test_docs_tasks_md_names_every_field_of_the_spec_and_of_wholeloop_yaml():
+    from harness.tasks.spec import Environment, HiddenTests, LimitsSpec, Origin, Task, Timeouts
+
+    text = (ROOT / "docs" / "tasks.md").read_text()
+    missing = [f"{model.__name__}.{field.alias or name}"
+               for model in (Task, Environment, HiddenTests, LimitsSpec, Timeouts, Origin, RepoConfig)
+               for name, field in model.model_fields.items() if f"`{field.alias or name}`" not in text]
+    assert missing == []
+    assert "docs/tasks.md" in (ROOT / "README.md").read_text()
+
+
+def test_env_like_files_never_enter_a_snapshot_unless_the_task_names_them(tmp_path, monkeypatch):
+    from sandbox import cached_snapshot, make_snapshot
+
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "app"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    base = commit(repo, "app", {"app.py": "X = 1\n", ".env": "TOKEN=abc\n", "deploy/prod.env": "K=v\n",
+                                "config/.env.test": "T=1\n", ".netrc": "machine x\n", "environment.py": "E = 1\n"})
+    made = make_snapshot(str(repo), base, tmp_path / "snap")
+    assert sorted(made.excluded) == [".env", ".netrc", "config/.env.test", "deploy/prod.env"]
+    assert not (tmp_path / "snap" / ".env").exists() and (tmp_path / "snap" / "environment.py").exists()
+    listed = git(tmp_path / "snap", "ls-files")
+    assert ".env" not in listed.split() and "app.py" in listed.split()
+    kept = cached_snapshot(str(repo), base, keep=("config/.env.test",))
+    assert (kept.path / "config" / ".env.test").exists() and "config/.env.test" not in kept.excluded
+    assert cached_snapshot(str(repo), base).excluded == made.excluded  # the marker beside the cached snapshot
+
+
+@pytest.mark.docker
+def test_a_statement_comes_from_the_issue_the_commit_names(small_repo, tmp_path):
+    issues = tmp_path / "issues.json"
+    issues.write_text(json.dumps([{"number": 12, "title": "add() subtracts", "body": "add(2, 3) gives -1."}]))
+    out = tmp_path / "out"
+    result = wholeloop("tasks", "from-commit", str(small_repo["repo"]), small_repo["fix"], "--out", str(out),
+                       "--issues", str(issues), "--no-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    task = load_task(out / f"smallpkg-{small_repo['fix'][:10]}.yaml")
+    assert task.problem_statement == "add() subtracts\n\nadd(2, 3) gives -1.\n"
+    assert task.origin.statement == "issue" and task.origin.issue == "12" and task.origin.commit == small_repo["fix"]
+    assert task.created_at == "2024-02-01T12:00:00+00:00" and task.origin.dependencies_as_of == "2024-02-01T12:00:00Z"
+    assert task.hidden_tests.command == "python -m pytest -rA -p no:cacheprovider tests/test_add.py"
+    assert task.quarantined.startswith("not checked yet") and (out / "mine-report.json").exists()
+    setup = "\n".join(task.environment.setup)
+    assert "uv pip install" in setup and "attrs==" in setup and "hypothesis==" in setup  # pinned, as of the date
