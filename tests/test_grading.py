@@ -50,6 +50,9 @@ def _section(path: str, *, new_file: bool = True, mode: str = "100644", body: st
     ("tests/test_new.py", "protected"),
     ("tests/test_hidden.py", "protected"),
     ("conftest.py", "protected"),
+    ("calc/testing/helpers.py", ""),  # a library's testing/ package (numpy.testing): not the tests
+    ("calc/testing/test_helpers.py", "protected"),
+    ("calc/testing/conftest.py", "protected"),
     ("pkg/conftest.py", "protected"),
     ("setup.cfg", "protected"),
     (".git/hooks/pre-commit", "under .git/"),
@@ -73,12 +76,36 @@ def test_each_path_of_a_patch_is_kept_or_stripped_with_its_reason(path, reason):
     assert (decision.text() != "") == (reason == "")
 
 
+def test_a_test_folder_holding_the_hidden_tests_is_protected_whole():
+    """pytest's own repository keeps its tests in testing/: there the folder's data and helpers are
+    the tests'; elsewhere a testing/ package is library code."""
+    task = _task(hidden_tests={"command": "pytest", "files": {"testing/python/test_hidden.py": "x"}})
+    for path, reason in [("testing/example_scripts/data.txt", "protected"), ("testing/helper.py", "protected"),
+                         ("src/testing/helper.py", ""), ("testingx/a.py", "")]:
+        got = {s.path: s.reason for s in decide(task, parse_patch(_section(path))[0]).stripped}
+        assert got.get(path, "") == reason, (path, got)
+
+
 @pytest.mark.parametrize("target, leaves", [("../../etc", True), ("/etc/passwd", True), ("../.git/config", True),
                                             ("other.py", False), ("../calc/x.py", False)])
 def test_symlinks_leaving_the_repository_are_stripped(target, leaves):
     sections, _ = parse_patch(_section("calc/link", mode="120000", body=f"+{target}\n\\ No newline at end of file"))
     assert sections[0].symlink_target() == target
     stripped = decide(_task(), sections).stripped
+    assert bool(stripped) is leaves, stripped
+
+
+@pytest.mark.parametrize("base, target, leaves", [
+    ({"deep": "."}, "../deep/deep/../../etc", True),  # through a symlink of the base
+    ({}, "../deep/deep/../../etc", False),  # no such symlink: `etc` inside
+    ({"up": ".."}, "../up/x", True),
+    ({"docs": "calc"}, "../docs/x.py", False),  # through one, staying inside
+    ({"loop": "loop/a"}, "../loop", True),  # a loop counts as leaving
+    ({"g": ".GIT"}, "../g/config", True),
+])
+def test_symlinks_are_resolved_through_the_trees_other_symlinks(base, target, leaves):
+    sections, _ = parse_patch(_section("calc/link", mode="120000", body=f"+{target}\n\\ No newline at end of file"))
+    stripped = decide(_task(), sections, base_links=base).stripped
     assert bool(stripped) is leaves, stripped
 
 
@@ -105,6 +132,33 @@ def test_paths_come_from_every_header_of_a_section():
     patch = "diff --git a/ok.py b/ok.py\n--- a/ok.py\n+++ b/.git/hooks/x\n@@ -1 +1 @@\n-a\n+b\n"
     sections, _ = parse_patch(patch)
     assert {s.path for s in decide(_task(), sections).stripped} == {".git/hooks/x"}
+
+
+@pytest.mark.parametrize("plus, checked", [
+    ("+++ b/conftest.py 2024-01-01 00:00:00.000000000 +0000", "conftest.py"),  # a space, then a date: dropped
+    ("+++ b/conftest.py Mon Jan  1 00:00:00 2024", "conftest.py"),
+    ("+++ b/conftest.py\t2024-01-01 00:00:00", "conftest.py"),
+    ("+++ b/conftest.py\rX", "conftest.py\rX"),  # anything else is part of the name...
+    ("+++ b/conftest.py X", "conftest.py X"),
+    ('+++ "b/sp ace\\303\\251.py"', "sp ace\u00e9.py"),
+])
+def test_an_applier_reads_exactly_the_names_grading_checked(plus, checked, tmp_path):
+    """A hand-written section's names are written out again from what grading checked (quoted when
+    they hold whitespace or other bytes), so git apply writes the checked path and nothing else."""
+    patch = "--- /dev/null\n" + plus + "\n@@ -0,0 +1 @@\n+x\n"
+    sections, _ = parse_patch(patch)
+    assert sections[0].paths == [checked]
+    decision = decide(_task(), sections)
+    if checked == "conftest.py":
+        assert [s.path for s in decision.stripped] == ["conftest.py"] and not decision.kept
+        return
+    assert not decision.stripped and not sections[0].plain()  # never to `patch`, which reads names its own way
+    rendered = decision.text()
+    assert parse_patch(rendered)[0][0].paths == [checked]
+    git(tmp_path, "init", "-q")
+    (tmp_path / "p.diff").write_bytes(rendered.encode("utf-8", "surrogateescape"))
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in (".git", "p.diff")) == [checked]
 
 
 # ------------------------------------------------------------------------------------ two channels
@@ -200,6 +254,7 @@ def test_plugins_are_the_recorded_ones_plus_the_tasks_and_never_autoloaded():
     opts = setup.env["PYTEST_ADDOPTS"]
     assert opts.startswith("-x -p asyncio -p myplug -p pytest_reportlog.plugin --report-log=/tmp/wholeloop-report-tok/")
     assert any(p.endswith("pytest_reportlog/plugin.py") for p in setup.files)
+    assert setup.imports == ("pytest_asyncio", "myplug") and setup.env["PYTEST_PLUGINS"] == ""
 
 
 def test_feedback_messages_lose_every_line_of_the_hidden_tests():
@@ -208,6 +263,15 @@ def test_feedback_messages_lose_every_line_of_the_hidden_tests():
     scrubbed = scrub_messages(messages, hidden)["t"]
     assert "secret" not in scrubbed and "from calc import add" not in scrubbed
     assert scrubbed.splitlines()[0] == "assert -1 == 5" and len(scrubbed.splitlines()[1]) < 220
+
+
+def test_feedback_messages_lose_the_hidden_tests_literals_however_pytest_quotes_them():
+    hidden = ['def test_p():\n    assert parse("k = a;b;c") == {"s": {"key": "a;b;c"}}\n    assert lang() == "C#"\n'
+              '    assert port() == 8080\n    assert esc() == "tab\\there"\n']
+    messages = {"t": "AssertionError: assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}\nE   assert 'C' == 'C#'\n"
+                     "assert 80 == 8080\nassert 'tab' == 'tab\\there'\nE   ValueError: no section 'x'"}
+    scrubbed = scrub_messages(messages, hidden)["t"]
+    assert scrubbed == "ValueError: no section 'x'", scrubbed
 
 
 # ------------------------------------------------------------------------------------ no false negatives
@@ -403,3 +467,12 @@ def test_an_expected_xfail_counts_and_a_regrade_of_an_unchanged_run_changes_noth
     again = read_results(new / "results.jsonl")
     assert [(r.task_id, r.attempt, r.outcome) for r in again] == [(row.task_id, row.attempt, row.outcome)]
     assert "0 changed outcome" in done.stdout
+
+
+def test_regrade_reads_a_saved_patch_byte_for_byte(tmp_path):
+    """A CRLF file's patch keeps its CRs when a run is regraded (read_text() turned them into LF)."""
+    from harness.run.regrade import read_patch
+
+    patch = "diff --git a/w.txt b/w.txt\n--- a/w.txt\n+++ b/w.txt\n@@ -1 +1 @@\n-a\r\n+b\r\n"
+    (tmp_path / "patch.diff").write_bytes(patch.encode())
+    assert read_patch(tmp_path / "patch.diff") == patch

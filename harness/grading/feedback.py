@@ -10,6 +10,8 @@ read (see docs/grading.md); lines of the hidden tests never pass through as they
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Literal
 
 from sandbox import Sandbox
@@ -28,17 +30,54 @@ MIN_MATCH = 8  # a hidden line at least this long is removed wherever it occurs 
 _HEAD = "Your patch was not accepted (outcome: {outcome}). Keep working on the issue and call submit again."
 
 
+MIN_LITERAL = 4  # a string or number literal of the hidden tests at least this long drops any message line holding it
+# (a string of 2 or 3 characters does so when the line holds it quoted)
+_LITERAL = re.compile(r"""[rRbBuUfF]{0,2}("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|(?<![\w.])(\d[\d_.eExXa-fA-F+-]*)""")
+
+
+def _normal(text: str) -> str:
+    """Quotes made one: pytest writes a hidden test's `"a;b;c"` as `'a;b;c'` in its messages."""
+    return text.replace('"', "'")
+
+
+def hidden_literals(hidden_text: list[str]) -> set[str]:
+    """The string and number literals of the hidden tests (MIN_LITERAL characters or more), as
+    written and as Python reads them (their escapes decoded; a repr in a message may show either)."""
+    out: set[str] = set()
+    for text in hidden_text:
+        for match in _LITERAL.finditer(text):
+            quoted, number = match.group(1), match.group(2)
+            forms = {number} if number else {quoted[1:-1]}
+            if quoted:
+                try:
+                    value = ast.literal_eval(quoted)
+                    forms |= {str(value), repr(value)[1:-1]} if isinstance(value, str) else set()
+                except (ValueError, SyntaxError):
+                    pass
+            out |= {_normal(f.strip()) for f in forms if f and len(f.strip()) >= MIN_LITERAL}
+            # shorter strings (`"C#"`) only as a message quotes them: `'C#'`
+            out |= {f"'{_normal(f)}'" for f in forms if quoted and 2 <= len(f) < MIN_LITERAL}
+    return out
+
+
 def scrub_messages(messages: dict[str, str], hidden_text: list[str]) -> dict[str, str]:
     """Failure messages without any line that occurs in the hidden test files (`hidden_text`, their
-    contents), at most MESSAGE_LINES lines of MESSAGE_CHARS characters each."""
-    lines = {line.strip() for text in hidden_text for line in text.splitlines() if line.strip()}
+    contents) however quoted, nor any line holding one of their literals (pytest's assertion
+    rewriting prints the compared values: the expected side is the hidden test's own data), at most
+    MESSAGE_LINES lines of MESSAGE_CHARS characters each. The failing test's id and exception type
+    are given apart (see feedback_text)."""
+    lines = {_normal(line.strip()) for text in hidden_text for line in text.splitlines() if line.strip()}
     long = [line for line in lines if len(line) >= MIN_MATCH]
+    literals = hidden_literals(hidden_text)
     out: dict[str, str] = {}
     for test, message in messages.items():
         kept = []
         for line in message.splitlines():
             bare = line.strip()
-            if not bare or bare in lines or any(h in bare for h in long):
+            if bare[:2] in ("E", "E "):  # pytest's marker of an error line: nothing of its own
+                bare = bare[1:].strip()
+            seen = _normal(bare)
+            if not bare or seen in lines or any(h in seen for h in long) or any(lit in seen for lit in literals):
                 continue
             kept.append(bare[:MESSAGE_CHARS] + (" [...]" if len(bare) > MESSAGE_CHARS else ""))
             if len(kept) == MESSAGE_LINES:

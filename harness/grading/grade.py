@@ -35,8 +35,8 @@ from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
 from ..tasks import Task
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
-from .patching import (APPLIERS, WORK, Decision, apply_patch, clear_bytecode, decide, parse_patch, restore_inline_tests,
-                       shadowing_modules)
+from .patching import (APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, base_symlinks, clear_bytecode, decide,
+                       parse_patch, restore_inline_tests, shadowing_modules)
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
@@ -73,7 +73,9 @@ def grade(
                 at.step = "prepare the hidden tests"
                 prepared = prepare_hidden_tests(sb, task, parsers)
                 if decision is None:
-                    decision = decide(task, sections, unparsed, shadowing_modules(sb, sections))
+                    shadowing = shadowing_modules(sb, sections, task.hidden_tests.command,
+                                                  (*RUNNER_MODULES, *(m for s in prepared.setups for m in s.imports)))
+                    decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
@@ -168,6 +170,7 @@ class HiddenRun:
     exit_code: int | None
     timed_out: bool
     seconds: float
+    refused: str = ""  # why the run could not start on this tree (bytecode not cleared): the patch's failure
 
 
 def prepare_hidden_tests(sb: Sandbox, task: Task, parsers: list[Parser] | None = None) -> HiddenTests:
@@ -193,11 +196,15 @@ def prepare_hidden_tests(sb: Sandbox, task: Task, parsers: list[Parser] | None =
 def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> HiddenRun:
     """Run the hidden test command once (bytecode cleared, the parsers' environment, fresh
     structured reports) and read its results with the parsers, cross-checked with the exit code."""
-    clear_bytecode(sb)
+    refused = clear_bytecode(sb)
+    if refused:  # never an InfraError: what the tree holds is the patch's (see clear_bytecode)
+        return HiddenRun(refused, None, None, False, 0.0, refused)
     stale = [s.report_path for s in prepared.setups if s.report_path]
     if stale:  # a report left by an earlier run in this container is not this run's
         sb.exec(["rm", "-f", "--", *stale], timeout=sb.limits.step_timeout_s)
     env = {k: v for s in prepared.setups for k, v in s.env.items()}
+    if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
+        env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
     run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s,
                   output_bytes=TEST_OUTPUT_BYTES)
     output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
@@ -239,6 +246,13 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
 def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, str, TestReport | None]:
     run = run_hidden_tests(sb, task, prepared)
     output = run.output
+    if run.refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
+        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.unresolved, resolved=False,
+                       note=run.refused)
+        result.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
+        result.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
+        result.pass_to_pass = TestTally(total=len(task.pass_to_pass))
+        return result, output, None
     if run.timed_out or run.report is None:
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.test_timeout, resolved=False)
         result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"

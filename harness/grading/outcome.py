@@ -15,7 +15,10 @@ GRADE_SCHEMA = 1
 # (`wholeloop regrade`). 1: before issue 9 (grade.json had no grader_version). 2: the patch taken
 # from outside the agent's container; paths from the patch; two channels; XFAIL only when expected.
 # 3: a grading step the patch makes fail (it passes on the base) is `environment_broken`, not infra_error.
-GRADER_VERSION = 3
+# 4: after the red team -- shadowing asked of every new path and the hidden command's roots, names
+# re-rendered for the appliers, symlinks resolved through symlinks, `testing/` protected only where
+# the hidden tests are, hidden literals kept out of feedback.
+GRADER_VERSION = 4
 
 
 class Outcome(str, Enum):

@@ -35,6 +35,7 @@ GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
 APPLIERS = ("git apply", "git apply --3way", "patch --fuzz=5")
 _CACHE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox"}
 _STARTUP = {"sitecustomize", "usercustomize"}
+TEST_DIR_NAMES = ("test", "tests", "testing")  # a folder so named above a hidden test file is protected whole
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _HEADERS = ("old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ", "copy to ",
             "rename from ", "rename to ", "similarity index ", "dissimilarity index ", "index ")
@@ -59,7 +60,30 @@ class Section:
         return [p for p in dict.fromkeys((self.old, self.new, *self.mentioned)) if p is not None]
 
     def text(self) -> str:
-        return "".join(line + "\n" for line in self.header + self.body)
+        """The section as grading applies it: every line naming a path written again from the parsed
+        names (C-quoted when they hold anything but plain printable ASCII without whitespace; no
+        timestamps), so an applier can only read the paths grading checked (never a name it ends at
+        a space, a CR or a date where grading's reading went on). Other lines as they were."""
+        header = list(self.header)
+        a = self.old if self.old is not None else self.new
+        b = self.new if self.new is not None else self.old
+        if header and header[0].startswith("diff --git ") and a is not None and b is not None:
+            header[0] = f"diff --git {_quote('a/' + a)} {_quote('b/' + b)}"
+            for i, line in enumerate(header[1:], 1):
+                for key, name in (("rename from ", self.old), ("copy from ", self.old),
+                                  ("rename to ", self.new), ("copy to ", self.new)):
+                    if line.startswith(key) and name is not None:
+                        header[i] = key + _quote(name)
+        body = list(self.body)
+        if not self.binary and len(body) >= 2 and body[0].startswith("--- ") and body[1].startswith("+++ "):
+            body[0] = "--- " + ("/dev/null" if self.old is None else _quote("a/" + self.old))
+            body[1] = "+++ " + ("/dev/null" if self.new is None else _quote("b/" + self.new))
+        return "".join(line + "\n" for line in header + body)
+
+    def clean_names(self) -> bool:
+        """Are all its paths plain printable ASCII without whitespace or quotes (what `patch` reads
+        as grading does)?"""
+        return all(_quote(p) == p for p in self.paths)
 
     def symlink_target(self) -> str | None:
         """The target of the symlink this section creates or changes (from its hunk), if any."""
@@ -71,6 +95,8 @@ class Section:
     def plain(self) -> bool:
         """A text change of a regular file, its mode unchanged (what `patch` may apply)."""
         if self.binary or self.renamed or not {self.old_mode, self.new_mode} <= {None, "100644", "100755"}:
+            return False
+        if not self.clean_names():
             return False
         return self.old is None or self.new is None or self.old_mode == self.new_mode
 
@@ -200,11 +226,21 @@ def _hunks(lines: list[str], i: int, section: Section) -> int:
     return i
 
 
+# A timestamp after a name and one space, as `diff -u` and others write it (git apply drops it too):
+# ISO ("2024-01-01 00:00:00.000000000 +0000") or ctime ("Mon Jan  1 00:00:00 2024").
+_STAMP = re.compile(r" (\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d(\.\d+)?)?( ?[+-]\d{4}| ?[A-Z]{3,5})?"
+                    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}( ?[+-]\d{4})?)$")
+
+
 def _side(spec: str) -> str | None:
-    """A path from a ---/+++ line: the timestamp dropped, the first component stripped (-p1)."""
-    name = spec.split("\t")[0].rstrip()
+    """A path from a ---/+++ line: the timestamp dropped (after a TAB, or after a space as git does),
+    the first component stripped (-p1). Whatever else the name holds (a space, a CR) is part of it;
+    `Section.text` writes it quoted, so the appliers read the same name."""
+    name = spec.split("\t")[0]
     if name.startswith('"'):
         name = _unquote(name)
+    else:
+        name = _STAMP.sub("", name.rstrip(" \r"))
     if name == "/dev/null":
         return None
     return name.split("/", 1)[1] if "/" in name else name
@@ -230,6 +266,17 @@ def _unquote(name: str) -> str:
     return name
 
 
+def _quote(name: str) -> str:
+    """A path as git writes it in a patch: as it is when it is plain printable ASCII without
+    whitespace or quotes, otherwise in double quotes with C escapes (octal for other bytes)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if all(0x21 <= c < 0x7f and c not in b'"\\' for c in raw):
+        return name
+    named = {0x07: "a", 0x08: "b", 0x09: "t", 0x0a: "n", 0x0b: "v", 0x0c: "f", 0x0d: "r", 0x22: '"', 0x5c: "\\"}
+    out = "".join("\\" + named[c] if c in named else chr(c) if 0x20 <= c < 0x7f else f"\\{c:03o}" for c in raw)
+    return f'"{out}"'
+
+
 def touched_files(patch: str) -> list[str]:
     """Paths a patch creates, changes or deletes (binary ones included), from its sections."""
     sections, _ = parse_patch(patch)
@@ -239,22 +286,35 @@ def touched_files(patch: str) -> list[str]:
 # ----------------------------------------------------------------------------------- deciding
 
 
-def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: set[str] = frozenset()) -> Decision:
-    """Which sections grading applies; the others are stripped, each path with its reason. The
-    task's `allowed_paths` (protected files its own fix changes, `wholeloop mine --allow-config`)
-    are exempt from protection, unless the hidden tests themselves write them."""
+def decide(task: Task, sections: list[Section], unparsed: int = 0,
+           shadowing: dict[str, str] | set[str] = frozenset(), base_links: dict[str, str] | None = None) -> Decision:
+    """Which sections grading applies; the others are stripped, each path with its reason.
+    `shadowing`: paths that would shadow an installed module -> the shadowing entry (a set: the
+    entry is the top-level module or package). `base_links`: the base tree's symlinks (path ->
+    target), through which, with the patch's own, a new symlink's target is resolved. The task's
+    `allowed_paths` (protected files its own fix changes, `wholeloop mine --allow-config`) are
+    exempt from protection, unless the hidden tests themselves write them."""
     protected = [_glob(p) for p in task.protected()]
     hidden = set(touched_files(task.test_patch())) | set(task.hidden_tests.files)
     allowed = set(task.allowed_paths) - hidden
+    # every folder named like a test folder above a hidden test file is protected whole (its data,
+    # helpers and fixtures are the tests'): `testing/` in a repository that keeps its tests there
+    test_dirs = {"/".join(p.split("/")[:i + 1]) + "/" for p in hidden for i, part in enumerate(p.split("/")[:-1])
+                 if part.lower() in TEST_DIR_NAMES}
+    protected.append(re.compile("|".join(re.escape(d) + ".*" for d in sorted(test_dirs)) or r"(?!)"))
+    if not isinstance(shadowing, dict):
+        shadowing = {p: _shadow_name(p) for p in shadowing}
+    links = dict(base_links or {})
+    for section in sections:  # the tree's symlinks after the patch
+        for path in (section.old, section.new):
+            links.pop(path, None)
+    links.update({s.new: t for s in sections if s.new is not None and (t := s.symlink_target()) is not None})
     kept, stripped, reverted = [], [], []
-    tops = {p.split("/")[0] + "/" for p in shadowing if "/" in p}  # packages: every new file below them
     for section in sections:
-        below = shadowing | {p for p in section.paths if section.old is None and p.startswith(tuple(tops))} \
-            if tops else shadowing
-        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, below, allowed))]
+        reasons = [(p, why) for p in section.paths if (why := _refused(p, protected, hidden, shadowing, allowed))]
         target = section.symlink_target()
         if target is not None and section.new is not None and not any(p == section.new for p, _ in reasons):
-            if _leaves(section.new, target):
+            if _leaves(section.new, target, links):
                 reasons.append((section.new, "a symlink leaving the repository"))
         if section.binary and section.new_mode == "120000" and section.new is not None:
             reasons.append((section.new, "a symlink whose target cannot be read"))
@@ -263,12 +323,13 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0, shadowing: se
             continue
         for path, why in reasons:
             stripped.append(Stripped(path, why))
-            if why in ("protected", "shadows an installed module") and path not in reverted:
-                reverted.append(_shadow_name(path) if why.startswith("shadows") else path)
+            entry = shadowing.get(path, path) if why.startswith("shadows") else path
+            if why in ("protected", "shadows an installed module") and entry not in reverted:
+                reverted.append(entry)
     return Decision(kept, stripped, reverted, unparsed)
 
 
-def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: set[str],
+def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str],
              allowed: set[str] = frozenset()) -> str:
     parts = path.split("/")
     lower = [p.lower() for p in parts]
@@ -276,7 +337,7 @@ def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing
         return "outside the repository"
     if ".git" in lower:
         return "under .git/"
-    if any(p in _CACHE_DIRS for p in lower) or lower[-1].endswith((".pyc", ".pyo")):
+    if any(p in _CACHE_DIRS or p.endswith((".pyc", ".pyo")) for p in lower):  # a folder so named too
         return "bytecode or a cache"
     if any(p.endswith((".dist-info", ".egg-info", ".egg-link")) or p == "egg-info" for p in lower):
         return "package metadata"
@@ -289,12 +350,38 @@ def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing
     return ""
 
 
-def _leaves(link: str, target: str) -> bool:
-    """Does a symlink at `link` with this target point outside the repository (or into .git)?"""
+def _leaves(link: str, target: str, links: dict[str, str] | None = None) -> bool:
+    """Does a symlink at `link` with this target point outside the repository (or into .git), as
+    the kernel resolves it through every symlink the tree has after the patch (`links`: path ->
+    target, the base's and the patch's; `deep -> .` makes `../deep/deep/../../etc` leave, where a
+    textual normpath says `etc`)? A loop, or more than 40 links on the way, counts as leaving."""
     if not target or target.startswith("/") or "\n" in target or "\0" in target:
         return True
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
-    return resolved == ".." or resolved.startswith("../") or ".git" in resolved.lower().split("/")
+    links = links or {}
+    queue = [c for c in posixpath.dirname(link).split("/") + target.split("/")]
+    queue.reverse()  # a stack: the next component last
+    resolved: list[str] = []
+    hops = 0
+    while queue:
+        part = queue.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                return True  # above the repository
+            resolved.pop()
+            continue
+        resolved.append(part)
+        if part.lower() == ".git":
+            return True
+        through = links.get("/".join(resolved))
+        if through is not None:
+            hops += 1
+            if hops > 40 or not through or through.startswith("/"):
+                return True
+            resolved.pop()
+            queue.extend(reversed(through.split("/")))
+    return False
 
 
 def _glob(pattern: str) -> re.Pattern:
@@ -328,50 +415,108 @@ def _shadow_name(path: str) -> str:
 
 # ----------------------------------------------------------------------------------- shadowing
 
-# Run by the grading environment's Python in the repository, before the patch is applied: reads the
-# new files' paths (NUL-separated) and prints those that are a top-level module or package on a
-# sys.path entry inside the repository (the repository itself, as `python -m pytest` puts it first;
-# PYTHONPATH; editable installs) and that shadow a module importable without the repository.
+# Run by the grading environment's Python in the repository, before the patch is applied. Reads
+# the patch's new or changed paths (NUL-separated, each followed by "l" for a symlink or "f") and
+# prints, for each that would make an installed module importable from the repository, its index
+# and the path of the shadowing entry. Every component of every path is looked at: a component the
+# base already has as such (a folder, a regular file) is the project's own; a new one is importable
+# under a name when it is a module file (any suffix Python imports: .py, .pyc, .abi3.so, ...), a
+# folder the patch gives an `__init__`, or a symlink (whatever it points to). It shadows when it
+# sits on a sys.path entry inside the repository -- the repository itself (`python -m pytest` puts
+# it first), PYTHONPATH, editable installs, and the roots the hidden command adds (argv[2],
+# os.pathsep-separated: its PYTHONPATH assignments and `cd` folders) -- or, at ANY depth, when its
+# name is one the test run imports before the tests (argv[1]: the runner and its plugins), and a
+# module of that name is importable without the repository.
 _SHADOW_PROBE = r"""
-import importlib.util, os, sys
+import importlib.machinery, importlib.util, os, sys
+critical = set(filter(None, sys.argv[1].split(",")))
 repo = os.path.realpath(os.getcwd())
 inside = lambda p: p == repo or p.startswith(repo + os.sep)
+extra = [os.path.realpath(os.path.join(repo, p)) for p in sys.argv[2].split(os.pathsep) if p]
 roots = {repo} | {os.path.realpath(p) for p in sys.path if p and inside(os.path.realpath(p))}
-sys.path[:] = [p for p in sys.path if p and not inside(os.path.realpath(p))]
-for path in sorted(p for p in sys.stdin.read().split("\0") if p):
-    full = os.path.normpath(os.path.join(repo, path))
-    parent, leaf = os.path.split(full)
-    if leaf == "__init__.py" or leaf.startswith("__init__."):
-        parent, leaf = os.path.split(parent)
-    name = leaf.split(".")[0]
-    if parent in roots and name.isidentifier():
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except Exception:
-            found = True
-        if found:
-            print(path)
+roots |= {p for p in extra if inside(p)}
+sys.path[:] = [p for p in sys.path if p and not inside(os.path.realpath(p))] + [p for p in extra if not inside(p)]
+importlib.invalidate_caches()
+suffixes = sorted(importlib.machinery.all_suffixes(), key=len, reverse=True)
+data = sys.stdin.buffer.read().split(b"\0")
+items = [(os.fsdecode(data[i]), data[i + 1] == b"l") for i in range(0, len(data) - 1, 2)]
+new_paths = {p for p, _ in items}
+def has_init(prefix):
+    return any(q.startswith(prefix + "/__init__.") and "/" not in q[len(prefix) + 1:] for q in new_paths) or any(
+        os.path.isfile(os.path.join(repo, prefix, "__init__" + s)) for s in suffixes)
+def names(comp, folder, link):
+    out = {comp} if (link or folder) and comp.isidentifier() else set()
+    for s in suffixes:
+        if comp.endswith(s) and comp[:-len(s)].isidentifier():
+            out.add(comp[:-len(s)])
+    return out - {"__init__", "__main__"}
+def found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except Exception:
+        return True
+for index, (path, link) in enumerate(items):
+    parts = path.split("/")
+    for depth, comp in enumerate(parts):
+        prefix, last = "/".join(parts[:depth + 1]), depth == len(parts) - 1
+        full = os.path.join(repo, prefix)
+        if not os.path.islink(full) and (os.path.isdir(full) if not last else os.path.isfile(full) and not link):
+            continue  # the base has it already: the project's own
+        folder = not last and has_init(prefix)
+        parent = os.path.realpath(os.path.join(repo, *parts[:depth]))
+        hit = [n for n in names(comp, folder, link and last) if (parent in roots or n in critical) and found(n)]
+        if hit:
+            sys.stdout.write("%d\t%s\n" % (index, prefix + ("" if last else "/")))
+            break
 """
+# What the test run imports before any test, whatever the parser says: Python's own start-up hooks
+# are refused by name elsewhere; these are the test runners and their dependencies.
+RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup", "tomli",
+                  "colorama", "pytest_reportlog")
 
 
-def shadowing_modules(sb: Sandbox, sections: list[Section]) -> set[str]:
-    """New files of the patch that would shadow the test runner or the standard library, asked of
-    the environment's Python before the patch is applied (so nothing of the patch runs).
+def command_roots(command: str) -> list[str]:
+    """Folders the hidden command itself puts on sys.path or runs in: its `PYTHONPATH=` assignments
+    (as a prefix, after `export` or `env`) and its `cd` targets, relative to the repository."""
+    word = r"(\"[^\"]*\"|'[^']*'|[^\s;&|()]*)"
+    roots: list[str] = []
+    for value in re.findall(r"(?<![\w$])PYTHONPATH=" + word, command):
+        value = re.sub(r"\$\{?PYTHONPATH\}?", "", value.strip("\"'"))
+        roots += [p for p in value.split(":") if p]
+    roots += [v.strip("\"'") for v in re.findall(r"(?<![\w-])(?:cd|pushd)\s+" + word, command) if v.strip("\"'")]
+    return roots
 
-    `python -m pytest` puts the repository first on sys.path, so a planted `pytest.py`, `pluggy/`
-    or `inspect.py` would run instead of the real one, inside the test process. A fix has no reason
-    to add a top-level module named like one the environment already has.
+
+def shadowing_modules(sb: Sandbox, sections: list[Section], command: str = "",
+                      critical: tuple[str, ...] = RUNNER_MODULES) -> dict[str, str]:
+    """New or changed paths of the patch that would shadow the test runner or the standard library
+    -> the shadowing entry (`pytest.py`, `pluggy/`, `lib/pytest.py`, a symlink `pytest`), asked of
+    the environment's Python before the patch is applied (so nothing of the patch runs), with the
+    sys.path roots the hidden `command` adds, and `critical` (what the test run imports before the
+    tests) refused at any depth.
+
+    `python -m pytest` puts the repository first on sys.path, so a planted `pytest.py`, `pluggy/`,
+    a symlink `pytest -> pkg/` or `inspect.py` would run instead of the real one, inside the test
+    process. A fix has no reason to add a top-level module named like one the environment has.
     """
-    new = [s.new for s in sections if s.old is None and s.new and s.new.endswith((".py", ".pyc", ".so"))]
-    if not new:
-        return set()
-    probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1"', "sh", _SHADOW_PROBE],
-                    timeout=sb.limits.step_timeout_s, stdin="\0".join(new).encode())
+    paths = [(s.new, s.new_mode == "120000") for s in sections if s.new]
+    if not paths:
+        return {}
+    stdin = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" + (b"l" if link else b"f") + b"\0"
+                     for p, link in paths)
+    probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1" "$2" "$3"', "sh",
+                     _SHADOW_PROBE, ",".join(critical), ":".join(command_roots(command))],
+                    timeout=sb.limits.step_timeout_s, stdin=stdin)
     if probe.returncode in (126, 127):
-        return set()  # no Python in this environment: nothing for a Python module to shadow
+        return {}  # no Python in this environment: nothing for a Python module to shadow
     if not probe.ok:
         raise InfraError(f"cannot check the patch for shadowing modules: {probe.stderr.strip()[-300:]}")
-    return {line for line in probe.stdout.splitlines() if line.strip()}
+    out: dict[str, str] = {}
+    for line in probe.stdout.splitlines():
+        index, _, entry = line.partition("\t")
+        if index.isdigit() and int(index) < len(paths):
+            out[paths[int(index)][0]] = entry
+    return out
 
 
 # ----------------------------------------------------------------------------------- applying
@@ -405,14 +550,29 @@ def _no_symlinks(sb: Sandbox, sections: list[Section]) -> bool:
     return sb.exec(["sh", "-c", script, "sh", sb.workdir, *paths], timeout=sb.limits.step_timeout_s).ok
 
 
-def clear_bytecode(sb: Sandbox) -> None:
-    """Delete every __pycache__ folder and .pyc/.pyo file in the repository (the image's or a
-    planted one's): the hidden tests import the sources, and write no bytecode themselves."""
+def base_symlinks(sb: Sandbox, sections: list[Section]) -> dict[str, str]:
+    """The repository's symlinks (path -> target) in this container, before the patch: only when
+    the patch has a symlink of its own to resolve through them ({} when `find` cannot list them)."""
+    if not any(s.symlink_target() is not None for s in sections):
+        return {}
+    found = sb.exec(["find", ".", "-path", "./.git", "-prune", "-o", "-type", "l", "-printf", "%P\\0%l\\0"],
+                    timeout=sb.limits.step_timeout_s)
+    if not found.ok:
+        return {}
+    items = found.stdout.split("\0")
+    return {items[i]: items[i + 1] for i in range(0, len(items) - 1, 2)}
+
+
+def clear_bytecode(sb: Sandbox) -> str:
+    """Delete every __pycache__ folder and .pyc/.pyo file (or symlink) in the repository (the
+    image's or a planted one's): the hidden tests import the sources, and write no bytecode
+    themselves. Returns "" when done, else why not -- after the agent's patch, so the patch's failure
+    (a grade that does not resolve), never an infrastructure error: whatever the tree holds, the
+    deletion is one `rm -rf` per folder and `rm -f` per file or link, matched by type."""
     script = ("find . -path ./.git -prune -o \\( -type d -name __pycache__ -prune -exec rm -rf {} + \\) "
-              "-o \\( -name '*.py[co]' -exec rm -f {} + \\)")
+              "-o \\( \\( -type f -o -type l \\) -name '*.py[co]' -exec rm -f {} + \\)")
     done = sb.exec(["sh", "-c", script], timeout=sb.limits.step_timeout_s)
-    if not done.ok:
-        raise InfraError(f"cannot clear bytecode: {done.stderr.strip()[-300:]}")
+    return "" if done.ok else f"the repository's bytecode could not be cleared: {done.stderr.strip()[-300:]}"
 
 
 # ----------------------------------------------------------------------------------- inline tests

@@ -134,6 +134,7 @@ class RunSetup:
     report_path: str | None = None  # where the structured report will be (outside the repository)
     no_report: str = ""  # why this environment gives no structured report (graded on one channel)
     anchor: str = ""  # text the runner prints itself just before its own summary
+    imports: tuple[str, ...] = ()  # top-level modules the run imports before any test (its plugins)
 
 
 class Parser(Protocol):

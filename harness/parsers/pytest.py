@@ -42,7 +42,9 @@ PROTECTED_PATHS = (
     "**/test_*.py",
     "**/*_test.py",
     "**/tests/**",
-    "**/testing/**",
+    # a `test/` or `testing/` folder is protected where it holds the hidden tests (grading adds it:
+    # pytest's own repository keeps its tests in testing/), not wherever a library names a helper
+    # package so (numpy.testing, a testing/ of fixtures for users)
     "**/pytest.ini",
     "**/.pytest.ini",
     "**/pytest.toml",  # pytest 9
@@ -357,6 +359,11 @@ class PytestParser(ParserBase):
             setup.report_path, setup.anchor = path, f"generated report log file: {path}"
             setup.files = _reportlog_files()
         setup.env["PYTEST_ADDOPTS"] = shlex.join(opts)
+        # PYTEST_PLUGINS loads modules even with autoload off: only the task's environment may name
+        # them (grading passes its value on); nothing found at test time does
+        setup.env["PYTEST_PLUGINS"] = ""
+        values = [str(p.get("value", "")) for p in recorded] + [p for p in plugins if p]  # modules, not entry names
+        setup.imports = tuple(dict.fromkeys(v.split(":")[0].split(".")[0].strip() for v in values if v.strip()))
         return setup
 
     def parse_output(self, output: str) -> TestReport:

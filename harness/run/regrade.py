@@ -63,7 +63,7 @@ def regrade(run_dir: Path, out: Path, *, tasks: list[Task] | None = None, worker
         old_versions.add(old.get("grader_version"))
         task, ready = by_id[row.task_id], prepared[row.task_id]
         limits = limits_spec.apply(task.limits.apply(Limits()))
-        patch = (source.path / row.patch_path).read_text()
+        patch = read_patch(source.path / row.patch_path)
         new, output, _ = grade(task, patch, ready.image, base=ready.base_commit, limits=limits, backend=backend,
                                run_id=target.path.name)
         adir = target.path / row.dir
@@ -135,3 +135,9 @@ def _copy_attempt(source: RunFolder, target: RunFolder, row: ResultRow) -> None:
         if rel and (source.path / rel).exists() and not (target.path / rel).exists():
             (target.path / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source.path / rel, target.path / rel)
+
+
+def read_patch(path: Path) -> str:
+    """A saved patch.diff exactly as it was graded: bytes decoded, no newline translation (a CR in a
+    CRLF file's lines is part of the patch; read_text() would make it LF and grade another patch)."""
+    return Path(path).read_bytes().decode("utf-8", "surrogateescape")
