@@ -307,11 +307,8 @@ def _in_container_attacks() -> dict[str, Script]:
     }
 
 
-IN_CONTAINER_SUCCEEDED = {
-    "a_failure_turned_into_an_infra_error": "red team: a new file `inikit/\\xff.py` (not UTF-8): the transcript writer "
-    "raises UnicodeEncodeError on the PatchEvent's surrogate-escaped file name (shadowing_modules' strict .encode() "
-    "would be next); the unit becomes an `infra_error` row, which scores leave out",
-}
+# (a new file whose name is not UTF-8 made the row infra_error: fixed by issue 10's recording rule)
+IN_CONTAINER_SUCCEEDED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
