@@ -241,13 +241,16 @@ class ParserBase:
             finish(report, exit_code, self.exit_codes_ran)
         return report
 
-    def read(self, output: str, results: bytes | None) -> TestReport:
-        """Statuses, counts, problems and the channels found, from the output and the results file."""
-        return self.parse_output(output)
+    def __init_subclass__(cls, **kwargs) -> None:
+        # A parser reads its results somehow: refused when the class is defined, not at grading time.
+        super().__init_subclass__(**kwargs)
+        if cls.read is ParserBase.read and not any("parse_output" in vars(k) for k in cls.__mro__):
+            raise TypeError(f"{cls.__name__} must define parse_output(output) or read(output, results)")
 
-    def parse_output(self, output: str) -> TestReport:
-        """Statuses and counts from the command's output alone."""
-        raise NotImplementedError(f"{type(self).__name__} defines neither parse_output nor read")
+    def read(self, output: str, results: bytes | None) -> TestReport:
+        """Statuses, counts, problems and the channels found, from the output and the results file
+        (by default from the output alone: the subclass's `parse_output`)."""
+        return self.parse_output(output)  # type: ignore[attr-defined]  # ensured by __init_subclass__
 
     def is_test_path(self, path: str) -> bool:
         return matches_any(self.test_paths, path)
