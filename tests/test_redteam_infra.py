@@ -1,0 +1,222 @@
+"""Held-out red team of issue 10: agent behaviours that end a unit as `infra_error` (left out of
+every rate, and retried) or `task_error` (left out), on real containers and real wholeloop code.
+
+Every test asserts the attempt's OWN outcome (graded; or a counted outcome such as
+`environment_broken`; a stop reason that says whose it is), per docs/outcomes.md. An attack that
+still succeeds is a strict xfail whose reason says how; once the defence lands the xfail turns
+XPASS and the mark comes off (notes: /work/notes/issue-10-redteam2.md). The tiny task's image is
+shared with tests/test_attribution.py (tags are hashes: one build, then lookups).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.agents import AgentResult
+from harness.tasks import load_task
+from test_attribution import _folder, _run
+
+pytestmark = pytest.mark.docker
+
+FIXED = "sed -i 's/a - b/a + b/' calc/__init__.py"
+
+
+class Agent:
+    """A scripted agent (any kind: a CLI, a script): writes `files` (path -> text) and runs
+    `commands` in its container, every attempt."""
+
+    model = None
+
+    def __init__(self, *commands: str, files: dict[str, str] | None = None, name: str = "redteam2") -> None:
+        self.commands, self.files, self.name = commands, files or {}, name
+
+    def run(self, ctx):
+        for path, text in self.files.items():
+            ctx.sandbox.write_file(path, text)
+        for cmd in self.commands:
+            ctx.sandbox.exec(cmd)
+        return AgentResult(stop_reason="submitted", steps=len(self.commands) + len(self.files))
+
+    def describe(self):
+        return {"agent": self.name}
+
+
+def _no_infra(rows):
+    """No row of the unit is an infrastructure or task error, and it was never retried."""
+    assert all(r.outcome not in ("infra_error", "task_error") and r.error is None for r in rows), \
+        [(r.attempt, r.outcome, r.stop_reason, r.error) for r in rows]
+
+
+def _grade(tmp_path, row) -> dict:
+    return json.loads((_folder(tmp_path) / row.dir / "grade.json").read_text())
+
+
+# ---------------------------------------------------------------- between attempts
+
+
+@pytest.mark.xfail(strict=True, reason="a container that cannot start again (the agent put a file where a bind "
+                   "mount or its working folder must be) fails `restart` with an engine error: the unit is an "
+                   "infra_error row (retried when the engine said 500)")
+@pytest.mark.parametrize("blocker", [
+    pytest.param("mv /.wholeloop /.wl-moved && touch /.wholeloop", id="init-mountpoint"),
+    pytest.param("cp -a /repo /repo.kept && rm -rf /repo && touch /repo", id="workdir-a-file"),
+])
+def test_an_agent_that_keeps_its_container_from_starting_again_is_the_agents_doing_on_the_next_attempt(
+        tiny_task, tmp_path, blocker):
+    """Root in its container, the agent moves the folder holding wholeloop's init aside (a folder
+    with a mount below it can be renamed when it is in the container's own layer) and puts a file
+    there, or makes the working folder a file: the container cannot be started for attempt 2 ("not
+    a directory", a 400 or a 500 from the engine). The engine answers and a fresh container of the
+    same image starts: the agent's doing. Attempt 2 is graded on the tree as it is, stop reason
+    `container_broken`; never an infra_error row, never a retry. (Moving /etc, whose files are bind
+    mounts of the lower layer, is refused: held.)"""
+    rows = _run(load_task(tiny_task["spec"]), Agent(blocker), tmp_path, attempts=2, infra_retries=1)
+    _no_infra(rows)
+    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    assert [(r.attempt, r.final) for r in rows] == [(1, False), (2, True)]
+    assert rows[0].outcome == rows[1].outcome != "resolved"
+    assert rows[1].stop_reason == "container_broken" and "start" in rows[1].note
+
+
+# ---------------------------------------------------------------- grading: the results reader
+
+REWRITE_REPORT = '''
+import atexit as _atexit, os as _os, re as _re
+
+
+def _rewrite(_line={line!r}):
+    found = _re.search(r"--report-log=(\\S+)", _os.environ.get("PYTEST_ADDOPTS", ""))
+    if found:
+        with open(found.group(1), "w") as out:
+            out.write(_line + "\\n")
+
+
+_atexit.register(_rewrite)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="the pytest report-log reader raises (AttributeError, RecursionError) on "
+                   "JSON of the wrong shape: the exception leaves grade() and the unit is an infra_error row")
+@pytest.mark.parametrize("line", [
+    pytest.param('{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add", "when": "call", '
+                 '"outcome": "failed", "longrepr": {"reprcrash": "boom"}}', id="reprcrash-not-an-object"),
+    pytest.param('{"$report_type": "TestReport", "nodeid": "t", "when": "call", "outcome": "failed", '
+                 '"longrepr": {"reprtraceback": {"reprentries": [{"data": [1]}]}}}', id="entry-data-a-list"),
+    pytest.param("[" * 100_000 + "]" * 100_000, id="nested-too-deep"),
+])
+def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_tampering(tiny_task, tmp_path, line):
+    """The code under test (imported by the hidden tests) finds grading's report-log path in
+    PYTEST_ADDOPTS and, at exit, rewrites it with JSON of the wrong shape. The reader must call
+    that what it is (a structured report it cannot read: suspected tampering, never resolved),
+    not raise out of grading into an infra_error row."""
+    code = REWRITE_REPORT.format(line=line)
+    agent = Agent(FIXED, f"cat /tmp/rewrite.py >> calc/__init__.py", files={"/tmp/rewrite.py": code})
+    rows = _run(load_task(tiny_task["spec"]), agent, tmp_path)
+    _no_infra(rows)
+    assert [(r.outcome, r.resolved) for r in rows] == [("unresolved", False)]
+    assert rows[0].tampering and "structured report" in rows[0].tampering
+
+
+# ---------------------------------------------------------------- taking the patch
+
+DEEP = ('cd /repo && n=$(printf "d%.0s" $(seq 200)); '
+        'for i in $(seq 21); do mkdir "$n" && cd "$n" || exit 1; done; echo deep > f; pwd | wc -c')
+
+
+@pytest.mark.xfail(strict=True, reason="docker diff answers 500 (file name too long) for a tree nested past "
+                   "PATH_MAX: InfraError by type, retried, then infra_error")
+def test_an_agent_that_nests_folders_past_path_max_gets_its_own_outcome_not_a_retry(tiny_task, tmp_path):
+    """The agent fixes the bug and nests folders (each step a relative `mkdir` + `cd`) until the
+    path is over 4096 bytes as the engine sees it: `docker diff` answers 500 ("lstat ...: file
+    name too long"), an InfraError by type, so the unit was retried and then left out. A fresh
+    container of the same image lists its changes fine: what the agent's tree holds is its own
+    doing (no patch can be taken: `empty_patch`, counted)."""
+    rows = _run(load_task(tiny_task["spec"]), Agent(FIXED, DEEP), tmp_path, infra_retries=1)
+    _no_infra(rows)
+    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    assert [(r.outcome, r.attempt) for r in rows] == [("empty_patch", 1)]
+    assert "no patch could be taken" in rows[0].note and "changes" in rows[0].note
+
+
+# ---------------------------------------------------------------- grading: its own probes
+
+
+@pytest.mark.xfail(strict=True, reason="the shadowing probe is quadratic in the patch's paths: it times out and "
+                   "grading says infra_error")
+def test_a_patch_with_many_new_files_does_not_time_out_the_shadowing_probe(tiny_task, tmp_path):
+    """The shadowing probe (run before the patch is applied, on the patch's paths) looked at every
+    new path once per folder of every path: quadratic. 10,000 new files two folders deep took 50 s
+    of the grading container's Python, 20,000 more than the 120 s step timeout (an agent that
+    leaves an unignored `node_modules/` does that): `InfraError` -> retried, then `infra_error`.
+    Here 4,000 files against a 4 s step timeout, the same path at a tenth of the cost."""
+    from harness.grading import grade
+    from harness.run.unit import prepare_task
+    from sandbox import Limits
+
+    task = load_task(tiny_task["spec"])
+    prepared = prepare_task(task)
+    fix = (Path(tiny_task["dir"]) / "gold.diff").read_text()
+    many = "".join(f"diff --git a/vendor/pkg/f{i}.txt b/vendor/pkg/f{i}.txt\nnew file mode 100644\n"
+                   f"index 0000000..257cc56\n--- /dev/null\n+++ b/vendor/pkg/f{i}.txt\n@@ -0,0 +1 @@\n+foo\n"
+                   for i in range(4000))
+    graded, _, _ = grade(task, fix + many, prepared.image, base=prepared.base_commit,
+                         limits=Limits(command_timeout_s=60, step_timeout_s=4), run_id=_folder(tmp_path).name)
+    assert (graded.outcome.value, graded.resolved) == ("resolved", True), graded.note
+
+
+# ---------------------------------------------------------------- an external CLI
+
+CLI_97 = """\
+    kind: external
+    name: exits-97
+    cli: exits-97-cli
+    version: "1.0.0"
+    wire: openai-chat
+    model: openai/gpt-6.1-sol
+    provider: {api_key_env: OPENAI_API_KEY, base_url_env: OPENAI_BASE_URL}
+    install:
+      - shell: |
+          mkdir -p bin
+          cat > bin/the-cli <<'PY'
+          #!/usr/bin/env python3
+          import json, subprocess, sys, urllib.request
+          body = {"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "fix it"}]}
+          request = urllib.request.Request(sys.argv[1] + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                           headers={"Authorization": "Bearer " + sys.argv[2],
+                                                    "Content-Type": "application/json"})
+          urllib.request.urlopen(request, timeout=30).read()
+          subprocess.run(["sed", "-i", "s/a - b/a + b/", "calc/__init__.py"], check=True)
+          sys.exit(int(sys.argv[3]))
+          PY
+          chmod +x bin/the-cli
+    check: ["/bin/sh", "-c", "test -x /opt/wl-agent/bin/the-cli && echo exits-97-cli 1.0.0"]
+    command: ["/opt/wl-agent/bin/the-cli", "{base_url}", "{token}", "97"]
+    """
+
+
+@pytest.mark.xfail(strict=True, reason="exit code 97 is taken for the forwarder's failure whoever exited with it: "
+                   "the CLI's own 97 makes its unit an infra_error row")
+def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, tmp_path, monkeypatch):
+    """Exit code 97 was the runner's word for "the loopback forwarder could not start" -- but the
+    CLI's own exit code comes through the same `exec`, so a CLI that calls the model, fixes the bug
+    and exits 97 had its unit recorded as `infra_error` (left out). Whatever the CLI exits with
+    after the forwarder started is the agent's: graded, `agent_error`."""
+    import textwrap
+
+    from fakellm import FakeLLM, Reply
+    from harness.agents import get_agent
+
+    path = tmp_path / "exits-97.yaml"
+    path.write_text(textwrap.dedent(CLI_97))
+    with FakeLLM() as fake:
+        fake.script(Reply(text="done"))
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
+        agent = get_agent("exits-97", config_path=str(path))
+        rows = _run(load_task(tiny_task["spec"]), agent, tmp_path, infra_retries=0)
+        assert len(fake.requests) == 1
+    _no_infra(rows)
+    assert [(r.outcome, r.stop_reason, r.model_calls) for r in rows] == [("resolved", "agent_error", 1)]
