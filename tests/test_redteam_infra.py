@@ -98,8 +98,6 @@ _atexit.register(_rewrite)
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="the pytest report-log reader raises (AttributeError, RecursionError) on "
-                   "JSON of the wrong shape: the exception leaves grade() and the unit is an infra_error row")
 @pytest.mark.parametrize("line", [
     pytest.param('{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add", "when": "call", '
                  '"outcome": "failed", "longrepr": {"reprcrash": "boom"}}', id="reprcrash-not-an-object"),
@@ -116,7 +114,7 @@ def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_
     agent = Agent(FIXED, f"cat /tmp/rewrite.py >> calc/__init__.py", files={"/tmp/rewrite.py": code})
     rows = _run(load_task(tiny_task["spec"]), agent, tmp_path)
     _no_infra(rows)
-    assert [(r.outcome, r.resolved) for r in rows] == [("unresolved", False)]
+    assert [(r.outcome in ("unresolved", "regression"), r.resolved) for r in rows] == [(True, False)]
     assert rows[0].tampering and "structured report" in rows[0].tampering
 
 
