@@ -193,8 +193,6 @@ CLI_97 = """\
     """
 
 
-@pytest.mark.xfail(strict=True, reason="exit code 97 is taken for the forwarder's failure whoever exited with it: "
-                   "the CLI's own 97 makes its unit an infra_error row")
 def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, tmp_path, monkeypatch):
     """Exit code 97 was the runner's word for "the loopback forwarder could not start" -- but the
     CLI's own exit code comes through the same `exec`, so a CLI that calls the model, fixes the bug

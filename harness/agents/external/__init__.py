@@ -174,7 +174,11 @@ class ExternalAgent:
                 env = {k: fill(v) for k, v in config.env.items()}
                 argv = [fill(a) for a in config.command]
                 stdin = f"{here}/task.md" if config.prompt == "stdin" else "/dev/null"
-                script = (f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || exit 97\n"
+                # The forwarder's failure says so with a word of this attempt's (exit code 97 alone
+                # could be the CLI's own: its stdout goes to a file, never to this exec's).
+                failed = f"wl-forwarder-failed-{secrets.token_hex(8)}"
+                script = (f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || "
+                          f"{{ echo {failed}; exit 97; }}\n"
                           f"echo $$ > {here}/cli.pid\ncd {shlex.quote(sb.workdir)}\n"
                           f'exec "$@" < {stdin} > {here}/stdout.txt 2> {here}/stderr.txt')
                 stopper.watch()
@@ -195,7 +199,8 @@ class ExternalAgent:
             attempt=ctx.attempt, cli=config.cli, version=config.version, exit_code=result.returncode,
             seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
             self_report=report.model_dump() if report else None, stderr_tail=stderr))
-        reason, detail, infra, retry = self._stop_reason(proxy, result.returncode, result.timed_out, stopper, seconds, stderr)
+        reason, detail, infra, retry = self._stop_reason(proxy, result.returncode, result.timed_out, stopper, seconds, stderr,
+                                                         forwarder_failed=failed in result.stdout)
         ctx.transcript.write(Stop(reason=reason, detail=detail))
         out = AgentResult.from_budget(budget, reason, infra_error=f"{reason}: {detail}" if infra else None,
                                       infra_retryable=retry)
@@ -204,15 +209,16 @@ class ExternalAgent:
         return out
 
     def _stop_reason(self, proxy: MeteringProxy, code: int, timed_out: bool, stopper: _Stopper, seconds: float,
-                     stderr: str) -> tuple[str, str, bool, bool]:
-        """(stop reason, detail, infra, retryable) of a finished CLI run."""
+                     stderr: str, *, forwarder_failed: bool = False) -> tuple[str, str, bool, bool]:
+        """(stop reason, detail, infra, retryable) of a finished CLI run; `forwarder_failed`: the
+        script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's)."""
         if stopper.interrupted:
             return "interrupted", "the run is being stopped; this attempt will be redone on resume", False, False
         if proxy.limit is not None:
             return proxy.limit.reason, proxy.limit.detail, False, False
         if timed_out:
             return "time_limit", "the CLI ran past the attempt's time limit and was killed", False, False
-        if code == 97:
+        if code == 97 and forwarder_failed:
             return "agent_error", "the loopback forwarder could not start in the container", True, False
         stats = proxy.stats
         if stats.last_upstream_error and code != 0:
