@@ -124,8 +124,6 @@ DEEP = ('cd /repo && n=$(printf "d%.0s" $(seq 200)); '
         'for i in $(seq 21); do mkdir "$n" && cd "$n" || exit 1; done; echo deep > f; pwd | wc -c')
 
 
-@pytest.mark.xfail(strict=True, reason="docker diff answers 500 (file name too long) for a tree nested past "
-                   "PATH_MAX: InfraError by type, retried, then infra_error")
 def test_an_agent_that_nests_folders_past_path_max_gets_its_own_outcome_not_a_retry(tiny_task, tmp_path):
     """The agent fixes the bug and nests folders (each step a relative `mkdir` + `cd`) until the
     path is over 4096 bytes as the engine sees it: `docker diff` answers 500 ("lstat ...: file

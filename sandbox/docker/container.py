@@ -50,7 +50,7 @@ import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import ContainerGone, DiskLimitReached, ExecError, FileOpError, PatchError, SandboxError
+from ..errors import ContainerGone, DiskLimitReached, EngineUnavailable, ExecError, FileOpError, PatchError, SandboxError
 from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
 from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
@@ -383,9 +383,19 @@ class DockerSandbox:
     # ------------------------------------------------------------------ the tree, from outside
 
     def changes(self) -> list[Change]:
-        """The engine's change list under the workdir, relative to it. Raises ContainerGone."""
-        with translate("listing the container's changes"):
-            found = client().api.diff(self._container.id) or []
+        """The engine's change list under the workdir, relative to it. Raises ContainerGone; PatchError
+        when the engine fails on this container's tree (a path past PATH_MAX: "file name too long")
+        while it lists a fresh container of the same image: what the tree holds, not the machine."""
+        try:
+            with translate("listing the container's changes"):
+                found = client().api.diff(self._container.id) or []
+        except (ContainerGone, EngineUnavailable):
+            raise
+        except SandboxError as exc:
+            if not self._image_lists():
+                raise
+            raise PatchError(f"the engine cannot list the container's changes ({exc}); it lists a fresh container of "
+                             "the same image: what the container's tree holds") from exc
         root = self.workdir.rstrip("/")
         out = []
         for item in found:
@@ -403,6 +413,15 @@ class DockerSandbox:
         for rel in paths:
             out += _read_archive(source, rel, self._abs(rel) if rel else self.workdir, max_file_bytes)
         return out
+
+    def _image_lists(self) -> bool:
+        """Does the engine list the changes of a container of this one's image (created, never started)?"""
+        try:
+            with translate("listing a fresh container's changes"):
+                client().api.diff(self._image_container())
+        except SandboxError:
+            return False
+        return True
 
     def _image_container(self) -> str:
         if self._image_tree is None:
