@@ -57,9 +57,6 @@ def _grade(tmp_path, row) -> dict:
 # ---------------------------------------------------------------- between attempts
 
 
-@pytest.mark.xfail(strict=True, reason="a container that cannot start again (the agent put a file where a bind "
-                   "mount or its working folder must be) fails `restart` with an engine error: the unit is an "
-                   "infra_error row (retried when the engine said 500)")
 @pytest.mark.parametrize("blocker", [
     pytest.param("mv /.wholeloop /.wl-moved && touch /.wholeloop", id="init-mountpoint"),
     pytest.param("cp -a /repo /repo.kept && rm -rf /repo && touch /repo", id="workdir-a-file"),

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
+from sandbox import (Backend, BaseRules, ContainerBroken, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
                      Sandbox, SandboxError, parse_size, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
@@ -171,6 +171,7 @@ class UnitRunner:
         messages: list = []
         feedback: str | None = None
         rules = replace(prepared.rules, exclude=prepared.rules.exclude + workspace.own_files)
+        broken = ""  # why the container cannot start again (ContainerBroken): no more turns, the tree is graded
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
@@ -184,7 +185,11 @@ class UnitRunner:
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
                                on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
                                workspace=workspace)
-            result = self._run_agent(ctx, sb, limits)
+            if broken:  # the agent's doing: its container's files keep it from starting
+                transcript.write(Stop(reason="container_broken", detail=broken))
+                result = AgentResult(stop_reason="container_broken", detail=broken)
+            else:
+                result = self._run_agent(ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
@@ -238,9 +243,12 @@ class UnitRunner:
             rows.append(row)
             if final:
                 break
-            sb.restart()  # the next attempt continues in the same container
             try:
-                feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
+                sb.restart()  # the next attempt continues in the same container
+            except ContainerBroken as exc:
+                broken = str(exc)
+            try:
+                feedback = feedback_text(self.options.feedback, task, grade_, report, None if broken else sb)
             except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
                 feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
             except SandboxError as exc:  # the visible tests (the agent's code) broke its container, or the machine failed
@@ -253,7 +261,10 @@ class UnitRunner:
                             f"did not finish: {said}: {exc}; the container was started again)").strip()
                 transcript.write(ErrorEvent(where="feedback", error_type=type(exc).__name__, message=str(exc)))
                 sb.stop()
-                sb.restart()
+                try:
+                    sb.restart()
+                except ContainerBroken as broke:
+                    broken = str(broke)
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
 

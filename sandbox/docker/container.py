@@ -50,7 +50,8 @@ import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import ContainerGone, DiskLimitReached, EngineUnavailable, ExecError, FileOpError, PatchError, SandboxError
+from ..errors import (ContainerBroken, ContainerGone, DiskLimitReached, EngineUnavailable, ExecError, FileOpError,
+                      PatchError, SandboxError)
 from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
 from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
@@ -458,12 +459,42 @@ class DockerSandbox:
             client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
 
     def restart(self) -> None:
-        """Start the stopped container again (its files kept, none of its processes). Raises ContainerGone."""
-        with translate("starting the container again"):
-            self._container.start()
+        """Start the stopped container again (its files kept, none of its processes). Raises ContainerGone;
+        ContainerBroken when the engine cannot start it while a fresh container of the same image, with
+        the same mounts, starts (what was left in its files keeps it from starting: the agent's doing)."""
+        try:
+            with translate("starting the container again"):
+                self._container.start()
+        except (ContainerGone, EngineUnavailable):
+            raise
+        except SandboxError as exc:
+            if not self._image_starts():
+                raise
+            raise ContainerBroken(f"the container cannot start again ({exc}); a fresh container of its image with "
+                                  "the same mounts starts: what its files hold keeps it from starting") from exc
         self._agent_turn = True  # the next attempt
         if self._fast is not None:
             self._fast = FastExec(self._container.id, self._kill_marked)  # started by the next command
+
+    def _image_starts(self) -> bool:
+        """Does a fresh container of this one's image, with its bind mounts and working folder, start?"""
+        if not self.image:
+            return False
+        api = client().api
+        try:
+            with translate("starting a fresh container of the image"):
+                self._container.reload()
+                binds = (self._container.attrs.get("HostConfig") or {}).get("Binds") or None
+                cid = api.create_container(self.image, entrypoint=[INIT_PATH], working_dir=self.workdir,
+                                           labels=labels("probe", self.run_id),
+                                           host_config=api.create_host_config(network_mode="none", binds=binds))["Id"]
+                try:
+                    api.start(cid)
+                finally:
+                    api.remove_container(cid, force=True, v=True)
+        except SandboxError:
+            return False
+        return True
 
     def stop_processes(self) -> None:
         """Kill every process in the container and start it again, files kept. Raises ContainerGone."""
