@@ -214,19 +214,15 @@ def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, t
 # ---------------------------------------------------------------- what the model says
 
 
-WRONG_TYPE = pytest.mark.xfail(strict=True, reason="tool arguments are checked by name only: one of the wrong JSON type "
-                               "(an insert_line of \"1\", a path of 5) raises TypeError out of the agent: infra_error row")
-
-
 @pytest.mark.parametrize("args", [
     pytest.param({"command": 5}, id="bash-command-a-number"),
     pytest.param({"command": ["ls", "-la"]}, id="bash-command-a-list"),
     pytest.param({"command": "insert", "path": "calc/__init__.py", "insert_line": "1", "new_str": "# x"},
-                 id="insert-line-a-string", marks=WRONG_TYPE),
-    pytest.param({"command": "view", "path": 5}, id="path-a-number", marks=WRONG_TYPE),
-    pytest.param({"command": "view", "path": "calc/__init__.py", "view_range": "1-3"}, id="view-range-a-string", marks=WRONG_TYPE),
+                 id="insert-line-a-string"),
+    pytest.param({"command": "view", "path": 5}, id="path-a-number"),
+    pytest.param({"command": "view", "path": "calc/__init__.py", "view_range": "1-3"}, id="view-range-a-string"),
     pytest.param({"command": "str_replace", "path": "calc/__init__.py", "old_str": ["a"], "new_str": "b"},
-                 id="old-str-a-list", marks=WRONG_TYPE),
+                 id="old-str-a-list"),
 ])
 def test_a_tool_call_with_arguments_of_the_wrong_type_is_a_tool_error_the_model_sees(tiny_task, tmp_path, args):
     """Models do send `"insert_line": "1"`: the arguments parse as JSON, have the right names and the
