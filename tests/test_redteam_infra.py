@@ -101,6 +101,9 @@ _atexit.register(_rewrite)
     pytest.param('{"$report_type": "TestReport", "nodeid": "t", "when": "call", "outcome": "failed", '
                  '"longrepr": {"reprtraceback": {"reprentries": [{"data": [1]}]}}}', id="entry-data-a-list"),
     pytest.param("[" * 100_000 + "]" * 100_000, id="nested-too-deep"),
+    pytest.param('{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add\\udc80", "when": "call", '
+                 '"outcome": "passed"}\n{"$report_type": "SessionFinish", "exitstatus": 0}',
+                 id="a-lone-surrogate-in-a-node-id"),
 ])
 def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_tampering(tiny_task, tmp_path, line):
     """The code under test (imported by the hidden tests) finds grading's report-log path in
@@ -237,3 +240,22 @@ def test_a_tool_call_with_arguments_of_the_wrong_type_is_a_tool_error_the_model_
     rows = _run(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path)
     _no_infra(rows)
     assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "submitted")]
+
+
+ODD_NAMES = ("cd calc && printf x > \"$(printf 'new\\nline')\" && printf x > \"$(printf 'tab\\there')\" && "
+             "printf x > \"$(printf 'cr\\rhere')\" && printf x > 'back\\slash' && printf x > '\"quoted\"' && "
+             "printf x > ' lead' && printf x > \"$(printf 'x%.0s' $(seq 250))\" && mkfifo fifo && "
+             "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")' && "
+             "mknod chr c 1 3 && mkdir closed && printf x > closed/f && chmod 000 closed closed/f && "
+             "printf x > mode000 && chmod 000 mode000")
+
+
+def test_odd_names_and_special_files_in_the_tree_are_taken_and_graded(tiny_task, tmp_path):
+    """Names with a newline, a TAB, a CR, a backslash, quotes, a leading space, 250 bytes; a FIFO, a
+    socket, a device node, a folder and a file of mode 000: the patch is taken and graded (held)."""
+    rows = _run(load_task(tiny_task["spec"]), Agent(FIXED, ODD_NAMES), tmp_path)
+    _no_infra(rows)
+    assert [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
+    patch = (_folder(tmp_path) / rows[0].patch_path).read_text()
+    assert '"a/calc/new\\nline"' in patch and "calc/mode000" in patch and "calc/closed/f" in patch
+    assert "calc/fifo" not in patch and "calc/sock" not in patch and "calc/chr" not in patch
