@@ -259,3 +259,43 @@ def test_odd_names_and_special_files_in_the_tree_are_taken_and_graded(tiny_task,
     patch = (_folder(tmp_path) / rows[0].patch_path).read_text()
     assert '"a/calc/new\\nline"' in patch and "calc/mode000" in patch and "calc/closed/f" in patch
     assert "calc/fifo" not in patch and "calc/sock" not in patch and "calc/chr" not in patch
+
+
+CLI_QUICK = """\
+    kind: external
+    name: quick-crash
+    cli: quick-crash-cli
+    version: "1.0.0"
+    wire: openai-chat
+    model: openai/gpt-6.1-sol
+    provider: {api_key_env: OPENAI_API_KEY, base_url_env: OPENAI_BASE_URL}
+    install:
+      - shell: |
+          mkdir -p bin
+          printf '#!/bin/sh\\nsed -i "s/a - b/a + b/" calc/__init__.py\\necho "Traceback: KeyError" >&2\\nexit 1\\n' > bin/the-cli
+          chmod +x bin/the-cli
+    check: ["/bin/sh", "-c", "test -x /opt/wl-agent/bin/the-cli && echo quick-crash-cli 1.0.0"]
+    command: ["/opt/wl-agent/bin/the-cli"]
+    exclude: [".quick-crash/"]
+    """
+
+
+@pytest.mark.xfail(strict=True, reason="a CLI that exits non-zero within 30 s without a model call is taken for one "
+                   "that could not start, even when it changed the repository: an infra_error row, left out")
+def test_an_external_cli_that_worked_on_the_repository_and_crashed_at_once_is_graded(tiny_task, tmp_path, monkeypatch):
+    """"Exited at once without calling the model" stands for "could not start" (a wrong flag, a
+    missing binary: the setup's). A CLI that changed the repository did start: its crash on this
+    task is its own, graded (`agent_error`), not left out of the rate. (One that changed nothing
+    still says "exited at once": tests/test_external_config.py.)"""
+    import textwrap
+
+    from harness.agents import get_agent
+
+    path = tmp_path / "quick-crash.yaml"
+    path.write_text(textwrap.dedent(CLI_QUICK))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
+    rows = _run(load_task(tiny_task["spec"]), get_agent("quick-crash", config_path=str(path)), tmp_path,
+                infra_retries=0)
+    _no_infra(rows)
+    assert [(r.outcome, r.stop_reason, r.model_calls) for r in rows] == [("resolved", "agent_error", 0)]
