@@ -200,7 +200,8 @@ class ExternalAgent:
             seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
             self_report=report.model_dump() if report else None, stderr_tail=stderr))
         reason, detail, infra, retry = self._stop_reason(proxy, result.returncode, result.timed_out, stopper, seconds, stderr,
-                                                         forwarder_failed=failed in result.stdout)
+                                                         forwarder_failed=failed in result.stdout,
+                                                         started=lambda: _changed_repository(ctx.sandbox, config.exclude))
         ctx.transcript.write(Stop(reason=reason, detail=detail))
         out = AgentResult.from_budget(budget, reason, infra_error=f"{reason}: {detail}" if infra else None,
                                       infra_retryable=retry)
@@ -209,9 +210,11 @@ class ExternalAgent:
         return out
 
     def _stop_reason(self, proxy: MeteringProxy, code: int, timed_out: bool, stopper: _Stopper, seconds: float,
-                     stderr: str, *, forwarder_failed: bool = False) -> tuple[str, str, bool, bool]:
+                     stderr: str, *, forwarder_failed: bool = False,
+                     started: Callable[[], bool] = lambda: False) -> tuple[str, str, bool, bool]:
         """(stop reason, detail, infra, retryable) of a finished CLI run; `forwarder_failed`: the
-        script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's)."""
+        script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's);
+        `started`: did the CLI change the repository (then it did start, however fast it failed)?"""
         if stopper.interrupted:
             return "interrupted", "the run is being stopped; this attempt will be redone on resume", False, False
         if proxy.limit is not None:
@@ -231,7 +234,7 @@ class ExternalAgent:
             return "model_error", stats.last_upstream_error, False, False
         if code == 0:
             return "submitted", "the CLI finished", False, False
-        if stats.calls == 0 and seconds < QUICK_EXIT_S:
+        if stats.calls == 0 and seconds < QUICK_EXIT_S and not started():
             return "agent_error", (f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
                                    f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"), True, False
         return "agent_error", f"the CLI exited with code {code}: {stderr[-500:]}", False, False
@@ -276,6 +279,23 @@ class _Stopper:
 
     def done(self) -> None:
         self.finished.set()
+
+
+def _changed_repository(sb, own: list[str]) -> bool:
+    """Did anything change the repository (the engine's change list), besides the CLI's own files
+    (`exclude`: its patterns, as the patch leaves them out) and anything under `.git`?"""
+    from fnmatch import fnmatch
+
+    try:
+        changes = sb.changes()
+    except SandboxError:
+        return False
+
+    def own_file(path: str) -> bool:
+        parts = path.split("/")
+        return ".git" in parts or any(fnmatch(part, pattern.rstrip("/")) for part in parts for pattern in own)
+
+    return any(c.path and not own_file(c.path) for c in changes)
 
 
 def _line(entry: dict) -> str:
