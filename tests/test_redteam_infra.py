@@ -297,3 +297,44 @@ def test_an_external_cli_that_worked_on_the_repository_and_crashed_at_once_is_gr
                 infra_retries=0)
     _no_infra(rows)
     assert [(r.outcome, r.stop_reason, r.model_calls) for r in rows] == [("resolved", "agent_error", 0)]
+
+
+CLI_LOGS = """\
+    kind: external
+    name: fills-logs
+    cli: fills-logs-cli
+    version: "1.0.0"
+    wire: openai-chat
+    model: openai/gpt-6.1-sol
+    provider: {api_key_env: OPENAI_API_KEY, base_url_env: OPENAI_BASE_URL}
+    install:
+      - shell: |
+          mkdir -p bin
+          printf '#!/bin/sh\\nfor i in 1 2 3 4; do head -c 15000000 /dev/zero > "$1/fill-$i" || break; done\\n' > bin/the-cli
+          chmod +x bin/the-cli
+    check: ["/bin/sh", "-c", "test -x /opt/wl-agent/bin/the-cli && echo fills-logs-cli 1.0.0"]
+    command: ["/opt/wl-agent/bin/the-cli", "{logs}"]
+    """
+
+
+@pytest.mark.xfail(strict=True, reason="the external CLI's logs folder is a read-write bind mount of a host folder: "
+                   "what the CLI writes there is under no disk limit, so it can fill the host's disk (then every "
+                   "unit's records fail: infrastructure errors the agent caused)")
+def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folder(tiny_task, tmp_path, monkeypatch):
+    """The task's disk limit is 20 MB; the CLI writes 60 MB into its logs folder (`{logs}`), which
+    is the host's folder beside the transcript. 60 MB here; the same loop writes until the host's
+    disk is full. What the CLI can write anywhere must be bounded by its disk limit."""
+    import textwrap
+
+    from harness.agents import get_agent
+
+    spec = tiny_task["spec"]
+    spec.write_text(spec.read_text().replace("limits: {command_timeout_s: 60}", "limits: {command_timeout_s: 60, disk: 20m}"))
+    path = tmp_path / "fills-logs.yaml"
+    path.write_text(textwrap.dedent(CLI_LOGS))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
+    rows = _run(load_task(spec), get_agent("fills-logs", config_path=str(path)), tmp_path, infra_retries=0)
+    written = sum(p.stat().st_size for p in _folder(tmp_path).rglob("fill-*"))
+    assert written <= 20 * 2**20, f"{written / 2**20:.0f} MB written on the host through the logs mount"
+    assert rows[0].outcome != "infra_error"
