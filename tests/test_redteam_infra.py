@@ -183,6 +183,13 @@ CLI_97 = """\
                                                     "Content-Type": "application/json"})
           urllib.request.urlopen(request, timeout=30).read()
           subprocess.run(["sed", "-i", "s/a - b/a + b/", "calc/__init__.py"], check=True)
+          if len(sys.argv) > 4:  # a second call, for a model of the CLI's own choosing
+              body["model"] = sys.argv[4]
+              request.data = json.dumps(body).encode()
+              try:
+                  urllib.request.urlopen(request, timeout=30).read()
+              except OSError:
+                  pass
           sys.exit(int(sys.argv[3]))
           PY
           chmod +x bin/the-cli
@@ -338,3 +345,32 @@ def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folde
     written = sum(p.stat().st_size for p in _folder(tmp_path).rglob("fill-*"))
     assert written <= 20 * 2**20, f"{written / 2**20:.0f} MB written on the host through the logs mount"
     assert rows[0].outcome != "infra_error"
+
+
+@pytest.mark.xfail(strict=True, reason="any 404 from the provider is taken for a wrong configured model: a CLI that "
+                   "asks for a model of its own that does not exist, then exits 1, makes its unit an infra_error row")
+def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task, tmp_path, monkeypatch):
+    """The CLI makes its model call (the configured model), fixes the bug, then asks for a model
+    that does not exist (the provider answers 404 "model not found", as a real one does) and exits 1.
+    A refusal of the configured model is the setup's (no retry helps); of one the CLI named itself,
+    the CLI's: graded."""
+    import textwrap
+
+    from fakellm import Error, FakeLLM, Reply
+    from harness.agents import get_agent
+
+    def provider(request):
+        if request.body.get("model") != "gpt-6.1-sol":
+            return Error(404, f"The model {request.body.get('model')} does not exist", code="model_not_found")
+        return Reply(text="done")
+
+    path = tmp_path / "exits-1.yaml"
+    path.write_text(textwrap.dedent(CLI_97).replace('"97"]', '"1", "gpt-no-such-model"]'))
+    with FakeLLM(responder=provider) as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
+        rows = _run(load_task(tiny_task["spec"]), get_agent("exits-97", config_path=str(path)), tmp_path,
+                    infra_retries=0)
+        assert len(fake.requests) == 2
+    _no_infra(rows)
+    assert [(r.outcome, r.model_calls) for r in rows] == [("resolved", 2)]
