@@ -347,8 +347,6 @@ def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folde
     assert rows[0].outcome != "infra_error"
 
 
-@pytest.mark.xfail(strict=True, reason="any 404 from the provider is taken for a wrong configured model: a CLI that "
-                   "asks for a model of its own that does not exist, then exits 1, makes its unit an infra_error row")
 def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task, tmp_path, monkeypatch):
     """The CLI makes its model call (the configured model), fixes the bug, then asks for a model
     that does not exist (the provider answers 404 "model not found", as a real one does) and exits 1.

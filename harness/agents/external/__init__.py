@@ -227,7 +227,9 @@ class ExternalAgent:
         if stats.last_upstream_error and code != 0:
             status = re.match(r"HTTP (\d+)", stats.last_upstream_error)
             number = int(status.group(1)) if status else 502
-            if number in (401, 403, 404):  # the real key or the model name is wrong: no retry helps
+            asked = stats.last_upstream_model.split("/", 1)[-1]
+            configured = asked in ("", self.model.split("/", 1)[-1])  # a 404 for a model the CLI named is its own
+            if number in (401, 403) or (number == 404 and configured):  # the real key or model name is wrong
                 return "model_error", f"the provider refused: {stats.last_upstream_error}", True, False
             if number == 429 or number >= 500:
                 return "model_error", f"the provider kept failing: {stats.last_upstream_error}", True, True
