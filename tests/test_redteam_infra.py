@@ -224,29 +224,41 @@ def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, t
 # ---------------------------------------------------------------- what the model says
 
 
-@pytest.mark.parametrize("args", [
-    pytest.param({"command": 5}, id="bash-command-a-number"),
-    pytest.param({"command": ["ls", "-la"]}, id="bash-command-a-list"),
-    pytest.param({"command": "insert", "path": "calc/__init__.py", "insert_line": "1", "new_str": "# x"},
-                 id="insert-line-a-string"),
-    pytest.param({"command": "view", "path": 5}, id="path-a-number"),
-    pytest.param({"command": "view", "path": "calc/__init__.py", "view_range": "1-3"}, id="view-range-a-string"),
-    pytest.param({"command": "str_replace", "path": "calc/__init__.py", "old_str": ["a"], "new_str": "b"},
-                 id="old-str-a-list"),
-])
-def test_a_tool_call_with_arguments_of_the_wrong_type_is_a_tool_error_the_model_sees(tiny_task, tmp_path, args):
-    """Models do send `"insert_line": "1"`: the arguments parse as JSON, have the right names and the
-    wrong types. That is a tool error the model reads and the attempt goes on (here: to the fix)."""
+UNUSABLE = [  # (tool, arguments): the right names, the wrong JSON types or an impossible path
+    ("bash", {"command": 5}), ("bash", {"command": ["ls", "-la"]}),
+    ("edit", {"command": "insert", "path": "calc/__init__.py", "insert_line": "1", "new_str": "# x"}),  # found
+    ("edit", {"command": "view", "path": 5}),  # found
+    ("edit", {"command": "view", "path": "calc/__init__.py", "view_range": "1-3"}),  # found
+    ("edit", {"command": "str_replace", "path": "calc/__init__.py", "old_str": ["a"], "new_str": "b"}),  # found
+    ("edit", {"command": "view", "path": "calc/\x00x"}), ("edit", {"command": "create", "path": "calc/n\x00ul.py", "file_text": "x"}),
+    ("edit", {"command": "create", "path": "/proc/1/comm", "file_text": "x"}),
+    ("edit", {"command": "create", "path": "/.wholeloop/init", "file_text": "x"}),
+    ("edit", {"command": "create", "path": "/", "file_text": "x"}), ("edit", {"command": "view", "path": "/dev/zero"}),
+    ("edit", {"command": "view", "path": "/proc/self/fd"}),
+    ("edit", {"command": "create", "path": "calc/" + "x" * 300 + ".py", "file_text": "x"}),
+]
+
+
+@pytest.mark.parametrize("fast_exec", [True, False], ids=["helper", "engine-api"])
+def test_tool_calls_with_unusable_arguments_are_tool_errors_the_model_sees(tiny_task, tmp_path, monkeypatch, fast_exec):
+    """Models do send `"insert_line": "1"`: arguments that parse as JSON, with the right names and
+    the wrong types (four of these raised TypeError out of the agent: an infra_error row), or paths
+    no file can have. Each is a tool error the model reads; the attempt goes on to the fix. On both
+    exec paths (the in-container helper, and one Engine API call per operation)."""
     from harness.agents.config import load_agent_config
     from harness.agents.loop import ToolAgent
     from harness.models import ScriptedModel, tool_turn
     from test_attribution import FIX
 
-    tool = "bash" if set(args) == {"command"} else "edit"
-    model = ScriptedModel([tool_turn(tool, args), tool_turn("edit", FIX), tool_turn("submit", {})])
+    monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast_exec else "0")
+    model = ScriptedModel([tool_turn(t, a) for t, a in UNUSABLE] + [tool_turn("edit", FIX), tool_turn("submit", {})])
     rows = _run(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path)
     _no_infra(rows)
     assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "submitted")]
+    from harness.transcript import read_transcript
+
+    results = [e for e in read_transcript(_folder(tmp_path) / rows[0].transcript_path) if e.type == "tool_result"]
+    assert all(e.is_error for e in results[:6]), [e.output[:80] for e in results[:6]]  # the wrong types: said so
 
 
 ODD_NAMES = ("cd calc && printf x > \"$(printf 'new\\nline')\" && printf x > \"$(printf 'tab\\there')\" && "
