@@ -384,3 +384,23 @@ def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task
         assert len(fake.requests) == 2
     _no_infra(rows)
     assert [(r.outcome, r.model_calls) for r in rows] == [("resolved", 2)]
+
+
+@pytest.mark.xfail(strict=True, reason="the Vitest/Jest JSON report reader raises (TypeError, RecursionError) on a "
+                   "report of the wrong shape, which the code under test can write: out of grading, an infra_error row")
+@pytest.mark.parametrize("framework", ["vitest", "jest"])
+@pytest.mark.parametrize("report", [
+    b'{"testResults": [{"name": "a.test.js", "assertionResults": 5}]}',
+    b'{"testResults": [{"name": "a.test.js", "assertionResults": [{"status": "passed", "ancestorTitles": 5}]}]}',
+    b'{"testResults": [], "numPendingTests": 1, "numTodoTests": "x"}',
+    b"[" * 100_000 + b"]" * 100_000,
+], ids=["results-a-number", "titles-a-number", "todo-a-string", "nested-too-deep"])
+def test_a_js_report_of_the_wrong_shape_is_unreadable_never_an_exception(framework, report):
+    """The JSON report's path is fixed (/tmp/wholeloop-grade/reports/), and the code under test runs
+    as root in the grading container: it can write any bytes there, as it can pytest's report-log
+    (test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_tampering runs that
+    path end to end; a JS task's image costs minutes, so this one reads with the real parser)."""
+    from harness.parsers import get_parser
+
+    read = get_parser(framework).parse("", report, exit_code=0)
+    assert not read.consistent and "not a report" in read.why
