@@ -36,7 +36,8 @@ from .snapshot import (
 )
 
 __all__ = [
-    "Backend", "BaseRules", "BuiltImage", "Change", "ENV_LIKE_FILES", "TakenPatch", "TreeEntry", "take_patch", "ContainerBroken", "ContainerGone",
+    "Backend", "BaseRules", "BuiltImage", "Change", "ENV_LIKE_FILES", "TakenPatch", "TreeEntry", "take_patch",
+    "ContainerBroken", "ContainerGone",
     "DEFAULT_BASE", "DEFAULT_DISK", "DiskLimitReached", "DiskSpaceError", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",

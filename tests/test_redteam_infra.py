@@ -230,7 +230,8 @@ UNUSABLE = [  # (tool, arguments): the right names, the wrong JSON types or an i
     ("edit", {"command": "view", "path": 5}),  # found
     ("edit", {"command": "view", "path": "calc/__init__.py", "view_range": "1-3"}),  # found
     ("edit", {"command": "str_replace", "path": "calc/__init__.py", "old_str": ["a"], "new_str": "b"}),  # found
-    ("edit", {"command": "view", "path": "calc/\x00x"}), ("edit", {"command": "create", "path": "calc/n\x00ul.py", "file_text": "x"}),
+    ("edit", {"command": "view", "path": "calc/\x00x"}),
+    ("edit", {"command": "create", "path": "calc/n\x00ul.py", "file_text": "x"}),
     ("edit", {"command": "create", "path": "/proc/1/comm", "file_text": "x"}),
     ("edit", {"command": "create", "path": "/.wholeloop/init", "file_text": "x"}),
     ("edit", {"command": "create", "path": "/", "file_text": "x"}), ("edit", {"command": "view", "path": "/dev/zero"}),
@@ -348,7 +349,8 @@ def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folde
     from harness.agents import get_agent
 
     spec = tiny_task["spec"]
-    spec.write_text(spec.read_text().replace("limits: {command_timeout_s: 60}", "limits: {command_timeout_s: 60, disk: 20m}"))
+    spec.write_text(spec.read_text().replace("limits: {command_timeout_s: 60}",
+                                             "limits: {command_timeout_s: 60, disk: 20m}"))
     path = tmp_path / "fills-logs.yaml"
     path.write_text(textwrap.dedent(CLI_LOGS))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")

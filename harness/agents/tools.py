@@ -255,7 +255,8 @@ def _is(value: Any, prop: dict[str, Any]) -> bool:
     if kind == "array":
         return isinstance(value, list) and all(_is(v, prop["items"]) for v in value) if "items" in prop \
             else isinstance(value, list)
-    checks = {"string": lambda v: isinstance(v, str), "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    checks = {"string": lambda v: isinstance(v, str),
+              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
               "boolean": lambda v: isinstance(v, bool), "object": lambda v: isinstance(v, dict),
               "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
     return checks.get(kind, lambda v: True)(value)

@@ -452,7 +452,8 @@ def base_has(prefix, link, last):  # a folder (a regular file, for the last comp
     key = (prefix, link, last)
     if key not in cache:
         full = os.path.join(repo, prefix)
-        cache[key] = not os.path.islink(full) and (os.path.isdir(full) if not last else os.path.isfile(full) and not link)
+        cache[key] = not os.path.islink(full) and (
+            os.path.isdir(full) if not last else os.path.isfile(full) and not link)
     return cache[key]
 def real(path):
     if path not in cache:

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, ContainerBroken, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
-                     Sandbox, SandboxError, parse_size, take_patch)
+from sandbox import (Backend, BaseRules, ContainerBroken, DiskLimitReached, DockerBackend, ImageBuildError, InfraError,
+                     Limits, PatchError, Sandbox, SandboxError, parse_size, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, feedback_text, grade

@@ -199,9 +199,9 @@ class ExternalAgent:
             attempt=ctx.attempt, cli=config.cli, version=config.version, exit_code=result.returncode,
             seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
             self_report=report.model_dump() if report else None, stderr_tail=stderr))
-        reason, detail, infra, retry = self._stop_reason(proxy, result.returncode, result.timed_out, stopper, seconds, stderr,
-                                                         forwarder_failed=failed in result.stdout,
-                                                         started=lambda: _changed_repository(ctx.sandbox, config.exclude))
+        reason, detail, infra, retry = self._stop_reason(
+            proxy, result.returncode, result.timed_out, stopper, seconds, stderr, forwarder_failed=failed in result.stdout,
+            started=lambda: _changed_repository(ctx.sandbox, config.exclude))
         ctx.transcript.write(Stop(reason=reason, detail=detail))
         out = AgentResult.from_budget(budget, reason, infra_error=f"{reason}: {detail}" if infra else None,
                                       infra_retryable=retry)
