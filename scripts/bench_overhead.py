@@ -238,9 +238,18 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
         result, _, _ = grade(task, gold, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
         assert result.resolved, result
 
-    got = interleaved({"ours": ours, "raw": raw}, reps, 1)
-    a, b = median_ms(got["ours"]), median_ms(got["raw"])
-    return [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2)]
+    # the gold patch plus a protected file grading strips: a claim grade.json records (and checks)
+    stripped = gold + ("diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+                       "+++ b/conftest.py\n@@ -0,0 +1 @@\n+planted = True\n")
+
+    def ours_stripping() -> None:
+        result, _, _ = grade(task, stripped, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
+        assert result.resolved and result.stripped, result
+
+    got = interleaved({"ours": ours, "stripping": ours_stripping, "raw": raw}, reps, 1)
+    a, s, b = median_ms(got["ours"]), median_ms(got["stripping"]), median_ms(got["raw"])
+    return [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2),
+            Row("grading, one path stripped: grade() vs raw", s, b, "<= 1.2x", s / b <= 1.2)]
 
 
 class LatencyModel:
