@@ -78,7 +78,7 @@ def test_a_gold_patch_claims_nothing_and_reads_no_hashes(demo):
 
 
 def test_a_kept_symlink_that_makes_a_stripped_path_exist_is_never_resolved(demo, graded_hidden_sha):
-    """The attack, written first: the patch adds `alias/test_parser.py` (protected: stripped,
+    """The attack, written first: the patch adds `alias/test_parser.py` (protected: stripped and reverted,
     claimed absent as at the base) and a symlink `alias -> tests` (inside the repository, named
     like no module: kept). In the graded tree `alias/test_parser.py` is the hidden test file, so
     the claim is false; the hidden command runs `tests` only, and before the check the grade was
@@ -92,13 +92,13 @@ def test_a_kept_symlink_that_makes_a_stripped_path_exist_is_never_resolved(demo,
     evidence = result.evidence
     assert evidence is not None and not evidence.verified and evidence.broken() == ["alias/test_parser.py"]
     claim = evidence.paths["alias/test_parser.py"]
-    assert (claim.claim, claim.expected, claim.found) == ("stripped", ABSENT, graded_hidden_sha)
+    assert (claim.claim, claim.expected, claim.found) == ("reverted", ABSENT, graded_hidden_sha)  # protected
 
 
 def test_both_tools_read_the_same_hashes_in_one_container(demo, graded_hidden_sha):
     """The archive API (for an image without the interpreter) and the interpreter agree on files,
     symlinks and missing paths; a folder is compared only with itself (read the same way both sides)."""
-    paths = ["setup.cfg", "inikit/parser.py", "missing.txt", "inikit/missing/x.py", "inikit", "lnk"]
+    paths = ["pyproject.toml", "inikit/parser.py", "missing.txt", "inikit/missing/x.py", "inikit", "lnk"]
     with DockerBackend().start(demo["image"], limits=Limits(network=False), role="grading",
                                run_id=f"{RUN_PREFIX}evidence") as sb:
         sb.exec(["ln", "-s", "inikit/parser.py", "lnk"])
@@ -112,7 +112,7 @@ def test_both_tools_read_the_same_hashes_in_one_container(demo, graded_hidden_sh
         assert got["inikit/parser.py"] == sha and got["lnk"] == link
         assert got["missing.txt"] == got["inikit/missing/x.py"] == ABSENT
         assert got["inikit"].startswith("dir:")
-    assert by_python["setup.cfg"] == by_archive["setup.cfg"] != ABSENT
+    assert by_python["pyproject.toml"] == by_archive["pyproject.toml"] != ABSENT
 
 
 @pytest.mark.parametrize("claim, base, found, holds", [
