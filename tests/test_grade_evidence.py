@@ -128,6 +128,9 @@ def test_a_claim_holds_only_as_its_kind_says(claim, base, found, holds):
     assert evidence.paths["p"].holds is holds and evidence.verified is holds
 
 
-def test_claims_take_the_stricter_kind_and_drop_what_names_no_file():
-    got = claims(["pluggy/", "tests/a.py"], ["tests/a.py", "pluggy/__init__.py", "x\0y", "b.pyc"])
+def test_claims_take_the_stricter_kind_and_drop_what_names_no_file_of_the_tree():
+    got = claims(["pluggy/", "tests/a.py"], [("tests/a.py", "protected"), ("pluggy/__init__.py", "shadows"),
+                                             ("x\0y", "outside the repository"), ("b\0c.py", "protected"),
+                                             ("b.pyc", "bytecode or a cache"), ("/proc/uptime", "outside the repository"),
+                                             (".git/index", "under .git/")])
     assert got == {"tests/a.py": "reverted", "pluggy": "reverted", "pluggy/__init__.py": "stripped", "b.pyc": "stripped"}

@@ -17,7 +17,8 @@ followed, a symlink at its end read as a link): a regular file as the sha256 of 
 symlink as `symlink:` + the sha256 of its target, a folder as `dir:` + a hash over its entries,
 a missing one as `absent`. Paths are bytes as the file system holds them (str with
 surrogateescape, written to JSON with the one escape, see `harness.jsonl`); a path holding NUL
-names nothing a file system can hold and is left out.
+names nothing a file system can hold, and paths outside the repository or under `.git/` are no
+part of the graded tree (`NOT_IN_THE_TREE`): those are left out.
 """
 
 from __future__ import annotations
@@ -90,11 +91,21 @@ class TreeEvidence(BaseModel):
         return [p for p, e in self.paths.items() if not e.holds]
 
 
-def claims(reverted: Iterable[str], stripped: Iterable[str]) -> dict[str, str]:
+#: Stripped for a reason that names no file of the graded tree: left out of the evidence. A path
+#: outside the repository never reaches an applier (and hashing one, `/proc/uptime`, would read
+#: what changes by itself); under `.git/` is grading's own git's (`git apply --3way` writes the
+#: index there), which no test reads.
+NOT_IN_THE_TREE = ("outside the repository", "under .git/")
+
+
+def claims(reverted: Iterable[str], stripped: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Claimed path -> "reverted" or "stripped" (a path claimed both ways is held to the stricter,
-    "reverted"); a shadowing entry's trailing "/" dropped, paths holding NUL left out."""
+    "reverted"), from the grade's reverted paths and its stripped (path, reason) pairs; a shadowing
+    entry's trailing "/" dropped; left out: paths holding NUL, and those of `NOT_IN_THE_TREE`."""
     out: dict[str, str] = {}
-    for path in stripped:
+    for path, reason in stripped:
+        if reason in NOT_IN_THE_TREE:
+            continue
         out.setdefault(path.rstrip("/") or path, "stripped")
     for path in reverted:
         out[path.rstrip("/") or path] = "reverted"

@@ -81,7 +81,7 @@ def grade(
                                                   (*RUNNER_MODULES, *(m for s in prepared.setups for m in s.imports)))
                     decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
-                claimed = claims(decision.reverted, [s.path for s in decision.stripped])
+                claimed = claims(decision.reverted, [(s.path, s.reason) for s in decision.stripped])
                 hasher = hasher or Hasher()
                 at.step = "read the base's hashes of the claimed paths"
                 base_hashes = hasher.hashes(sb, list(claimed))  # nothing of the patch is in the tree yet
