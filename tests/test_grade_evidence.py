@@ -12,12 +12,13 @@ in the graded tree (it was absent at the base) was resolved before the check and
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 
 import pytest
 
 from conftest import git
-from harness.grading import grade
+from harness.grading import Grade, grade
 from harness.grading.evidence import ABSENT, PYTHON, Hasher, claims, judge
 from sandbox import DockerBackend, Limits
 from test_hostile import RUN_PREFIX, _no_leftovers  # noqa: F401 (autouse fixture)
@@ -65,8 +66,8 @@ def test_an_honest_patchs_stripped_paths_are_recorded_with_evidence_that_holds(d
     assert {s.path for s in result.stripped} == {HIDDEN, "conftest.py"}
     evidence = result.evidence
     assert evidence is not None and evidence.verified and evidence.tool == f"{PYTHON} -I -S"
-    assert set(evidence.paths) == {HIDDEN, "conftest.py"}
-    hidden, planted = evidence.paths[HIDDEN], evidence.paths["conftest.py"]
+    assert {e.path for e in evidence.paths} == {HIDDEN, "conftest.py"}
+    hidden, planted = evidence.of(HIDDEN), evidence.of("conftest.py")
     assert hidden.claim == "reverted" and hidden.expected == hidden.found == graded_hidden_sha and hidden.holds
     assert planted.expected == planted.found == ABSENT and planted.holds
     assert not result.tampering
@@ -90,8 +91,9 @@ def test_a_kept_symlink_that_makes_a_stripped_path_exist_is_never_resolved(demo,
     assert result.tests and all(result.tests[t] == "PASSED" for t in demo["task"].fail_to_pass)  # the fix works
     assert result.tampering and "alias/test_parser.py" in result.tampering and "alias/test_parser.py" in result.note
     evidence = result.evidence
-    assert evidence is not None and not evidence.verified and evidence.broken() == ["alias/test_parser.py"]
-    claim = evidence.paths["alias/test_parser.py"]
+    assert evidence is not None and not evidence.verified
+    assert [e.path for e in evidence.broken()] == ["alias/test_parser.py"]
+    claim = evidence.of("alias/test_parser.py")
     assert (claim.claim, claim.expected, claim.found) == ("reverted", ABSENT, graded_hidden_sha)  # protected
 
 
@@ -125,7 +127,7 @@ def test_both_tools_read_the_same_hashes_in_one_container(demo, graded_hidden_sh
 ])
 def test_a_claim_holds_only_as_its_kind_says(claim, base, found, holds):
     evidence = judge({"p": claim}, {"p": base}, {"p": found}, "t")
-    assert evidence.paths["p"].holds is holds and evidence.verified is holds
+    assert evidence.of("p").holds is holds and evidence.verified is holds
 
 
 def test_claims_take_the_stricter_kind_and_drop_what_names_no_file_of_the_tree():
@@ -134,3 +136,15 @@ def test_claims_take_the_stricter_kind_and_drop_what_names_no_file_of_the_tree()
                                              ("b.pyc", "bytecode or a cache"), ("/proc/uptime", "outside the repository"),
                                              (".git/index", "under .git/")])
     assert got == {"tests/a.py": "reverted", "pluggy": "reverted", "pluggy/__init__.py": "stripped", "b.pyc": "stripped"}
+
+
+def test_a_path_that_is_not_utf8_is_recorded_as_its_bytes():
+    """grade.json is written with json.dumps of the grade's JSON dump: the path keeps its byte as
+    the one escape (a dict key would lose it to U+FFFD in pydantic's dump)."""
+    path = "tests/n\udcffame.py"  # b"tests/n\xffame.py" read with surrogateescape
+    result = Grade(task_id="t", outcome="unresolved", resolved=False,
+                   evidence=judge({path: "reverted"}, {path: ABSENT}, {path: ABSENT}, "t"))
+    text = json.dumps(result.model_dump(mode="json"))
+    assert "n\\udcffame.py" in text
+    back = Grade.model_validate(json.loads(text)).evidence.paths[0].path
+    assert back == path and back.encode("utf-8", "surrogateescape") == b"tests/n\xffame.py"

@@ -74,6 +74,7 @@ for i, p in enumerate(paths):
 class PathEvidence(BaseModel):
     """One claimed path: what grading claims, the base's hash and the graded tree's."""
 
+    path: str  # the file system's bytes (surrogateescape); a list item, not a key: pydantic's JSON keys lose them
     claim: str  # "reverted": as at the base; "stripped": as at the base, or absent
     expected: str  # the base's: a sha256, "symlink:<sha256>", "dir:<sha256>", "absent"
     found: str  # the graded tree's, in the same form
@@ -85,10 +86,13 @@ class TreeEvidence(BaseModel):
 
     verified: bool = Field(description="every claim holds")
     tool: str = Field(description="what read the hashes")
-    paths: dict[str, PathEvidence] = Field(default_factory=dict)
+    paths: list[PathEvidence] = Field(default_factory=list)
 
-    def broken(self) -> list[str]:
-        return [p for p, e in self.paths.items() if not e.holds]
+    def broken(self) -> list[PathEvidence]:
+        return [e for e in self.paths if not e.holds]
+
+    def of(self, path: str) -> PathEvidence | None:
+        return next((e for e in self.paths if e.path == path), None)
 
 
 #: Stripped for a reason that names no file of the graded tree: left out of the evidence. A path
@@ -146,12 +150,12 @@ class Hasher:
 def judge(kinds: dict[str, str], base: dict[str, str], graded: dict[str, str], tool: str) -> TreeEvidence:
     """The evidence: a reverted path must be found as the base has it; a stripped one as the base
     has it or absent."""
-    paths = {}
+    paths = []
     for path, claim in kinds.items():
         expected, found = base.get(path, "unreadable:not read"), graded.get(path, "unreadable:not read")
         holds = found == expected or (claim == "stripped" and found == ABSENT)
-        paths[path] = PathEvidence(claim=claim, expected=expected, found=found, holds=holds)
-    return TreeEvidence(verified=all(e.holds for e in paths.values()), tool=tool, paths=paths)
+        paths.append(PathEvidence(path=path, claim=claim, expected=expected, found=found, holds=holds))
+    return TreeEvidence(verified=all(e.holds for e in paths), tool=tool, paths=paths)
 
 
 def _raw(path: str) -> bytes:

@@ -320,7 +320,7 @@ def _hold(result: Grade, evidence: TreeEvidence | None) -> None:
         return
     broken = evidence.broken()
     said = ("what grading claims it reverted or stripped does not hold in the graded tree: "
-            + ", ".join(f"{p} (base: {evidence.paths[p].expected}, found: {evidence.paths[p].found})" for p in broken[:5])
+            + ", ".join(f"{e.path} (base: {e.expected}, found: {e.found})" for e in broken[:5])
             + (f" and {len(broken) - 5} more" if len(broken) > 5 else ""))
     result.tampering = "; ".join(x for x in (result.tampering, said) if x)
     if result.outcome is Outcome.resolved:
