@@ -300,6 +300,16 @@ def test_export_uses_the_final_attempt_and_maps_back_to_instance_ids(tmp_path):
     assert [json.loads(line) for line in other.read_text().splitlines()] == [
         {"instance_id": "calc__calc-1", "model_name_or_path": "mine", "model_patch": "repeat one\n"}
     ]
+    # the command, under both its names, writes the same file
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    for name in (["export", "predictions"], ["export-predictions"]):
+        target = tmp_path / "cli" / f"{'-'.join(name)}.jsonl"
+        done = CliRunner().invoke(main, [*name, str(run_dir), "--out", str(target)])
+        assert done.exit_code == 0, done.output
+        assert target.read_text() == out.read_text()
 
 
 def test_export_needs_a_choice_when_a_run_holds_several_configs(tmp_path):
