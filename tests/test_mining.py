@@ -161,6 +161,8 @@ def test_environment_inferred_from_the_base_commit_and_overridden(small_repo, tm
     with pytest.raises(MineError) as err:
         load_config(override, repo)
     assert "instal: unknown key" in str(err.value) and "test_command: Value error, must contain {files}" in str(err.value)
+    override.write_text("test_command: go test -json ./...\ntest_scope: all\n")  # the whole suite: nothing to name
+    assert load_config(override, repo).test_command == "go test -json ./..."
 
 
 def test_every_kind_of_dependency_file_is_read(tmp_path):

@@ -101,7 +101,7 @@ setup:
 env: {GOPROXY: "off", GOSUMDB: "off", GOTOOLCHAIN: local}
 install:
   - go build ./... && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null
-test_command: "go test -json -count=1 ./... {files}"
+test_command: go test -json -count=1 ./...
 visible_test_command: go test ./...
 parser: go
 test_scope: all
