@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .jsonl import append_line, complete_lines, drop_torn_tail, escape_surrogates, text_bytes
-from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
+from .usage import Usage  # one token accounting for models, rows and reports (no model adapter import)
 from .scrub import scrub
 
 RESULT_SCHEMA = 1

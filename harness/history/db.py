@@ -31,8 +31,10 @@ from sqlalchemy import (Column, MetaData, String, Table, and_, bindparam, case, 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from . import listing
 from . import url as urls
 from .schema import HEAD, attempts, runs
+from .types import HistoryFilter, RunSummary, TaskAggregate, bound_values, shape_of, summary_of, utc
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
@@ -53,69 +55,7 @@ class HistoryError(ValueError):
     input error, not a bug. The message names the database without its password."""
 
 
-@dataclass
-class HistoryFilter:
-    """Which runs a listing, a trend or a baseline query looks at (None: any)."""
-
-    suite: str | None = None  # the suite's folder name ("demo") or its path
-    model: str | None = None
-    agent: str | None = None
-    config: str | None = None
-    since: datetime | None = None
-    finished_only: bool = False
-    exclude_paths: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)  # only runs indexed from these folders
-    run: str | None = None  # a run id (folder name) or a uid prefix
-
-
-@dataclass
-class RunSummary:
-    """One configuration of one indexed run, as `wholeloop history` lists it."""
-
-    key: int
-    uid: str
-    run_id: str
-    path: str
-    suite: str
-    started_at: datetime | None
-    finished_at: datetime | None
-    config: str
-    agent: str
-    model: str | None
-    tasks: int
-    trials: int  # complete trials (a final row)
-    scored: int  # trials that were not infrastructure errors
-    resolved: int
-    infra_errors: int
-    incomplete: int
-    cost_usd: float | None  # over scored trials; None when a price was unknown
-    time_s: float  # over scored trials
-    regraded_from: str | None = None  # a regrade: the uid of the run it re-graded
-    tampering: int = 0  # complete trials whose grade suspects tampering
-
-    @property
-    def rate(self) -> float | None:
-        return self.resolved / self.scored if self.scored else None
-
-
-@dataclass
-class TaskAggregate:
-    """One task of one configuration of one run: what trends and intervals are computed from."""
-
-    run: int
-    config: str
-    task_id: str
-    scored: int
-    resolved: int
-    cost_usd: float | None
-    time_s: float
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes: every time in the index is UTC."""
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+_utc = utc  # every time in the index is UTC
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -252,6 +192,7 @@ class HistoryIndex:
         index = cls(url, engine)
         try:
             index.migrate()
+            index.compile_listings()
         except BaseException:
             index.close()
             raise
@@ -403,6 +344,18 @@ class HistoryIndex:
 
     # ------------------------------------------------------------------ reading
 
+    def _remember(self, name: str, shape: str | None, query) -> None:
+        """Keep the SQL SQLAlchemy compiles for a listing query of this shape beside a SQLite index,
+        so the next `wholeloop history` runs it with the standard library alone (`listing`)."""
+        path = urls.sqlite_path(self.url)
+        if path is None or shape is None or listing.known(path, name, shape):
+            return
+        compiled = query.compile(dialect=self.engine.dialect)
+        named = set(compiled.binds) & (set(shape.replace("+", ",").split(",")) - {""})
+        constants = {key: value for key, value in compiled.construct_params().items() if key not in named}
+        listing.remember(path, name, shape, compiled.string, list(compiled.positiontup or []), constants,
+                         list(query.selected_columns.keys()), HEAD)
+
     def _trials(self, flt: HistoryFilter, only_runs=None):
         """One line per (run, config, task, repeat) of the current rows: a trial, as stats.py counts
         it; `only_runs`, a subquery of run ids, limits it to those runs."""
@@ -427,10 +380,12 @@ class HistoryIndex:
     def _run_filter(self, flt: HistoryFilter) -> list:
         r = runs.c
         where = []
+        value = bound_values(flt)  # named parameters: `listing` runs the compiled statement with the same
         if flt.suite:
-            where.append(or_(r.suite == flt.suite, r.suite_path == str(Path(flt.suite).resolve())))
+            where.append(or_(r.suite == bindparam("suite", value["suite"]),
+                             r.suite_path == bindparam("suite_path", value["suite_path"])))
         if flt.since:
-            where.append(r.started_at >= _utc(flt.since))
+            where.append(r.started_at >= bindparam("since", value["since"], type_=r.started_at.type))
         if flt.finished_only:
             where.append(r.finished_at.is_not(None))
         if flt.exclude_paths:
@@ -444,24 +399,28 @@ class HistoryIndex:
     def _attempt_filter(self, flt: HistoryFilter) -> list:
         a = attempts.c
         where = [a.current]
-        if flt.model:
-            where.append(a.model == flt.model)
-        if flt.agent:
-            where.append(a.agent == flt.agent)
-        if flt.config:
-            where.append(a.config == flt.config)
+        for name, value in bound_values(flt).items():
+            if name in ("model", "agent", "config"):
+                where.append(a[name] == bindparam(name, value))
         return where
 
     def list_runs(self, flt: HistoryFilter | None = None, *, limit: int | None = None) -> list[RunSummary]:
         """Indexed runs, one line per configuration, newest first. With a limit, only the newest
         runs that match are aggregated (the listing stays quick however long the history)."""
         flt = flt or HistoryFilter()
+        query = self._listing(flt, limit)
+        self._remember("list_runs", shape_of(flt, limit), query)
+        with self._read() as conn:
+            found = conn.execute(query).mappings().all()
+        return [summary_of(x) for x in found]
+
+    def _listing(self, flt: HistoryFilter, limit: int | None):
         r = runs.c
         matching = (select(r.id).where(*self._run_filter(flt))
                     .where(select(attempts.c.id).where(attempts.c.run == r.id, *self._attempt_filter(flt)).exists())
                     .order_by(r.started_at.desc(), r.id.desc()))
         if limit:
-            matching = matching.limit(limit)
+            matching = matching.limit(bindparam("limit", limit))
         t = self._trials(flt, matching.subquery("matching"))
         scored = and_(t.c.complete == 1, t.c.infra == 0)
         per_config = (select(
@@ -482,27 +441,30 @@ class HistoryIndex:
                  .join(per_config, per_config.c.run == r.id)
                  .order_by(r.started_at.desc(), r.id.desc(), c.config))
         if limit:
-            query = query.limit(limit)
-        with self._read() as conn:
-            found = conn.execute(query).all()
-        return [RunSummary(key=x.id, uid=x.uid, run_id=x.run_id, path=x.path, suite=x.suite,
-                           started_at=_utc(x.started_at), finished_at=_utc(x.finished_at), config=x.config,
-                           agent=x.agent, model=x.model, tasks=int(x.tasks or 0), trials=int(x.trials or 0),
-                           scored=int(x.scored or 0), resolved=int(x.resolved or 0), infra_errors=int(x.infra or 0),
-                           incomplete=int(x.incomplete or 0),
-                           cost_usd=None if x.cost_unknown else float(x.cost or 0.0), time_s=float(x.time or 0.0),
-                           regraded_from=x.regraded_from, tampering=int(x.tampering or 0))
-                for x in found]
+            query = query.limit(bindparam("limit", limit))
+        return query
 
     def count_runs(self, flt: HistoryFilter | None = None) -> int:
         """How many (run, configuration) lines `list_runs` would give without a limit."""
         flt = flt or HistoryFilter()
-        a = attempts.c
-        pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
-        query = select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
-            *self._run_filter(flt))
+        query = self._counting(flt)
+        self._remember("count_runs", shape_of(flt, None), query)
         with self._read() as conn:
             return int(conn.execute(query).scalar() or 0)
+
+    def _counting(self, flt: HistoryFilter):
+        a = attempts.c
+        pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
+        return select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
+            *self._run_filter(flt))
+
+    def compile_listings(self) -> None:
+        """Leave the plain `wholeloop history` listing's SQL beside a SQLite index now (with and
+        without a limit, and its count), so even the first listing after a run needs no SQLAlchemy."""
+        flt = HistoryFilter()
+        for limit in (50, None):
+            self._remember("list_runs", shape_of(flt, limit), self._listing(flt, limit))
+        self._remember("count_runs", shape_of(flt, None), self._counting(flt))
 
     def task_aggregates(self, keys: list[tuple[int, str]]) -> dict[tuple[int, str], list[TaskAggregate]]:
         """Per task, for each (run, config): scored trials, resolved ones, their cost and time."""

@@ -21,7 +21,8 @@ The bootstrap is `scipy.stats.bootstrap(..., paired=True, vectorized=True, metho
 done the way scipy does it, with numpy alone: the same resample indices from the same generator,
 the same statistic, the same quantile (Hyndman and Fan's type 7), so every interval is the one
 scipy gives to the last bit (tests/test_stats.py checks it against scipy) while a report does not
-pay for importing scipy.stats (about a second). numpy is imported when a figure needs it.
+pay for importing scipy.stats (about a second). numpy is imported when an interval is not in the
+memo of intervals computed before (memo.py): a report of rows seen before needs none.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
 
 from pydantic import BaseModel, Field
 
 from ..records import ResultRow, open_run
+from . import memo
 
 CONFIDENCE = 0.95
 #: Final outcomes that say nothing about the agent: left out of every rate (as in grading.outcome).
@@ -290,14 +293,11 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
     one value per task, and a resample draws tasks with replacement (the pair stays together).
     A resample with nothing to divide by counts as +infinity (e.g. cost per resolved with no
     resolved task), which can make the upper bound unbounded."""
-    import numpy as np
-
     settings = settings or BootstrapSettings()
-    num = np.asarray(numerators, dtype=float)
-    den = np.asarray(denominators, dtype=float)
-    n = len(num)
-    total = float(den.sum())
-    value = float(num.sum()) / total if total else None
+    numerators, denominators = [float(x) for x in numerators], [float(x) for x in denominators]
+    n = len(numerators)
+    total = math.fsum(denominators)
+    value = math.fsum(numerators) / total if total else None
     label = method or f"bootstrap-{settings.method}"
     if n < 2:
         return Interval(value=value, method=label, n=n, unbounded=value is None,
@@ -305,7 +305,14 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
 
     if settings.method != "percentile":
         raise ValueError(f"bootstrap method {settings.method!r}: only the percentile method is implemented")
-    low, high = percentile_bootstrap(num, den, settings)
+    known = memo.key(numerators, denominators, settings.seed, settings.n_resamples, settings.confidence_level)
+    found = memo.get(known)  # computed before for the same inputs: no numpy (see memo.py)
+    if found is None:
+        import numpy as np
+
+        found = percentile_bootstrap(np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float), settings)
+        memo.put(known, *found)
+    low, high = found
     return Interval(value=value, low=_finite(low), high=_finite(high), method=label, n=n,
                     unbounded=not math.isfinite(high) or value is None)
 
@@ -349,13 +356,11 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
 
     # pass@k and pass^k, k = 1..n, averaged over the tasks that have at least n scored trials
     if rated:
-        import numpy as np
-
         n_min = min(tr.trials for tr in rated)
         out.pass_k_tasks = len(rated)
         for k in range(1, n_min + 1):
-            out.pass_at_k.append(KValue(k=k, value=float(np.mean([pass_at_k(tr.trials, tr.resolved, k) for tr in rated]))))
-            out.pass_hat_k.append(KValue(k=k, value=float(np.mean([pass_hat_k(tr.trials, tr.resolved, k) for tr in rated]))))
+            out.pass_at_k.append(KValue(k=k, value=fmean([pass_at_k(tr.trials, tr.resolved, k) for tr in rated])))
+            out.pass_hat_k.append(KValue(k=k, value=fmean([pass_hat_k(tr.trials, tr.resolved, k) for tr in rated])))
 
     # money and time: one (sum, count) pair per task, tasks resampled together
     task_ids = [tid for tid, s in per_task_scored.items() if s]
