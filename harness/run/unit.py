@@ -12,6 +12,8 @@ machine's (engine gone, container removed or stopped from outside, image build f
 down) are retried a bounded number of times and otherwise recorded as `infra_error`; the task
 author's (missing repository, unknown commit) are recorded as `infra_error` at once. Nothing of
 that stops the other units.
+
+How the agent's doing is told from the machine's: `harness.run.attribution`.
 """
 
 from __future__ import annotations
@@ -24,16 +26,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, DiskLimitReached, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
-                     Sandbox, SandboxError, parse_size, take_patch)
+from sandbox import (Backend, BaseRules, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox,
+                     SandboxError, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
-from ..grading import GRADER_VERSION, Grade, Outcome, feedback_text, grade
+from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..tasks.images import build_task_images
-from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
-                          TranscriptWriter)
+from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
+from .attribution import next_feedback, run_agent
 from .manifest import now
 
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
@@ -184,7 +186,7 @@ class UnitRunner:
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
                                on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
                                workspace=workspace)
-            result = self._run_agent(ctx, sb, limits)
+            result = run_agent(self.agent, ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
@@ -239,81 +241,9 @@ class UnitRunner:
             if final:
                 break
             sb.restart()  # the next attempt continues in the same container
-            try:
-                feedback = feedback_text(self.options.feedback, task, grade_, report, sb)
-            except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
-                feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
-            except SandboxError as exc:  # the visible tests (the agent's code) broke its container, or the machine failed
-                reason = self._whose(sb, infra=isinstance(exc, InfraError))
-                if reason is None:
-                    raise
-                said = {"memory_limit": "they exhausted the container's memory and the kernel stopped it"}.get(
-                    reason, "they left the container unusable")
-                feedback = (f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n(the visible tests "
-                            f"did not finish: {said}: {exc}; the container was started again)").strip()
-                transcript.write(ErrorEvent(where="feedback", error_type=type(exc).__name__, message=str(exc)))
-                sb.stop()
-                sb.restart()
+            feedback = next_feedback(self.options.feedback, task, grade_, report, sb, transcript)
             phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
         return rows
-
-    def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
-        """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
-        sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
-        its disk still full. A container that failed under the agent is the agent's doing when the
-        engine says so (`_whose`: `memory_limit`, `container_broken`), and the attempt is graded;
-        else the machine failed, and InfraError goes up to be retried."""
-        try:
-            result = self.agent.run(ctx)
-        except DiskLimitReached as exc:
-            ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
-            ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
-            return AgentResult(stop_reason="disk_limit")
-        except SandboxError as exc:  # let through by the agent (a script, a CLI's runner)
-            result = AgentResult(stop_reason="error", detail=f"{type(exc).__name__}: {exc}")
-            reason = self._whose(sb, infra=isinstance(exc, InfraError))
-            if reason is None:
-                if isinstance(exc, InfraError):
-                    raise
-                raise InfraError(result.detail) from exc
-            return self._agents_doing(ctx, result, reason, limits)
-        if result.stop_reason == "infra_error" and result.infra_retryable:  # the agent caught the sandbox's InfraError
-            reason = self._whose(sb, infra=True)
-            if reason is not None:
-                result.detail = (result.infra_error or "").removeprefix("infra_error: ")
-                result.infra_error, result.infra_retryable = None, False
-                return self._agents_doing(ctx, result, reason, limits)
-        if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
-                and sb.limit_reached() == "disk_limit":
-            ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
-                                          maximum=float(limits.disk_bytes or 0)))
-            result.stop_reason = "disk_limit"
-        return result
-
-    @staticmethod
-    def _whose(sb: Sandbox, *, infra: bool) -> str | None:
-        """Whose failure a sandbox error of the agent's turn is, by the engine's evidence: the kernel
-        OOM-killed the container -> "memory_limit"; it still runs and the engine answers, yet a
-        command or file operation could not be done (not an engine error) -> "container_broken";
-        None (the machine's) when it was removed or stopped from outside (PID 1 never exits and
-        ignores every signal from inside), the engine is gone, or the engine itself failed."""
-        try:
-            state = sb.status()
-        except SandboxError:
-            return None
-        if state.get("OOMKilled"):
-            return "memory_limit"
-        if state.get("Running") and not infra:
-            return "container_broken"
-        return None
-
-    @staticmethod
-    def _agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Limits) -> AgentResult:
-        if reason == "memory_limit":
-            ctx.transcript.write(LimitHit(limit="memory_limit", value=0.0, maximum=float(parse_size(limits.memory) or 0)))
-        ctx.transcript.write(Stop(reason=reason, detail=result.detail))
-        result.stop_reason = reason
-        return result
 
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
