@@ -99,3 +99,15 @@ def next_feedback(mode: str, task: Task, grade_: Grade, report, sb: Sandbox, tra
         sb.stop()
         sb.restart()
         return feedback
+
+
+PHASES = {"image": "the image build", "container_start": "starting the agent's container", "agent": "the agent's turn",
+          "patch": "taking the patch", "feedback": "the visible tests run for feedback"}
+
+
+def recurring_place(where: dict) -> str:
+    """Where an infrastructure error happened, in words: "grading step 'run the hidden tests'",
+    "the agent's turn (ContainerGone)"."""
+    if where.get("phase") == "grading" and where.get("step"):
+        return f"grading step {where['step']!r}"
+    return f"{PHASES.get(where.get('phase', ''), where.get('phase') or '?')} ({where.get('error_type') or '?'})"
