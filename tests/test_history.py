@@ -375,6 +375,38 @@ def test_listing_figures_match_the_report(tmp_path, history_url):
             assert line.cost_usd == (None if stats.total_cost_usd is None else pytest.approx(stats.total_cost_usd))
 
 
+def test_retried_tries_count_in_the_cost_the_same_live_and_rebuilt(tmp_path, history_url):
+    """Issue 10, rule 4: a retried try's spend is the configuration's, in the index as in the report,
+    whether the rows came in live or from a rebuild."""
+    from harness.report.stats import load_configs
+
+    def abandoned(task, attempt, cost):
+        r = row(task, outcome="infra_error", attempt=attempt, final=False, cost=cost)
+        r.retried = True
+        return r
+
+    rows = [row("t00", outcome="unresolved", final=False, cost=0.1), abandoned("t00", 2, 0.05),  # try 1, retried
+            row("t00", cost=0.2),                                                              # try 2 counts
+            row("t01", outcome="infra_error", cost=0.03), row("t01", cost=0.1),                 # redone on resume
+            abandoned("t02", 1, 0.07)]                                                          # killed after its retry row
+    run = write_run(tmp_path / "runs" / "r", rows, url=history_url).path
+    (cfg,) = load_configs([run])
+    stats = config_stats(cfg)
+    assert (stats.trials, stats.resolved, stats.retried_tries) == (2, 2, 3)
+    assert stats.retried_cost_usd == pytest.approx(0.25) and stats.total_cost_usd == pytest.approx(0.55)
+    assert stats.cost_per_resolved.value == pytest.approx(0.24)  # (0.35 + 0.13) / 2: a trial costs its retries too
+    for how in ("live", "rebuilt"):
+        if how == "rebuilt":
+            assert cli("history", "--rebuild", "--history-url", history_url, "--runs-root", str(run.parent)).returncode == 0
+        with HistoryIndex.open(history_url, create=False) as index:
+            (line,) = index.list_runs()
+            assert (line.tasks, line.trials, line.incomplete, line.resolved) == (2, 2, 0, 2), how
+            assert line.cost_usd == pytest.approx(stats.total_cost_usd), how
+            (aggs,) = index.task_aggregates([(line.key, line.config)]).values()
+            assert [(a.task_id, a.cost_usd) for a in aggs if a.scored] == [("t00", pytest.approx(0.35)),
+                                                                            ("t01", pytest.approx(0.13))], how
+
+
 def test_trend_points_are_the_reports_figures(tmp_path, history_url):
     root = tmp_path / "runs"
     runs = fabricate_history(root, history_url)

@@ -44,7 +44,7 @@ class RunSummary:
     resolved: int
     infra_errors: int
     incomplete: int
-    cost_usd: float | None  # over scored trials; None when a price was unknown
+    cost_usd: float | None  # everything spent: every complete trial, retried tries included; None: a price unknown
     time_s: float  # over scored trials
     regraded_from: str | None = None  # a regrade: the uid of the run it re-graded
     tampering: int = 0  # complete trials whose grade suspects tampering
