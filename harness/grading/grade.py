@@ -122,7 +122,7 @@ def grade(
                 _record(result, decision)
             return _timed(result, started), output, None
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
-                       note=said)
+                       failed_step=FailedStep(step=at.step, output=said), note=said)
         return _timed(result, started), output, None
 
 
