@@ -42,6 +42,7 @@ from harness.agents import get_agent  # noqa: E402
 from harness.agents.config import load_agent_config  # noqa: E402
 from harness.agents.loop import ToolAgent  # noqa: E402
 from harness.grading import grade  # noqa: E402
+from harness.grading.evidence import Hasher  # noqa: E402
 from harness.history import listing  # noqa: E402
 from harness.history.db import HistoryFilter, HistoryIndex  # noqa: E402
 from harness.history.live import attach  # noqa: E402
@@ -239,9 +240,28 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
         result, _, _ = grade(task, gold, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
         assert result.resolved, result
 
-    got = interleaved({"ours": ours, "raw": raw}, reps, 1)
-    a, b = median_ms(got["ours"]), median_ms(got["raw"])
-    return [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2)]
+    # the gold patch plus a protected file grading strips: a claim grade.json records (and checks)
+    stripped = gold + ("diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+                       "+++ b/conftest.py\n@@ -0,0 +1 @@\n+planted = True\n")
+
+    def ours_stripping() -> None:
+        result, _, _ = grade(task, stripped, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
+        assert result.resolved and result.stripped, result
+
+    got = interleaved({"ours": ours, "stripping": ours_stripping, "raw": raw}, reps, 1)
+    a, s, b = median_ms(got["ours"]), median_ms(got["stripping"]), median_ms(got["raw"])
+    rows = [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2),
+            Row("grading, one path stripped: grade() vs raw", s, b, "<= 1.2x", s / b <= 1.2)]
+    # The evidence of a grade's claims on its own: one reading of claimed paths' hashes (a grade with
+    # claims makes two, none without), against one exec of `true` in the same container.
+    with DockerSandbox.start(prepared.image, limits=limits, role="grading", run_id="bench") as sb:
+        hasher, paths = Hasher(), ["tests/test_parser.py", "conftest.py", "inikit/parser.py"]
+        hasher.hashes(sb, paths)
+        assert not hasher.archive, "the image has no /usr/bin/python3"
+        got = interleaved({"hash": lambda: hasher.hashes(sb, paths), "true": lambda: sb.exec(["true"])}, reps * 10, 3)
+    h, t = median_ms(got["hash"]), median_ms(got["true"])
+    rows.append(Row("grading evidence: hashes of 3 paths (one exec) vs exec true", h, t, "< 100 ms", h < 100))
+    return rows
 
 
 class LatencyModel:
