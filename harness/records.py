@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .jsonl import append_line, complete_lines, drop_torn_tail, escape_surrogates, text_bytes
-from .models.types import Usage  # one token accounting for models, rows and reports (no SDK import)
+from .usage import Usage  # one token accounting for models, rows and reports (no model adapter import)
 from .scrub import scrub
 
 RESULT_SCHEMA = 1
@@ -87,6 +87,11 @@ class ResultRow(BaseModel):
     tampering: str | None = None  # the channels of results contradicted each other (see grade.json)
     grader_version: int | None = None  # of the grader that decided `outcome` (None: before it was recorded)
     regraded_from: dict | None = None  # set by `wholeloop regrade`: the outcome and grader version before
+    # An abandoned try: the machine failed this try of the unit and it was tried again. Never
+    # final; the latest-row rule drops its whole try (no rate sees it); its spend is on record and
+    # counts in the configuration's cost (`retried_tries`).
+    retried: bool = False
+    failed_in: dict | None = None  # an infra_error's place: {phase, step, error_type} (docs/outcomes.md)
     instance_id: str | None = None
     dir: str = ""  # the attempt folder, relative to the run folder
     patch_path: str = ""
@@ -177,29 +182,60 @@ def parse_rows(lines: Iterator[str]) -> list[ResultRow]:
 T = TypeVar("T")
 
 
-def latest_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callable[[T], int]) -> list[T]:
-    """The latest-row rule, for rows of any shape: the rows of the last try of each unit, one per
-    attempt, in the order written.
-
-    One try appends its attempts in increasing order, so a row whose attempt is not above the
-    previous row of its unit starts a new try: a resumed run redoing an unfinished unit from its
-    first attempt, an infrastructure retry, or a unit redone on purpose. The new try supersedes
-    *every* row of the earlier one, also attempts it never reaches (a redo may be resolved sooner
-    than the killed try got). Superseded rows stay in results.jsonl: nothing is ever rewritten.
-    """
-    tries: dict[Hashable, dict[int, T]] = {}
+def tries_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callable[[T], int],
+             abandoned: Callable[[T], bool] | None = None) -> dict[Hashable, list[list[T]]]:
+    """Every try of each unit, in the order written: one try appends its attempts in increasing
+    order, so a row whose attempt is not above the previous row of its unit starts a new try (a
+    resumed run redoing an unfinished unit from its first attempt, an infrastructure retry, a unit
+    redone on purpose); a row `abandoned` says ended its try (the machine failed it and the unit
+    was tried again) ends it too."""
+    tries: dict[Hashable, list[list[T]]] = {}
     for item in items:
         key, number = unit(item), attempt(item)
-        current = tries.get(key)
-        if current is None or number <= max(current):
-            current = tries[key] = {}
-        current[number] = item
-    return [item for attempts in tries.values() for item in attempts.values()]
+        found = tries.setdefault(key, [])
+        if not found or number <= attempt(found[-1][-1]) or (abandoned is not None and abandoned(found[-1][-1])):
+            found.append([])
+        found[-1].append(item)
+    return tries
+
+
+def latest_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callable[[T], int],
+              abandoned: Callable[[T], bool] | None = None) -> list[T]:
+    """The latest-row rule, for rows of any shape: the rows of the last try of each unit, one per
+    attempt, in the order written (see `tries_of`).
+
+    The new try supersedes *every* row of the earlier one, also attempts it never reaches (a redo
+    may be resolved sooner than the killed try got). A try that ends in an `abandoned` row never
+    counts, even as the last one (a run killed before the retry wrote anything): its unit has no
+    rows that count until another try writes some. Superseded rows stay in results.jsonl: nothing
+    is ever rewritten.
+    """
+    out: list[T] = []
+    for found in tries_of(items, unit, attempt, abandoned).values():
+        last = found[-1]
+        if abandoned is None or not abandoned(last[-1]):
+            out += last
+    return out
 
 
 def latest_rows(rows: list[ResultRow]) -> list[ResultRow]:
     """The rows that count of a run: `latest_of` over (task, config, repeat) units."""
-    return latest_of(rows, ResultRow.unit, lambda row: row.attempt)
+    return latest_of(rows, ResultRow.unit, lambda row: row.attempt, lambda row: row.retried)
+
+
+def retried_tries(rows: list[ResultRow]) -> list[list[ResultRow]]:
+    """The tries the machine failed that were tried again, each with its rows (graded attempts
+    and the row of the attempt it failed in): a try that ends in a `retried` row (the runner's
+    retry), and an earlier try whose final row is an `infra_error` a resume redid. Their spend
+    counts in the configuration's cost, once: each row is in one try. Tries superseded for other
+    reasons (a killed run's unfinished try, `run --redo`) are not counted."""
+    out: list[list[ResultRow]] = []
+    for found in tries_of(rows, ResultRow.unit, lambda row: row.attempt, lambda row: row.retried).values():
+        for i, one in enumerate(found):
+            end = one[-1]
+            if end.retried or (i < len(found) - 1 and end.final and end.outcome == "infra_error"):
+                out.append(one)
+    return out
 
 
 #: Final outcomes that do not finish a unit: a resume does it again, because what caused them

@@ -42,6 +42,8 @@ from harness.agents import get_agent  # noqa: E402
 from harness.agents.config import load_agent_config  # noqa: E402
 from harness.agents.loop import ToolAgent  # noqa: E402
 from harness.grading import grade  # noqa: E402
+from harness.grading.evidence import Hasher  # noqa: E402
+from harness.history import listing  # noqa: E402
 from harness.history.db import HistoryFilter, HistoryIndex  # noqa: E402
 from harness.history.live import attach  # noqa: E402
 from harness.history.url import sqlite_url  # noqa: E402
@@ -238,9 +240,28 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
         result, _, _ = grade(task, gold, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
         assert result.resolved, result
 
-    got = interleaved({"ours": ours, "raw": raw}, reps, 1)
-    a, b = median_ms(got["ours"]), median_ms(got["raw"])
-    return [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2)]
+    # the gold patch plus a protected file grading strips: a claim grade.json records (and checks)
+    stripped = gold + ("diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+                       "+++ b/conftest.py\n@@ -0,0 +1 @@\n+planted = True\n")
+
+    def ours_stripping() -> None:
+        result, _, _ = grade(task, stripped, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
+        assert result.resolved and result.stripped, result
+
+    got = interleaved({"ours": ours, "stripping": ours_stripping, "raw": raw}, reps, 1)
+    a, s, b = median_ms(got["ours"]), median_ms(got["stripping"]), median_ms(got["raw"])
+    rows = [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2),
+            Row("grading, one path stripped: grade() vs raw", s, b, "<= 1.2x", s / b <= 1.2)]
+    # The evidence of a grade's claims on its own: one reading of claimed paths' hashes (a grade with
+    # claims makes two, none without), against one exec of `true` in the same container.
+    with DockerSandbox.start(prepared.image, limits=limits, role="grading", run_id="bench") as sb:
+        hasher, paths = Hasher(), ["tests/test_parser.py", "conftest.py", "inikit/parser.py"]
+        hasher.hashes(sb, paths)
+        assert not hasher.archive, "the image has no /usr/bin/python3"
+        got = interleaved({"hash": lambda: hasher.hashes(sb, paths), "true": lambda: sb.exec(["true"])}, reps * 10, 3)
+    h, t = median_ms(got["hash"]), median_ms(got["true"])
+    rows.append(Row("grading evidence: hashes of 3 paths (one exec) vs exec true", h, t, "< 100 ms", h < 100))
+    return rows
 
 
 class LatencyModel:
@@ -367,11 +388,18 @@ def bench_history_query(reps: int) -> list[Row]:
             if not args:  # CPU time is what load changes least: waiting for a core is not in it
                 cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 
+        side = root / ("history.sqlite" + listing.SUFFIX)
+
+        def cold() -> None:  # the first listing after the compiled SQL was lost (or the query code changed)
+            side.unlink(missing_ok=True)
+            cli("--suite", "suite-2")
+
         got = interleaved({"history": lambda: cli(), "all": lambda: cli("--limit", "0"),
                            "filtered": lambda: cli("--suite", "suite-1", "--since", "2026-03-01"),
                            "bare": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
                            "imports": lambda: subprocess.run([sys.executable, "-c", "import click, rich.table, sqlalchemy"],
                                                              check=True)}, max(5, reps // 4), 1)
+        got["cold"] = [timed(cold) for _ in range(max(3, reps // 8))]  # after: it drops what the others use
     wall = median_ms(got["history"])
     return [
         Row(f"history index: {n_runs} runs, {n_rows} rows written and indexed (--rebuild) in {took_rebuild:.1f} s",
@@ -381,7 +409,9 @@ def bench_history_query(reps: int) -> list[Row]:
         Row("  the same, --suite and --since filters", median_ms(got["filtered"])),
         Row("  the same, --limit 0 (all 1,000 lines)", median_ms(got["all"])),
         Row("  `python -c pass`", median_ms(got["bare"])),
-        Row("  `python -c 'import click, rich.table, sqlalchemy'`", median_ms(got["imports"])),
+        Row("  the same, a filter shape with no compiled SQL kept yet (SQLAlchemy compiles and keeps it)",
+            median_ms(got["cold"])),
+        Row("  `python -c 'import click, rich.table, sqlalchemy'` (what a listing imported before)", median_ms(got["imports"])),
         Row("  the query alone, in process (50 lines / all 1,000)", median_ms(query), median_ms(query_all)),
     ]
 
@@ -664,15 +694,24 @@ def bench_proxy(reps: int) -> list[Row]:
 
 def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
     """`wholeloop report` on the demo run (7 tasks, replayed), side by side with `python -c pass`,
-    and which heavy modules a report imports (none of scipy, Docker, the sandbox, model SDKs)."""
+    and which heavy modules a report imports (none of scipy, numpy, Docker, the sandbox, model SDKs).
+    The run itself printed the report, so its intervals are memoized (harness/report/memo.py), as
+    for any report after `wholeloop run`; the cold line is a report with an empty memo."""
     exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
     if run_dir is None:
         run_dir = tmp / "demo"
         subprocess.run([exe, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2",
                         "--out", str(run_dir)], capture_output=True, check=True, cwd=ROOT)
     env = {**os.environ, "COLUMNS": "150"}
+    cold_cache = tmp / "no-memo"  # a cache folder holding no interval: each report computes them (numpy)
+
+    def cold() -> None:
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True,
+                       env={**env, "WHOLELOOP_CACHE": str(cold_cache)})
+
     pairs = {"report": lambda: subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True, env=env),
-             "pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
+             "cold": cold, "pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
     times = interleaved(pairs, reps, warmup=1)
     cpu = []  # user + system CPU seconds of one report: what load on the machine does not inflate
     for _ in range(reps):
@@ -688,7 +727,8 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
                 main(["report", {str(run_dir)!r}], standalone_mode=False)
             except SystemExit:
                 pass
-        heavy = ("scipy", "docker", "sandbox", "anthropic", "openai", "litellm", "git", "jinja2", "pandas")
+        heavy = ("scipy", "numpy", "docker", "sandbox", "anthropic", "openai", "litellm", "git", "jinja2", "pandas",
+                 "sqlalchemy", "yaml")
         print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy}})))
     """)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
@@ -698,6 +738,8 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
         Row("wholeloop report on the demo run, 7 tasks (raw: python -c pass)", ours, median_ms(times["pass"]),
             "<= 500 ms", ours <= 500),
         Row("— its CPU time (user + system), unaffected by other work's load", median_ms(cpu)),
+        Row("— cold: no interval memoized yet (numpy computes them; the first report of these rows here)",
+            median_ms(times["cold"])),
         Row(f"report: heavy modules imported = {', '.join(heavy) or 'none'}", len(heavy), unit="", goal="none",
             ok=not heavy),
     ]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from fixturelib import sync_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "repos" / "src"
@@ -396,25 +397,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.repo is None and (args.tasks or args.check or args.verify):  # needs every repository
             # recordings/ is written by scripts/record_demo.py, not generated here
-            on_disk = {p.relative_to(TASKS) for p in TASKS.rglob("*")
-                       if p.is_file() and p.relative_to(TASKS).parts[0] != "recordings"} if TASKS.is_dir() else set()
-            for rel, text in sorted(expected_tasks.items()):
-                path = TASKS / rel
-                current = path.read_text() if path.is_file() else None
-                if current == text:
-                    continue
-                if args.tasks:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text)
-                    print(f"wrote {path.relative_to(ROOT)}")
-                else:
-                    stale.append(str(path.relative_to(ROOT)))
-            for rel in sorted(on_disk - set(expected_tasks)):
-                if args.tasks:
-                    (TASKS / rel).unlink()
-                    print(f"removed {(TASKS / rel).relative_to(ROOT)}")
-                else:
-                    stale.append(f"{(TASKS / rel).relative_to(ROOT)} (no longer generated)")
+            stale += sync_files(TASKS, expected_tasks, write=args.tasks,
+                                root=ROOT, generated=lambda rel: rel.parts[0] != "recordings")
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

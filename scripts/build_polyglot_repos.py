@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from fixturelib import sync_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_demo_repos as demo  # noqa: E402  (the sibling script: git, overlays, bundles)
@@ -717,23 +718,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {manifest.relative_to(ROOT)}")
 
         if args.repo is None and (args.tasks or args.check or args.verify):
-            on_disk = {p.relative_to(TASKS) for p in TASKS.rglob("*") if p.is_file()} if TASKS.is_dir() else set()
-            for rel, text in sorted(expected.items()):
-                path = TASKS / rel
-                if path.is_file() and path.read_text() == text:
-                    continue
-                if args.tasks:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text)
-                    print(f"wrote {path.relative_to(ROOT)}")
-                else:
-                    stale.append(str(path.relative_to(ROOT)))
-            for rel in sorted(on_disk - set(expected)):
-                if args.tasks:
-                    (TASKS / rel).unlink()
-                    print(f"removed {(TASKS / rel).relative_to(ROOT)}")
-                else:
-                    stale.append(f"{(TASKS / rel).relative_to(ROOT)} (no longer generated)")
+            stale += sync_files(TASKS, expected, write=args.tasks, root=ROOT)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ FOREIGN_GETATTR = {
     "harness/models/openai_format.py": "openai / litellm SDK errors and their chained causes",
     "harness/models/retry.py": "any exception the retry policy sees (SDK or ours)",
     "harness/models/base.py": "SDK objects or plain dicts (the `field` helper)",
-    "harness/models/types.py": "Usage's own fields, by name",
+    "harness/usage.py": "Usage's own fields, by name",
     "harness/registry.py": "plug-in objects from entry points",
     "harness/cli/__init__.py": "the `hint` of an error of any family (sandbox, tasks, models, agents)",
     "harness/run/executors/ray_node.py": "tarfile's data_filter (Python versions differ)",

@@ -228,3 +228,27 @@ def test_usage_errors_exit_2(tmp_path):
     b, c = run_pair(tmp_path, outcomes(3, {0}), outcomes(3, {0}))
     assert cli("gate", str(b), str(c), "--alpha", "1.5").returncode == 2
     assert cli("gate", str(b), str(c), "--metric", "tokens").returncode == 2
+
+
+def _with_infra(n: int, infra: int) -> list:
+    rows = outcomes(n, set(range(n)))
+    for r in rows[:infra]:
+        r.outcome, r.resolved = "infra_error", False
+    return rows
+
+
+def test_the_gate_cautions_when_the_sides_infra_error_shares_differ_by_compares_threshold(tmp_path, monkeypatch):
+    from harness.report import compare
+
+    base, cand = run_pair(tmp_path / "far", _with_infra(20, 0), _with_infra(20, 1))  # 0 % and 5 %: 5 points apart
+    r = gate(side(base), side(cand))
+    assert f"{base} 0%, {cand} 5%" in r.infra_shares, r.infra_shares
+    out = cli("gate", str(base), str(cand)).stdout
+    assert "caution: infra-error shares differ" in out, out
+    base, cand = run_pair(tmp_path / "edge", _with_infra(20, 4), _with_infra(20, 5))  # 20 % and 25 %: 5 points too
+    assert gate(side(base), side(cand)).infra_shares
+    base, cand = run_pair(tmp_path / "near", _with_infra(25, 0), _with_infra(25, 1))  # 4 points: no caution
+    assert gate(side(base), side(cand)).infra_shares == ""
+    assert "caution: infra-error" not in cli("gate", str(base), str(cand)).stdout
+    monkeypatch.setattr(compare, "INFRA_SHARES_DIFFER", 0.01)  # one threshold, compare's
+    assert gate(side(base), side(cand)).infra_shares

@@ -288,6 +288,79 @@ def test_listing_filters(tmp_path, history_url):
     assert "demo-3" in out and "demo-2" in out and "demo-1" not in out and "2 of 3 line(s)" in out
 
 
+FILTERS = [{}, {"suite": "demo"}, {"suite": "other"}, {"model": "m/1"}, {"model": "m/2"}, {"agent": "noop"},
+           {"config": "gold+m1"}, {"since": datetime(2026, 3, 3, tzinfo=timezone.utc)},
+           {"suite": "demo", "model": "m/1", "since": datetime(2026, 3, 2, 12, tzinfo=timezone.utc)},
+           {"suite": "nothing-like-it"}]
+
+
+def test_the_listing_runs_on_sqlite_without_sqlalchemy_and_agrees_with_it(tmp_path):
+    """`wholeloop history` runs the SQL SQLAlchemy compiled (kept beside the index) with sqlite3
+    alone: for every filter and limit it gives what HistoryIndex gives, and the command never
+    imports SQLAlchemy once the shape is known."""
+    from harness.history import listing as fast
+
+    root = tmp_path / "runs"
+    url = sqlite_url(root / "history.sqlite")
+    fabricate_history(root, url)
+    db = root / "history.sqlite"
+    with HistoryIndex.open(url, create=False) as index:
+        for kw in FILTERS:
+            for limit in (None, 1, 2, 50):
+                flt = HistoryFilter(**kw)
+                slow = index.list_runs(flt, limit=limit)
+                total = index.count_runs(flt) if limit and len(slow) == limit else len(slow)
+                assert fast.list_runs(db, flt, limit=limit) == (slow, total), (kw, limit)
+        assert fast.list_runs(db, HistoryFilter(run="demo-1"), limit=None) is None  # a shape it leaves to SQLAlchemy
+    probe = ("import sys; from harness.cli import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+             "print('sqlalchemy' in sys.modules)")
+    for args in ([], ["--suite", "demo", "--model", "m/1", "--since", "2026-03-02", "--limit", "2"]):
+        done = subprocess.run([sys.executable, "-c", probe, "history", "--runs-root", str(root), *args],
+                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "False", done.stdout
+        assert done.stdout == listing(url, root, *args) + "False\n"  # what the command prints either way
+
+
+def test_the_sqlalchemy_free_listing_steps_aside_when_its_sql_may_be_stale(tmp_path):
+    """Made by other query code, for another schema revision, broken, or missing: the compiled SQL
+    is not used (None: the caller goes through SQLAlchemy) and the listing is still right."""
+    from sqlalchemy.dialects import sqlite
+
+    from harness.history import listing as fast
+    from harness.history.schema import runs
+
+    root = tmp_path / "runs"
+    url = sqlite_url(root / "history.sqlite")
+    fabricate_history(root, url)
+    db, side = root / "history.sqlite", fast.sidecar(root / "history.sqlite")
+    good = side.read_text()
+    assert fast.list_runs(db, HistoryFilter(), limit=50) is not None
+    stale = json.loads(good)
+    stale["key"] = "another version of the query code"
+    side.write_text(json.dumps(stale))
+    assert fast.list_runs(db, HistoryFilter(), limit=50) is None
+    side.write_text("{not json")
+    assert fast.list_runs(db, HistoryFilter(), limit=50) is None
+    side.unlink()
+    assert fast.list_runs(db, HistoryFilter(), limit=50) is None
+    expected = listing(url, root)  # through SQLAlchemy, which leaves the SQL again
+    assert side.exists() and fast.list_runs(db, HistoryFilter(), limit=50) is not None
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0001'")
+    assert fast.list_runs(db, HistoryFilter(), limit=50) is None
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = ?", (HEAD,))
+    assert listing(url, root) == expected
+    # a time bound the way SQLAlchemy's SQLite dialect binds it
+    when = datetime(2026, 3, 2, 12, 30, 5, 123, tzinfo=timezone.utc)
+    bind = runs.c.started_at.type.dialect_impl(sqlite.dialect()).bind_processor(sqlite.dialect())
+    assert fast.sqlite_value(when) == bind(when)
+
+
 def test_listing_figures_match_the_report(tmp_path, history_url):
     root = tmp_path / "runs"
     runs = fabricate_history(root, history_url)
@@ -300,6 +373,38 @@ def test_listing_figures_match_the_report(tmp_path, history_url):
             assert (line.tasks, line.trials, line.scored, line.resolved, line.infra_errors) == (
                 stats.tasks, stats.trials, stats.scored, stats.resolved, stats.infra_errors)
             assert line.cost_usd == (None if stats.total_cost_usd is None else pytest.approx(stats.total_cost_usd))
+
+
+def test_retried_tries_count_in_the_cost_the_same_live_and_rebuilt(tmp_path, history_url):
+    """Issue 10, rule 4: a retried try's spend is the configuration's, in the index as in the report,
+    whether the rows came in live or from a rebuild."""
+    from harness.report.stats import load_configs
+
+    def abandoned(task, attempt, cost):
+        r = row(task, outcome="infra_error", attempt=attempt, final=False, cost=cost)
+        r.retried = True
+        return r
+
+    rows = [row("t00", outcome="unresolved", final=False, cost=0.1), abandoned("t00", 2, 0.05),  # try 1, retried
+            row("t00", cost=0.2),                                                              # try 2 counts
+            row("t01", outcome="infra_error", cost=0.03), row("t01", cost=0.1),                 # redone on resume
+            abandoned("t02", 1, 0.07)]                                                          # killed after its retry row
+    run = write_run(tmp_path / "runs" / "r", rows, url=history_url).path
+    (cfg,) = load_configs([run])
+    stats = config_stats(cfg)
+    assert (stats.trials, stats.resolved, stats.retried_tries) == (2, 2, 3)
+    assert stats.retried_cost_usd == pytest.approx(0.25) and stats.total_cost_usd == pytest.approx(0.55)
+    assert stats.cost_per_resolved.value == pytest.approx(0.24)  # (0.35 + 0.13) / 2: a trial costs its retries too
+    for how in ("live", "rebuilt"):
+        if how == "rebuilt":
+            assert cli("history", "--rebuild", "--history-url", history_url, "--runs-root", str(run.parent)).returncode == 0
+        with HistoryIndex.open(history_url, create=False) as index:
+            (line,) = index.list_runs()
+            assert (line.tasks, line.trials, line.incomplete, line.resolved) == (2, 2, 0, 2), how
+            assert line.cost_usd == pytest.approx(stats.total_cost_usd), how
+            (aggs,) = index.task_aggregates([(line.key, line.config)]).values()
+            assert [(a.task_id, a.cost_usd) for a in aggs if a.scored] == [("t00", pytest.approx(0.35)),
+                                                                            ("t01", pytest.approx(0.13))], how
 
 
 def test_trend_points_are_the_reports_figures(tmp_path, history_url):

@@ -161,6 +161,8 @@ def test_environment_inferred_from_the_base_commit_and_overridden(small_repo, tm
     with pytest.raises(MineError) as err:
         load_config(override, repo)
     assert "instal: unknown key" in str(err.value) and "test_command: Value error, must contain {files}" in str(err.value)
+    override.write_text("test_command: go test -json ./...\ntest_scope: all\n")  # the whole suite: nothing to name
+    assert load_config(override, repo).test_command == "go test -json ./..."
 
 
 def test_every_kind_of_dependency_file_is_read(tmp_path):
@@ -286,6 +288,31 @@ def test_reports_split_each_configuration_by_the_training_cutoff(tmp_path):
     result = wholeloop("report", str(run), "--cutoff", "claude-sonnet-4-20250514=2025-05")
     assert result.returncode == 0 and "Contamination dating" in result.stdout and "2025-05" in result.stdout
     assert wholeloop("report", str(run), "--cutoff", "nonsense").returncode != 0
+
+
+def test_a_run_without_dated_tasks_is_not_split_and_needs_no_cutoff_table(tmp_path):
+    """Nothing to split by: the report says so, and does not parse the shipped table (a YAML import
+    a report of undated tasks, the demo's, need not pay for)."""
+    from harness.records import PhaseTimes, ResultRow, RunFolder
+
+    run = tmp_path / "run"
+    folder = RunFolder(run, create=True)
+    folder.update_manifest(lambda m: m.update({"run_id": "run", "tasks": {"t1": {"created_at": None}, "t2": {}}}))
+    for task_id in ("t1", "t2"):
+        folder.append(ResultRow(run_id="run", task_id=task_id, task_hash="h", config="m", agent="default",
+                                model="anthropic/claude-sonnet-4-20250514", outcome="resolved", resolved=True,
+                                final=True, phases=PhaseTimes()))
+    probe = ("import json, sys\nfrom harness.report.figures import compute_figures\n"
+             "split = compute_figures([sys.argv[1]]).dating[0]\n"
+             "print(json.dumps([split.cutoff, split.note, 'yaml' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", probe, str(run)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    cutoff, note, parsed_yaml = json.loads(done.stdout)
+    assert cutoff is None and "no task of the run has a date" in note and parsed_yaml is False
+    from harness.report.figures import compute_figures  # a cutoff given still shows, with nothing to split
+
+    given = compute_figures([run], cutoffs={"claude-sonnet-4*": "2024-06"}).dating[0]
+    assert given.cutoff == "2024-06" and given.undated.trials == 2 and given.after.trials == 0
 
 
 # ----------------------------------------------------------------------------- bad input

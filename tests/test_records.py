@@ -1,7 +1,7 @@
 import json
 
 from harness.grading import Outcome, classify
-from harness.records import ResultRow, RunFolder, latest_rows
+from harness.records import ResultRow, RunFolder, latest_rows, retried_tries
 from harness.tasks import Task
 from harness.transcript import Stop, ToolResultEvent, TranscriptWriter, read_transcript, scrub, secret_values
 from sandbox import OutputCap
@@ -48,6 +48,23 @@ def test_results_file_survives_a_torn_last_line(tmp_path):
 def test_latest_row_per_attempt_wins():
     rows = [row("a", "infra_error"), row("a", "resolved"), row("b")]
     assert sorted((r.task_id, r.outcome) for r in latest_rows(rows)) == [("a", "resolved"), ("b", "resolved")]
+
+
+def test_an_abandoned_try_never_counts_and_is_one_retried_try_even_when_nothing_came_after_it():
+    graded = row("a", "unresolved")
+    graded.final = False
+    gone = row("a", "infra_error", attempt=2)
+    gone.final, gone.retried = False, True
+    redo = row("a")
+    assert latest_rows([graded, gone, redo]) == [redo]
+    assert retried_tries([graded, gone, redo]) == [[graded, gone]]
+    assert latest_rows([graded, gone]) == [] and retried_tries([graded, gone]) == [[graded, gone]]  # killed there
+    # a final infra_error a resume redid is a retried try too; a killed try (no infra error) is not
+    final_infra, unfinished = row("b", "infra_error"), row("c", "unresolved")
+    unfinished.final = False
+    rows = [final_infra, row("b"), unfinished, row("c")]
+    assert retried_tries(rows) == [[final_infra]]
+    assert retried_tries([final_infra]) == []  # the unit's trial: an infra error, in no rate, not retried (yet)
 
 
 def test_transcript_scrubs_secrets_and_caps_payloads(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 import types
 from itertools import combinations
@@ -25,6 +26,8 @@ from harness.report.stats import (BootstrapSettings, bootstrap_mean, config_stat
                                   pass_hat_k, wilson)
 from harness import transcript as tr
 from harness.transcript import AttemptStart, Stop, ToolCallEvent, ToolResultEvent, TranscriptWriter
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # ---------------------------------------------------------------------------- fabricated runs
 
@@ -374,7 +377,17 @@ def test_same_label_in_two_runs_gets_unique_names(tmp_path):
     assert names == ["A [one]", "A [two]"]
 
 
-def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit():
+@pytest.fixture
+def no_memo():
+    """Every interval computed here and now, none read back from the memo of earlier ones."""
+    from harness.report import memo
+
+    memo.use(None)
+    yield
+    memo.use(memo.default_path())
+
+
+def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit(no_memo):
     """Reports no longer import scipy (a second of start-up); the intervals must not move for it."""
     import warnings
 
@@ -442,3 +455,36 @@ def test_the_html_report_shows_the_infra_error_share(tmp_path):
     run = make_run(tmp_path / "run", [make_row("t1"), make_row("t2", outcome="infra_error")])
     page = write_html([run], tmp_path / "r.html").read_text()
     assert "1 infra errors (50% of trials, left out of the rate)" in page
+
+
+def test_an_interval_computed_once_is_read_back_the_same_without_numpy(tmp_path):
+    """The memo of intervals (report/memo.py): a second process asking for the same interval gets
+    the very same numbers without importing numpy; other inputs or settings are computed afresh."""
+    from harness.report import memo
+    from harness.report.stats import bootstrap_ratio
+
+    kept = tmp_path / "intervals.json"
+    memo.use(kept)
+    try:
+        first = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1])
+        memo.flush()
+    finally:
+        memo.use(memo.default_path())
+    assert kept.exists() and first.low is not None
+    probe = ("import json, sys\nfrom pathlib import Path\nfrom harness.report import memo\n"
+             "from harness.report.stats import BootstrapSettings, bootstrap_ratio\n"
+             "memo.use(Path(sys.argv[1]))\n"
+             "same = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1])\n"
+             "print(json.dumps([same.model_dump(), 'numpy' in sys.modules]))\n"
+             "other = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1], settings=BootstrapSettings(n_resamples=999))\n"
+             "print(json.dumps([other.model_dump(), 'numpy' in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(kept)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    (same, numpy_then), (other, numpy_after) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert same == first.model_dump() and numpy_then is False
+    assert numpy_after is True and other["n"] == 4  # other settings: computed, not read back
+    # a broken memo is no memo: computed again, and the same
+    kept.write_text("{not json")
+    again = subprocess.run([sys.executable, "-c", probe, str(kept)], capture_output=True, text=True, cwd=ROOT)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout.splitlines()[0]) == [first.model_dump(), True]

@@ -148,6 +148,30 @@ def test_import_writes_specs_that_load_back_with_patches_and_provenance(tmp_path
     assert [t.id for t in load_tasks([tmp_path / "out"])] == ["calc__calc-1", "calc__calc-2"]
 
 
+def test_import_refuses_an_instance_with_a_secret_and_redact_replaces_it(tmp_path, specs):
+    """`tasks import-swebench` through the CLI: a key in the statement skips the instance, naming
+    the rule; with --redact it is imported with the key replaced and the finding recorded."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    key = "AKIA" + "QYLPMN5HZTRWXJ4B"  # an AWS access key id's shape (split: this file holds no key)
+    jsonl = write_jsonl(tmp_path / "in.jsonl", [
+        instance(problem_statement=f"add() subtracts.\n\nOur CI used {key} to reproduce it."), instance("calc__calc-2")])
+    refused = CliRunner().invoke(main, ["tasks", "import-swebench", str(jsonl), "--out", str(tmp_path / "a"),
+                                        "--specs", str(specs)])
+    assert refused.exit_code == 1, refused.output  # an instance skipped: a negative verdict
+    assert "calc__calc-1" in refused.output and "secret found" in refused.output and key not in refused.output
+    assert not (tmp_path / "a" / "calc__calc-1").exists() and (tmp_path / "a" / "calc__calc-2" / "task.yaml").exists()
+    done = CliRunner().invoke(main, ["tasks", "import-swebench", str(jsonl), "--out", str(tmp_path / "b"),
+                                     "--specs", str(specs), "--redact"])
+    assert done.exit_code == 0, done.output
+    task = load_task(tmp_path / "b" / "calc__calc-1" / "task.yaml")
+    assert key not in task.problem_statement and "<redacted:" in task.problem_statement
+    assert task.problem_statement.startswith("add() subtracts.") and task.metadata["secrets_redacted"]
+    assert key not in (tmp_path / "b" / "calc__calc-1" / "task.yaml").read_text()
+
+
 def test_bad_instances_are_skipped_with_line_and_field_and_the_rest_import(tmp_path, specs):
     no_patch = instance("calc__calc-4")
     del no_patch["patch"]
@@ -300,6 +324,16 @@ def test_export_uses_the_final_attempt_and_maps_back_to_instance_ids(tmp_path):
     assert [json.loads(line) for line in other.read_text().splitlines()] == [
         {"instance_id": "calc__calc-1", "model_name_or_path": "mine", "model_patch": "repeat one\n"}
     ]
+    # the command, under both its names, writes the same file
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    for name in (["export", "predictions"], ["export-predictions"]):
+        target = tmp_path / "cli" / f"{'-'.join(name)}.jsonl"
+        done = CliRunner().invoke(main, [*name, str(run_dir), "--out", str(target)])
+        assert done.exit_code == 0, done.output
+        assert target.read_text() == out.read_text()
 
 
 def test_export_needs_a_choice_when_a_run_holds_several_configs(tmp_path):

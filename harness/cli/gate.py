@@ -132,6 +132,8 @@ def print_gate(r, out) -> None:
         if tasks:
             notes.append(f"{len(tasks)} {what}" + (f" ({', '.join(tasks[:8])}{', ...' if len(tasks) > 8 else ''})"))
     say(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
+    if r.infra_shares:
+        say(f"  [yellow]caution: {r.infra_shares}[/]")
     if r.baseline_value is not None:
         fmt = {"resolve": pct, "cost": usd, "time": seconds}[r.metric]
         diff = (f"{100 * r.difference:+.1f} points" if r.metric == "resolve" else

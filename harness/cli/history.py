@@ -63,8 +63,25 @@ def _index_options(fn):
     return fn
 
 
+def _listed_without_sqlalchemy(history_url, runs_root, flt, limit):
+    """The listing as SQLAlchemy compiled it last time, run on a SQLite index with sqlite3 alone
+    (harness.history.listing): importing SQLAlchemy takes longer than the whole listing may.
+    (None, url) when it cannot answer: then the index is opened the usual way."""
+    from ..history import listing
+    from ..history.url import resolve, sqlite_path
+
+    url = resolve(history_url, runs_root)
+    return listing.list_runs(sqlite_path(url), flt, limit=limit), url
+
+
+def _shown(url: str) -> str:
+    from ..history.url import shown
+
+    return shown(url)
+
+
 def _filter(suite, model, agent, config_label, since, parent: dict | None = None):
-    from ..history.db import HistoryFilter
+    from ..history.types import HistoryFilter
 
     parent = parent or {}
     return HistoryFilter(suite=suite or parent.get("suite"), model=model or parent.get("model"),
@@ -111,10 +128,14 @@ def history(ctx, history_url, runs_root, suite, model, agent, config_label, sinc
                 out.print(f"indexed {run_dir}: {live.seq} rows into {index.shown}")
         return
     flt = _filter(suite, model, agent, config_label, since)
-    with open_index(history_url, runs_root) as index:
-        found = index.list_runs(flt, limit=limit or None)
-        total = index.count_runs(flt) if limit and len(found) == limit else len(found)
-        shown = index.shown
+    found_total, url = _listed_without_sqlalchemy(history_url, runs_root, flt, limit or None)
+    if found_total:
+        (found, total), shown = found_total, _shown(url)
+    else:
+        with open_index(history_url, runs_root) as index:
+            found = index.list_runs(flt, limit=limit or None)
+            total = index.count_runs(flt) if limit and len(found) == limit else len(found)
+            shown = index.shown
     if json_out:
         from ..records import write_json
 

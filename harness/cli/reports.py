@@ -201,8 +201,9 @@ def export_inspect(run_dir, out):
 @click.option("--model-name", help="model_name_or_path to write (default: the run's config label)")
 @click.option("--repeat", default=0, show_default=True, help="which repeat to export")
 @click.option("--config", "config_label", default=None, help="which configuration, when the run has several")
-def export_predictions_cmd(run_dir, out, model_name, repeat, config_label):
-    """SWE-bench predictions (instance_id, model_name_or_path, model_patch): the same as export-predictions."""
+def export_predictions(run_dir, out, model_name, repeat, config_label):
+    """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run
+    (also `wholeloop export-predictions`, its older name)."""
     from ..tasks.swebench import export_predictions as export_
 
     if out is not None:
@@ -210,15 +211,4 @@ def export_predictions_cmd(run_dir, out, model_name, repeat, config_label):
     click.echo(f"wrote {export_(run_dir, out, model_name=model_name, repeat=repeat, config=config_label)}")
 
 
-@main.command("export-predictions")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="predictions JSONL (default RUN_DIR/predictions.jsonl)")
-@click.option("--model-name", help="model_name_or_path to write (default: the run's config label)")
-@click.option("--repeat", default=0, show_default=True, help="which repeat to export")
-@click.option("--config", "config_label", default=None, help="which configuration, when the run has several")
-def export_predictions(run_dir, out, model_name, repeat, config_label):
-    """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run."""
-    from ..tasks.swebench import export_predictions as export
-
-    path = export(run_dir, out, model_name=model_name, repeat=repeat, config=config_label)
-    click.echo(f"wrote {path}")
+main.add_command(export_predictions, "export-predictions")  # the same command under the name it had first

@@ -8,7 +8,9 @@ modules that would shadow installed ones; see `patching`), apply the rest (`git 
 fallbacks, each in a fresh container), delete all bytecode, run the hidden tests with plugin
 autoloading off and a structured report asked for, read the results from both channels and the
 exit code, and decide the outcome only when they agree. Everything stripped is recorded in the
-grade; a disagreement is recorded as suspected tampering and is never resolved. A task may name
+grade, with evidence that it holds in the tree the tests ran on (content hashes of each claimed
+path before the patch and before the tests, `evidence`); a disagreement, or a claim the evidence
+does not bear out, is recorded as suspected tampering and is never resolved. A task may name
 several parsers (one per framework its hidden command runs): each gets its own setup and report,
 and their results are joined (`harness.parsers.parse_run`). Source files that hold tests inline
 (Rust) have those tests put back after the patch is applied.
@@ -33,6 +35,7 @@ from sandbox.docker import FACTS_DIR
 
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
 from ..tasks import Task
+from .evidence import Hasher, TreeEvidence, claims, judge
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
 from .patching import (APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, base_symlinks, clear_bytecode, decide,
@@ -44,12 +47,13 @@ REPORT_BYTES = 100_000_000  # the structured report, at most
 
 def grade(
     task: Task, patch: str, image: str, *, base: str, limits: Limits, backend: Backend | None = None,
-    run_id: str = "",
+    run_id: str = "", hasher: Hasher | None = None,
 ) -> tuple[Grade, str, TestReport | None]:
     """Grade `patch` for `task` in fresh containers from `image` started by `backend` (default:
     Docker); returns the grade, the test output and the parsed report (None when no tests ran),
     whose failure messages have every line of the hidden tests removed. Infrastructure problems
-    become an `infra_error` grade, never an exception. (`base` is the snapshot's commit.)"""
+    become an `infra_error` grade, never an exception. (`base` is the snapshot's commit; `hasher`
+    reads the content hashes that check what the grade claims it stripped, see `evidence`.)"""
     backend = backend or DockerBackend()
     started = time.monotonic()
     output = ""
@@ -77,6 +81,10 @@ def grade(
                                                   (*RUNNER_MODULES, *(m for s in prepared.setups for m in s.imports)))
                     decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
+                claimed = claims(decision.reverted, [(s.path, s.reason) for s in decision.stripped])
+                hasher = hasher or Hasher()
+                at.step = "read the base's hashes of the claimed paths"
+                base_hashes = hasher.hashes(sb, list(claimed))  # nothing of the patch is in the tree yet
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
                         break
@@ -84,6 +92,8 @@ def grade(
                 try:
                     at.step = "restore the inline hidden tests"
                     inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
+                    at.step = "read the graded tree's hashes of the claimed paths"
+                    evidence = judge(claimed, base_hashes, hasher.hashes(sb, list(claimed)), hasher.tool) if claimed else None
                     at.step = "run the hidden tests"
                     result, output, parsed = _run_tests(sb, task, prepared)
                 except SandboxError:
@@ -91,6 +101,7 @@ def grade(
                     raise
                 result.apply_method = method if text else None
                 _record(result, decision, inline)
+                _hold(result, evidence)
                 return _timed(result, started), output, parsed
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.patch_apply_failed,
                        resolved=False, note="the patch does not apply with git apply, git apply --3way or patch --fuzz=5")
@@ -111,7 +122,7 @@ def grade(
                 _record(result, decision)
             return _timed(result, started), output, None
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
-                       note=said)
+                       failed_step=FailedStep(step=at.step, output=said), note=said)
         return _timed(result, started), output, None
 
 
@@ -298,6 +309,23 @@ def _record(result: Grade, decision: Decision, inline: list = ()) -> None:
     if decision.unparsed:
         extra.append(f"{decision.unparsed} line(s) outside any file section dropped")
     result.note = "; ".join(x for x in [result.note, *extra] if x)
+
+
+def _hold(result: Grade, evidence: TreeEvidence | None) -> None:
+    """Record the evidence of the grade's claims; a claim it does not bear out is the patch's doing
+    (nothing but the patch changed the tree between the two readings): never resolved, tampering
+    noted."""
+    result.evidence = evidence
+    if evidence is None or evidence.verified:
+        return
+    broken = evidence.broken()
+    said = ("what grading claims it reverted or stripped does not hold in the graded tree: "
+            + ", ".join(f"{e.path} (base: {e.expected}, found: {e.found})" for e in broken[:5])
+            + (f" and {len(broken) - 5} more" if len(broken) > 5 else ""))
+    result.tampering = "; ".join(x for x in (result.tampering, said) if x)
+    if result.outcome is Outcome.resolved:
+        result.outcome, result.resolved = Outcome.unresolved, False
+    result.note = "; ".join(x for x in ("suspected tampering: " + said, result.note) if x)
 
 
 def _timed(grade_: Grade, started: float) -> Grade:

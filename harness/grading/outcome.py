@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from ..parsers import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, XFAIL
 from ..tasks import Task
+from .evidence import TreeEvidence
 
 GRADE_SCHEMA = 1
 # The grader's version, recorded in every grade.json: bump it whenever grading changes meaning (what
@@ -18,7 +19,9 @@ GRADE_SCHEMA = 1
 # 4: after the red team -- shadowing asked of every new path and the hidden command's roots, names
 # re-rendered for the appliers, symlinks resolved through symlinks, `testing/` protected only where
 # the hidden tests are, hidden literals kept out of feedback.
-GRADER_VERSION = 4
+# 5: every revert and strip the grade claims is checked with content hashes of the graded tree
+# (`evidence`); a claim that does not hold is never resolved (issue 10, rule 3).
+GRADER_VERSION = 5
 
 
 class Outcome(str, Enum):
@@ -70,6 +73,8 @@ class Grade(BaseModel):
     apply_method: str | None = None
     reverted: list[str] = Field(default_factory=list, description="protected files and shadowing modules left at base")
     stripped: list[Stripped] = Field(default_factory=list, description="every path of the patch not applied, and why")
+    evidence: TreeEvidence | None = Field(None, description="each reverted and stripped path's content hash at the "
+                                          "base and in the graded tree (None: nothing claimed, or no tests ran)")
     tests: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS and PASS_TO_PASS statuses")
     fail_to_pass: TestTally = Field(default_factory=TestTally)
     pass_to_pass: TestTally = Field(default_factory=TestTally)

@@ -7,8 +7,8 @@
 Run folders are the truth; everything here can be recreated from them (`rebuild`). Writes go
 through `sync_run` (a whole folder) and `LiveRun.add` (one row as the run appends it: see
 `harness.history.live`). The latest-row rule of the run folder is kept as rows arrive: a row that
-starts a new try of its unit marks the earlier try's rows `current = false`, exactly as
-`records.latest_of` decides on disk.
+starts a new try of its unit, or ends one as abandoned (`retried`), marks that try's rows
+`current = false`, exactly as `records.latest_rows` decides on disk.
 
 Errors of the database (down, refused, wrong password, locked too long) become `HistoryError`,
 whose message never carries the password.
@@ -31,8 +31,10 @@ from sqlalchemy import (Column, MetaData, String, Table, and_, bindparam, case, 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from . import listing
 from . import url as urls
 from .schema import HEAD, attempts, runs
+from .types import HistoryFilter, RunSummary, TaskAggregate, bound_values, shape_of, summary_of, utc
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
@@ -41,6 +43,10 @@ _SUPERSEDE = (update(attempts).where(and_(
     attempts.c.run == bindparam("b_run"), attempts.c.task_id == bindparam("b_task"),
     attempts.c.config == bindparam("b_config"), attempts.c.repeat == bindparam("b_repeat"), attempts.c.current,
 )).values(current=False))
+_RETRIED = (update(attempts).where(and_(  # the current try of a unit turns out retried: its rows' spend is the unit's
+    attempts.c.run == bindparam("b_run"), attempts.c.task_id == bindparam("b_task"),
+    attempts.c.config == bindparam("b_config"), attempts.c.repeat == bindparam("b_repeat"), attempts.c.current,
+)).values(current=False, retried=True))
 if TYPE_CHECKING:  # at run time imported where rows are read or written: listing needs no pydantic
     from ..records import ResultRow, RunFolder
 
@@ -53,69 +59,7 @@ class HistoryError(ValueError):
     input error, not a bug. The message names the database without its password."""
 
 
-@dataclass
-class HistoryFilter:
-    """Which runs a listing, a trend or a baseline query looks at (None: any)."""
-
-    suite: str | None = None  # the suite's folder name ("demo") or its path
-    model: str | None = None
-    agent: str | None = None
-    config: str | None = None
-    since: datetime | None = None
-    finished_only: bool = False
-    exclude_paths: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)  # only runs indexed from these folders
-    run: str | None = None  # a run id (folder name) or a uid prefix
-
-
-@dataclass
-class RunSummary:
-    """One configuration of one indexed run, as `wholeloop history` lists it."""
-
-    key: int
-    uid: str
-    run_id: str
-    path: str
-    suite: str
-    started_at: datetime | None
-    finished_at: datetime | None
-    config: str
-    agent: str
-    model: str | None
-    tasks: int
-    trials: int  # complete trials (a final row)
-    scored: int  # trials that were not infrastructure errors
-    resolved: int
-    infra_errors: int
-    incomplete: int
-    cost_usd: float | None  # over scored trials; None when a price was unknown
-    time_s: float  # over scored trials
-    regraded_from: str | None = None  # a regrade: the uid of the run it re-graded
-    tampering: int = 0  # complete trials whose grade suspects tampering
-
-    @property
-    def rate(self) -> float | None:
-        return self.resolved / self.scored if self.scored else None
-
-
-@dataclass
-class TaskAggregate:
-    """One task of one configuration of one run: what trends and intervals are computed from."""
-
-    run: int
-    config: str
-    task_id: str
-    scored: int
-    resolved: int
-    cost_usd: float | None
-    time_s: float
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes: every time in the index is UTC."""
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+_utc = utc  # every time in the index is UTC
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -174,9 +118,9 @@ def suite_of(manifest: dict) -> tuple[str, str]:
     return common.name, str(common)
 
 
-def _row_values(row: ResultRow, run: int, seq: int, current: bool) -> dict:
+def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool = False) -> dict:
     return {
-        "run": run, "seq": seq, "current": current, "task_id": row.task_id, "task_hash": row.task_hash,
+        "run": run, "seq": seq, "current": current, "retried": retried, "task_id": row.task_id, "task_hash": row.task_hash,
         "config": row.config, "agent": row.agent, "model": row.model, "repeat": row.repeat, "attempt": row.attempt,
         "final": row.final, "outcome": row.outcome, "resolved": row.resolved, "stop_reason": row.stop_reason or "",
         "cost_usd": row.cost_usd, "total_s": row.phases.total_s, "agent_s": row.phases.agent_s, "steps": row.steps,
@@ -252,6 +196,7 @@ class HistoryIndex:
         index = cls(url, engine)
         try:
             index.migrate()
+            index.compile_listings()
         except BaseException:
             index.close()
             raise
@@ -318,18 +263,19 @@ class HistoryIndex:
     def sync_run(self, folder: RunFolder) -> LiveRun:
         """Index one run folder as it is on disk now (its earlier rows replaced); returns the state
         that `LiveRun.add` continues from."""
-        from ..records import latest_rows
+        from ..records import latest_rows, retried_tries
 
         rows = folder.rows()
         manifest = folder.manifest()
         current = {id(r) for r in latest_rows(rows)}
+        retried = {id(r) for one in retried_tries(rows) for r in one}
         values = _run_values(folder, manifest, rows)
         try:
             with self._write_lock, self._write() as conn:
                 key = self._upsert_run(conn, values, provisional_uid(folder))
                 conn.execute(delete(attempts).where(attempts.c.run == key))
                 if rows:
-                    conn.execute(_INSERT_ATTEMPT, [_row_values(r, key, i, id(r) in current)
+                    conn.execute(_INSERT_ATTEMPT, [_row_values(r, key, i, id(r) in current, id(r) in retried)
                                                     for i, r in enumerate(rows)])
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index {folder.path}") from exc
@@ -337,6 +283,8 @@ class HistoryIndex:
         for row in rows:
             if id(row) in current:
                 live.units[row.unit()] = max(live.units.get(row.unit(), 0), row.attempt)
+                if row.final and row.outcome == "infra_error":
+                    live.infra_final.add(row.unit())
         return live
 
     def _upsert_run(self, conn: Connection, values: dict, provisional: str) -> int:
@@ -369,12 +317,22 @@ class HistoryIndex:
             with self._write_lock:
                 with self._write() as conn:
                     previous = live.units.get(unit)
-                    if previous is not None and row.attempt <= previous:  # a new try: the old one's rows stop counting
-                        conn.execute(_SUPERSEDE, {"b_run": live.key, "b_task": row.task_id, "b_config": row.config,
-                                                  "b_repeat": row.repeat})
+                    which = {"b_run": live.key, "b_task": row.task_id, "b_config": row.config, "b_repeat": row.repeat}
+                    # the try ends abandoned (the machine failed it: `retried`), or a new try redoes one whose
+                    # final row was an infra_error: the earlier rows are a retried try's (records.retried_tries)
+                    if row.retried or (previous is not None and row.attempt <= previous and unit in live.infra_final):
+                        conn.execute(_RETRIED, which)
+                    elif previous is not None and row.attempt <= previous:  # a new try: the old one's rows stop counting
+                        conn.execute(_SUPERSEDE, which)
                     # a list of one: executemany, which does not fetch the new primary key (not needed)
-                    conn.execute(_INSERT_ATTEMPT, [_row_values(row, live.key, live.seq, True)])
-                live.units[unit] = row.attempt
+                    conn.execute(_INSERT_ATTEMPT, [_row_values(row, live.key, live.seq, not row.retried, row.retried)])
+                live.infra_final.discard(unit)
+                if row.retried:
+                    live.units.pop(unit, None)
+                else:
+                    live.units[unit] = row.attempt
+                    if row.final and row.outcome == "infra_error":
+                        live.infra_final.add(unit)
                 live.seq += 1
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index a row of {live.folder.path}") from exc
@@ -403,34 +361,54 @@ class HistoryIndex:
 
     # ------------------------------------------------------------------ reading
 
+    def _remember(self, name: str, shape: str | None, query) -> None:
+        """Keep the SQL SQLAlchemy compiles for a listing query of this shape beside a SQLite index,
+        so the next `wholeloop history` runs it with the standard library alone (`listing`)."""
+        path = urls.sqlite_path(self.url)
+        if path is None or shape is None or listing.known(path, name, shape):
+            return
+        compiled = query.compile(dialect=self.engine.dialect)
+        named = set(compiled.binds) & (set(shape.replace("+", ",").split(",")) - {""})
+        constants = {key: value for key, value in compiled.construct_params().items() if key not in named}
+        listing.remember(path, name, shape, compiled.string, list(compiled.positiontup or []), constants,
+                         list(query.selected_columns.keys()), HEAD)
+
     def _trials(self, flt: HistoryFilter, only_runs=None):
         """One line per (run, config, task, repeat) of the current rows: a trial, as stats.py counts
         it; `only_runs`, a subquery of run ids, limits it to those runs."""
         a = attempts.c
-        where = self._attempt_filter(flt)
+        where = [or_(a.current, a.retried), *self._attempt_filter(flt)[1:]]  # the current rows decide; see below
         if isinstance(only_runs, (list, set, tuple)):
             where.append(a.run.in_(sorted(only_runs)))
         elif only_runs is not None:
             where.append(a.run.in_(select(only_runs.c.id)))
-        final_infra = and_(a.final, a.outcome == "infra_error")
+        final = and_(a.current, a.final)
+        final_infra = and_(final, a.outcome == "infra_error")
+        # `cost`: the trial's money, its unit's retried tries included (as stats.Trial.cost);
+        # `retried_cost`: those tries alone (a unit with no complete trial still spent it)
         return (select(a.run, a.config, a.task_id, a.repeat, func.max(a.agent).label("agent"),
                        func.max(a.model).label("model"),
-                       func.max(case((a.final, 1), else_=0)).label("complete"),
-                       func.max(case((and_(a.final, a.resolved), 1), else_=0)).label("resolved"),
+                       func.max(case((a.current, 1), else_=0)).label("counts"),  # 0: only retried tries' rows
+                       func.max(case((final, 1), else_=0)).label("complete"),
+                       func.max(case((and_(final, a.resolved), 1), else_=0)).label("resolved"),
                        func.max(case((final_infra, 1), else_=0)).label("infra"),
-                       func.max(case((and_(a.final, a.tampering.is_not(None)), 1), else_=0)).label("tampering"),
+                       func.max(case((and_(final, a.tampering.is_not(None)), 1), else_=0)).label("tampering"),
                        func.sum(a.cost_usd).label("cost"),
                        func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("cost_unknown"),
-                       func.sum(a.total_s).label("time"))
+                       func.sum(case((a.retried, a.cost_usd), else_=0.0)).label("retried_cost"),
+                       func.max(case((and_(a.retried, a.cost_usd.is_(None)), 1), else_=0)).label("retried_unknown"),
+                       func.sum(case((a.current, a.total_s), else_=0.0)).label("time"))
                 .where(*where).group_by(a.run, a.config, a.task_id, a.repeat).subquery("trials"))
 
     def _run_filter(self, flt: HistoryFilter) -> list:
         r = runs.c
         where = []
+        value = bound_values(flt)  # named parameters: `listing` runs the compiled statement with the same
         if flt.suite:
-            where.append(or_(r.suite == flt.suite, r.suite_path == str(Path(flt.suite).resolve())))
+            where.append(or_(r.suite == bindparam("suite", value["suite"]),
+                             r.suite_path == bindparam("suite_path", value["suite_path"])))
         if flt.since:
-            where.append(r.started_at >= _utc(flt.since))
+            where.append(r.started_at >= bindparam("since", value["since"], type_=r.started_at.type))
         if flt.finished_only:
             where.append(r.finished_at.is_not(None))
         if flt.exclude_paths:
@@ -444,34 +422,39 @@ class HistoryIndex:
     def _attempt_filter(self, flt: HistoryFilter) -> list:
         a = attempts.c
         where = [a.current]
-        if flt.model:
-            where.append(a.model == flt.model)
-        if flt.agent:
-            where.append(a.agent == flt.agent)
-        if flt.config:
-            where.append(a.config == flt.config)
+        for name, value in bound_values(flt).items():
+            if name in ("model", "agent", "config"):
+                where.append(a[name] == bindparam(name, value))
         return where
 
     def list_runs(self, flt: HistoryFilter | None = None, *, limit: int | None = None) -> list[RunSummary]:
         """Indexed runs, one line per configuration, newest first. With a limit, only the newest
         runs that match are aggregated (the listing stays quick however long the history)."""
         flt = flt or HistoryFilter()
+        query = self._listing(flt, limit)
+        self._remember("list_runs", shape_of(flt, limit), query)
+        with self._read() as conn:
+            found = conn.execute(query).mappings().all()
+        return [summary_of(x) for x in found]
+
+    def _listing(self, flt: HistoryFilter, limit: int | None):
         r = runs.c
         matching = (select(r.id).where(*self._run_filter(flt))
                     .where(select(attempts.c.id).where(attempts.c.run == r.id, *self._attempt_filter(flt)).exists())
                     .order_by(r.started_at.desc(), r.id.desc()))
         if limit:
-            matching = matching.limit(limit)
+            matching = matching.limit(bindparam("limit", limit))
         t = self._trials(flt, matching.subquery("matching"))
         scored = and_(t.c.complete == 1, t.c.infra == 0)
         per_config = (select(
             t.c.run, t.c.config, func.max(t.c.agent).label("agent"), func.max(t.c.model).label("model"),
-            func.count(distinct(t.c.task_id)).label("tasks"), func.sum(t.c.complete).label("trials"),
+            func.count(distinct(case((t.c.counts == 1, t.c.task_id)))).label("tasks"), func.sum(t.c.complete).label("trials"),
             func.sum(case((scored, 1), else_=0)).label("scored"),
             func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
-            func.sum(t.c.infra).label("infra"), func.sum(case((t.c.complete == 0, 1), else_=0)).label("incomplete"),
-            func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
-            func.max(case((scored, t.c.cost_unknown), else_=0)).label("cost_unknown"),
+            func.sum(t.c.infra).label("infra"), func.sum(case((and_(t.c.complete == 0, t.c.counts == 1), 1), else_=0)).label("incomplete"),
+            # everything spent (as stats' total_cost_usd): every complete trial's, retried tries included
+            func.sum(case((t.c.complete == 1, t.c.cost), else_=t.c.retried_cost)).label("cost"),
+            func.max(case((t.c.complete == 1, t.c.cost_unknown), else_=t.c.retried_unknown)).label("cost_unknown"),
             func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
             func.sum(t.c.tampering).label("tampering"),
         ).group_by(t.c.run, t.c.config).subquery("configs"))
@@ -482,27 +465,30 @@ class HistoryIndex:
                  .join(per_config, per_config.c.run == r.id)
                  .order_by(r.started_at.desc(), r.id.desc(), c.config))
         if limit:
-            query = query.limit(limit)
-        with self._read() as conn:
-            found = conn.execute(query).all()
-        return [RunSummary(key=x.id, uid=x.uid, run_id=x.run_id, path=x.path, suite=x.suite,
-                           started_at=_utc(x.started_at), finished_at=_utc(x.finished_at), config=x.config,
-                           agent=x.agent, model=x.model, tasks=int(x.tasks or 0), trials=int(x.trials or 0),
-                           scored=int(x.scored or 0), resolved=int(x.resolved or 0), infra_errors=int(x.infra or 0),
-                           incomplete=int(x.incomplete or 0),
-                           cost_usd=None if x.cost_unknown else float(x.cost or 0.0), time_s=float(x.time or 0.0),
-                           regraded_from=x.regraded_from, tampering=int(x.tampering or 0))
-                for x in found]
+            query = query.limit(bindparam("limit", limit))
+        return query
 
     def count_runs(self, flt: HistoryFilter | None = None) -> int:
         """How many (run, configuration) lines `list_runs` would give without a limit."""
         flt = flt or HistoryFilter()
-        a = attempts.c
-        pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
-        query = select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
-            *self._run_filter(flt))
+        query = self._counting(flt)
+        self._remember("count_runs", shape_of(flt, None), query)
         with self._read() as conn:
             return int(conn.execute(query).scalar() or 0)
+
+    def _counting(self, flt: HistoryFilter):
+        a = attempts.c
+        pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
+        return select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
+            *self._run_filter(flt))
+
+    def compile_listings(self) -> None:
+        """Leave the plain `wholeloop history` listing's SQL beside a SQLite index now (with and
+        without a limit, and its count), so even the first listing after a run needs no SQLAlchemy."""
+        flt = HistoryFilter()
+        for limit in (50, None):
+            self._remember("list_runs", shape_of(flt, limit), self._listing(flt, limit))
+        self._remember("count_runs", shape_of(flt, None), self._counting(flt))
 
     def task_aggregates(self, keys: list[tuple[int, str]]) -> dict[tuple[int, str], list[TaskAggregate]]:
         """Per task, for each (run, config): scored trials, resolved ones, their cost and time."""
@@ -566,6 +552,7 @@ class LiveRun:
     seq: int = 0
     has_manifest: bool = False
     units: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    infra_final: set[tuple[str, str, int]] = field(default_factory=set)  # units whose current try ended infra_error
 
     def add(self, row: ResultRow) -> None:
         if not self.has_manifest and self.folder.manifest_path.exists():

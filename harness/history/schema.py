@@ -7,7 +7,8 @@ on both backends (SQLite and PostgreSQL), so the two never drift apart.
     runs      one per run folder: identity, where it was indexed from, suite, times, versions; a
               regrade (`wholeloop regrade`) names the run it re-graded
     attempts  one per row of its results.jsonl (seq = the row's position), with `current`
-              false for rows an earlier try left behind (the run folder's latest-row rule)
+              false for rows an earlier try left behind (the run folder's latest-row rule), and
+              `retried` true for rows of a try the machine failed that was tried again
 
 Only what listing, trends and the gate need is kept per row (outcome, cost, time, tokens, the
 transcript's path, the task's content hash); per-test results stay in the run folder.
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint)
+from sqlalchemy import false as sa_false
 
-HEAD = "0002"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
+HEAD = "0003"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
 
 metadata = MetaData(naming_convention={
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -77,6 +79,9 @@ attempts = Table(
     Column("finished_at", String(40), nullable=False, server_default=""),
     Column("tampering", Text, nullable=True),  # the grade's suspected tampering (its channels disagreed)
     Column("grader_version", Integer, nullable=True),
+    # a row of a retried try (the machine failed it, the unit was tried again: records.retried_tries):
+    # never current, its spend counts in its configuration's cost
+    Column("retried", Boolean, nullable=False, server_default=sa_false()),
     UniqueConstraint("run", "seq"),
     Index(None, "run", "current", "config"),
     Index(None, "config", "task_id"),

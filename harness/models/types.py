@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from typing_extensions import NotRequired
 
+from ..usage import Usage  # noqa: F401  (a leaf of its own: run records and reports import it without the models)
+
 # --- messages -------------------------------------------------------------------------------
 
 
@@ -114,25 +116,6 @@ class ToolCall(BaseModel):
 
 
 # --- accounting -----------------------------------------------------------------------------
-
-
-class Usage(BaseModel):
-    """Token counts of one or more turns; see the module docstring for what each one includes."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
 
 
 class Settings(BaseModel):

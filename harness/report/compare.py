@@ -167,10 +167,17 @@ def _infra_shares(a: ConfigRows, b: ConfigRows) -> str:
     for cfg in (a, b):
         done = [t for t in trials_of(cfg.rows) if t.complete]
         shares.append(sum(t.infra_error for t in done) / len(done) if done else 0.0)
-    if abs(shares[0] - shares[1]) < INFRA_SHARES_DIFFER:
+    said = infra_shares_differ(a.name, shares[0], b.name, shares[1])
+    return f"{said}; resume the run(s) to redo them, or compare with --strict" if said else ""
+
+
+def infra_shares_differ(a: str, share_a: float | None, b: str, share_b: float | None) -> str:
+    """The one rule `compare` and `gate` flag by: words when two infra-error shares (of all
+    trials) are INFRA_SHARES_DIFFER or more apart, else "". (No trial: a share of 0.)"""
+    share_a, share_b = share_a or 0.0, share_b or 0.0
+    if round(abs(share_a - share_b), 9) < INFRA_SHARES_DIFFER:  # rounded: 25 % - 20 % is 5 points, not 4.99...
         return ""
-    return (f"infra-error shares differ: {a.name} {shares[0]:.0%}, {b.name} {shares[1]:.0%} of trials left out of the "
-            "rates; resume the run(s) to redo them, or compare with --strict")
+    return f"infra-error shares differ: {a} {share_a:.0%}, {b} {share_b:.0%} of trials left out of the rates"
 
 
 def compare_all(configs: list[ConfigRows], settings: BootstrapSettings | None = None) -> list[Comparison]:

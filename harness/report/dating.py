@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from importlib import resources
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, Field
 
 from .stats import ConfigRows, Interval, trials_of, wilson
@@ -78,7 +78,13 @@ def load_table(path: Path | str | None = None) -> list[Cutoff]:
             text, where = Path(path).read_text(), str(path)
         except OSError as exc:
             raise ValueError(f"{path}: cannot read the cutoff table: {exc.strerror}") from None
-    data = yaml.safe_load(text) or {}
+    import yaml  # here, not at import: what imports this module for its types parses no table
+
+    try:
+        from yaml import CSafeLoader as Loader  # libyaml's: ten times quicker
+    except ImportError:
+        from yaml import SafeLoader as Loader
+    data = yaml.load(text, Loader=Loader) or {}
     entries = data.get("models") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ValueError(f"{where}: a cutoff table is `models: [{{match: [...], cutoff: YYYY-MM, source: ...}}]`")
@@ -107,16 +113,22 @@ def find_cutoff(model: str | None, table: list[Cutoff], overrides: dict[str, str
     return None, f"no cutoff known for {bare} (pass --cutoff {bare}=YYYY-MM)"
 
 
-def dating_split(cfg: ConfigRows, table: list[Cutoff], overrides: dict[str, str]) -> DatingSplit:
+def dating_split(cfg: ConfigRows, table: list[Cutoff] | Callable[[], list[Cutoff]],
+                 overrides: dict[str, str]) -> DatingSplit:
+    """`table`, or a function that loads it: the shipped table is parsed only when a dated task needs it."""
     rows = cfg.rows
     model = next((r.model for r in rows if r.model), None)
     out = DatingSplit(config=cfg.name, model=model)
     from_run = (cfg.manifest.get("options") or {}).get("training_cutoff")
+    created = {tid: (info or {}).get("created_at") for tid, info in (cfg.manifest.get("tasks") or {}).items()}
     if from_run and not any(k in (model, _bare(model or "")) for k in overrides):
         out.cutoff, out.cutoff_source = str(from_run), "the run's --training-cutoff"
+    elif not any(created.get(r.task_id) for r in rows):  # every trial would be undated: nothing to split by
+        out.cutoff, out.cutoff_source = find_cutoff(model, [], overrides)
+        if not out.cutoff:
+            out.cutoff_source = "no task of the run has a date (created_at in its spec)"
     else:
-        out.cutoff, out.cutoff_source = find_cutoff(model, table, overrides)
-    created = {tid: (info or {}).get("created_at") for tid, info in (cfg.manifest.get("tasks") or {}).items()}
+        out.cutoff, out.cutoff_source = find_cutoff(model, table() if callable(table) else table, overrides)
     if not out.cutoff:
         out.note = f"not split: {out.cutoff_source}"
         return out
@@ -143,7 +155,16 @@ def dating_split(cfg: ConfigRows, table: list[Cutoff], overrides: dict[str, str]
     return out
 
 
-def dating_figures(configs: list[ConfigRows], *, table: list[Cutoff] | None = None,
+def dating_figures(configs: list[ConfigRows], *, table: list[Cutoff] | Callable[[], list[Cutoff]] | None = None,
                    overrides: dict[str, str] | None = None) -> list[DatingSplit]:
-    table = load_table() if table is None else table
+    """`table`: a cutoff table, a function giving one, or None for the shipped table (parsed once,
+    and only when some configuration has dated tasks to split)."""
+    if table is None:
+        loaded: list[list[Cutoff]] = []
+
+        def table() -> list[Cutoff]:
+            if not loaded:
+                loaded.append(load_table())
+            return loaded[0]
+
     return [dating_split(c, table, overrides or {}) for c in configs]

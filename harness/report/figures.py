@@ -192,7 +192,9 @@ def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | 
     figures.scoring = score_configs(configs, scoring, settings)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]
-    figures.dating = dating_figures(configs, table=load_table(cutoff_table), overrides=cutoffs)
+    # a table given is read now (its mistakes said at once); the shipped one only if a dated task needs it
+    figures.dating = dating_figures(configs, table=load_table(cutoff_table) if cutoff_table else None,
+                                    overrides=cutoffs)
     return figures
 
 

@@ -51,6 +51,7 @@ from scipy.special import comb
 from scipy.stats import norm
 
 from ..records import ResultRow
+from .compare import infra_shares_differ
 from .stats import SEED, Trial, by_task, trials_of
 
 METRICS = ("resolve", "cost", "time")
@@ -108,6 +109,7 @@ class GateResult(BaseModel):
     only_baseline: list[str] = Field(default_factory=list)
     only_candidate: list[str] = Field(default_factory=list)
     unscored: list[str] = Field(default_factory=list)  # on both sides, but only infra errors on one
+    infra_shares: str = ""  # the sides' infra-error shares differ (compare's rule: compare.infra_shares_differ)
     cost_unknown: list[str] = Field(default_factory=list)  # left out of the cost metric
     baseline_value: float | None = None  # mean rate, or mean cost / time per trial, on the shared tasks
     candidate_value: float | None = None
@@ -269,6 +271,8 @@ def gate(baseline: SideRows, candidate: SideRows, *, metric: str = "resolve", ma
     cand, c_tasks, c_all = _side(candidate)
     out = GateResult(metric=metric, margin=margin, alpha=alpha, power=power, baseline=base, candidate=cand,
                      min_tasks=min_tasks(alpha))
+    said = infra_shares_differ(base.name, base.infra_share, cand.name, cand.infra_share)
+    out.infra_shares = f"{said}: the sides were paired on different tasks; resume the run(s) to redo them" if said else ""
     both = sorted(b_all & c_all)
     out.only_baseline = sorted(b_all - c_all)
     out.only_candidate = sorted(c_all - b_all)

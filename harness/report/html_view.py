@@ -69,6 +69,7 @@ def _configs(figs: dict, reps: list) -> list[dict]:
             "time": _iv(c.get("time_per_trial")), "time_per_resolved": _iv(c.get("time_per_resolved")),
             "median_time": _median([r.phases.total_s for r in rows]),
             "tokens_in": c.get("tokens_in", 0), "tokens_out": c.get("tokens_out", 0),
+            "retried_tries": c.get("retried_tries", 0), "retried_cost": c.get("retried_cost_usd"),
             "outcomes": Counter(f.get("outcomes", {})), "stops": Counter(f.get("stop_reasons", {})),
             "expected_cost": _iv(scores.get(name, {}).get("expected_cost_per_task")),
             "recovery": recov.get(name, {}),

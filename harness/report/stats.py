@@ -9,6 +9,11 @@ Units, so every number says what it counts:
 - ``infra_error`` trials are the machine's failure, not the agent's, and ``task_error`` trials the
   task's (its gold or test patch does not apply): both are counted apart and left out of every
   denominator.
+- a **retried try** is a try of a unit the machine failed and the runner (or a resume) tried
+  again: never a trial, in no rate, but its spend is the configuration's: it counts in the total
+  cost and tokens, in the cost of its unit's trial (so in cost per trial and per resolved), and is
+  shown apart (``retried_tries``, ``retried_cost_usd``). ``total_cost_usd`` is everything spent:
+  every complete trial's, scored or not, and every retried try's.
 
 Intervals: the resolve rate gets a 95 % Wilson score interval (closed form, as scipy's
 ``binomtest(...).proportion_ci(method="wilson")`` computes it). Money and
@@ -21,19 +26,22 @@ The bootstrap is `scipy.stats.bootstrap(..., paired=True, vectorized=True, metho
 done the way scipy does it, with numpy alone: the same resample indices from the same generator,
 the same statistic, the same quantile (Hyndman and Fan's type 7), so every interval is the one
 scipy gives to the last bit (tests/test_stats.py checks it against scipy) while a report does not
-pay for importing scipy.stats (about a second). numpy is imported when a figure needs it.
+pay for importing scipy.stats (about a second). numpy is imported when an interval is not in the
+memo of intervals computed before (memo.py): a report of rows seen before needs none.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean
 
 from pydantic import BaseModel, Field
 
-from ..records import ResultRow, open_run
+from ..records import ResultRow, latest_rows, open_run, retried_tries
+from . import memo
 
 CONFIDENCE = 0.95
 #: Final outcomes that say nothing about the agent: left out of every rate (as in grading.outcome).
@@ -110,8 +118,12 @@ class ConfigStats(BaseModel):
     cost_per_resolved: Interval = Field(default_factory=Interval)
     time_per_trial: Interval = Field(default_factory=Interval)
     time_per_resolved: Interval = Field(default_factory=Interval)
-    tokens_in: int = 0
+    tokens_in: int = 0  # every row's, retried tries included
     tokens_out: int = 0
+    retried_tries: int = 0  # tries the machine failed that were tried again (their rows are on record)
+    retried_cost_usd: float | None = 0.0  # their spend, part of total_cost_usd; None = a price unknown
+    retried_tokens_in: int = 0
+    retried_tokens_out: int = 0
 
 
 # ---------------------------------------------------------------------------- loading
@@ -125,7 +137,8 @@ class ConfigRows:
     label: str
     run_dir: Path
     manifest: dict
-    rows: list[ResultRow]
+    rows: list[ResultRow]  # the rows that count (the latest-row rule)
+    retried: list[list[ResultRow]] = field(default_factory=list)  # retried tries, each its rows (records.retried_tries)
 
 
 @dataclass
@@ -134,6 +147,7 @@ class Trial:
     repeat: int
     attempts: list[ResultRow]  # sorted by attempt number
     final: ResultRow | None = None
+    retried: list[ResultRow] = field(default_factory=list)  # rows of the unit's retried tries (their spend is the trial's)
 
     @property
     def complete(self) -> bool:
@@ -157,8 +171,9 @@ class Trial:
 
     @property
     def cost(self) -> float | None:
-        """Money for the whole trial (all its attempts); None when any price is unknown."""
-        costs = [r.cost_usd for r in self.attempts]
+        """Money for the whole trial (all its attempts and its unit's retried tries); None when any
+        price is unknown."""
+        costs = [r.cost_usd for r in self.attempts + self.retried]
         return None if any(c is None for c in costs) else float(sum(costs))
 
     @property
@@ -169,35 +184,45 @@ class Trial:
 def load_configs(run_dirs: list[Path]) -> list[ConfigRows]:
     """Every configuration of every run folder. A label seen in two runs gets the run's folder
     name appended, so each configuration has a unique name in reports."""
-    found: list[tuple[Path, dict, str, list[ResultRow]]] = []
+    found: list[tuple[Path, dict, str, list[ResultRow], list[list[ResultRow]]]] = []
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
         folder = open_run(run_dir)
         manifest = folder.manifest()
+        every = folder.rows()
         by_label: dict[str, list[ResultRow]] = defaultdict(list)
-        for row in folder.latest():
+        retried: dict[str, list[list[ResultRow]]] = defaultdict(list)
+        for row in latest_rows(every):
             by_label[row.config].append(row)
-        for label, group in by_label.items():
-            found.append((run_dir, manifest, label, group))
+        for one in retried_tries(every):
+            retried[one[0].config].append(one)
+        for label in dict.fromkeys([*by_label, *retried]):
+            found.append((run_dir, manifest, label, by_label.get(label, []), retried.get(label, [])))
     counts: dict[str, int] = defaultdict(int)
-    for _, _, label, _ in found:
+    for _, _, label, _, _ in found:
         counts[label] += 1
     configs = []
-    for run_dir, manifest, label, group in found:
+    for run_dir, manifest, label, group, retried_group in found:
         name = label if counts[label] == 1 else f"{label} [{run_dir.name}]"
-        configs.append(ConfigRows(name=name, label=label, run_dir=run_dir, manifest=manifest, rows=group))
+        configs.append(ConfigRows(name=name, label=label, run_dir=run_dir, manifest=manifest, rows=group,
+                                  retried=retried_group))
     return configs
 
 
-def trials_of(rows: list[ResultRow]) -> list[Trial]:
+def trials_of(rows: list[ResultRow], retried: list[list[ResultRow]] | None = None) -> list[Trial]:
+    """The trials of one configuration's rows that count; `retried` (its retried tries) go with
+    the trial of their unit."""
     grouped: dict[tuple[str, int], list[ResultRow]] = defaultdict(list)
     for row in rows:
         grouped[(row.task_id, row.repeat)].append(row)
+    extra: dict[tuple[str, int], list[ResultRow]] = defaultdict(list)
+    for one in retried or []:
+        extra[(one[0].task_id, one[0].repeat)] += one
     trials = []
     for (task_id, repeat), group in sorted(grouped.items()):
         group.sort(key=lambda r: r.attempt)
         finals = [r for r in group if r.final]
-        trials.append(Trial(task_id, repeat, group, finals[-1] if finals else None))
+        trials.append(Trial(task_id, repeat, group, finals[-1] if finals else None, extra.get((task_id, repeat), [])))
     return trials
 
 
@@ -290,14 +315,11 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
     one value per task, and a resample draws tasks with replacement (the pair stays together).
     A resample with nothing to divide by counts as +infinity (e.g. cost per resolved with no
     resolved task), which can make the upper bound unbounded."""
-    import numpy as np
-
     settings = settings or BootstrapSettings()
-    num = np.asarray(numerators, dtype=float)
-    den = np.asarray(denominators, dtype=float)
-    n = len(num)
-    total = float(den.sum())
-    value = float(num.sum()) / total if total else None
+    numerators, denominators = [float(x) for x in numerators], [float(x) for x in denominators]
+    n = len(numerators)
+    total = math.fsum(denominators)
+    value = math.fsum(numerators) / total if total else None
     label = method or f"bootstrap-{settings.method}"
     if n < 2:
         return Interval(value=value, method=label, n=n, unbounded=value is None,
@@ -305,7 +327,14 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
 
     if settings.method != "percentile":
         raise ValueError(f"bootstrap method {settings.method!r}: only the percentile method is implemented")
-    low, high = percentile_bootstrap(num, den, settings)
+    known = memo.key(numerators, denominators, settings.seed, settings.n_resamples, settings.confidence_level)
+    found = memo.get(known)  # computed before for the same inputs: no numpy (see memo.py)
+    if found is None:
+        import numpy as np
+
+        found = percentile_bootstrap(np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float), settings)
+        memo.put(known, *found)
+    low, high = found
     return Interval(value=value, low=_finite(low), high=_finite(high), method=label, n=n,
                     unbounded=not math.isfinite(high) or value is None)
 
@@ -321,7 +350,7 @@ def bootstrap_mean(values: list[float], *, settings: BootstrapSettings | None = 
 def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, strict: bool = False) -> ConfigStats:
     """The figures of one configuration; `strict`: an infra error counts as a failure (for CI)."""
     settings = settings or BootstrapSettings()
-    trials = trials_of(cfg.rows)
+    trials = trials_of(cfg.rows, cfg.retried)
     complete = [t for t in trials if t.complete]
     scored = [t for t in complete if t.scored or (strict and t.infra_error)]
     tasks = by_task(complete)
@@ -349,13 +378,21 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
 
     # pass@k and pass^k, k = 1..n, averaged over the tasks that have at least n scored trials
     if rated:
-        import numpy as np
-
         n_min = min(tr.trials for tr in rated)
         out.pass_k_tasks = len(rated)
         for k in range(1, n_min + 1):
-            out.pass_at_k.append(KValue(k=k, value=float(np.mean([pass_at_k(tr.trials, tr.resolved, k) for tr in rated]))))
-            out.pass_hat_k.append(KValue(k=k, value=float(np.mean([pass_hat_k(tr.trials, tr.resolved, k) for tr in rated]))))
+            out.pass_at_k.append(KValue(k=k, value=fmean([pass_at_k(tr.trials, tr.resolved, k) for tr in rated])))
+            out.pass_hat_k.append(KValue(k=k, value=fmean([pass_hat_k(tr.trials, tr.resolved, k) for tr in rated])))
+
+    # the retried tries' spend: the configuration's, and their unit's trial's (a trial costs what it took to get it)
+    retried_rows = [r for one in cfg.retried for r in one]
+    out.retried_tries = len(cfg.retried)
+    out.retried_cost_usd = None if any(r.cost_usd is None for r in retried_rows) else \
+        float(sum(r.cost_usd for r in retried_rows))
+    out.retried_tokens_in = sum(r.usage.input_tokens for r in retried_rows)
+    out.retried_tokens_out = sum(r.usage.output_tokens for r in retried_rows)
+    out.tokens_in += out.retried_tokens_in
+    out.tokens_out += out.retried_tokens_out
 
     # money and time: one (sum, count) pair per task, tasks resampled together
     task_ids = [tid for tid, s in per_task_scored.items() if s]
@@ -371,7 +408,14 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
         out.cost_per_resolved = Interval(unknown=True, n=len(task_ids), note=note)
     else:
         task_costs = [float(sum(cs)) for cs in costs]
-        out.total_cost_usd = float(sum(task_costs))
+        # everything spent: the scored trials (their units' retried tries included), and the rest --
+        # trials left out of the rates (infra and task errors), retried tries of units with no complete trial
+        counted = {id(t) for t in scored}
+        rest = [t.cost for t in complete if id(t) not in counted] + \
+            [r.cost_usd for t in trials if not t.complete for r in t.retried]
+        with_trial = {(t.task_id, t.repeat) for t in trials}
+        rest += [r.cost_usd for r in retried_rows if (r.task_id, r.repeat) not in with_trial]
+        out.total_cost_usd = None if any(c is None for c in rest) else float(sum(task_costs) + sum(rest))
         out.cost_per_trial = bootstrap_ratio(task_costs, n_trials, settings=settings)
         out.cost_per_resolved = bootstrap_ratio(task_costs, n_resolved, settings=settings)
     out.time_per_trial = bootstrap_ratio(times, n_trials, settings=settings)

@@ -348,8 +348,11 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures, width))
     for c in figures.configs:
+        retried = (f", of which {usd(c.retried_cost_usd)} ({c.retried_tokens_in:,} in / {c.retried_tokens_out:,} out) on "
+                   f"{c.retried_tries} retried tr{'y' if c.retried_tries == 1 else 'ies'} (the machine failed them; "
+                   "on record in results.jsonl, in no rate)") if c.retried_tries else ""
         console.print(Text(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
-                           f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s)"))
+                           f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s){retried}"))
     tbl = passk_table(figures, width)
     if tbl is not None:
         console.print(tbl)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +22,7 @@ from sandbox import Backend, Limits
 from ..grading import GRADER_VERSION, Outcome, grade
 from ..records import ResultRow, RunFolder, open_run, write_atomic, write_json
 from ..tasks import LimitsSpec, Task, TaskSpecError, load_task
-from .manifest import now
+from .manifest import command_line, now
 from .unit import Prepared, prepare_task
 
 ProgressFn = Callable[[str], None]
@@ -92,7 +91,7 @@ def regrade(run_dir: Path, out: Path, *, tasks: list[Task] | None = None, worker
         m["grader_version"] = GRADER_VERSION
         m["regraded_from"] = {"run_dir": str(source.path.resolve()), "run_id": manifest.get("run_id"),
                               "grader_versions": sorted(old_versions, key=lambda v: (v is not None, v or 0)),
-                              "at": now(), "command": sys.argv}
+                              "at": now(), "command": command_line()}  # passwords hidden, as in every manifest
         m["finished_at"] = now()
 
     target.update_manifest(record)

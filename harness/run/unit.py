@@ -12,6 +12,8 @@ machine's (engine gone, container removed or stopped from outside, image build f
 down) are retried a bounded number of times and otherwise recorded as `infra_error`; the task
 author's (missing repository, unknown commit) are recorded as `infra_error` at once. Nothing of
 that stops the other units.
+
+How the agent's doing is told from the machine's: `harness.run.attribution`.
 """
 
 from __future__ import annotations
@@ -24,16 +26,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, ContainerBroken, DiskLimitReached, DockerBackend, ImageBuildError, InfraError,
-                     Limits, PatchError, Sandbox, SandboxError, parse_size, take_patch)
+from sandbox import (Backend, BaseRules, ContainerBroken, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
+                     Sandbox, SandboxError, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
-from ..grading import GRADER_VERSION, Grade, Outcome, feedback_text, grade
+from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..tasks.images import build_task_images
-from ..transcript import (AttemptStart, ErrorEvent, Feedback, GradeEvent, LimitHit, PatchEvent, PhaseEvent, Stop,
-                          TranscriptWriter)
+from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, Stop, TranscriptWriter
+from .attribution import next_feedback, recurring_place, run_agent
 from .manifest import now
 
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
@@ -82,7 +84,36 @@ def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepar
 
 
 class RetryUnit(Exception):
-    """The machine failed this unit; it may succeed on another try."""
+    """The machine failed this unit; it may succeed on another try. `failed_in` says where (the
+    abandoned try's row has it too), `transcript` where that try's transcript was moved."""
+
+    def __init__(self, failed_in: dict, transcript: str) -> None:
+        super().__init__(failed_in)
+        self.failed_in, self.transcript = failed_in, transcript
+
+
+@dataclass
+class TryState:
+    """Where one try of a unit is and what it spent that no row records yet: the attempt it is in
+    (the next one once an attempt's row is written), that attempt's agent result and phases, and
+    the phase (and grading step) running now, for the row an infrastructure failure leaves."""
+
+    started: float = field(default_factory=time.monotonic)
+    started_at: str = field(default_factory=now)
+    phases: PhaseTimes = field(default_factory=PhaseTimes)
+    attempt: int = 1
+    result: AgentResult | None = None
+    phase: str = "image"  # image, container_start, agent, patch, grading, feedback
+    step: str = ""
+
+    def next_attempt(self) -> None:
+        self.attempt, self.result, self.phase, self.step = self.attempt + 1, None, "feedback", ""
+
+    def new_phases(self) -> None:
+        self.phases, self.started, self.started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
+
+    def failed_in(self, exc: BaseException) -> dict:
+        return {"phase": self.phase, "step": self.step, "error_type": type(exc).__name__}
 
 
 class NotRetryable(Exception):
@@ -111,62 +142,67 @@ class UnitRunner:
     def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
         """All attempts of one (task, repeat), with bounded retries of machine failures.
         Never raises for task or infrastructure problems; returns the rows it appended."""
+        failed: list[RetryUnit] = []  # the tries the machine failed, each left a row of its own
         try:
             for try_no in range(self.options.infra_retries):
                 try:
-                    return self._try_unit(task, repeat, last_try=False)
-                except RetryUnit:
+                    return self._try_unit(task, repeat, last_try=False, failed=failed)
+                except RetryUnit as retry:
+                    failed.append(retry)
                     self.progress("retry", self.unit_name(task.id, repeat), f"infrastructure failure, retry {try_no + 1}")
                     time.sleep(min(2 ** try_no, 30))
-            return self._try_unit(task, repeat, last_try=True)  # records the error instead of retrying
+            return self._try_unit(task, repeat, last_try=True, failed=failed)  # records the error instead of retrying
         except Interrupted:
             return []
 
-    def _try_unit(self, task: Task, repeat: int, *, last_try: bool) -> list[ResultRow]:
+    def _try_unit(self, task: Task, repeat: int, *, last_try: bool, failed: list[RetryUnit]) -> list[ResultRow]:
         unit = self.unit_name(task.id, repeat)
         transcript_path = self.folder.transcript_path(task.id, self.label, repeat)
         self.folder.move_aside(transcript_path)  # an unfinished earlier try keeps its story, apart
         transcript = TranscriptWriter(transcript_path)
         rows: list[ResultRow] = []
-        phases, started, started_at = PhaseTimes(), time.monotonic(), now()
+        at = TryState()
         try:
             self.progress("start", unit, "preparing images")
-            phases.image_cached = False  # until the images are found or built
+            at.phases.image_cached = False  # until the images are found or built
             prepared = self.prepare(task)
-            phases.image_s, phases.image_cached = round(prepared.seconds, 3), prepared.cached
-            transcript.write(PhaseEvent(name="image", seconds=phases.image_s, detail="cached" if prepared.cached else "built"))
+            at.phases.image_s, at.phases.image_cached = round(prepared.seconds, 3), prepared.cached
+            transcript.write(PhaseEvent(name="image", seconds=at.phases.image_s, detail="cached" if prepared.cached else "built"))
             limits = self.options.limits.apply(task.limits.apply(Limits()))
             t0 = time.monotonic()
+            at.phase = "container_start"
             # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
             with agent_workspace(self.agent, task, transcript_path.parent) as workspace:
                 sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id,
                                         mounts=workspace.mounts)
                 try:
-                    phases.container_start_s = round(time.monotonic() - t0, 3)
-                    transcript.write(PhaseEvent(name="container_start", seconds=phases.container_start_s))
-                    rows = self._attempts(task, repeat, prepared, sb, limits, transcript, phases, started, started_at,
-                                          workspace)
+                    at.phases.container_start_s = round(time.monotonic() - t0, 3)
+                    transcript.write(PhaseEvent(name="container_start", seconds=at.phases.container_start_s))
+                    rows = self._attempts(task, repeat, prepared, sb, limits, transcript, at, workspace)
                 finally:
                     sb.close()
         except (Interrupted, RetryUnit):
             raise
         except InfraError as exc:
-            if not last_try:
+            if not last_try:  # the try is abandoned: its row keeps its spend and where it failed
                 transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=str(exc)))
-                raise RetryUnit() from exc
-            rows.append(self._error_row(task, repeat, len(rows) + 1, exc, transcript, phases, started, started_at))
+                transcript.close()
+                moved = self.folder.move_aside(transcript_path)
+                kept = str(self.folder.relative(moved)) if moved else ""
+                self._error_row(task, repeat, exc, transcript, at, retried_to=kept)
+                raise RetryUnit(at.failed_in(exc), kept) from exc
+            rows.append(self._error_row(task, repeat, exc, transcript, at, failed=failed))
         except (SandboxError, TaskSpecError, NotRetryable) as exc:  # the task's inputs or the setup: no retry
-            rows.append(self._error_row(task, repeat, len(rows) + 1, exc, transcript, phases, started, started_at))
+            rows.append(self._error_row(task, repeat, exc, transcript, at))
         except Exception as exc:  # a bug of ours must not take the other tasks down with it
             transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=traceback.format_exc()))
-            rows.append(self._error_row(task, repeat, len(rows) + 1, exc, transcript, phases, started, started_at))
+            rows.append(self._error_row(task, repeat, exc, transcript, at))
         finally:
             transcript.close()
         return rows
 
     def _attempts(self, task: Task, repeat: int, prepared: Prepared, sb: Sandbox, limits: Limits,
-                  transcript: TranscriptWriter, phases: PhaseTimes, started: float, started_at: str,
-                  workspace: Workspace) -> list[ResultRow]:
+                  transcript: TranscriptWriter, at: TryState, workspace: Workspace) -> list[ResultRow]:
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
@@ -180,6 +216,7 @@ class UnitRunner:
             if feedback:
                 transcript.write(Feedback(attempt=attempt, mode=self.options.feedback, text=feedback))
             self.progress("agent", unit, f"agent working (attempt {attempt})")
+            phases, at.phase = at.phases, "agent"
             t1 = time.monotonic()
             ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
@@ -189,17 +226,18 @@ class UnitRunner:
                 transcript.write(Stop(reason="container_broken", detail=broken))
                 result = AgentResult(stop_reason="container_broken", detail=broken)
             else:
-                result = self._run_agent(ctx, sb, limits)
+                result = run_agent(self.agent, ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
+            at.result = result
             if result.stop_reason == "interrupted":
                 raise Interrupted()
             if result.infra_error:
                 raise (InfraError if result.infra_retryable else NotRetryable)(result.infra_error)
             adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
             adir.mkdir(parents=True, exist_ok=True)
-            t2 = time.monotonic()
+            t2, at.phase = time.monotonic(), "patch"
             # Every process of the agent ends, and its container stays stopped while the patch is
             # taken from outside it (the engine's change list, its tree read out, diffed on the host)
             # and graded: nothing of the agent's runs meanwhile.
@@ -216,6 +254,7 @@ class UnitRunner:
             if last:
                 sb.close()  # the agent's container is gone before the final grading
             self.progress("grade", unit, f"grading attempt {attempt}")
+            at.phase = "grading"
             if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
                 grade_, output, report = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error,
                                                resolved=False, note=result.task_error), "", None
@@ -223,6 +262,7 @@ class UnitRunner:
                 grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
                                                backend=self.backend, run_id=self.run_id)
             if grade_.outcome is Outcome.infra_error:
+                at.step = grade_.failed_step.step if grade_.failed_step else ""
                 raise InfraError(grade_.note)
             said = {"disk_limit": f"the container's disk limit ({limits.disk}) was reached",
                     "memory_limit": f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
@@ -236,95 +276,22 @@ class UnitRunner:
                                    json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n")
             transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
                                         failing=grade_.failing(), detail=grade_.note))
-            phases.total_s = round(time.monotonic() - started, 3)
+            phases.total_s = round(time.monotonic() - at.started, 3)
             final = grade_.resolved or last or grade_.outcome is Outcome.task_error
-            row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, started_at)
+            row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, at.started_at)
             self.folder.append(row)
             rows.append(row)
             if final:
                 break
+            at.next_attempt()  # this attempt's spend is on its row; a failure from here on is the next one's
             try:
                 sb.restart()  # the next attempt continues in the same container
-            except ContainerBroken as exc:
+                feedback = next_feedback(self.options.feedback, task, grade_, report, sb, transcript)
+            except ContainerBroken as exc:  # its files keep it from starting again: no more turns, the tree is graded
                 broken = str(exc)
-            try:
-                feedback = feedback_text(self.options.feedback, task, grade_, report, None if broken else sb)
-            except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
-                feedback = f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n({exc})".strip()
-            except SandboxError as exc:  # the visible tests (the agent's code) broke its container, or the machine failed
-                reason = self._whose(sb, infra=isinstance(exc, InfraError))
-                if reason is None:
-                    raise
-                said = {"memory_limit": "they exhausted the container's memory and the kernel stopped it"}.get(
-                    reason, "they left the container unusable")
-                feedback = (f"{feedback_text(self.options.feedback, task, grade_, report, None)}\n(the visible tests "
-                            f"did not finish: {said}: {exc}; the container was started again)").strip()
-                transcript.write(ErrorEvent(where="feedback", error_type=type(exc).__name__, message=str(exc)))
-                sb.stop()
-                try:
-                    sb.restart()
-                except ContainerBroken as broke:
-                    broken = str(broke)
-            phases, started, started_at = PhaseTimes(image_cached=True), time.monotonic(), now()
+                feedback = next_feedback(self.options.feedback, task, grade_, report, None, transcript)
+            at.new_phases()
         return rows
-
-    def _run_agent(self, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
-        """The agent's turn. A full disk ends it as `disk_limit`, whether the agent stopped on the
-        sandbox's DiskLimitReached (ours does), let it through (any agent), or ended otherwise with
-        its disk still full. A container that failed under the agent is the agent's doing when the
-        engine says so (`_whose`: `memory_limit`, `container_broken`), and the attempt is graded;
-        else the machine failed, and InfraError goes up to be retried."""
-        try:
-            result = self.agent.run(ctx)
-        except DiskLimitReached as exc:
-            ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
-            ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
-            return AgentResult(stop_reason="disk_limit")
-        except SandboxError as exc:  # let through by the agent (a script, a CLI's runner)
-            result = AgentResult(stop_reason="error", detail=f"{type(exc).__name__}: {exc}")
-            reason = self._whose(sb, infra=isinstance(exc, InfraError))
-            if reason is None:
-                if isinstance(exc, InfraError):
-                    raise
-                raise InfraError(result.detail) from exc
-            return self._agents_doing(ctx, result, reason, limits)
-        if result.stop_reason == "infra_error" and result.infra_retryable:  # the agent caught the sandbox's InfraError
-            reason = self._whose(sb, infra=True)
-            if reason is not None:
-                result.detail = (result.infra_error or "").removeprefix("infra_error: ")
-                result.infra_error, result.infra_retryable = None, False
-                return self._agents_doing(ctx, result, reason, limits)
-        if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
-                and sb.limit_reached() == "disk_limit":
-            ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
-                                          maximum=float(limits.disk_bytes or 0)))
-            result.stop_reason = "disk_limit"
-        return result
-
-    @staticmethod
-    def _whose(sb: Sandbox, *, infra: bool) -> str | None:
-        """Whose failure a sandbox error of the agent's turn is, by the engine's evidence: the kernel
-        OOM-killed the container -> "memory_limit"; it still runs and the engine answers, yet a
-        command or file operation could not be done (not an engine error) -> "container_broken";
-        None (the machine's) when it was removed or stopped from outside (PID 1 never exits and
-        ignores every signal from inside), the engine is gone, or the engine itself failed."""
-        try:
-            state = sb.status()
-        except SandboxError:
-            return None
-        if state.get("OOMKilled"):
-            return "memory_limit"
-        if state.get("Running") and not infra:
-            return "container_broken"
-        return None
-
-    @staticmethod
-    def _agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Limits) -> AgentResult:
-        if reason == "memory_limit":
-            ctx.transcript.write(LimitHit(limit="memory_limit", value=0.0, maximum=float(parse_size(limits.memory) or 0)))
-        ctx.transcript.write(Stop(reason=reason, detail=result.detail))
-        result.stop_reason = reason
-        return result
 
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
@@ -342,26 +309,47 @@ class UnitRunner:
 
     # ------------------------------------------------------------------ rows
 
-    def _error_row(self, task: Task, repeat: int, attempt: int, exc: BaseException, transcript: TranscriptWriter,
-                   phases: PhaseTimes, started: float, started_at: str) -> ResultRow:
+    def _error_row(self, task: Task, repeat: int, exc: BaseException, transcript: TranscriptWriter, at: TryState, *,
+                   failed: list[RetryUnit] = (), retried_to: str = "") -> ResultRow:
+        """The row of a try that ended in an error before its attempt could be graded, with what
+        the attempt had spent (`at.result`) and where it failed (appended). `retried_to`: the try
+        is abandoned, to be tried again, and its transcript was moved there. `failed`: the earlier
+        tries the machine failed; when each failed the same way as this one, the summary says so."""
         message = str(exc) if isinstance(exc, NotRetryable) else f"{type(exc).__name__}: {exc}"
         hint = exc.hint if isinstance(exc, (SandboxError, TaskSpecError)) else ""
         if isinstance(exc, ImageBuildError):  # the summary line says why, where the log is, what to do
             first, _, rest = message.partition("\n")
             message = f"{first} — build log: {self.folder.image_log_path}" + (f"; hint: {hint}" if hint else "")
             message += f"\n{rest}" if rest else ""
-        transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip()))
-        phases.total_s = round(time.monotonic() - started, 3)
-        row = self.failure_row(task, repeat, attempt, message, phases=phases, started_at=started_at)
+        where = at.failed_in(exc) if isinstance(exc, InfraError) else None
+        if where and failed and all(f.failed_in == where for f in failed):
+            first, _, rest = message.partition("\n")
+            logs = [f.transcript for f in failed if f.transcript] + [str(self.folder.relative(transcript.path))]
+            if at.phase == "image":
+                logs = [str(self.folder.image_log_path)]
+            message = (f"{first} — the same failure {len(failed) + 1} times in {recurring_place(where)}: probably not "
+                       f"transient — see {', '.join(logs)}") + (f"\n{rest}" if rest else "")
+        if not retried_to:
+            transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip()))
+        at.phases.total_s = round(time.monotonic() - at.started, 3)
+        row = self.failure_row(task, repeat, at.attempt, message, phases=at.phases, started_at=at.started_at,
+                               result=at.result, failed_in=where, retried=bool(retried_to))
+        if retried_to:
+            row.transcript_path = retried_to
         self.folder.append(row)
         return row
 
     def failure_row(self, task: Task, repeat: int, attempt: int, message: str, *, phases: PhaseTimes | None = None,
-                    started_at: str = "") -> ResultRow:
-        """The row of a unit that ended in an error before it could be graded (not appended)."""
+                    started_at: str = "", result: AgentResult | None = None, failed_in: dict | None = None,
+                    retried: bool = False) -> ResultRow:
+        """The row of a unit that ended in an error before it could be graded (not appended); with
+        `result`, what its agent had spent; `retried`: the row of an abandoned try (never final)."""
         adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
-        return self.row(task, repeat, attempt, True, AgentResult(stop_reason="error"), None, message, "",
-                        phases or PhaseTimes(), adir, started_at or now())
+        spent = replace(result, stop_reason="error") if result else AgentResult(stop_reason="error")
+        row = self.row(task, repeat, attempt, not retried, spent, None, message, "", phases or PhaseTimes(), adir,
+                       started_at or now())
+        row.retried, row.failed_in = retried, failed_in
+        return row
 
     def row(self, task: Task, repeat: int, attempt: int, final: bool, result: AgentResult, grade_: Grade | None,
             error: str | None, patch: str, phases: PhaseTimes, adir: Path, started_at: str) -> ResultRow:

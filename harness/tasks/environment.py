@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir
 from sandbox.docker import DockerBackend, env_image
@@ -63,10 +63,11 @@ class RepoConfig(BaseModel):
     install: list[str] | None = Field(None, description="commands run in the repository (default: editable install)")
     dependencies_as_of: str | None = Field(
         None, description="'commit' (the fix commit's date, default), 'latest', or a date/time: uv --exclude-newer")
+    # test_scope comes before test_command: fields are validated in order, and test_command's check reads it
+    test_scope: Literal["touched", "all"] | None = Field(None, description="run the touched test files or all")
     test_command: str | None = Field(None, description="hidden test command; {files} becomes the test files")
     visible_test_command: str | None = Field(None, description="the test command the agent is told about")
     parser: str | None = Field(None, description="test-result parser (default pytest)")
-    test_scope: Literal["touched", "all"] | None = Field(None, description="run the touched test files or all")
     env: dict[str, str] = Field(default_factory=dict, description="environment variables baked into the image")
     env_files: list[str] = Field(default_factory=list, description=".env-like files that may enter the image")
     tests_timeout_s: float | None = Field(None, gt=0, description="wall time for one hidden test run")
@@ -88,9 +89,11 @@ class RepoConfig(BaseModel):
 
     @field_validator("test_command")
     @classmethod
-    def _files(cls, value: str | None) -> str | None:
-        if value is not None and "{files}" not in value:
-            raise ValueError("must contain {files} (the test files to run; empty for the whole suite)")
+    def _files(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # touched tests are run by naming them; the whole suite (test_scope: all, validated first) needs no {files}
+        if value is not None and "{files}" not in value and info.data.get("test_scope") != "all":
+            raise ValueError("must contain {files} (the test files to run; empty for the whole suite), "
+                             "or give test_scope: all")
         return value
 
 

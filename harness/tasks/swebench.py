@@ -589,7 +589,8 @@ def export_predictions(
 
     final: dict[str, dict[str, Any]] = {}
     # the run folder's latest-row rule (a redo supersedes a killed try); then the last attempt
-    for row in latest_of(rows, lambda r: (r["task_id"], _config(r)), lambda r: _int(r.get("attempt"), 1)):
+    for row in latest_of(rows, lambda r: (r["task_id"], _config(r)), lambda r: _int(r.get("attempt"), 1),
+                         lambda r: r.get("retried") is True):
         final[row["task_id"]] = row
 
     predictions: dict[str, dict[str, str]] = {}
