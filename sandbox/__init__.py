@@ -7,6 +7,7 @@ This package never imports `harness`.
 from .base import DEFAULT_DISK, Backend, ExecResult, Limits, Mount, OutputCap, Sandbox, parse_size
 from .docker import DEFAULT_BASE, REPO_DIR, BuiltImage, DockerBackend, DockerSandbox, EnvSpec
 from .errors import (
+    ContainerBroken,
     ContainerGone,
     DiskLimitReached,
     DiskSpaceError,
@@ -35,7 +36,8 @@ from .snapshot import (
 )
 
 __all__ = [
-    "Backend", "BaseRules", "BuiltImage", "Change", "ENV_LIKE_FILES", "TakenPatch", "TreeEntry", "take_patch", "ContainerGone",
+    "Backend", "BaseRules", "BuiltImage", "Change", "ENV_LIKE_FILES", "TakenPatch", "TreeEntry", "take_patch",
+    "ContainerBroken", "ContainerGone",
     "DEFAULT_BASE", "DEFAULT_DISK", "DiskLimitReached", "DiskSpaceError", "DockerBackend", "DockerSandbox", "EngineUnavailable",
     "EnvSpec", "ExecError", "ExecResult", "FileOpError", "ImageBuildError", "ImageNotFound", "InfraError",
     "InputError", "Limits", "Mount", "OutputCap", "PatchError", "REPO_DIR", "RepositoryError", "Sandbox", "SandboxError",

@@ -55,6 +55,12 @@ class ExecError(SandboxError):
     """A command could not be run at all inside the container (not: it exited non-zero)."""
 
 
+class ContainerBroken(SandboxError):
+    """The container cannot be started again because of what its files hold (a file where a bind
+    mount or the working folder must be), while a fresh container of the same image starts: the
+    doing of whatever ran in it (the agent), not the machine's."""
+
+
 class FileOpError(SandboxError):
     """Reading or writing a file in the container failed (missing, a directory, too large)."""
 

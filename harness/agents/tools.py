@@ -237,7 +237,37 @@ def _check_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     if missing or extra:
         parts = ([f"missing {missing}"] if missing else []) + ([f"unexpected {extra}"] if extra else [])
         raise ToolFailure(f"{name}: {'; '.join(parts)}; arguments are {sorted(allowed)}")
+    wrong = [f"{key} must be {_JSON_NAMES[prop['type']]}, not {_json_type(args[key])}"
+             for key, prop in schema.get("properties", {}).items()
+             if key in args and args[key] is not None and not _is(args[key], prop)]
+    if wrong:  # a model's "insert_line": "1" is its mistake to hear about, not an exception of ours
+        raise ToolFailure(f"{name}: {'; '.join(wrong)}")
     return args
+
+
+_JSON_NAMES = {"string": "a string", "integer": "an integer", "array": "an array", "boolean": "true or false",
+               "object": "an object", "number": "a number"}
+
+
+def _is(value: Any, prop: dict[str, Any]) -> bool:
+    """Is `value` of the JSON type the schema property says (an array's items too)?"""
+    kind = prop.get("type")
+    if kind == "array":
+        return isinstance(value, list) and all(_is(v, prop["items"]) for v in value) if "items" in prop \
+            else isinstance(value, list)
+    checks = {"string": lambda v: isinstance(v, str),
+              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "boolean": lambda v: isinstance(v, bool), "object": lambda v: isinstance(v, dict),
+              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return checks.get(kind, lambda v: True)(value)
+
+
+def _json_type(value: Any) -> str:
+    for kind, name in ((bool, "true or false"), (str, "a string"), (int, "an integer"), (float, "a number"),
+                       (list, "an array"), (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
 
 
 def _find_all(text: str, needle: str) -> list[int]:

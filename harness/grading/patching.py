@@ -440,10 +440,25 @@ importlib.invalidate_caches()
 suffixes = sorted(importlib.machinery.all_suffixes(), key=len, reverse=True)
 data = sys.stdin.buffer.read().split(b"\0")
 items = [(os.fsdecode(data[i]), data[i + 1] == b"l") for i in range(0, len(data) - 1, 2)]
-new_paths = {p for p, _ in items}
-def has_init(prefix):
-    return any(q.startswith(prefix + "/__init__.") and "/" not in q[len(prefix) + 1:] for q in new_paths) or any(
-        os.path.isfile(os.path.join(repo, prefix, "__init__" + s)) for s in suffixes)
+init_dirs = {p.rpartition("/")[0] for p, _ in items if p.rpartition("/")[2].startswith("__init__.")}
+init_seen = {}
+def has_init(prefix):  # once per folder, however many paths it holds (a patch may have 100,000)
+    if prefix not in init_seen:
+        init_seen[prefix] = prefix in init_dirs or any(
+            os.path.isfile(os.path.join(repo, prefix, "__init__" + s)) for s in suffixes)
+    return init_seen[prefix]
+cache = {}
+def base_has(prefix, link, last):  # a folder (a regular file, for the last component) of the base, no symlink
+    key = (prefix, link, last)
+    if key not in cache:
+        full = os.path.join(repo, prefix)
+        cache[key] = not os.path.islink(full) and (
+            os.path.isdir(full) if not last else os.path.isfile(full) and not link)
+    return cache[key]
+def real(path):
+    if path not in cache:
+        cache[path] = os.path.realpath(path)
+    return cache[path]
 def names(comp, folder, link):
     out = {comp} if (link or folder) and comp.isidentifier() else set()
     for s in suffixes:
@@ -459,11 +474,10 @@ for index, (path, link) in enumerate(items):
     parts = path.split("/")
     for depth, comp in enumerate(parts):
         prefix, last = "/".join(parts[:depth + 1]), depth == len(parts) - 1
-        full = os.path.join(repo, prefix)
-        if not os.path.islink(full) and (os.path.isdir(full) if not last else os.path.isfile(full) and not link):
+        if base_has(prefix, last and link, last):
             continue  # the base has it already: the project's own
         folder = not last and has_init(prefix)
-        parent = os.path.realpath(os.path.join(repo, *parts[:depth]))
+        parent = real(os.path.join(repo, *parts[:depth]))
         hit = [n for n in names(comp, folder, link and last) if (parent in roots or n in critical) and found(n)]
         if hit:
             sys.stdout.write("%d\t%s\n" % (index, prefix + ("" if last else "/")))

@@ -80,13 +80,36 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
         files = data["testResults"]
         if not isinstance(files, list):
             raise TypeError("testResults is not a list")
-    except (ValueError, KeyError, TypeError) as exc:
-        report.missing_hint = f"the {framework} JSON report cannot be read ({type(exc).__name__}: {exc})"
-        report.channels["structured"] = "found"
-        report.problems.append(f"the {framework} JSON report is not a report ({type(exc).__name__})")
-        return report
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        return _unreadable(framework, report, exc)
     report.found_summary = True
     report.channels["structured"] = "found"
+    try:
+        _read_files(report, data, files)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # fields of the wrong shape: the code under
+        return _unreadable(framework, TestReport(failed_exit_codes=(1,), strict_exit=True), exc)  # test can write it
+    summary = _summary(framework, text)
+    report.channels["summary"] = "missing" if summary is None else "found"
+    if summary is not None:
+        for key in ("passed", "failed"):
+            if summary.get(key, 0) != report.counts.get(key, 0):
+                report.problems.append(
+                    f"the JSON report says {report.counts.get(key, 0)} {key} but {framework}'s summary line says "
+                    f"{summary.get(key, 0)}")
+    if framework == "vitest":
+        _check_verbose(text, report)
+    return report
+
+
+def _unreadable(framework: str, report: TestReport, exc: BaseException) -> TestReport:
+    report.missing_hint = f"the {framework} JSON report cannot be read ({type(exc).__name__}: {exc})"
+    report.channels["structured"] = "found"
+    report.problems.append(f"the {framework} JSON report is not a report ({type(exc).__name__})")
+    return report
+
+
+def _read_files(report: TestReport, data: dict, files: list) -> None:
+    """The tests, statuses, messages and counts of a JSON report's `testResults`."""
     for file in files:
         if not isinstance(file, dict):
             continue
@@ -113,18 +136,6 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
             report.counts[key] = data[field]
     if isinstance(data.get("numPendingTests"), int):
         report.counts["skipped"] = data["numPendingTests"] + int(data.get("numTodoTests") or 0)
-    summary = _summary(framework, text)
-    report.channels["summary"] = "missing" if summary is None else "found"
-    if summary is not None:
-        for key in ("passed", "failed"):
-            if summary.get(key, 0) != report.counts.get(key, 0):
-                report.problems.append(
-                    f"the JSON report says {report.counts.get(key, 0)} {key} but {framework}'s summary line says "
-                    f"{summary.get(key, 0)}")
-    if framework == "vitest":
-        _check_verbose(text, report)
-    return report
-
 
 def _summary(framework: str, text: str) -> dict[str, int] | None:
     """Counts from the last summary line the runner printed, None when it printed none."""

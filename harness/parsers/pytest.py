@@ -254,13 +254,17 @@ class ReportLog:
                 continue
             try:
                 entry = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested too deep for the decoder is not JSON we read either
                 self.problem = f"line {number} of the structured report is not JSON"
                 return
             if not isinstance(entry, dict):
                 self.problem = f"line {number} of the structured report is not an object"
                 return
-            self._add(entry)
+            try:
+                self._add(entry)
+            except (AttributeError, TypeError, KeyError, ValueError):  # fields of the wrong shape: not pytest's
+                self.problem = f"line {number} of the structured report is not a pytest-reportlog entry"
+                return
         if self.exit_status is None and not self.problem:
             self.problem = "the structured report does not end with pytest's session finish"
 

@@ -26,15 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, DockerBackend, ImageBuildError, InfraError, Limits, PatchError, Sandbox,
-                     SandboxError, take_patch)
+from sandbox import (Backend, BaseRules, ContainerBroken, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
+                     Sandbox, SandboxError, take_patch)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..tasks.images import build_task_images
-from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, TranscriptWriter
+from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, Stop, TranscriptWriter
 from .attribution import next_feedback, recurring_place, run_agent
 from .manifest import now
 
@@ -207,6 +207,7 @@ class UnitRunner:
         messages: list = []
         feedback: str | None = None
         rules = replace(prepared.rules, exclude=prepared.rules.exclude + workspace.own_files)
+        broken = ""  # why the container cannot start again (ContainerBroken): no more turns, the tree is graded
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
@@ -221,7 +222,11 @@ class UnitRunner:
                                deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
                                on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
                                workspace=workspace)
-            result = run_agent(self.agent, ctx, sb, limits)
+            if broken:  # the agent's doing: its container's files keep it from starting
+                transcript.write(Stop(reason="container_broken", detail=broken))
+                result = AgentResult(stop_reason="container_broken", detail=broken)
+            else:
+                result = run_agent(self.agent, ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
@@ -279,8 +284,12 @@ class UnitRunner:
             if final:
                 break
             at.next_attempt()  # this attempt's spend is on its row; a failure from here on is the next one's
-            sb.restart()  # the next attempt continues in the same container
-            feedback = next_feedback(self.options.feedback, task, grade_, report, sb, transcript)
+            try:
+                sb.restart()  # the next attempt continues in the same container
+                feedback = next_feedback(self.options.feedback, task, grade_, report, sb, transcript)
+            except ContainerBroken as exc:  # its files keep it from starting again: no more turns, the tree is graded
+                broken = str(exc)
+                feedback = next_feedback(self.options.feedback, task, grade_, report, None, transcript)
             at.new_phases()
         return rows
 

@@ -50,7 +50,8 @@ import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import ContainerGone, DiskLimitReached, ExecError, FileOpError, PatchError, SandboxError
+from ..errors import (ContainerBroken, ContainerGone, DiskLimitReached, EngineUnavailable, ExecError, FileOpError,
+                      PatchError, SandboxError)
 from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
 from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
@@ -383,9 +384,19 @@ class DockerSandbox:
     # ------------------------------------------------------------------ the tree, from outside
 
     def changes(self) -> list[Change]:
-        """The engine's change list under the workdir, relative to it. Raises ContainerGone."""
-        with translate("listing the container's changes"):
-            found = client().api.diff(self._container.id) or []
+        """The engine's change list under the workdir, relative to it. Raises ContainerGone; PatchError
+        when the engine fails on this container's tree (a path past PATH_MAX: "file name too long")
+        while it lists a fresh container of the same image: what the tree holds, not the machine."""
+        try:
+            with translate("listing the container's changes"):
+                found = client().api.diff(self._container.id) or []
+        except (ContainerGone, EngineUnavailable):
+            raise
+        except SandboxError as exc:
+            if not self._image_lists():
+                raise
+            raise PatchError(f"the engine cannot list the container's changes ({exc}); it lists a fresh container of "
+                             "the same image: what the container's tree holds") from exc
         root = self.workdir.rstrip("/")
         out = []
         for item in found:
@@ -403,6 +414,15 @@ class DockerSandbox:
         for rel in paths:
             out += _read_archive(source, rel, self._abs(rel) if rel else self.workdir, max_file_bytes)
         return out
+
+    def _image_lists(self) -> bool:
+        """Does the engine list the changes of a container of this one's image (created, never started)?"""
+        try:
+            with translate("listing a fresh container's changes"):
+                client().api.diff(self._image_container())
+        except SandboxError:
+            return False
+        return True
 
     def _image_container(self) -> str:
         if self._image_tree is None:
@@ -439,12 +459,42 @@ class DockerSandbox:
             client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
 
     def restart(self) -> None:
-        """Start the stopped container again (its files kept, none of its processes). Raises ContainerGone."""
-        with translate("starting the container again"):
-            self._container.start()
+        """Start the stopped container again (its files kept, none of its processes). Raises ContainerGone;
+        ContainerBroken when the engine cannot start it while a fresh container of the same image, with
+        the same mounts, starts (what was left in its files keeps it from starting: the agent's doing)."""
+        try:
+            with translate("starting the container again"):
+                self._container.start()
+        except (ContainerGone, EngineUnavailable):
+            raise
+        except SandboxError as exc:
+            if not self._image_starts():
+                raise
+            raise ContainerBroken(f"the container cannot start again ({exc}); a fresh container of its image with "
+                                  "the same mounts starts: what its files hold keeps it from starting") from exc
         self._agent_turn = True  # the next attempt
         if self._fast is not None:
             self._fast = FastExec(self._container.id, self._kill_marked)  # started by the next command
+
+    def _image_starts(self) -> bool:
+        """Does a fresh container of this one's image, with its bind mounts and working folder, start?"""
+        if not self.image:
+            return False
+        api = client().api
+        try:
+            with translate("starting a fresh container of the image"):
+                self._container.reload()
+                binds = (self._container.attrs.get("HostConfig") or {}).get("Binds") or None
+                cid = api.create_container(self.image, entrypoint=[INIT_PATH], working_dir=self.workdir,
+                                           labels=labels("probe", self.run_id),
+                                           host_config=api.create_host_config(network_mode="none", binds=binds))["Id"]
+                try:
+                    api.start(cid)
+                finally:
+                    api.remove_container(cid, force=True, v=True)
+        except SandboxError:
+            return False
+        return True
 
     def stop_processes(self) -> None:
         """Kill every process in the container and start it again, files kept. Raises ContainerGone."""

@@ -174,7 +174,11 @@ class ExternalAgent:
                 env = {k: fill(v) for k, v in config.env.items()}
                 argv = [fill(a) for a in config.command]
                 stdin = f"{here}/task.md" if config.prompt == "stdin" else "/dev/null"
-                script = (f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || exit 97\n"
+                # The forwarder's failure says so with a word of this attempt's (exit code 97 alone
+                # could be the CLI's own: its stdout goes to a file, never to this exec's).
+                failed = f"wl-forwarder-failed-{secrets.token_hex(8)}"
+                script = (f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || "
+                          f"{{ echo {failed}; exit 97; }}\n"
                           f"echo $$ > {here}/cli.pid\ncd {shlex.quote(sb.workdir)}\n"
                           f'exec "$@" < {stdin} > {here}/stdout.txt 2> {here}/stderr.txt')
                 stopper.watch()
@@ -195,7 +199,9 @@ class ExternalAgent:
             attempt=ctx.attempt, cli=config.cli, version=config.version, exit_code=result.returncode,
             seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
             self_report=report.model_dump() if report else None, stderr_tail=stderr))
-        reason, detail, infra, retry = self._stop_reason(proxy, result.returncode, result.timed_out, stopper, seconds, stderr)
+        reason, detail, infra, retry = self._stop_reason(
+            proxy, result.returncode, result.timed_out, stopper, seconds, stderr, forwarder_failed=failed in result.stdout,
+            started=lambda: _changed_repository(ctx.sandbox, config.exclude))
         ctx.transcript.write(Stop(reason=reason, detail=detail))
         out = AgentResult.from_budget(budget, reason, infra_error=f"{reason}: {detail}" if infra else None,
                                       infra_retryable=retry)
@@ -204,28 +210,33 @@ class ExternalAgent:
         return out
 
     def _stop_reason(self, proxy: MeteringProxy, code: int, timed_out: bool, stopper: _Stopper, seconds: float,
-                     stderr: str) -> tuple[str, str, bool, bool]:
-        """(stop reason, detail, infra, retryable) of a finished CLI run."""
+                     stderr: str, *, forwarder_failed: bool = False,
+                     started: Callable[[], bool] = lambda: False) -> tuple[str, str, bool, bool]:
+        """(stop reason, detail, infra, retryable) of a finished CLI run; `forwarder_failed`: the
+        script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's);
+        `started`: did the CLI change the repository (then it did start, however fast it failed)?"""
         if stopper.interrupted:
             return "interrupted", "the run is being stopped; this attempt will be redone on resume", False, False
         if proxy.limit is not None:
             return proxy.limit.reason, proxy.limit.detail, False, False
         if timed_out:
             return "time_limit", "the CLI ran past the attempt's time limit and was killed", False, False
-        if code == 97:
+        if code == 97 and forwarder_failed:
             return "agent_error", "the loopback forwarder could not start in the container", True, False
         stats = proxy.stats
         if stats.last_upstream_error and code != 0:
             status = re.match(r"HTTP (\d+)", stats.last_upstream_error)
             number = int(status.group(1)) if status else 502
-            if number in (401, 403, 404):  # the real key or the model name is wrong: no retry helps
+            asked = stats.last_upstream_model.split("/", 1)[-1]
+            configured = asked in ("", self.model.split("/", 1)[-1])  # a 404 for a model the CLI named is its own
+            if number in (401, 403) or (number == 404 and configured):  # the real key or model name is wrong
                 return "model_error", f"the provider refused: {stats.last_upstream_error}", True, False
             if number == 429 or number >= 500:
                 return "model_error", f"the provider kept failing: {stats.last_upstream_error}", True, True
             return "model_error", stats.last_upstream_error, False, False
         if code == 0:
             return "submitted", "the CLI finished", False, False
-        if stats.calls == 0 and seconds < QUICK_EXIT_S:
+        if stats.calls == 0 and seconds < QUICK_EXIT_S and not started():
             return "agent_error", (f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
                                    f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"), True, False
         return "agent_error", f"the CLI exited with code {code}: {stderr[-500:]}", False, False
@@ -270,6 +281,23 @@ class _Stopper:
 
     def done(self) -> None:
         self.finished.set()
+
+
+def _changed_repository(sb, own: list[str]) -> bool:
+    """Did anything change the repository (the engine's change list), besides the CLI's own files
+    (`exclude`: its patterns, as the patch leaves them out) and anything under `.git`?"""
+    from fnmatch import fnmatch
+
+    try:
+        changes = sb.changes()
+    except SandboxError:
+        return False
+
+    def own_file(path: str) -> bool:
+        parts = path.split("/")
+        return ".git" in parts or any(fnmatch(part, pattern.rstrip("/")) for part in parts for pattern in own)
+
+    return any(c.path and not own_file(c.path) for c in changes)
 
 
 def _line(entry: dict) -> str:

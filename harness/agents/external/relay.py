@@ -64,6 +64,7 @@ class ProxyStats:
     refused_target: int = 0
     upstream_errors: int = 0
     last_upstream_error: str = ""
+    last_upstream_model: str = ""  # the model the refused call named (the CLI's choice, or the configured one)
 
 
 
@@ -287,6 +288,7 @@ class Connection:
             with proxy.lock:
                 proxy.stats.upstream_errors += 1
                 proxy.stats.last_upstream_error = f"HTTP {status}: {data[:500].decode('utf-8', 'replace')}"
+                proxy.stats.last_upstream_model = exchange.model
             exchange.error = proxy.stats.last_upstream_error
         proxy.record(exchange)
         return True
