@@ -190,6 +190,7 @@ class ExternalAgent:
                 stopper.done()
         except InfraError as exc:
             stopper.done()
+            _copy_logs(ctx.sandbox, LOGS_DIR, ws.logs_dir)  # what can still be read of them (best effort)
             ctx.transcript.write(Stop(reason="infra_error", detail=str(exc)))
             return AgentResult.from_budget(budget, "infra_error", infra_error=f"infra_error: {exc}", infra_retryable=True)
         finally:
