@@ -177,6 +177,7 @@ class ExternalRun(_Event):
     logs: list[str] = Field(default_factory=list)  # its stdout/stderr and own logs, relative to the transcript
     self_report: dict[str, Any] | None = None  # the tokens and cost the CLI itself reports
     stderr_tail: str = ""
+    logs_left_out: str = ""  # what of its logs was not copied out of the container (over the size limit)
 
 
 class Feedback(_Event):

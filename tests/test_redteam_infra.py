@@ -337,9 +337,6 @@ CLI_LOGS = """\
     """
 
 
-@pytest.mark.xfail(strict=True, reason="the external CLI's logs folder is a read-write bind mount of a host folder: "
-                   "what the CLI writes there is under no disk limit, so it can fill the host's disk (then every "
-                   "unit's records fail: infrastructure errors the agent caused)")
 def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folder(tiny_task, tmp_path, monkeypatch):
     """The task's disk limit is 20 MB; the CLI writes 60 MB into its logs folder (`{logs}`), which
     is the host's folder beside the transcript. 60 MB here; the same loop writes until the host's

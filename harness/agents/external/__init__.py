@@ -2,8 +2,9 @@
 
 Per run: `prepare` builds (or finds) the CLI's install folder and checks it, before any agent
 container starts. Per unit: `workspace` gives the container its mounts -- the install (read-only),
-our forwarder (read-only), the folder of the proxy's Unix socket, and a logs folder beside the
-transcript. Per attempt: `run` starts a `MeteringProxy` with a fresh token and a `Budget`, runs
+our forwarder (read-only), the folder of the proxy's Unix socket -- and a logs folder beside the
+transcript. The CLI writes its logs inside the container (under its disk limit: no folder of the
+host is writable from inside), and they are copied out after each attempt, `LOG_BYTES` at most. Per attempt: `run` starts a `MeteringProxy` with a fresh token and a `Budget`, runs
 the CLI (forwarder first) with the problem statement, stops it a grace period after the budget
 is spent (or when the run is stopping), and writes what it did: the recorded model calls and tool
 calls, the CLI's own report of its spend, its logs, and why it stopped. Its patch is then taken
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import InfraError, Mount, SandboxError
+from sandbox import InfraError, Mount, PatchError, SandboxError
 from sandbox.docker import native
 
 from ...models.pricing import lookup_price
@@ -44,6 +45,8 @@ from .recorder import Recorder
 from .self_report import READERS
 from .wire import get_wire
 
+LOG_BYTES = 64 * 2**20  # what the CLI's logs may bring out of the container onto the host
+PROXY_LOG = "proxy.jsonl"  # the host's own log of the proxy, in each attempt's folder
 DEFAULT_UPSTREAM = {"anthropic": "https://api.anthropic.com", "openai-chat": "https://api.openai.com",
                     "openai-responses": "https://api.openai.com"}
 PROVIDER_OF = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai"}
@@ -121,7 +124,7 @@ class ExternalAgent:
         try:
             yield ExternalWorkspace(
                 mounts=(Mount(str(self.installed.path), INSTALL_DIR), Mount(str(native.binary("wl-fwd")), FWD),
-                        Mount(sockets, SOCKET_DIR), Mount(str(logs), LOGS_DIR, read_only=False)),
+                        Mount(sockets, SOCKET_DIR)),  # the logs stay inside, under the disk limit: _copy_logs
                 logs_dir=logs, socket_dir=sockets, own_files=tuple(self.config.exclude))
         finally:
             shutil.rmtree(sockets, ignore_errors=True)
@@ -153,8 +156,8 @@ class ExternalAgent:
         wire = get_wire(config.wire)
         recorder = Recorder(ctx.transcript, wire, config.tools, test_command=ctx.task.test_command or "",
                             parser=ctx.task.hidden_tests.parser)
-        stopper = _Stopper(ctx, host_here, config.grace_s)
-        proxy_log = open(host_here / "proxy.jsonl", "a", buffering=1)
+        stopper = _Stopper(ctx, f"{here}/cli.pid", config.grace_s)
+        proxy_log = open(host_here / PROXY_LOG, "a", buffering=1)
 
         def on_limit(hit: LimitReached) -> None:
             ctx.transcript.write(LimitHit(limit=hit.reason, value=hit.value, maximum=hit.maximum))
@@ -187,18 +190,20 @@ class ExternalAgent:
                 stopper.done()
         except InfraError as exc:
             stopper.done()
+            _copy_logs(ctx.sandbox, LOGS_DIR, ws.logs_dir)  # what can still be read of them (best effort)
             ctx.transcript.write(Stop(reason="infra_error", detail=str(exc)))
             return AgentResult.from_budget(budget, "infra_error", infra_error=f"infra_error: {exc}", infra_retryable=True)
         finally:
             proxy_log.close()
         seconds = time.monotonic() - started
+        left_out = _copy_logs(ctx.sandbox, LOGS_DIR, ws.logs_dir)  # its attempt folders and its home
         report = READERS[config.self_report](host_here) if config.self_report else None
         stderr = _tail(host_here / "stderr.txt") or result.stderr[-3000:]
         kept = sorted(str(p.relative_to(ws.logs_dir.parent)) for p in host_here.rglob("*") if p.is_file())
         ctx.transcript.write(ExternalRun(
             attempt=ctx.attempt, cli=config.cli, version=config.version, exit_code=result.returncode,
             seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
-            self_report=report.model_dump() if report else None, stderr_tail=stderr))
+            self_report=report.model_dump() if report else None, stderr_tail=stderr, logs_left_out=left_out))
         reason, detail, infra, retry = self._stop_reason(
             proxy, result.returncode, result.timed_out, stopper, seconds, stderr, forwarder_failed=failed in result.stdout,
             started=lambda: _changed_repository(ctx.sandbox, config.exclude))
@@ -245,8 +250,8 @@ class ExternalAgent:
 class _Stopper:
     """Stops the CLI (its process group, TERM then KILL) a grace after a limit, or when the run stops."""
 
-    def __init__(self, ctx: AgentContext, logs: Path, grace_s: float) -> None:
-        self.ctx, self.pid_file, self.grace_s = ctx, logs / "cli.pid", grace_s
+    def __init__(self, ctx: AgentContext, pid_file: str, grace_s: float) -> None:
+        self.ctx, self.pid_file, self.grace_s = ctx, pid_file, grace_s  # pid_file: inside the container
         self.reason = ""
         self.interrupted = False
         self.finished = threading.Event()
@@ -272,8 +277,8 @@ class _Stopper:
                 return
             self.reason = why
         try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
+            pid = int(self.ctx.sandbox.read_file(self.pid_file).decode().strip())
+        except (SandboxError, UnicodeDecodeError, ValueError):
             return
         with contextlib.suppress(SandboxError):
             self.ctx.sandbox.exec(["/bin/sh", "-c", f"kill -TERM -{pid} {pid} 2>/dev/null; sleep 3; "
@@ -304,6 +309,35 @@ def _line(entry: dict) -> str:
     import orjson
 
     return orjson.dumps(entry).decode() + "\n"
+
+
+def _copy_logs(sb, inside: str, host: Path, limit: int = LOG_BYTES) -> str:
+    """Copy the CLI's logs folder (its attempt folders and its home) out of the container into
+    `host`, read from outside (the archive API: a symlink stays a symlink and is left out), `limit`
+    bytes at most in all; a file copied at an earlier attempt is replaced, the proxy's log (the
+    host's own) never. Returns what was left out ("" when nothing)."""
+    try:
+        entries = sb.read_tree([inside], max_file_bytes=limit)
+    except PatchError as exc:  # one file over the limit: none is read
+        return f"the CLI's logs were not copied out: {exc}"
+    except SandboxError as exc:
+        return f"the CLI's logs could not be read: {exc}"
+    total, left = 0, []
+    for entry in entries:
+        rel = entry.path.removeprefix(inside).lstrip("/")
+        parts = rel.split("/")
+        if entry.kind != "file" or not rel or ".." in parts or parts[-1] == PROXY_LOG:
+            continue
+        if total + len(entry.data) > limit:
+            left.append(rel)
+            continue
+        target = host / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a symlink planted on the host earlier is replaced, never followed
+        target.write_bytes(entry.data)
+        total += len(entry.data)
+    return f"{len(left)} file(s) of the CLI's logs left out (over {limit} bytes in all): {', '.join(left[:5])}" \
+        if left else ""
 
 
 def _tail(path: Path, size: int = 3000) -> str:
