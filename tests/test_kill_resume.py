@@ -426,7 +426,10 @@ def _launch(n: int, srv: FakeLLM, spec_dir: Path, out: Path, tmp_path: Path):
            "--workers", str(WORKERS), "--attempts", str(ATTEMPTS), "--config", CONFIG]
     logf = open(tmp_path / f"session-{n}.log", "w")
     # its own process group: a kill takes the runner and any child (git) with it, as a crash would
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+    # Ctrl-C as a terminal's: its foreground job never has SIGINT ignored, even when this test runs
+    # in a background job that does (`cmd &` without job control ignores it, and children inherit that)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return proc, logf
 
 
