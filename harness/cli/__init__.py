@@ -94,8 +94,9 @@ def _user_error(exc: BaseException) -> InputProblem | None:
 
 
 def crash_log_dir() -> Path:
-    base = os.environ.get("WHOLELOOP_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
-    return Path(base) / "logs"
+    from ..paths import cache_dir
+
+    return cache_dir() / "logs"
 
 
 def write_crash_log(exc: BaseException) -> Path | None:

@@ -13,6 +13,7 @@ error) returns None and the caller goes the SQLAlchemy way, which says what is w
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -31,6 +32,7 @@ def sidecar(index: Path) -> Path:
     return index.with_name(index.name + SUFFIX)
 
 
+@functools.cache  # the sources do not change while a process runs
 def code_key() -> str:
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()

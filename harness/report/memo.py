@@ -19,6 +19,8 @@ import os
 import threading
 from pathlib import Path
 
+from ..paths import cache_dir
+
 CODE = "percentile-scipy-v1"  # bump when the bootstrap's result for the same inputs changes
 FILE = "intervals.json"
 LIMIT = 4096
@@ -31,8 +33,7 @@ _registered = False
 
 
 def default_path() -> Path:
-    base = os.environ.get("WHOLELOOP_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
-    return Path(base) / FILE
+    return cache_dir() / FILE
 
 
 def use(path: Path | None) -> None:
