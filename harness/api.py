@@ -78,7 +78,9 @@ class Attempt:
         from .report.attempt import failing_tests, failure_messages
 
         messages = failure_messages(self.run_dir, self.row, open_run(self.run_dir).manifest())
-        return [{"test": t, "status": s, "kind": k, "message": messages.get(t, "")} for t, s, k in failing_tests(self.row)]
+        return [
+            {"test": t, "status": s, "kind": k, "message": messages.get(t, "")} for t, s, k in failing_tests(self.row)
+        ]
 
     def problem_statement(self) -> str:
         from .report.attempt import problem_statement
@@ -109,12 +111,22 @@ class Run:
 
     @cached_property
     def attempts(self) -> list[Attempt]:
-        return [Attempt(self.path, r) for r in sorted(self.rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt))]
+        return [
+            Attempt(self.path, r) for r in sorted(self.rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt))
+        ]
 
-    def attempt(self, task_id: str, *, config: str | None = None, repeat: int = 0, attempt: int | None = None) -> Attempt:
+    def attempt(
+        self, task_id: str, *, config: str | None = None, repeat: int = 0, attempt: int | None = None
+    ) -> Attempt:
         """The attempt of a task (its last one unless `attempt` is given); KeyError when none."""
-        found = [a for a in self.attempts if a.task_id == task_id and a.row.repeat == repeat
-                 and (config is None or a.row.config == config) and (attempt is None or a.row.attempt == attempt)]
+        found = [
+            a
+            for a in self.attempts
+            if a.task_id == task_id
+            and a.row.repeat == repeat
+            and (config is None or a.row.config == config)
+            and (attempt is None or a.row.attempt == attempt)
+        ]
         if not found:
             raise KeyError(f"no attempt of {task_id!r} (repeat {repeat}) in {self.path}")
         return found[-1]

@@ -31,7 +31,9 @@ def checks() -> list[Check]:
         found.append(Check("docker engine", True, f"Docker {version.get('Version')} (API {api}; we use {API_VERSION})"))
         too_old = tuple(int(x) for x in api.split(".")) < tuple(int(x) for x in API_VERSION.split("."))
         if too_old:
-            found.append(Check("engine API", False, f"API {api} is older than {API_VERSION}", "upgrade Docker to 20.10 or newer"))
+            found.append(
+                Check("engine API", False, f"API {api} is older than {API_VERSION}", "upgrade Docker to 20.10 or newer")
+            )
     except SandboxError as exc:
         found.append(Check("docker engine", False, str(exc), "bash scripts/setup.sh   (installs and starts dockerd)"))
         return found
@@ -41,16 +43,27 @@ def checks() -> list[Check]:
         has_base = False
         found.append(Check("images", False, str(exc)))
     found.append(
-        Check("base image", has_base, DEFAULT_BASE + (" present" if has_base else " missing"),
-              "wholeloop images bootstrap   (or pull an image and name it in your tasks)", fatal=False)
+        Check(
+            "base image",
+            has_base,
+            DEFAULT_BASE + (" present" if has_base else " missing"),
+            "wholeloop images bootstrap   (or pull an image and name it in your tasks)",
+            fatal=False,
+        )
     )
     if has_base:
         found.append(_disk_limit_check(DEFAULT_BASE))
     try:
         root = engine_root()
         free = shutil.disk_usage(root if os.path.exists(root) else "/").free / 1e9
-        found.append(Check("free disk", free >= MIN_FREE_GB, f"{free:.1f} GB free under {root}",
-                           "free space (wholeloop prune --images; docker system prune)"))
+        found.append(
+            Check(
+                "free disk",
+                free >= MIN_FREE_GB,
+                f"{free:.1f} GB free under {root}",
+                "free space (wholeloop prune --images; docker system prune)",
+            )
+        )
     except (SandboxError, OSError) as exc:
         found.append(Check("free disk", False, str(exc), fatal=False))
     return found
@@ -90,6 +103,10 @@ def _disk_limit_check(image: str) -> Check:
         return Check("containers", False, f"cannot start a container: {exc}", exc.hint or "")
     if how == "filesystem":
         return Check("disk limit", True, "enforced: each container's writable layer is a filesystem of its limit")
-    return Check("disk limit", False, f"{how}: the total a container writes is not bounded",
-                 "run wholeloop as root on the engine's host, with e2fsprogs and mount installed", fatal=False)
-
+    return Check(
+        "disk limit",
+        False,
+        f"{how}: the total a container writes is not bounded",
+        "run wholeloop as root on the engine's host, with e2fsprogs and mount installed",
+        fatal=False,
+    )

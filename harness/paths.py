@@ -12,5 +12,8 @@ from pathlib import Path
 
 def cache_dir() -> Path:
     """$WHOLELOOP_CACHE, else $XDG_CACHE_HOME/wholeloop (default ~/.cache/wholeloop)."""
-    base = os.environ.get("WHOLELOOP_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
+    base = (
+        os.environ.get("WHOLELOOP_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
+    )
     return Path(base)

@@ -182,8 +182,12 @@ def parse_rows(lines: Iterator[str]) -> list[ResultRow]:
 T = TypeVar("T")
 
 
-def tries_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callable[[T], int],
-             abandoned: Callable[[T], bool] | None = None) -> dict[Hashable, list[list[T]]]:
+def tries_of(
+    items: Iterable[T],
+    unit: Callable[[T], Hashable],
+    attempt: Callable[[T], int],
+    abandoned: Callable[[T], bool] | None = None,
+) -> dict[Hashable, list[list[T]]]:
     """Every try of each unit, in the order written: one try appends its attempts in increasing
     order, so a row whose attempt is not above the previous row of its unit starts a new try (a
     resumed run redoing an unfinished unit from its first attempt, an infrastructure retry, a unit
@@ -199,8 +203,12 @@ def tries_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callabl
     return tries
 
 
-def latest_of(items: Iterable[T], unit: Callable[[T], Hashable], attempt: Callable[[T], int],
-              abandoned: Callable[[T], bool] | None = None) -> list[T]:
+def latest_of(
+    items: Iterable[T],
+    unit: Callable[[T], Hashable],
+    attempt: Callable[[T], int],
+    abandoned: Callable[[T], bool] | None = None,
+) -> list[T]:
     """The latest-row rule, for rows of any shape: the rows of the last try of each unit, one per
     attempt, in the order written (see `tries_of`).
 
@@ -330,11 +338,16 @@ class RunFolder:
                 what = f"pid {who['pid']} on {who['host']}, since {who['since']}: {' '.join(who['command'])[:200]}"
             except (ValueError, KeyError, TypeError):
                 what = "its details are not written yet"
-            raise RunFolderBusy(f"{self.path} is being written by another wholeloop run ({what}); "
-                                "a run folder has one writer at a time") from None
+            raise RunFolderBusy(
+                f"{self.path} is being written by another wholeloop run ({what}); a run folder has one writer at a time"
+            ) from None
         try:
-            me = {"pid": os.getpid(), "host": socket.gethostname(), "command": sys.argv,
-                  "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            me = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": sys.argv,
+                "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            }
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode(), 0)
             yield
@@ -352,8 +365,9 @@ class RunFolder:
 
     def append(self, row: ResultRow) -> None:
         """The one append point of results.jsonl: one whole line, one write, fsynced."""
-        line = (escape_surrogates(json.dumps(row.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
-                + "\n").encode()
+        line = (
+            escape_surrogates(json.dumps(row.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))) + "\n"
+        ).encode()
         with self._rows_lock:
             if not self._repaired:  # a crash mid-append leaves a torn last line: cut it first
                 drop_torn_tail(self.results_path)
@@ -475,7 +489,8 @@ def open_run(path: Path | str) -> RunFolder:
             raise RunNotStarted(
                 f"{folder.path}: a run folder with no finished attempt yet (started {manifest.get('started_at') or '?'}, "
                 f"{planned} task(s) planned, {state}): nothing to report"
-                + (f"; resume it with: {again}" if again else ""))
+                + (f"; resume it with: {again}" if again else "")
+            )
         raise FileNotFoundError(f"{folder.path} is not a wholeloop run folder (no results.jsonl)")
     return folder
 

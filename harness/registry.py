@@ -58,8 +58,10 @@ class Registry:
         self._scan()
         target = self._targets.get(name)
         if target is None:
-            raise UnknownName(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())} "
-                              f"(more can be added through the {self.group!r} entry-point group)")
+            raise UnknownName(
+                f"unknown {self.kind} {name!r}; known: {', '.join(self.names())} "
+                f"(more can be added through the {self.group!r} entry-point group)"
+            )
         module, _, attr = target.partition(":")
         obj = importlib.import_module(module)
         for part in attr.split("."):

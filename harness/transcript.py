@@ -188,8 +188,21 @@ class Feedback(_Event):
 
 
 Event = Annotated[
-    AttemptStart | PhaseEvent | ModelRequest | ModelResponse | ModelRetry | ToolCallEvent | ToolResultEvent | TestRun
-    | LimitHit | ErrorEvent | Stop | PatchEvent | GradeEvent | Feedback | ExternalRun,
+    AttemptStart
+    | PhaseEvent
+    | ModelRequest
+    | ModelResponse
+    | ModelRetry
+    | ToolCallEvent
+    | ToolResultEvent
+    | TestRun
+    | LimitHit
+    | ErrorEvent
+    | Stop
+    | PatchEvent
+    | GradeEvent
+    | Feedback
+    | ExternalRun,
     Field(discriminator="type"),
 ]
 _adapter: TypeAdapter[Event] = TypeAdapter(Event)
@@ -213,7 +226,11 @@ def _cap(value: Any) -> Any:
     if isinstance(value, str):
         if len(value) > MAX_TEXT:
             cut = len(value) - MAX_TEXT
-            value = value[: MAX_TEXT // 2] + f"\n[... {cut} characters not kept in the transcript ...]\n" + value[-MAX_TEXT // 2 :]
+            value = (
+                value[: MAX_TEXT // 2]
+                + f"\n[... {cut} characters not kept in the transcript ...]\n"
+                + value[-MAX_TEXT // 2 :]
+            )
         return value
     if isinstance(value, dict):
         return {k: _cap(v) for k, v in value.items()}
@@ -250,7 +267,9 @@ class TranscriptWriter:
             event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
             event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
-            self._fh.write(escape_surrogates(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets)) + "\n")
+            self._fh.write(
+                escape_surrogates(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets)) + "\n"
+            )
             self._fh.flush()
             if self._fsync:
                 os.fsync(self._fh.fileno())

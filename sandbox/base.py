@@ -30,7 +30,7 @@ def parse_size(text: str | int | None) -> int | None:
     value = str(text).strip().lower()
     if value in ("", "0", "none", "off"):
         return None
-    number, unit = value.rstrip("bkmgt"), value[len(value.rstrip("bkmgt")):].removesuffix("b") or ""
+    number, unit = value.rstrip("bkmgt"), value[len(value.rstrip("bkmgt")) :].removesuffix("b") or ""
     try:
         size = float(number) * _UNITS[unit]
     except (KeyError, ValueError):
@@ -141,9 +141,16 @@ class Sandbox(Protocol):
         """The engine's id of this environment."""
         ...
 
-    def exec(self, cmd: str | list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
-             timeout: float | None = None, stdin: bytes | None = None,
-             output_bytes: int | None = None) -> ExecResult:
+    def exec(
+        self,
+        cmd: str | list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        output_bytes: int | None = None,
+    ) -> ExecResult:
         """Run `cmd` (a shell string run by `shell()`, or an argv list) and wait for it. A non-zero
         exit is a result, not an error. At the timeout (default `limits.command_timeout_s`) every
         process the command started is killed and `timed_out` is set. Each stream keeps at most
@@ -229,9 +236,18 @@ class Sandbox(Protocol):
 class Backend(Protocol):
     """Starts sandboxes: the harness's only way to get one."""
 
-    def start(self, image: str, *, limits: Limits = Limits(), role: str = "agent", run_id: str = "",
-              workdir: str = "/repo", env: dict[str, str] | None = None, mounts: tuple[Mount, ...] = (),
-              networks: tuple[str, ...] = ()) -> Sandbox:
+    def start(
+        self,
+        image: str,
+        *,
+        limits: Limits = Limits(),
+        role: str = "agent",
+        run_id: str = "",
+        workdir: str = "/repo",
+        env: dict[str, str] | None = None,
+        mounts: tuple[Mount, ...] = (),
+        networks: tuple[str, ...] = (),
+    ) -> Sandbox:
         """A started environment from `image` that idles until commands are executed in it, with
         `mounts` bound and attached to `networks` besides its own (none unless `limits.network`).
         Raises ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration."""

@@ -43,7 +43,10 @@ def _ok(result: ExecResult, what: str) -> ExecResult:
 # What the workdir holds when a check starts: the sandbox's image had it (BASE_TREE is the tree the
 # patch is taken against).
 BASE_TREE: dict[str, bytes] = {
-    "a.txt": b"one\ntwo\n", "old.txt": b"gone\n", "keep/k.txt": b"kept\n", ".gitignore": b"*.log\n",
+    "a.txt": b"one\ntwo\n",
+    "old.txt": b"gone\n",
+    "keep/k.txt": b"kept\n",
+    ".gitignore": b"*.log\n",
     "lib/data.bin": bytes(range(256)),
 }
 
@@ -150,9 +153,15 @@ def _host_apply(patch: str) -> dict[str, bytes]:
         for path, data in BASE_TREE.items():
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_bytes(data)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "GIT_CONFIG_NOSYSTEM": "1",
-               "GIT_CONFIG_GLOBAL": "/dev/null"}
-        done = subprocess.run(["git", "apply", "--binary", "-"], cwd=root, input=patch.encode(), capture_output=True, env=env)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": tmp,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+        }
+        done = subprocess.run(
+            ["git", "apply", "--binary", "-"], cwd=root, input=patch.encode(), capture_output=True, env=env
+        )
         assert done.returncode == 0, f"the patch does not apply to the base tree: {done.stderr.decode()}\n{patch}"
         out = {}
         for sub in sorted(root.rglob("*")):
@@ -170,20 +179,34 @@ def check_the_patch_is_taken_from_outside(sb: Sandbox) -> None:
     (commits, index, .gitignore, exclude) and caches play no part; the patch applies to the base."""
     rules = BaseRules(tracked=frozenset(BASE_TREE), gitignores=((".gitignore", BASE_TREE[".gitignore"]),))
     _ok(sb.exec(f"{_GIT} init -q . && {_GIT} add -A && {_GIT} commit -qm base"), "making a repository")
-    _ok(sb.exec("printf 'one\\nTWO\\n' > a.txt && rm old.txt && printf 'new\\n' > new.txt && "
-                "printf '\\000\\001\\377' > lib/more.bin && chmod +x keep/k.txt && ln -s a.txt link && "
-                "mkdir -p deep/er && printf 'x\\n' > deep/er/f.txt && printf 'noise\\n' > x.log && "
-                "mkdir -p __pycache__ && printf 'pyc' > __pycache__/m.cpython-311.pyc && "
-                "printf 'new.txt\\n' >> .gitignore && printf 'deep/\\n' >> .git/info/exclude && "
-                f"{_GIT} add -A && {_GIT} commit -qm work"), "changing files")
+    _ok(
+        sb.exec(
+            "printf 'one\\nTWO\\n' > a.txt && rm old.txt && printf 'new\\n' > new.txt && "
+            "printf '\\000\\001\\377' > lib/more.bin && chmod +x keep/k.txt && ln -s a.txt link && "
+            "mkdir -p deep/er && printf 'x\\n' > deep/er/f.txt && printf 'noise\\n' > x.log && "
+            "mkdir -p __pycache__ && printf 'pyc' > __pycache__/m.cpython-311.pyc && "
+            "printf 'new.txt\\n' >> .gitignore && printf 'deep/\\n' >> .git/info/exclude && "
+            f"{_GIT} add -A && {_GIT} commit -qm work"
+        ),
+        "changing files",
+    )
     sb.stop()
     try:
         taken = take_patch(sb, rules)
     finally:
         sb.restart()
     patch = taken.text
-    for needle in ("a/a.txt", "+TWO", "deleted file mode", "b/new.txt", "GIT binary patch", "new mode 100755",
-                   "new file mode 120000", "b/deep/er/f.txt", "b/.gitignore"):
+    for needle in (
+        "a/a.txt",
+        "+TWO",
+        "deleted file mode",
+        "b/new.txt",
+        "GIT binary patch",
+        "new mode 100755",
+        "new file mode 120000",
+        "b/deep/er/f.txt",
+        "b/.gitignore",
+    ):
         assert needle in patch, f"{needle!r} missing from the patch:\n{patch}"
     for absent in ("x.log", "__pycache__", " a/.git/", " b/.git/"):
         assert absent not in patch, f"{absent!r} is in the patch:\n{patch}"
@@ -228,9 +251,17 @@ def check_no_limit_is_reached_by_small_work(sb: Sandbox) -> None:
 
 
 CORE: list[Check] = [
-    check_no_limit_is_reached_by_small_work, check_exit_codes_and_streams, check_cwd_env_and_stdin, check_timeout_returns_and_says_so,
-    check_output_is_capped_with_a_marker, check_files_round_trip_exact_bytes, check_file_errors, check_put_archive,
-    check_the_patch_is_taken_from_outside, check_an_unchanged_tree_has_an_empty_patch, check_a_huge_file_is_refused,
+    check_no_limit_is_reached_by_small_work,
+    check_exit_codes_and_streams,
+    check_cwd_env_and_stdin,
+    check_timeout_returns_and_says_so,
+    check_output_is_capped_with_a_marker,
+    check_files_round_trip_exact_bytes,
+    check_file_errors,
+    check_put_archive,
+    check_the_patch_is_taken_from_outside,
+    check_an_unchanged_tree_has_an_empty_patch,
+    check_a_huge_file_is_refused,
     check_errors_are_sandbox_errors,
 ]
 
@@ -280,8 +311,10 @@ def check_stop_processes_leaves_nothing_running(sb: Sandbox) -> None:
 
 
 def check_stop_ends_everything_until_restart(sb: Sandbox) -> None:
-    _ok(sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
-        "starting a ticker")
+    _ok(
+        sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
+        "starting a ticker",
+    )
     time.sleep(0.5)
     sb.stop()
     try:
@@ -296,8 +329,10 @@ def check_stop_ends_everything_until_restart(sb: Sandbox) -> None:
 
 
 def check_pause_freezes(sb: Sandbox) -> None:
-    _ok(sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
-        "starting a ticker")
+    _ok(
+        sb.exec("setsid sh -c 'while :; do date +%s%N >> tick; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"),
+        "starting a ticker",
+    )
     time.sleep(0.5)
     sb.pause()
     try:
@@ -312,6 +347,11 @@ def check_pause_freezes(sb: Sandbox) -> None:
 
 
 ISOLATION: list[Check] = [
-    check_no_network, check_timeout_kills_the_process_tree, check_pids_limit_holds, check_memory_limit_holds,
-    check_stop_processes_leaves_nothing_running, check_stop_ends_everything_until_restart, check_pause_freezes,
+    check_no_network,
+    check_timeout_kills_the_process_tree,
+    check_pids_limit_holds,
+    check_memory_limit_holds,
+    check_stop_processes_leaves_nothing_running,
+    check_stop_ends_everything_until_restart,
+    check_pause_freezes,
 ]

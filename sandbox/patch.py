@@ -40,8 +40,17 @@ MAX_PATCH_BYTES = 50_000_000  # the whole patch
 MAX_READ_BYTES = 200_000_000  # everything read out of one environment for one patch
 MAX_CHANGED_PATHS = 200_000  # entries of the engine's change list
 # Caches that running code or tests leaves in the work tree: never part of anyone's patch.
-CACHE_PATTERNS = ("__pycache__/", "*.py[co]", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/",
-                  ".tox/", ".nox/", "*.egg-info/")
+CACHE_PATTERNS = (
+    "__pycache__/",
+    "*.py[co]",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".tox/",
+    ".nox/",
+    "*.egg-info/",
+)
 IGNORED_SHOWN = 200  # ignored paths kept by name in a TakenPatch (all are counted)
 
 
@@ -76,8 +85,14 @@ class BaseRules:
     image_exclude: bool = True  # also the image's own .git/info/exclude (wholeloop wrote it at build)
 
     @classmethod
-    def from_repository(cls, path: Path | str, commit: str = "HEAD", *, exclude: Iterable[str] = CACHE_PATTERNS,
-                        image_exclude: bool = True) -> BaseRules:
+    def from_repository(
+        cls,
+        path: Path | str,
+        commit: str = "HEAD",
+        *,
+        exclude: Iterable[str] = CACHE_PATTERNS,
+        image_exclude: bool = True,
+    ) -> BaseRules:
         """The rules of `commit` in a repository of ours on the host (a snapshot): its tracked paths
         and its `.gitignore` files. Raises PatchError when the repository cannot be read."""
         with tempfile.TemporaryDirectory(prefix="wholeloop-rules-") as home:
@@ -106,8 +121,9 @@ class TakenPatch:
     ignored_count: int = 0
 
 
-def take_patch(sb, rules: BaseRules = BaseRules(), *, max_file_bytes: int = MAX_FILE_BYTES,
-               max_patch_bytes: int = MAX_PATCH_BYTES) -> TakenPatch:
+def take_patch(
+    sb, rules: BaseRules = BaseRules(), *, max_file_bytes: int = MAX_FILE_BYTES, max_patch_bytes: int = MAX_PATCH_BYTES
+) -> TakenPatch:
     """The binary-safe patch from the tree `sb` started with to the tree it has now, new, deleted
     and symlinked files and mode changes included, taken with the host's git (see the module
     docstring). `sb` should be stopped (`Sandbox.stop`) so nothing changes the tree meanwhile.
@@ -157,8 +173,11 @@ def _roots(kinds: dict[str, str], parents: set[str], ignore: _Ignorer) -> tuple[
     # nearest folder with a clean name is read whole on both sides (the archives keep the bytes).
     unreadable = {_clean_parent(p) for p in kinds if "\ufffd" in p}
     kinds = {p: k for p, k in kinds.items() if "\ufffd" not in p}
-    check = [p for p in kinds if p and (p not in parents or kinds[p] == "D")
-             and p not in ignore.tracked and not ignore.tracks_below(p)]
+    check = [
+        p
+        for p in kinds
+        if p and (p not in parents or kinds[p] == "D") and p not in ignore.tracked and not ignore.tracks_below(p)
+    ]
     ignored = ignore.ignored(check)
     ignore.skipped |= ignored
     ignored_below = {a for p in ignored for a in _ancestors(p)}
@@ -230,7 +249,9 @@ def _rules_tree(sb, rules: BaseRules, where: Path) -> Path:
         target.write_bytes(data)
     lines = list(rules.exclude)
     if rules.image_exclude:
-        found = [e for e in sb.read_tree([".git/info/exclude"], image=True, max_file_bytes=1_000_000) if e.kind == "file"]
+        found = [
+            e for e in sb.read_tree([".git/info/exclude"], image=True, max_file_bytes=1_000_000) if e.kind == "file"
+        ]
         if found:
             lines += found[0].data.decode("utf-8", "replace").splitlines()
     (where / ".wholeloop-exclude").write_text("\n".join(lines) + "\n")
@@ -257,8 +278,16 @@ class _Ignorer:
         if not paths:
             return set()
         data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-        result = self.git.run("-c", f"core.excludesFile={self.rules_dir / '.wholeloop-exclude'}",
-                              "check-ignore", "--no-index", "-z", "--stdin", input=data, ok=(0, 1))
+        result = self.git.run(
+            "-c",
+            f"core.excludesFile={self.rules_dir / '.wholeloop-exclude'}",
+            "check-ignore",
+            "--no-index",
+            "-z",
+            "--stdin",
+            input=data,
+            ok=(0, 1),
+        )
         return {p.decode("utf-8", "surrogateescape") for p in result.stdout.split(b"\0") if p}
 
 
@@ -297,9 +326,23 @@ def _diff(base: dict[str, TreeEntry], new: dict[str, TreeEntry], scratch: Path, 
     # they go as binary patches (exact), marked by our own attributes
     binary = sorted({p for side in (base, new) for p, e in side.items() if e.kind == "file" and not _utf8(e.data)})
     (git_dir / "info").mkdir(exist_ok=True)
-    (git_dir / "info" / "attributes").write_text("".join(_attr_line(p.encode("utf-8", "surrogateescape")) for p in binary))
-    out = git.run("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames", "--no-ext-diff", "--no-textconv",
-                  "--no-color", trees[0], trees[1], max_output=max_patch_bytes)
+    (git_dir / "info" / "attributes").write_text(
+        "".join(_attr_line(p.encode("utf-8", "surrogateescape")) for p in binary)
+    )
+    out = git.run(
+        "diff-tree",
+        "-r",
+        "-p",
+        "--binary",
+        "--full-index",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        trees[0],
+        trees[1],
+        max_output=max_patch_bytes,
+    )
     try:
         return out.stdout.decode("utf-8")
     except UnicodeDecodeError as exc:  # should not happen: paths are quoted, non-UTF-8 content is binary
@@ -334,10 +377,32 @@ class HostGit:
     """The host's git, isolated: no system or global config, no hooks, no attributes or excludes but
     those passed, no fsmonitor, no pager, no prompts, a private HOME."""
 
-    SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.attributesFile=/dev/null",
-            "-c", "core.excludesFile=/dev/null", "-c", "core.quotePath=true", "-c", "diff.noprefix=false",
-            "-c", "diff.mnemonicPrefix=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
-            "-c", "core.bigFileThreshold=2g", "-c", "core.pager=cat", "-c", "gc.auto=0")
+    SAFE = (
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.attributesFile=/dev/null",
+        "-c",
+        "core.excludesFile=/dev/null",
+        "-c",
+        "core.quotePath=true",
+        "-c",
+        "diff.noprefix=false",
+        "-c",
+        "diff.mnemonicPrefix=false",
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "core.safecrlf=false",
+        "-c",
+        "core.bigFileThreshold=2g",
+        "-c",
+        "core.pager=cat",
+        "-c",
+        "gc.auto=0",
+    )
 
     def __init__(self, git_dir: Path, home: Path | str, work_tree: Path | None = None) -> None:
         self.git_dir, self.work_tree = Path(git_dir), work_tree
@@ -345,19 +410,39 @@ class HostGit:
         if self.exe is None:
             raise InfraError("git is not installed on this host", hint="Install git (apt-get install git).")
         home = str(home)
-        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "XDG_CONFIG_HOME": home,
-                    "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-                    "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
-                    "GIT_NO_REPLACE_OBJECTS": "1"}
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": home,
+            "XDG_CONFIG_HOME": home,
+            "LC_ALL": "C",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+        }
 
-    def run(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None, git_dir: bool = True,
-            ok: tuple[int, ...] = (0,), max_output: int | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        git_dir: bool = True,
+        ok: tuple[int, ...] = (0,),
+        max_output: int | None = None,
+    ) -> subprocess.CompletedProcess:
         where = [f"--git-dir={self.git_dir}"] if git_dir else []
         if git_dir and self.work_tree is not None:
             where.append(f"--work-tree={self.work_tree}")
         cmd = [self.exe, *where, *self.SAFE, *args]
-        proc = subprocess.run(cmd, input=input, capture_output=True, env={**self.env, **(env or {})},
-                              cwd=str(self.work_tree or self.git_dir.parent))
+        proc = subprocess.run(
+            cmd,
+            input=input,
+            capture_output=True,
+            env={**self.env, **(env or {})},
+            cwd=str(self.work_tree or self.git_dir.parent),
+        )
         if proc.returncode not in ok:
             raise PatchError(f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()[-500:]}")
         if max_output is not None and len(proc.stdout) > max_output:

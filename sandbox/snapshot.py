@@ -167,8 +167,10 @@ def make_snapshot(source: str, commit: str, dest: Path, *, keep: tuple[str, ...]
         git_in_dest = ["git", f"--git-dir={repo.git_dir}", f"--work-tree={dest}"]
         repo.git.execute([*git_in_dest, "read-tree", base.hexsha], env={**os.environ, **env})
         repo.git.execute([*git_in_dest, "checkout-index", "--all"], env={**os.environ, **env})
-        listing = repo.git.execute(["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", "-z", "--name-only",
-                                    base.hexsha], strip_newline_in_stdout=False)
+        listing = repo.git.execute(
+            ["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", "-z", "--name-only", base.hexsha],
+            strip_newline_in_stdout=False,
+        )
         excluded = tuple(p for p in listing.split("\0") if p and env_like(p, keep))
         for path in excluded:
             (dest / path).unlink(missing_ok=True)

@@ -130,8 +130,7 @@ def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
         """)
         got: dict[str, list[float]] = {"argv": [], "shell": [], "true": [], "bash": []}
         for i in range(6):  # rounds of ours and the in-container reference, so both see the same load
-            round_ = interleaved({"argv": lambda: fast.exec(["true"]), "shell": lambda: fast.exec("true")},
-                                 reps, 10)
+            round_ = interleaved({"argv": lambda: fast.exec(["true"]), "shell": lambda: fast.exec("true")}, reps, 10)
             own = eval(fast.exec(["python3", "-c", probe], timeout=300).stdout)  # noqa: S307 (our own output)
             if i:  # the first round is warm-up
                 for key, values in (*round_.items(), *own.items()):
@@ -150,7 +149,9 @@ def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
     rows.append(Row("  helper overhead per command", argv - own_true))
     rows.append(Row("exec('true') via helper (bash -c true)", shell))
     rows.append(Row("  `bash -c true` spawned inside the container by itself", own_bash))
-    rows.append(Row("  helper overhead per shell command", shell - own_bash, goal="<= 2 ms", ok=shell - own_bash <= 2.0))
+    rows.append(
+        Row("  helper overhead per shell command", shell - own_bash, goal="<= 2 ms", ok=shell - own_bash <= 2.0)
+    )
     rows.append(Row("helper start (once per container, in the background)", median_ms(starts)))
 
     with DockerSandbox.start(image, limits=limits, workdir="/repo", fast_exec=False) as slow:
@@ -165,8 +166,9 @@ def bench_exec(image: str, limits: Limits, reps: int) -> list[Row]:
             if inspect:  # the exit code: `docker exec` asks for it the same way
                 api.exec_inspect(exec_id)
 
-        got = interleaved({"ours": lambda: slow.exec(["true"]), "raw": lambda: raw(False),
-                           "raw+inspect": lambda: raw(True)}, reps, 5)
+        got = interleaved(
+            {"ours": lambda: slow.exec(["true"]), "raw": lambda: raw(False), "raw+inspect": lambda: raw(True)}, reps, 5
+        )
     ours, plain, full = (median_ms(got[k]) for k in ("ours", "raw", "raw+inspect"))
     rows.append(Row("fallback exec vs raw exec_create+exec_start", ours, plain, "<= 1.1x", ours / plain <= 1.1))
     rows.append(Row("fallback exec vs raw create+start+inspect", ours, full, "<= 1.1x", ours / full <= 1.1))
@@ -179,8 +181,13 @@ def bench_setup(runner: Runner, task, limits: Limits, reps: int) -> list[Row]:
     snapshot = cached_snapshot(task.repo_source(), task.base_commit)
     repo_tar = tar_directory(snapshot.path, arcname="repo")
     image = runner.prepare(task).image
-    host = api.create_host_config(network_mode="none", nano_cpus=int(limits.cpus * 1e9), mem_limit=limits.memory,
-                                  memswap_limit=limits.memory, pids_limit=limits.pids)
+    host = api.create_host_config(
+        network_mode="none",
+        nano_cpus=int(limits.cpus * 1e9),
+        mem_limit=limits.memory,
+        memswap_limit=limits.memory,
+        pids_limit=limits.pids,
+    )
     boxes, raws = [], []
 
     def ours_up() -> None:
@@ -193,13 +200,26 @@ def bench_setup(runner: Runner, task, limits: Limits, reps: int) -> list[Row]:
         api.put_archive(cid, "/tmp", repo_tar)
         raws.append(cid)
 
-    got = interleaved({"ours": ours_up, "raw": raw_up, "ours_down": lambda: boxes.pop().close(),
-                       "raw_down": lambda: api.remove_container(raws.pop(), force=True)}, reps, 2)
+    got = interleaved(
+        {
+            "ours": ours_up,
+            "raw": raw_up,
+            "ours_down": lambda: boxes.pop().close(),
+            "raw_down": lambda: api.remove_container(raws.pop(), force=True),
+        },
+        reps,
+        2,
+    )
     ours, raw = median_ms(got["ours"]), median_ms(got["raw"])
     down, raw_down = median_ms(got["ours_down"]), median_ms(got["raw_down"])
     return [
-        Row(f"set-up: prepare+start vs raw create+start+put_archive ({len(repo_tar) // 1024} KB)", ours, raw,
-            "<= 1.3x", ours / raw <= 1.3),
+        Row(
+            f"set-up: prepare+start vs raw create+start+put_archive ({len(repo_tar) // 1024} KB)",
+            ours,
+            raw,
+            "<= 1.3x",
+            ours / raw <= 1.3,
+        ),
         Row("teardown: close() (raw: remove force)", down, raw_down, "< 150 ms", down < 150),
     ]
 
@@ -215,8 +235,13 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    host = api.create_host_config(network_mode="none", nano_cpus=int(limits.cpus * 1e9), mem_limit=limits.memory,
-                                  memswap_limit=limits.memory, pids_limit=limits.pids)
+    host = api.create_host_config(
+        network_mode="none",
+        nano_cpus=int(limits.cpus * 1e9),
+        mem_limit=limits.memory,
+        memswap_limit=limits.memory,
+        pids_limit=limits.pids,
+    )
 
     def raw_exec(cid: str, cmd: str) -> int:
         exec_id = api.exec_create(cid, ["/bin/bash", "-c", cmd], workdir="/repo")["Id"]
@@ -241,8 +266,10 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
         assert result.resolved, result
 
     # the gold patch plus a protected file grading strips: a claim grade.json records (and checks)
-    stripped = gold + ("diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
-                       "+++ b/conftest.py\n@@ -0,0 +1 @@\n+planted = True\n")
+    stripped = gold + (
+        "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/conftest.py\n@@ -0,0 +1 @@\n+planted = True\n"
+    )
 
     def ours_stripping() -> None:
         result, _, _ = grade(task, stripped, prepared.image, base=prepared.base_commit, limits=limits, run_id="bench")
@@ -250,8 +277,10 @@ def bench_grading(prepared, task, limits: Limits, reps: int) -> list[Row]:
 
     got = interleaved({"ours": ours, "stripping": ours_stripping, "raw": raw}, reps, 1)
     a, s, b = median_ms(got["ours"]), median_ms(got["stripping"]), median_ms(got["raw"])
-    rows = [Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2),
-            Row("grading, one path stripped: grade() vs raw", s, b, "<= 1.2x", s / b <= 1.2)]
+    rows = [
+        Row("grading: grade() vs raw start+apply+tests+remove", a, b, "<= 1.2x", a / b <= 1.2),
+        Row("grading, one path stripped: grade() vs raw", s, b, "<= 1.2x", s / b <= 1.2),
+    ]
     # The evidence of a grade's claims on its own: one reading of claimed paths' hashes (a grade with
     # claims makes two, none without), against one exec of `true` in the same container.
     with DockerSandbox.start(prepared.image, limits=limits, role="grading", run_id="bench") as sb:
@@ -278,6 +307,7 @@ class LatencyModel:
             def answer(*_):
                 time.sleep(self.latency_s)
                 return tool_turn(name, args)
+
             return answer
 
         return ScriptedModel([step(n, a) for n, a in self.calls], name=self.name)
@@ -285,10 +315,19 @@ class LatencyModel:
 
 def bench_throughput(tasks: list, latency: float, workers: list[int]) -> list[Row]:
     """Attempts per minute with 1..16 workers; the model is a fixed latency per call."""
-    calls = [("bash", {"command": c}) for c in (
-        "ls", "git status --short", "grep -rn 'def ' --include=*.py . | head -20", "cat README.md | head -40",
-        "python -c 'import inikit; print(inikit.__name__)'", "git log --oneline | head", "ls tests", "wc -l src/*/*.py",
-    )] + [("run_tests", {}), ("submit", {})]
+    calls = [
+        ("bash", {"command": c})
+        for c in (
+            "ls",
+            "git status --short",
+            "grep -rn 'def ' --include=*.py . | head -20",
+            "cat README.md | head -40",
+            "python -c 'import inikit; print(inikit.__name__)'",
+            "git log --oneline | head",
+            "ls tests",
+            "wc -l src/*/*.py",
+        )
+    ] + [("run_tests", {}), ("submit", {})]
     agent = ToolAgent(LatencyModel(latency, calls), load_agent_config())
     rows, base = [], None
     for w in workers:
@@ -302,17 +341,27 @@ def bench_throughput(tasks: list, latency: float, workers: list[int]) -> list[Ro
         per_min = len(results) / wall * 60
         base = base or per_min
         ok = None if w != 16 else (per_min / base >= 10 and not bad)
-        rows.append(Row(f"throughput, {w:2d} worker(s): {len(results)} attempts in {wall:.1f} s"
-                        + (f" ({len(bad)} not clean)" if bad else ""), per_min, unit="/min",
-                        goal=">= 10x 1 worker" if w == 16 else "", ok=ok))
-        rows.append(Row(f"  speed-up over 1 worker ({latency:g} s x {len(calls)} model calls each)",
-                        per_min / base, unit="x"))
+        rows.append(
+            Row(
+                f"throughput, {w:2d} worker(s): {len(results)} attempts in {wall:.1f} s"
+                + (f" ({len(bad)} not clean)" if bad else ""),
+                per_min,
+                unit="/min",
+                goal=">= 10x 1 worker" if w == 16 else "",
+                ok=ok,
+            )
+        )
+        rows.append(
+            Row(f"  speed-up over 1 worker ({latency:g} s x {len(calls)} model calls each)", per_min / base, unit="x")
+        )
     return rows
 
 
 def bench_cli(reps: int) -> list[Row]:
     exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
-    helps = [timed(lambda: subprocess.run([exe, "--help"], capture_output=True, check=True)) for _ in range(reps + 1)][1:]
+    helps = [timed(lambda: subprocess.run([exe, "--help"], capture_output=True, check=True)) for _ in range(reps + 1)][
+        1:
+    ]
     bare = [timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)) for _ in range(reps + 1)][1:]
     probe = textwrap.dedent(f"""
         import json, sys, tempfile
@@ -331,10 +380,20 @@ def bench_cli(reps: int) -> list[Row]:
     found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {"outcome": [], "sdks": ["?"]}
     clean = found["outcome"] == ["resolved"] and not found["sdks"]
     return [
-        Row("wholeloop --help (raw: python -c pass)", median_ms(helps), median_ms(bare), "< 300 ms",
-            median_ms(helps) < 300),
-        Row(f"gold run in-process: model SDK modules imported = {found['sdks'] or 'none'}",
-            len(found["sdks"]), unit="", goal="none", ok=clean),
+        Row(
+            "wholeloop --help (raw: python -c pass)",
+            median_ms(helps),
+            median_ms(bare),
+            "< 300 ms",
+            median_ms(helps) < 300,
+        ),
+        Row(
+            f"gold run in-process: model SDK modules imported = {found['sdks'] or 'none'}",
+            len(found["sdks"]),
+            unit="",
+            goal="none",
+            ok=clean,
+        ),
     ]
 
 
@@ -347,19 +406,38 @@ def _fabricate_history_runs(root: Path, runs: int, tasks: int) -> None:
         started = (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=7 * i)).isoformat()
         lines = []
         for t in range(tasks):
-            for attempt in ((1, 2) if (i + t) % 10 == 0 else (1,)):
+            for attempt in (1, 2) if (i + t) % 10 == 0 else (1,):
                 final = attempt == 2 or (i + t) % 10 != 0
                 resolved = final and (i * 7 + t) % 3 != 0
-                lines.append(ResultRow(run_id=run_dir.name, task_id=f"task-{t:02d}", task_hash=f"h{t}", config=config,
-                                       agent="default", model=f"model-{i % 2}", attempt=attempt, final=final,
-                                       outcome="resolved" if resolved else "unresolved", resolved=resolved,
-                                       cost_usd=0.01 * (1 + t % 5), phases={"total_s": 30.0 + t},
-                                       transcript_path=f"attempts/task-{t:02d}/{config}/rep-0/transcript.jsonl"
-                                       ).model_dump_json() + "\n")
+                lines.append(
+                    ResultRow(
+                        run_id=run_dir.name,
+                        task_id=f"task-{t:02d}",
+                        task_hash=f"h{t}",
+                        config=config,
+                        agent="default",
+                        model=f"model-{i % 2}",
+                        attempt=attempt,
+                        final=final,
+                        outcome="resolved" if resolved else "unresolved",
+                        resolved=resolved,
+                        cost_usd=0.01 * (1 + t % 5),
+                        phases={"total_s": 30.0 + t},
+                        transcript_path=f"attempts/task-{t:02d}/{config}/rep-0/transcript.jsonl",
+                    ).model_dump_json()
+                    + "\n"
+                )
         write_atomic(run_dir / RunFolder.RESULTS, "".join(lines))
-        write_json(run_dir / RunFolder.MANIFEST, {
-            "run_id": run_dir.name, "run_uid": f"bench-{i:04d}", "started_at": started, "finished_at": started,
-            "tasks": {f"task-{t:02d}": {"spec": f"/bench/tasks/{suite}/task-{t:02d}.yaml"} for t in range(tasks)}})
+        write_json(
+            run_dir / RunFolder.MANIFEST,
+            {
+                "run_id": run_dir.name,
+                "run_uid": f"bench-{i:04d}",
+                "started_at": started,
+                "finished_at": started,
+                "tasks": {f"task-{t:02d}": {"spec": f"/bench/tasks/{suite}/task-{t:02d}.yaml"} for t in range(tasks)},
+            },
+        )
 
 
 def bench_history_query(reps: int) -> list[Row]:
@@ -394,24 +472,41 @@ def bench_history_query(reps: int) -> list[Row]:
             side.unlink(missing_ok=True)
             cli("--suite", "suite-2")
 
-        got = interleaved({"history": lambda: cli(), "all": lambda: cli("--limit", "0"),
-                           "filtered": lambda: cli("--suite", "suite-1", "--since", "2026-03-01"),
-                           "bare": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
-                           "imports": lambda: subprocess.run([sys.executable, "-c", "import click, rich.table, sqlalchemy"],
-                                                             check=True)}, max(5, reps // 4), 1)
+        got = interleaved(
+            {
+                "history": lambda: cli(),
+                "all": lambda: cli("--limit", "0"),
+                "filtered": lambda: cli("--suite", "suite-1", "--since", "2026-03-01"),
+                "bare": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+                "imports": lambda: subprocess.run(
+                    [sys.executable, "-c", "import click, rich.table, sqlalchemy"], check=True
+                ),
+            },
+            max(5, reps // 4),
+            1,
+        )
         got["cold"] = [timed(cold) for _ in range(max(3, reps // 8))]  # after: it drops what the others use
     wall = median_ms(got["history"])
     return [
-        Row(f"history index: {n_runs} runs, {n_rows} rows written and indexed (--rebuild) in {took_rebuild:.1f} s",
-            took_rebuild * 1000),
-        Row("`wholeloop history` over 1,000 runs (50 newest lines), subprocess", wall, goal="<= 300 ms", ok=wall <= 300),
+        Row(
+            f"history index: {n_runs} runs, {n_rows} rows written and indexed (--rebuild) in {took_rebuild:.1f} s",
+            took_rebuild * 1000,
+        ),
+        Row(
+            "`wholeloop history` over 1,000 runs (50 newest lines), subprocess", wall, goal="<= 300 ms", ok=wall <= 300
+        ),
         Row("  the same, its CPU time (user + system)", median_ms(cpu)),
         Row("  the same, --suite and --since filters", median_ms(got["filtered"])),
         Row("  the same, --limit 0 (all 1,000 lines)", median_ms(got["all"])),
         Row("  `python -c pass`", median_ms(got["bare"])),
-        Row("  the same, a filter shape with no compiled SQL kept yet (SQLAlchemy compiles and keeps it)",
-            median_ms(got["cold"])),
-        Row("  `python -c 'import click, rich.table, sqlalchemy'` (what a listing imported before)", median_ms(got["imports"])),
+        Row(
+            "  the same, a filter shape with no compiled SQL kept yet (SQLAlchemy compiles and keeps it)",
+            median_ms(got["cold"]),
+        ),
+        Row(
+            "  `python -c 'import click, rich.table, sqlalchemy'` (what a listing imported before)",
+            median_ms(got["imports"]),
+        ),
         Row("  the query alone, in process (50 lines / all 1,000)", median_ms(query), median_ms(query_all)),
     ]
 
@@ -426,6 +521,7 @@ def _replay(source: RunFolder, target: Path, url: str | None) -> tuple[float, fl
     inside, fixed, per_row = 0.0, 0.0, []
     hook = None
     if url:
+
         def fail(text: str) -> None:
             raise RuntimeError(text)
 
@@ -496,22 +592,40 @@ def bench_history_indexing(runs: dict[str, Path], rounds: int) -> list[Row]:
         share = hook / records
         out += [
             Row(f"{label}: {n} attempts, {events} transcript events: the run's records", records * 1000),
-            Row("  with the history hook attached: its records / the hook, for the rows", statistics.median(with_index) * 1000,
-                hook * 1000),
+            Row(
+                "  with the history hook attached: its records / the hook, for the rows",
+                statistics.median(with_index) * 1000,
+                hook * 1000,
+            ),
             Row("  indexing the rows / writing the records", share * 100, goal="<= 5 %", ok=share <= 0.05, unit="%"),
-            Row("  one row in the hook: the first (compiles, reads the manifest) / any later one",
-                statistics.median(first) * 1000, statistics.median(later) * 1000),
-            Row("  once per run, outside the rows: attaching (connect, schema check) and finishing",
-                statistics.median(fixed) * 1000),
+            Row(
+                "  one row in the hook: the first (compiles, reads the manifest) / any later one",
+                statistics.median(first) * 1000,
+                statistics.median(later) * 1000,
+            ),
+            Row(
+                "  once per run, outside the rows: attaching (connect, schema check) and finishing",
+                statistics.median(fixed) * 1000,
+            ),
         ]
     return out
 
 
 def agent_run(tasks: list, out: Path) -> Path:
     """A run of the tool-calling agent (10 model calls per attempt, no latency; 3 repeats) for its records."""
-    calls = [("bash", {"command": c}) for c in ("ls", "git status --short", "cat README.md | head -40", "ls tests",
-                                                "grep -rn 'def ' --include=*.py . | head -20", "git log --oneline | head",
-                                                "wc -l src/*/*.py", "python -c 'print(1)'")] + [("run_tests", {}), ("submit", {})]
+    calls = [
+        ("bash", {"command": c})
+        for c in (
+            "ls",
+            "git status --short",
+            "cat README.md | head -40",
+            "ls tests",
+            "grep -rn 'def ' --include=*.py . | head -20",
+            "git log --oneline | head",
+            "wc -l src/*/*.py",
+            "python -c 'print(1)'",
+        )
+    ] + [("run_tests", {}), ("submit", {})]
     agent = ToolAgent(LatencyModel(0.0, calls), load_agent_config())
     Runner(tasks, agent, RunOptions(out=out, workers=2, repeats=3)).run()
     return out
@@ -531,16 +645,26 @@ def _provider_main(conn) -> None:
     import socket as socket_
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    events = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
-              b'"assistant","model":"claude-sonnet-5-5","content":[],"usage":{"input_tokens":25000,"output_tokens":1}}}\n\n',
-              b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
-              b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}\n\n',
-              b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
-              b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n',
-              b'event: message_stop\ndata: {"type":"message_stop"}\n\n']
-    reply = json.dumps({"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5",
-                        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                        "usage": {"input_tokens": 25000, "output_tokens": 2}}).encode()
+    events = [
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
+        b'"assistant","model":"claude-sonnet-5-5","content":[],"usage":{"input_tokens":25000,"output_tokens":1}}}\n\n',
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}\n\n',
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n',
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ]
+    reply = json.dumps(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 25000, "output_tokens": 2},
+        }
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -598,8 +722,9 @@ def _client_main(conn) -> None:
             return
         target, body, stream, n = job
         if (target, n) not in pools:
-            pools[(target, n)] = [Unix(target) if target.startswith("/") else hc.HTTPConnection(*target.split(":"))
-                                  for _ in range(n)]
+            pools[(target, n)] = [
+                Unix(target) if target.startswith("/") else hc.HTTPConnection(*target.split(":")) for _ in range(n)
+            ]
             for c in pools[(target, n)]:
                 c.connect()
                 if c.sock.family != socket_.AF_UNIX:
@@ -609,7 +734,12 @@ def _client_main(conn) -> None:
         def one(i: int, c) -> None:
             barrier.wait()
             t = time.perf_counter()
-            c.request("POST", "/v1/messages", body=body, headers={"x-api-key": "wl-bench-token", "content-type": "application/json"})
+            c.request(
+                "POST",
+                "/v1/messages",
+                body=body,
+                headers={"x-api-key": "wl-bench-token", "content-type": "application/json"},
+            )
             r = c.getresponse()
             if stream:
                 r.read1(1)
@@ -647,29 +777,48 @@ def bench_proxy(reps: int) -> list[Row]:
     cli_end, cli_child = ctx.Pipe()
     client = ctx.Process(target=_client_main, args=(cli_child,), daemon=True)
     client.start()
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: " + "lorem ipsum dolor " * 18}
-                for i in range(290)]
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}: " + "lorem ipsum dolor " * 18}
+        for i in range(290)
+    ]
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="wl-bench-proxy-") as tmp:
         transcript = TranscriptWriter(Path(tmp) / "transcript.jsonl", secrets=[])
         wire = get_wire("anthropic")
-        limits = AgentLimits(max_steps=10**9, max_wall_s=10**9, max_input_tokens=10**15, max_output_tokens=10**12,
-                             max_cost_usd=None)
-        proxy = MeteringProxy(f"{tmp}/proxy.sock", wire=wire, upstream=f"http://127.0.0.1:{port}", api_key="sk-bench",
-                              token="wl-bench-token", budget=Budget(limits), provider="anthropic",
-                              record=Recorder(transcript, wire, ToolRules()))
+        limits = AgentLimits(
+            max_steps=10**9, max_wall_s=10**9, max_input_tokens=10**15, max_output_tokens=10**12, max_cost_usd=None
+        )
+        proxy = MeteringProxy(
+            f"{tmp}/proxy.sock",
+            wire=wire,
+            upstream=f"http://127.0.0.1:{port}",
+            api_key="sk-bench",
+            token="wl-bench-token",
+            budget=Budget(limits),
+            provider="anthropic",
+            record=Recorder(transcript, wire, ToolRules()),
+        )
         with proxy:
             for stream in (False, True):
                 # each round grows the conversation, as a CLI's does (the recorder then diffs it)
                 got: dict[str, list[float]] = {"direct": [], "proxy": [], "direct1": [], "proxy1": []}
                 conversation = list(messages)
                 for i in range(reps + 3):
-                    conversation.append({"role": "user" if len(conversation) % 2 == 0 else "assistant",
-                                         "content": f"round {i}: " + "lorem ipsum " * 8})
-                    body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 4096, "stream": stream,
-                                       "messages": conversation}).encode()
-                    for name, target, n in (("direct", f"127.0.0.1:{port}", 8), ("proxy", proxy.socket_path, 8),
-                                            ("direct1", f"127.0.0.1:{port}", 1), ("proxy1", proxy.socket_path, 1)):
+                    conversation.append(
+                        {
+                            "role": "user" if len(conversation) % 2 == 0 else "assistant",
+                            "content": f"round {i}: " + "lorem ipsum " * 8,
+                        }
+                    )
+                    body = json.dumps(
+                        {"model": "claude-sonnet-5-5", "max_tokens": 4096, "stream": stream, "messages": conversation}
+                    ).encode()
+                    for name, target, n in (
+                        ("direct", f"127.0.0.1:{port}", 8),
+                        ("proxy", proxy.socket_path, 8),
+                        ("direct1", f"127.0.0.1:{port}", 1),
+                        ("proxy1", proxy.socket_path, 1),
+                    ):
                         cli_end.send((target, body, stream, n))
                         took = cli_end.recv()
                         if i >= 3:
@@ -679,11 +828,19 @@ def bench_proxy(reps: int) -> list[Row]:
                 d8, p8 = median_ms(got["direct"]), median_ms(got["proxy"])
                 d1, p1 = median_ms(got["direct1"]), median_ms(got["proxy1"])
                 rows.append(Row(f"proxy: {what}, {len(body) // 1024} KB, 8 at once (raw: provider directly)", p8, d8))
-                rows.append(Row(f"  proxy adds per {what} (8 at once)", p8 - d8, goal=f"<= {goal_ms:g} ms",
-                                ok=p8 - d8 <= goal_ms))
+                rows.append(
+                    Row(
+                        f"  proxy adds per {what} (8 at once)",
+                        p8 - d8,
+                        goal=f"<= {goal_ms:g} ms",
+                        ok=p8 - d8 <= goal_ms,
+                    )
+                )
                 rows.append(Row(f"proxy: {what}, one at a time (raw: provider directly)", p1, d1))
                 rows.append(Row(f"  proxy adds per {what} (one at a time)", p1 - d1))
-            recorded = sum(1 for line in (Path(tmp) / "transcript.jsonl").read_text().splitlines() if '"model_response"' in line)
+            recorded = sum(
+                1 for line in (Path(tmp) / "transcript.jsonl").read_text().splitlines() if '"model_response"' in line
+            )
         transcript.close()
     rows.append(Row(f"  model calls recorded in the transcript meanwhile", recorded, unit=""))
     cli_end.send(None)
@@ -700,18 +857,39 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
     exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
     if run_dir is None:
         run_dir = tmp / "demo"
-        subprocess.run([exe, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2",
-                        "--out", str(run_dir)], capture_output=True, check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                exe,
+                "run",
+                str(DEMO),
+                "--model",
+                f"replay:{DEMO / 'recordings'}",
+                "--workers",
+                "2",
+                "--out",
+                str(run_dir),
+            ],
+            capture_output=True,
+            check=True,
+            cwd=ROOT,
+        )
     env = {**os.environ, "COLUMNS": "150"}
     cold_cache = tmp / "no-memo"  # a cache folder holding no interval: each report computes them (numpy)
 
     def cold() -> None:
         shutil.rmtree(cold_cache, ignore_errors=True)
-        subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True,
-                       env={**env, "WHOLELOOP_CACHE": str(cold_cache)})
+        subprocess.run(
+            [exe, "report", str(run_dir)],
+            capture_output=True,
+            check=True,
+            env={**env, "WHOLELOOP_CACHE": str(cold_cache)},
+        )
 
-    pairs = {"report": lambda: subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True, env=env),
-             "cold": cold, "pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
+    pairs = {
+        "report": lambda: subprocess.run([exe, "report", str(run_dir)], capture_output=True, check=True, env=env),
+        "cold": cold,
+        "pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+    }
     times = interleaved(pairs, reps, warmup=1)
     cpu = []  # user + system CPU seconds of one report: what load on the machine does not inflate
     for _ in range(reps):
@@ -735,13 +913,25 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
     heavy = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else ["?"]
     ours = median_ms(times["report"])
     return [
-        Row("wholeloop report on the demo run, 7 tasks (raw: python -c pass)", ours, median_ms(times["pass"]),
-            "<= 500 ms", ours <= 500),
+        Row(
+            "wholeloop report on the demo run, 7 tasks (raw: python -c pass)",
+            ours,
+            median_ms(times["pass"]),
+            "<= 500 ms",
+            ours <= 500,
+        ),
         Row("— its CPU time (user + system), unaffected by other work's load", median_ms(cpu)),
-        Row("— cold: no interval memoized yet (numpy computes them; the first report of these rows here)",
-            median_ms(times["cold"])),
-        Row(f"report: heavy modules imported = {', '.join(heavy) or 'none'}", len(heavy), unit="", goal="none",
-            ok=not heavy),
+        Row(
+            "— cold: no interval memoized yet (numpy computes them; the first report of these rows here)",
+            median_ms(times["cold"]),
+        ),
+        Row(
+            f"report: heavy modules imported = {', '.join(heavy) or 'none'}",
+            len(heavy),
+            unit="",
+            goal="none",
+            ok=not heavy,
+        ),
     ]
 
 
@@ -755,25 +945,37 @@ def bench_report(run_dir: Path | None, tmp: Path, reps: int) -> list[Row]:
 # would only add the machine's noise (other work on this 2-core machine) to both sides.
 _WORK_TESTS = "".join(
     f"\n\ndef test_work_{i}():\n    time.sleep(0.85)\n    assert sum(j * j for j in range(200_000)) > {i}\n"
-    for i in range(12))
+    for i in range(12)
+)
 
 
 def make_bench_repo(path: Path, k: int) -> Path:
     """A package whose history has K fix commits (each: a source change and its test) on top of a
     root commit; every commit's suite takes >= 10 s. Fixed identity and dates: same ids every time."""
+
     def git(*args: str, date: str = "2024-01-01T00:00:00+00:00") -> None:
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "bench",
-               "GIT_AUTHOR_EMAIL": "bench@wholeloop.invalid", "GIT_COMMITTER_NAME": "bench",
-               "GIT_COMMITTER_EMAIL": "bench@wholeloop.invalid", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        env = {
+            **os.environ,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@wholeloop.invalid",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@wholeloop.invalid",
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_DATE": date,
+        }
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
     path.mkdir(parents=True)
     git("init", "-q", "-b", "main")
     (path / "benchpkg").mkdir()
     (path / "tests").mkdir()
-    (path / "pyproject.toml").write_text('[project]\nname = "benchpkg"\nversion = "1.0"\n'
-                                         '[build-system]\nrequires = ["setuptools>=61"]\n'
-                                         'build-backend = "setuptools.build_meta"\n')
+    (path / "pyproject.toml").write_text(
+        '[project]\nname = "benchpkg"\nversion = "1.0"\n'
+        '[build-system]\nrequires = ["setuptools>=61"]\n'
+        'build-backend = "setuptools.build_meta"\n'
+    )
     funcs = [f"def f{n}(x):\n    return x - {n} - 1\n" for n in range(k)]
     (path / "benchpkg" / "__init__.py").write_text("\n\n".join(funcs))
     (path / "tests" / "test_work.py").write_text("# so that the suite takes >= 10 s\nimport time" + _WORK_TESTS)
@@ -782,8 +984,9 @@ def make_bench_repo(path: Path, k: int) -> Path:
     for n in range(k):
         funcs[n] = f"def f{n}(x):\n    return x + {n} + 1\n"
         (path / "benchpkg" / "__init__.py").write_text("\n\n".join(funcs))
-        (path / "tests" / f"test_f{n}.py").write_text(f"from benchpkg import f{n}\n\n\ndef test_f{n}():\n"
-                                                       f"    assert f{n}(1) == {n} + 2\n")
+        (path / "tests" / f"test_f{n}.py").write_text(
+            f"from benchpkg import f{n}\n\n\ndef test_f{n}():\n    assert f{n}(1) == {n} + 2\n"
+        )
         git("add", "-A")
         git("commit", "-qm", f"fix f{n}", date=f"2024-01-{n + 2:02d}T00:00:00+00:00")
     return path
@@ -799,8 +1002,10 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
     repo = make_bench_repo(tmp / "benchpkg", k)
     env_file = tmp / "bench.wholeloop.yaml"
     # a fresh environment for this run (the marker), whole suite as the hidden tests, pins as of one date
-    env_file.write_text(f'test_scope: all\ndependencies_as_of: "2025-06-01"\ntest_requirements: ["pytest==8.3.5"]\n'
-                        f'env: {{WHOLELOOP_BENCH: "{time.time_ns()}"}}\n')
+    env_file.write_text(
+        f'test_scope: all\ndependencies_as_of: "2025-06-01"\ntest_requirements: ["pytest==8.3.5"]\n'
+        f'env: {{WHOLELOOP_BENCH: "{time.time_ns()}"}}\n'
+    )
     report = mine(repo, tmp / "tasks", MineOptions(env_file=env_file, check=False))
     tasks = [j.task for j in report.judged if j.task is not None]
     assert len(tasks) == k, [j.record() for j in report.judged]
@@ -816,9 +1021,29 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
             def raw(variant: str) -> float:
                 """The same test command, raw: `docker run --rm` of the same image (start, apply, run, remove)."""
                 image = existing_task_images(task).tag
-                cmd = ["docker", "run", "--rm", "--network", "none", "--cpus", "2", "--memory", "4g", "--memory-swap",
-                       "4g", "--pids-limit", "1024", "-v", f"{patches}:/p:ro", "-w", "/repo", image,
-                       "sh", "-c", f"{variant} && {task.hidden_tests.command} >/dev/null"]
+                cmd = [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "--network",
+                    "none",
+                    "--cpus",
+                    "2",
+                    "--memory",
+                    "4g",
+                    "--memory-swap",
+                    "4g",
+                    "--pids-limit",
+                    "1024",
+                    "-v",
+                    f"{patches}:/p:ro",
+                    "-w",
+                    "/repo",
+                    image,
+                    "sh",
+                    "-c",
+                    f"{variant} && {task.hidden_tests.command} >/dev/null",
+                ]
                 return timed(lambda: subprocess.run(cmd, capture_output=True))
 
             def side_by_side(task_id: str, text: str) -> None:
@@ -840,9 +1065,11 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
             per_base = (v.seconds["base"] - sum(raw_in_base)) / repeats
             base_ours += [per_base] * repeats
             gold_ours += v.run_seconds[repeats:]  # each: grade() in a fresh container
-            print(f"  {task.id}: base {per_base:.2f} s/run, gold {v.run_seconds[repeats:]}; raw base "
-                  f"{[round(x, 2) for x in base_raw[-repeats:]]}, gold {[round(x, 2) for x in gold_raw[-repeats:]]}",
-                  flush=True)
+            print(
+                f"  {task.id}: base {per_base:.2f} s/run, gold {v.run_seconds[repeats:]}; raw base "
+                f"{[round(x, 2) for x in base_raw[-repeats:]]}, gold {[round(x, 2) for x in gold_raw[-repeats:]]}",
+                flush=True,
+            )
     finally:
         for tag in reversed(created):  # images this benchmark made for itself, even after a failure
             subprocess.run(["docker", "rmi", tag], capture_output=True)
@@ -850,16 +1077,43 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
     g_ours, g_raw = statistics.median(gold_ours), statistics.median(gold_raw)
     total = (sum(base_ours) + sum(gold_ours)) / (sum(base_raw) + sum(gold_raw))
     return [
-        Row(f"check, {k} candidates of one repository, {len(env_tags)} distinct environment(s): env images built",
-            len(env_built), goal=f"= {len(env_tags)}", ok=len(env_built) == len(env_tags), unit=""),
-        Row("  the suite, raw (`docker run --rm`: start, apply, tests, remove)", round(g_raw, 2), goal=">= 10 s",
-            ok=g_raw >= 10, unit="s"),
-        Row(f"  base run ({repeats} runs in one container) vs raw docker run --rm", round(b_ours, 2), round(b_raw, 2),
-            "<= 1.2x", b_ours / b_raw <= 1.2, unit="s"),
-        Row("  gold run (grade() in a fresh container) vs raw docker run --rm", round(g_ours, 2), round(g_raw, 2),
-            "<= 1.2x", g_ours / g_raw <= 1.2, unit="s"),
-        Row(f"  every checked test run ({len(base_ours) + len(gold_ours)}) vs raw, in total", round(total, 3),
-            goal="<= 1.2x", ok=total <= 1.2, unit="x"),
+        Row(
+            f"check, {k} candidates of one repository, {len(env_tags)} distinct environment(s): env images built",
+            len(env_built),
+            goal=f"= {len(env_tags)}",
+            ok=len(env_built) == len(env_tags),
+            unit="",
+        ),
+        Row(
+            "  the suite, raw (`docker run --rm`: start, apply, tests, remove)",
+            round(g_raw, 2),
+            goal=">= 10 s",
+            ok=g_raw >= 10,
+            unit="s",
+        ),
+        Row(
+            f"  base run ({repeats} runs in one container) vs raw docker run --rm",
+            round(b_ours, 2),
+            round(b_raw, 2),
+            "<= 1.2x",
+            b_ours / b_raw <= 1.2,
+            unit="s",
+        ),
+        Row(
+            "  gold run (grade() in a fresh container) vs raw docker run --rm",
+            round(g_ours, 2),
+            round(g_raw, 2),
+            "<= 1.2x",
+            g_ours / g_raw <= 1.2,
+            unit="s",
+        ),
+        Row(
+            f"  every checked test run ({len(base_ours) + len(gold_ours)}) vs raw, in total",
+            round(total, 3),
+            goal="<= 1.2x",
+            ok=total <= 1.2,
+            unit="x",
+        ),
     ]
 
 
@@ -884,13 +1138,18 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--check-k", type=int, default=3, help="candidates of one repository for the check section")
     parser.add_argument("--check-repeats", type=int, default=3, help="base and gold runs per task in the check section")
-    parser.add_argument("--report-run", type=Path, help="the run folder the report section reads (default: a replay "
-                                                        "of the demo suite, made first)")
+    parser.add_argument(
+        "--report-run",
+        type=Path,
+        help="the run folder the report section reads (default: a replay of the demo suite, made first)",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     docker = bool(only - {"history-query", "proxy"})  # every section but these needs the engine
-    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
-          f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}")
+    print(
+        f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
+        f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}"
+    )
     task = load_task(SPEC)
     tasks = [load_task(p) for p in sorted(DEMO.glob("inikit-*.yaml"))]
     rows: list[Row] = []
@@ -917,7 +1176,10 @@ def main() -> int:
         if "cli" in only:
             rows += bench_cli(7)
         if "history" in only:
-            runs = {"gold run": gold_run(tasks, Path(tmp) / "gold3"), "tool-agent run": agent_run(tasks, Path(tmp) / "agent")}
+            runs = {
+                "gold run": gold_run(tasks, Path(tmp) / "gold3"),
+                "tool-agent run": agent_run(tasks, Path(tmp) / "agent"),
+            }
             rows += bench_history_indexing(runs, max(5, args.reps // 6))
         if "history-query" in only:
             rows += bench_history_query(max(8, args.reps // 4))

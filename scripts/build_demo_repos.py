@@ -201,7 +201,9 @@ def split_fix(repo_dir: Path, commit: CommitSource) -> tuple[str, str]:
         raise BuildError(f"{commit.path}: a fix commit must change tests and source ({changed})")
 
     def diff(paths: list[str]) -> str:
-        return git(repo_dir, "diff", "--no-color", "--no-ext-diff", "--no-renames", commit.parent, commit.sha, "--", *paths)
+        return git(
+            repo_dir, "diff", "--no-color", "--no-ext-diff", "--no-renames", commit.parent, commit.sha, "--", *paths
+        )
 
     return diff(tests), diff(source)
 
@@ -397,8 +399,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.repo is None and (args.tasks or args.check or args.verify):  # needs every repository
             # recordings/ is written by scripts/record_demo.py, not generated here
-            stale += sync_files(TASKS, expected_tasks, write=args.tasks,
-                                root=ROOT, generated=lambda rel: rel.parts[0] != "recordings")
+            stale += sync_files(
+                TASKS, expected_tasks, write=args.tasks, root=ROOT, generated=lambda rel: rel.parts[0] != "recordings"
+            )
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

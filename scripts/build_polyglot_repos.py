@@ -282,7 +282,9 @@ class Images:
             seconds = time.monotonic() - started
             if not image.cached:
                 self.timings[f"env image {lang.name}"] = round(seconds, 1)
-            self.log(f"  env image {lang.name}: {image.tag} ({'cached' if image.cached else f'built in {seconds:.1f}s'})")
+            self.log(
+                f"  env image {lang.name}: {image.tag} ({'cached' if image.cached else f'built in {seconds:.1f}s'})"
+            )
             self._env[lang.name] = image
         return self._env[lang.name]
 
@@ -352,17 +354,24 @@ def split_fix(repo_dir: Path, commit: demo.CommitSource, lang: Language) -> tupl
         raise BuildError(f"{commit.path}: a fix commit must change tests and source ({changed})")
 
     def diff(paths: list[str]) -> str:
-        return demo.git(repo_dir, "diff", "--no-color", "--no-ext-diff", "--no-renames", commit.parent, commit.sha, "--", *paths)
+        return demo.git(
+            repo_dir, "diff", "--no-color", "--no-ext-diff", "--no-renames", commit.parent, commit.sha, "--", *paths
+        )
 
     return diff(tests), diff(source)
 
 
-def measure_task(images: Images, lang: Language, repo_dir: Path, commit: demo.CommitSource,
-                 test_diff: str, gold_diff: str) -> tuple[list[str], list[str], dict]:
+def measure_task(
+    images: Images, lang: Language, repo_dir: Path, commit: demo.CommitSource, test_diff: str, gold_diff: str
+) -> tuple[list[str], list[str], dict]:
     """FAIL_TO_PASS and PASS_TO_PASS by running; raises BuildError when the task is unsound."""
     task_id = commit.task["id"]
-    reachable = subprocess.run(["git", "merge-base", "--is-ancestor", commit.sha, commit.parent], cwd=repo_dir,
-                               env=demo._git_env(), capture_output=True).returncode
+    reachable = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", commit.sha, commit.parent],
+        cwd=repo_dir,
+        env=demo._git_env(),
+        capture_output=True,
+    ).returncode
     if reachable != 1:
         raise BuildError(f"{task_id}: the fix {commit.sha} must not be reachable from the base")
     image = images.task(lang, repo_dir, commit.parent, task_id)
@@ -370,7 +379,9 @@ def measure_task(images: Images, lang: Language, repo_dir: Path, commit: demo.Co
     after = run_tests(image, lang, patches=[test_diff, gold_diff])
     failing = sorted(t for t, s in after.statuses.items() if s == FAILED)
     if after.code != 0 or failing or not after.statuses:
-        raise BuildError(f"{task_id}: with the gold patch the hidden tests must all pass (exit {after.code}): {failing}")
+        raise BuildError(
+            f"{task_id}: with the gold patch the hidden tests must all pass (exit {after.code}): {failing}"
+        )
     if before.code == 0:
         raise BuildError(f"{task_id}: the hidden test command exits 0 without the gold patch")
     broken = sorted(t for t, s in before.statuses.items() if s == PASSED and after.statuses.get(t) != PASSED)
@@ -381,8 +392,12 @@ def measure_task(images: Images, lang: Language, repo_dir: Path, commit: demo.Co
     p2p = sorted(t for t, s in listed.items() if s == PASSED and before.statuses.get(t) == PASSED)
     if not f2p:
         raise BuildError(f"{task_id}: no test fails before the gold patch")
-    timing = {"tests_before_s": before.seconds, "tests_after_s": after.seconds,
-              "exit_before": before.code, "exit_after": after.code}
+    timing = {
+        "tests_before_s": before.seconds,
+        "tests_after_s": after.seconds,
+        "exit_before": before.code,
+        "exit_after": after.code,
+    }
     return f2p, p2p, timing
 
 
@@ -395,7 +410,9 @@ _Dumper.add_representer(
 )
 
 
-def render_spec(repo: demo.RepoSource, lang: Language, commit: demo.CommitSource, f2p: list[str], p2p: list[str]) -> str:
+def render_spec(
+    repo: demo.RepoSource, lang: Language, commit: demo.CommitSource, f2p: list[str], p2p: list[str]
+) -> str:
     task = commit.task
     metadata = {
         "bug_kind": task["bug_kind"],
@@ -411,7 +428,11 @@ def render_spec(repo: demo.RepoSource, lang: Language, commit: demo.CommitSource
         "problem_statement": task["problem_statement"],
         "environment": environment_of(lang),
         "test_command": lang.test_command,
-        "hidden_tests": {"command": lang.hidden_command, "patch_file": f"{task['id']}/test.diff", "parser": lang.parser},
+        "hidden_tests": {
+            "command": lang.hidden_command,
+            "patch_file": f"{task['id']}/test.diff",
+            "parser": lang.parser,
+        },
         "gold_patch_file": f"{task['id']}/gold.diff",
         "FAIL_TO_PASS": f2p,
         "PASS_TO_PASS": p2p,
@@ -487,7 +508,7 @@ it('has a type error that vitest does not check', () => {
   expect(format(1_000) + unit).toBe('1sms');
 });
 """
-_RS_BROKEN = "\nfn broken() -> usize {\n    \"not a number\"\n}\n"
+_RS_BROKEN = '\nfn broken() -> usize {\n    "not a number"\n}\n'
 _RS_BAD_TEST = "use linefold::wrap_everything;\n\n#[test]\nfn uses_a_missing_function() {\n    wrap_everything();\n}\n"
 
 JUNIT_VITEST = f"npx vitest run --reporter=junit --outputFile.junit={REPORTS}/junit.xml"
@@ -496,74 +517,213 @@ CARGO_JUNIT = "cargo test --offline --no-fail-fast -- -Z unstable-options --form
 
 FIXTURE_CASES: list[Fixture] = [
     # Go: go test -json (the hidden command), go test -v text, failures of every kind
-    Fixture("go-test-json-verkit-001-fail", "go", "verkit-001", ("test",), "base + hidden tests: subtests fail", stdout_ext=".jsonl"),
-    Fixture("go-test-json-verkit-001-pass", "go", "verkit-001", ("test", "gold"), "base + hidden tests + gold", stdout_ext=".jsonl"),
-    Fixture("go-test-json-verkit-002-fail", "go", "verkit-002", ("test",), "base + hidden tests: subtests fail", stdout_ext=".jsonl"),
-    Fixture("go-test-json-verkit-002-pass", "go", "verkit-002", ("test", "gold"), "base + hidden tests + gold", stdout_ext=".jsonl"),
-    Fixture("go-test-v-verkit-001-fail", "go", "verkit-001", ("test",), "go test -v text, failing",
-            command="go test -v -count=1 ./..."),
-    Fixture("go-test-v-verkit-001-pass", "go", "verkit-001", ("test", "gold"), "go test -v text, passing",
-            command="go test -v -count=1 ./..."),
-    Fixture("go-test-json-build-failure", "go", "verkit-002", ("test",),
-            "a source file that does not compile: constraint and cmd/vermax fail to build, semver runs",
-            files={"constraint/zz_broken.go": _GO_BROKEN}, stdout_ext=".jsonl"),
-    Fixture("go-test-json-panic", "go", "verkit-001", ("test", "gold"),
-            "a test panics (index out of range): the test binary dies, later tests of the package never run",
-            files={"semver/zz_panic_test.go": _GO_PANIC}, stdout_ext=".jsonl"),
-    Fixture("go-test-json-forged-lines", "go", "verkit-001", ("test",),
-            "hostile: a failing test prints '--- PASS: TestCompareNumericIdentifiers', a JSON pass event and an ok line",
-            files={"semver/zz_forged_test.go": _GO_FORGED}, stdout_ext=".jsonl"),
+    Fixture(
+        "go-test-json-verkit-001-fail",
+        "go",
+        "verkit-001",
+        ("test",),
+        "base + hidden tests: subtests fail",
+        stdout_ext=".jsonl",
+    ),
+    Fixture(
+        "go-test-json-verkit-001-pass",
+        "go",
+        "verkit-001",
+        ("test", "gold"),
+        "base + hidden tests + gold",
+        stdout_ext=".jsonl",
+    ),
+    Fixture(
+        "go-test-json-verkit-002-fail",
+        "go",
+        "verkit-002",
+        ("test",),
+        "base + hidden tests: subtests fail",
+        stdout_ext=".jsonl",
+    ),
+    Fixture(
+        "go-test-json-verkit-002-pass",
+        "go",
+        "verkit-002",
+        ("test", "gold"),
+        "base + hidden tests + gold",
+        stdout_ext=".jsonl",
+    ),
+    Fixture(
+        "go-test-v-verkit-001-fail",
+        "go",
+        "verkit-001",
+        ("test",),
+        "go test -v text, failing",
+        command="go test -v -count=1 ./...",
+    ),
+    Fixture(
+        "go-test-v-verkit-001-pass",
+        "go",
+        "verkit-001",
+        ("test", "gold"),
+        "go test -v text, passing",
+        command="go test -v -count=1 ./...",
+    ),
+    Fixture(
+        "go-test-json-build-failure",
+        "go",
+        "verkit-002",
+        ("test",),
+        "a source file that does not compile: constraint and cmd/vermax fail to build, semver runs",
+        files={"constraint/zz_broken.go": _GO_BROKEN},
+        stdout_ext=".jsonl",
+    ),
+    Fixture(
+        "go-test-json-panic",
+        "go",
+        "verkit-001",
+        ("test", "gold"),
+        "a test panics (index out of range): the test binary dies, later tests of the package never run",
+        files={"semver/zz_panic_test.go": _GO_PANIC},
+        stdout_ext=".jsonl",
+    ),
+    Fixture(
+        "go-test-json-forged-lines",
+        "go",
+        "verkit-001",
+        ("test",),
+        "hostile: a failing test prints '--- PASS: TestCompareNumericIdentifiers', a JSON pass event and an ok line",
+        files={"semver/zz_forged_test.go": _GO_FORGED},
+        stdout_ext=".jsonl",
+    ),
     # Vitest: JSON report (the hidden command; verbose text on stdout), JUnit, load failures
     Fixture("vitest-timespan-001-fail", "vitest", "timespan-001", ("test",), "base + hidden tests: tests fail"),
     Fixture("vitest-timespan-001-pass", "vitest", "timespan-001", ("test", "gold"), "base + hidden tests + gold"),
     Fixture("vitest-timespan-002-fail", "vitest", "timespan-002", ("test",), "base + hidden tests: tests fail"),
     Fixture("vitest-timespan-002-pass", "vitest", "timespan-002", ("test", "gold"), "base + hidden tests + gold"),
-    Fixture("vitest-test-syntax-error", "vitest", "timespan-002", ("test", "gold"),
-            "a test file with a syntax error: that file fails to load, has no assertion results",
-            files={"test/zz-broken.spec.ts": _TS_BAD_TEST}),
-    Fixture("vitest-source-syntax-error", "vitest", "timespan-002", ("test", "gold"),
-            "a syntax error in a source module every test file imports: every file fails to load",
-            files={"src/units.ts": "export const broken = ;\n"}),
-    Fixture("vitest-type-error-passes", "vitest", "timespan-002", ("test", "gold"),
-            "a type error in a test: vitest strips types and the test passes (tsc --noEmit would catch it)",
-            files={"test/zz-type-error.spec.ts": _TS_TYPE_ERROR}),
-    Fixture("junit-vitest-timespan-001-fail", "junit", "timespan-001", ("test",), "vitest --reporter=junit, failing",
-            command=JUNIT_VITEST, report_file=f"{REPORTS}/junit.xml", report_ext=".xml"),
-    Fixture("junit-vitest-timespan-001-pass", "junit", "timespan-001", ("test", "gold"), "vitest --reporter=junit, passing",
-            command=JUNIT_VITEST, report_file=f"{REPORTS}/junit.xml", report_ext=".xml"),
-    Fixture("junit-vitest-source-syntax-error", "junit", "timespan-002", ("test", "gold"),
-            "vitest --reporter=junit when every file fails to load",
-            command=JUNIT_VITEST, report_file=f"{REPORTS}/junit.xml", report_ext=".xml",
-            files={"src/units.ts": "export const broken = ;\n"}),
+    Fixture(
+        "vitest-test-syntax-error",
+        "vitest",
+        "timespan-002",
+        ("test", "gold"),
+        "a test file with a syntax error: that file fails to load, has no assertion results",
+        files={"test/zz-broken.spec.ts": _TS_BAD_TEST},
+    ),
+    Fixture(
+        "vitest-source-syntax-error",
+        "vitest",
+        "timespan-002",
+        ("test", "gold"),
+        "a syntax error in a source module every test file imports: every file fails to load",
+        files={"src/units.ts": "export const broken = ;\n"},
+    ),
+    Fixture(
+        "vitest-type-error-passes",
+        "vitest",
+        "timespan-002",
+        ("test", "gold"),
+        "a type error in a test: vitest strips types and the test passes (tsc --noEmit would catch it)",
+        files={"test/zz-type-error.spec.ts": _TS_TYPE_ERROR},
+    ),
+    Fixture(
+        "junit-vitest-timespan-001-fail",
+        "junit",
+        "timespan-001",
+        ("test",),
+        "vitest --reporter=junit, failing",
+        command=JUNIT_VITEST,
+        report_file=f"{REPORTS}/junit.xml",
+        report_ext=".xml",
+    ),
+    Fixture(
+        "junit-vitest-timespan-001-pass",
+        "junit",
+        "timespan-001",
+        ("test", "gold"),
+        "vitest --reporter=junit, passing",
+        command=JUNIT_VITEST,
+        report_file=f"{REPORTS}/junit.xml",
+        report_ext=".xml",
+    ),
+    Fixture(
+        "junit-vitest-source-syntax-error",
+        "junit",
+        "timespan-002",
+        ("test", "gold"),
+        "vitest --reporter=junit when every file fails to load",
+        command=JUNIT_VITEST,
+        report_file=f"{REPORTS}/junit.xml",
+        report_ext=".xml",
+        files={"src/units.ts": "export const broken = ;\n"},
+    ),
     # Rust: cargo test text (the hidden command merges stderr), compile errors, what stable refuses
-    Fixture("cargo-test-linefold-001-fail", "cargo", "linefold-001", ("test",), "base + hidden tests: assertion failures"),
+    Fixture(
+        "cargo-test-linefold-001-fail", "cargo", "linefold-001", ("test",), "base + hidden tests: assertion failures"
+    ),
     Fixture("cargo-test-linefold-001-pass", "cargo", "linefold-001", ("test", "gold"), "base + hidden tests + gold"),
-    Fixture("cargo-test-linefold-002-fail", "cargo", "linefold-002", ("test",),
-            "base + hidden tests: failures, one a panic in the library (byte index is not a char boundary)"),
+    Fixture(
+        "cargo-test-linefold-002-fail",
+        "cargo",
+        "linefold-002",
+        ("test",),
+        "base + hidden tests: failures, one a panic in the library (byte index is not a char boundary)",
+    ),
     Fixture("cargo-test-linefold-002-pass", "cargo", "linefold-002", ("test", "gold"), "base + hidden tests + gold"),
-    Fixture("cargo-test-fail-fast", "cargo", "linefold-001", ("test",),
-            "without --no-fail-fast: cargo stops after the first failing test binary; later targets never run",
-            command="cargo test --offline 2>&1"),
-    Fixture("cargo-test-separate-streams", "cargo", "linefold-001", ("test",),
-            "without 2>&1: stdout has the test lines, stderr the Running lines (see the .stderr.txt)",
-            command="cargo test --offline --no-fail-fast"),
-    Fixture("cargo-test-compile-error", "cargo", "linefold-001", ("test",),
-            "a type error in the library: nothing runs, exit 101",
-            files={"src/wrap.rs": None}),  # filled in at run time: the base file + _RS_BROKEN
-    Fixture("cargo-test-compile-error-test-file", "cargo", "linefold-001", ("test", "gold"),
-            "an integration test that does not compile: the build stops, no test runs (even with --no-fail-fast)",
-            files={"tests/zz_broken.rs": _RS_BAD_TEST}),
-    Fixture("cargo-test-format-json-unstable", "cargo", "linefold-001", ("test",),
-            "libtest -Z unstable-options --format json: ACCEPTED by Debian's rustc 1.63 (rustup's stable refuses -Z); "
-            "one JSON event stream per test binary, cargo's Running lines between them",
-            command=CARGO_JSON),
-    Fixture("cargo-test-format-json-without-z", "cargo", "linefold-001", ("test",),
-            "libtest --format json without -Z unstable-options: refused ('only accepted on the nightly compiler')",
-            command="cargo test --offline --no-fail-fast -- --format json 2>&1"),
-    Fixture("junit-libtest-linefold-001-fail", "junit", "linefold-001", ("test",),
-            "libtest -Z unstable-options --format junit (accepted on Debian's 1.63): one XML document per test binary, "
-            "concatenated on stdout; cargo's own lines on stderr",
-            command=CARGO_JUNIT, stdout_ext=".xml"),
+    Fixture(
+        "cargo-test-fail-fast",
+        "cargo",
+        "linefold-001",
+        ("test",),
+        "without --no-fail-fast: cargo stops after the first failing test binary; later targets never run",
+        command="cargo test --offline 2>&1",
+    ),
+    Fixture(
+        "cargo-test-separate-streams",
+        "cargo",
+        "linefold-001",
+        ("test",),
+        "without 2>&1: stdout has the test lines, stderr the Running lines (see the .stderr.txt)",
+        command="cargo test --offline --no-fail-fast",
+    ),
+    Fixture(
+        "cargo-test-compile-error",
+        "cargo",
+        "linefold-001",
+        ("test",),
+        "a type error in the library: nothing runs, exit 101",
+        files={"src/wrap.rs": None},
+    ),  # filled in at run time: the base file + _RS_BROKEN
+    Fixture(
+        "cargo-test-compile-error-test-file",
+        "cargo",
+        "linefold-001",
+        ("test", "gold"),
+        "an integration test that does not compile: the build stops, no test runs (even with --no-fail-fast)",
+        files={"tests/zz_broken.rs": _RS_BAD_TEST},
+    ),
+    Fixture(
+        "cargo-test-format-json-unstable",
+        "cargo",
+        "linefold-001",
+        ("test",),
+        "libtest -Z unstable-options --format json: ACCEPTED by Debian's rustc 1.63 (rustup's stable refuses -Z); "
+        "one JSON event stream per test binary, cargo's Running lines between them",
+        command=CARGO_JSON,
+    ),
+    Fixture(
+        "cargo-test-format-json-without-z",
+        "cargo",
+        "linefold-001",
+        ("test",),
+        "libtest --format json without -Z unstable-options: refused ('only accepted on the nightly compiler')",
+        command="cargo test --offline --no-fail-fast -- --format json 2>&1",
+    ),
+    Fixture(
+        "junit-libtest-linefold-001-fail",
+        "junit",
+        "linefold-001",
+        ("test",),
+        "libtest -Z unstable-options --format junit (accepted on Debian's 1.63): one XML document per test binary, "
+        "concatenated on stdout; cargo's own lines on stderr",
+        command=CARGO_JUNIT,
+        stdout_ext=".xml",
+    ),
 ]
 
 
@@ -581,8 +741,15 @@ def write_fixtures(images: Images, tasks: dict[str, tuple], only: list[str] | No
             if content is None:  # append to the file as it is at the base commit
                 base = demo.git(repo_dir, "show", f"{commit.parent}:{path}")
                 files[path] = base + _RS_BROKEN
-        run = run_tests(image, lang, patches=patches, files=files, command=case.command,
-                        report_file=case.report_file, env=case.env or None)
+        run = run_tests(
+            image,
+            lang,
+            patches=patches,
+            files=files,
+            command=case.command,
+            report_file=case.report_file,
+            env=case.env or None,
+        )
         folder = FIXTURES / case.folder
         folder.mkdir(parents=True, exist_ok=True)
         written = {}
@@ -696,9 +863,11 @@ def main(argv: list[str] | None = None) -> int:
                     if args.tasks or args.verify:
                         f2p, p2p, timing = measure_task(images, lang, repo_dir, commit, test_diff, gold_diff)
                         measured[task_id] = timing
-                        print(f"  {task_id}: base {commit.parent[:10]}, fix {commit.sha[:10]} not reachable; "
-                              f"{len(f2p)} fail->pass, {len(p2p)} pass->pass; exit {timing['exit_before']} -> "
-                              f"{timing['exit_after']}; tests {timing['tests_before_s']}s / {timing['tests_after_s']}s")
+                        print(
+                            f"  {task_id}: base {commit.parent[:10]}, fix {commit.sha[:10]} not reachable; "
+                            f"{len(f2p)} fail->pass, {len(p2p)} pass->pass; exit {timing['exit_before']} -> "
+                            f"{timing['exit_after']}; tests {timing['tests_before_s']}s / {timing['tests_after_s']}s"
+                        )
                     else:
                         spec = TASKS / f"{task_id}.yaml"
                         old = yaml.safe_load(spec.read_text()) if spec.is_file() else {}
@@ -712,8 +881,10 @@ def main(argv: list[str] | None = None) -> int:
                 manifest = FIXTURES / "fixtures.json"
                 old = json.loads(manifest.read_text()) if manifest.is_file() else {}
                 old.get("fixtures", {}).update(entries)
-                data = {"generated_by": "scripts/build_polyglot_repos.py --fixtures",
-                        "fixtures": dict(sorted({**old.get("fixtures", {}), **entries}.items()))}
+                data = {
+                    "generated_by": "scripts/build_polyglot_repos.py --fixtures",
+                    "fixtures": dict(sorted({**old.get("fixtures", {}), **entries}.items())),
+                }
                 manifest.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
                 print(f"wrote {manifest.relative_to(ROOT)}")
 

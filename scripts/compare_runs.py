@@ -73,12 +73,19 @@ def _report(run: Path, given: Path | None) -> str:
     if given is not None:
         return given.read_text()
     exe = Path(sys.executable).with_name("wholeloop")
-    proc = subprocess.run([str(exe), "report", str(run)], capture_output=True, text=True, cwd=ROOT,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [str(exe), "report", str(run)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     return proc.stdout + proc.stderr
 
 
-def compare(before: Path, after: Path, report_before: Path | None = None, report_after: Path | None = None) -> list[str]:
+def compare(
+    before: Path, after: Path, report_before: Path | None = None, report_after: Path | None = None
+) -> list[str]:
     problems: list[str] = []
     rows_a, rows_b = _rows(before), _rows(after)
     if len(rows_a) != len(rows_b):
@@ -86,8 +93,10 @@ def compare(before: Path, after: Path, report_before: Path | None = None, report
     for a, b in zip(rows_a, rows_b):
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
-                problems.append(f"results.jsonl {a['task_id']} attempt {a.get('attempt')}: {key}: "
-                                f"{json.dumps(a.get(key))[:300]} != {json.dumps(b.get(key))[:300]}")
+                problems.append(
+                    f"results.jsonl {a['task_id']} attempt {a.get('attempt')}: {key}: "
+                    f"{json.dumps(a.get(key))[:300]} != {json.dumps(b.get(key))[:300]}"
+                )
     grades_a, grades_b = _grades(before), _grades(after)
     if grades_a != grades_b:
         for name in sorted(set(grades_a) | set(grades_b)):
@@ -96,7 +105,9 @@ def compare(before: Path, after: Path, report_before: Path | None = None, report
     text_a = normalise_report(_report(before, report_before), before)
     text_b = normalise_report(_report(after, report_after), after)
     if text_a != text_b:
-        problems.append("report differs:\n" + "\n".join(difflib.unified_diff(text_a, text_b, "before", "after", lineterm="")))
+        problems.append(
+            "report differs:\n" + "\n".join(difflib.unified_diff(text_a, text_b, "before", "after", lineterm=""))
+        )
     return problems
 
 
@@ -111,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(problem)
     n_rows = len(_rows(args.after))
-    print(f"{'SAME' if not problems else 'DIFFERENT'}: {args.before} vs {args.after} "
-          f"({n_rows} rows, {len(_grades(args.after))} grades, report compared)")
+    print(
+        f"{'SAME' if not problems else 'DIFFERENT'}: {args.before} vs {args.after} "
+        f"({n_rows} rows, {len(_grades(args.after))} grades, report compared)"
+    )
     return 1 if problems else 0
 
 

@@ -107,7 +107,7 @@ class Package:
 
 # ----------------------------------------------------------------------------- planted content
 
-_FLAKY_TEST = '''
+_FLAKY_TEST = """
 
 # PLANTED by scripts/make_mining_fixture.py: fails on the 1st, 3rd, 5th... run in one environment.
 def test_planted_flaky_every_other_run():
@@ -121,9 +121,9 @@ def test_planted_flaky_every_other_run():
         with open(state, "w") as fh:
             fh.write("ran once\\n")
         raise AssertionError("planted flaky test: fails on every other run")
-'''
+"""
 
-_GETSIZEOF_TEST = '''
+_GETSIZEOF_TEST = """
 
 class CacheGetSizeOfTest(unittest.TestCase):
     def test_getsizeof_not_callable(self):
@@ -134,17 +134,17 @@ class CacheGetSizeOfTest(unittest.TestCase):
         cache = cachetools.Cache(maxsize=10, getsizeof=len)
         cache["a"] = "xyz"
         self.assertEqual(3, cache.currsize)
-'''
+"""
 
-_TYPEDKEY_TEST = '''
+_TYPEDKEY_TEST = """
     def test_typedkey_keyword_types(self, key=cachetools.keys.typedkey):
         self.assertEqual(key(x=1), key(x=1))
         self.assertNotEqual(key(x=1), key(x=1.0))
         self.assertNotEqual(key(1, x=1), key(1, x=True))
         self.assertEqual(hash(key(1, x="a")), hash(key(1, x="a")))
-'''
+"""
 
-_TESTS_ONLY_TEST = '''
+_TESTS_ONLY_TEST = """
 
 class TestPlantedUnusedVariableInNestedFunction(TestCase):
     def test_unused_variable_in_nested_function(self):
@@ -154,7 +154,7 @@ class TestPlantedUnusedVariableInNestedFunction(TestCase):
                 x = 1
             return g
         \'\'\', m.UnusedVariable)
-'''
+"""
 
 _PYI_TEST = '''
     def test_stub_files(self):
@@ -192,14 +192,14 @@ def _table_module(rows: int) -> str:
     return "\n".join(lines)
 
 
-_TABLE_TEST = '''from pyflakes import _planted_table
+_TABLE_TEST = """from pyflakes import _planted_table
 from pyflakes.test.harness import TestCase
 
 
 class TestPlantedTable(TestCase):
     def test_width(self):
         self.assertEqual(_planted_table.width(1), 7919 % 97)
-'''
+"""
 
 CACHETOOLS_PLANTED = (
     Planted(
@@ -209,8 +209,16 @@ CACHETOOLS_PLANTED = (
         message="Docs: say in the README where the changelog is\n",
         date="2024-08-20T09:00:00+00:00",
         edits=(
-            Edit("README.rst", old="\nProject Resources\n", new="\nSee CHANGELOG.rst for what changed in each release.\n\nProject Resources\n"),
-            Edit("docs/index.rst", old="\n.. _@lru_cache", new="\n.. _changelog: https://github.com/tkem/cachetools/blob/master/CHANGELOG.rst\n.. _@lru_cache"),
+            Edit(
+                "README.rst",
+                old="\nProject Resources\n",
+                new="\nSee CHANGELOG.rst for what changed in each release.\n\nProject Resources\n",
+            ),
+            Edit(
+                "docs/index.rst",
+                old="\n.. _@lru_cache",
+                new="\n.. _changelog: https://github.com/tkem/cachetools/blob/master/CHANGELOG.rst\n.. _@lru_cache",
+            ),
         ),
     ),
     Planted(
@@ -247,7 +255,11 @@ CACHETOOLS_PLANTED = (
                 '            raise TypeError("getsizeof must be callable")\n'
                 "        if getsizeof:\n",
             ),
-            Edit("tests/test_cache.py", old="    Cache = cachetools.Cache\n", new="    Cache = cachetools.Cache\n" + _GETSIZEOF_TEST + _FLAKY_TEST),
+            Edit(
+                "tests/test_cache.py",
+                old="    Cache = cachetools.Cache\n",
+                new="    Cache = cachetools.Cache\n" + _GETSIZEOF_TEST + _FLAKY_TEST,
+            ),
         ),
     ),
     Planted(
@@ -268,7 +280,8 @@ CACHETOOLS_PLANTED = (
             Edit(
                 "tests/test_keys.py",
                 old="    def test_typedmethodkey(self, key=cachetools.keys.typedmethodkey):\n",
-                new=_TYPEDKEY_TEST.lstrip("\n") + "\n    def test_typedmethodkey(self, key=cachetools.keys.typedmethodkey):\n",
+                new=_TYPEDKEY_TEST.lstrip("\n")
+                + "\n    def test_typedmethodkey(self, key=cachetools.keys.typedmethodkey):\n",
             ),
         ),
     ),
@@ -300,8 +313,16 @@ PYFLAKES_PLANTED = (
         "Also add a pytest.ini so that `pytest` alone finds the tests.\n",
         date="2025-06-22T09:00:00+00:00",
         edits=(
-            Edit("pyflakes/api.py", old="    if filename.endswith('.py'):\n", new="    if filename.endswith(('.py', '.pyi')):\n"),
-            Edit("pyflakes/test/test_api.py", old="    def test_recurses(self):\n", new=_PYI_TEST.lstrip("\n") + "\n    def test_recurses(self):\n"),
+            Edit(
+                "pyflakes/api.py",
+                old="    if filename.endswith('.py'):\n",
+                new="    if filename.endswith(('.py', '.pyi')):\n",
+            ),
+            Edit(
+                "pyflakes/test/test_api.py",
+                old="    def test_recurses(self):\n",
+                new=_PYI_TEST.lstrip("\n") + "\n    def test_recurses(self):\n",
+            ),
             Edit("pytest.ini", new="[pytest]\ntestpaths = pyflakes/test\n"),
         ),
     ),
@@ -338,7 +359,11 @@ PYFLAKES_PLANTED = (
                 old="PYTHON_SHEBANG_REGEX = ",
                 new=f'UPLOAD_KEY_ID = "{_PLANTED_KEY}"  # TODO: move to the CI settings\n\nPYTHON_SHEBANG_REGEX = ',
             ),
-            Edit("pyflakes/test/test_api.py", old="    def test_recurses(self):\n", new=_LOCKFILE_TEST.lstrip("\n") + "\n    def test_recurses(self):\n"),
+            Edit(
+                "pyflakes/test/test_api.py",
+                old="    def test_recurses(self):\n",
+                new=_LOCKFILE_TEST.lstrip("\n") + "\n    def test_recurses(self):\n",
+            ),
         ),
     ),
 )
@@ -348,16 +373,36 @@ PACKAGES = (
         name="cachetools",
         sdist_prefix="cachetools",
         releases=(
-            Release("5.0.0", "486471dfa8799eb7ec503a8059e263db000cdda20075ce5e48903087f79d5fd6", "2021-12-21T20:27:29+00:00"),
-            Release("5.1.0", "8b3b8fa53f564762e5b221e9896798951e7f915513abf2ba072ce0f07f3f5a98", "2022-05-15T20:48:58+00:00"),
-            Release("5.2.0", "6a94c6402995a99c3970cc7e4884bb60b4a8639938157eeed436098bf9831757", "2022-05-29T20:53:07+00:00"),
-            Release("5.2.1", "5991bc0e08a1319bb618d3195ca5b6bc76646a49c21d55962977197b301cc1fe", "2023-01-08T20:36:43+00:00"),
-            Release("5.3.0", "13dfddc7b8df938c21a940dfa6557ce6e94a2f1cdfa58eb90c805721d58f2c14", "2023-01-22T22:31:12+00:00"),
-            Release("5.3.1", "dce83f2d9b4e1f732a8cd44af8e8fab2dbe46201467fc98b3ef8f269092bf62b", "2023-05-27T20:44:00+00:00"),
-            Release("5.3.2", "086ee420196f7b2ab9ca2db2520aca326318b68fe5ba8bc4d49cca91add450f2", "2023-10-24T18:12:04+00:00"),
-            Release("5.3.3", "ba29e2dfa0b8b556606f097407ed1aa62080ee108ab0dc5ec9d6a723a007d105", "2024-02-26T20:33:23+00:00"),
-            Release("5.4.0", "b8adc2e7c07f105ced7bc56dbb6dfbe7c4a00acce20e2227b3f355be89bc6827", "2024-07-15T18:46:25+00:00"),
-            Release("5.5.0", "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a", "2024-08-18T20:28:44+00:00"),
+            Release(
+                "5.0.0", "486471dfa8799eb7ec503a8059e263db000cdda20075ce5e48903087f79d5fd6", "2021-12-21T20:27:29+00:00"
+            ),
+            Release(
+                "5.1.0", "8b3b8fa53f564762e5b221e9896798951e7f915513abf2ba072ce0f07f3f5a98", "2022-05-15T20:48:58+00:00"
+            ),
+            Release(
+                "5.2.0", "6a94c6402995a99c3970cc7e4884bb60b4a8639938157eeed436098bf9831757", "2022-05-29T20:53:07+00:00"
+            ),
+            Release(
+                "5.2.1", "5991bc0e08a1319bb618d3195ca5b6bc76646a49c21d55962977197b301cc1fe", "2023-01-08T20:36:43+00:00"
+            ),
+            Release(
+                "5.3.0", "13dfddc7b8df938c21a940dfa6557ce6e94a2f1cdfa58eb90c805721d58f2c14", "2023-01-22T22:31:12+00:00"
+            ),
+            Release(
+                "5.3.1", "dce83f2d9b4e1f732a8cd44af8e8fab2dbe46201467fc98b3ef8f269092bf62b", "2023-05-27T20:44:00+00:00"
+            ),
+            Release(
+                "5.3.2", "086ee420196f7b2ab9ca2db2520aca326318b68fe5ba8bc4d49cca91add450f2", "2023-10-24T18:12:04+00:00"
+            ),
+            Release(
+                "5.3.3", "ba29e2dfa0b8b556606f097407ed1aa62080ee108ab0dc5ec9d6a723a007d105", "2024-02-26T20:33:23+00:00"
+            ),
+            Release(
+                "5.4.0", "b8adc2e7c07f105ced7bc56dbb6dfbe7c4a00acce20e2227b3f355be89bc6827", "2024-07-15T18:46:25+00:00"
+            ),
+            Release(
+                "5.5.0", "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a", "2024-08-18T20:28:44+00:00"
+            ),
         ),
         planted=CACHETOOLS_PLANTED,
     ),
@@ -365,14 +410,30 @@ PACKAGES = (
         name="pyflakes",
         sdist_prefix="pyflakes",
         releases=(
-            Release("3.0.0", "12da339341ba8b9071e185d4717bef732fdb4f4400b9f4a1d0d6bbc362bf7760", "2022-11-23T18:44:35+00:00"),
-            Release("3.0.1", "ec8b276a6b60bd80defed25add7e439881c19e64850afd9b346283d4165fd0fd", "2022-11-24T16:53:43+00:00"),
-            Release("3.1.0", "a0aae034c444db0071aa077972ba4768d40c830d9539fd45bf4cd3f8f6992efc", "2023-07-29T17:00:41+00:00"),
-            Release("3.2.0", "1c61603ff154621fb2a9172037d84dca3500def8c8b630657d1701f026f8af3f", "2024-01-05T00:28:47+00:00"),
-            Release("3.3.0", "1955be314ebe8e9bdd100d5877fe10f0fd47fb2497e4f365e981a1a87cc8d9d7", "2025-03-29T19:23:41+00:00"),
-            Release("3.3.1", "8752eee11d4ef3a4be642d774863047864b47406cba906fabf8dd892cf98d5b3", "2025-03-30T21:57:45+00:00"),
-            Release("3.3.2", "6dfd61d87b97fba5dcfaaf781171ac16be16453be6d816147989e7f6e6a9576b", "2025-03-31T13:21:20+00:00"),
-            Release("3.4.0", "b24f96fafb7d2ab0ec5075b7350b3d2d2218eab42003821c06344973d3ea2f58", "2025-06-20T18:45:27+00:00"),
+            Release(
+                "3.0.0", "12da339341ba8b9071e185d4717bef732fdb4f4400b9f4a1d0d6bbc362bf7760", "2022-11-23T18:44:35+00:00"
+            ),
+            Release(
+                "3.0.1", "ec8b276a6b60bd80defed25add7e439881c19e64850afd9b346283d4165fd0fd", "2022-11-24T16:53:43+00:00"
+            ),
+            Release(
+                "3.1.0", "a0aae034c444db0071aa077972ba4768d40c830d9539fd45bf4cd3f8f6992efc", "2023-07-29T17:00:41+00:00"
+            ),
+            Release(
+                "3.2.0", "1c61603ff154621fb2a9172037d84dca3500def8c8b630657d1701f026f8af3f", "2024-01-05T00:28:47+00:00"
+            ),
+            Release(
+                "3.3.0", "1955be314ebe8e9bdd100d5877fe10f0fd47fb2497e4f365e981a1a87cc8d9d7", "2025-03-29T19:23:41+00:00"
+            ),
+            Release(
+                "3.3.1", "8752eee11d4ef3a4be642d774863047864b47406cba906fabf8dd892cf98d5b3", "2025-03-30T21:57:45+00:00"
+            ),
+            Release(
+                "3.3.2", "6dfd61d87b97fba5dcfaaf781171ac16be16453be6d816147989e7f6e6a9576b", "2025-03-31T13:21:20+00:00"
+            ),
+            Release(
+                "3.4.0", "b24f96fafb7d2ab0ec5075b7350b3d2d2218eab42003821c06344973d3ea2f58", "2025-06-20T18:45:27+00:00"
+            ),
         ),
         planted=PYFLAKES_PLANTED,
     ),
@@ -494,7 +555,9 @@ def _apply(repo: Path, planted: Planted) -> None:
             continue
         text = path.read_text()
         if text.count(edit.old) != 1:
-            raise FixtureError(f"{planted.label}: the text to replace occurs {text.count(edit.old)} times in {edit.path}")
+            raise FixtureError(
+                f"{planted.label}: the text to replace occurs {text.count(edit.old)} times in {edit.path}"
+            )
         path.write_text(text.replace(edit.old, edit.new))
 
 

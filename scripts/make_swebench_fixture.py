@@ -135,7 +135,7 @@ should be returned unchanged. `unique(iterable, key=...)` seems to have the same
 ]
 
 # A pytest plugin that records one outcome per test id (failed if any phase or subtest failed).
-OUTCOME_PLUGIN = '''
+OUTCOME_PLUGIN = """
 import json, os
 _rank = {"passed": 0, "skipped": 1, "failed": 2}
 _out = {}
@@ -150,7 +150,7 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session):
     with open(os.environ["WL_OUTCOMES_FILE"], "w") as fh:
         json.dump(_out, fh)
-'''
+"""
 
 
 class FixtureError(RuntimeError):

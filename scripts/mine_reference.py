@@ -151,7 +151,16 @@ DEFAULT_MAX_LINES = 800
 DEFAULT_REPEATS = 3
 TIMEOUT_S = 300
 
-PROTECTED = {"pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py", "MANIFEST.in"}
+PROTECTED = {
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "setup.py",
+    "noxfile.py",
+    "MANIFEST.in",
+}
 TEST_DIRS = {"tests", "test", "testing"}
 DOCS_PREFIXES = ("LICENSE", "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS")
 STATUSES = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS")
@@ -275,7 +284,9 @@ def scan_secrets(repo: Path, parent: str, commit: str, statement: str, gold: lis
                 if not exists_after(repo, commit, path):
                     continue
                 env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-                blob = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, env=env, check=True).stdout
+                blob = subprocess.run(
+                    ["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, env=env, check=True
+                ).stdout
                 if b"\x00" in blob:
                     continue  # binary
                 dest.write_bytes(blob)
@@ -345,13 +356,17 @@ class Image:
         self.tree = work / "tree"
         self.pristine = work / "pristine"
         self.venv = work / "venv"
-        archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", base], capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", "--format=tar", base], capture_output=True, check=True
+        ).stdout
         self.tree.mkdir(parents=True)
         subprocess.run(["tar", "-x", "-C", str(self.tree)], input=archive, check=True)
         venv.EnvBuilder(with_pip=True, symlinks=True).create(self.venv)
         pip = [str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         for args in ([PYTEST_PIN], ["-e", "."]):
-            proc = subprocess.run(pip + args, cwd=self.tree, capture_output=True, text=True, env=self._env(work / "home"))
+            proc = subprocess.run(
+                pip + args, cwd=self.tree, capture_output=True, text=True, env=self._env(work / "home")
+            )
             if proc.returncode != 0:
                 tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
                 raise Quarantine("environment build failed", f"pip install {' '.join(args)}: {tail}")
@@ -361,7 +376,11 @@ class Image:
     def _env(self, home: Path, tmp: Path | None = None) -> dict[str, str]:
         home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "VIRTUAL_ENV"))}
-        env.update(PATH=f"{self.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", VIRTUAL_ENV=str(self.venv), HOME=str(home))
+        env.update(
+            PATH=f"{self.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+            VIRTUAL_ENV=str(self.venv),
+            HOME=str(home),
+        )
         if tmp is not None:
             env.update(TMPDIR=str(tmp), TEMP=str(tmp), TMP=str(tmp))
         return env
@@ -379,7 +398,9 @@ class Image:
         if not diff:
             return True
         env = dict(env, GIT_CEILING_DIRECTORIES=str(self.tree.parent))
-        proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=self.tree, input=diff, capture_output=True, env=env)
+        proc = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", "-"], cwd=self.tree, input=diff, capture_output=True, env=env
+        )
         return proc.returncode == 0
 
     def run(self, files: list[str], env: dict[str, str]) -> dict[str, str]:
@@ -395,7 +416,9 @@ class Image:
         return statuses
 
 
-def check_task(repo: Path, base: str, test_patch: bytes, gold_patch: bytes, files: list[str], repeats: int, work: Path, log) -> dict:
+def check_task(
+    repo: Path, base: str, test_patch: bytes, gold_patch: bytes, files: list[str], repeats: int, work: Path, log
+) -> dict:
     image = Image(repo, base, work, log)
     env = image.fresh()
     if not image.apply(test_patch, env):
@@ -451,7 +474,11 @@ def _quarantine_with(reason: str, detail: str, result: dict) -> Quarantine:
 
 
 def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
-    out = {"commit": c["commit"], "committed_at": c["date"].astimezone(timezone.utc).isoformat(), "subject": c["subject"]}
+    out = {
+        "commit": c["commit"],
+        "committed_at": c["date"].astimezone(timezone.utc).isoformat(),
+        "subject": c["subject"],
+    }
     if len(c["parents"]) > 1:
         return {**out, "skipped": "merge commit"}
     if not c["parents"]:
@@ -484,7 +511,11 @@ def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
     findings = scan_secrets(repo, parent, commit, statement, gold_files, test_files)
     if findings:
         first = findings[0]
-        return {**out, "refused": f"secret found: {first['file']}:{first['line']} {first['rule']}", "findings": findings}
+        return {
+            **out,
+            "refused": f"secret found: {first['file']}:{first['line']} {first['rule']}",
+            "findings": findings,
+        }
 
     hidden = sorted(p for p in test_files if is_test_module(p) and exists_after(repo, commit, p))
     if not hidden:
@@ -497,7 +528,13 @@ def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
     except Quarantine as q:
         log(f"  {task_id}: quarantined: {q.reason} ({time.monotonic() - started:.1f} s)")
         res = getattr(q, "result", {})
-        return {**out, "quarantined": q.reason, "detail": q.detail, "task_id": task_id, "dropped_flaky": res.get("dropped_flaky", {})}
+        return {
+            **out,
+            "quarantined": q.reason,
+            "detail": q.detail,
+            "task_id": task_id,
+            "dropped_flaky": res.get("dropped_flaky", {}),
+        }
     finally:
         shutil.rmtree(work / task_id, ignore_errors=True)
     log(f"  {task_id}: kept, {len(result['FAIL_TO_PASS'])} FAIL_TO_PASS, {len(result['PASS_TO_PASS'])} "
@@ -542,8 +579,13 @@ def mine(repo: Path, args, log=print) -> dict:
         "repository": repo.resolve().name,
         "head": git(repo, "rev-parse", "HEAD").strip(),
         "parameters": {
-            "since": args.since, "until": args.until, "max_lines": args.max_lines, "repeats": args.repeats,
-            "allow_config": args.allow_config, "pytest": PYTEST_PIN, "detect_secrets": DETECT_SECRETS_PIN,
+            "since": args.since,
+            "until": args.until,
+            "max_lines": args.max_lines,
+            "repeats": args.repeats,
+            "allow_config": args.allow_config,
+            "pytest": PYTEST_PIN,
+            "detect_secrets": DETECT_SECRETS_PIN,
         },  # fmt: skip
         "commits": results,
     }

@@ -108,8 +108,7 @@ def view(path: str, text: str, view_range: list[int] | None = None, expect: tupl
 
 def replace(path: str, old: str, new: str, text: str, *, error: bool = False) -> Step:
     expect = ("not found",) if error else ("edited",)
-    return Step(text, "edit", {"command": "str_replace", "path": path, "old_str": old, "new_str": new},
-                expect, error)
+    return Step(text, "edit", {"command": "str_replace", "path": path, "old_str": old, "new_str": new}, expect, error)
 
 
 def bash(command: str, text: str, expect: tuple[str, ...] = ()) -> Step:
@@ -152,21 +151,21 @@ for key in ("docs", "password", "port", "lang"):
     print(key, repr(config.get("links", key)))
 EOF'''
 
-I1_ORIGINAL = '''\
+I1_ORIGINAL = """\
     for prefix in COMMENT_PREFIXES:
         index = value.find(prefix)
         if index != -1:
             value = value[:index]
     return value.rstrip()
-'''
+"""
 
-I1_SPACE_ONLY = '''\
+I1_SPACE_ONLY = """\
     for prefix in COMMENT_PREFIXES:
         index = value.find(" " + prefix)
         if index != -1:
             value = value[:index]
     return value.rstrip()
-'''
+"""
 
 I1_FIXED = '''\
     """Drop a trailing ``# comment`` or ``; comment`` from an option value.
@@ -180,27 +179,49 @@ I1_FIXED = '''\
     return value.rstrip()
 '''
 
-INIKIT_001 = Script("inikit-001", "resolved", [
-    view(".", "I'll start with the layout of the repository.", expect=("inikit/parser.py",)),
-    view("inikit/parser.py", "Option values are split off in the parser; let me read it.",
-         expect=("_strip_inline_comment",)),
-    bash(I1_REPRO, "Let me reproduce the report, with a real inline comment next to the values that "
-         "contain markers.", expect=("'https://example.org/manual'", "'s3cr'")),
-    replace("inikit/parser.py", I1_ORIGINAL, I1_SPACE_ONLY,
+INIKIT_001 = Script(
+    "inikit-001",
+    "resolved",
+    [
+        view(".", "I'll start with the layout of the repository.", expect=("inikit/parser.py",)),
+        view(
+            "inikit/parser.py",
+            "Option values are split off in the parser; let me read it.",
+            expect=("_strip_inline_comment",),
+        ),
+        bash(
+            I1_REPRO,
+            "Let me reproduce the report, with a real inline comment next to the values that contain markers.",
+            expect=("'https://example.org/manual'", "'s3cr'"),
+        ),
+        replace(
+            "inikit/parser.py",
+            I1_ORIGINAL,
+            I1_SPACE_ONLY,
             "`_strip_inline_comment` cuts the value at the first `#` or `;` wherever it is. The README "
             "says a marker only starts a comment when whitespace comes before it, so I'll cut only at a "
-            "marker that follows a space."),
-    tests("Now the visible tests.", green=False, expect=("tab-semicolon",)),
-    replace("inikit/parser.py", '    """Drop a trailing ``# comment`` or ``; comment`` from an option value."""\n'
-            + I1_SPACE_ONLY, I1_FIXED,
+            "marker that follows a space.",
+        ),
+        tests("Now the visible tests.", green=False, expect=("tab-semicolon",)),
+        replace(
+            "inikit/parser.py",
+            '    """Drop a trailing ``# comment`` or ``; comment`` from an option value."""\n' + I1_SPACE_ONLY,
+            I1_FIXED,
             "`port = 8080\\t; default` is no longer stripped: a tab is whitespace too. I'll scan for a "
-            "marker that directly follows any whitespace character instead of searching for a space."),
-    tests("Running the tests again."),
-    bash(I1_REPRO, "The tests pass. Checking the example from the report once more.",
-         expect=("'https://example.org/manual#install'", "'s3cr;et'", "port '8080'", "lang 'c#'")),
-    submit("Markers inside values are kept, inline comments after whitespace are still stripped "
-           "(also after a value that contains a marker), and the tests pass."),
-])
+            "marker that directly follows any whitespace character instead of searching for a space.",
+        ),
+        tests("Running the tests again."),
+        bash(
+            I1_REPRO,
+            "The tests pass. Checking the example from the report once more.",
+            expect=("'https://example.org/manual#install'", "'s3cr;et'", "port '8080'", "lang 'c#'"),
+        ),
+        submit(
+            "Markers inside values are kept, inline comments after whitespace are still stripped "
+            "(also after a value that contains a marker), and the tests pass."
+        ),
+    ],
+)
 
 # inikit-002: references see the section's own option first.
 
@@ -224,25 +245,49 @@ for section, key in [("app", "root"), ("app", "data"), ("worker", "queue"), ("ap
     print(f"[{section}] {key} = {config.get(section, key)!r}")
 EOF'''
 
-INIKIT_002 = Script("inikit-002", "resolved", [
-    bash("grep -n \"_defaults\\|def _raw\\|def _reference\\|expand(\" inikit/*.py",
-         "Let me find where `${...}` references are resolved.", expect=("def _reference",)),
-    view("inikit/config.py", "`get` reads through `_raw`, references through `_reference`; let me compare them.",
-         view_range=[115, 140], expect=("scope = {**self._sections.get(section, {}), **self._defaults}",)),
-    bash(I2_REPRO, "Reproducing with the example from the issue, plus a default that refers to an "
-         "overridden option.", expect=("[app] data = '/srv/data'",)),
-    replace("inikit/config.py", "        scope = {**self._sections.get(section, {}), **self._defaults}\n",
+INIKIT_002 = Script(
+    "inikit-002",
+    "resolved",
+    [
+        bash(
+            'grep -n "_defaults\\|def _raw\\|def _reference\\|expand(" inikit/*.py',
+            "Let me find where `${...}` references are resolved.",
+            expect=("def _reference",),
+        ),
+        view(
+            "inikit/config.py",
+            "`get` reads through `_raw`, references through `_reference`; let me compare them.",
+            view_range=[115, 140],
+            expect=("scope = {**self._sections.get(section, {}), **self._defaults}",),
+        ),
+        bash(
+            I2_REPRO,
+            "Reproducing with the example from the issue, plus a default that refers to an overridden option.",
+            expect=("[app] data = '/srv/data'",),
+        ),
+        replace(
+            "inikit/config.py",
+            "        scope = {**self._sections.get(section, {}), **self._defaults}\n",
             "        scope = {**self._defaults, **self._sections.get(section, {})}\n",
             "`_reference` merges the section first and `[DEFAULT]` second, so the default overwrites the "
             "section's own value: the opposite of `_raw`. Swapping the merge order makes a reference see "
             "exactly what `get` returns. It also covers a default value read through a section, since "
-            "`expand` resolves its references from the reading section."),
-    bash(I2_REPRO, "Checking the example again.",
-         expect=("[app] data = '/opt/app/data'", "[worker] queue = '/opt/app/queue'",
-                 "[app] logs = '/opt/app/logs'", "[worker] logs = '/srv/logs'")),
-    tests("The values are right; now the test suite."),
-    submit("References now resolve a section's own option before `[DEFAULT]`, like `get` does; the tests pass."),
-])
+            "`expand` resolves its references from the reading section.",
+        ),
+        bash(
+            I2_REPRO,
+            "Checking the example again.",
+            expect=(
+                "[app] data = '/opt/app/data'",
+                "[worker] queue = '/opt/app/queue'",
+                "[app] logs = '/opt/app/logs'",
+                "[worker] logs = '/srv/logs'",
+            ),
+        ),
+        tests("The values are right; now the test suite."),
+        submit("References now resolve a section's own option before `[DEFAULT]`, like `get` does; the tests pass."),
+    ],
+)
 
 # inikit-003: reference cycles. The first str_replace quotes an error message from memory, which
 # does not match; the agent views the lines and edits them exactly.
@@ -258,14 +303,14 @@ bin = ${bin}/local
 config.get("paths", "bin")
 EOF'''
 
-I3_WRONG_OLD = '''\
+I3_WRONG_OLD = """\
         raw = resolve(target_section, key)
         if raw is None:
             raise InterpolationError(f"{match.group(0)} refers to a missing option")
         return expand(raw, target_section, resolve)
-'''
+"""
 
-I3_WRONG_NEW = '''\
+I3_WRONG_NEW = """\
         raw = resolve(target_section, key)
         if raw is None:
             raise InterpolationError(f"{match.group(0)} refers to a missing option")
@@ -274,7 +319,7 @@ I3_WRONG_NEW = '''\
             cycle = chain[chain.index(link) :] + (link,)
             raise InterpolationError("reference cycle: " + " -> ".join(f"[{s}] {k}" for s, k in cycle))
         return expand(raw, target_section, resolve, chain + (link,))
-'''
+"""
 
 I3_SIGNATURE_OLD = '''\
 def expand(value: str, section: str, resolve: Resolver) -> str:
@@ -296,15 +341,15 @@ def expand(value: str, section: str, resolve: Resolver, chain: tuple[tuple[str, 
 
 I3_RECURSE_OLD = "        return expand(raw, target_section, resolve)\n"
 
-I3_RECURSE_NEW = '''\
+I3_RECURSE_NEW = """\
         link = (target_section, key)
         if link in chain:
             cycle = chain[chain.index(link) :] + (link,)
             raise InterpolationError("reference cycle: " + " -> ".join(f"[{s}] {k}" for s, k in cycle))
         return expand(raw, target_section, resolve, chain + (link,))
-'''
+"""
 
-I3_CASES = '''\
+I3_CASES = """\
 python - <<'EOF'
 from inikit import Config, InterpolationError
 
@@ -326,28 +371,53 @@ for name, (text, section, key) in loops.items():
 chain = "".join(f"k{i} = ${{k{i + 1}}}\\n" for i in range(50)) + "k50 = end\\n"
 ok = Config.from_string("[s]\\na = x\\nb = ${a}${a}\\nc = ${b}-${b}\\n" + chain)
 print("no loop:", ok.get("s", "c"), ok.get("s", "k0"))
-EOF'''
+EOF"""
 
-INIKIT_003 = Script("inikit-003", "resolved", [
-    view("inikit/interpolate.py", "References are expanded in `inikit/interpolate.py`; let me read it.",
-         expect=("def expand",)),
-    bash(I3_REPRO, "Reproducing the self-reference from the issue.", expect=("RecursionError",)),
-    replace("inikit/interpolate.py", I3_WRONG_OLD, I3_WRONG_NEW,
+INIKIT_003 = Script(
+    "inikit-003",
+    "resolved",
+    [
+        view(
+            "inikit/interpolate.py",
+            "References are expanded in `inikit/interpolate.py`; let me read it.",
+            expect=("def expand",),
+        ),
+        bash(I3_REPRO, "Reproducing the self-reference from the issue.", expect=("RecursionError",)),
+        replace(
+            "inikit/interpolate.py",
+            I3_WRONG_OLD,
+            I3_WRONG_NEW,
             "`expand` recurses into every referenced value with no memory of which options it is already "
             "expanding. I'll pass down the chain of `(section, key)` pairs being expanded and raise "
-            "`InterpolationError` naming the loop when a reference comes back to one of them.", error=True),
-    view("inikit/interpolate.py", "My old_str did not match the file; let me look at the exact lines.",
-         view_range=[22, 37], expect=("in section [{section}] refers to a missing option",)),
-    replace("inikit/interpolate.py", I3_SIGNATURE_OLD, I3_SIGNATURE_NEW,
-            "The error message says `in section [...]`. I'll make smaller edits: first the signature."),
-    replace("inikit/interpolate.py", I3_RECURSE_OLD, I3_RECURSE_NEW, "Then the recursive call."),
-    bash(I3_CASES, "Checking loops of each kind from the issue through `get` and `items`, and that "
-         "repeated references and a long chain still work.",
-         expect=("self -> reference cycle: [paths] bin -> [paths] bin", "no loop: xx-xx end")),
-    tests("Every loop is reported and the non-loops expand. Running the tests."),
-    submit("Reference cycles now raise InterpolationError naming the options in the loop, instead of "
-           "RecursionError; repeated references and long chains still expand. Tests pass."),
-])
+            "`InterpolationError` naming the loop when a reference comes back to one of them.",
+            error=True,
+        ),
+        view(
+            "inikit/interpolate.py",
+            "My old_str did not match the file; let me look at the exact lines.",
+            view_range=[22, 37],
+            expect=("in section [{section}] refers to a missing option",),
+        ),
+        replace(
+            "inikit/interpolate.py",
+            I3_SIGNATURE_OLD,
+            I3_SIGNATURE_NEW,
+            "The error message says `in section [...]`. I'll make smaller edits: first the signature.",
+        ),
+        replace("inikit/interpolate.py", I3_RECURSE_OLD, I3_RECURSE_NEW, "Then the recursive call."),
+        bash(
+            I3_CASES,
+            "Checking loops of each kind from the issue through `get` and `items`, and that "
+            "repeated references and a long chain still work.",
+            expect=("self -> reference cycle: [paths] bin -> [paths] bin", "no loop: xx-xx end"),
+        ),
+        tests("Every loop is reported and the non-loops expand. Running the tests."),
+        submit(
+            "Reference cycles now raise InterpolationError naming the options in the loop, instead of "
+            "RecursionError; repeated references and long chains still expand. Tests pass."
+        ),
+    ],
+)
 
 # inikit-004: parse error locations. Misses "the path ... as a string": load() passes the path
 # object through, so ParseError.filename is a Path when load() is given one -> unresolved.
@@ -422,7 +492,7 @@ def parse(text: str, filename: str = "<string>") -> Sections:
         current[key] = value
 '''
 
-I4_REPRO = '''\
+I4_REPRO = """\
 printf '[server]\\nhost = example.org\\n\\n# ports\\nport = 8080\\nport = 8081\\n' > /tmp/site.ini
 python - <<'EOF'
 import inikit
@@ -437,34 +507,57 @@ for name, call in attempts.items():
         call()
     except inikit.ParseError as exc:
         print(f"{name}: {exc}  (filename={exc.filename!r}, lineno={exc.lineno})")
-EOF'''
+EOF"""
 
-INIKIT_004 = Script("inikit-004", "unresolved", [
-    bash("grep -rn \"ParseError\\|def load\\|def parse\" inikit/", "Let me see where parse errors are raised "
-         "and how files reach the parser.", expect=("inikit/loader.py",)),
-    view("inikit/errors.py", "The exception first.", expect=("class ParseError",)),
-    view("inikit/parser.py", "Now the parser loop.", view_range=[19, 55], expect=("def parse(text: str)",)),
-    view("inikit/loader.py", "And the loader, which knows the file names.", expect=("config.update(parse(text))",)),
-    replace("inikit/errors.py", I4_ERROR_OLD, I4_ERROR_NEW,
+INIKIT_004 = Script(
+    "inikit-004",
+    "unresolved",
+    [
+        bash(
+            'grep -rn "ParseError\\|def load\\|def parse" inikit/',
+            "Let me see where parse errors are raised and how files reach the parser.",
+            expect=("inikit/loader.py",),
+        ),
+        view("inikit/errors.py", "The exception first.", expect=("class ParseError",)),
+        view("inikit/parser.py", "Now the parser loop.", view_range=[19, 55], expect=("def parse(text: str)",)),
+        view("inikit/loader.py", "And the loader, which knows the file names.", expect=("config.update(parse(text))",)),
+        replace(
+            "inikit/errors.py",
+            I4_ERROR_OLD,
+            I4_ERROR_NEW,
             "Plan: `ParseError` carries `filename` and `lineno` and formats itself as "
             "`file:line: message`; `parse` numbers every line and attaches the location to any "
             "`ParseError` raised while handling a line (the helpers raise without knowing it); `load` "
-            "passes the file name down. Starting with the exception."),
-    replace("inikit/parser.py", I4_PARSE_OLD, I4_PARSE_NEW,
-            "Now `parse`: `enumerate(..., start=1)` counts blank and comment lines too."),
-    replace("inikit/loader.py", "        config.update(parse(text))\n", "        config.update(parse(text, path))\n",
-            "And `load` passes the path it read."),
-    bash(I4_REPRO, "Trying a file with a duplicate option, and text through `loads` and `from_string`.",
-         expect=("load: /tmp/site.ini:6: duplicate option 'port'", "loads: <string>:3:",
-                 "from_string: <string>:3:")),
-    tests("Locations are right for files and strings. Running the tests."),
-    submit("ParseError now has `filename` and `lineno` and reads `file:line: message` for `load`, "
-           "`loads`, `parse` and `Config.from_string`; tests pass."),
-])
+            "passes the file name down. Starting with the exception.",
+        ),
+        replace(
+            "inikit/parser.py",
+            I4_PARSE_OLD,
+            I4_PARSE_NEW,
+            "Now `parse`: `enumerate(..., start=1)` counts blank and comment lines too.",
+        ),
+        replace(
+            "inikit/loader.py",
+            "        config.update(parse(text))\n",
+            "        config.update(parse(text, path))\n",
+            "And `load` passes the path it read.",
+        ),
+        bash(
+            I4_REPRO,
+            "Trying a file with a duplicate option, and text through `loads` and `from_string`.",
+            expect=("load: /tmp/site.ini:6: duplicate option 'port'", "loads: <string>:3:", "from_string: <string>:3:"),
+        ),
+        tests("Locations are right for files and strings. Running the tests."),
+        submit(
+            "ParseError now has `filename` and `lineno` and reads `file:line: message` for `load`, "
+            "`loads`, `parse` and `Config.from_string`; tests pass."
+        ),
+    ],
+)
 
 # ledgerly-001: half-up rounding.
 
-L1_REPRO = '''\
+L1_REPRO = """\
 python - <<'EOF'
 import decimal
 from ledgerly import Invoice, Money
@@ -476,22 +569,39 @@ print("tax", repr(invoice.tax))
 for amount, currency in [("0.125", "USD"), ("-0.125", "USD"), ("0.135", "USD"), ("2.5", "JPY"), ("1.0005", "KWD")]:
     money = Money(amount, currency)
     print(amount, currency, repr(money.rounded()), money.format())
-EOF'''
+EOF"""
 
-LEDGERLY_001 = Script("ledgerly-001", "resolved", [
-    bash("grep -rn \"quantize\\|rounded()\" ledgerly/", "Let me find where amounts are rounded.",
-         expect=("ledgerly/money.py",)),
-    view("ledgerly/money.py", "Everything goes through `Money.rounded`; let me read it.", view_range=[1, 60],
-         expect=("def rounded",)),
-    bash(L1_REPRO, "Reproducing, with the calling application's decimal context changed as well.",
-         expect=("0.125 USD Money('0.12', 'USD')",)),
-    replace("ledgerly/money.py", "from decimal import Decimal, InvalidOperation\n",
+LEDGERLY_001 = Script(
+    "ledgerly-001",
+    "resolved",
+    [
+        bash(
+            'grep -rn "quantize\\|rounded()" ledgerly/',
+            "Let me find where amounts are rounded.",
+            expect=("ledgerly/money.py",),
+        ),
+        view(
+            "ledgerly/money.py",
+            "Everything goes through `Money.rounded`; let me read it.",
+            view_range=[1, 60],
+            expect=("def rounded",),
+        ),
+        bash(
+            L1_REPRO,
+            "Reproducing, with the calling application's decimal context changed as well.",
+            expect=("0.125 USD Money('0.12', 'USD')",),
+        ),
+        replace(
+            "ledgerly/money.py",
+            "from decimal import Decimal, InvalidOperation\n",
             "from decimal import ROUND_HALF_UP, Decimal, InvalidOperation\n",
             "`quantize` is called without a rounding mode, so it takes the thread's decimal context: "
             "ROUND_HALF_EVEN by default (0.125 -> 0.12 but 0.135 -> 0.14), or whatever the application "
             "set. Passing `rounding=ROUND_HALF_UP` gives commercial rounding (away from zero on a half) "
-            "in every context. Line amounts, tax and `format()` all call `rounded()`."),
-    replace("ledgerly/money.py",
+            "in every context. Line amounts, tax and `format()` all call `rounded()`.",
+        ),
+        replace(
+            "ledgerly/money.py",
             '        """This amount rounded to the currency\'s minor unit (commercial rounding)."""\n'
             "        return Money(self._amount.quantize(self._currency.quantum), self._currency)\n",
             '        """This amount rounded to the currency\'s minor unit (commercial rounding).\n\n'
@@ -499,34 +609,45 @@ LEDGERLY_001 = Script("ledgerly-001", "resolved", [
             '        """\n'
             "        return Money(self._amount.quantize(self._currency.quantum, rounding=ROUND_HALF_UP), "
             "self._currency)\n",
-            "Now the call itself."),
-    bash(L1_REPRO, "Checking the same cases.",
-         expect=("tax Money('0.13', 'USD')", "0.125 USD Money('0.13', 'USD') $0.13",
-                 "-0.125 USD Money('-0.13', 'USD') -$0.13", "2.5 JPY Money('3', 'JPY')",
-                 "1.0005 KWD Money('1.001', 'KWD')")),
-    tests("Halves round away from zero in every currency, whatever the context. Running the tests."),
-    submit("Money.rounded() now rounds half up (away from zero) explicitly, independent of the decimal "
-           "context; line amounts, tax and format() follow. Tests pass."),
-])
+            "Now the call itself.",
+        ),
+        bash(
+            L1_REPRO,
+            "Checking the same cases.",
+            expect=(
+                "tax Money('0.13', 'USD')",
+                "0.125 USD Money('0.13', 'USD') $0.13",
+                "-0.125 USD Money('-0.13', 'USD') -$0.13",
+                "2.5 JPY Money('3', 'JPY')",
+                "1.0005 KWD Money('1.001', 'KWD')",
+            ),
+        ),
+        tests("Halves round away from zero in every currency, whatever the context. Running the tests."),
+        submit(
+            "Money.rounded() now rounds half up (away from zero) explicitly, independent of the decimal "
+            "context; line amounts, tax and format() follow. Tests pass."
+        ),
+    ],
+)
 
 # ledgerly-002: allocate. Hands leftover cents to the *first* parts (the 100/3 example), not to
 # the parts that lost most to rounding -> 10.00 split [1, 2] gives 3.34/6.66 -> regression.
 
-L2_REPRO = '''\
+L2_REPRO = """\
 python - <<'EOF'
 from ledgerly import Money
 
 for amount, ratios in [("100.00", [1, 1, 1]), ("0.05", [1, 1])]:
     parts = Money(amount).allocate(ratios)
     print(amount, ratios, parts, "sum:", sum(parts, Money.zero()).amount)
-EOF'''
+EOF"""
 
-L2_OLD = '''\
+L2_OLD = """\
         total = sum(weights)
         return [(self * weight / total).rounded() for weight in weights]
-'''
+"""
 
-L2_NEW = '''\
+L2_NEW = """\
         total = sum(weights)
         quantum = self._currency.quantum
         units = int(self.rounded().amount / quantum)  # whole minor units to hand out
@@ -539,9 +660,9 @@ L2_NEW = '''\
                 parts[i] += 1
                 leftover -= 1
         return [Money(part * quantum, self._currency) for part in parts]
-'''
+"""
 
-L2_MORE = '''\
+L2_MORE = """\
 python - <<'EOF'
 from ledgerly import Invoice, Money
 
@@ -555,24 +676,43 @@ for amount, currency, ratios in cases:
 invoice = Invoice("INV-7")
 invoice.add_line("Annual plan", 1, "100.00")
 print("installments", invoice.installments(3))
-EOF'''
+EOF"""
 
-LEDGERLY_002 = Script("ledgerly-002", "regression", [
-    bash("grep -n \"def allocate\\|def installments\" -A12 ledgerly/money.py ledgerly/invoice.py",
-         "Let me look at `allocate` and `installments`.", expect=("def allocate",)),
-    bash(L2_REPRO, "Reproducing both examples from the issue.", expect=("sum: 99.99", "sum: 0.06")),
-    replace("ledgerly/money.py", L2_OLD, L2_NEW,
+LEDGERLY_002 = Script(
+    "ledgerly-002",
+    "regression",
+    [
+        bash(
+            'grep -n "def allocate\\|def installments" -A12 ledgerly/money.py ledgerly/invoice.py',
+            "Let me look at `allocate` and `installments`.",
+            expect=("def allocate",),
+        ),
+        bash(L2_REPRO, "Reproducing both examples from the issue.", expect=("sum: 99.99", "sum: 0.06")),
+        replace(
+            "ledgerly/money.py",
+            L2_OLD,
+            L2_NEW,
             "Each part is rounded on its own, so the rounding errors add up instead of cancelling: "
             "3 x 33.33 = 99.99, and 0.025 rounds up twice to 0.06. I'll split in whole minor units: "
             "round every share down, then hand the leftover units out one at a time to the first parts "
-            "(so 100.00 / 3 gives 33.34, 33.33, 33.33), skipping parts with ratio 0 so they stay at zero."),
-    bash(L2_MORE, "Checking the examples and other currencies, a zero ratio, and installments.",
-         expect=("100.00 USD [1, 1, 1] ['33.34', '33.33', '33.33'] adds up", "0.05 USD [1, 1] ['0.03', '0.02'] adds up",
-                 "1000 JPY [1, 1, 1] ['334', '333', '333'] adds up")),
-    tests("Parts add up in every case. Running the tests."),
-    submit("allocate() now splits in minor units and hands leftover units to the first non-zero parts, so "
-           "parts (and installments) always add up to the amount. Tests pass."),
-])
+            "(so 100.00 / 3 gives 33.34, 33.33, 33.33), skipping parts with ratio 0 so they stay at zero.",
+        ),
+        bash(
+            L2_MORE,
+            "Checking the examples and other currencies, a zero ratio, and installments.",
+            expect=(
+                "100.00 USD [1, 1, 1] ['33.34', '33.33', '33.33'] adds up",
+                "0.05 USD [1, 1] ['0.03', '0.02'] adds up",
+                "1000 JPY [1, 1, 1] ['334', '333', '333'] adds up",
+            ),
+        ),
+        tests("Parts add up in every case. Running the tests."),
+        submit(
+            "allocate() now splits in minor units and hands leftover units to the first non-zero parts, so "
+            "parts (and installments) always add up to the amount. Tests pass."
+        ),
+    ],
+)
 
 # ledgerly-003: discount feature, three edits over two files.
 
@@ -640,17 +780,17 @@ L3_TOTALS_NEW = '''\
         return self.subtotal - self.discount + self.tax
 '''
 
-L3_REPORT_OLD = '''\
+L3_REPORT_OLD = """\
     rows.append(_total("Subtotal", invoice.subtotal))
-'''
+"""
 
-L3_REPORT_NEW = '''\
+L3_REPORT_NEW = """\
     rows.append(_total("Subtotal", invoice.subtotal))
     if invoice.discount_percent:
         rows.append(_total(f"Discount ({number(invoice.discount_percent)}%)", -invoice.discount))
-'''
+"""
 
-L3_REPRO = '''\
+L3_REPRO = """\
 python - <<'EOF'
 from ledgerly import Invoice
 from ledgerly.report import render_invoice
@@ -669,32 +809,60 @@ for bad in (-5, 101, "abc"):
         Invoice("INV-23", discount_percent=bad)
     except ValueError as exc:
         print("ValueError:", exc)
-EOF'''
+EOF"""
 
-LEDGERLY_003 = Script("ledgerly-003", "resolved", [
-    view(".", "Let me see the layout first.", expect=("ledgerly/invoice.py",)),
-    view("ledgerly/invoice.py", "The invoice model.", expect=("class Invoice",)),
-    view("ledgerly/report.py", "And the text report.", expect=("def render_invoice",)),
-    replace("ledgerly/invoice.py", L3_INIT_OLD, L3_INIT_NEW,
+LEDGERLY_003 = Script(
+    "ledgerly-003",
+    "resolved",
+    [
+        view(".", "Let me see the layout first.", expect=("ledgerly/invoice.py",)),
+        view("ledgerly/invoice.py", "The invoice model.", expect=("class Invoice",)),
+        view("ledgerly/report.py", "And the text report.", expect=("def render_invoice",)),
+        replace(
+            "ledgerly/invoice.py",
+            L3_INIT_OLD,
+            L3_INIT_NEW,
             "I'll add `discount_percent` next to `tax_rate`, sharing its parsing and 0-100 validation "
-            "through a small `_percentage` helper."),
-    replace("ledgerly/invoice.py", L3_TOTALS_OLD, L3_TOTALS_NEW,
+            "through a small `_percentage` helper.",
+        ),
+        replace(
+            "ledgerly/invoice.py",
+            L3_TOTALS_OLD,
+            L3_TOTALS_NEW,
             "Now the amounts: `discount` is rounded once, tax is charged on the subtotal less the "
-            "discount, and the total (which `installments` splits) follows."),
-    replace("ledgerly/report.py", L3_REPORT_OLD, L3_REPORT_NEW,
+            "discount, and the total (which `installments` splits) follows.",
+        ),
+        replace(
+            "ledgerly/report.py",
+            L3_REPORT_OLD,
+            L3_REPORT_NEW,
             "The report gets a negative discount line between subtotal and tax, only when there is a "
-            "discount, formatted with the same `number()` as the tax label."),
-    bash(L3_REPRO, "Rendering the example from the request, a fractional discount, and the invalid values.",
-         expect=("Discount (10%)       -$120.00", "Tax (20%)        $216.00", "Total      $1,296.00",
-                 "Discount (12.5%)", "no discount line: True", "ValueError: discount_percent")),
-    tests("The layout matches the request. Running the tests."),
-    submit("Invoice takes discount_percent (validated like tax_rate); discount is rounded once, tax is "
-           "charged after it, total and installments follow, and the report shows a Discount line. "
-           "Tests pass."),
-])
+            "discount, formatted with the same `number()` as the tax label.",
+        ),
+        bash(
+            L3_REPRO,
+            "Rendering the example from the request, a fractional discount, and the invalid values.",
+            expect=(
+                "Discount (10%)       -$120.00",
+                "Tax (20%)        $216.00",
+                "Total      $1,296.00",
+                "Discount (12.5%)",
+                "no discount line: True",
+                "ValueError: discount_percent",
+            ),
+        ),
+        tests("The layout matches the request. Running the tests."),
+        submit(
+            "Invoice takes discount_percent (validated like tax_rate); discount is rounded once, tax is "
+            "charged after it, total and installments follow, and the report shows a Discount line. "
+            "Tests pass."
+        ),
+    ],
+)
 
-SCRIPTS: dict[str, Script] = {s.task_id: s for s in (
-    INIKIT_001, INIKIT_002, INIKIT_003, INIKIT_004, LEDGERLY_001, LEDGERLY_002, LEDGERLY_003)}
+SCRIPTS: dict[str, Script] = {
+    s.task_id: s for s in (INIKIT_001, INIKIT_002, INIKIT_003, INIKIT_004, LEDGERLY_001, LEDGERLY_002, LEDGERLY_003)
+}
 EXPECTED: dict[str, str] = {task_id: s.expected for task_id, s in SCRIPTS.items()}
 
 
@@ -724,9 +892,18 @@ class Meter:
 
 def make_turn(step: Step, index: int, messages: list[dict], tools: list[dict], meter: Meter) -> Turn:
     call = ToolCall.parse(f"call_{index:02d}", step.tool, json.dumps(step.args))
-    usage = Usage(input_tokens=meter.input_tokens(messages, tools), output_tokens=meter.output_tokens(step.text, [call]))
-    return Turn(text=step.text, tool_calls=[call], usage=usage, cost_usd=turn_cost(usage, PRICED_AS, PROVIDER),
-                latency_s=round(0.4 + usage.output_tokens / 80, 3), stop_reason="tool_use", model=MODEL_LABEL)
+    usage = Usage(
+        input_tokens=meter.input_tokens(messages, tools), output_tokens=meter.output_tokens(step.text, [call])
+    )
+    return Turn(
+        text=step.text,
+        tool_calls=[call],
+        usage=usage,
+        cost_usd=turn_cost(usage, PRICED_AS, PROVIDER),
+        latency_s=round(0.4 + usage.output_tokens / 80, 3),
+        stop_reason="tool_use",
+        model=MODEL_LABEL,
+    )
 
 
 # ---------------------------------------------------------------------------------------- running
@@ -773,6 +950,7 @@ def record_task(task: Task, out: Path, meter: Meter) -> tuple[ResultRow, list[Tu
             turn = make_turn(step, index, messages, tools, meter)
             turns.append(turn)
             return turn
+
         return answer
 
     model = ScriptedModel([step_fn(i, s) for i, s in enumerate(script.steps, 1)], name=MODEL_LABEL)
@@ -802,8 +980,10 @@ def replay_task(task_id: str, out: Path, recordings: Path = RECORDINGS) -> tuple
 def _summary(task_id: str, row: ResultRow, problems: list[str], turns: int) -> str:
     mark = "ok " if not problems else "BAD"
     cost = "unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"
-    line = (f"{mark} {task_id:13} {row.outcome:11} (expected {EXPECTED[task_id]:10}) {turns:2} turns  "
-            f"in {row.usage.input_tokens:6} out {row.usage.output_tokens:5} tokens  {cost}")
+    line = (
+        f"{mark} {task_id:13} {row.outcome:11} (expected {EXPECTED[task_id]:10}) {turns:2} turns  "
+        f"in {row.usage.input_tokens:6} out {row.usage.output_tokens:5} tokens  {cost}"
+    )
     return "\n".join([line] + [f"      {p}" for p in problems])
 
 
@@ -811,8 +991,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tasks", nargs="*", help="task ids (default: all demo tasks)")
     parser.add_argument("--check", action="store_true", help="replay the recordings and verify the outcomes")
-    parser.add_argument("--recordings", type=Path, default=RECORDINGS,
-                        help="with --check: the folder of recordings to replay (default: %(default)s)")
+    parser.add_argument(
+        "--recordings",
+        type=Path,
+        default=RECORDINGS,
+        help="with --check: the folder of recordings to replay (default: %(default)s)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temporary folder)")
     parser.add_argument("--workers", type=int, default=4, help="tasks run in parallel")
     args = parser.parse_args(argv)
@@ -832,6 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
         root.mkdir(parents=True, exist_ok=True)
         bad = 0
         if args.check:
+
             def check(task_id: str) -> tuple[str, ResultRow, list[str]]:
                 row, problems = replay_task(task_id, root / task_id, args.recordings)
                 return task_id, row, problems
@@ -857,8 +1042,10 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text("".join(t.model_dump_json() + "\n" for t in turns), encoding="utf-8")
             totals += sum((t.usage for t in turns), Usage())
             cost += sum(t.cost_usd or 0.0 for t in turns)
-        print(f"wrote {len(results) - bad} recording(s) to {RECORDINGS.relative_to(ROOT)}: "
-              f"{totals.input_tokens} input + {totals.output_tokens} output tokens, ${cost:.4f} as {PRICED_AS}")
+        print(
+            f"wrote {len(results) - bad} recording(s) to {RECORDINGS.relative_to(ROOT)}: "
+            f"{totals.input_tokens} input + {totals.output_tokens} output tokens, ${cost:.4f} as {PRICED_AS}"
+        )
         if args.keep:
             print(f"run folders kept in {root}")
         return 1 if bad else 0

@@ -43,8 +43,10 @@ def pytest_collection_modifyitems(config, items):
 def git(cwd: Path, *args: str, env: dict | None = None) -> str:
     full_env = {
         **os.environ,
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
         **(env or {}),
     }
     out = subprocess.run(["git", *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=True)
@@ -67,19 +69,25 @@ def tiny_task(tmp_path: Path):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    write(repo, {
-        "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
-        "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
-        "data.bin": "",
-    })
+    write(
+        repo,
+        {
+            "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+            "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+            "data.bin": "",
+        },
+    )
     (repo / "data.bin").write_bytes(bytes(range(256)))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")
     base = git(repo, "rev-parse", "HEAD")
-    write(repo, {
-        "calc/__init__.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
-        "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-    })
+    write(
+        repo,
+        {
+            "calc/__init__.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+            "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        },
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "FIX-SECRET-MARKER: add must add")
     fix = git(repo, "rev-parse", "HEAD")
@@ -92,7 +100,8 @@ def tiny_task(tmp_path: Path):
     spec_dir.mkdir()
     (spec_dir / "gold.diff").write_text(gold + "\n")
     (spec_dir / "test.diff").write_text(test_patch + "\n")
-    (spec_dir / "tiny.yaml").write_text(textwrap.dedent(f"""\
+    (spec_dir / "tiny.yaml").write_text(
+        textwrap.dedent(f"""\
         id: tiny-001
         repo: ../repo
         base_commit: {base}
@@ -107,7 +116,8 @@ def tiny_task(tmp_path: Path):
         PASS_TO_PASS: [tests/test_mul.py::test_mul]
         gold_patch_file: gold.diff
         limits: {{command_timeout_s: 60}}
-        """))
+        """)
+    )
     return {"spec": spec_dir / "tiny.yaml", "dir": spec_dir, "repo": repo, "base": base, "fix": fix}
 
 
@@ -121,7 +131,10 @@ def swebench_fixture() -> Path:
     """
     import sys
 
-    cache = Path(os.environ.get("WHOLELOOP_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop")
+    cache = Path(
+        os.environ.get("WHOLELOOP_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
+    )
     out = cache / "fixtures" / "swebench-more-itertools"
     script = ROOT / "scripts" / "make_swebench_fixture.py"
     proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True)

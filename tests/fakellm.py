@@ -83,9 +83,14 @@ class Request:
 
 
 _ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-    500: "api_error", 529: "overloaded_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
 }
 
 
@@ -177,8 +182,11 @@ def echo_key_401(request: Request) -> Error:
 
     key = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
     basic = base64.b64encode(b"wholeloop-user:" + key.encode()).decode()
-    return Error(401, f"invalid x-api-key {key!r} (base64 {base64.b64encode(key.encode()).decode()}, "
-                      f"as Basic {basic}); check your key")
+    return Error(
+        401,
+        f"invalid x-api-key {key!r} (base64 {base64.b64encode(key.encode()).decode()}, "
+        f"as Basic {basic}); check your key",
+    )
 
 
 def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
@@ -198,7 +206,7 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
         def _read_body(self) -> bytes:
             if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
                 parts = []
-                while (size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)):
+                while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
                     parts.append(self.rfile.read(size))
                     self.rfile.readline()
                 self.rfile.readline()
@@ -245,8 +253,10 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 fake.reported.append(entry.usage)
             req = body if isinstance(body, dict) else {}
             model = entry.model or req.get("model", "fake-model")
-            rid = {"request-id": f"req_fake_{len(fake.requests)}",  # Anthropic's header
-                   "x-request-id": f"req_fake_{len(fake.requests)}"}  # OpenAI's
+            rid = {
+                "request-id": f"req_fake_{len(fake.requests)}",  # Anthropic's header
+                "x-request-id": f"req_fake_{len(fake.requests)}",
+            }  # OpenAI's
             if req.get("stream"):
                 return self._sse(proto.stream(entry, model, req), rid)
             return self._json(200, proto.message(entry, model), rid)
@@ -314,8 +324,12 @@ class _Anthropic:
 
     @staticmethod
     def _usage(u: Tokens) -> dict:
-        usage = {"input_tokens": u.input, "output_tokens": u.output,
-                 "cache_read_input_tokens": u.cache_read, "cache_creation_input_tokens": u.cache_write}
+        usage = {
+            "input_tokens": u.input,
+            "output_tokens": u.output,
+            "cache_read_input_tokens": u.cache_read,
+            "cache_creation_input_tokens": u.cache_write,
+        }
         if u.reasoning:
             usage["output_tokens_details"] = {"thinking_tokens": u.reasoning}
         return usage
@@ -334,50 +348,73 @@ class _Anthropic:
         for i, c in enumerate(r.calls):
             # A str here reaches the SDK as a non-object `input`: the closest the non-streaming
             # wire format gets to malformed arguments.
-            content.append({"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name,
-                            "input": c.args})
-        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                "content": content, "stop_reason": cls._stop(r), "stop_sequence": None,
-                "usage": cls._usage(r.usage)}
+            content.append({"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name, "input": c.args})
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": cls._stop(r),
+            "stop_sequence": None,
+            "usage": cls._usage(r.usage),
+        }
 
     @classmethod
     def stream(cls, r: Reply, model: str, req: dict) -> list[str]:
         def ev(name: str, data: dict) -> str:
             return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
-        start = cls.message(Reply(usage=Tokens(r.usage.input, 1, r.usage.cache_read,
-                                               r.usage.cache_write)), model)
+        start = cls.message(Reply(usage=Tokens(r.usage.input, 1, r.usage.cache_read, r.usage.cache_write)), model)
         start.update(content=[], stop_reason=None)
-        out = [ev("message_start", {"type": "message_start", "message": start}),
-               ev("ping", {"type": "ping"})]
+        out = [ev("message_start", {"type": "message_start", "message": start}), ev("ping", {"type": "ping"})]
         if r.stream_error:  # the API can fail after a 200, e.g. overloaded mid-generation
-            return out + [ev("error", {"type": "error", "error": {
-                "type": r.stream_error, "message": "scripted stream error"}})]
+            return out + [
+                ev("error", {"type": "error", "error": {"type": r.stream_error, "message": "scripted stream error"}})
+            ]
         blocks: list[tuple[dict, str, list[str]]] = []
         if r.thinking:
-            blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, "thinking_delta",
-                           _pieces(r.thinking)))
+            blocks.append(
+                ({"type": "thinking", "thinking": "", "signature": ""}, "thinking_delta", _pieces(r.thinking))
+            )
         if r.text:
             blocks.append(({"type": "text", "text": ""}, "text_delta", _pieces(r.text)))
         for i, c in enumerate(r.calls):
             head = {"type": "tool_use", "id": _call_id(c, i, "toolu_"), "name": c.name, "input": {}}
             blocks.append((head, "input_json_delta", _pieces(_args_text(c))))
         for idx, (head, kind, parts) in enumerate(blocks):
-            out.append(ev("content_block_start",
-                          {"type": "content_block_start", "index": idx, "content_block": head}))
+            out.append(ev("content_block_start", {"type": "content_block_start", "index": idx, "content_block": head}))
             key = {"text_delta": "text", "thinking_delta": "thinking"}.get(kind, "partial_json")
             for p in parts:
-                out.append(ev("content_block_delta", {"type": "content_block_delta", "index": idx,
-                                                      "delta": {"type": kind, key: p}}))
+                out.append(
+                    ev(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": idx, "delta": {"type": kind, key: p}},
+                    )
+                )
             if kind == "thinking_delta":
-                out.append(ev("content_block_delta", {"type": "content_block_delta", "index": idx,
-                                                      "delta": {"type": "signature_delta",
-                                                                "signature": "sig_fake"}}))
+                out.append(
+                    ev(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": idx,
+                            "delta": {"type": "signature_delta", "signature": "sig_fake"},
+                        },
+                    )
+                )
             out.append(ev("content_block_stop", {"type": "content_block_stop", "index": idx}))
         # message_delta carries the final, cumulative usage.
-        out.append(ev("message_delta", {"type": "message_delta",
-                                        "delta": {"stop_reason": cls._stop(r), "stop_sequence": None},
-                                        "usage": cls._usage(r.usage)}))
+        out.append(
+            ev(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": cls._stop(r), "stop_sequence": None},
+                    "usage": cls._usage(r.usage),
+                },
+            )
+        )
         out.append(ev("message_stop", {"type": "message_stop"}))
         return out
 
@@ -385,16 +422,18 @@ class _Anthropic:
 class _OpenAI:
     @staticmethod
     def error_body(err: Error) -> dict:
-        return {"error": {"message": err.message, "type": "invalid_request_error",
-                          "param": None, "code": err.code}}
+        return {"error": {"message": err.message, "type": "invalid_request_error", "param": None, "code": err.code}}
 
     @staticmethod
     def _usage(u: Tokens) -> dict:
         prompt = u.input + u.cache_read
-        return {"prompt_tokens": prompt, "completion_tokens": u.output,
-                "total_tokens": prompt + u.output,
-                "prompt_tokens_details": {"cached_tokens": u.cache_read},
-                "completion_tokens_details": {"reasoning_tokens": u.reasoning}}
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": u.output,
+            "total_tokens": prompt + u.output,
+            "prompt_tokens_details": {"cached_tokens": u.cache_read},
+            "completion_tokens_details": {"reasoning_tokens": u.reasoning},
+        }
 
     @staticmethod
     def _finish(r: Reply) -> str:
@@ -404,18 +443,26 @@ class _OpenAI:
     def message(cls, r: Reply, model: str) -> dict:
         msg: dict = {"role": "assistant", "content": r.text or None}
         if r.calls:
-            msg["tool_calls"] = [{"id": _call_id(c, i, "call_"), "type": "function",
-                                  "function": {"name": c.name, "arguments": _args_text(c)}}
-                                 for i, c in enumerate(r.calls)]
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                "model": model, "choices": [{"index": 0, "message": msg,
-                                             "finish_reason": cls._finish(r)}],
-                "usage": cls._usage(r.usage)}
+            msg["tool_calls"] = [
+                {
+                    "id": _call_id(c, i, "call_"),
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _args_text(c)},
+                }
+                for i, c in enumerate(r.calls)
+            ]
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": msg, "finish_reason": cls._finish(r)}],
+            "usage": cls._usage(r.usage),
+        }
 
     @classmethod
     def stream(cls, r: Reply, model: str, req: dict) -> list[str]:
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": model}
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
 
         def chunk(delta: dict | None, finish: str | None = None, **extra: Any) -> str:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
@@ -425,11 +472,14 @@ class _OpenAI:
         if r.text:
             out += [chunk({"content": p}) for p in _pieces(r.text)]
         for i, c in enumerate(r.calls):
-            head = {"index": i, "id": _call_id(c, i, "call_"), "type": "function",
-                    "function": {"name": c.name, "arguments": ""}}
+            head = {
+                "index": i,
+                "id": _call_id(c, i, "call_"),
+                "type": "function",
+                "function": {"name": c.name, "arguments": ""},
+            }
             out.append(chunk({"tool_calls": [head]}))
-            out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
-                    for p in _pieces(_args_text(c))]
+            out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in _pieces(_args_text(c))]
         out.append(chunk({}, cls._finish(r)))
         if (req.get("stream_options") or {}).get("include_usage"):
             out.append(chunk(None, usage=cls._usage(r.usage)))
@@ -445,25 +495,51 @@ class _Responses:
     @staticmethod
     def _usage(u: Tokens) -> dict:
         prompt = u.input + u.cache_read
-        return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": u.cache_read},
-                "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": u.reasoning},
-                "total_tokens": prompt + u.output}
+        return {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": u.cache_read},
+            "output_tokens": u.output,
+            "output_tokens_details": {"reasoning_tokens": u.reasoning},
+            "total_tokens": prompt + u.output,
+        }
 
     @staticmethod
     def _items(r: Reply) -> list[dict]:
         items: list[dict] = []
         if r.text:
-            items.append({"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
-                          "content": [{"type": "output_text", "text": r.text, "annotations": []}]})
+            items.append(
+                {
+                    "type": "message",
+                    "id": "msg_fake",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": r.text, "annotations": []}],
+                }
+            )
         for i, c in enumerate(r.calls):
-            items.append({"type": "function_call", "id": f"fc_fake{i:04d}", "call_id": _call_id(c, i, "call_"),
-                          "name": c.name, "arguments": _args_text(c), "status": "completed"})
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_fake{i:04d}",
+                    "call_id": _call_id(c, i, "call_"),
+                    "name": c.name,
+                    "arguments": _args_text(c),
+                    "status": "completed",
+                }
+            )
         return items
 
     @classmethod
     def message(cls, r: Reply, model: str) -> dict:
-        return {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "status": "completed",
-                "model": model, "output": cls._items(r), "usage": cls._usage(r.usage)}
+        return {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": model,
+            "output": cls._items(r),
+            "usage": cls._usage(r.usage),
+        }
 
     @classmethod
     def stream(cls, r: Reply, model: str, req: dict) -> list[str]:
@@ -473,27 +549,63 @@ class _Responses:
             return f"event: {name}\ndata: {json.dumps({'type': name, 'sequence_number': next(seq), **data})}\n\n"
 
         final = cls.message(r, model)
-        out = [ev("response.created", {"response": {**final, "status": "in_progress", "output": [], "usage": None}}),
-               ev("response.in_progress", {"response": {**final, "status": "in_progress", "output": [], "usage": None}})]
+        out = [
+            ev("response.created", {"response": {**final, "status": "in_progress", "output": [], "usage": None}}),
+            ev("response.in_progress", {"response": {**final, "status": "in_progress", "output": [], "usage": None}}),
+        ]
         for index, item in enumerate(final["output"]):
             if item["type"] == "message":
                 text = item["content"][0]["text"]
-                out.append(ev("response.output_item.added", {"output_index": index, "item": {**item, "content": [],
-                                                                                            "status": "in_progress"}}))
-                out.append(ev("response.content_part.added", {"output_index": index, "item_id": item["id"],
-                                                              "content_index": 0,
-                                                              "part": {"type": "output_text", "text": ""}}))
-                out += [ev("response.output_text.delta", {"output_index": index, "item_id": item["id"],
-                                                          "content_index": 0, "delta": p}) for p in _pieces(text)]
-                out.append(ev("response.output_text.done", {"output_index": index, "item_id": item["id"],
-                                                            "content_index": 0, "text": text}))
+                out.append(
+                    ev(
+                        "response.output_item.added",
+                        {"output_index": index, "item": {**item, "content": [], "status": "in_progress"}},
+                    )
+                )
+                out.append(
+                    ev(
+                        "response.content_part.added",
+                        {
+                            "output_index": index,
+                            "item_id": item["id"],
+                            "content_index": 0,
+                            "part": {"type": "output_text", "text": ""},
+                        },
+                    )
+                )
+                out += [
+                    ev(
+                        "response.output_text.delta",
+                        {"output_index": index, "item_id": item["id"], "content_index": 0, "delta": p},
+                    )
+                    for p in _pieces(text)
+                ]
+                out.append(
+                    ev(
+                        "response.output_text.done",
+                        {"output_index": index, "item_id": item["id"], "content_index": 0, "text": text},
+                    )
+                )
             else:
-                out.append(ev("response.output_item.added", {"output_index": index,
-                                                             "item": {**item, "arguments": "", "status": "in_progress"}}))
-                out += [ev("response.function_call_arguments.delta", {"output_index": index, "item_id": item["id"],
-                                                                      "delta": p}) for p in _pieces(item["arguments"])]
-                out.append(ev("response.function_call_arguments.done", {"output_index": index, "item_id": item["id"],
-                                                                        "arguments": item["arguments"]}))
+                out.append(
+                    ev(
+                        "response.output_item.added",
+                        {"output_index": index, "item": {**item, "arguments": "", "status": "in_progress"}},
+                    )
+                )
+                out += [
+                    ev(
+                        "response.function_call_arguments.delta",
+                        {"output_index": index, "item_id": item["id"], "delta": p},
+                    )
+                    for p in _pieces(item["arguments"])
+                ]
+                out.append(
+                    ev(
+                        "response.function_call_arguments.done",
+                        {"output_index": index, "item_id": item["id"], "arguments": item["arguments"]},
+                    )
+                )
             out.append(ev("response.output_item.done", {"output_index": index, "item": item}))
         out.append(ev("response.completed", {"response": final}))
         return out

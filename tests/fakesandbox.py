@@ -56,14 +56,22 @@ class LocalSandbox:
         out, err = OutputCap(cap), OutputCap(cap)
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, cwd=cwd or self.root, env={**os.environ, **(env or {})},
-                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd or self.root,
+                env={**os.environ, **(env or {})},
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise ExecError(f"cannot run {argv[0]!r}: {exc.strerror}") from exc
         self._groups.add(proc.pid)
-        readers = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-                   threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
+        readers = [
+            threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
+        ]
         for reader in readers:
             reader.start()
         if stdin is not None:
@@ -85,9 +93,15 @@ class LocalSandbox:
         if timed_out:
             err.add(f"\n[wholeloop: command timed out after {timeout:g}s; its processes were killed]\n".encode())
         code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode  # killed by a signal, as a shell says
-        return ExecResult(124 if timed_out else code, out.text(), err.text(), time.monotonic() - started,
-                          truncated=out.truncated or err.truncated, timed_out=timed_out,
-                          output_bytes=out.total + err.total)
+        return ExecResult(
+            124 if timed_out else code,
+            out.text(),
+            err.text(),
+            time.monotonic() - started,
+            truncated=out.truncated or err.truncated,
+            timed_out=timed_out,
+            output_bytes=out.total + err.total,
+        )
 
     # ------------------------------------------------------------------ files
 
@@ -153,7 +167,9 @@ class LocalSandbox:
                 elif sub.is_file():
                     if sub.stat().st_size > max_file_bytes:
                         raise PatchError(f"{name} is {sub.stat().st_size} bytes; the limit is {max_file_bytes}")
-                    out.append(TreeEntry(name, "file", sub.read_bytes(), 0o755 if sub.stat().st_mode & 0o111 else 0o644))
+                    out.append(
+                        TreeEntry(name, "file", sub.read_bytes(), 0o755 if sub.stat().st_mode & 0o111 else 0o644)
+                    )
         return out
 
     # ------------------------------------------------------------------ processes
@@ -196,8 +212,10 @@ def _compare(base: Path, now: Path, rel: str, out: list) -> None:
     """Changes from `base` to `now` below `rel`, as an engine lists them: a changed folder for each
     folder with changes below it, added and deleted paths (the top of a deleted folder only)."""
     b, n = base / rel if rel else base, now / rel if rel else now
-    names = sorted(set(os.listdir(b) if b.is_dir() and not b.is_symlink() else [])
-                   | set(os.listdir(n) if n.is_dir() and not n.is_symlink() else []))
+    names = sorted(
+        set(os.listdir(b) if b.is_dir() and not b.is_symlink() else [])
+        | set(os.listdir(n) if n.is_dir() and not n.is_symlink() else [])
+    )
     for name in names:
         sub = f"{rel}/{name}" if rel else name
         bs, ns = base / sub, now / sub

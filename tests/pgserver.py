@@ -16,8 +16,9 @@ from pathlib import Path
 
 def find_bindir() -> Path | None:
     """The newest installed server's bin folder (/usr/lib/postgresql/<version>/bin)."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if
-                   p.parts[-3].isdigit() else 0)
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0
+    )
     if found:
         return found[-1].parent
     initdb = shutil.which("initdb")
@@ -58,14 +59,31 @@ class PostgresServer:
                 shutil.chown(path, self.USER)
         user = self.USER if self.as_root else os.environ.get("USER", "postgres")
         self.user = user
-        init = self._run("initdb", "-D", str(self.data), "-U", user, "--pwfile", str(pwfile), "--auth-local=trust",
-                         "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+        init = self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            user,
+            "--pwfile",
+            str(pwfile),
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed: {init.stderr or init.stdout}")
         pwfile.unlink()
-        options = (f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c full_page_writes=off -c max_connections=40")
-        started = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+        options = (
+            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c full_page_writes=off -c max_connections=40"
+        )
+        started = self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start"
+        )
         if started.returncode != 0:
             log = self.log.read_text() if self.log.exists() else ""
             raise RuntimeError(f"pg_ctl start failed: {started.stderr or started.stdout}\n{log[-2000:]}")

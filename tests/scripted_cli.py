@@ -20,7 +20,7 @@ from fakellm import Call, Error, Reply, Tokens
 
 # Runs inside the agent's container (python3 of the task image). Every target but the proxy with
 # the attempt's own token must fail; the output is one JSON line.
-PROBE = textwrap.dedent('''
+PROBE = textwrap.dedent("""
     import errno, json, os, socket, time
     out = {"token": TOKEN_VAR and os.environ.get(TOKEN_VAR, "")}
     def tcp(family, host, port):
@@ -53,7 +53,7 @@ PROBE = textwrap.dedent('''
     out["proxy_other_token"] = proxy(prefix + OTHER, AUTH) if OTHER else None
     out["proxy_no_token"] = proxy("", "x-nothing")
     print("WLPROBE" + json.dumps(out))
-''')
+""")
 
 
 @dataclass
@@ -73,9 +73,13 @@ class Plan:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def steps(self, task) -> list[str]:
-        probe = (PROBE.replace("TOKEN_VAR", repr(self.token_var)).replace("BRIDGE_PORT", str(self.bridge[1]))
-                 .replace("BRIDGE", repr(self.bridge[0])).replace("PROVIDER_PORT", str(self.provider_port))
-                 .replace("AUTH", repr(self.auth_header)))
+        probe = (
+            PROBE.replace("TOKEN_VAR", repr(self.token_var))
+            .replace("BRIDGE_PORT", str(self.bridge[1]))
+            .replace("BRIDGE", repr(self.bridge[0]))
+            .replace("PROVIDER_PORT", str(self.provider_port))
+            .replace("AUTH", repr(self.auth_header))
+        )
         with self.lock:
             other = next((p["token"] for p in reversed(self.probes) if p.get("token")), "")
         probe = probe.replace("OTHER", repr(other))
@@ -102,10 +106,13 @@ class Plan:
         done -= len(re.findall(r'"type": "function_call"', conversation))  # Responses: a call item also has call_id
         steps = self.steps(task)
         n = len(steps)
-        usage = Tokens(input=900 + 50 * done, output=30 + done, cache_read=400 * done, cache_write=100 if done == 0 else 0)
+        usage = Tokens(
+            input=900 + 50 * done, output=30 + done, cache_read=400 * done, cache_write=100 if done == 0 else 0
+        )
         if done < n:
-            return Reply(text=f"Step {done + 1}.", calls=[Call(self.tool, {self.arg: steps[done], **self.extra})],
-                         usage=usage)
+            return Reply(
+                text=f"Step {done + 1}.", calls=[Call(self.tool, {self.arg: steps[done], **self.extra})], usage=usage
+            )
         if done == n and self.finish:
             return Reply(text="Done.", calls=[Call(self.tool, {self.arg: self.finish, **self.extra})], usage=usage)
         return Reply(text="The fix is in and the tests pass.", usage=usage)
@@ -153,8 +160,13 @@ def search_replace_blocks(diff: str) -> str:
                     search.append(text)
                 if tag in (" ", "+"):
                     replace.append(text)
-            out.append(f"{path}\n```python\n<<<<<<< SEARCH\n" + "\n".join(search) + "\n=======\n"
-                       + "\n".join(replace) + "\n>>>>>>> REPLACE\n```\n")
+            out.append(
+                f"{path}\n```python\n<<<<<<< SEARCH\n"
+                + "\n".join(search)
+                + "\n=======\n"
+                + "\n".join(replace)
+                + "\n>>>>>>> REPLACE\n```\n"
+            )
     return "\n".join(out)
 
 
@@ -172,6 +184,8 @@ class AiderPlan:
             self.requests += 1
             n = self.requests
         if n <= 2:
-            return Reply(text="Here is the fix.\n\n" + search_replace_blocks(self.task.gold()),
-                         usage=Tokens(input=2000, output=300))
+            return Reply(
+                text="Here is the fix.\n\n" + search_replace_blocks(self.task.gold()),
+                usage=Tokens(input=2000, output=300),
+            )
         return Reply(text="Done.", usage=Tokens(input=2500, output=5, cache_read=0))

@@ -15,10 +15,17 @@ from fakesandbox import LocalSandbox
 
 @pytest.fixture
 def task():
-    return Task.model_validate({
-        "id": "t", "repo": "r", "base_commit": "c", "problem_statement": "add() subtracts",
-        "test_command": "python -m pytest -q", "hidden_tests": {"command": "pytest"}, "FAIL_TO_PASS": ["x"],
-    })
+    return Task.model_validate(
+        {
+            "id": "t",
+            "repo": "r",
+            "base_commit": "c",
+            "problem_statement": "add() subtracts",
+            "test_command": "python -m pytest -q",
+            "hidden_tests": {"command": "pytest"},
+            "FAIL_TO_PASS": ["x"],
+        }
+    )
 
 
 @pytest.fixture
@@ -52,9 +59,18 @@ def test_edit_tool_errors_tell_the_model_what_to_do(task, box):
         tools.call("edit", {"command": "view"})
     with pytest.raises(ToolFailure, match="between 0 and 6"):
         tools.call("edit", {"command": "insert", "path": "calc.py", "insert_line": 99, "new_str": "x"})
-    out = tools.call("edit", {"command": "str_replace", "path": "calc.py",
-                              "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"})
-    assert "return a + b" in out.content and (box.root / "calc.py").read_text().startswith("def add(a, b):\n    return a + b")
+    out = tools.call(
+        "edit",
+        {
+            "command": "str_replace",
+            "path": "calc.py",
+            "old_str": "def add(a, b):\n    return a - b",
+            "new_str": "def add(a, b):\n    return a + b",
+        },
+    )
+    assert "return a + b" in out.content and (box.root / "calc.py").read_text().startswith(
+        "def add(a, b):\n    return a + b"
+    )
     tools.call("edit", {"command": "insert", "path": "calc.py", "insert_line": 0, "new_str": "import os"})
     assert (box.root / "calc.py").read_text().startswith("import os\ndef add")
     view = tools.call("edit", {"command": "view", "path": "calc.py", "view_range": [2, 3]}).content
@@ -87,12 +103,15 @@ def test_answer_without_a_tool_call_stops(task, box, tmp_path):
     assert result.stop_reason == "no_tool_call" and events[-1].reason == "no_tool_call"
 
 
-@pytest.mark.parametrize("limit, value, reason", [
-    ("max_steps", 3, "step_limit"),
-    ("max_cost_usd", 0.025, "cost_limit"),
-    ("max_input_tokens", 2500, "token_limit"),
-    ("max_output_tokens", 150, "token_limit"),
-])
+@pytest.mark.parametrize(
+    "limit, value, reason",
+    [
+        ("max_steps", 3, "step_limit"),
+        ("max_cost_usd", 0.025, "cost_limit"),
+        ("max_input_tokens", 2500, "token_limit"),
+        ("max_output_tokens", 150, "token_limit"),
+    ],
+)
 def test_limits_end_the_attempt_with_their_reason(task, box, tmp_path, limit, value, reason):
     steps = [priced(tool_turn("bash", {"command": "true"})) for _ in range(10)]
     result, events, _ = run(steps, task, box, tmp_path, **{limit: value})
@@ -148,9 +167,20 @@ def test_bad_agent_config_is_a_clear_error(tmp_path):
 def test_a_transcript_replays_the_same_attempt(task, box, tmp_path):
     from harness.models import ReplayModel
 
-    steps = [priced(tool_turn("edit", {"command": "str_replace", "path": "calc.py",
-                                       "old_str": "def add(a, b):\n    return a - b", "new_str": "def add(a, b):\n    return a + b"})),
-             priced(tool_turn("submit", {}))]
+    steps = [
+        priced(
+            tool_turn(
+                "edit",
+                {
+                    "command": "str_replace",
+                    "path": "calc.py",
+                    "old_str": "def add(a, b):\n    return a - b",
+                    "new_str": "def add(a, b):\n    return a + b",
+                },
+            )
+        ),
+        priced(tool_turn("submit", {})),
+    ]
     (tmp_path / "one").mkdir()
     first, _, first_ctx = run(steps, task, box, tmp_path / "one")
     (box.root / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
@@ -161,7 +191,12 @@ def test_a_transcript_replays_the_same_attempt(task, box, tmp_path):
     with TranscriptWriter(tmp_path / "two.jsonl", secrets=[], fsync=False) as tw:
         ctx = AgentContext(task=task, sandbox=box, transcript=tw)
         again = agent.run(ctx)
-    assert (again.stop_reason, again.steps, again.usage, again.cost_usd) == (first.stop_reason, 2, first.usage, first.cost_usd)
+    assert (again.stop_reason, again.steps, again.usage, again.cost_usd) == (
+        first.stop_reason,
+        2,
+        first.usage,
+        first.cost_usd,
+    )
     assert ctx.messages == first_ctx.messages
     assert "return a + b" in (box.root / "calc.py").read_text()
     missing = task.model_copy(update={"id": "other"})

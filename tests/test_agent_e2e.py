@@ -23,13 +23,30 @@ ROOT = Path(__file__).resolve().parent.parent
 CANARY = "sk-canary-do-not-leak-0123456789"
 
 FIX = [
-    Reply(text="Let me look at the code.", calls=[Call("edit", {"command": "view", "path": "calc/__init__.py"})],
-          usage=Tokens(input=1200, output=40)),
-    Reply(calls=[Call("bash", {"command": "env; python -c 'from calc import add; print(add(2, 3))'"})],
-          usage=Tokens(input=1500, output=30, cache_read=1000)),
-    Reply(text="add subtracts; fixing.", calls=[Call("edit", {"command": "str_replace", "path": "calc/__init__.py",
-                                                             "old_str": "return a - b", "new_str": "return a + b"})],
-          usage=Tokens(input=1800, output=60)),
+    Reply(
+        text="Let me look at the code.",
+        calls=[Call("edit", {"command": "view", "path": "calc/__init__.py"})],
+        usage=Tokens(input=1200, output=40),
+    ),
+    Reply(
+        calls=[Call("bash", {"command": "env; python -c 'from calc import add; print(add(2, 3))'"})],
+        usage=Tokens(input=1500, output=30, cache_read=1000),
+    ),
+    Reply(
+        text="add subtracts; fixing.",
+        calls=[
+            Call(
+                "edit",
+                {
+                    "command": "str_replace",
+                    "path": "calc/__init__.py",
+                    "old_str": "return a - b",
+                    "new_str": "return a + b",
+                },
+            )
+        ],
+        usage=Tokens(input=1800, output=60),
+    ),
     Reply(calls=[Call("run_tests", {})], usage=Tokens(input=2100, output=10)),
     Reply(text="Done.", calls=[Call("submit", {})], usage=Tokens(input=2400, output=12)),
 ]
@@ -44,15 +61,30 @@ PROVIDERS = {
 
 def run_cli(spec_dir, out, model, env_extra, args, srv, *more):
     env = {**os.environ, **{k: v.format(base=srv.base_url, openai=srv.openai_url) for k, v in env_extra.items()}}
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(spec_dir), "--model", model, "--out", str(out),
-           *[a.format(base=srv.base_url, openai=srv.openai_url) for a in args], *more]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "run",
+        str(spec_dir),
+        "--model",
+        model,
+        "--out",
+        str(out),
+        *[a.format(base=srv.base_url, openai=srv.openai_url) for a in args],
+        *more,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
 
 
 def provider_usage(tokens: Tokens, provider: str) -> Usage:
     """What our neutral accounting should say for one scripted reply (input includes cache)."""
-    return Usage(input_tokens=tokens.input + tokens.cache_read + tokens.cache_write, output_tokens=tokens.output,
-                 cache_read_tokens=tokens.cache_read, cache_write_tokens=tokens.cache_write)
+    return Usage(
+        input_tokens=tokens.input + tokens.cache_read + tokens.cache_write,
+        output_tokens=tokens.output,
+        cache_read_tokens=tokens.cache_read,
+        cache_write_tokens=tokens.cache_write,
+    )
 
 
 @pytest.mark.parametrize("provider", list(PROVIDERS))
@@ -61,8 +93,9 @@ def test_a_scripted_provider_resolves_the_task_with_exact_tokens_and_cost(provid
     model, env_extra, args = PROVIDERS[provider]
     with FakeLLM() as srv:
         srv.script(*FIX)
-        result = run_cli(tiny_task["dir"], tmp_path / "run", model, env_extra, args, srv,
-                         "--stream" if stream else "--no-stream")
+        result = run_cli(
+            tiny_task["dir"], tmp_path / "run", model, env_extra, args, srv, "--stream" if stream else "--no-stream"
+        )
     assert result.returncode == 0, result.stdout + result.stderr
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     assert (row.outcome, row.stop_reason, row.steps) == ("resolved", "submitted", 5), row
@@ -112,8 +145,20 @@ def test_show_lets_a_reviewer_see_what_failed(tiny_task, tmp_path):
     model, env_extra, args = PROVIDERS["openai"]
     wrong = [
         Reply(calls=[Call("bash", {"command": "python -m pytest -q tests/test_nothing.py"})]),
-        Reply(text="I'll change mul instead.", calls=[Call("edit", {"command": "str_replace", "path": "calc/__init__.py",
-                                                                    "old_str": "return a * b", "new_str": "return a * b + 0"})]),
+        Reply(
+            text="I'll change mul instead.",
+            calls=[
+                Call(
+                    "edit",
+                    {
+                        "command": "str_replace",
+                        "path": "calc/__init__.py",
+                        "old_str": "return a * b",
+                        "new_str": "return a * b + 0",
+                    },
+                )
+            ],
+        ),
         Reply(calls=[Call("run_tests", {})]),
         Reply(text="Looks fine.", calls=[Call("submit", {})]),
     ]
@@ -123,8 +168,12 @@ def test_show_lets_a_reviewer_see_what_failed(tiny_task, tmp_path):
     assert result.returncode == 0
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     assert row.outcome == "unresolved"
-    shown = subprocess.run([sys.executable, "-m", "harness.cli", "show", str(tmp_path / "run"), "tiny-001"],
-                           capture_output=True, text=True, cwd=ROOT)
+    shown = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "show", str(tmp_path / "run"), "tiny-001"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     text = shown.stdout
     assert shown.returncode == 0, shown.stderr
     assert "$ python -m pytest -q tests/test_nothing.py" in text and "exit 4" in text  # the failing command

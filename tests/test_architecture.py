@@ -54,15 +54,22 @@ def test_no_module_uses_another_modules_private_names():
             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PACKAGES):
                 for alias in node.names:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):
-                        found.append(f"{rel}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {alias.name}")
+                        found.append(
+                            f"{rel}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {alias.name}"
+                        )
                     imported_modules.add(alias.asname or alias.name)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] in PACKAGES:
                         imported_modules.add((alias.asname or alias.name).split(".")[0])
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                    and isinstance(node.value, ast.Name) and node.value.id in imported_modules):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in imported_modules
+            ):
                 found.append(f"{rel}:{node.lineno}: {node.value.id}.{node.attr}")
     assert not found, "private names used across modules:\n" + "\n".join(found)
 
@@ -74,7 +81,13 @@ def test_no_getattr_or_hasattr_stands_in_for_a_protocol():
         if rel in FOREIGN_GETATTR:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+            ):
                 found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
-    assert not found, ("getattr/hasattr on our own objects (declare the attribute in the protocol instead, or, for an "
-                       "object that is not ours, list the file in FOREIGN_GETATTR with the reason):\n" + "\n".join(found))
+    assert not found, (
+        "getattr/hasattr on our own objects (declare the attribute in the protocol instead, or, for an "
+        "object that is not ours, list the file in FOREIGN_GETATTR with the reason):\n" + "\n".join(found)
+    )

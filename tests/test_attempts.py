@@ -32,8 +32,13 @@ def test_fixed_at_the_second_attempt_after_hidden_feedback(tiny_task, tmp_path):
     assert [(r.attempt, r.outcome, r.final) for r in rows] == [(1, "empty_patch", False), (2, "resolved", True)]
     assert "not accepted" in seen["feedback"] and "tests/test_add.py::test_add" in seen["feedback"]
     events = read_transcript(tmp_path / "run" / rows[0].transcript_path)
-    assert [e.type for e in events if e.type in ("attempt_start", "feedback", "grade")] == \
-        ["attempt_start", "grade", "attempt_start", "feedback", "grade"]
+    assert [e.type for e in events if e.type in ("attempt_start", "feedback", "grade")] == [
+        "attempt_start",
+        "grade",
+        "attempt_start",
+        "feedback",
+        "grade",
+    ]
     assert rows[1].steps == 2  # this attempt's own steps; the conversation carried on
 
 
@@ -82,15 +87,24 @@ def test_retries_are_bounded_and_end_as_infra_error(tiny_task, tmp_path):
 
 
 def test_an_environment_that_cannot_be_built_is_infra_error_and_the_run_goes_on(tiny_task, tmp_path):
-    broken = tiny_task["spec"].read_text().replace('id: tiny-001', 'id: tiny-broken').replace(
-        'setup: ["pip install -q pytest==8.3.4"]', 'setup: ["pip install -q pytest==8.3.4", "echo cannot build >&2; exit 3"]')
+    broken = (
+        tiny_task["spec"]
+        .read_text()
+        .replace("id: tiny-001", "id: tiny-broken")
+        .replace(
+            'setup: ["pip install -q pytest==8.3.4"]',
+            'setup: ["pip install -q pytest==8.3.4", "echo cannot build >&2; exit 3"]',
+        )
+    )
     (tiny_task["dir"] / "broken.yaml").write_text(broken)
     from harness.tasks import load_tasks
 
     from test_run import ScriptAgent
 
     agent = ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py")
-    rows = Runner(load_tasks([tiny_task["dir"]]), agent, RunOptions(out=tmp_path / "run", workers=2, infra_retries=1)).run()
+    rows = Runner(
+        load_tasks([tiny_task["dir"]]), agent, RunOptions(out=tmp_path / "run", workers=2, infra_retries=1)
+    ).run()
     outcomes = {r.task_id: (r.outcome, r.error or "") for r in rows}
     assert outcomes["tiny-001"][0] == "resolved"
     assert outcomes["tiny-broken"][0] == "infra_error" and "ImageBuildError" in outcomes["tiny-broken"][1]

@@ -35,14 +35,18 @@ def _folder(tmp_path):
 
 def _with_limits(tiny_task, limits: str):
     spec = tiny_task["spec"]
-    spec.write_text(spec.read_text().replace("limits: {command_timeout_s: 60}", f"limits: {{command_timeout_s: 60, {limits}}}"))
+    spec.write_text(
+        spec.read_text().replace("limits: {command_timeout_s: 60}", f"limits: {{command_timeout_s: 60, {limits}}}")
+    )
     return load_task(spec)
 
 
 # ---------------------------------------------------------------- agent phase
 
 
-def test_an_agent_whose_memory_use_gets_its_container_oom_killed_ends_as_memory_limit_and_is_graded(tiny_task, tmp_path):
+def test_an_agent_whose_memory_use_gets_its_container_oom_killed_ends_as_memory_limit_and_is_graded(
+    tiny_task, tmp_path
+):
     """The agent fixes the bug, then fills memory that cannot be reclaimed (a tmpfs) with PID 1
     made the OOM killer's first choice: the kernel kills the container. That is the agent's doing."""
     task = _with_limits(tiny_task, "memory: 48m")
@@ -96,15 +100,18 @@ def test_a_tool_agent_whose_container_is_removed_from_outside_is_retried_and_lef
 
 
 def _agent_container(tmp_path) -> str:
-    (found,) = client().containers.list(filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}",
-                                                         f"{LABEL_ROLE}=agent"]})
+    (found,) = client().containers.list(
+        filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}", f"{LABEL_ROLE}=agent"]}
+    )
     return found.id
 
 
 # ---------------------------------------------------------------- grading phase
 
 
-def test_a_patch_whose_code_gets_the_grading_container_oom_killed_is_environment_broken_a_counted_failure(tiny_task, tmp_path):
+def test_a_patch_whose_code_gets_the_grading_container_oom_killed_is_environment_broken_a_counted_failure(
+    tiny_task, tmp_path
+):
     """The patch fixes the bug and makes the code under test, when imported, exhaust memory with
     PID 1 the OOM killer's first choice: the grading container dies under the hidden test run (a
     grading step). The step passes on the base (re-run in a fresh container), so the failure is
@@ -150,14 +157,19 @@ def test_a_grading_container_removed_from_outside_under_the_tests_stays_infra_er
     from test_run import ScriptAgent
 
     backend = _RemovedUnderTheTests()
-    rows = Runner([load_task(tiny_task["spec"])], ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py"),
-                  RunOptions(out=_folder(tmp_path), infra_retries=1), backend=backend).run()
+    rows = Runner(
+        [load_task(tiny_task["spec"])],
+        ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py"),
+        RunOptions(out=_folder(tmp_path), infra_retries=1),
+        backend=backend,
+    ).run()
     assert backend.removed == 1 and [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
     assert list(_folder(tmp_path).rglob("transcript.unfinished-1.jsonl"))  # the first try, kept apart
 
 
 def test_visible_feedback_whose_tests_get_the_agents_container_oom_killed_is_the_agents_and_the_next_attempt_goes_on(
-        tiny_task, tmp_path):
+    tiny_task, tmp_path
+):
     """Attempt 1 leaves code that, imported by the visible tests the harness runs for feedback in the
     agent's own container, gets that container OOM-killed: the feedback says so and attempt 2 goes
     on in the same (restarted) container."""
@@ -169,11 +181,20 @@ def test_visible_feedback_whose_tests_get_the_agents_container_oom_killed_is_the
         heard.append(messages[-1]["content"])
         return tool_turn("bash", {"command": "sed -i '/oom_score_adj/d' calc/__init__.py"})
 
-    model = ScriptedModel([tool_turn("edit", FIX), tool_turn("bash", {"command": f'echo "{hog}" >> calc/__init__.py'}),
-                           tool_turn("submit", {}), second_attempt, tool_turn("submit", {})])
+    model = ScriptedModel(
+        [
+            tool_turn("edit", FIX),
+            tool_turn("bash", {"command": f'echo "{hog}" >> calc/__init__.py'}),
+            tool_turn("submit", {}),
+            second_attempt,
+            tool_turn("submit", {}),
+        ]
+    )
     rows = _run(task, ToolAgent(model, load_agent_config()), tmp_path, attempts=2, feedback="visible")
-    assert [(r.attempt, r.outcome, r.final) for r in rows] == [(1, "environment_broken", False), (2, "resolved", True)], \
-        rows[-1].error
+    assert [(r.attempt, r.outcome, r.final) for r in rows] == [
+        (1, "environment_broken", False),
+        (2, "resolved", True),
+    ], rows[-1].error
     assert "memory" in heard[0]
 
 
@@ -184,11 +205,17 @@ def test_whatever_the_model_and_its_tools_say_is_recorded_never_an_infra_error(t
     """Lone surrogates, NUL, a huge line from the model; invalid UTF-8 and a path that is not
     UTF-8 from the tools: the attempt is recorded and graded like any other."""
     odd = "lone \ud800 surrogate, NUL \x00 here, " + "x" * 300_000
-    weird = {"command": "printf 'bad \\xff\\xfe bytes\\n'; printf 'x' > \"$(printf 'calc/n\\xffame.txt')\"; "
-                        "printf '\\xc3\\x28' > calc/latin.txt; printf 'nul\\0byte\\n'; head -c 3000000 /dev/zero | tr '\\0' y; ls calc"}
-    steps = [tool_turn("bash", weird), tool_turn("bash", {"command": "echo '\udcff' \x00"}),
-             tool_turn("edit", {**FIX, "new_str": "return a + b  # \ud800"}), tool_turn("edit", FIX),
-             odd]
+    weird = {
+        "command": "printf 'bad \\xff\\xfe bytes\\n'; printf 'x' > \"$(printf 'calc/n\\xffame.txt')\"; "
+        "printf '\\xc3\\x28' > calc/latin.txt; printf 'nul\\0byte\\n'; head -c 3000000 /dev/zero | tr '\\0' y; ls calc"
+    }
+    steps = [
+        tool_turn("bash", weird),
+        tool_turn("bash", {"command": "echo '\udcff' \x00"}),
+        tool_turn("edit", {**FIX, "new_str": "return a + b  # \ud800"}),
+        tool_turn("edit", FIX),
+        odd,
+    ]
     rows = _run(load_task(tiny_task["spec"]), ToolAgent(ScriptedModel(steps), load_agent_config()), tmp_path)
     assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "no_tool_call")], rows[0].error
     events = read_transcript(_folder(tmp_path) / rows[0].transcript_path)
@@ -217,9 +244,25 @@ def test_a_run_whose_engine_is_down_stops_after_a_few_units_and_exits_infra(tiny
         (tiny_task["dir"] / f"tiny{n}.yaml").write_text(spec.replace("id: tiny-001", f"id: tiny-00{n}"))
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock", "WHOLELOOP_DOCKER_TIMEOUT": "5"}
     out = _folder(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(tiny_task["dir"]), "--agent", "gold",
-                           "--out", str(out), "--infra-retries", "0"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(tiny_task["dir"]),
+            "--agent",
+            "gold",
+            "--out",
+            str(out),
+            "--infra-retries",
+            "0",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     assert "engine down" in done.stdout and "3 units in a row" in done.stdout
     rows = read_results(out / "results.jsonl")

@@ -49,8 +49,14 @@ def checkout(tmp_path: Path) -> Path:
 def bash(script: str, cwd: Path, env: dict, shell_flags: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith("WHOLELOOP_HISTORY")}
     full.update(env)
-    return subprocess.run(["bash", "--noprofile", "--norc", *shell_flags.split(), "-c", script], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", *shell_flags.split(), "-c", script],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def run_github(work: Path, env: dict, event: str, run_id: int, skip: tuple[str, ...] = ()) -> list:
@@ -76,10 +82,16 @@ def run_gitlab(work: Path, env: dict, job: str, source: str, pipeline: int) -> t
     variables, doc = gitlab_jobs()
     spec = doc[job]
     lines = [line for line in spec["script"] if line.strip() != "bash scripts/setup.sh"]
-    env = {**{k: str(v) for k, v in variables.items()}, **env, "CI_PIPELINE_SOURCE": source,
-           "CI_PIPELINE_ID": str(pipeline)}
+    env = {
+        **{k: str(v) for k, v in variables.items()},
+        **env,
+        "CI_PIPELINE_SOURCE": source,
+        "CI_PIPELINE_ID": str(pipeline),
+    }
     result = bash("\n".join(lines), work, env, "-eo pipefail")
-    allowed = (spec.get("allow_failure") or {}).get("exit_codes", []) if isinstance(spec.get("allow_failure"), dict) else []
+    allowed = (
+        (spec.get("allow_failure") or {}).get("exit_codes", []) if isinstance(spec.get("allow_failure"), dict) else []
+    )
     return result, result.returncode == 0 or result.returncode in allowed
 
 

@@ -32,8 +32,14 @@ SECRET = re.compile(r"(KEY|TOKEN|SECRET)", re.I)
 def wl(*args, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """The real command, with no model credentials from this environment unless given."""
     base = {k: v for k, v in os.environ.items() if not SECRET.search(k)}
-    return subprocess.run([WHOLELOOP, *map(str, args)], capture_output=True, text=True, cwd=cwd or ROOT,
-                          env={**base, **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [WHOLELOOP, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**base, **(env or {})},
+        timeout=timeout,
+    )
 
 
 def lines(text: str) -> list[str]:
@@ -69,8 +75,17 @@ def test_a_misspelt_model_is_refused_with_close_names_unless_allowed(tmp_path):
     assert out.returncode == 2, out.stdout + out.stderr
     assert "claude-sonet-9" in out.stderr and "claude-sonnet-4" in out.stderr and "--allow-unknown-model" in out.stderr
     assert not (tmp_path / "run" / "results.jsonl").exists()
-    allowed = wl("run", DEMO, "--model", "anthropic/claude-sonet-9", "--allow-unknown-model", "--dry-run",
-                 "--out", tmp_path / "run", env=key)
+    allowed = wl(
+        "run",
+        DEMO,
+        "--model",
+        "anthropic/claude-sonet-9",
+        "--allow-unknown-model",
+        "--dry-run",
+        "--out",
+        tmp_path / "run",
+        env=key,
+    )
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "dry run" in allowed.stdout and "7 task(s)" in allowed.stdout
 
@@ -79,8 +94,11 @@ def test_a_task_whose_repository_is_missing_stops_the_run_before_any_container(t
     spec = tmp_path / "specs" / "broken.yaml"
     spec.parent.mkdir()
     text = (DEMO / "inikit-001.yaml").read_text().replace("../../repos/inikit.bundle", str(tmp_path / "no-such.bundle"))
-    spec.write_text(text.replace("patch_file: inikit-001/", f"patch_file: {DEMO}/inikit-001/")
-                    .replace("gold_patch_file: inikit-001/", f"gold_patch_file: {DEMO}/inikit-001/"))
+    spec.write_text(
+        text.replace("patch_file: inikit-001/", f"patch_file: {DEMO}/inikit-001/").replace(
+            "gold_patch_file: inikit-001/", f"gold_patch_file: {DEMO}/inikit-001/"
+        )
+    )
     out = wl("run", spec, "--agent", "gold", "--out", tmp_path / "run")
     assert out.returncode == 2, out.stdout + out.stderr
     assert "no-such.bundle" in out.stderr and "broken.yaml" in out.stderr
@@ -92,8 +110,19 @@ def test_dry_run_prints_the_plan_with_an_estimate_from_earlier_runs(tmp_path):
     earlier = RunFolder(runs / "20260101-000000-gold", create=True)
     ids = sorted(p.stem for p in DEMO.glob("*.yaml"))
     for i, task in enumerate(ids):
-        earlier.append(ResultRow(run_id="e", task_id=task, task_hash="h", config="gold", agent="gold", outcome="resolved",
-                                 resolved=True, cost_usd=0.0, phases=PhaseTimes(total_s=10.0 + i)))
+        earlier.append(
+            ResultRow(
+                run_id="e",
+                task_id=task,
+                task_hash="h",
+                config="gold",
+                agent="gold",
+                outcome="resolved",
+                resolved=True,
+                cost_usd=0.0,
+                phases=PhaseTimes(total_s=10.0 + i),
+            )
+        )
     write_json(earlier.manifest_path, {"run_id": "e"})
     out = wl("run", DEMO, "--agent", "gold", "--dry-run", "--workers", "2", "--out", runs / "new")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -122,17 +151,32 @@ def _run_with(path: Path, label: str, outcomes: dict[str, str]) -> Path:
             tw.write(AttemptStart(task_id=task, attempt=1, config=label))
             tw.write(Stop(reason="submitted"))
         adir = folder.attempt_dir(task, label, 0, 1)
-        folder.append(ResultRow(run_id=path.name, task_id=task, task_hash="h", config=label, agent="gold",
-                                outcome=outcome, resolved=outcome == "resolved", cost_usd=0.0,
-                                phases=PhaseTimes(total_s=5.0), dir=str(folder.relative(adir)),
-                                transcript_path=str(folder.relative(tpath))))
+        folder.append(
+            ResultRow(
+                run_id=path.name,
+                task_id=task,
+                task_hash="h",
+                config=label,
+                agent="gold",
+                outcome=outcome,
+                resolved=outcome == "resolved",
+                cost_usd=0.0,
+                phases=PhaseTimes(total_s=5.0),
+                dir=str(folder.relative(adir)),
+                transcript_path=str(folder.relative(tpath)),
+            )
+        )
     write_json(folder.manifest_path, {"run_id": path.name, "command": ["wholeloop", "run"], "tasks": {}})
     return path
 
 
 def test_compare_names_the_flipped_tasks_and_tells_runs_of_one_label_apart(tmp_path):
-    a = _run_with(tmp_path / "gold", "gold", {"t-1": "resolved", "t-2": "unresolved", "t-3": "resolved", "t-4": "resolved"})
-    b = _run_with(tmp_path / "gold_copy", "gold", {"t-1": "unresolved", "t-2": "resolved", "t-3": "resolved", "t-4": "resolved"})
+    a = _run_with(
+        tmp_path / "gold", "gold", {"t-1": "resolved", "t-2": "unresolved", "t-3": "resolved", "t-4": "resolved"}
+    )
+    b = _run_with(
+        tmp_path / "gold_copy", "gold", {"t-1": "unresolved", "t-2": "resolved", "t-3": "resolved", "t-4": "resolved"}
+    )
     out = wl("compare", a, b, env={"COLUMNS": "200"})
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
@@ -141,6 +185,7 @@ def test_compare_names_the_flipped_tasks_and_tells_runs_of_one_label_apart(tmp_p
     first = text.index("only gold [gold] resolved (")
     second = text.index("only gold [gold_copy] resolved (")
     block_a, block_b = text[first:second], text[second:]
+
     def tasks_in(block: str) -> set[str]:  # the task lines (a tmp path may contain "t-1" too)
         return set(re.findall(r"^  (t-\d)$", block, re.M))
 
@@ -171,20 +216,28 @@ def test_user_mistakes_end_in_one_line_naming_the_path(tmp_path):
     _one_line_error(wl("run", DEMO, "--agent", "gold", "--out", file), str(file), "not a folder")
     _one_line_error(wl("run", DEMO, "--agent", "gold", "--out", file / "sub"), str(file), "not a folder")
     _one_line_error(wl("report", run, "--html", file / "r.html"), str(file / "r.html"), "not a folder")
-    _one_line_error(wl("report", run, "--json", "/proc/wholeloop-figures.json"), "/proc/wholeloop-figures.json",
-                    "cannot write")
+    _one_line_error(
+        wl("report", run, "--json", "/proc/wholeloop-figures.json"), "/proc/wholeloop-figures.json", "cannot write"
+    )
     assert not (tmp_path / "r.html").exists()
 
 
 def test_a_bug_is_a_log_with_the_traceback_and_exit_70(tmp_path):
-    code = ("import sys, harness.cli as cli\n"
-            "@cli.main.command('explode')\n"
-            "def explode():\n"
-            "    raise RuntimeError('boom in a command')\n"
-            "sys.argv = ['wholeloop', 'explode']\n"
-            "cli.main()\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "WHOLELOOP_CACHE": str(tmp_path / "cache")}, timeout=60)
+    code = (
+        "import sys, harness.cli as cli\n"
+        "@cli.main.command('explode')\n"
+        "def explode():\n"
+        "    raise RuntimeError('boom in a command')\n"
+        "sys.argv = ['wholeloop', 'explode']\n"
+        "cli.main()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WHOLELOOP_CACHE": str(tmp_path / "cache")},
+        timeout=60,
+    )
     assert out.returncode == 70, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and "internal error" in out.stderr and "boom in a command" in out.stderr
     logs = list((tmp_path / "cache" / "logs").glob("crash-*.log"))
@@ -194,12 +247,17 @@ def test_a_bug_is_a_log_with_the_traceback_and_exit_70(tmp_path):
 
 # ---------------------------------------------------------------------------- item 8: tables fit, --csv
 
-_HEADER_WORDS = {w for col in (
-    "task config rep outcome FAIL_TO_PASS PASS_TO_PASS stop agent grading cost",
-    "config tasks trials resolved rate (Wilson) infra cost / trial cost / resolved time / trial expected cost / task",
-    "config attempts ran tests green red -> green red runs before green edits after red tool errors recovered "
-    "steps / s to green pass@att-1 pass@att-K recovered later",
-    "config outcomes stop reasons") for w in col.split()}
+_HEADER_WORDS = {
+    w
+    for col in (
+        "task config rep outcome FAIL_TO_PASS PASS_TO_PASS stop agent grading cost",
+        "config tasks trials resolved rate (Wilson) infra cost / trial cost / resolved time / trial expected cost / task",
+        "config attempts ran tests green red -> green red runs before green edits after red tool errors recovered "
+        "steps / s to green pass@att-1 pass@att-K recovered later",
+        "config outcomes stop reasons",
+    )
+    for w in col.split()
+}
 
 
 def _cut_words(text: str) -> list[str]:
@@ -242,7 +300,7 @@ def test_report_writes_csv_beside_json(tmp_path):
     for row in rows:
         r = disk[(row["task_id"], row["config"], int(row["repeat"]), int(row["attempt"]))]
         assert row["outcome"] == r.outcome and int(row["input_tokens"]) == r.usage.input_tokens
-        assert (row["cost_usd"] == "" if r.cost_usd is None else float(row["cost_usd"]) == pytest.approx(r.cost_usd))
+        assert row["cost_usd"] == "" if r.cost_usd is None else float(row["cost_usd"]) == pytest.approx(r.cost_usd)
         assert float(row["total_s"]) == pytest.approx(r.phases.total_s)
         assert row["run_dir"] == str(run)
     assert json.loads((tmp_path / "figures.json").read_text())["configs"]
@@ -261,9 +319,16 @@ def test_validating_an_empty_folder_says_so_and_fails(tmp_path):
 def test_report_on_a_run_interrupted_before_any_row_says_what_is_there(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    write_json(run / "manifest.json", {"run_id": "run", "command": ["wholeloop", "run", "tasks/demo", "--out", str(run)],
-                                       "tasks": {"a": {}, "b": {}}, "started_at": "2026-01-01T00:00:00+00:00",
-                                       "finished_at": None})
+    write_json(
+        run / "manifest.json",
+        {
+            "run_id": "run",
+            "command": ["wholeloop", "run", "tasks/demo", "--out", str(run)],
+            "tasks": {"a": {}, "b": {}},
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "finished_at": None,
+        },
+    )
     out = wl("report", run)
     assert out.returncode == 2, out.stdout + out.stderr
     err = out.stderr
@@ -301,8 +366,19 @@ def test_the_python_api_loads_a_run_as_typed_objects_and_a_dataframe(tmp_path):
     assert {c.name for c in loaded.figures().configs} == {"a", "b"}
     df = loaded.attempts_df()
     assert isinstance(df, pd.DataFrame) and len(df) == n
-    for col in ("task_id", "config", "repeat", "attempt", "outcome", "resolved", "cost_usd", "input_tokens",
-                "output_tokens", "total_s", "transcript_path"):
+    for col in (
+        "task_id",
+        "config",
+        "repeat",
+        "attempt",
+        "outcome",
+        "resolved",
+        "cost_usd",
+        "input_tokens",
+        "output_tokens",
+        "total_s",
+        "transcript_path",
+    ):
         assert col in df.columns, col
     assert df["input_tokens"].sum() == sum(r.usage.input_tokens for r in loaded.rows)
     both = harness.attempts_df([run, run])

@@ -59,8 +59,11 @@ def demo_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("daily") / "demo"
     env = {k: v for k, v in os.environ.items() if not re.search(r"KEY|TOKEN|SECRET", k, re.I)}
     env.update(COLUMNS="160", LINES="40", TERM="xterm-256color")
-    code, out = run_in_pty([WHOLELOOP, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}",
-                            "--workers", "2", "--out", str(run)], env=env, cwd=ROOT)
+    code, out = run_in_pty(
+        [WHOLELOOP, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2", "--out", str(run)],
+        env=env,
+        cwd=ROOT,
+    )
     assert code == 0, out[-3000:]
     return run, ANSI.sub("", out)
 
@@ -104,7 +107,7 @@ def test_show_of_a_resolved_attempt_ends_with_the_tests_it_made_pass(demo_run):
     text = out.stdout
     rows = [r for r in RunFolder(run).latest() if r.task_id == "inikit-001"]
     f2p = list(rows[0].tests)[: rows[0].fail_to_pass["total"]]
-    tail = text[text.rindex("step "):]
+    tail = text[text.rindex("step ") :]
     assert "FAIL_TO_PASS now passing" in tail and all(t in tail for t in f2p), tail
 
 
@@ -118,7 +121,9 @@ def test_show_json_gives_one_attempt_as_data(demo_run):
     assert attempt["row"]["outcome"] == row.outcome == "unresolved"
     assert data["problem_statement"].startswith("ParseError does not say")
     [fail] = attempt["failing_tests"]
-    assert fail["test"] == "tests/test_parse_errors.py::test_load_reports_the_file" and "AssertionError" in fail["message"]
+    assert (
+        fail["test"] == "tests/test_parse_errors.py::test_load_reports_the_file" and "AssertionError" in fail["message"]
+    )
     assert len([s for s in attempt["steps"]]) == row.steps
     assert all(call["name"] for s in attempt["steps"] for call in s["tool_calls"])
 
@@ -172,8 +177,11 @@ def test_export_inspect_is_read_back_by_the_real_inspect_ai(demo_run, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    viewer = subprocess.Popen([str(inspect), "view", "start", "--log-dir", str(tmp_path), "--port", str(port),
-                               "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    viewer = subprocess.Popen(
+        [str(inspect), "view", "start", "--log-dir", str(tmp_path), "--port", str(port), "--host", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     browser = Browser(tmp_path / "profile")
     try:
         from urllib.request import urlopen
@@ -185,7 +193,9 @@ def test_export_inspect_is_read_back_by_the_real_inspect_ai(demo_run, tmp_path):
                     break
             except OSError:
                 time.sleep(0.5)
-        browser.call("Page.navigate", url=f"http://127.0.0.1:{port}/#/logs/{target.name}/samples/sample/inikit-004/1/messages")
+        browser.call(
+            "Page.navigate", url=f"http://127.0.0.1:{port}/#/logs/{target.name}/samples/sample/inikit-004/1/messages"
+        )
         text = ""
         while time.monotonic() < deadline:
             text = browser.js("document.body ? document.body.innerText : ''") or ""
@@ -217,8 +227,10 @@ def _spec(tmp_path: Path, setup_first: str | None) -> Path:
 
 def test_a_fixed_cause_is_retried_on_resume_and_redo_names_tasks(tmp_path):
     run = tmp_path / "run"
-    tls = ("echo 'pip._vendor.urllib3.exceptions.SSLError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify "
-           "failed: unable to get local issuer certificate (_ssl.c:1006)' >&2; exit 1")
+    tls = (
+        "echo 'pip._vendor.urllib3.exceptions.SSLError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify "
+        "failed: unable to get local issuer certificate (_ssl.c:1006)' >&2; exit 1"
+    )
     specs = _spec(tmp_path, tls)
     cmd = ["run", specs, "--agent", "gold", "--out", run, "--infra-retries", "0"]
     broken = wl(*cmd)
@@ -247,6 +259,8 @@ def test_a_fixed_cause_is_retried_on_resume_and_redo_names_tasks(tmp_path):
     assert again.returncode == 0 and "0 to run, 1 already done" in again.stdout, again.stdout
     redo = wl(*cmd, "--redo", "inikit-001")
     assert redo.returncode == 0 and "1 to run" in redo.stdout, redo.stdout
-    assert len(read_results(run / "results.jsonl")) == 4 and [r.outcome for r in RunFolder(run).latest()] == ["resolved"]
+    assert len(read_results(run / "results.jsonl")) == 4 and [r.outcome for r in RunFolder(run).latest()] == [
+        "resolved"
+    ]
     unknown = wl(*cmd, "--redo", "nope-001")
     assert unknown.returncode == 2 and "nope-001" in unknown.stderr and "inikit-001" in unknown.stderr

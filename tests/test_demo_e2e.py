@@ -41,8 +41,11 @@ def test_no_trace_of_the_fix_commit_inside_the_agent_container(task_id, tmp_path
     task = load_task(DEMO / f"{task_id}.yaml")
     fix = task.metadata["fix_commit"]
     probes = ScriptAgent(
-        "git log --all --format=%H%n%s", "git reflog --all", "git fsck --lost-found --no-reflogs 2>&1; ls -R .git/lost-found 2>&1",
-        f"git cat-file -e {fix} && echo FOUND || echo absent", "git for-each-ref; git stash list; git remote -v",
+        "git log --all --format=%H%n%s",
+        "git reflog --all",
+        "git fsck --lost-found --no-reflogs 2>&1; ls -R .git/lost-found 2>&1",
+        f"git cat-file -e {fix} && echo FOUND || echo absent",
+        "git for-each-ref; git stash list; git remote -v",
         f"grep -rl {fix[:12]} .git 2>/dev/null || echo clean",
     )
     Runner([task], probes, RunOptions(out=tmp_path / "run")).run()

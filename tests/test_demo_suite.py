@@ -58,7 +58,9 @@ def test_statement_does_not_leak_the_fix(task):
     assert task.metadata["fix_commit"][:7] not in statement
     for node in task.fail_to_pass:
         assert node.split("::")[-1].split("[")[0] not in statement
-    added = [line[1:].strip() for line in task.gold().splitlines() if line.startswith("+") and not line.startswith("+++")]
+    added = [
+        line[1:].strip() for line in task.gold().splitlines() if line.startswith("+") and not line.startswith("+++")
+    ]
     code = [line for line in added if len(line) > 25 and not line.startswith(('"""', "#"))]
     assert not [line for line in code if line in statement]
 
@@ -77,7 +79,9 @@ def test_task_is_sound(task, tmp_path):
         argv = shlex.split(task.hidden_tests.command)
         argv[0] = sys.executable if argv[0] in ("python", "python3") else argv[0]
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
-        proc = subprocess.run(argv, cwd=repo, env={**env, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, text=True)
+        proc = subprocess.run(
+            argv, cwd=repo, env={**env, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, text=True
+        )
         report = parse_pytest(proc.stdout)
         assert report.consistent_with(proc.returncode)[0], proc.stdout[-2000:]
         return proc.returncode, report.statuses

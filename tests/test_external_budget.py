@@ -63,13 +63,21 @@ def stop_times(events) -> tuple[float, float]:
 
 def test_mini_retrying_refusals_is_stopped_at_the_token_limit(tmp_path, monkeypatch):
     # each scripted reply has 30+ output tokens: the second call reaches 60
-    config = variant(tmp_path, "mini-swe-agent", name="mini-budget", refuse_status=403, grace_s=GRACE,
-                     limits={"max_output_tokens": 60})
+    config = variant(
+        tmp_path,
+        "mini-swe-agent",
+        name="mini-budget",
+        refuse_status=403,
+        grace_s=GRACE,
+        limits={"max_output_tokens": 60},
+    )
     row, fake, events = run(tmp_path, monkeypatch, config, Plan(tasks=[]), "OPENAI_BASE_URL", "OPENAI_API_KEY", True)
     assert row.stop_reason == "token_limit"
     limit_at, ended_at = stop_times(events)
-    print(f"mini: limit reached at {limit_at:.2f} s, the CLI ended at {ended_at:.2f} s "
-          f"({ended_at - limit_at:.2f} s later; bound {BOUND:g} s)")
+    print(
+        f"mini: limit reached at {limit_at:.2f} s, the CLI ended at {ended_at:.2f} s "
+        f"({ended_at - limit_at:.2f} s later; bound {BOUND:g} s)"
+    )
     assert ended_at - limit_at <= BOUND, (limit_at, ended_at)
     run_event = next(e for e in events if e.type == "external_run")
     assert run_event.stopped_by.startswith("token_limit")  # the runner stopped it: mini kept retrying
@@ -83,14 +91,22 @@ def test_mini_retrying_refusals_is_stopped_at_the_token_limit(tmp_path, monkeypa
 def test_claude_code_stops_at_the_cost_limit(tmp_path, monkeypatch):
     # one scripted call costs 900 x $2e-6 + 30 x $1e-5 + cache: about $0.0023; the limit is $0.004
     config = variant(tmp_path, "claude-code", name="claude-budget", grace_s=GRACE, limits={"max_cost_usd": 0.004})
-    plan = Plan(tasks=[], tool="Bash", token_var="ANTHROPIC_API_KEY", auth_header="x-api-key", finish=None,
-                extra={"description": "a step"})
+    plan = Plan(
+        tasks=[],
+        tool="Bash",
+        token_var="ANTHROPIC_API_KEY",
+        auth_header="x-api-key",
+        finish=None,
+        extra={"description": "a step"},
+    )
     row, fake, events = run(tmp_path, monkeypatch, config, plan, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", False)
     assert row.stop_reason == "cost_limit"
     assert row.cost_usd >= 0.004
     limit_at, ended_at = stop_times(events)
-    print(f"claude: limit reached at {limit_at:.2f} s, the CLI ended at {ended_at:.2f} s "
-          f"({ended_at - limit_at:.2f} s later; bound {BOUND:g} s)")
+    print(
+        f"claude: limit reached at {limit_at:.2f} s, the CLI ended at {ended_at:.2f} s "
+        f"({ended_at - limit_at:.2f} s later; bound {BOUND:g} s)"
+    )
     assert ended_at - limit_at <= BOUND
     assert len(fake.requests) == row.model_calls
     # max_tokens of the last call was clamped to what the money left could buy

@@ -53,19 +53,26 @@ def test_every_shipped_config_loads_and_names_a_priced_current_model():
 def test_unknown_agent_name_lists_the_shipped_ones(tmp_path):
     with pytest.raises(ExternalConfigError, match="no shipped external agent 'nope'; there are: aider, claude-code"):
         get_agent("external:nope")
-    out = subprocess.run([WHOLELOOP, "run", str(TASK), "--agent", "external:nope", "--out", str(tmp_path / "run")],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [WHOLELOOP, "run", str(TASK), "--agent", "external:nope", "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "no shipped external agent 'nope'" in out.stderr
     assert not (tmp_path / "run").exists()
 
 
 def test_a_typo_names_the_key_and_the_known_ones(tmp_path):
-    path = config(tmp_path, """\
+    path = config(
+        tmp_path,
+        """\
         install: [{pip: ["x==1"]}]
         check: ["true"]
         comand: ["x"]
         tools: {shel: {bash: command}}
-        """)
+        """,
+    )
     with pytest.raises(ExternalConfigError) as err:
         load_external_config(path)
     message = str(err.value)
@@ -75,12 +82,17 @@ def test_a_typo_names_the_key_and_the_known_ones(tmp_path):
 
 
 def test_versions_must_be_pinned(tmp_path):
-    path = config(tmp_path, """\
+    path = config(
+        tmp_path,
+        """\
         install: [{pip: ["mini-swe-agent"]}, {npm: ["@openai/codex"]}]
         check: ["true"]
         command: ["x"]
-        """)
-    with pytest.raises(ExternalConfigError, match=r"install\.0.*'mini-swe-agent' is not pinned.*install\.1.*@openai/codex"):
+        """,
+    )
+    with pytest.raises(
+        ExternalConfigError, match=r"install\.0.*'mini-swe-agent' is not pinned.*install\.1.*@openai/codex"
+    ):
         load_external_config(path)
 
 
@@ -94,20 +106,28 @@ def test_a_missing_key_is_said_before_anything_runs(tmp_path, monkeypatch):
 @pytest.mark.docker
 def test_a_failing_install_step_says_which_and_shows_its_output(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
-    path = config(tmp_path, f"""\
+    path = config(
+        tmp_path,
+        f"""\
         install:
           - shell: "echo the first step is fine"
           - shell: "echo broken-step-output-{tmp_path.name}; exit 3"
         check: ["true"]
         command: ["x"]
-        """)
+        """,
+    )
     with pytest.raises(InstallError) as err:
         get_agent("scratch", config_path=str(path)).prepare()
     message = str(err.value)
     assert "step 2 of 2 (shell: echo broken-step-output" in message and "failed with exit code 3" in message
     assert f"broken-step-output-{tmp_path.name}" in message.split("failed with exit code 3:")[1]
-    out = subprocess.run([WHOLELOOP, "run", str(TASK), "--agent-config", str(path), "--out", str(tmp_path / "run")],
-                         capture_output=True, text=True, timeout=300, env={**__import__("os").environ})
+    out = subprocess.run(
+        [WHOLELOOP, "run", str(TASK), "--agent-config", str(path), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ},
+    )
     assert out.returncode == 2 and "step 2 of 2" in out.stderr
     assert not (tmp_path / "run" / "results.jsonl").exists()  # no unit ran, no agent container started
 
@@ -115,11 +135,14 @@ def test_a_failing_install_step_says_which_and_shows_its_output(tmp_path, monkey
 @pytest.mark.docker
 def test_a_cli_that_cannot_start_fails_its_check(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
-    path = config(tmp_path, f"""\
+    path = config(
+        tmp_path,
+        f"""\
         install: [{{shell: "mkdir -p bin && echo {tmp_path.name}"}}]
         check: ["/opt/wl-agent/bin/the-cli", "--version"]
         command: ["/opt/wl-agent/bin/the-cli"]
-        """)
+        """,
+    )
     with pytest.raises(InstallError, match="the check '/opt/wl-agent/bin/the-cli --version' failed"):
         get_agent("scratch", config_path=str(path)).prepare()
 
@@ -128,7 +151,9 @@ def test_a_cli_that_cannot_start_fails_its_check(tmp_path, monkeypatch):
 def test_a_cli_that_exits_at_once_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
-    path = config(tmp_path, f"""\
+    path = config(
+        tmp_path,
+        f"""\
         install:
           - shell: |
               mkdir -p bin
@@ -136,7 +161,8 @@ def test_a_cli_that_exits_at_once_says_so(tmp_path, monkeypatch):
               chmod +x bin/the-cli
         check: ["/bin/sh", "-c", "test -x /opt/wl-agent/bin/the-cli && echo the-cli 1.0.0"]
         command: ["/opt/wl-agent/bin/the-cli", "--frobnicate"]
-        """)
+        """,
+    )
     agent = get_agent("scratch", config_path=str(path))
     [row] = Runner([load_task(TASK)], agent, RunOptions(out=tmp_path / "run", infra_retries=0)).run()
     assert row.outcome == "infra_error" and row.stop_reason == "error"

@@ -74,8 +74,12 @@ class Listener:
 
 
 def bridge_address() -> str:
-    out = subprocess.run(["docker", "network", "inspect", "bridge", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     return out or "172.17.0.1"
 
 
@@ -90,8 +94,9 @@ class ContainerWatch:
 
     def _run(self) -> None:
         while not self.stop.wait(0.5):
-            ids = subprocess.run(["docker", "ps", "-q", "--filter", "label=wholeloop=1"], capture_output=True,
-                                 text=True).stdout.split()
+            ids = subprocess.run(
+                ["docker", "ps", "-q", "--filter", "label=wholeloop=1"], capture_output=True, text=True
+            ).stdout.split()
             for cid in ids:
                 if cid in self.seen:
                     continue
@@ -145,8 +150,17 @@ def check_probes(plan: Plan, listener: Listener, expected: int) -> None:
     assert listener.accepted == 0
 
 
-def run_cli(tmp_path: Path, monkeypatch, agent_name: str, plan: Plan, url_env: str, key_env: str, openai_path: bool,
-            task_ids: list[str], model: str | None = None):
+def run_cli(
+    tmp_path: Path,
+    monkeypatch,
+    agent_name: str,
+    plan: Plan,
+    url_env: str,
+    key_env: str,
+    openai_path: bool,
+    task_ids: list[str],
+    model: str | None = None,
+):
     tasks = [load_task(ROOT / "tasks" / "demo" / f"{t}.yaml") for t in task_ids]
     plan.tasks = tasks
     listener = Listener(bridge_address())
@@ -170,8 +184,12 @@ def provider_cost(fake: FakeLLM, model: str, provider: str, anthropic: bool) -> 
     price = lookup_price(model, provider)
     total = 0.0
     for u in fake.reported:
-        usage = Usage(input_tokens=u.input + u.cache_read + (u.cache_write if anthropic else 0), output_tokens=u.output,
-                      cache_read_tokens=u.cache_read, cache_write_tokens=u.cache_write if anthropic else 0)
+        usage = Usage(
+            input_tokens=u.input + u.cache_read + (u.cache_write if anthropic else 0),
+            output_tokens=u.output,
+            cache_read_tokens=u.cache_read,
+            cache_write_tokens=u.cache_write if anthropic else 0,
+        )
         total += cost_usd(usage, price)
     return total
 
@@ -207,8 +225,9 @@ def check_tokens(fake: FakeLLM, rows: list, out: Path, model: str, provider: str
 
 def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
     plan = Plan(tasks=[], tool="bash", token_var="OPENAI_API_KEY", auth_header="authorization")
-    rows, fake, out, watch, listener = run_cli(tmp_path, monkeypatch, "external:mini-swe-agent", plan,
-                                               "OPENAI_BASE_URL", "OPENAI_API_KEY", True, TASKS)
+    rows, fake, out, watch, listener = run_cli(
+        tmp_path, monkeypatch, "external:mini-swe-agent", plan, "OPENAI_BASE_URL", "OPENAI_API_KEY", True, TASKS
+    )
     assert [(r.task_id, r.outcome, r.stop_reason) for r in rows] == [(t, "resolved", "submitted") for t in TASKS]
     # tokens: provider = rows = the CLI's own report; cost = litellm's price for the provider's figures
     check_tokens(fake, rows, out, "gpt-6.1-sol", "openai", False)
@@ -216,8 +235,11 @@ def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
     for row in rows:
         events = read_transcript(out / row.transcript_path)
         said = next(e for e in events if e.type == "external_run").self_report
-        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"]) == \
-            (row.usage.input_tokens, row.usage.output_tokens, row.usage.cache_read_tokens)
+        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"]) == (
+            row.usage.input_tokens,
+            row.usage.output_tokens,
+            row.usage.cache_read_tokens,
+        )
         assert said["cost_usd"] == pytest.approx(row.cost_usd) and said["calls"] == row.model_calls == 5
         kinds = [e.kind for e in events if e.type == "tool_call"]
         assert kinds == ["test", "edit", "test", "shell", "shell"]
@@ -233,18 +255,24 @@ def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
     # side by side with the built-in agent (replaying its recorded demo turns), same statistics
     tasks = [load_task(ROOT / "tasks" / "demo" / f"{t}.yaml") for t in TASKS]
     builtin = tmp_path / "builtin"
-    Runner(tasks, get_agent("default", model=f"replay:{ROOT / 'tasks' / 'demo' / 'recordings'}"),
-           RunOptions(out=builtin)).run()
+    Runner(
+        tasks, get_agent("default", model=f"replay:{ROOT / 'tasks' / 'demo' / 'recordings'}"), RunOptions(out=builtin)
+    ).run()
     wholeloop = str(Path(sys.executable).with_name("wholeloop"))
     wide = {**__import__("os").environ, "COLUMNS": "250"}  # a table cell must not wrap the needles below
     compared = subprocess.run([wholeloop, "compare", str(out), str(builtin)], capture_output=True, text=True, env=wide)
     assert compared.returncode == 0, compared.stderr
-    for needle in ("mini-swe-agent+openai/gpt-6.1-sol", "default+replay:recordings", "exact McNemar",
-                   "scaffold: mini-swe-agent 2.4.6 (openai-chat; install: pip: mini-swe-agent==2.4.6 litellm==1.110.2"):
+    for needle in (
+        "mini-swe-agent+openai/gpt-6.1-sol",
+        "default+replay:recordings",
+        "exact McNemar",
+        "scaffold: mini-swe-agent 2.4.6 (openai-chat; install: pip: mini-swe-agent==2.4.6 litellm==1.110.2",
+    ):
         assert needle in " ".join(compared.stdout.split()), needle
     page = tmp_path / "side.html"
-    html = subprocess.run([wholeloop, "report", str(out), str(builtin), "--html", str(page)], capture_output=True,
-                          text=True, env=wide)
+    html = subprocess.run(
+        [wholeloop, "report", str(out), str(builtin), "--html", str(page)], capture_output=True, text=True, env=wide
+    )
     assert html.returncode == 0, html.stderr
     text = page.read_text()
     assert "mini-swe-agent+openai/gpt-6.1-sol" in text and "default+replay:recordings" in text and "scaffold" in text
@@ -254,17 +282,28 @@ def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
 
 
 def test_claude_code_end_to_end(tmp_path, monkeypatch):
-    plan = Plan(tasks=[], tool="Bash", token_var="ANTHROPIC_API_KEY", auth_header="x-api-key", finish=None,
-                extra={"description": "a step"})
-    rows, fake, out, watch, listener = run_cli(tmp_path, monkeypatch, "external:claude-code", plan,
-                                               "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", False, TASKS)
+    plan = Plan(
+        tasks=[],
+        tool="Bash",
+        token_var="ANTHROPIC_API_KEY",
+        auth_header="x-api-key",
+        finish=None,
+        extra={"description": "a step"},
+    )
+    rows, fake, out, watch, listener = run_cli(
+        tmp_path, monkeypatch, "external:claude-code", plan, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", False, TASKS
+    )
     assert [(r.task_id, r.outcome, r.stop_reason) for r in rows] == [(t, "resolved", "submitted") for t in TASKS]
     check_tokens(fake, rows, out, "claude-sonnet-5-5", "anthropic", True)
     for row in rows:
         events = read_transcript(out / row.transcript_path)
         said = next(e for e in events if e.type == "external_run").self_report
-        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"], said["cache_write_tokens"]) == \
-            (row.usage.input_tokens, row.usage.output_tokens, row.usage.cache_read_tokens, row.usage.cache_write_tokens)
+        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"], said["cache_write_tokens"]) == (
+            row.usage.input_tokens,
+            row.usage.output_tokens,
+            row.usage.cache_read_tokens,
+            row.usage.cache_write_tokens,
+        )
         assert said["cost_usd"] == pytest.approx(row.cost_usd)
         assert [e.green for e in events if e.type == "test_run"] == [False, True]
         assert list((out / row.transcript_path).parent.glob("agent/attempt-1/claude/projects/*/*.jsonl"))
@@ -277,17 +316,30 @@ def test_claude_code_end_to_end(tmp_path, monkeypatch):
 def test_codex_end_to_end(tmp_path, monkeypatch):
     # A dated model id Codex has no metadata for (litellm prices it): Codex then offers its classic
     # tools (exec_command) instead of "code mode", which the scripted provider does not speak.
-    plan = Plan(tasks=[], tool="exec_command", arg="cmd", token_var="WL_API_KEY", auth_header="authorization",
-                finish=None)
-    rows, fake, out, watch, listener = run_cli(tmp_path, monkeypatch, "external:codex", plan, "OPENAI_BASE_URL",
-                                               "OPENAI_API_KEY", True, TASKS, model="gpt-5.5-2026-04-23")
+    plan = Plan(
+        tasks=[], tool="exec_command", arg="cmd", token_var="WL_API_KEY", auth_header="authorization", finish=None
+    )
+    rows, fake, out, watch, listener = run_cli(
+        tmp_path,
+        monkeypatch,
+        "external:codex",
+        plan,
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        True,
+        TASKS,
+        model="gpt-5.5-2026-04-23",
+    )
     assert [(r.task_id, r.outcome, r.stop_reason) for r in rows] == [(t, "resolved", "submitted") for t in TASKS]
     check_tokens(fake, rows, out, "gpt-5.5-2026-04-23", "openai", False)
     for row in rows:
         events = read_transcript(out / row.transcript_path)
         said = next(e for e in events if e.type == "external_run").self_report
-        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"]) == \
-            (row.usage.input_tokens, row.usage.output_tokens, row.usage.cache_read_tokens)
+        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"]) == (
+            row.usage.input_tokens,
+            row.usage.output_tokens,
+            row.usage.cache_read_tokens,
+        )
         assert [e.green for e in events if e.type == "test_run"] == [False, True]
         assert list((out / row.transcript_path).parent.glob("agent/home/codex/sessions/**/rollout-*.jsonl"))
     check_probes(plan, listener, expected=len(TASKS))

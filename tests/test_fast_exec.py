@@ -46,8 +46,9 @@ def nopython_image():
     try:
         cli.images.get(NO_PYTHON)
     except Exception:
-        box = cli.containers.run(DEFAULT_BASE, ["/bin/sh", "-c", "rm -rf /usr/bin/python3* /opt/venv/bin/python*"],
-                                 detach=True)
+        box = cli.containers.run(
+            DEFAULT_BASE, ["/bin/sh", "-c", "rm -rf /usr/bin/python3* /opt/venv/bin/python*"], detach=True
+        )
         try:
             box.wait(timeout=60)
             repo, tag = NO_PYTHON.split(":")
@@ -107,8 +108,10 @@ def test_timeout_kills_unmarked_term_proof_daemons_but_not_earlier_jobs(fast):
     """`env -i` drops the marker and these daemons ignore SIGTERM. The first hangs off the
     command's shell, which the SIGTERM kills (so by the SIGKILL it hangs off PID 1); the second is
     orphaned at once (double fork). Both die; a job an earlier command left running does not."""
-    daemons = ("env -i setsid sh -c \"trap '' TERM; sleep 1009\" </dev/null >/dev/null 2>&1 & "
-               "(env -i setsid sh -c \"trap '' TERM; sleep 1008\" </dev/null >/dev/null 2>&1 &); sleep 1000")
+    daemons = (
+        "env -i setsid sh -c \"trap '' TERM; sleep 1009\" </dev/null >/dev/null 2>&1 & "
+        "(env -i setsid sh -c \"trap '' TERM; sleep 1008\" </dev/null >/dev/null 2>&1 &); sleep 1000"
+    )
     with DockerSandbox.start(DEFAULT_BASE, limits=LIMITS, workdir="/tmp", fast_exec=fast) as box:
         if fast:
             assert settled(box) == "helper"
@@ -159,8 +162,12 @@ def test_cap_keeps_exact_head_and_tail(sb):
 
 def test_invalid_utf8_and_characters_split_across_reads(sb):
     assert sb.exec("printf 'a\\xff\\xe2\\x82'; sleep 0.2; printf '\\xacb'").stdout == "a\ufffd€b"
-    assert sb.exec("printf '\\xf0\\x9f'; sleep 0.2; printf '\\x98\\x80' >&1; printf '\\xc3' >&2; "
-                   "sleep 0.1; printf '\\xa9' >&2").stdout == "😀"
+    assert (
+        sb.exec(
+            "printf '\\xf0\\x9f'; sleep 0.2; printf '\\x98\\x80' >&1; printf '\\xc3' >&2; sleep 0.1; printf '\\xa9' >&2"
+        ).stdout
+        == "😀"
+    )
     assert sb.exec("printf '\\xc3'; sleep 0.1; printf '\\xa9' >&2").stderr == "\ufffd"
 
 
@@ -178,8 +185,12 @@ def test_files_have_the_archive_semantics_on_both_paths(fast):
         box.write_file("rel.txt", "relative to the workdir é")
         assert box.read_file("/tmp/rel.txt") == "relative to the workdir é".encode()
         box.exec("echo target > /tmp/target; ln -s /tmp/target /tmp/link; mkfifo /tmp/fifo; touch /tmp/plain")
-        for path, why in (("/tmp/link", "not a regular file"), ("/tmp/fifo", "not a regular file"),
-                          ("/tmp/new", "is a directory"), ("/tmp/missing", "no such file")):
+        for path, why in (
+            ("/tmp/link", "not a regular file"),
+            ("/tmp/fifo", "not a regular file"),
+            ("/tmp/new", "is a directory"),
+            ("/tmp/missing", "no such file"),
+        ):
             with pytest.raises(FileOpError, match=why):
                 box.read_file(path)
         with pytest.raises(FileOpError, match="the limit is 3"):

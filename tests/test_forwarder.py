@@ -16,7 +16,7 @@ from sandbox.docker import native
 
 pytestmark = pytest.mark.docker
 
-CLIENT = r'''
+CLIENT = r"""
 import socket, sys
 s = socket.create_connection(("127.0.0.1", 8765), timeout=10)
 s.sendall(b"x" * 300000)
@@ -25,7 +25,7 @@ data = b""
 while chunk := s.recv(65536):
     data += chunk
 print(len(data), data[:40])
-'''
+"""
 
 
 def echo_server(path: str) -> threading.Thread:
@@ -62,7 +62,9 @@ def test_forwarder_relays_and_reports_a_missing_proxy():
             assert out.stdout.startswith("100017 b'got 300000 bytes xxxx"), out.stdout
             thread.join(timeout=10)
             os.unlink(f"{folder}/proxy.sock")  # the proxy is gone
-            gone = box.exec(["python3", "-c", CLIENT.replace('b"x" * 300000', 'b"GET /v1/models HTTP/1.1\\r\\n\\r\\n"')])
+            gone = box.exec(
+                ["python3", "-c", CLIENT.replace('b"x" * 300000', 'b"GET /v1/models HTTP/1.1\\r\\n\\r\\n"')]
+            )
             assert gone.ok and "502 Bad Gateway" in gone.stdout, gone.stdout + gone.stderr
             # the binary is ours and read-only: the agent cannot replace it
             write = box.exec(["/bin/sh", "-c", "echo x > /opt/wl/bin/wl-fwd"])

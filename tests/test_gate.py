@@ -22,8 +22,10 @@ from test_history import cli, outcomes, row, write_run
 
 
 def run_pair(tmp_path: Path, base: list, cand: list, **kw) -> tuple[Path, Path]:
-    return (write_run(tmp_path / "runs" / "base", base, **kw).path,
-            write_run(tmp_path / "runs" / "cand", cand, **kw).path)
+    return (
+        write_run(tmp_path / "runs" / "base", base, **kw).path,
+        write_run(tmp_path / "runs" / "cand", cand, **kw).path,
+    )
 
 
 def side(path: Path) -> SideRows:
@@ -48,7 +50,9 @@ def test_six_tasks_lost_of_thirty_paired_none_won_exits_1_naming_the_six(tmp_pat
     assert "t06" not in lost_block
     assert "p = 0.01562" in out  # 0.5^6: the one-sided exact sign test on the six flipped tasks
     result = json.loads((tmp_path / "gate.json").read_text())
-    assert result["verdict"] == "regression" and [f["task_id"] for f in result["lost"]] == [f"t{i:02d}" for i in range(6)]
+    assert result["verdict"] == "regression" and [f["task_id"] for f in result["lost"]] == [
+        f"t{i:02d}" for i in range(6)
+    ]
 
 
 def test_identical_runs_exit_0(tmp_path):
@@ -65,7 +69,7 @@ def test_two_shared_tasks_that_both_flipped_exit_4_saying_how_many_are_needed(tm
     assert done.returncode == 4, done.stdout + done.stderr
     out = done.stdout
     assert "NOT ENOUGH EVIDENCE" in out and "2 shared tasks" in out and "at least 5 shared tasks" in out
-    assert min_tasks(0.05) == 5 and 0.5 ** 5 < 0.05 <= 0.5 ** 4
+    assert min_tasks(0.05) == 5 and 0.5**5 < 0.05 <= 0.5**4
 
 
 def test_an_underpowered_drop_says_how_many_tasks_or_repeats(tmp_path):
@@ -110,7 +114,7 @@ def test_cost_and_time_metrics_with_a_relative_margin(tmp_path):
     assert gate(side(b), side(c), metric="time").verdict == "regression"  # 10 % slower, every task
     assert gate(side(b), side(c), metric="time", margin=0.2).verdict == "no_regression"
     r = gate(side(b), side(c), metric="cost")
-    assert r.difference == pytest.approx(1.0) and r.p_value == pytest.approx(0.5 ** 20)
+    assert r.difference == pytest.approx(1.0) and r.p_value == pytest.approx(0.5**20)
 
 
 def test_unknown_prices_leave_tasks_out_of_the_cost_metric(tmp_path):
@@ -121,11 +125,13 @@ def test_unknown_prices_leave_tasks_out_of_the_cost_metric(tmp_path):
 
 def test_repeats_are_averaged_per_task(tmp_path):
     base = [row(f"t{i}", repeat=k) for i in range(8) for k in range(3)]
-    cand = [row(f"t{i}", "A", "resolved" if k or i >= 4 else "unresolved", repeat=k) for i in range(8) for k in range(3)]
+    cand = [
+        row(f"t{i}", "A", "resolved" if k or i >= 4 else "unresolved", repeat=k) for i in range(8) for k in range(3)
+    ]
     b, c = run_pair(tmp_path, base, cand)
     r = gate(side(b), side(c))
     assert [(f.task_id, f.baseline, f.candidate) for f in r.lost] == [(f"t{i}", "3/3", "2/3") for i in range(4)]
-    assert r.difference == pytest.approx(-4 / 3 / 8) and r.p_value == pytest.approx(0.5 ** 4)
+    assert r.difference == pytest.approx(-4 / 3 / 8) and r.p_value == pytest.approx(0.5**4)
     assert r.baseline.repeats == 3
 
 
@@ -134,8 +140,9 @@ def test_repeats_are_averaged_per_task(tmp_path):
 
 def brute_signflip(e: list[float]) -> float:
     total = sum(e)
-    hits = sum(sum(s * x for s, x in zip(signs, e)) <= total + 1e-9
-               for signs in itertools.product((1, -1), repeat=len(e)))
+    hits = sum(
+        sum(s * x for s, x in zip(signs, e)) <= total + 1e-9 for signs in itertools.product((1, -1), repeat=len(e))
+    )
     return hits / 2 ** len(e)
 
 
@@ -148,8 +155,9 @@ def test_sign_flip_p_values_match_enumeration_and_the_exact_sign_test():
             assert exact and p == pytest.approx(brute_signflip(list(d)))
     for wins, losses, ties in ((0, 6, 24), (2, 9, 19), (5, 5, 0), (1, 0, 10)):
         e = [1] * wins + [-1] * losses + [0] * ties
-        assert signflip_p(e)[0] == pytest.approx(binomtest(wins, wins + losses, 0.5, alternative="less").pvalue
-                                                 if wins + losses else 1.0)
+        assert signflip_p(e)[0] == pytest.approx(
+            binomtest(wins, wins + losses, 0.5, alternative="less").pvalue if wins + losses else 1.0
+        )
 
 
 def test_monte_carlo_p_values_agree_with_the_exact_ones(monkeypatch):
@@ -162,8 +170,16 @@ def test_monte_carlo_p_values_agree_with_the_exact_ones(monkeypatch):
     assert approx == pytest.approx(exact, abs=0.005)
 
 
-def simulated_power(n: int, p_lose: float, p_win: float, reps: int, seed: int, repeats: int = 1,
-                    base_rate: float | None = None, cand_rate: float | None = None) -> float:
+def simulated_power(
+    n: int,
+    p_lose: float,
+    p_win: float,
+    reps: int,
+    seed: int,
+    repeats: int = 1,
+    base_rate: float | None = None,
+    cand_rate: float | None = None,
+) -> float:
     """Share of simulated gates (the gate's own test, margin 0, alpha 0.05) that find the regression."""
     rng = np.random.default_rng(seed)
     found = 0
@@ -191,7 +207,9 @@ def test_repeats_needed_gives_about_80_percent_power_in_simulation():
     noise = base * (1 - base) + cand * (1 - cand)
     r = repeats_needed(cand - base, 0.0, noise, n, 0.05)
     assert r is not None and r > 1
-    assert simulated_power(n, 0, 0, 1500, seed=21, repeats=r, base_rate=base, cand_rate=cand) == pytest.approx(0.8, abs=0.07)
+    assert simulated_power(n, 0, 0, 1500, seed=21, repeats=r, base_rate=base, cand_rate=cand) == pytest.approx(
+        0.8, abs=0.07
+    )
     assert simulated_power(n, 0, 0, 1500, seed=22, repeats=max(1, r // 2), base_rate=base, cand_rate=cand) < 0.7
 
 

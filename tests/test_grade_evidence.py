@@ -29,20 +29,30 @@ HIDDEN = "tests/test_parser.py"  # the file the hidden test patch changes (prote
 
 def _grade(demo, patch: str):
     task = demo["task"]
-    return grade(task, patch, demo["image"], base=demo["base"], limits=task.limits.apply(Limits()),
-                 run_id=f"{RUN_PREFIX}evidence")
+    return grade(
+        task,
+        patch,
+        demo["image"],
+        base=demo["base"],
+        limits=task.limits.apply(Limits()),
+        run_id=f"{RUN_PREFIX}evidence",
+    )
 
 
 def _symlink(path: str, target: str) -> str:
-    return (f"diff --git a/{path} b/{path}\nnew file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
-            f"+{target}\n\\ No newline at end of file\n")
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
+        f"+{target}\n\\ No newline at end of file\n"
+    )
 
 
 def _new_file(path: str, text: str) -> str:
     lines = text.splitlines()
     body = "".join(f"+{line}\n" for line in lines)
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-            f"@@ -0,0 +1,{len(lines)} @@\n{body}")
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +111,9 @@ def test_both_tools_read_the_same_hashes_in_one_container(demo, graded_hidden_sh
     """The archive API (for an image without the interpreter) and the interpreter agree on files,
     symlinks and missing paths; a folder is compared only with itself (read the same way both sides)."""
     paths = ["pyproject.toml", "inikit/parser.py", "missing.txt", "inikit/missing/x.py", "inikit", "lnk"]
-    with DockerBackend().start(demo["image"], limits=Limits(network=False), role="grading",
-                               run_id=f"{RUN_PREFIX}evidence") as sb:
+    with DockerBackend().start(
+        demo["image"], limits=Limits(network=False), role="grading", run_id=f"{RUN_PREFIX}evidence"
+    ) as sb:
         sb.exec(["ln", "-s", "inikit/parser.py", "lnk"])
         python, archive = Hasher(), Hasher(python="/nonexistent/python3")
         by_python, by_archive = python.hashes(sb, paths), archive.hashes(sb, paths)
@@ -117,33 +128,53 @@ def test_both_tools_read_the_same_hashes_in_one_container(demo, graded_hidden_sh
     assert by_python["pyproject.toml"] == by_archive["pyproject.toml"] != ABSENT
 
 
-@pytest.mark.parametrize("claim, base, found, holds", [
-    ("reverted", "aa", "aa", True),
-    ("reverted", "aa", ABSENT, False),  # a reverted file must be there as at the base
-    ("reverted", ABSENT, "aa", False),
-    ("stripped", "aa", ABSENT, True),  # a stripped path may be gone (bytecode grading cleared)
-    ("stripped", ABSENT, "aa", False),
-    ("stripped", "aa", "bb", False),
-])
+@pytest.mark.parametrize(
+    "claim, base, found, holds",
+    [
+        ("reverted", "aa", "aa", True),
+        ("reverted", "aa", ABSENT, False),  # a reverted file must be there as at the base
+        ("reverted", ABSENT, "aa", False),
+        ("stripped", "aa", ABSENT, True),  # a stripped path may be gone (bytecode grading cleared)
+        ("stripped", ABSENT, "aa", False),
+        ("stripped", "aa", "bb", False),
+    ],
+)
 def test_a_claim_holds_only_as_its_kind_says(claim, base, found, holds):
     evidence = judge({"p": claim}, {"p": base}, {"p": found}, "t")
     assert evidence.of("p").holds is holds and evidence.verified is holds
 
 
 def test_claims_take_the_stricter_kind_and_drop_what_names_no_file_of_the_tree():
-    got = claims(["pluggy/", "tests/a.py"], [("tests/a.py", "protected"), ("pluggy/__init__.py", "shadows"),
-                                             ("x\0y", "outside the repository"), ("b\0c.py", "protected"),
-                                             ("b.pyc", "bytecode or a cache"), ("/proc/uptime", "outside the repository"),
-                                             (".git/index", "under .git/")])
-    assert got == {"tests/a.py": "reverted", "pluggy": "reverted", "pluggy/__init__.py": "stripped", "b.pyc": "stripped"}
+    got = claims(
+        ["pluggy/", "tests/a.py"],
+        [
+            ("tests/a.py", "protected"),
+            ("pluggy/__init__.py", "shadows"),
+            ("x\0y", "outside the repository"),
+            ("b\0c.py", "protected"),
+            ("b.pyc", "bytecode or a cache"),
+            ("/proc/uptime", "outside the repository"),
+            (".git/index", "under .git/"),
+        ],
+    )
+    assert got == {
+        "tests/a.py": "reverted",
+        "pluggy": "reverted",
+        "pluggy/__init__.py": "stripped",
+        "b.pyc": "stripped",
+    }
 
 
 def test_a_path_that_is_not_utf8_is_recorded_as_its_bytes():
     """grade.json is written with json.dumps of the grade's JSON dump: the path keeps its byte as
     the one escape (a dict key would lose it to U+FFFD in pydantic's dump)."""
     path = "tests/n\udcffame.py"  # b"tests/n\xffame.py" read with surrogateescape
-    result = Grade(task_id="t", outcome="unresolved", resolved=False,
-                   evidence=judge({path: "reverted"}, {path: ABSENT}, {path: ABSENT}, "t"))
+    result = Grade(
+        task_id="t",
+        outcome="unresolved",
+        resolved=False,
+        evidence=judge({path: "reverted"}, {path: ABSENT}, {path: ABSENT}, "t"),
+    )
     text = json.dumps(result.model_dump(mode="json"))
     assert "n\\udcffame.py" in text
     back = Grade.model_validate(json.loads(text)).evidence.paths[0].path

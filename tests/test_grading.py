@@ -33,41 +33,53 @@ from harness.transcript import Stop
 
 
 def _task(**kw) -> Task:
-    data = {"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p",
-            "hidden_tests": {"command": "pytest", "files": {"tests/test_hidden.py": "x"}}, "FAIL_TO_PASS": ["a"], **kw}
+    data = {
+        "id": "t",
+        "repo": "r",
+        "base_commit": "c",
+        "problem_statement": "p",
+        "hidden_tests": {"command": "pytest", "files": {"tests/test_hidden.py": "x"}},
+        "FAIL_TO_PASS": ["a"],
+        **kw,
+    }
     return Task.model_validate(data)
 
 
 def _section(path: str, *, new_file: bool = True, mode: str = "100644", body: str = "+x") -> str:
-    head = f"diff --git a/{path} b/{path}\n" + (f"new file mode {mode}\n--- /dev/null\n" if new_file else f"--- a/{path}\n")
+    head = f"diff --git a/{path} b/{path}\n" + (
+        f"new file mode {mode}\n--- /dev/null\n" if new_file else f"--- a/{path}\n"
+    )
     return head + f"+++ b/{path}\n@@ -0,0 +1 @@\n{body}\n"
 
 
-@pytest.mark.parametrize("path, reason", [
-    ("calc/fix.py", ""),
-    ("calc/data/table.json", ""),
-    ("docs/notes.md", ""),
-    ("tests/test_new.py", "protected"),
-    ("tests/test_hidden.py", "protected"),
-    ("conftest.py", "protected"),
-    ("calc/testing/helpers.py", ""),  # a library's testing/ package (numpy.testing): not the tests
-    ("calc/testing/test_helpers.py", "protected"),
-    ("calc/testing/conftest.py", "protected"),
-    ("pkg/conftest.py", "protected"),
-    ("setup.cfg", "protected"),
-    (".git/hooks/pre-commit", "under .git/"),
-    ("sub/.GIT/config", "under .git/"),
-    ("calc/__pycache__/x.cpython-311.pyc", "bytecode or a cache"),
-    ("pytest.pyc", "bytecode or a cache"),
-    ("lib/.pytest_cache/v/x", "bytecode or a cache"),
-    ("x-1.0.dist-info/entry_points.txt", "package metadata"),
-    ("src/X.Egg-Info/PKG-INFO", "package metadata"),
-    ("evil.pth", "a start-up hook"),
-    ("src/sitecustomize.py", "a start-up hook"),
-    ("usercustomize/__init__.py", "a start-up hook"),
-    ("../outside.txt", "outside the repository"),
-    ("a/../../b", "outside the repository"),
-])
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("calc/fix.py", ""),
+        ("calc/data/table.json", ""),
+        ("docs/notes.md", ""),
+        ("tests/test_new.py", "protected"),
+        ("tests/test_hidden.py", "protected"),
+        ("conftest.py", "protected"),
+        ("calc/testing/helpers.py", ""),  # a library's testing/ package (numpy.testing): not the tests
+        ("calc/testing/test_helpers.py", "protected"),
+        ("calc/testing/conftest.py", "protected"),
+        ("pkg/conftest.py", "protected"),
+        ("setup.cfg", "protected"),
+        (".git/hooks/pre-commit", "under .git/"),
+        ("sub/.GIT/config", "under .git/"),
+        ("calc/__pycache__/x.cpython-311.pyc", "bytecode or a cache"),
+        ("pytest.pyc", "bytecode or a cache"),
+        ("lib/.pytest_cache/v/x", "bytecode or a cache"),
+        ("x-1.0.dist-info/entry_points.txt", "package metadata"),
+        ("src/X.Egg-Info/PKG-INFO", "package metadata"),
+        ("evil.pth", "a start-up hook"),
+        ("src/sitecustomize.py", "a start-up hook"),
+        ("usercustomize/__init__.py", "a start-up hook"),
+        ("../outside.txt", "outside the repository"),
+        ("a/../../b", "outside the repository"),
+    ],
+)
 def test_each_path_of_a_patch_is_kept_or_stripped_with_its_reason(path, reason):
     sections, _ = parse_patch(_section(path))
     decision = decide(_task(), sections)
@@ -80,14 +92,26 @@ def test_a_test_folder_holding_the_hidden_tests_is_protected_whole():
     """pytest's own repository keeps its tests in testing/: there the folder's data and helpers are
     the tests'; elsewhere a testing/ package is library code."""
     task = _task(hidden_tests={"command": "pytest", "files": {"testing/python/test_hidden.py": "x"}})
-    for path, reason in [("testing/example_scripts/data.txt", "protected"), ("testing/helper.py", "protected"),
-                         ("src/testing/helper.py", ""), ("testingx/a.py", "")]:
+    for path, reason in [
+        ("testing/example_scripts/data.txt", "protected"),
+        ("testing/helper.py", "protected"),
+        ("src/testing/helper.py", ""),
+        ("testingx/a.py", ""),
+    ]:
         got = {s.path: s.reason for s in decide(task, parse_patch(_section(path))[0]).stripped}
         assert got.get(path, "") == reason, (path, got)
 
 
-@pytest.mark.parametrize("target, leaves", [("../../etc", True), ("/etc/passwd", True), ("../.git/config", True),
-                                            ("other.py", False), ("../calc/x.py", False)])
+@pytest.mark.parametrize(
+    "target, leaves",
+    [
+        ("../../etc", True),
+        ("/etc/passwd", True),
+        ("../.git/config", True),
+        ("other.py", False),
+        ("../calc/x.py", False),
+    ],
+)
 def test_symlinks_leaving_the_repository_are_stripped(target, leaves):
     sections, _ = parse_patch(_section("calc/link", mode="120000", body=f"+{target}\n\\ No newline at end of file"))
     assert sections[0].symlink_target() == target
@@ -95,14 +119,17 @@ def test_symlinks_leaving_the_repository_are_stripped(target, leaves):
     assert bool(stripped) is leaves, stripped
 
 
-@pytest.mark.parametrize("base, target, leaves", [
-    ({"deep": "."}, "../deep/deep/../../etc", True),  # through a symlink of the base
-    ({}, "../deep/deep/../../etc", False),  # no such symlink: `etc` inside
-    ({"up": ".."}, "../up/x", True),
-    ({"docs": "calc"}, "../docs/x.py", False),  # through one, staying inside
-    ({"loop": "loop/a"}, "../loop", True),  # a loop counts as leaving
-    ({"g": ".GIT"}, "../g/config", True),
-])
+@pytest.mark.parametrize(
+    "base, target, leaves",
+    [
+        ({"deep": "."}, "../deep/deep/../../etc", True),  # through a symlink of the base
+        ({}, "../deep/deep/../../etc", False),  # no such symlink: `etc` inside
+        ({"up": ".."}, "../up/x", True),
+        ({"docs": "calc"}, "../docs/x.py", False),  # through one, staying inside
+        ({"loop": "loop/a"}, "../loop", True),  # a loop counts as leaving
+        ({"g": ".GIT"}, "../g/config", True),
+    ],
+)
 def test_symlinks_are_resolved_through_the_trees_other_symlinks(base, target, leaves):
     sections, _ = parse_patch(_section("calc/link", mode="120000", body=f"+{target}\n\\ No newline at end of file"))
     stripped = decide(_task(), sections, base_links=base).stripped
@@ -110,8 +137,13 @@ def test_symlinks_are_resolved_through_the_trees_other_symlinks(base, target, le
 
 
 def test_what_is_kept_is_written_out_again_from_the_parsed_sections_only():
-    patch = ("garbage before\n" + _section("calc/fix.py") + "a line patch would read as an ed script\n1a\nx\n.\n"
-             + _section(".git/hooks/post-checkout", mode="100755") + _section("data.txt"))
+    patch = (
+        "garbage before\n"
+        + _section("calc/fix.py")
+        + "a line patch would read as an ed script\n1a\nx\n.\n"
+        + _section(".git/hooks/post-checkout", mode="100755")
+        + _section("data.txt")
+    )
     sections, unparsed = parse_patch(patch)
     decision = decide(_task(), sections, unparsed)
     assert [s.new for s in decision.kept] == ["calc/fix.py", "data.txt"]
@@ -121,8 +153,10 @@ def test_what_is_kept_is_written_out_again_from_the_parsed_sections_only():
 
 
 def test_a_kept_section_is_written_out_byte_for_byte_crlf_and_form_feeds_included():
-    patch = ("diff --git a/w.py b/w.py\nindex 1111111..2222222 100644\n--- a/w.py\n+++ b/w.py\n@@ -1,3 +1,3 @@\n"
-             " a = 1\r\n-\x0c# page\r\n+\x0c# page two\r\n b = 2\x0b\u2028\n\\ No newline at end of file\n")
+    patch = (
+        "diff --git a/w.py b/w.py\nindex 1111111..2222222 100644\n--- a/w.py\n+++ b/w.py\n@@ -1,3 +1,3 @@\n"
+        " a = 1\r\n-\x0c# page\r\n+\x0c# page two\r\n b = 2\x0b\u2028\n\\ No newline at end of file\n"
+    )
     sections, unparsed = parse_patch(patch)
     assert unparsed == 0 and decide(_task(), sections).text() == patch
 
@@ -134,14 +168,17 @@ def test_paths_come_from_every_header_of_a_section():
     assert {s.path for s in decide(_task(), sections).stripped} == {".git/hooks/x"}
 
 
-@pytest.mark.parametrize("plus, checked", [
-    ("+++ b/conftest.py 2024-01-01 00:00:00.000000000 +0000", "conftest.py"),  # a space, then a date: dropped
-    ("+++ b/conftest.py Mon Jan  1 00:00:00 2024", "conftest.py"),
-    ("+++ b/conftest.py\t2024-01-01 00:00:00", "conftest.py"),
-    ("+++ b/conftest.py\rX", "conftest.py\rX"),  # anything else is part of the name...
-    ("+++ b/conftest.py X", "conftest.py X"),
-    ('+++ "b/sp ace\\303\\251.py"', "sp ace\u00e9.py"),
-])
+@pytest.mark.parametrize(
+    "plus, checked",
+    [
+        ("+++ b/conftest.py 2024-01-01 00:00:00.000000000 +0000", "conftest.py"),  # a space, then a date: dropped
+        ("+++ b/conftest.py Mon Jan  1 00:00:00 2024", "conftest.py"),
+        ("+++ b/conftest.py\t2024-01-01 00:00:00", "conftest.py"),
+        ("+++ b/conftest.py\rX", "conftest.py\rX"),  # anything else is part of the name...
+        ("+++ b/conftest.py X", "conftest.py X"),
+        ('+++ "b/sp ace\\303\\251.py"', "sp ace\u00e9.py"),
+    ],
+)
 def test_an_applier_reads_exactly_the_names_grading_checked(plus, checked, tmp_path):
     """A hand-written section's names are written out again from what grading checked (quoted when
     they hold whitespace or other bytes), so git apply writes the checked path and nothing else."""
@@ -168,10 +205,13 @@ SETUP = RunSetup(report_path=ANCHOR_PATH, anchor=f"generated report log file: {A
 
 
 def _summary(lines: list[str], closing: str) -> str:
-    return ("============================= test session starts ==============================\n"
-            f"------------------- generated report log file: {ANCHOR_PATH} --------------------\n"
-            "=========================== short test summary info ============================\n"
-            + "".join(line + "\n" for line in lines) + f"======================== {closing} ========================\n")
+    return (
+        "============================= test session starts ==============================\n"
+        f"------------------- generated report log file: {ANCHOR_PATH} --------------------\n"
+        "=========================== short test summary info ============================\n"
+        + "".join(line + "\n" for line in lines)
+        + f"======================== {closing} ========================\n"
+    )
 
 
 def _log(*tests: tuple[str, str, str], exit_status: int = 1) -> bytes:
@@ -180,9 +220,17 @@ def _log(*tests: tuple[str, str, str], exit_status: int = 1) -> bytes:
     for node, when, outcome in tests:
         entry = {"nodeid": node, "when": when, "outcome": outcome, "$report_type": "TestReport", "longrepr": None}
         if outcome == "failed":
-            entry["longrepr"] = {"reprcrash": {"path": "t.py", "lineno": 1, "message": "assert -1 == 5"},
-                                 "reprtraceback": {"reprentries": [{"type": "ReprEntry", "data": {
-                                     "reprfileloc": {"path": "t.py", "lineno": 1, "message": "AssertionError"}}}]}}
+            entry["longrepr"] = {
+                "reprcrash": {"path": "t.py", "lineno": 1, "message": "assert -1 == 5"},
+                "reprtraceback": {
+                    "reprentries": [
+                        {
+                            "type": "ReprEntry",
+                            "data": {"reprfileloc": {"path": "t.py", "lineno": 1, "message": "AssertionError"}},
+                        }
+                    ]
+                },
+            }
         if outcome == "xfail":
             entry.update(outcome="skipped", wasxfail="reason")
         lines.append(entry)
@@ -190,8 +238,14 @@ def _log(*tests: tuple[str, str, str], exit_status: int = 1) -> bytes:
     return "".join(json.dumps(x) + "\n" for x in lines).encode()
 
 
-REAL = [("t.py::a", "setup", "passed"), ("t.py::a", "call", "failed"), ("t.py::a", "teardown", "passed"),
-        ("t.py::b", "setup", "passed"), ("t.py::b", "call", "passed"), ("t.py::b", "teardown", "passed")]
+REAL = [
+    ("t.py::a", "setup", "passed"),
+    ("t.py::a", "call", "failed"),
+    ("t.py::a", "teardown", "passed"),
+    ("t.py::b", "setup", "passed"),
+    ("t.py::b", "call", "passed"),
+    ("t.py::b", "teardown", "passed"),
+]
 
 
 def test_channels_that_agree_give_the_statuses_messages_and_exception_types():
@@ -202,14 +256,21 @@ def test_channels_that_agree_give_the_statuses_messages_and_exception_types():
     assert report.exception_types == {"t.py::a": "AssertionError"} and report.messages["t.py::a"] == "assert -1 == 5"
 
 
-@pytest.mark.parametrize("output, log, exit_code, why", [
-    (_summary(["PASSED t.py::b", "PASSED t.py::a"], "2 passed in 0.1s"), _log(*REAL), 1, "t.py::a"),
-    (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 1 passed in 0.1s"), _log(*REAL), 0, "exit status 1"),
-    (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 3 passed in 0.1s"), _log(*REAL), 1, "3 passed"),
-    (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 1 passed in 0.1s"), None, 1, "missing"),
-    (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 1 passed in 0.1s"),
-     _log(*REAL).rsplit(b"\n", 2)[0] + b"\n", 1, "session finish"),
-])
+@pytest.mark.parametrize(
+    "output, log, exit_code, why",
+    [
+        (_summary(["PASSED t.py::b", "PASSED t.py::a"], "2 passed in 0.1s"), _log(*REAL), 1, "t.py::a"),
+        (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 1 passed in 0.1s"), _log(*REAL), 0, "exit status 1"),
+        (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 3 passed in 0.1s"), _log(*REAL), 1, "3 passed"),
+        (_summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 1 passed in 0.1s"), None, 1, "missing"),
+        (
+            _summary(["PASSED t.py::b", "FAILED t.py::a"], "1 failed, 1 passed in 0.1s"),
+            _log(*REAL).rsplit(b"\n", 2)[0] + b"\n",
+            1,
+            "session finish",
+        ),
+    ],
+)
 def test_channels_that_contradict_each_other_are_flagged(output, log, exit_code, why):
     report = PytestParser().parse(output, log, setup=SETUP, exit_code=exit_code)
     assert not report.consistent and why in report.disagreement, report.disagreement
@@ -230,8 +291,10 @@ def test_only_exit_codes_that_mean_the_tests_ran_can_be_consistent():
 
 
 def test_an_expected_xfail_and_a_teardown_error_are_listed_alike_in_both_channels():
-    out = _summary(["PASSED t.py::c", "XFAIL t.py::x - reason", "ERROR t.py::c - ValueError: td"],
-                   "1 passed, 1 xfailed, 1 error in 0.1s")
+    out = _summary(
+        ["PASSED t.py::c", "XFAIL t.py::x - reason", "ERROR t.py::c - ValueError: td"],
+        "1 passed, 1 xfailed, 1 error in 0.1s",
+    )
     log = _log(("t.py::x", "call", "xfail"), ("t.py::c", "call", "passed"), ("t.py::c", "teardown", "failed"))
     report = PytestParser().parse(out, log, setup=SETUP, exit_code=1)
     assert report.consistent, report.why
@@ -248,8 +311,12 @@ def test_an_old_pytest_is_graded_on_one_channel_and_says_so():
 
 
 def test_plugins_are_the_recorded_ones_plus_the_tasks_and_never_autoloaded():
-    facts = {"pytest": "8.3.4", "tools_path": True, "env_addopts": "-x",
-             "pytest11": [{"name": "asyncio", "value": "pytest_asyncio.plugin"}]}
+    facts = {
+        "pytest": "8.3.4",
+        "tools_path": True,
+        "env_addopts": "-x",
+        "pytest11": [{"name": "asyncio", "value": "pytest_asyncio.plugin"}],
+    }
     setup = PytestParser().run_setup(facts, "tok", ("myplug",))
     opts = setup.env["PYTEST_ADDOPTS"]
     assert opts.startswith("-x -p asyncio -p myplug -p pytest_reportlog.plugin --report-log=/tmp/wholeloop-report-tok/")
@@ -266,10 +333,14 @@ def test_feedback_messages_lose_every_line_of_the_hidden_tests():
 
 
 def test_feedback_messages_lose_the_hidden_tests_literals_however_pytest_quotes_them():
-    hidden = ['def test_p():\n    assert parse("k = a;b;c") == {"s": {"key": "a;b;c"}}\n    assert lang() == "C#"\n'
-              '    assert port() == 8080\n    assert esc() == "tab\\there"\n']
-    messages = {"t": "AssertionError: assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}\nE   assert 'C' == 'C#'\n"
-                     "assert 80 == 8080\nassert 'tab' == 'tab\\there'\nE   ValueError: no section 'x'"}
+    hidden = [
+        'def test_p():\n    assert parse("k = a;b;c") == {"s": {"key": "a;b;c"}}\n    assert lang() == "C#"\n'
+        '    assert port() == 8080\n    assert esc() == "tab\\there"\n'
+    ]
+    messages = {
+        "t": "AssertionError: assert {'s': {'key': 'a'}} == {'s': {'key': 'a;b;c'}}\nE   assert 'C' == 'C#'\n"
+        "assert 80 == 8080\nassert 'tab' == 'tab\\there'\nE   ValueError: no section 'x'"
+    }
     scrubbed = scrub_messages(messages, hidden)["t"]
     assert scrubbed == "ValueError: no section 'x'", scrubbed
 
@@ -288,22 +359,37 @@ def legit(tmp_path_factory) -> dict:
     repo = root / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    write(repo, {"calc/__init__.py": BUGGY, ".gitignore": "*.log\n",
-                 "tests/test_keep.py": "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"})
+    write(
+        repo,
+        {
+            "calc/__init__.py": BUGGY,
+            ".gitignore": "*.log\n",
+            "tests/test_keep.py": "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        },
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")
     base = git(repo, "rev-parse", "HEAD")
-    test_add = ("import json, pathlib\nfrom calc import add\n\n\ndef test_add():\n"
-                "    table = json.loads(pathlib.Path('calc/data/table.json').read_text())\n"
-                "    assert add(2, 3) == 5 == table['2+3']\n")
+    test_add = (
+        "import json, pathlib\nfrom calc import add\n\n\ndef test_add():\n"
+        "    table = json.loads(pathlib.Path('calc/data/table.json').read_text())\n"
+        "    assert add(2, 3) == 5 == table['2+3']\n"
+    )
     hidden = {"tests/test_add.py": test_add}
 
     def spec(where: Path, task_id: str, **extra) -> Path:
-        data = {"id": task_id, "repo": str(repo), "base_commit": base, "problem_statement": "add subtracts",
-                "environment": {"setup": ["pip install -q pytest==8.3.4"]},
-                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "files": hidden},
-                "FAIL_TO_PASS": [ADD_ID], "PASS_TO_PASS": ["tests/test_keep.py::test_zero"],
-                "limits": {"command_timeout_s": 30}, **extra}
+        data = {
+            "id": task_id,
+            "repo": str(repo),
+            "base_commit": base,
+            "problem_statement": "add subtracts",
+            "environment": {"setup": ["pip install -q pytest==8.3.4"]},
+            "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "files": hidden},
+            "FAIL_TO_PASS": [ADD_ID],
+            "PASS_TO_PASS": ["tests/test_keep.py::test_zero"],
+            "limits": {"command_timeout_s": 30},
+            **extra,
+        }
         where.mkdir(parents=True, exist_ok=True)
         (where / f"{task_id}.yaml").write_text(json.dumps(data))
         return where / f"{task_id}.yaml"
@@ -343,26 +429,42 @@ def _write(**files):
     def step(sb):
         for path, text in files.items():
             sb.write_file(path, text)
+
     return step
 
 
 LEGIT = {
     # a new module, a new test file (not graded, not harmful) and a data file
-    "new-module-test-and-data": [_write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS,
-                                           "calc/data/table.json": TABLE,
-                                           "tests/test_ops.py": "def test_ops():\n    assert True\n"})],
+    "new-module-test-and-data": [
+        _write(
+            **{
+                "calc/__init__.py": FIX_WITH_MODULE,
+                "calc/ops.py": OPS,
+                "calc/data/table.json": TABLE,
+                "tests/test_ops.py": "def test_ops():\n    assert True\n",
+            }
+        )
+    ],
     # the agent's own ignore rules hide its new module from its own git: not from the patch
-    "hidden-from-the-agents-git": [_write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS,
-                                             "calc/data/table.json": TABLE}),
-                                   "printf 'ops.py\\n' > calc/.gitignore; printf 'calc/data/\\n' >> .git/info/exclude"],
+    "hidden-from-the-agents-git": [
+        _write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS, "calc/data/table.json": TABLE}),
+        "printf 'ops.py\\n' > calc/.gitignore; printf 'calc/data/\\n' >> .git/info/exclude",
+    ],
     # committing the work (and moving HEAD) does not hide it
-    "committed": [_write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS, "calc/data/table.json": TABLE}),
-                  "git add -A && git -c user.name=a -c user.email=a@a commit -qm fix && git log --oneline | wc -l"],
+    "committed": [
+        _write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS, "calc/data/table.json": TABLE}),
+        "git add -A && git -c user.name=a -c user.email=a@a commit -qm fix && git log --oneline | wc -l",
+    ],
     # the fix at the second attempt, in the same container: what attempt 1 left outside the repository is
     # still there, its processes are not
-    "second-attempt": [["echo kept > /tmp/state; (setsid sleep 900 >/dev/null 2>&1 &); echo '# wip' >> calc/__init__.py"],
-                       ["test \"$(cat /tmp/state)\" = kept", "test \"$(ps -eo args | grep -c '^sleep 900$')\" = 0",
-                        _write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS, "calc/data/table.json": TABLE})]],
+    "second-attempt": [
+        ["echo kept > /tmp/state; (setsid sleep 900 >/dev/null 2>&1 &); echo '# wip' >> calc/__init__.py"],
+        [
+            'test "$(cat /tmp/state)" = kept',
+            "test \"$(ps -eo args | grep -c '^sleep 900$')\" = 0",
+            _write(**{"calc/__init__.py": FIX_WITH_MODULE, "calc/ops.py": OPS, "calc/data/table.json": TABLE}),
+        ],
+    ],
 }
 
 
@@ -386,7 +488,12 @@ def test_legitimate_work_resolves(case, legit_rows):
     rows, out, agent = legit_rows
     final = rows[case][-1]
     grade = json.loads((out / final.dir / "grade.json").read_text())
-    assert final.resolved, (final.outcome, final.note, grade.get("stripped"), (out / final.patch_path).read_text()[:3000])
+    assert final.resolved, (
+        final.outcome,
+        final.note,
+        grade.get("stripped"),
+        (out / final.patch_path).read_text()[:3000],
+    )
     assert not final.tampering and grade["channels"]["structured"] == "agrees", grade["channels"]
     patch = (out / final.patch_path).read_text()
     assert "b/calc/ops.py" in patch and "b/calc/data/table.json" in patch
@@ -415,31 +522,65 @@ def test_a_task_whose_tests_need_pytest_plugins_resolves_with_gold(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    write(repo, {"aioadd/__init__.py": "async def add(a, b):\n    return a - b\n",
-                 "answerplug.py": "import pytest\n\n\n@pytest.fixture\ndef answer():\n    return 42\n",
-                 "tests/test_zero.py": "import pytest\nfrom aioadd import add\n\n\n@pytest.mark.asyncio\n"
-                                       "async def test_zero():\n    assert await add(0, 0) == 0\n"})
+    write(
+        repo,
+        {
+            "aioadd/__init__.py": "async def add(a, b):\n    return a - b\n",
+            "answerplug.py": "import pytest\n\n\n@pytest.fixture\ndef answer():\n    return 42\n",
+            "tests/test_zero.py": "import pytest\nfrom aioadd import add\n\n\n@pytest.mark.asyncio\n"
+            "async def test_zero():\n    assert await add(0, 0) == 0\n",
+        },
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")
     base = git(repo, "rev-parse", "HEAD")
-    gold = "diff --git a/aioadd/__init__.py b/aioadd/__init__.py\n--- a/aioadd/__init__.py\n+++ b/aioadd/__init__.py\n" \
-           "@@ -1,2 +1,2 @@\n async def add(a, b):\n-    return a - b\n+    return a + b\n"
-    spec = {"id": "plugins", "repo": str(repo), "base_commit": base, "problem_statement": "add subtracts",
-            "environment": {"setup": ["pip install -q pytest==8.3.4 pytest-asyncio==0.24.0"]},
-            "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests",
-                             "files": {"tests/test_add.py": PLUGIN_TESTS}, "plugins": ["answerplug"]},
-            "FAIL_TO_PASS": ["tests/test_add.py::test_add"], "PASS_TO_PASS": ["tests/test_zero.py::test_zero"],
-            "gold_patch": gold}
+    gold = (
+        "diff --git a/aioadd/__init__.py b/aioadd/__init__.py\n--- a/aioadd/__init__.py\n+++ b/aioadd/__init__.py\n"
+        "@@ -1,2 +1,2 @@\n async def add(a, b):\n-    return a - b\n+    return a + b\n"
+    )
+    spec = {
+        "id": "plugins",
+        "repo": str(repo),
+        "base_commit": base,
+        "problem_statement": "add subtracts",
+        "environment": {"setup": ["pip install -q pytest==8.3.4 pytest-asyncio==0.24.0"]},
+        "hidden_tests": {
+            "command": "python -m pytest -rA -p no:cacheprovider tests",
+            "files": {"tests/test_add.py": PLUGIN_TESTS},
+            "plugins": ["answerplug"],
+        },
+        "FAIL_TO_PASS": ["tests/test_add.py::test_add"],
+        "PASS_TO_PASS": ["tests/test_zero.py::test_zero"],
+        "gold_patch": gold,
+    }
     (tmp_path / "plugins.yaml").write_text(json.dumps(spec))
     dirs = {}
     for agent, resolved in (("gold", True), ("noop", False)):
         out = tmp_path / agent
-        done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(tmp_path / "plugins.yaml"), "--agent", agent,
-                               "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "run",
+                str(tmp_path / "plugins.yaml"),
+                "--agent",
+                agent,
+                "--out",
+                str(out),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         row = read_results(out / "results.jsonl")[0]
         grade = json.loads((out / row.dir / "grade.json").read_text())
-        assert row.resolved is resolved, (row.outcome, row.note, (out / row.dir / "test_output.txt").read_text()[-3000:])
+        assert row.resolved is resolved, (
+            row.outcome,
+            row.note,
+            (out / row.dir / "test_output.txt").read_text()[-3000:],
+        )
         dirs[agent] = out / row.dir
         if resolved:
             assert grade["channels"]["structured"] == "agrees" and not row.tampering, grade["channels"]
@@ -451,18 +592,31 @@ def test_a_task_whose_tests_need_pytest_plugins_resolves_with_gold(tmp_path):
 def test_an_expected_xfail_counts_and_a_regrade_of_an_unchanged_run_changes_nothing(legit, tmp_path):
     """A FAIL_TO_PASS test the task lists in expected_xfail passes when it xfails; the same run,
     re-graded, keeps its rows and verdicts."""
-    xfail_test = "import pytest\n\n\n@pytest.mark.xfail(reason='known', strict=True)\ndef test_add():\n    assert False\n"
-    spec = legit["spec"](tmp_path, "xfail", hidden_tests={"command": "python -m pytest -rA -p no:cacheprovider tests",
-                                                          "files": {"tests/test_add.py": xfail_test}},
-                         expected_xfail=[ADD_ID], gold_patch="")
+    xfail_test = (
+        "import pytest\n\n\n@pytest.mark.xfail(reason='known', strict=True)\ndef test_add():\n    assert False\n"
+    )
+    spec = legit["spec"](
+        tmp_path,
+        "xfail",
+        hidden_tests={
+            "command": "python -m pytest -rA -p no:cacheprovider tests",
+            "files": {"tests/test_add.py": xfail_test},
+        },
+        expected_xfail=[ADD_ID],
+        gold_patch="",
+    )
     task = load_task(spec)
     agent = Steps({"xfail": ["echo '# touched' >> calc/__init__.py"]})
     out = tmp_path / "run"
     row = Runner([task], agent, RunOptions(out=out, infra_retries=0)).run()[0]
     assert row.resolved and row.tests[ADD_ID] == "XFAIL", (row.outcome, row.note)
     new = tmp_path / "regraded"
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "regrade", str(out), "--out", str(new)], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "regrade", str(out), "--out", str(new)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     again = read_results(new / "results.jsonl")
     assert [(r.task_id, r.attempt, r.outcome) for r in again] == [(row.task_id, row.attempt, row.outcome)]

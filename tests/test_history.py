@@ -31,33 +31,75 @@ DEMO_TASK = ROOT / "tasks" / "demo" / "inikit-001.yaml"
 # ---------------------------------------------------------------------------- fabricated runs
 
 
-def row(task: str, config: str = "A", outcome: str = "resolved", *, repeat: int = 0, attempt: int = 1,
-        final: bool = True, cost: float | None = 0.1, seconds: float = 10.0, model: str = "m/1", agent: str = "fake",
-        task_hash: str | None = None) -> ResultRow:
-    return ResultRow(run_id="x", task_id=task, task_hash=task_hash or f"h-{task}", config=config, agent=agent,
-                     model=model, repeat=repeat, attempt=attempt, final=final, outcome=outcome,
-                     resolved=outcome == "resolved", cost_usd=cost, phases=PhaseTimes(total_s=seconds),
-                     stop_reason="submitted")
+def row(
+    task: str,
+    config: str = "A",
+    outcome: str = "resolved",
+    *,
+    repeat: int = 0,
+    attempt: int = 1,
+    final: bool = True,
+    cost: float | None = 0.1,
+    seconds: float = 10.0,
+    model: str = "m/1",
+    agent: str = "fake",
+    task_hash: str | None = None,
+) -> ResultRow:
+    return ResultRow(
+        run_id="x",
+        task_id=task,
+        task_hash=task_hash or f"h-{task}",
+        config=config,
+        agent=agent,
+        model=model,
+        repeat=repeat,
+        attempt=attempt,
+        final=final,
+        outcome=outcome,
+        resolved=outcome == "resolved",
+        cost_usd=cost,
+        phases=PhaseTimes(total_s=seconds),
+        stop_reason="submitted",
+    )
 
 
 def manifest(run_dir: Path, suite: str, started: datetime, *, finished: bool = True, tasks: list[str] = ()) -> dict:
-    specs = {t: {"content_hash": f"h-{t}", "spec": str(run_dir.parent.parent / "tasks" / suite / f"{t}.yaml")}
-             for t in tasks}
-    return {"schema_version": 1, "run_id": run_dir.name, "run_uid": f"uid-{run_dir.name}-{started:%H%M%S%f}",
-            "command": ["wholeloop", "run", f"tasks/{suite}"], "cwd": str(run_dir.parent.parent),
-            "wholeloop": {"version": "0.1.0", "git_commit": "abc"}, "tasks": specs,
-            "started_at": started.isoformat(), "finished_at": (started + timedelta(minutes=5)).isoformat() if finished else None}
+    specs = {
+        t: {"content_hash": f"h-{t}", "spec": str(run_dir.parent.parent / "tasks" / suite / f"{t}.yaml")} for t in tasks
+    }
+    return {
+        "schema_version": 1,
+        "run_id": run_dir.name,
+        "run_uid": f"uid-{run_dir.name}-{started:%H%M%S%f}",
+        "command": ["wholeloop", "run", f"tasks/{suite}"],
+        "cwd": str(run_dir.parent.parent),
+        "wholeloop": {"version": "0.1.0", "git_commit": "abc"},
+        "tasks": specs,
+        "started_at": started.isoformat(),
+        "finished_at": (started + timedelta(minutes=5)).isoformat() if finished else None,
+    }
 
 
-def write_run(run_dir: Path, rows: list[ResultRow], *, suite: str = "demo", started: datetime | None = None,
-              url: str | None = None, finished: bool = True, warn=None) -> RunFolder:
+def write_run(
+    run_dir: Path,
+    rows: list[ResultRow],
+    *,
+    suite: str = "demo",
+    started: datetime | None = None,
+    url: str | None = None,
+    finished: bool = True,
+    warn=None,
+) -> RunFolder:
     """A run folder written the way a run writes it: the manifest first, then each row through the
     one append point - with the history hook attached when `url` is given."""
     started = started or datetime(2026, 1, 1, tzinfo=timezone.utc)
     folder = RunFolder(run_dir, create=True)
     hook = attach(folder, url, warn or pytest.fail) if url else None
-    folder.update_manifest(lambda m: m.update(manifest(run_dir, suite, started, finished=finished,
-                                                       tasks=sorted({r.task_id for r in rows}))))
+    folder.update_manifest(
+        lambda m: m.update(
+            manifest(run_dir, suite, started, finished=finished, tasks=sorted({r.task_id for r in rows}))
+        )
+    )
     for r in rows:
         r.run_id = run_dir.name
         r.transcript_path = str(folder.relative(folder.transcript_path(r.task_id, r.config, r.repeat)))
@@ -81,7 +123,9 @@ def history_url(request, tmp_path):
     return request.getfixturevalue("postgres").create_database()
 
 
-def cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """The real `wholeloop` command in a subprocess."""
     full = {**os.environ, "COLUMNS": "200"}
     full.pop("WHOLELOOP_HISTORY_URL", None)
@@ -131,12 +175,18 @@ def test_each_row_is_in_the_index_the_moment_it_is_appended(tmp_path, history_ur
     run_dir = tmp_path / "runs" / "r1"
     folder = RunFolder(run_dir, create=True)
     hook = attach(folder, history_url, pytest.fail)
-    folder.update_manifest(lambda m: m.update(manifest(run_dir, "demo", datetime(2026, 1, 1, tzinfo=timezone.utc),
-                                                       finished=False, tasks=["t00", "t01"])))
+    folder.update_manifest(
+        lambda m: m.update(
+            manifest(run_dir, "demo", datetime(2026, 1, 1, tzinfo=timezone.utc), finished=False, tasks=["t00", "t01"])
+        )
+    )
     with HistoryIndex.open(history_url, create=False) as reader:
-        written = [row("t00", outcome="unresolved", attempt=1, final=False), row("t00", attempt=2),
-                   row("t01", outcome="unresolved"),
-                   row("t01", attempt=1)]  # t01 redone from attempt 1: a new try supersedes the first
+        written = [
+            row("t00", outcome="unresolved", attempt=1, final=False),
+            row("t00", attempt=2),
+            row("t01", outcome="unresolved"),
+            row("t01", attempt=1),
+        ]  # t01 redone from attempt 1: a new try supersedes the first
         for n, r in enumerate(written, 1):
             folder.append(r)
             assert reader.row_count() == n  # a second connection sees it at once: committed
@@ -229,10 +279,24 @@ def fabricate_history(root: Path, url: str | None) -> list[Path]:
         rows[1].outcome, rows[1].resolved = "infra_error", False
         rows.append(row("t02", "gold+m1", "resolved", attempt=1, model="m/1", agent="default"))  # a redo
         runs.append(write_run(root / f"demo-{i}", rows, started=day + timedelta(days=i), url=url).path)
-    runs.append(write_run(root / "other-0", outcomes(5, {0}, "noop", model=None, agent="noop", cost=None),
-                          suite="other", started=day + timedelta(days=2, hours=3), url=url).path)
-    runs.append(write_run(root / "demo-late", outcomes(8, {0, 1}, "cheap+m2", model="m/2"), started=day + timedelta(days=6),
-                          url=url, finished=False).path)
+    runs.append(
+        write_run(
+            root / "other-0",
+            outcomes(5, {0}, "noop", model=None, agent="noop", cost=None),
+            suite="other",
+            started=day + timedelta(days=2, hours=3),
+            url=url,
+        ).path
+    )
+    runs.append(
+        write_run(
+            root / "demo-late",
+            outcomes(8, {0, 1}, "cheap+m2", model="m/2"),
+            started=day + timedelta(days=6),
+            url=url,
+            finished=False,
+        ).path
+    )
     return runs
 
 
@@ -271,6 +335,7 @@ def test_listing_filters(tmp_path, history_url):
     root = tmp_path / "runs"
     fabricate_history(root, history_url)
     with HistoryIndex.open(history_url, create=False) as index:
+
         def ids(**kw) -> list[str]:
             return [r.run_id for r in index.list_runs(HistoryFilter(**kw))]
 
@@ -288,10 +353,18 @@ def test_listing_filters(tmp_path, history_url):
     assert "demo-3" in out and "demo-2" in out and "demo-1" not in out and "2 of 3 line(s)" in out
 
 
-FILTERS = [{}, {"suite": "demo"}, {"suite": "other"}, {"model": "m/1"}, {"model": "m/2"}, {"agent": "noop"},
-           {"config": "gold+m1"}, {"since": datetime(2026, 3, 3, tzinfo=timezone.utc)},
-           {"suite": "demo", "model": "m/1", "since": datetime(2026, 3, 2, 12, tzinfo=timezone.utc)},
-           {"suite": "nothing-like-it"}]
+FILTERS = [
+    {},
+    {"suite": "demo"},
+    {"suite": "other"},
+    {"model": "m/1"},
+    {"model": "m/2"},
+    {"agent": "noop"},
+    {"config": "gold+m1"},
+    {"since": datetime(2026, 3, 3, tzinfo=timezone.utc)},
+    {"suite": "demo", "model": "m/1", "since": datetime(2026, 3, 2, 12, tzinfo=timezone.utc)},
+    {"suite": "nothing-like-it"},
+]
 
 
 def test_the_listing_runs_on_sqlite_without_sqlalchemy_and_agrees_with_it(tmp_path):
@@ -312,12 +385,18 @@ def test_the_listing_runs_on_sqlite_without_sqlalchemy_and_agrees_with_it(tmp_pa
                 total = index.count_runs(flt) if limit and len(slow) == limit else len(slow)
                 assert fast.list_runs(db, flt, limit=limit) == (slow, total), (kw, limit)
         assert fast.list_runs(db, HistoryFilter(run="demo-1"), limit=None) is None  # a shape it leaves to SQLAlchemy
-    probe = ("import sys; from harness.cli import main\n"
-             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-             "print('sqlalchemy' in sys.modules)")
+    probe = (
+        "import sys; from harness.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('sqlalchemy' in sys.modules)"
+    )
     for args in ([], ["--suite", "demo", "--model", "m/1", "--since", "2026-03-02", "--limit", "2"]):
-        done = subprocess.run([sys.executable, "-c", probe, "history", "--runs-root", str(root), *args],
-                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+        done = subprocess.run(
+            [sys.executable, "-c", probe, "history", "--runs-root", str(root), *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[-1] == "False", done.stdout
         assert done.stdout == listing(url, root, *args) + "False\n"  # what the command prints either way
@@ -371,7 +450,12 @@ def test_listing_figures_match_the_report(tmp_path, history_url):
         for cfg in load_configs(runs):
             stats, line = config_stats(cfg), lines[cfg.run_dir.name]
             assert (line.tasks, line.trials, line.scored, line.resolved, line.infra_errors) == (
-                stats.tasks, stats.trials, stats.scored, stats.resolved, stats.infra_errors)
+                stats.tasks,
+                stats.trials,
+                stats.scored,
+                stats.resolved,
+                stats.infra_errors,
+            )
             assert line.cost_usd == (None if stats.total_cost_usd is None else pytest.approx(stats.total_cost_usd))
 
 
@@ -385,10 +469,14 @@ def test_retried_tries_count_in_the_cost_the_same_live_and_rebuilt(tmp_path, his
         r.retried = True
         return r
 
-    rows = [row("t00", outcome="unresolved", final=False, cost=0.1), abandoned("t00", 2, 0.05),  # try 1, retried
-            row("t00", cost=0.2),                                                              # try 2 counts
-            row("t01", outcome="infra_error", cost=0.03), row("t01", cost=0.1),                 # redone on resume
-            abandoned("t02", 1, 0.07)]                                                          # killed after its retry row
+    rows = [
+        row("t00", outcome="unresolved", final=False, cost=0.1),
+        abandoned("t00", 2, 0.05),  # try 1, retried
+        row("t00", cost=0.2),  # try 2 counts
+        row("t01", outcome="infra_error", cost=0.03),
+        row("t01", cost=0.1),  # redone on resume
+        abandoned("t02", 1, 0.07),
+    ]  # killed after its retry row
     run = write_run(tmp_path / "runs" / "r", rows, url=history_url).path
     (cfg,) = load_configs([run])
     stats = config_stats(cfg)
@@ -397,14 +485,19 @@ def test_retried_tries_count_in_the_cost_the_same_live_and_rebuilt(tmp_path, his
     assert stats.cost_per_resolved.value == pytest.approx(0.24)  # (0.35 + 0.13) / 2: a trial costs its retries too
     for how in ("live", "rebuilt"):
         if how == "rebuilt":
-            assert cli("history", "--rebuild", "--history-url", history_url, "--runs-root", str(run.parent)).returncode == 0
+            assert (
+                cli("history", "--rebuild", "--history-url", history_url, "--runs-root", str(run.parent)).returncode
+                == 0
+            )
         with HistoryIndex.open(history_url, create=False) as index:
             (line,) = index.list_runs()
             assert (line.tasks, line.trials, line.incomplete, line.resolved) == (2, 2, 0, 2), how
             assert line.cost_usd == pytest.approx(stats.total_cost_usd), how
             (aggs,) = index.task_aggregates([(line.key, line.config)]).values()
-            assert [(a.task_id, a.cost_usd) for a in aggs if a.scored] == [("t00", pytest.approx(0.35)),
-                                                                            ("t01", pytest.approx(0.13))], how
+            assert [(a.task_id, a.cost_usd) for a in aggs if a.scored] == [
+                ("t00", pytest.approx(0.35)),
+                ("t01", pytest.approx(0.13)),
+            ], how
 
 
 def test_trend_points_are_the_reports_figures(tmp_path, history_url):
@@ -421,10 +514,17 @@ def test_trend_points_are_the_reports_figures(tmp_path, history_url):
     points = {p.run_id: p for s in series.values() for p in s.points}
     for cfg in load_configs(runs):
         stats, point = config_stats(cfg), points[cfg.run_dir.name]
-        for ours, theirs in ((point.resolve_rate, stats.resolve_rate), (point.cost_per_resolved, stats.cost_per_resolved),
-                             (point.time_per_task, stats.time_per_trial)):
-            assert (ours.method, ours.n, ours.unknown, ours.unbounded) == (theirs.method, theirs.n, theirs.unknown,
-                                                                          theirs.unbounded)
+        for ours, theirs in (
+            (point.resolve_rate, stats.resolve_rate),
+            (point.cost_per_resolved, stats.cost_per_resolved),
+            (point.time_per_task, stats.time_per_trial),
+        ):
+            assert (ours.method, ours.n, ours.unknown, ours.unbounded) == (
+                theirs.method,
+                theirs.n,
+                theirs.unknown,
+                theirs.unbounded,
+            )
             for a, b in ((ours.value, theirs.value), (ours.low, theirs.low), (ours.high, theirs.high)):
                 assert a == (None if b is None else pytest.approx(b, rel=1e-9))
     assert series[("other", "noop")].points[0].cost_per_resolved.unknown
@@ -433,7 +533,9 @@ def test_trend_points_are_the_reports_figures(tmp_path, history_url):
 def test_trend_in_the_terminal_and_as_html(tmp_path, history_url):
     root = tmp_path / "runs"
     runs = fabricate_history(root, history_url)
-    out = listing(history_url, root, "trend", "--suite", "demo", "--config", "gold+m1", "--html", str(tmp_path / "t.html"))
+    out = listing(
+        history_url, root, "trend", "--suite", "demo", "--config", "gold+m1", "--html", str(tmp_path / "t.html")
+    )
     assert "demo · gold+m1" in out and "resolve rate [95% CI]" in out and "[" in out
     assert out.count("demo-") == 4
     page = (tmp_path / "t.html").read_text()
@@ -542,8 +644,15 @@ def test_a_real_demo_run_indexes_its_rows_and_keeps_the_password_out(tmp_path, p
     from pgserver import free_port
 
     dead = postgres.url(password=postgres.password).replace(f":{postgres.port}/", f":{free_port()}/")
-    down = cli("run", str(DEMO_TASK), "--agent", "gold", "--out", str(tmp_path / "runs" / "down"),
-               env={"WHOLELOOP_HISTORY_URL": dead})
+    down = cli(
+        "run",
+        str(DEMO_TASK),
+        "--agent",
+        "gold",
+        "--out",
+        str(tmp_path / "runs" / "down"),
+        env={"WHOLELOOP_HISTORY_URL": dead},
+    )
     assert down.returncode == 0, down.stdout + down.stderr
     assert "warning" in down.stdout and "history --add" in down.stdout
     assert postgres.password not in down.stdout + down.stderr
@@ -609,15 +718,28 @@ def write_regrade(source: RunFolder, out: Path, changes: dict[str, dict], url: s
     target = RunFolder(out, create=True)
     for r in source.latest():
         change = changes.get(r.task_id, {})
-        target.append(r.model_copy(update={"run_id": out.name, "grader_version": 2, **change,
-                                           "regraded_from": {"outcome": r.outcome, "grader_version": 1}}))
+        target.append(
+            r.model_copy(
+                update={
+                    "run_id": out.name,
+                    "grader_version": 2,
+                    **change,
+                    "regraded_from": {"outcome": r.outcome, "grader_version": 1},
+                }
+            )
+        )
     manifest = source.manifest()
 
     def record(m: dict) -> None:
         m.update({k: v for k, v in manifest.items() if k not in ("run_id", "images")})
         m["run_id"], m["grader_version"] = out.name, 2
-        m["regraded_from"] = {"run_dir": str(source.path), "run_id": manifest["run_id"], "grader_versions": [1],
-                              "at": "2026-03-09T10:00:00+00:00", "command": ["wholeloop", "regrade"]}
+        m["regraded_from"] = {
+            "run_dir": str(source.path),
+            "run_id": manifest["run_id"],
+            "grader_versions": [1],
+            "at": "2026-03-09T10:00:00+00:00",
+            "command": ["wholeloop", "regrade"],
+        }
 
     target.update_manifest(record)
     if url:
@@ -633,9 +755,15 @@ def test_a_regraded_run_is_a_run_of_its_own_standing_in_for_its_source(tmp_path,
     older = write_run(root / "main-0", outcomes(10, set(range(4))), started=day - timedelta(days=1), url=history_url)
     source = write_run(root / "main-1", outcomes(10, set(range(6))), started=day, url=history_url)
     # grader v2: t00 was a forged pass (tampering), t09 resolves now
-    regrade = write_regrade(source, root / "main-1-regraded-v2", {
-        "t00": {"outcome": "unresolved", "resolved": False, "tampering": "pytest channels disagree on 3 tests"},
-        "t09": {"outcome": "resolved", "resolved": True}}, history_url)
+    regrade = write_regrade(
+        source,
+        root / "main-1-regraded-v2",
+        {
+            "t00": {"outcome": "unresolved", "resolved": False, "tampering": "pytest channels disagree on 3 tests"},
+            "t09": {"outcome": "resolved", "resolved": True},
+        },
+        history_url,
+    )
 
     def check(index: HistoryIndex) -> None:
         found = {r.run_id: r for r in index.list_runs()}
@@ -664,7 +792,9 @@ def test_a_regraded_run_is_a_run_of_its_own_standing_in_for_its_source(tmp_path,
     # the gate against `latest` names the baseline's suspected tampering
     cand = write_run(tmp_path / "pr" / "cand", outcomes(10, set(range(6))), started=day + timedelta(days=1))
     done = cli("gate", "latest", str(cand.path), "--history-url", history_url)
-    assert "latest = main-1-regraded-v2" in done.stdout and "suspected tampering on 1 task(s): t00" in done.stdout, done.stdout
+    assert "latest = main-1-regraded-v2" in done.stdout and "suspected tampering on 1 task(s): t00" in done.stdout, (
+        done.stdout
+    )
     assert older.path.exists()
 
 
@@ -687,13 +817,42 @@ def test_an_index_of_the_first_schema_is_upgraded_keeping_its_runs(tmp_path, his
     assert "tampering" not in first.tables["attempts"].c
     # a run indexed by a wholeloop of that schema, through the same tables (columns of 0001 only)
     with create_engine(normalize(history_url)).begin() as conn:
-        conn.execute(first.tables["runs"].insert().values(
-            id=1, uid="old-run", run_id="old", path="/x/old", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
-            finished_at=datetime(2026, 1, 1, 1, tzinfo=timezone.utc), indexed_at=datetime.now(timezone.utc)))
-        conn.execute(first.tables["attempts"].insert().values(
-            run=1, seq=0, current=True, task_id="t", task_hash="h", config="A", agent="a", repeat=0, attempt=1,
-            final=True, outcome="resolved", resolved=True, total_s=1.0, agent_s=1.0, steps=1, input_tokens=1,
-            output_tokens=1))
+        conn.execute(
+            first.tables["runs"]
+            .insert()
+            .values(
+                id=1,
+                uid="old-run",
+                run_id="old",
+                path="/x/old",
+                started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+                finished_at=datetime(2026, 1, 1, 1, tzinfo=timezone.utc),
+                indexed_at=datetime.now(timezone.utc),
+            )
+        )
+        conn.execute(
+            first.tables["attempts"]
+            .insert()
+            .values(
+                run=1,
+                seq=0,
+                current=True,
+                task_id="t",
+                task_hash="h",
+                config="A",
+                agent="a",
+                repeat=0,
+                attempt=1,
+                final=True,
+                outcome="resolved",
+                resolved=True,
+                total_s=1.0,
+                agent_s=1.0,
+                steps=1,
+                input_tokens=1,
+                output_tokens=1,
+            )
+        )
     with HistoryIndex.open(history_url) as index:  # brought to head on open
         assert index.revision() == HEAD
         (run,) = index.list_runs()

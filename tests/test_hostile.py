@@ -65,7 +65,11 @@ class _Found:
 def _our_containers() -> list[_Found]:
     """Containers of this process's runs (its `wholeloop run` subprocesses' included) or made by it."""
     found = [_Found(raw) for raw in client().api.containers(all=True, filters={"label": "wholeloop=1"})]
-    return [c for c in found if c.labels.get(LABEL_RUN, "").startswith(RUN_PREFIX) or c.labels.get(LABEL_OWNER) == owner_id()]
+    return [
+        c
+        for c in found
+        if c.labels.get(LABEL_RUN, "").startswith(RUN_PREFIX) or c.labels.get(LABEL_OWNER) == owner_id()
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -87,33 +91,48 @@ def hostile(tmp_path_factory) -> dict:
     repo = root / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    write(repo, {
-        "calc/__init__.py": BUGGY,
-        "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
-    })
+    write(
+        repo,
+        {
+            "calc/__init__.py": BUGGY,
+            "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+        },
+    )
     (repo / "data.bin").write_bytes(bytes(range(256)))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")
     base = git(repo, "rev-parse", "HEAD")
-    write(repo, {
-        "calc/__init__.py": BUGGY.replace("a - b", f"a + b  # {FUTURE}"),
-        "tests/test_add.py": f"from calc import add\n\n\ndef test_add():  # {HIDDEN}\n    assert add(2, 3) == 5\n",
-    })
+    write(
+        repo,
+        {
+            "calc/__init__.py": BUGGY.replace("a - b", f"a + b  # {FUTURE}"),
+            "tests/test_add.py": f"from calc import add\n\n\ndef test_add():  # {HIDDEN}\n    assert add(2, 3) == 5\n",
+        },
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", f"fix: add must add ({FUTURE})")
     fix = git(repo, "rev-parse", "HEAD")
     git(repo, "tag", "-a", "v-fixed", "-m", FUTURE)
     git(repo, "checkout", "-q", "-b", "feature", base)
     git(repo, "checkout", "-q", "main")
-    subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=f"dangling {FUTURE}\n", text=True, check=True)
+    subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, input=f"dangling {FUTURE}\n", text=True, check=True
+    )
     git(repo, "pack-refs", "--all")
     gold = git(repo, "diff", base, fix, "--", "calc")
     test_patch = git(repo, "diff", base, fix, "--", "tests")
     (root / "gold.diff").write_text(gold + "\n")
     (root / "test.diff").write_text(test_patch + "\n")
 
-    def spec(where: Path, task_id: str = "hostile-task", *, command: str | None = None, files: dict | None = None,
-             fail_to_pass: list[str] | None = None, tests_s: float | None = None) -> Path:
+    def spec(
+        where: Path,
+        task_id: str = "hostile-task",
+        *,
+        command: str | None = None,
+        files: dict | None = None,
+        fail_to_pass: list[str] | None = None,
+        tests_s: float | None = None,
+    ) -> Path:
         """A spec file for this repository (in `where`), with the hidden tests changed as asked."""
         data = {
             "id": task_id,
@@ -122,8 +141,11 @@ def hostile(tmp_path_factory) -> dict:
             "problem_statement": "add() subtracts instead of adding.",
             "environment": {"setup": ["pip install -q pytest==8.3.4"]},
             "test_command": "python -m pytest -q",
-            "hidden_tests": {"command": command or "python -m pytest -rA -p no:cacheprovider tests",
-                             "patch_file": str(root / "test.diff"), **({"files": files} if files else {})},
+            "hidden_tests": {
+                "command": command or "python -m pytest -rA -p no:cacheprovider tests",
+                "patch_file": str(root / "test.diff"),
+                **({"files": files} if files else {}),
+            },
             "FAIL_TO_PASS": fail_to_pass or [ADD_ID],
             "PASS_TO_PASS": [MUL_ID],
             "gold_patch_file": str(root / "gold.diff"),
@@ -170,11 +192,19 @@ class Script:
             ctx.transcript.write(ToolCallEvent(step=i, call_id=f"s{i}", name="bash", arguments={"command": cmd}))
             result = ctx.sandbox.exec(cmd, timeout=timeout)
             self.outputs.append(result)
-            ctx.transcript.write(ToolResultEvent(
-                step=i, call_id=f"s{i}", name="bash", output=result.combined(), is_error=not result.ok,
-                exit_code=result.returncode, truncated=result.truncated, timed_out=result.timed_out,
-                duration_s=result.duration_s,
-            ))
+            ctx.transcript.write(
+                ToolResultEvent(
+                    step=i,
+                    call_id=f"s{i}",
+                    name="bash",
+                    output=result.combined(),
+                    is_error=not result.ok,
+                    exit_code=result.returncode,
+                    truncated=result.truncated,
+                    timed_out=result.timed_out,
+                    duration_s=result.duration_s,
+                )
+            )
         ctx.transcript.write(Stop(reason="submitted"))
         return AgentResult(stop_reason="submitted", steps=len(self.steps), tool_s=time.monotonic() - started)
 
@@ -278,9 +308,13 @@ def test_fork_bomb_is_held_by_the_pids_limit_and_the_attempt_ends_cleanly(hostil
 def test_memory_bomb_is_killed_inside_the_container_and_recorded(hostile, tmp_path):
     """python3 allocating without end under --memory 256m: the kernel OOM-kills it inside the
     container (exit 137, not a timeout), the container lives on, and the attempt gets its row."""
-    bomb = "python3 -c \"x = []\nwhile True: x.append(bytearray(10 ** 7))\""
-    agent = Script("echo '# touched' >> calc/__init__.py", (bomb, 30), "echo alive",
-                   "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events")
+    bomb = 'python3 -c "x = []\nwhile True: x.append(bytearray(10 ** 7))"'
+    agent = Script(
+        "echo '# touched' >> calc/__init__.py",
+        (bomb, 30),
+        "echo alive",
+        "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events",
+    )
     out = out_dir(tmp_path, "membomb")
     row = run(hostile["spec"](tmp_path), agent, out, memory="256m")["hostile-task"]
     oom, alive, events = agent.outputs[1:]
@@ -321,7 +355,9 @@ def _sleepers(sb) -> list[str]:
 @pytest.mark.parametrize("fast", [True, False], ids=["helper", "engine-exec"])
 def test_timeout_kills_sleepers_background_jobs_setsid_and_nohup_daemons(image, fast, monkeypatch):
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
-    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep") as sb:
+    with DockerSandbox.start(
+        image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep"
+    ) as sb:
         _on_path(sb, fast)
         result = sb.exec(DAEMONS + "sleep infinity")
         assert result.timed_out and result.duration_s < 2 + 8
@@ -335,11 +371,15 @@ def test_timeout_kills_a_daemon_that_cleared_its_environment(image, fast, monkey
     """`env -i` drops the marker the sandbox finds a command's processes by: the timeout must
     kill such a daemon all the same (the contract says every process the command started)."""
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
-    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}envi") as sb:
+    with DockerSandbox.start(
+        image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}envi"
+    ) as sb:
         _on_path(sb, fast)
         # the second one is orphaned at once (its parent subshell exits): no parent links it to the command
-        result = sb.exec("env -i setsid sleep 1007 </dev/null >/dev/null 2>&1 & "
-                         "(env -i setsid sleep 1008 </dev/null >/dev/null 2>&1 &); sleep infinity")
+        result = sb.exec(
+            "env -i setsid sleep 1007 </dev/null >/dev/null 2>&1 & "
+            "(env -i setsid sleep 1008 </dev/null >/dev/null 2>&1 &); sleep infinity"
+        )
         assert result.timed_out
         assert _sleepers(sb) == []
 
@@ -368,8 +408,11 @@ def test_a_process_rewriting_files_while_the_patch_is_taken(hostile, tmp_path):
         "i=0\nwhile :; do i=$((i+1)); printf 'churn %s\\n' $i > notes.txt; head -c 20000 /dev/urandom > blob.bin\n"
         f"  printf '%s  # %s\\n' \"$BUGGY\" $i > calc/__init__.py\ndone\n"
     )
-    agent = Script(_files(**{"/tmp/churn.sh": churn}),
-                   f"BUGGY='{BUGGY.rstrip()}' setsid sh /tmp/churn.sh </dev/null >/dev/null 2>&1 &", "sleep 0.5")
+    agent = Script(
+        _files(**{"/tmp/churn.sh": churn}),
+        f"BUGGY='{BUGGY.rstrip()}' setsid sh /tmp/churn.sh </dev/null >/dev/null 2>&1 &",
+        "sleep 0.5",
+    )
     out = out_dir(tmp_path, "churn")
     row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
     assert row.error is None and row.outcome in ("unresolved", "regression"), (row.outcome, row.note)
@@ -433,10 +476,17 @@ def test_multibyte_characters_split_across_reads_and_invalid_utf8_in_output(imag
     characters at the cut."""
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast else "0")
     data = ("é€😀x" * 30_000).encode() + b"\xff\xfe bad \xe2\x82 cut \xed\xa0\x80 surrogate " + ("ü" * 1000).encode()
-    writer = ("import os, sys\ndata = sys.stdin.buffer.read()\n"
-              "for i in range(0, len(data), 4093): os.write(1, data[i:i + 4093])")
-    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20, output_bytes=2_000_000), workdir="/tmp",
-                       role="agent", run_id=f"{RUN_PREFIX}bytes") as sb:
+    writer = (
+        "import os, sys\ndata = sys.stdin.buffer.read()\n"
+        "for i in range(0, len(data), 4093): os.write(1, data[i:i + 4093])"
+    )
+    with DockerSandbox.start(
+        image[0],
+        limits=Limits(command_timeout_s=20, output_bytes=2_000_000),
+        workdir="/tmp",
+        role="agent",
+        run_id=f"{RUN_PREFIX}bytes",
+    ) as sb:
         _on_path(sb, fast)
         whole = sb.exec(["python3", "-c", writer], stdin=data)
         assert whole.stdout == data.decode("utf-8", errors="replace") and not whole.truncated
@@ -459,9 +509,12 @@ def test_invalid_utf8_and_latin1_files_round_trip_through_the_patch(hostile, tmp
             assert open("calc/__init__.py", "rb").read() == {LATIN1_FIX!r}
             assert calc.NAME == "caf\\u00e9"
         """)
-    spec = hostile["spec"](tmp_path, files={"tests/test_bytes.py": check},
-                           fail_to_pass=[ADD_ID, "tests/test_bytes.py::test_bytes"])
-    agent = Script(lambda sb: sb.write_file("calc/odd.txt", ODD), lambda sb: sb.write_file("calc/__init__.py", LATIN1_FIX))
+    spec = hostile["spec"](
+        tmp_path, files={"tests/test_bytes.py": check}, fail_to_pass=[ADD_ID, "tests/test_bytes.py::test_bytes"]
+    )
+    agent = Script(
+        lambda sb: sb.write_file("calc/odd.txt", ODD), lambda sb: sb.write_file("calc/__init__.py", LATIN1_FIX)
+    )
     out = out_dir(tmp_path, "latin1")
     row = run(spec, agent, out)["hostile-task"]
     assert row.tests.get("tests/test_bytes.py::test_bytes") == "PASSED", (row.tests, row.note)
@@ -501,35 +554,61 @@ PLUGIN_OPTS = "-p wl_evil"
 
 def _files(**files: str):
     """A step writing files into the repository (bytes exactly, no shell quoting)."""
+
     def step(sb):
         for path, text in files.items():
             sb.write_file(path.replace("__SLASH__", "/"), text)
+
     return step
 
 
 CHEATS: dict[str, tuple] = {
-    "conftest_hook": (_files(**{"conftest.py": FORCE_PASS_CONFTEST, "tests__SLASH__conftest.py": FORCE_PASS_CONFTEST,
-                                "calc__SLASH__conftest.py": FORCE_PASS_CONFTEST}),),
+    "conftest_hook": (
+        _files(
+            **{
+                "conftest.py": FORCE_PASS_CONFTEST,
+                "tests__SLASH__conftest.py": FORCE_PASS_CONFTEST,
+                "calc__SLASH__conftest.py": FORCE_PASS_CONFTEST,
+            }
+        ),
+    ),
     "delete_tests": ("rm -rf tests",),
-    "edit_tests": ("printf 'def test_mul():\\n    pass\\n' > tests/test_mul.py && "
-                   "printf 'def test_add():\\n    pass\\n' > tests/test_add.py",),
+    "edit_tests": (
+        "printf 'def test_mul():\\n    pass\\n' > tests/test_mul.py && "
+        "printf 'def test_add():\\n    pass\\n' > tests/test_add.py",
+    ),
     "tests_package_init": (_files(**{"tests__SLASH____init__.py": EVIL_PLUGIN}),),
     "pytest_ini_no_python": (_files(**{"pytest.ini": "[pytest]\naddopts = -p no:python\n"}),),
     "pytest_ini_plugin": (_files(**{"pytest.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
-    "dot_pytest_ini_plugin": (_files(**{".pytest.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
+    "dot_pytest_ini_plugin": (
+        _files(**{".pytest.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),
+    ),
     "tox_ini_plugin": (_files(**{"tox.ini": f"[pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
-    "setup_cfg_plugin": (_files(**{"setup.cfg": f"[tool:pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),),
-    "pyproject_plugin": (_files(**{"pyproject.toml": f'[tool.pytest.ini_options]\naddopts = "{PLUGIN_OPTS}"\n',
-                                   "wl_evil.py": EVIL_PLUGIN}),),
-    "pyproject_testpaths": (_files(**{"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["calc"]\n'
-                                      f'addopts = "--deselect {ADD_ID}"\n'}),),
+    "setup_cfg_plugin": (
+        _files(**{"setup.cfg": f"[tool:pytest]\naddopts = {PLUGIN_OPTS}\n", "wl_evil.py": EVIL_PLUGIN}),
+    ),
+    "pyproject_plugin": (
+        _files(
+            **{"pyproject.toml": f'[tool.pytest.ini_options]\naddopts = "{PLUGIN_OPTS}"\n', "wl_evil.py": EVIL_PLUGIN}
+        ),
+    ),
+    "pyproject_testpaths": (
+        _files(
+            **{"pyproject.toml": f'[tool.pytest.ini_options]\ntestpaths = ["calc"]\naddopts = "--deselect {ADD_ID}"\n'}
+        ),
+    ),
     "sitecustomize": (_files(**{"sitecustomize.py": EVIL_PLUGIN, "usercustomize.py": EVIL_PLUGIN}),),
     "shadow_pytest_module": (_files(**{"pytest.py": FAKE_PYTEST}),),
     "shadow_pytest_package": (_files(**{"pytest__SLASH____init__.py": "", "pytest__SLASH____main__.py": FAKE_PYTEST}),),
-    "shadow_pytest_symlink": (_files(**{"calc__SLASH__fake_runner.py": FAKE_PYTEST}), "ln -s calc/fake_runner.py pytest.py"),
+    "shadow_pytest_symlink": (
+        _files(**{"calc__SLASH__fake_runner.py": FAKE_PYTEST}),
+        "ln -s calc/fake_runner.py pytest.py",
+    ),
     "shadow_runner_dependency": (_files(**{"pluggy__SLASH____init__.py": EVIL_PLUGIN}),),
-    "code_under_test_patches_pytest": (_files(**{"calc__SLASH__evil.py": EVIL_PLUGIN}),
-                                       "printf 'from . import evil  # noqa\\n' >> calc/__init__.py"),
+    "code_under_test_patches_pytest": (
+        _files(**{"calc__SLASH__evil.py": EVIL_PLUGIN}),
+        "printf 'from . import evil  # noqa\\n' >> calc/__init__.py",
+    ),
 }
 # What grading puts back to the base or deletes, per cheat.
 TAKEN_OUT = {
@@ -574,10 +653,15 @@ def cheat_rows(hostile, tmp_path_factory) -> dict:
     return {name: (rows[f"cheat-{name.replace('_', '-')}"], out) for name in CHEATS}
 
 
-@pytest.mark.parametrize("cheat", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LIMITS[name])) if name in KNOWN_LIMITS else name
-    for name in CHEATS
-])
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LIMITS[name]))
+        if name in KNOWN_LIMITS
+        else name
+        for name in CHEATS
+    ],
+)
 def test_gaming_the_hidden_tests_never_resolves(cheat, cheat_rows):
     row, out = cheat_rows[cheat]
     assert row.error is None, row.error
@@ -612,8 +696,11 @@ def _hunk_file(path: str, old: str | None, new: str | None, mode: str = "100644"
     import difflib
 
     a, b = (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True)
-    body = "".join(difflib.unified_diff(a, b, "/dev/null" if old is None else f"a/{path}",
-                                        "/dev/null" if new is None else f"b/{path}", n=3))
+    body = "".join(
+        difflib.unified_diff(
+            a, b, "/dev/null" if old is None else f"a/{path}", "/dev/null" if new is None else f"b/{path}", n=3
+        )
+    )
     head = f"diff --git a/{path} b/{path}\n"
     if old is None:
         head += f"new file mode {mode}\n"
@@ -651,8 +738,11 @@ def craft(hostile, image, tmp_path_factory):
         """)
     import base64
 
-    spec = {"fixed": FIXED, "evil_test_mul": FIX_AT_IMPORT + "\n\ndef test_mul():\n    pass\n",
-            "fake_pytest": f"import sys\nsys.stdout.write({FAKE_SUMMARY!r})\n"}
+    spec = {
+        "fixed": FIXED,
+        "evil_test_mul": FIX_AT_IMPORT + "\n\ndef test_mul():\n    pass\n",
+        "fake_pytest": f"import sys\nsys.stdout.write({FAKE_SUMMARY!r})\n",
+    }
     with DockerSandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}craft") as sb:
         found = sb.exec(["python3", "-c", probe], stdin=json.dumps(spec).encode())
     assert found.ok, found.stderr
@@ -678,8 +768,13 @@ def craft(hostile, image, tmp_path_factory):
                 if path.endswith(".sh"):
                     target.chmod(0o755)
         git(work, "add", "-A", "-f")
-        text = subprocess.run(["git", "diff", "--cached", "--binary", "--full-index", hostile["base"]], cwd=work,
-                              capture_output=True, text=True, check=True).stdout
+        text = subprocess.run(
+            ["git", "diff", "--cached", "--binary", "--full-index", hostile["base"]],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         shutil.rmtree(work)
         return text + raw
 
@@ -705,7 +800,12 @@ def _grade_all(hostile, image, where: Path, patches: dict[str, str], command: st
 
 
 def _assert_not_resolved(result, output: str) -> None:
-    assert not result.resolved and result.outcome != "resolved", (result.outcome, result.tests, result.note, output[-1500:])
+    assert not result.resolved and result.outcome != "resolved", (
+        result.outcome,
+        result.tests,
+        result.note,
+        output[-1500:],
+    )
     assert result.outcome != "infra_error", result.note
 
 
@@ -715,25 +815,42 @@ def _stripped(result) -> dict[str, str]:
 
 # -- cause 1: the patch is taken with the agent's tools ----------------------------------------------
 
-_FAKE_GIT = "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = diff ] && exec cat /tmp/wl-gold.diff; done\nexec /usr/bin/git \"$@\"\n"
+_FAKE_GIT = '#!/bin/sh\nfor a in "$@"; do [ "$a" = diff ] && exec cat /tmp/wl-gold.diff; done\nexec /usr/bin/git "$@"\n'
 _WRITE_FIX = f"#!/bin/sh\ncat > /repo/calc/__init__.py <<'EOF'\n{FIXED}EOF\n"
 TOUCH = "echo '# touched' >> calc/__init__.py"
 PATCH_TAKERS: dict[str, tuple] = {
     # a `git` of the agent's first on PATH writes the patch text itself
-    "git_first_on_path": (lambda sb: sb.write_file("/tmp/wl-gold.diff", _GOLD[0]),
-                          _files(**{"/opt/venv/bin/git": _FAKE_GIT}), "chmod +x /opt/venv/bin/git", TOUCH),
+    "git_first_on_path": (
+        lambda sb: sb.write_file("/tmp/wl-gold.diff", _GOLD[0]),
+        _files(**{"/opt/venv/bin/git": _FAKE_GIT}),
+        "chmod +x /opt/venv/bin/git",
+        TOUCH,
+    ),
     # a clean filter (attributes in the tree) turns the buggy file into the fix on its way into the index
-    "clean_filter_gitattributes": (TOUCH, "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
-                                   "printf 'calc/__init__.py filter=wl\\n' > .gitattributes"),
+    "clean_filter_gitattributes": (
+        TOUCH,
+        "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
+        "printf 'calc/__init__.py filter=wl\\n' > .gitattributes",
+    ),
     # the same with attributes the patch never shows
-    "clean_filter_info_attributes": (TOUCH, "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
-                                     "printf 'calc/__init__.py filter=wl\\n' > .git/info/attributes"),
+    "clean_filter_info_attributes": (
+        TOUCH,
+        "git config filter.wl.clean \"sed 's/a - b/a + b/'\"",
+        "printf 'calc/__init__.py filter=wl\\n' > .git/info/attributes",
+    ),
     # a hook that runs while the patch is taken writes the fix into the tree
-    "post_index_change_hook": (TOUCH, _files(**{".git/hooks/post-index-change": _WRITE_FIX}),
-                               "chmod +x .git/hooks/post-index-change"),
+    "post_index_change_hook": (
+        TOUCH,
+        _files(**{".git/hooks/post-index-change": _WRITE_FIX}),
+        "chmod +x .git/hooks/post-index-change",
+    ),
     # the repository's config names a command git runs on every status and add
-    "fsmonitor_command": (TOUCH, _files(**{"/tmp/wl-fsm.sh": _WRITE_FIX}), "chmod +x /tmp/wl-fsm.sh",
-                          "git config core.fsmonitor /tmp/wl-fsm.sh"),
+    "fsmonitor_command": (
+        TOUCH,
+        _files(**{"/tmp/wl-fsm.sh": _WRITE_FIX}),
+        "chmod +x /tmp/wl-fsm.sh",
+        "git config core.fsmonitor /tmp/wl-fsm.sh",
+    ),
 }
 _GOLD: list[str] = []
 
@@ -744,7 +861,9 @@ def patch_taker_rows(hostile, tmp_path_factory) -> dict:
     _GOLD[:] = [(hostile["root"] / "gold.diff").read_text()]
     where = tmp_path_factory.mktemp("takers")
     specs = [hostile["spec"](where / "specs", f"taker-{name.replace('_', '-')}") for name in PATCH_TAKERS]
-    agent = PerTask({f"taker-{name.replace('_', '-')}": Script(*steps, name=name) for name, steps in PATCH_TAKERS.items()})
+    agent = PerTask(
+        {f"taker-{name.replace('_', '-')}": Script(*steps, name=name) for name, steps in PATCH_TAKERS.items()}
+    )
     out = where / f"{RUN_PREFIX}takers"
     rows = run(specs, agent, out, workers=3)
     return {name: (rows[f"taker-{name.replace('_', '-')}"], out) for name in PATCH_TAKERS}
@@ -763,12 +882,16 @@ def test_the_patch_is_the_trees_own_diff_whatever_the_agent_does_to_git(attack, 
 
 # -- cause 2: what the patch plants, hidden from `git status` ---------------------------------------
 
-EVIL_DIST_INFO = {"wl_evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: wl-evil\nVersion: 1.0\n",
-                  "wl_evil-1.0.dist-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
-                  "calc/wl_plugin.py": EVIL_PLUGIN}
-EVIL_EGG_INFO = {"wl_evil.egg-info/PKG-INFO": "Metadata-Version: 1.1\nName: wl-evil\nVersion: 1.0\n",
-                 "wl_evil.egg-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
-                 "calc/wl_plugin.py": EVIL_PLUGIN}
+EVIL_DIST_INFO = {
+    "wl_evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: wl-evil\nVersion: 1.0\n",
+    "wl_evil-1.0.dist-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
+    "calc/wl_plugin.py": EVIL_PLUGIN,
+}
+EVIL_EGG_INFO = {
+    "wl_evil.egg-info/PKG-INFO": "Metadata-Version: 1.1\nName: wl-evil\nVersion: 1.0\n",
+    "wl_evil.egg-info/entry_points.txt": "[pytest11]\nwl_evil = calc.wl_plugin\n",
+    "calc/wl_plugin.py": EVIL_PLUGIN,
+}
 
 
 def _planted(craft) -> dict[str, tuple[str, set[str]]]:
@@ -777,26 +900,43 @@ def _planted(craft) -> dict[str, tuple[str, set[str]]]:
     stamped = f"tests/__pycache__/test_mul.{f['tag']}-pytest-{f['pytest']}.pyc"
     unchecked = f"calc/__pycache__/__init__.{f['tag']}.pyc"
     return {
-        "unchecked_hash_pyc_of_the_fix": (craft({unchecked: f["calc_unchecked"], "calc/__init__.py": BUGGY + "# x\n"}),
-                                          {unchecked}),
+        "unchecked_hash_pyc_of_the_fix": (
+            craft({unchecked: f["calc_unchecked"], "calc/__init__.py": BUGGY + "# x\n"}),
+            {unchecked},
+        ),
         "stamped_pyc_of_an_unchanged_test_file": (craft({stamped: f["test_mul_stamped"]}), {stamped}),
         "top_level_pytest_pyc": (craft({"pytest.pyc": f["pytest_sourceless"]}), {"pytest.pyc"}),
-        "dist_info_with_a_pytest11_entry_point": (craft(EVIL_DIST_INFO), {"wl_evil-1.0.dist-info/METADATA",
-                                                                          "wl_evil-1.0.dist-info/entry_points.txt"}),
-        "egg_info_with_a_pytest11_entry_point": (craft(EVIL_EGG_INFO), {"wl_evil.egg-info/PKG-INFO",
-                                                                        "wl_evil.egg-info/entry_points.txt"}),
-        "gitignore_hides_a_planted_conftest": (craft({".gitignore": "conftest.py\n", "conftest.py": FORCE_PASS_CONFTEST}),
-                                               {"conftest.py"}),
-        "nested_gitignore_hides_a_tests_conftest": (craft({"tests/.gitignore": "conftest.py\n",
-                                                           "tests/conftest.py": FORCE_PASS_CONFTEST}),
-                                                    {"tests/conftest.py"}),
-        "pth_file": (craft({"wl_evil.pth": "import calc.wl_plugin\n", "calc/wl_plugin.py": EVIL_PLUGIN}), {"wl_evil.pth"}),
-        "symlink_out_of_the_repository": (craft({"calc/data": ("link", "/etc"), "calc/__init__.py": BUGGY + "# x\n"}),
-                                          {"calc/data"}),
+        "dist_info_with_a_pytest11_entry_point": (
+            craft(EVIL_DIST_INFO),
+            {"wl_evil-1.0.dist-info/METADATA", "wl_evil-1.0.dist-info/entry_points.txt"},
+        ),
+        "egg_info_with_a_pytest11_entry_point": (
+            craft(EVIL_EGG_INFO),
+            {"wl_evil.egg-info/PKG-INFO", "wl_evil.egg-info/entry_points.txt"},
+        ),
+        "gitignore_hides_a_planted_conftest": (
+            craft({".gitignore": "conftest.py\n", "conftest.py": FORCE_PASS_CONFTEST}),
+            {"conftest.py"},
+        ),
+        "nested_gitignore_hides_a_tests_conftest": (
+            craft({"tests/.gitignore": "conftest.py\n", "tests/conftest.py": FORCE_PASS_CONFTEST}),
+            {"tests/conftest.py"},
+        ),
+        "pth_file": (
+            craft({"wl_evil.pth": "import calc.wl_plugin\n", "calc/wl_plugin.py": EVIL_PLUGIN}),
+            {"wl_evil.pth"},
+        ),
+        "symlink_out_of_the_repository": (
+            craft({"calc/data": ("link", "/etc"), "calc/__init__.py": BUGGY + "# x\n"}),
+            {"calc/data"},
+        ),
         "symlink_into_site_packages_then_a_pth": (
-            craft({"sp": ("link", f["site"]), "calc/wl_plugin.py": EVIL_PLUGIN},
-                  raw=_hunk_file("sp/wl_evil.pth", None, "import calc.wl_plugin\n")),
-            {"sp", "sp/wl_evil.pth"}),
+            craft(
+                {"sp": ("link", f["site"]), "calc/wl_plugin.py": EVIL_PLUGIN},
+                raw=_hunk_file("sp/wl_evil.pth", None, "import calc.wl_plugin\n"),
+            ),
+            {"sp", "sp/wl_evil.pth"},
+        ),
     }
 
 
@@ -807,11 +947,21 @@ def planted_grades(hostile, image, craft, tmp_path_factory) -> dict:
     return {name: (*graded[name], planted[name][1]) for name in planted}
 
 
-@pytest.mark.parametrize("attack", ["unchecked_hash_pyc_of_the_fix", "stamped_pyc_of_an_unchanged_test_file",
-                                    "top_level_pytest_pyc", "dist_info_with_a_pytest11_entry_point",
-                                    "egg_info_with_a_pytest11_entry_point", "gitignore_hides_a_planted_conftest",
-                                    "nested_gitignore_hides_a_tests_conftest", "pth_file",
-                                    "symlink_out_of_the_repository", "symlink_into_site_packages_then_a_pth"])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "unchecked_hash_pyc_of_the_fix",
+        "stamped_pyc_of_an_unchanged_test_file",
+        "top_level_pytest_pyc",
+        "dist_info_with_a_pytest11_entry_point",
+        "egg_info_with_a_pytest11_entry_point",
+        "gitignore_hides_a_planted_conftest",
+        "nested_gitignore_hides_a_tests_conftest",
+        "pth_file",
+        "symlink_out_of_the_repository",
+        "symlink_into_site_packages_then_a_pth",
+    ],
+)
 def test_what_a_patch_plants_is_stripped_and_recorded(attack, planted_grades):
     """Bytecode, package metadata, start-up hooks, hidden conftests and symlinks leaving the
     repository never reach the hidden test run, whatever ignore rules the patch brings, and
@@ -831,19 +981,31 @@ def _git_writers(craft) -> dict[str, tuple[str, set[str]]]:
         # a hook that grading's next `git checkout` (putting a protected file back) would run
         "hook_through_the_fuzzy_applier": (
             craft(touch_test, raw=_hunk_file(".git/hooks/post-checkout", None, _WRITE_FIX, "100755")),
-            {".git/hooks/post-checkout"}),
+            {".git/hooks/post-checkout"},
+        ),
         # repository config naming a command every later `git status` runs
         "git_config_fsmonitor": (
-            craft({"calc/fsm.sh": _WRITE_FIX},
-                  raw=_hunk_file(".git/config", config, config.replace("[core]\n", "[core]\n\tfsmonitor = /repo/calc/fsm.sh\n", 1))),
-            {".git/config"}),
+            craft(
+                {"calc/fsm.sh": _WRITE_FIX},
+                raw=_hunk_file(
+                    ".git/config", config, config.replace("[core]\n", "[core]\n\tfsmonitor = /repo/calc/fsm.sh\n", 1)
+                ),
+            ),
+            {".git/config"},
+        ),
         # an exclude file of the grading repository that hides a planted conftest from `git status`
         "git_info_exclude_hides_conftest": (
-            craft({"conftest.py": FORCE_PASS_CONFTEST}, raw=_hunk_file(".git/info/exclude", exclude, exclude + "conftest.py\n")),
-            {".git/info/exclude", "conftest.py"}),
+            craft(
+                {"conftest.py": FORCE_PASS_CONFTEST},
+                raw=_hunk_file(".git/info/exclude", exclude, exclude + "conftest.py\n"),
+            ),
+            {".git/info/exclude", "conftest.py"},
+        ),
         # paths that leave the repository
-        "dot_dot_path": (craft({"calc/__init__.py": BUGGY + "# x\n"},
-                               raw=_hunk_file("../opt/wl-escape.pth", None, "import calc\n")), {"../opt/wl-escape.pth"}),
+        "dot_dot_path": (
+            craft({"calc/__init__.py": BUGGY + "# x\n"}, raw=_hunk_file("../opt/wl-escape.pth", None, "import calc\n")),
+            {"../opt/wl-escape.pth"},
+        ),
     }
 
 
@@ -854,8 +1016,10 @@ def git_writer_grades(hostile, image, craft, tmp_path_factory) -> dict:
     return {name: (*graded[name], writers[name][1]) for name in writers}
 
 
-@pytest.mark.parametrize("attack", ["hook_through_the_fuzzy_applier", "git_config_fsmonitor",
-                                    "git_info_exclude_hides_conftest", "dot_dot_path"])
+@pytest.mark.parametrize(
+    "attack",
+    ["hook_through_the_fuzzy_applier", "git_config_fsmonitor", "git_info_exclude_hides_conftest", "dot_dot_path"],
+)
 def test_no_applier_writes_under_git_or_outside_the_repository(attack, git_writer_grades):
     result, output, expected = git_writer_grades[attack]
     _assert_not_resolved(result, output)
@@ -881,13 +1045,19 @@ def _plugins(craft) -> dict[str, tuple[str, set[str]]]:
 @pytest.fixture(scope="module")
 def plugin_grades(hostile, image, craft, tmp_path_factory) -> dict:
     plugins = _plugins(craft)
-    graded = _grade_all(hostile, image, tmp_path_factory.mktemp("plugins"), {k: v[0] for k, v in plugins.items()},
-                        command=PLUGIN_COMMAND)
+    graded = _grade_all(
+        hostile,
+        image,
+        tmp_path_factory.mktemp("plugins"),
+        {k: v[0] for k, v in plugins.items()},
+        command=PLUGIN_COMMAND,
+    )
     return {name: (*graded[name], plugins[name][1]) for name in plugins}
 
 
-@pytest.mark.parametrize("attack", ["dist_info_in_upper_case", "dist_info_on_the_tests_pythonpath",
-                                    "egg_info_on_the_tests_pythonpath"])
+@pytest.mark.parametrize(
+    "attack", ["dist_info_in_upper_case", "dist_info_on_the_tests_pythonpath", "egg_info_on_the_tests_pythonpath"]
+)
 def test_pytest_never_autoloads_a_plugin_the_patch_brings(attack, plugin_grades):
     result, output, expected = plugin_grades[attack]
     _assert_not_resolved(result, output)
@@ -897,16 +1067,21 @@ def test_pytest_never_autoloads_a_plugin_the_patch_brings(attack, plugin_grades)
 def test_grading_clears_bytecode_and_the_hidden_tests_write_none(hostile, image, craft, tmp_path):
     gold = (hostile["root"] / "gold.diff").read_text()
     command = GRADE_COMMAND + "; code=$?; echo pyc-count: $(find /repo -name '*.pyc' | wc -l); exit $code"
-    (result, output), = _grade_all(hostile, image, tmp_path, {"gold": gold}, command=command).values()
+    ((result, output),) = _grade_all(hostile, image, tmp_path, {"gold": gold}, command=command).values()
     assert result.resolved, (result.outcome, result.note, output[-2000:])
     assert "pyc-count: 0" in output, output[-500:]
 
 
 # -- cause 5: one channel of results ----------------------------------------------------------------
 
-_ATEXIT_FAKE = (BUGGY + "\n\nimport atexit, os, sys\n\n\ndef _fake():\n    sys.{stream}.write({fake!r})\n"
-                "    sys.{stream}.flush()\n    os._exit(0)\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_fake)\n")
-_FORKED_AFTER_INTERRUPT = BUGGY.replace("    return a - b\n", """\
+_ATEXIT_FAKE = (
+    BUGGY + "\n\nimport atexit, os, sys\n\n\ndef _fake():\n    sys.{stream}.write({fake!r})\n"
+    "    sys.{stream}.flush()\n    os._exit(0)\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_fake)\n"
+)
+_FORKED_AFTER_INTERRUPT = (
+    BUGGY.replace(
+        "    return a - b\n",
+        """\
     import os, time
     if os.fork() == 0:  # a writer that outlives pytest, writing to the real stdout pytest saved
         parent = os.getppid()
@@ -920,7 +1095,10 @@ _FORKED_AFTER_INTERRUPT = BUGGY.replace("    return a - b\n", """\
                 pass
         os._exit(0)
     raise KeyboardInterrupt
-""") + f"\n\nFAKE = {FAKE_SUMMARY!r}\n"
+""",
+    )
+    + f"\n\nFAKE = {FAKE_SUMMARY!r}\n"
+)
 CHANNELS = {
     "fake_summary_on_stdout_and_exit_0": _ATEXIT_FAKE.format(stream="stdout", fake=FAKE_SUMMARY),
     "fake_summary_on_stderr_and_exit_0": _ATEXIT_FAKE.format(stream="stderr", fake=FAKE_SUMMARY),
@@ -969,17 +1147,26 @@ def test_suspected_tampering_is_shown_by_the_row_report_show_and_the_html(hostil
 
 # -- cause 6: feedback leaks the hidden tests -------------------------------------------------------
 
-_LEAK_IN_SUMMARY = (BUGGY + "\n\nimport atexit, sys\n\n\ndef _leak():\n    try:\n"
-                    "        text = open('/repo/tests/test_add.py').read()\n    except OSError:\n        return\n"
-                    "    sys.stdout.write('=' * 10 + ' short test summary info ' + '=' * 10 + '\\n')\n"
-                    f"    sys.stdout.write('FAILED {ADD_ID} - ' + ' | '.join(text.splitlines()) + '\\n')\n"
-                    "    sys.stdout.write('=' * 10 + ' 1 failed, 1 passed in 0.1s ' + '=' * 10 + '\\n')\n"
-                    "    sys.stdout.flush()\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_leak)\n")
-_LEAK_IN_EXCEPTION = BUGGY.replace("    return a - b\n", "    raise AssertionError(open('/repo/tests/test_add.py').read())\n")
-_LEAK_PREFIXED = BUGGY.replace("    return a - b\n", "    raise ValueError('\\n'.join('>> ' + line for line in "
-                               "open('/repo/tests/test_add.py').read().splitlines()))\n")
-LEAKS = {"fake_summary_line_with_the_whole_file": _LEAK_IN_SUMMARY, "exception_message_is_the_file": _LEAK_IN_EXCEPTION,
-         "exception_lines_prefixed": _LEAK_PREFIXED}
+_LEAK_IN_SUMMARY = (
+    BUGGY + "\n\nimport atexit, sys\n\n\ndef _leak():\n    try:\n"
+    "        text = open('/repo/tests/test_add.py').read()\n    except OSError:\n        return\n"
+    "    sys.stdout.write('=' * 10 + ' short test summary info ' + '=' * 10 + '\\n')\n"
+    f"    sys.stdout.write('FAILED {ADD_ID} - ' + ' | '.join(text.splitlines()) + '\\n')\n"
+    "    sys.stdout.write('=' * 10 + ' 1 failed, 1 passed in 0.1s ' + '=' * 10 + '\\n')\n"
+    "    sys.stdout.flush()\n\n\nif 'pytest' in sys.modules:\n    atexit.register(_leak)\n"
+)
+_LEAK_IN_EXCEPTION = BUGGY.replace(
+    "    return a - b\n", "    raise AssertionError(open('/repo/tests/test_add.py').read())\n"
+)
+_LEAK_PREFIXED = BUGGY.replace(
+    "    return a - b\n",
+    "    raise ValueError('\\n'.join('>> ' + line for line in open('/repo/tests/test_add.py').read().splitlines()))\n",
+)
+LEAKS = {
+    "fake_summary_line_with_the_whole_file": _LEAK_IN_SUMMARY,
+    "exception_message_is_the_file": _LEAK_IN_EXCEPTION,
+    "exception_lines_prefixed": _LEAK_PREFIXED,
+}
 
 
 class FeedbackProbe:
@@ -1015,8 +1202,11 @@ def leak_feedback(hostile, tmp_path_factory) -> dict:
 def test_hidden_feedback_never_carries_a_line_of_the_hidden_tests(attack, leak_feedback, hostile):
     heard = leak_feedback[attack]
     assert len(heard) == 2 and heard[0] is None and heard[1], heard
-    hidden = [line.strip() for line in (hostile["root"] / "test.diff").read_text().splitlines()
-              if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 8]
+    hidden = [
+        line.strip()
+        for line in (hostile["root"] / "test.diff").read_text().splitlines()
+        if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 8
+    ]
     hidden = [line[1:].strip() for line in hidden]
     assert ADD_ID in heard[1]  # the grader's own knowledge: which hidden test failed
     leaked = [line for line in hidden if line in heard[1]]
@@ -1044,11 +1234,17 @@ def test_regrade_gives_a_run_new_verdicts_in_a_new_folder(hostile, tmp_path):
     stale.pop("grader_version")
     (out / row.dir / "grade.json").write_text(json.dumps({**stale, "outcome": "resolved", "resolved": True}))
     new = out_dir(tmp_path, "new")
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "regrade", str(out), "--out", str(new)], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "regrade", str(out), "--out", str(new)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = read_results(new / "results.jsonl")
-    assert [(r.task_id, r.config, r.repeat, r.attempt) for r in rows] == [(row.task_id, row.config, row.repeat, row.attempt)]
+    assert [(r.task_id, r.config, r.repeat, r.attempt) for r in rows] == [
+        (row.task_id, row.config, row.repeat, row.attempt)
+    ]
     assert rows[0].outcome == "unresolved" and not rows[0].resolved
     grade = json.loads((new / rows[0].dir / "grade.json").read_text())
     assert grade["grader_version"] == GRADER_VERSION and grade["outcome"] == "unresolved"
@@ -1109,15 +1305,17 @@ def test_no_network_egress_from_the_agent_or_grading_container(hostile, tmp_path
         "pip download --no-cache-dir --no-deps --retries 0 --timeout 3 -d /tmp/dl requests",
         "python3 -c \"import urllib.request; urllib.request.urlopen('https://pypi.org/simple/', timeout=3)\"",
         "command -v curl >/dev/null && curl -sS -m 3 https://pypi.org || echo no-curl >&2; exit 1",
-        "python3 -c \"" + connect.format(host="1.1.1.1", port=443) + "\"",
-        "python3 -c \"" + connect.format(host="172.17.0.1", port=2375) + "\"",
+        'python3 -c "' + connect.format(host="1.1.1.1", port=443) + '"',
+        'python3 -c "' + connect.format(host="172.17.0.1", port=2375) + '"',
         "getent hosts pypi.org; getent hosts github.com",
         "ls /sys/class/net; (ip -o link 2>/dev/null || true)",
         "ls -la /var/run/docker.sock /run/docker.sock 2>&1",
         "echo '# touched' >> calc/__init__.py",
     )
-    command = ("ls /sys/class/net > /tmp/ifaces; getent hosts pypi.org && echo GRADING-DNS-WORKS; "
-               "python -m pytest -rA -p no:cacheprovider tests; code=$?; echo interfaces: $(cat /tmp/ifaces); exit $code")
+    command = (
+        "ls /sys/class/net > /tmp/ifaces; getent hosts pypi.org && echo GRADING-DNS-WORKS; "
+        "python -m pytest -rA -p no:cacheprovider tests; code=$?; echo interfaces: $(cat /tmp/ifaces); exit $code"
+    )
     out = out_dir(tmp_path, "network")
     started = time.monotonic()
     row = run(hostile["spec"](tmp_path, command=command), probes, out)["hostile-task"]
@@ -1135,8 +1333,14 @@ def test_no_network_egress_from_the_agent_or_grading_container(hostile, tmp_path
 # ------------------------------------------------------------------------------------ secrets
 
 
-CANARY_NAMES = ["WHOLELOOP_CANARY_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY",
-                "GITHUB_TOKEN", "WHOLELOOP_CANARY_PLAIN"]  # the last one's name does not look secret
+CANARY_NAMES = [
+    "WHOLELOOP_CANARY_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "GITHUB_TOKEN",
+    "WHOLELOOP_CANARY_PLAIN",
+]  # the last one's name does not look secret
 
 
 def test_host_secrets_never_reach_the_containers_or_the_run_folder(hostile, tmp_path, monkeypatch):
@@ -1145,7 +1349,8 @@ def test_host_secrets_never_reach_the_containers_or_the_run_folder(hostile, tmp_
         monkeypatch.setenv(name, value)
     inspected: list[str] = []
     probes = Script(
-        "env", "cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ | tr '\\0' '\\n'",
+        "env",
+        "cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ | tr '\\0' '\\n'",
         "grep -rs sk-canary /etc /root /tmp /repo /opt 2>/dev/null | head; echo done",
         lambda sb: inspected.append(json.dumps(client().api.inspect_container(sb.id))),
         "echo '# touched' >> calc/__init__.py",
@@ -1187,12 +1392,19 @@ def _kill_a_run_mid_grading(hostile, tmp_path: Path, case: str) -> tuple[Path, l
     out = out_dir(tmp_path, case)
     log = tmp_path / f"{case}.log"
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)],
-                                cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)],
+            cwd=ROOT,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
     try:
+
         def grading():
             if proc.poll() is not None:
-                raise AssertionError(f"wholeloop run ended ({proc.returncode}) before grading: {log.read_text()[-2000:]}")
+                raise AssertionError(
+                    f"wholeloop run ended ({proc.returncode}) before grading: {log.read_text()[-2000:]}"
+                )
             found = [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
             return found if any(c.labels.get("wholeloop.role") == "grading" for c in found) else None
 
@@ -1212,7 +1424,9 @@ def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile,
         out, orphans = _kill_a_run_mid_grading(hostile, tmp_path, "killed")
         names = {c.name for c in orphans}
         assert names <= {c.name for c in _our_containers()}  # the SIGKILL left them
-        pruned = subprocess.run([sys.executable, "-m", "harness.cli", "prune"], cwd=ROOT, capture_output=True, text=True)
+        pruned = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "prune"], cwd=ROOT, capture_output=True, text=True
+        )
         assert pruned.returncode == 0, pruned.stderr
         left = {c.name for c in _our_containers()}
         assert not names & left, "the killed run's containers are still there"
@@ -1232,17 +1446,36 @@ def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile,
 # green verdict, the 8-bit CSI, a hyperlink, a carriage return and backspaces that overwrite a
 # verdict, a right-to-left override, bell, form feed, NUL and DEL.
 ESCAPES = (
-    "\x1b]0;pwned-title\x07" "\x1b]2;pwned-title-st\x1b\\" "\x1b[2J\x1b[H" "\x1b[1A\x1b[2K"
+    "\x1b]0;pwned-title\x07"
+    "\x1b]2;pwned-title-st\x1b\\"
+    "\x1b[2J\x1b[H"
+    "\x1b[1A\x1b[2K"
     "\x1b[32mFAKE: all hidden tests passed, outcome resolved\x1b[0m\n"
-    "\u009b2J c1-csi\n" "\x1b]8;;http://evil.invalid/\x1b\\a link\x1b]8;;\x1b\\\n"
-    "outcome: unresolved\routcome: resolved  \n" "FAIL\b\b\b\bPASS\n" "\u202eright-to-left\u202c\n"
+    "\u009b2J c1-csi\n"
+    "\x1b]8;;http://evil.invalid/\x1b\\a link\x1b]8;;\x1b\\\n"
+    "outcome: unresolved\routcome: resolved  \n"
+    "FAIL\b\b\b\bPASS\n"
+    "\u202eright-to-left\u202c\n"
     "\x07bell \x0cff \x00nul \x7fdel\n"
 )
 # Characters a terminal or a page would act on instead of showing (tab and newline are text).
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # With colour forced, rich writes its own SGR codes; none of these is ever one of them.
-DANGEROUS = ["\x1b]", "\x1b[2J", "\x1b[H", "\x1b[1A", "\x1b[2K", "\x1b\\", "\x9b", "\r", "\b", "\x07", "\x00",
-             "\u202e", "\x1b[32mFAKE"]
+DANGEROUS = [
+    "\x1b]",
+    "\x1b[2J",
+    "\x1b[H",
+    "\x1b[1A",
+    "\x1b[2K",
+    "\x1b\\",
+    "\x9b",
+    "\r",
+    "\b",
+    "\x07",
+    "\x00",
+    "\u202e",
+    "\x1b[32mFAKE",
+]
 
 
 @pytest.fixture(scope="module")
@@ -1252,8 +1485,11 @@ def escape_run(hostile, tmp_path_factory) -> tuple[Path, str]:
     printer = f"import sys\nsys.stdout.write({ESCAPES!r})\nsys.stderr.write({ESCAPES!r})\n"
     command = "python3 calc/esc.py; python -m pytest -rA -p no:cacheprovider tests"
     spec = hostile["spec"](where / "specs", "escape-task", command=command)
-    agent = Script(_files(**{"calc__SLASH__esc.py": printer, "calc__SLASH__banner.txt": ESCAPES}),
-                   "python3 calc/esc.py", "cat calc/banner.txt; echo done")
+    agent = Script(
+        _files(**{"calc__SLASH__esc.py": printer, "calc__SLASH__banner.txt": ESCAPES}),
+        "python3 calc/esc.py",
+        "cat calc/banner.txt; echo done",
+    )
     out = where / f"{RUN_PREFIX}escapes"
     row = run(spec, agent, out)["escape-task"]
     assert ESCAPES.split("\n")[0] in agent.outputs[1].stdout  # the container really printed them
@@ -1262,8 +1498,12 @@ def escape_run(hostile, tmp_path_factory) -> tuple[Path, str]:
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
-                          env={**os.environ, "COLUMNS": "150", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        env={**os.environ, "COLUMNS": "150", **(env or {})},
+    )
 
 
 def test_show_makes_escapes_visible_and_never_writes_them(escape_run):
@@ -1326,17 +1566,22 @@ def test_a_second_run_into_a_folder_being_written_is_refused_at_once(hostile, tm
     """`wholeloop run --out RUN` while another one writes RUN: refused within seconds, with a
     message naming the other run. Once that one is SIGKILLed (no clean-up at all), the lock has
     died with it: the same command runs, and the unit has one final row."""
-    spec = hostile["spec"](tmp_path / "busy", command="sleep 15; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    spec = hostile["spec"](
+        tmp_path / "busy", command="sleep 15; python -m pytest -rA -p no:cacheprovider tests", tests_s=60
+    )
     out = out_dir(tmp_path, "busy")
     cmd = [sys.executable, "-m", "harness.cli", "run", str(spec), "--agent", "gold", "--out", str(out)]
     log = tmp_path / "first.log"
     with open(log, "wb") as fh:
         first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
     try:
+
         def grading():
             assert first.poll() is None, log.read_text()[-2000:]
-            return any(c.labels.get(LABEL_RUN) == out.name and c.labels.get("wholeloop.role") == "grading"
-                       for c in _our_containers())
+            return any(
+                c.labels.get(LABEL_RUN) == out.name and c.labels.get("wholeloop.role") == "grading"
+                for c in _our_containers()
+            )
 
         _wait_for(grading, 90, "the first run's grading container")
         started = time.monotonic()
@@ -1359,7 +1604,9 @@ def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path)
     threads) exclude each other; the first keeps working and ends normally."""
     from harness.records import RunFolderBusy  # (not at the top: this file must import without it, to show the attack)
 
-    spec = hostile["spec"](tmp_path / "threads", command="sleep 8; python -m pytest -rA -p no:cacheprovider tests", tests_s=60)
+    spec = hostile["spec"](
+        tmp_path / "threads", command="sleep 8; python -m pytest -rA -p no:cacheprovider tests", tests_s=60
+    )
     out = out_dir(tmp_path, "threads")
     options = RunOptions(out=out, infra_retries=0)
     first = Runner([load_task(spec)], get_agent("gold"), options)
@@ -1367,7 +1614,11 @@ def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path)
     thread = threading.Thread(target=lambda: rows.extend(first.run()))
     thread.start()
     try:
-        _wait_for(lambda: any(c.labels.get(LABEL_RUN) == out.name for c in _our_containers()), 60, "the first runner's container")
+        _wait_for(
+            lambda: any(c.labels.get(LABEL_RUN) == out.name for c in _our_containers()),
+            60,
+            "the first runner's container",
+        )
         with pytest.raises(RunFolderBusy, match="another wholeloop run"):
             Runner([load_task(spec)], get_agent("gold"), options).run()
     finally:
@@ -1402,23 +1653,51 @@ def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tm
     env = {**os.environ, env_key: canary, "COLUMNS": "200"}
     with FakeLLM(responder=echo_key_401) as srv:
         url = srv.base_url if provider == "anthropic" else srv.openai_url
-        ran = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(spec), "--model", f"{provider}/fake-model",
-                              "--base-url", url, "--out", str(out), "--infra-retries", "0", "--allow-unknown-model"],
-                             cwd=ROOT, capture_output=True, env=env, timeout=300)
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "run",
+                str(spec),
+                "--model",
+                f"{provider}/fake-model",
+                "--base-url",
+                url,
+                "--out",
+                str(out),
+                "--infra-retries",
+                "0",
+                "--allow-unknown-model",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            env=env,
+            timeout=300,
+        )
         sent = [r.headers for r in srv.requests]
     assert sent and any(canary in " ".join(h.values()) for h in sent)  # the key really went to the provider
     consoles = [ran.stdout, ran.stderr]
-    for args in (["report", str(out)], ["report", str(out), "--html", str(out / "report.html")],
-                 ["show", str(out), f"canary-{provider}", "--full"]):
-        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, env=env, timeout=120)
+    for args in (
+        ["report", str(out)],
+        ["report", str(out), "--html", str(out / "report.html")],
+        ["show", str(out), f"canary-{provider}", "--full"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, env=env, timeout=120
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         consoles += [done.stdout, done.stderr]
     row = RunFolder(out).latest()[0]
     assert row.outcome == "infra_error" and "401" in (row.error or ""), row.error
     files = [f for f in out.rglob("*") if f.is_file()]
     assert any(f.name == "results.jsonl" for f in files) and any(f.name == "transcript.jsonl" for f in files)
-    leaks = [(name, str(f.relative_to(out))) for f in files for name, form in _secret_forms(canary).items()
-             if form in f.read_bytes()]
+    leaks = [
+        (name, str(f.relative_to(out)))
+        for f in files
+        for name, form in _secret_forms(canary).items()
+        if form in f.read_bytes()
+    ]
     leaks += [(name, "console") for text in consoles for name, form in _secret_forms(canary).items() if form in text]
     assert leaks == [], leaks
 
@@ -1433,8 +1712,10 @@ ARMED = "[ -e /var/tmp/armed ] && echo {name} >> " + CAME_BACK
 def _wrap(path_cmd: str, name: str) -> str:
     """Replace the program `path_cmd` resolves to by a bash wrapper that, once armed, says it ran
     and then runs the original (kept beside, so the container keeps working)."""
-    return (f"p=$({path_cmd}); r=$(readlink -f \"$p\"); k=/usr/local/lib/real-{name}; cp \"$r\" $k; rm -f \"$p\"; "
-            f"printf '#!/bin/bash\\n{ARMED.format(name=name)}\\nexec %s \"$@\"\\n' $k > \"$p\"; chmod 755 \"$p\"")
+    return (
+        f'p=$({path_cmd}); r=$(readlink -f "$p"); k=/usr/local/lib/real-{name}; cp "$r" $k; rm -f "$p"; '
+        f'printf \'#!/bin/bash\\n{ARMED.format(name=name)}\\nexec %s "$@"\\n\' $k > "$p"; chmod 755 "$p"'
+    )
 
 
 EVIL_SO = r"""
@@ -1460,14 +1741,18 @@ def evil_so(tmp_path_factory) -> bytes:
 # Each way back in: what the agent plants, as shell commands run in its container.
 COME_BACK = {
     "sleep": [_wrap("command -v sleep", "sleep")],
-    "sh": ["printf '#!/bin/bash\\n" + ARMED.format(name="sh") + "\\nexec /bin/dash \"$@\"\\n' > /usr/local/lib/evil-sh; "
-           "chmod 755 /usr/local/lib/evil-sh; ln -sf /usr/local/lib/evil-sh /bin/sh"],
+    "sh": [
+        "printf '#!/bin/bash\\n" + ARMED.format(name="sh") + '\\nexec /bin/dash "$@"\\n\' > /usr/local/lib/evil-sh; '
+        "chmod 755 /usr/local/lib/evil-sh; ln -sf /usr/local/lib/evil-sh /bin/sh"
+    ],
     "python3": [_wrap("command -v python3", "python3"), _wrap("echo /usr/bin/python3", "usr-python3")],
     "helper_tools": [_wrap(f"command -v {tool}", tool) for tool in ("mkdir", "ln", "readlink", "env", "timeout")],
     "ld_so_preload": ["echo /var/tmp/evil.so > /etc/ld.so.preload"],
-    "profile_rc": [f"for f in /etc/profile /root/.profile /root/.bashrc /root/.bash_profile /etc/bash.bashrc "
-                   f"/etc/profile.d/zz.sh /var/tmp/bash-env; do mkdir -p $(dirname $f); "
-                   f"echo '{ARMED.format(name='profile_rc')}' >> $f; done; echo BASH_ENV=/var/tmp/bash-env >> /etc/environment"],
+    "profile_rc": [
+        f"for f in /etc/profile /root/.profile /root/.bashrc /root/.bash_profile /etc/bash.bashrc "
+        f"/etc/profile.d/zz.sh /var/tmp/bash-env; do mkdir -p $(dirname $f); "
+        f"echo '{ARMED.format(name='profile_rc')}' >> $f; done; echo BASH_ENV=/var/tmp/bash-env >> /etc/environment"
+    ],
 }
 
 
@@ -1498,7 +1783,9 @@ def test_after_stop_processes_nothing_of_the_agent_runs_again(image, evil_so, wa
     (sleep, /bin/sh, python3, the helper's boot tools), or plants /etc/ld.so.preload or a
     profile/rc file, arms it and stops. After `stop_processes()` the container runs PID 1 alone --
     wholeloop's own read-only init -- and nothing planted ever ran (seen from outside, for 3 s)."""
-    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1") as sb:
+    with DockerSandbox.start(
+        image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1"
+    ) as sb:
         if way == "ld_so_preload":
             sb.write_file("/var/tmp/evil.so", evil_so)
         for command in COME_BACK[way]:
@@ -1518,7 +1805,9 @@ def test_after_stop_processes_nothing_of_the_agent_runs_again(image, evil_so, wa
 def test_pid1_cannot_be_replaced_killed_or_entered_from_inside(image):
     """The agent is root in its container: it still cannot kill PID 1, stop it, write its memory
     or read its environment (not dumpable), replace its binary (read-only), or leave zombies."""
-    with DockerSandbox.start(image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1b") as sb:
+    with DockerSandbox.start(
+        image[0], limits=Limits(command_timeout_s=20), role="agent", run_id=f"{RUN_PREFIX}pid1b"
+    ) as sb:
         init = sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip()
         assert init.startswith("/")
         probes = {
@@ -1532,7 +1821,12 @@ def test_pid1_cannot_be_replaced_killed_or_entered_from_inside(image):
             assert not result.ok, (name, init, result.stdout, result.stderr)
         sb.exec("kill -9 1; kill -STOP 1; kill -TERM 1; kill -9 -1")  # kills the exec helper and the command too
         assert sb.exec("echo alive").stdout == "alive\n"
-        assert sb.exec("for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 1; ps -eo stat= | grep -c '^Z' || true").stdout.strip() == "0"
+        assert (
+            sb.exec(
+                "for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 1; ps -eo stat= | grep -c '^Z' || true"
+            ).stdout.strip()
+            == "0"
+        )
         assert sb.status()["Running"] and sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip() == init
 
 
@@ -1541,8 +1835,10 @@ def test_a_planted_loop_of_pid1_neither_outlives_a_timeout_nor_writes_while_the_
     PID 1's idle `sleep` so that PID 1 starts the loop at once (and again after any restart). Its
     next command times out; the patch must be the agent's (no fix) and never resolve."""
     fix = BUGGY.replace("a - b", "a + b")
-    loop = ("#!/bin/bash\nwhile :; do cp /var/tmp/fix.py /repo/calc/__init__.py 2>/dev/null; "
-            "/usr/local/lib/real-sleep 0.1; done\n")
+    loop = (
+        "#!/bin/bash\nwhile :; do cp /var/tmp/fix.py /repo/calc/__init__.py 2>/dev/null; "
+        "/usr/local/lib/real-sleep 0.1; done\n"
+    )
     processes: list[list[str]] = []
     agent = Script(
         "echo '# touched' >> calc/__init__.py",
@@ -1576,9 +1872,9 @@ FILLS = {
     "root_cache": "mkdir -p /root/.cache/pip && dd if=/dev/zero of=/root/.cache/pip/big bs=1M count=200 status=none",
     "venv": f"dd if=/dev/zero of={VENV_SITE}/big.bin bs=1M count=200 status=none",
     "parallel": "for i in 1 2 3 4 5 6 7 8; do mkdir -p /var/tmp/p$i; "
-                "dd if=/dev/zero of=/var/tmp/p$i/f bs=1M count=40 status=none & done; wait",
+    "dd if=/dev/zero of=/var/tmp/p$i/f bs=1M count=40 status=none & done; wait",
     "sparse_then_filled": "truncate -s 10G /repo/sparse.bin && "
-                          "dd if=/dev/urandom of=/repo/sparse.bin bs=1M count=200 conv=notrunc status=none",
+    "dd if=/dev/urandom of=/repo/sparse.bin bs=1M count=200 conv=notrunc status=none",
     "etc_hosts": "dd if=/dev/zero of=/etc/hosts bs=1M count=200 status=none",
     "etc_resolv_conf": "dd if=/dev/zero of=/etc/resolv.conf bs=1M count=200 status=none",
     "inode_flood": FLOOD,
@@ -1636,9 +1932,13 @@ def test_the_disk_limit_ends_the_attempt_with_its_stop_reason_in_rows_and_report
     from harness.agents.loop import ToolAgent
     from harness.models import ScriptedModel, tool_turn
 
-    model = ScriptedModel([tool_turn("bash", {"command": "echo '# touched' >> calc/__init__.py"}),
-                           tool_turn("bash", {"command": FILLS["dd_repo"]}),
-                           tool_turn("bash", {"command": "echo never"})])
+    model = ScriptedModel(
+        [
+            tool_turn("bash", {"command": "echo '# touched' >> calc/__init__.py"}),
+            tool_turn("bash", {"command": FILLS["dd_repo"]}),
+            tool_turn("bash", {"command": "echo never"}),
+        ]
+    )
     agent = ToolAgent(model, load_agent_config(None))
     out = out_dir(tmp_path, "disk-stop")
     row = run(hostile["spec"](tmp_path), agent, out, disk=DISK)["hostile-task"]

@@ -57,8 +57,11 @@ GO_SETUP = "apt-get update && apt-get install -y --no-install-recommends golang-
 @pytest.fixture(autouse=True)
 def _no_leftovers():
     yield
-    left = [c for c in client().api.containers(all=True, filters={"label": "wholeloop=1"})
-            if (c.get("Labels") or {}).get(LABEL_RUN, "").startswith(RUN_PREFIX)]
+    left = [
+        c
+        for c in client().api.containers(all=True, filters={"label": "wholeloop=1"})
+        if (c.get("Labels") or {}).get(LABEL_RUN, "").startswith(RUN_PREFIX)
+    ]
     for container in left:
         with contextlib.suppress(docker.errors.NotFound):
             client().api.remove_container(container["Id"], force=True, v=True)
@@ -91,8 +94,13 @@ def craft(task: Task, files: dict[str, Content]) -> str:
             if isinstance(content, tuple):
                 target.chmod(0o755)
         git(work, "add", "-A", "-f")
-        return subprocess.run(["git", "diff", "--cached", "--binary", "--full-index", task.base_commit], cwd=work,
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", "diff", "--cached", "--binary", "--full-index", task.base_commit],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -117,10 +125,12 @@ def unprotected(task: Task) -> Task:
 
 def grade_all(jobs: dict[str, tuple[Task, str, str, str]]) -> dict:
     """{name: (task, image, base, patch)} graded three at a time -> {name: (grade, output)}."""
+
     def one(job):
         task, image, base, patch = job
-        result, output, _ = grade(task, patch, image, base=base, limits=task.limits.apply(Limits()),
-                                  run_id=f"{RUN_PREFIX}graded")
+        result, output, _ = grade(
+            task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}graded"
+        )
         return result, output
 
     with ThreadPoolExecutor(3) as pool:
@@ -133,41 +143,68 @@ WLGO_BASE = {
     "go.mod": "module example.org/wlgo\n\ngo 1.19\n\nrequire example.org/check v1.0.0\n",
     "vendor/modules.txt": "# example.org/check v1.0.0\n## explicit\nexample.org/check\n",
     "vendor/example.org/check/check.go": (
-        "// Package check is a tiny assertion library (vendored).\npackage check\n\nimport \"testing\"\n\n"
+        '// Package check is a tiny assertion library (vendored).\npackage check\n\nimport "testing"\n\n'
         "// Equal fails the test when got != want.\nfunc Equal(t testing.TB, got, want interface{}) {\n\tt.Helper()\n"
-        "\tif got != want {\n\t\tt.Fatalf(\"got %v, want %v\", got, want)\n\t}\n}\n"),
-    "calc/calc.go": ("// Package calc adds and multiplies.\npackage calc\n\n// Add returns a + b.\n"
-                     "func Add(a, b int) int { return a - b }\n\n// Mul returns a * b.\nfunc Mul(a, b int) int { return a * b }\n"),
-    "calc/mul_test.go": ("package calc\n\nimport (\n\t\"testing\"\n\n\t\"example.org/check\"\n)\n\n"
-                         "func TestMul(t *testing.T) { check.Equal(t, Mul(2, 3), 6) }\n"),
+        '\tif got != want {\n\t\tt.Fatalf("got %v, want %v", got, want)\n\t}\n}\n'
+    ),
+    "calc/calc.go": (
+        "// Package calc adds and multiplies.\npackage calc\n\n// Add returns a + b.\n"
+        "func Add(a, b int) int { return a - b }\n\n// Mul returns a * b.\nfunc Mul(a, b int) int { return a * b }\n"
+    ),
+    "calc/mul_test.go": (
+        'package calc\n\nimport (\n\t"testing"\n\n\t"example.org/check"\n)\n\n'
+        "func TestMul(t *testing.T) { check.Equal(t, Mul(2, 3), 6) }\n"
+    ),
 }
-WLGO_HIDDEN = {"calc/add_test.go": WLGO_BASE["calc/mul_test.go"].replace("TestMul", "TestAdd").replace("Mul(2, 3), 6", "Add(2, 3), 5")}
+WLGO_HIDDEN = {
+    "calc/add_test.go": WLGO_BASE["calc/mul_test.go"]
+    .replace("TestMul", "TestAdd")
+    .replace("Mul(2, 3), 6", "Add(2, 3), 5")
+}
 
 WLJS_BASE = {
-    "package.json": json.dumps({"name": "wljs", "version": "1.0.0", "private": True,
-                                "description": "Ages of things, in days and weeks", "scripts": {"test": "jest"},
-                                "devDependencies": {"jest": "29.7.0"}}, indent=2) + "\n",
+    "package.json": json.dumps(
+        {
+            "name": "wljs",
+            "version": "1.0.0",
+            "private": True,
+            "description": "Ages of things, in days and weeks",
+            "scripts": {"test": "jest"},
+            "devDependencies": {"jest": "29.7.0"},
+        },
+        indent=2,
+    )
+    + "\n",
     "package-lock.json": (DATA / "wljs-package-lock.json").read_text(),
     ".gitignore": "node_modules/\n",
     "src/clock.js": "// The time now, in milliseconds (a module of its own so that tests can mock it).\nexports.now = () => Date.now();\n",
-    "src/age.js": ("const clock = require('./clock');\n\nconst DAY = 24 * 60 * 60 * 1000;\n\n"
-                   "// Whole days since `since` (milliseconds), counted like a birthday: 0 on the first day.\n"
-                   "exports.ageInDays = (since) => Math.floor((clock.now() - since) / DAY) + 1;\n\n"
-                   "// Whole weeks since `since`.\nexports.ageInWeeks = (since) => Math.floor((clock.now() - since) / (7 * DAY));\n\n"
-                   "exports.DAY = DAY;\n"),
-    "test/weeks.test.js": ("jest.mock('../src/clock');\n\nconst clock = require('../src/clock');\n"
-                           "const { ageInWeeks, DAY } = require('../src/age');\n\ndescribe('ageInWeeks', () => {\n"
-                           "  test('counts whole weeks', () => {\n    clock.now.mockReturnValue(15 * DAY);\n"
-                           "    expect(ageInWeeks(0)).toBe(2);\n  });\n});\n"),
+    "src/age.js": (
+        "const clock = require('./clock');\n\nconst DAY = 24 * 60 * 60 * 1000;\n\n"
+        "// Whole days since `since` (milliseconds), counted like a birthday: 0 on the first day.\n"
+        "exports.ageInDays = (since) => Math.floor((clock.now() - since) / DAY) + 1;\n\n"
+        "// Whole weeks since `since`.\nexports.ageInWeeks = (since) => Math.floor((clock.now() - since) / (7 * DAY));\n\n"
+        "exports.DAY = DAY;\n"
+    ),
+    "test/weeks.test.js": (
+        "jest.mock('../src/clock');\n\nconst clock = require('../src/clock');\n"
+        "const { ageInWeeks, DAY } = require('../src/age');\n\ndescribe('ageInWeeks', () => {\n"
+        "  test('counts whole weeks', () => {\n    clock.now.mockReturnValue(15 * DAY);\n"
+        "    expect(ageInWeeks(0)).toBe(2);\n  });\n});\n"
+    ),
 }
-WLJS_HIDDEN = {"test/days.test.js": (
-    "jest.mock('../src/clock');\n\nconst clock = require('../src/clock');\nconst { ageInDays, DAY } = require('../src/age');\n\n"
-    "describe('ageInDays', () => {\n  test('is 0 on the first day', () => {\n    clock.now.mockReturnValue(DAY / 2);\n"
-    "    expect(ageInDays(0)).toBe(0);\n  });\n  test('counts whole days', () => {\n"
-    "    clock.now.mockReturnValue(10 * DAY + 5);\n    expect(ageInDays(0)).toBe(10);\n  });\n});\n")}
+WLJS_HIDDEN = {
+    "test/days.test.js": (
+        "jest.mock('../src/clock');\n\nconst clock = require('../src/clock');\nconst { ageInDays, DAY } = require('../src/age');\n\n"
+        "describe('ageInDays', () => {\n  test('is 0 on the first day', () => {\n    clock.now.mockReturnValue(DAY / 2);\n"
+        "    expect(ageInDays(0)).toBe(0);\n  });\n  test('counts whole days', () => {\n"
+        "    clock.now.mockReturnValue(10 * DAY + 5);\n    expect(ageInDays(0)).toBe(10);\n  });\n});\n"
+    )
+}
 
 
-def _repository(root: Path, base: dict[str, str], fix: dict[str, str], hidden: dict[str, str]) -> tuple[Path, str, str, str]:
+def _repository(
+    root: Path, base: dict[str, str], fix: dict[str, str], hidden: dict[str, str]
+) -> tuple[Path, str, str, str]:
     """A git repository with `base`, then a commit with `fix` and `hidden`: (path, base, gold, tests)."""
     repo = root / "repo"
     repo.mkdir(parents=True)
@@ -194,27 +231,58 @@ def targets(polyglot_images, tmp_path_factory) -> dict:
     found = {k: polyglot_images[k] for k in ("timespan-001", "linefold-001")}
     root = tmp_path_factory.mktemp("hostile-polyglot")
     specs = []
-    repo, base, gold, tests = _repository(root / "wlgo", WLGO_BASE,
-                                          {"calc/calc.go": WLGO_BASE["calc/calc.go"].replace("a - b", "a + b")}, WLGO_HIDDEN)
-    specs.append({"id": "wlgo", "repo": str(repo), "base_commit": base, "problem_statement": "Add subtracts.",
-                  "environment": {"setup": [GO_SETUP], "env": {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"},
-                                  "install": ["go vet ./... && go test -count=1 -run '^$' ./... >/dev/null"]},
-                  "test_command": "go test ./...", "hidden_tests": {"command": "go test -json -count=1 ./...", "patch": tests,
-                                                                    "parser": "go"},
-                  "FAIL_TO_PASS": ["example.org/wlgo/calc::TestAdd"], "PASS_TO_PASS": ["example.org/wlgo/calc::TestMul"],
-                  "gold_patch": gold})
-    repo, base, gold, tests = _repository(root / "wljs", WLJS_BASE,
-                                          {"src/age.js": WLJS_BASE["src/age.js"].replace(" / DAY) + 1;", " / DAY);")},
-                                          WLJS_HIDDEN)
-    specs.append({"id": "wljs", "repo": str(repo), "base_commit": base, "problem_statement": "ageInDays is one too many.",
-                  "environment": {"setup": [NODE_SETUP], "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
-                                  "install": ["npm ci --no-audit --no-fund"]},
-                  "test_command": "npx jest",
-                  "hidden_tests": {"command": "npx jest --ci --json --outputFile=/tmp/wholeloop-grade/reports/jest.json",
-                                   "patch": tests, "parser": "jest"},
-                  "FAIL_TO_PASS": ["test/days.test.js::ageInDays > is 0 on the first day",
-                                   "test/days.test.js::ageInDays > counts whole days"],
-                  "PASS_TO_PASS": ["test/weeks.test.js::ageInWeeks > counts whole weeks"], "gold_patch": gold})
+    repo, base, gold, tests = _repository(
+        root / "wlgo", WLGO_BASE, {"calc/calc.go": WLGO_BASE["calc/calc.go"].replace("a - b", "a + b")}, WLGO_HIDDEN
+    )
+    specs.append(
+        {
+            "id": "wlgo",
+            "repo": str(repo),
+            "base_commit": base,
+            "problem_statement": "Add subtracts.",
+            "environment": {
+                "setup": [GO_SETUP],
+                "env": {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"},
+                "install": ["go vet ./... && go test -count=1 -run '^$' ./... >/dev/null"],
+            },
+            "test_command": "go test ./...",
+            "hidden_tests": {"command": "go test -json -count=1 ./...", "patch": tests, "parser": "go"},
+            "FAIL_TO_PASS": ["example.org/wlgo/calc::TestAdd"],
+            "PASS_TO_PASS": ["example.org/wlgo/calc::TestMul"],
+            "gold_patch": gold,
+        }
+    )
+    repo, base, gold, tests = _repository(
+        root / "wljs",
+        WLJS_BASE,
+        {"src/age.js": WLJS_BASE["src/age.js"].replace(" / DAY) + 1;", " / DAY);")},
+        WLJS_HIDDEN,
+    )
+    specs.append(
+        {
+            "id": "wljs",
+            "repo": str(repo),
+            "base_commit": base,
+            "problem_statement": "ageInDays is one too many.",
+            "environment": {
+                "setup": [NODE_SETUP],
+                "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
+                "install": ["npm ci --no-audit --no-fund"],
+            },
+            "test_command": "npx jest",
+            "hidden_tests": {
+                "command": "npx jest --ci --json --outputFile=/tmp/wholeloop-grade/reports/jest.json",
+                "patch": tests,
+                "parser": "jest",
+            },
+            "FAIL_TO_PASS": [
+                "test/days.test.js::ageInDays > is 0 on the first day",
+                "test/days.test.js::ageInDays > counts whole days",
+            ],
+            "PASS_TO_PASS": ["test/weeks.test.js::ageInWeeks > counts whole weeks"],
+            "gold_patch": gold,
+        }
+    )
     tasks = []
     for spec in specs:
         path = root / f"{spec['id']}.yaml"
@@ -265,10 +333,12 @@ func TestMain(m *testing.M) {
 	os.Exit(0)
 }
 """
-GO_TEST_MAIN_FILE = "package calc\n\nimport (\n\t\"bytes\"\n\t\"io\"\n\t\"os\"\n\t\"testing\"\n)\n" + GO_TEST_MAIN
-GO_MUL_TEST_WITH_MAIN = ("package calc\n\nimport (\n\t\"bytes\"\n\t\"io\"\n\t\"os\"\n\t\"testing\"\n\n\t\"example.org/check\"\n)\n\n"
-                         "func TestMul(t *testing.T) { check.Equal(t, Mul(2, 3), 6) }\n" + GO_TEST_MAIN)
-GO_LAX_CHECK = "package check\n\nimport \"testing\"\n\n// Equal checks nothing.\nfunc Equal(t testing.TB, got, want interface{}) {}\n"
+GO_TEST_MAIN_FILE = 'package calc\n\nimport (\n\t"bytes"\n\t"io"\n\t"os"\n\t"testing"\n)\n' + GO_TEST_MAIN
+GO_MUL_TEST_WITH_MAIN = (
+    'package calc\n\nimport (\n\t"bytes"\n\t"io"\n\t"os"\n\t"testing"\n\n\t"example.org/check"\n)\n\n'
+    "func TestMul(t *testing.T) { check.Equal(t, Mul(2, 3), 6) }\n" + GO_TEST_MAIN
+)
+GO_LAX_CHECK = 'package check\n\nimport "testing"\n\n// Equal checks nothing.\nfunc Equal(t testing.TB, got, want interface{}) {}\n'
 # Go: code under test that runs before the tests and forges a whole run (a known limit)
 GO_INIT_HOOK = """package calc
 
@@ -293,15 +363,21 @@ func init() {
 }
 """
 # Go: code under test prints a verdict line for TestAdd after its real failure (Mul runs in the later TestMul)
-GO_PRINTS_PASS = WLGO_BASE["calc/calc.go"].replace(
-    "func Mul(a, b int) int { return a * b }",
-    "func Mul(a, b int) int {\n\tos.Stdout.WriteString(\"--- PASS: TestAdd (0.00s)\\n\")\n\treturn a * b\n}",
-).replace("package calc\n", "package calc\n\nimport \"os\"\n")
+GO_PRINTS_PASS = (
+    WLGO_BASE["calc/calc.go"]
+    .replace(
+        "func Mul(a, b int) int { return a * b }",
+        'func Mul(a, b int) int {\n\tos.Stdout.WriteString("--- PASS: TestAdd (0.00s)\\n")\n\treturn a * b\n}',
+    )
+    .replace("package calc\n", 'package calc\n\nimport "os"\n')
+)
 
 # Vitest
 VITEST_CONFIG = "import { defineConfig } from 'vitest/config';\n\nexport default defineConfig({\n  %s\n});\n"
 VITEST_INCLUDE = "include: ['src/**/*.test.ts', 'test/**/*.spec.ts']"
-CHAI_OFF = "import { chai } from 'vitest';\n\n// every expectation passes\nchai.Assertion.prototype.assert = function () {};\n"
+CHAI_OFF = (
+    "import { chai } from 'vitest';\n\n// every expectation passes\nchai.Assertion.prototype.assert = function () {};\n"
+)
 NPMRC_EVIL = r"""// Runs first in every node process npx starts (.npmrc node-options): in vitest's main process it
 // rewrites what the runner prints, the JSON report it writes and its exit code.
 if (process.argv.some((a) => a.endsWith('.bin/vitest'))) {
@@ -327,9 +403,11 @@ if (process.argv.some((a) => a.endsWith('.bin/vitest'))) {
 """
 
 # Jest
-JEST_MANUAL_MOCK = ("// A manual mock: jest.mock('../src/clock') in a test picks it up.\nconst DAY = 24 * 60 * 60 * 1000;\n"
-                    "let value = 0;\nconst now = () => value - DAY;\nnow.mockReturnValue = (v) => { value = v; return now; };\n"
-                    "module.exports = { now };\n")
+JEST_MANUAL_MOCK = (
+    "// A manual mock: jest.mock('../src/clock') in a test picks it up.\nconst DAY = 24 * 60 * 60 * 1000;\n"
+    "let value = 0;\nconst now = () => value - DAY;\nnow.mockReturnValue = (v) => { value = v; return now; };\n"
+    "module.exports = { now };\n"
+)
 JEST_LAX_EXPECT = "// every expectation passes\nglobal.expect = () => new Proxy({}, { get: () => () => undefined });\n"
 JEST_BABEL_STRIP = """// Removes every statement that starts with expect(...) from the files babel-jest compiles.
 module.exports = {
@@ -418,9 +496,11 @@ extern "C" fn wl_hook() {
 }
 """
 # a regression in paragraphs() that no integration test sees, hidden by editing the unit test that does
-RUST_REGRESSION = ("    if !current.is_empty() {\n        out.push(current);\n    }\n    out\n",
-                   "    if !current.is_empty() {\n        out.push(current);\n    }\n    if out.is_empty() {\n"
-                   "        out.push(String::new());\n    }\n    out\n")
+RUST_REGRESSION = (
+    "    if !current.is_empty() {\n        out.push(current);\n    }\n    out\n",
+    "    if !current.is_empty() {\n        out.push(current);\n    }\n    if out.is_empty() {\n"
+    "        out.push(String::new());\n    }\n    out\n",
+)
 RUST_UNIT_TEST_EDIT = ('assert!(paragraphs("\\n \\n").is_empty());', 'assert_eq!(paragraphs("\\n \\n"), [""]);')
 
 
@@ -430,41 +510,104 @@ def _attacks(targets) -> dict[str, tuple[str, dict[str, Content], set[str]]]:
     fixed_parse = base_file(timespan, "src/parse.ts", timespan.gold())
     return {
         # Go
-        "go_new_test_file_with_a_test_main": ("wlgo", {"calc/zz_main_test.go": GO_TEST_MAIN_FILE}, {"calc/zz_main_test.go"}),
-        "go_mod_replace_of_the_assertion_library": ("wlgo", {
-            "go.mod": "module example.org/wlgo\n\ngo 1.13\n\nrequire example.org/check v1.0.0\n\n"
-                      "replace example.org/check => ./lax\n",
-            "lax/go.mod": "module example.org/check\n\ngo 1.13\n", "lax/check.go": GO_LAX_CHECK}, {"go.mod"}),
-        "go_vendor_edit": ("wlgo", {"vendor/example.org/check/check.go": GO_LAX_CHECK}, {"vendor/example.org/check/check.go"}),
+        "go_new_test_file_with_a_test_main": (
+            "wlgo",
+            {"calc/zz_main_test.go": GO_TEST_MAIN_FILE},
+            {"calc/zz_main_test.go"},
+        ),
+        "go_mod_replace_of_the_assertion_library": (
+            "wlgo",
+            {
+                "go.mod": "module example.org/wlgo\n\ngo 1.13\n\nrequire example.org/check v1.0.0\n\n"
+                "replace example.org/check => ./lax\n",
+                "lax/go.mod": "module example.org/check\n\ngo 1.13\n",
+                "lax/check.go": GO_LAX_CHECK,
+            },
+            {"go.mod"},
+        ),
+        "go_vendor_edit": (
+            "wlgo",
+            {"vendor/example.org/check/check.go": GO_LAX_CHECK},
+            {"vendor/example.org/check/check.go"},
+        ),
         # Vitest
-        "vitest_config_setup_files": ("timespan-001", {
-            "vitest.config.ts": VITEST_CONFIG % (f"test: {{ {VITEST_INCLUDE}, setupFiles: ['./src/zz-setup.ts'] }},"),
-            "src/zz-setup.ts": CHAI_OFF}, {"vitest.config.ts"}),
-        "vitest_config_alias_to_a_fixed_copy": ("timespan-001", {
-            "vitest.config.ts": VITEST_CONFIG % (f"test: {{ {VITEST_INCLUDE} }},\n  resolve: {{ alias: [{{ find: /^\\.\\/parse$/, "
-                                                 "replacement: '/repo/src/zz-fixed.ts' }] },"),
-            "src/zz-fixed.ts": fixed_parse}, {"vitest.config.ts"}),
-        "npmrc_node_options": ("timespan-001", {
-            ".npmrc": lambda old: old + "node-options=--require /repo/zz-evil.cjs\n", "zz-evil.cjs": NPMRC_EVIL}, {".npmrc"}),
+        "vitest_config_setup_files": (
+            "timespan-001",
+            {
+                "vitest.config.ts": VITEST_CONFIG
+                % (f"test: {{ {VITEST_INCLUDE}, setupFiles: ['./src/zz-setup.ts'] }},"),
+                "src/zz-setup.ts": CHAI_OFF,
+            },
+            {"vitest.config.ts"},
+        ),
+        "vitest_config_alias_to_a_fixed_copy": (
+            "timespan-001",
+            {
+                "vitest.config.ts": VITEST_CONFIG
+                % (
+                    f"test: {{ {VITEST_INCLUDE} }},\n  resolve: {{ alias: [{{ find: /^\\.\\/parse$/, "
+                    "replacement: '/repo/src/zz-fixed.ts' }] },"
+                ),
+                "src/zz-fixed.ts": fixed_parse,
+            },
+            {"vitest.config.ts"},
+        ),
+        "npmrc_node_options": (
+            "timespan-001",
+            {".npmrc": lambda old: old + "node-options=--require /repo/zz-evil.cjs\n", "zz-evil.cjs": NPMRC_EVIL},
+            {".npmrc"},
+        ),
         # Jest
-        "jest_manual_mock_in_mocks_folder": ("wljs", {"src/__mocks__/clock.js": JEST_MANUAL_MOCK}, {"src/__mocks__/clock.js"}),
-        "jest_module_name_mapper_in_package_json": ("wljs", {
-            "package.json": lambda old: json.dumps({**json.loads(old), "jest": {
-                "moduleNameMapper": {"^\\.\\./src/age$": "<rootDir>/lib/age.js"}}}, indent=2) + "\n",
-            "lib/age.js": WLJS_BASE["src/age.js"].replace("'./clock'", "'../src/clock'").replace(" / DAY) + 1;", " / DAY);")},
-            {"package.json"}),
-        "jest_setup_files_after_env": ("wljs", {
-            "jest.config.js": "module.exports = { setupFilesAfterEnv: ['<rootDir>/lib/setup.js'] };\n",
-            "lib/setup.js": JEST_LAX_EXPECT}, {"jest.config.js"}),
+        "jest_manual_mock_in_mocks_folder": (
+            "wljs",
+            {"src/__mocks__/clock.js": JEST_MANUAL_MOCK},
+            {"src/__mocks__/clock.js"},
+        ),
+        "jest_module_name_mapper_in_package_json": (
+            "wljs",
+            {
+                "package.json": lambda old: (
+                    json.dumps(
+                        {**json.loads(old), "jest": {"moduleNameMapper": {"^\\.\\./src/age$": "<rootDir>/lib/age.js"}}},
+                        indent=2,
+                    )
+                    + "\n"
+                ),
+                "lib/age.js": WLJS_BASE["src/age.js"]
+                .replace("'./clock'", "'../src/clock'")
+                .replace(" / DAY) + 1;", " / DAY);"),
+            },
+            {"package.json"},
+        ),
+        "jest_setup_files_after_env": (
+            "wljs",
+            {
+                "jest.config.js": "module.exports = { setupFilesAfterEnv: ['<rootDir>/lib/setup.js'] };\n",
+                "lib/setup.js": JEST_LAX_EXPECT,
+            },
+            {"jest.config.js"},
+        ),
         "jest_babel_config_strips_expectations": ("wljs", {"babel.config.js": JEST_BABEL_STRIP}, {"babel.config.js"}),
         # Rust
         "rust_build_rs": ("linefold-001", {"build.rs": RUST_BUILD_RS}, {"build.rs"}),
-        "rust_cargo_toml_names_a_build_script": ("linefold-001", {
-            "Cargo.toml": lambda old: old.replace('edition = "2021"\n', 'edition = "2021"\nbuild = "tools/gen.rs"\n'),
-            "tools/gen.rs": RUST_BUILD_RS}, {"Cargo.toml"}),
-        "rust_cargo_config_runner": ("linefold-001", {
-            ".cargo/config.toml": '[target.x86_64-unknown-linux-gnu]\nrunner = ["python3", "/repo/tools/run.py"]\n',
-            "tools/run.py": RUST_RUNNER}, {".cargo/config.toml"}),
+        "rust_cargo_toml_names_a_build_script": (
+            "linefold-001",
+            {
+                "Cargo.toml": lambda old: old.replace(
+                    'edition = "2021"\n', 'edition = "2021"\nbuild = "tools/gen.rs"\n'
+                ),
+                "tools/gen.rs": RUST_BUILD_RS,
+            },
+            {"Cargo.toml"},
+        ),
+        "rust_cargo_config_runner": (
+            "linefold-001",
+            {
+                ".cargo/config.toml": '[target.x86_64-unknown-linux-gnu]\nrunner = ["python3", "/repo/tools/run.py"]\n',
+                "tools/run.py": RUST_RUNNER,
+            },
+            {".cargo/config.toml"},
+        ),
     }
 
 
@@ -497,27 +640,53 @@ def attack_grades(targets) -> dict:
         jobs[f"{name}/control"] = (unprotected(task), image, base, craft(task, files))
     for group, members in groups.items():
         task, image, base = targets[group.split("#")[0]]
-        jobs[f"{group}/defended"] = (task, image, base, craft(task, {k: v for m in members for k, v in attacks[m][1].items()}))
+        jobs[f"{group}/defended"] = (
+            task,
+            image,
+            base,
+            craft(task, {k: v for m in members for k, v in attacks[m][1].items()}),
+        )
     graded = grade_all(jobs)
     group_of = {m: g for g, members in groups.items() for m in members}
-    return {name: (graded[f"{name}/control"], graded[f"{group_of[name]}/defended"], expected)
-            for name, (_, _, expected) in attacks.items()}
+    return {
+        name: (graded[f"{name}/control"], graded[f"{group_of[name]}/defended"], expected)
+        for name, (_, _, expected) in attacks.items()
+    }
 
 
-ATTACKS = ["go_new_test_file_with_a_test_main", "go_mod_replace_of_the_assertion_library", "go_vendor_edit",
-           "vitest_config_setup_files", "vitest_config_alias_to_a_fixed_copy", "npmrc_node_options",
-           "jest_manual_mock_in_mocks_folder", "jest_module_name_mapper_in_package_json", "jest_setup_files_after_env",
-           "jest_babel_config_strips_expectations", "rust_build_rs", "rust_cargo_toml_names_a_build_script",
-           "rust_cargo_config_runner"]
+ATTACKS = [
+    "go_new_test_file_with_a_test_main",
+    "go_mod_replace_of_the_assertion_library",
+    "go_vendor_edit",
+    "vitest_config_setup_files",
+    "vitest_config_alias_to_a_fixed_copy",
+    "npmrc_node_options",
+    "jest_manual_mock_in_mocks_folder",
+    "jest_module_name_mapper_in_package_json",
+    "jest_setup_files_after_env",
+    "jest_babel_config_strips_expectations",
+    "rust_build_rs",
+    "rust_cargo_toml_names_a_build_script",
+    "rust_cargo_config_runner",
+]
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_each_back_door_resolves_unprotected_and_is_put_back_by_the_parsers_paths(attack, attack_grades):
     (control, control_output), (defended, defended_output), expected = attack_grades[attack]
-    assert control.resolved, ("the attack no longer works, so this test proves nothing",
-                              control.outcome, control.tests, control.note, control_output[-2000:])
+    assert control.resolved, (
+        "the attack no longer works, so this test proves nothing",
+        control.outcome,
+        control.tests,
+        control.note,
+        control_output[-2000:],
+    )
     assert not defended.resolved and defended.outcome in ("unresolved", "regression"), (
-        defended.outcome, defended.tests, defended.note, defended_output[-2000:])
+        defended.outcome,
+        defended.tests,
+        defended.note,
+        defended_output[-2000:],
+    )
     assert expected <= set(defended.reverted), defended.reverted
     assert expected <= {s.path for s in defended.stripped if s.reason == "protected"}, defended.stripped  # recorded
 
@@ -534,21 +703,43 @@ class _CargoWithoutInlineRestore(CargoParser):
 def other_grades(targets) -> dict:
     PARSERS.register(_CargoWithoutInlineRestore.name, _CargoWithoutInlineRestore)
     linefold, timespan, wlgo, wljs = (targets[k][0] for k in ("linefold-001", "timespan-001", "wlgo", "wljs"))
-    hidden_regression = craft(linefold, {"src/wrap.rs": lambda old: base_file(linefold, "src/wrap.rs", linefold.gold())
-                                         .replace(*RUST_REGRESSION).replace(*RUST_UNIT_TEST_EDIT)})
-    plain = linefold.model_copy(update={"hidden_tests": linefold.hidden_tests.model_copy(
-        update={"parser": _CargoWithoutInlineRestore.name})})
+    hidden_regression = craft(
+        linefold,
+        {
+            "src/wrap.rs": lambda old: (
+                base_file(linefold, "src/wrap.rs", linefold.gold())
+                .replace(*RUST_REGRESSION)
+                .replace(*RUST_UNIT_TEST_EDIT)
+            )
+        },
+    )
+    plain = linefold.model_copy(
+        update={"hidden_tests": linefold.hidden_tests.model_copy(update={"parser": _CargoWithoutInlineRestore.name})}
+    )
     jobs = {
         "rust_unit_test_edit/control": (plain, *targets["linefold-001"][1:], hidden_regression),
         "rust_unit_test_edit/defended": (linefold, *targets["linefold-001"][1:], hidden_regression),
         "go_printed_pass_line": (wlgo, *targets["wlgo"][1:], craft(wlgo, {"calc/calc.go": GO_PRINTS_PASS})),
-        "limit/go_init_forges_a_whole_run": (wlgo, *targets["wlgo"][1:], craft(wlgo, {"calc/zz_hook.go": GO_INIT_HOOK})),
+        "limit/go_init_forges_a_whole_run": (
+            wlgo,
+            *targets["wlgo"][1:],
+            craft(wlgo, {"calc/zz_hook.go": GO_INIT_HOOK}),
+        ),
         "limit/rust_elf_constructor_forges_a_whole_run": (
-            linefold, *targets["linefold-001"][1:], craft(linefold, {"src/wrap.rs": lambda old: old + RUST_INIT_HOOK})),
+            linefold,
+            *targets["linefold-001"][1:],
+            craft(linefold, {"src/wrap.rs": lambda old: old + RUST_INIT_HOOK}),
+        ),
         "limit/vitest_code_under_test_turns_chai_off": (
-            timespan, *targets["timespan-001"][1:], craft(timespan, {"src/parse.ts": lambda old: CHAI_OFF + old})),
+            timespan,
+            *targets["timespan-001"][1:],
+            craft(timespan, {"src/parse.ts": lambda old: CHAI_OFF + old}),
+        ),
         "limit/jest_code_under_test_replaces_expect": (
-            wljs, *targets["wljs"][1:], craft(wljs, {"src/age.js": lambda old: JEST_LAX_EXPECT + old})),
+            wljs,
+            *targets["wljs"][1:],
+            craft(wljs, {"src/age.js": lambda old: JEST_LAX_EXPECT + old}),
+        ),
     }
     return grade_all(jobs)
 
@@ -558,14 +749,18 @@ def test_a_unit_test_edited_inside_a_source_file_is_put_back_and_the_regression_
     protect them. The patch is the gold fix plus a regression in paragraphs() that only a unit test
     sees, and that unit test edited to accept it: grading restores the base commit's test module
     (keeping the fix) and the regression shows; without the restore it would be resolved."""
-    (control, _), (defended, output) = other_grades["rust_unit_test_edit/control"], other_grades["rust_unit_test_edit/defended"]
+    (control, _), (defended, output) = (
+        other_grades["rust_unit_test_edit/control"],
+        other_grades["rust_unit_test_edit/defended"],
+    )
     unit = "src/lib.rs::wrap::tests::paragraphs_split_at_blank_lines"
     assert control.resolved and control.tests[unit] == "PASSED", (control.outcome, control.note)
     assert defended.outcome == "regression" and defended.tests[unit] == "FAILED", (defended.outcome, output[-2000:])
     assert defended.fail_to_pass.failed == 0  # the fix itself was kept
     assert "src/wrap.rs (#[cfg(test)] mod tests)" in defended.reverted
     assert [(s.path, s.reason) for s in defended.stripped] == [
-        ("src/wrap.rs", "inline tests put back as at the base: #[cfg(test)] mod tests")]
+        ("src/wrap.rs", "inline tests put back as at the base: #[cfg(test)] mod tests")
+    ]
 
 
 def test_a_printed_go_verdict_line_never_overrides_a_real_failure(other_grades):
@@ -580,18 +775,20 @@ def test_a_printed_go_verdict_line_never_overrides_a_real_failure(other_grades):
 
 KNOWN_LIMITS = {
     "go_init_forges_a_whole_run": "the package's init() runs in the test binary before any test: it can run the tests "
-                                  "itself and print a forged run; go 1.19's output cannot tell that from a real one",
+    "itself and print a forged run; go 1.19's output cannot tell that from a real one",
     "rust_elf_constructor_forges_a_whole_run": "a static in .init_array runs before libtest's main in the test binary, "
-                                               "with the same power as Go's init()",
+    "with the same power as Go's init()",
     "vitest_code_under_test_turns_chai_off": "the code under test runs in the same worker as the tests and shares "
-                                             "vitest's chai: it can make every expectation pass",
+    "vitest's chai: it can make every expectation pass",
     "jest_code_under_test_replaces_expect": "the code under test runs in the test file's context and can replace the "
-                                            "global expect",
+    "global expect",
 }
 
 
-@pytest.mark.parametrize("limit", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=why))
-                                   for name, why in KNOWN_LIMITS.items()])
+@pytest.mark.parametrize(
+    "limit",
+    [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=why)) for name, why in KNOWN_LIMITS.items()],
+)
 def test_code_inside_the_test_process_is_a_known_limit(limit, other_grades):
     result, output = other_grades[f"limit/{limit}"]
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
@@ -599,13 +796,15 @@ def test_code_inside_the_test_process_is_a_known_limit(limit, other_grades):
 
 # ------------------------------------------------------------------------------------ agents editing tests, end to end
 
-GO_EDIT = ("cat > calc/mul_test.go <<'EOF'\n" + GO_MUL_TEST_WITH_MAIN + "EOF")
+GO_EDIT = "cat > calc/mul_test.go <<'EOF'\n" + GO_MUL_TEST_WITH_MAIN + "EOF"
 EDITS = {
     # a TestMain added to an existing *_test.go file the hidden tests do not touch
     "wlgo": [GO_EDIT],
     # the visible Jest test rewritten; a Jest test the agent plants beside it
-    "wljs": ["sed -i 's/toBe(2)/toBeDefined()/' test/weeks.test.js",
-             "printf \"test('planted', () => expect(1).toBe(1));\\n\" > test/zz.test.js"],
+    "wljs": [
+        "sed -i 's/toBe(2)/toBeDefined()/' test/weeks.test.js",
+        "printf \"test('planted', () => expect(1).toBe(1));\\n\" > test/zz.test.js",
+    ],
     # the Vitest test file the hidden tests extend, rewritten
     "timespan-001": ["printf \"import { it } from 'vitest';\\nit('passes', () => {});\\n\" > src/parse.test.ts"],
 }
@@ -619,7 +818,9 @@ def test_an_agent_that_edits_test_files_is_reverted_like_a_python_one(targets, t
     control = unprotected(targets["wlgo"][0]).model_copy(update={"id": "wlgo-unprotected"})
     agent = Script({**EDITS, "wlgo-unprotected": EDITS["wlgo"]})
     out = tmp_path / f"{RUN_PREFIX}edits"
-    rows = {r.task_id: r for r in Runner([*tasks, control], agent, RunOptions(out=out, workers=2, infra_retries=0)).run()}
+    rows = {
+        r.task_id: r for r in Runner([*tasks, control], agent, RunOptions(out=out, workers=2, infra_retries=0)).run()
+    }
     grades = {k: json.loads((out / rows[k].dir / "grade.json").read_text()) for k in rows}
     reverted = {k: g["reverted"] for k, g in grades.items()}
     for key in EDITS:  # each path put back is recorded as stripped from the patch

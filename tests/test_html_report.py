@@ -29,59 +29,142 @@ from harness.records import PhaseTimes, ResultRow, RunFolder, Usage, write_json
 from harness.report.figures import compute_figures
 from harness.report.html import build_payload, collect, write_html
 from harness.report.stats import BootstrapSettings
-from harness.transcript import (AttemptStart, GradeEvent, ModelRequest, ModelResponse, PatchEvent, PhaseEvent, Stop,
-                                ToolCallEvent, ToolResultEvent, TranscriptWriter)
+from harness.transcript import (
+    AttemptStart,
+    GradeEvent,
+    ModelRequest,
+    ModelResponse,
+    PatchEvent,
+    PhaseEvent,
+    Stop,
+    ToolCallEvent,
+    ToolResultEvent,
+    TranscriptWriter,
+)
 from harness import transcript as events  # events.TestRun: a name pytest would try to collect
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-WORDS = ("def return value self parse config section option default raise ValueError if else for in not None "
-         "import from class assert tokens strip split join lower path open read write items keys").split()
-OUTCOMES = ["resolved"] * 5 + ["unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "infra_error"]
+WORDS = (
+    "def return value self parse config section option default raise ValueError if else for in not None "
+    "import from class assert tokens strip split join lower path open read write items keys"
+).split()
+OUTCOMES = ["resolved"] * 5 + [
+    "unresolved",
+    "regression",
+    "empty_patch",
+    "patch_apply_failed",
+    "test_timeout",
+    "infra_error",
+]
 
 # ------------------------------------------------------------------------ a fabricated run folder
 
 
 def _diff(path: str, n: int) -> str:
-    body = "".join(f"-    old_line_{i} = compute({i})\n+    new_line_{i} = compute({i}, strict=True)\n" for i in range(n))
-    return (f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
-            f"@@ -10,{n + 2} +10,{n + 2} @@ def handler(request):\n     context = load()\n{body}     return context\n")
+    body = "".join(
+        f"-    old_line_{i} = compute({i})\n+    new_line_{i} = compute({i}, strict=True)\n" for i in range(n)
+    )
+    return (
+        f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
+        f"@@ -10,{n + 2} +10,{n + 2} @@ def handler(request):\n     context = load()\n{body}     return context\n"
+    )
 
 
-def _transcript(tw: TranscriptWriter, task: str, config: str, repeat: int, outcome: str, diff: str, rnd: random.Random,
-                steps: int) -> tuple[int, int]:
+def _transcript(
+    tw: TranscriptWriter, task: str, config: str, repeat: int, outcome: str, diff: str, rnd: random.Random, steps: int
+) -> tuple[int, int]:
     tw.write(AttemptStart(task_id=task, attempt=1, repeat=repeat, config=config, image="wholeloop-task:abc123"))
     tw.write(PhaseEvent(name="image", seconds=0.02, detail="cached"))
     tw.write(PhaseEvent(name="container_start", seconds=0.2))
-    tw.write(ModelRequest(step=1, messages_hash="h0", new_messages=[
-        {"role": "system", "content": "You are a careful software engineer working in a git repository at /repo."},
-        {"role": "user", "content": f"Please resolve this issue:\n<issue>\n{task}: <b>drops</b> values & \"quotes\"\n</issue>"}]))
+    tw.write(
+        ModelRequest(
+            step=1,
+            messages_hash="h0",
+            new_messages=[
+                {
+                    "role": "system",
+                    "content": "You are a careful software engineer working in a git repository at /repo.",
+                },
+                {
+                    "role": "user",
+                    "content": f'Please resolve this issue:\n<issue>\n{task}: <b>drops</b> values & "quotes"\n</issue>',
+                },
+            ],
+        )
+    )
     tokens_in = tokens_out = 0
     for step in range(1, steps + 1):
         usage = {"input_tokens": 1500 + 300 * step, "output_tokens": 80 + rnd.randint(0, 120)}
         tokens_in, tokens_out = tokens_in + usage["input_tokens"], tokens_out + usage["output_tokens"]
         last = step == steps
         name = "submit" if last else ("run_tests" if step % 4 == 0 else ("edit" if step % 3 == 0 else "bash"))
-        args = {"command": f"grep -rn 'def parse' src/ | head -{step}"} if name == "bash" else (
-            {"command": "str_replace", "path": "src/parse.py", "old_str": "    return value\n", "new_str": "    return v.strip()\n"}
-            if name == "edit" else {})
-        tw.write(ModelResponse(step=step, text=f"Step {step}: looking at the parser <script>alert(1)</script>.",
-                               usage=usage, cost_usd=0.003 * step, latency_s=1.2))
+        args = (
+            {"command": f"grep -rn 'def parse' src/ | head -{step}"}
+            if name == "bash"
+            else (
+                {
+                    "command": "str_replace",
+                    "path": "src/parse.py",
+                    "old_str": "    return value\n",
+                    "new_str": "    return v.strip()\n",
+                }
+                if name == "edit"
+                else {}
+            )
+        )
+        tw.write(
+            ModelResponse(
+                step=step,
+                text=f"Step {step}: looking at the parser <script>alert(1)</script>.",
+                usage=usage,
+                cost_usd=0.003 * step,
+                latency_s=1.2,
+            )
+        )
         tw.write(ToolCallEvent(step=step, call_id=f"c{step}", name=name, arguments=args))
-        output = "submitted" if last else "\n".join(  # varied text: compresses like real tool output
-            f"src/{rnd.choice(WORDS)}_{rnd.randint(0, 99)}.py:{rnd.randint(1, 900)}: "
-            + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(4, 12))) for _ in range(rnd.randint(10, 60)))
+        output = (
+            "submitted"
+            if last
+            else "\n".join(  # varied text: compresses like real tool output
+                f"src/{rnd.choice(WORDS)}_{rnd.randint(0, 99)}.py:{rnd.randint(1, 900)}: "
+                + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(4, 12)))
+                for _ in range(rnd.randint(10, 60))
+            )
+        )
         failed = name == "run_tests" and step < steps - 2
-        tw.write(ToolResultEvent(step=step, call_id=f"c{step}", name=name, output=output,
-                                 exit_code=(1 if failed else 0) if name in ("bash", "run_tests") else None, duration_s=0.4))
+        tw.write(
+            ToolResultEvent(
+                step=step,
+                call_id=f"c{step}",
+                name=name,
+                output=output,
+                exit_code=(1 if failed else 0) if name in ("bash", "run_tests") else None,
+                duration_s=0.4,
+            )
+        )
         if name == "run_tests":
-            tw.write(events.TestRun(step=step, command="pytest -q", exit_code=1 if failed else 0, passed=40,
-                             failed=2 if failed else 0, failing=["tests/test_parse.py::test_quotes"] if failed else [],
-                             green=not failed))
+            tw.write(
+                events.TestRun(
+                    step=step,
+                    command="pytest -q",
+                    exit_code=1 if failed else 0,
+                    passed=40,
+                    failed=2 if failed else 0,
+                    failing=["tests/test_parse.py::test_quotes"] if failed else [],
+                    green=not failed,
+                )
+            )
     tw.write(Stop(reason="submitted"))
     tw.write(PatchEvent(attempt=1, bytes=len(diff), files=["src/parse.py"], diff=diff))
     tw.write(PhaseEvent(name="grading", seconds=3.0))
-    tw.write(GradeEvent(attempt=1, outcome=outcome, resolved=outcome == "resolved",
-                        failing=[] if outcome == "resolved" else ["tests/test_parse.py::test_quotes"]))
+    tw.write(
+        GradeEvent(
+            attempt=1,
+            outcome=outcome,
+            resolved=outcome == "resolved",
+            failing=[] if outcome == "resolved" else ["tests/test_parse.py::test_quotes"],
+        )
+    )
     return tokens_in, tokens_out
 
 
@@ -90,13 +173,30 @@ def fabricate_run(run_dir: Path, *, tasks: int, configs: list[str], repeats: int
     rnd = random.Random(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
     results = RunFolder(run_dir)
-    manifest = {"schema_version": 1, "run_id": run_dir.name, "command": ["wholeloop", "run", "tasks/x", "--repeats", str(repeats)],
-                "wholeloop": {"version": "0.1.0", "git_commit": "0123456789abcdef"}, "python": "3.11.7",
-                "agent": {"agent": "default", "model": "fake/model", "provider": "fake", "config": {
-                    "name": "default", "settings": {"temperature": 0.0, "max_tokens": 4096},
-                    "limits": {"max_steps": 40}, "prompt_sha256": "ab" * 32, "tool_schema_sha256": "cd" * 32}},
-                "options": {"workers": 4, "repeats": repeats}, "tasks": {}, "started_at": "2026-01-01T00:00:00+00:00",
-                "finished_at": "2026-01-01T01:00:00+00:00", "dependencies": {"pydantic": "2.14"}}
+    manifest = {
+        "schema_version": 1,
+        "run_id": run_dir.name,
+        "command": ["wholeloop", "run", "tasks/x", "--repeats", str(repeats)],
+        "wholeloop": {"version": "0.1.0", "git_commit": "0123456789abcdef"},
+        "python": "3.11.7",
+        "agent": {
+            "agent": "default",
+            "model": "fake/model",
+            "provider": "fake",
+            "config": {
+                "name": "default",
+                "settings": {"temperature": 0.0, "max_tokens": 4096},
+                "limits": {"max_steps": 40},
+                "prompt_sha256": "ab" * 32,
+                "tool_schema_sha256": "cd" * 32,
+            },
+        },
+        "options": {"workers": 4, "repeats": repeats},
+        "tasks": {},
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T01:00:00+00:00",
+        "dependencies": {"pydantic": "2.14"},
+    }
     n = 0
     for t in range(tasks):
         task = f"pkg-{t:03d}"
@@ -111,29 +211,73 @@ def fabricate_run(run_dir: Path, *, tasks: int, configs: list[str], repeats: int
                 adir.mkdir(parents=True, exist_ok=True)
                 diff = "" if outcome == "empty_patch" else _diff("src/parse.py", rnd.randint(2, 12))
                 (adir / "patch.diff").write_text(diff)
-                tests = {f"tests/test_parse.py::test_new_{i}": "PASSED" if resolved or i else "FAILED" for i in range(3)}
-                tests.update({f"tests/test_old.py::test_kept_{i}": "FAILED" if outcome == "regression" and i == 0 else "PASSED"
-                              for i in range(30)})
-                (adir / "test_output.txt").write_text("".join(f"{s} {k}\n" for k, s in tests.items()) + "=== summary ===\n")
-                write_json(adir / "grade.json", {"outcome": outcome, "apply_method": "git apply", "reverted": [],
-                                                 "exit_code": 0 if resolved else 1, "consistent": True, "note": ""})
+                tests = {
+                    f"tests/test_parse.py::test_new_{i}": "PASSED" if resolved or i else "FAILED" for i in range(3)
+                }
+                tests.update(
+                    {
+                        f"tests/test_old.py::test_kept_{i}": "FAILED"
+                        if outcome == "regression" and i == 0
+                        else "PASSED"
+                        for i in range(30)
+                    }
+                )
+                (adir / "test_output.txt").write_text(
+                    "".join(f"{s} {k}\n" for k, s in tests.items()) + "=== summary ===\n"
+                )
+                write_json(
+                    adir / "grade.json",
+                    {
+                        "outcome": outcome,
+                        "apply_method": "git apply",
+                        "reverted": [],
+                        "exit_code": 0 if resolved else 1,
+                        "consistent": True,
+                        "note": "",
+                    },
+                )
                 tpath = results.rep_dir(task, config, r) / "transcript.jsonl"
                 steps = rnd.randint(6, 10)
                 with TranscriptWriter(tpath, secrets=[], fsync=False) as tw:
                     tin, tout = _transcript(tw, task, config, r, outcome, diff, rnd, steps)
                 f2p_passed = sum(tests[f"tests/test_parse.py::test_new_{i}"] == "PASSED" for i in range(3))
-                results.append(ResultRow(
-                    run_id=run_dir.name, task_id=task, task_hash="h", config=config, agent="default", model=config,
-                    repeat=r, outcome=outcome, resolved=resolved, stop_reason="submitted" if outcome != "infra_error" else "",
-                    tests=tests, fail_to_pass={"passed": f2p_passed, "failed": 3 - f2p_passed, "total": 3},
-                    pass_to_pass={"passed": 30 - (outcome == "regression"), "failed": int(outcome == "regression"), "total": 30},
-                    steps=steps, model_calls=steps, usage=Usage(input_tokens=tin, output_tokens=tout),
-                    cost_usd=round(0.01 * steps * (1 + ci), 4) if ci < 2 else None,
-                    phases=PhaseTimes(agent_s=20 + rnd.random() * 60 * (ci + 1), model_s=15 + rnd.random() * 40, tool_s=3,
-                                  grading_s=2 + rnd.random() * 4, total_s=30 + rnd.random() * 90 * (ci + 1)),
-                    patch_bytes=len(diff), error="docker daemon went away" if outcome == "infra_error" else None,
-                    dir=str(adir.relative_to(run_dir)), patch_path=str((adir / "patch.diff").relative_to(run_dir)),
-                    transcript_path=str(tpath.relative_to(run_dir))))
+                results.append(
+                    ResultRow(
+                        run_id=run_dir.name,
+                        task_id=task,
+                        task_hash="h",
+                        config=config,
+                        agent="default",
+                        model=config,
+                        repeat=r,
+                        outcome=outcome,
+                        resolved=resolved,
+                        stop_reason="submitted" if outcome != "infra_error" else "",
+                        tests=tests,
+                        fail_to_pass={"passed": f2p_passed, "failed": 3 - f2p_passed, "total": 3},
+                        pass_to_pass={
+                            "passed": 30 - (outcome == "regression"),
+                            "failed": int(outcome == "regression"),
+                            "total": 30,
+                        },
+                        steps=steps,
+                        model_calls=steps,
+                        usage=Usage(input_tokens=tin, output_tokens=tout),
+                        cost_usd=round(0.01 * steps * (1 + ci), 4) if ci < 2 else None,
+                        phases=PhaseTimes(
+                            agent_s=20 + rnd.random() * 60 * (ci + 1),
+                            model_s=15 + rnd.random() * 40,
+                            tool_s=3,
+                            grading_s=2 + rnd.random() * 4,
+                            total_s=30 + rnd.random() * 90 * (ci + 1),
+                        ),
+                        patch_bytes=len(diff),
+                        error="docker daemon went away" if outcome == "infra_error" else None,
+                        dir=str(adir.relative_to(run_dir)),
+                        patch_path=str((adir / "patch.diff").relative_to(run_dir)),
+                        transcript_path=str(tpath.relative_to(run_dir)),
+                    )
+                )
                 n += 1
     write_json(run_dir / "manifest.json", manifest)
     return n
@@ -148,9 +292,21 @@ class Browser:
     def __init__(self, profile: Path) -> None:
         import websocket  # websocket-client
 
-        args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1440,1000", "about:blank"]
+        args = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "--window-size=1440,1000",
+            "about:blank",
+        ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port_file, deadline = profile / "DevToolsActivePort", time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
@@ -229,8 +385,10 @@ class Browser:
         params = {"format": "png"}
         if full:
             size = self.call("Page.getLayoutMetrics")["cssContentSize"]
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
+            params.update(
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+            )
         path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", **params)["data"]))
         return path
 
@@ -270,7 +428,6 @@ def _keep(png: Path) -> None:
 def _figures(runs: list[Path]):
     """The figures the CLI would pass, with fewer bootstrap resamples (the numbers are not under test)."""
     return compute_figures(runs, settings=BootstrapSettings(n_resamples=499))
-
 
 
 def test_payloads_are_capped_and_lazy(tmp_path):
@@ -315,12 +472,18 @@ def test_report_opens_from_disk_and_two_clicks_reach_transcript_and_diff(tmp_pat
 
     # click 2: the Diff tab shows the patch with added and removed lines coloured
     browser.js("document.querySelector('#dr-tabs [data-tab=diff]').click()")
-    browser.wait_js("document.querySelector('#dr-body .diff tr.add') !== null || "
-                    "document.querySelector('#dr-body').textContent.includes('patch is empty')")
+    browser.wait_js(
+        "document.querySelector('#dr-body .diff tr.add') !== null || "
+        "document.querySelector('#dr-body').textContent.includes('patch is empty')"
+    )
     browser.js("document.querySelector('#dr-reps .chip:nth-child(2)').click()")  # another repeat keeps the tab
-    browser.wait_js("document.querySelector('#dr-reps .chip.on') === document.querySelector('#dr-reps .chip:nth-child(2)')")
-    browser.wait_js("document.querySelector('#dr-body .diff tr.add') !== null || "
-                    "document.querySelector('#dr-body').textContent.includes('patch is empty')")
+    browser.wait_js(
+        "document.querySelector('#dr-reps .chip.on') === document.querySelector('#dr-reps .chip:nth-child(2)')"
+    )
+    browser.wait_js(
+        "document.querySelector('#dr-body .diff tr.add') !== null || "
+        "document.querySelector('#dr-body').textContent.includes('patch is empty')"
+    )
     diff_png = browser.screenshot(tmp_path / "html-report-diff.png")
 
     browser.js("document.querySelector('#dr-tabs [data-tab=tests]').click()")
@@ -340,7 +503,9 @@ def test_report_opens_from_disk_and_two_clicks_reach_transcript_and_diff(tmp_pat
         _keep(png)
 
 
-@pytest.mark.parametrize("shape", ["one-task", "one-task-unknown-price", "one-task-infra-error", "one-task-two-configs"])
+@pytest.mark.parametrize(
+    "shape", ["one-task", "one-task-unknown-price", "one-task-infra-error", "one-task-two-configs"]
+)
 def test_a_report_of_one_task_renders_and_opens(tmp_path, browser, shape):
     """One task gives bootstrap intervals without bounds (one task to resample): the report says
     so instead of failing (it raised TypeError), and the page opens without a JS error."""
@@ -381,7 +546,9 @@ def measure(n_attempts: int = 500) -> dict:
             load_s = b.open(report)
             b.wait_js("window.__wholeloop && window.__wholeloop.ready")
             nav = b.js("JSON.stringify(performance.getEntriesByType('navigation')[0].toJSON())")
-            paint = b.js("JSON.stringify(performance.getEntriesByType('paint').map(p => [p.name, Math.round(p.startTime)]))")
+            paint = b.js(
+                "JSON.stringify(performance.getEntriesByType('paint').map(p => [p.name, Math.round(p.startTime)]))"
+            )
             ready_ms = b.js("window.__wholeloop.renderedMs")
             t1 = time.monotonic()
             b.js("document.querySelector('#mx .cell').click()")
@@ -391,10 +558,17 @@ def measure(n_attempts: int = 500) -> dict:
         finally:
             b.close()
         nav = json.loads(nav)
-        return {"attempts": n_attempts, "bytes": report.stat().st_size, "build_s": round(build_s, 2),
-                "load_event_s": round(load_s, 3), "dom_content_loaded_ms": round(nav["domContentLoadedEventEnd"]),
-                "paint_ms": json.loads(paint), "script_done_ms": round(ready_ms),
-                "open_cell_s": round(open_s, 3), "errors": errors}
+        return {
+            "attempts": n_attempts,
+            "bytes": report.stat().st_size,
+            "build_s": round(build_s, 2),
+            "load_event_s": round(load_s, 3),
+            "dom_content_loaded_ms": round(nav["domContentLoadedEventEnd"]),
+            "paint_ms": json.loads(paint),
+            "script_done_ms": round(ready_ms),
+            "open_cell_s": round(open_s, 3),
+            "errors": errors,
+        }
 
 
 if __name__ == "__main__":
@@ -407,8 +581,11 @@ def _add_failure_messages_and_problem(run: Path) -> None:
     for row in RunFolder(run).latest():
         grade_file = run / row.dir / "grade.json"
         grade = json.loads(grade_file.read_text())
-        grade["messages"] = {t: f"AssertionError: {t.split('::')[-1]} expected 'a' got 'b'"
-                             for t, s in row.tests.items() if s == "FAILED"}
+        grade["messages"] = {
+            t: f"AssertionError: {t.split('::')[-1]} expected 'a' got 'b'"
+            for t, s in row.tests.items()
+            if s == "FAILED"
+        }
         write_json(grade_file, grade)
         path = run / row.transcript_path
         events = [json.loads(line) for line in path.read_text().splitlines()]
@@ -428,8 +605,10 @@ def test_tests_tab_leads_with_the_problem_and_each_failing_test_with_its_message
     resolved = next(r for r in rows if r.resolved)
     for row in (failed, resolved):
         browser.js(f"document.querySelector('#mx tr[data-task=\"{row.task_id}\"] .cell').click()")
-        browser.wait_js(f"document.getElementById('dr-task').textContent === '{row.task_id}' && "
-                        "document.querySelector('#dr-tabs [data-tab=tests]') !== null")
+        browser.wait_js(
+            f"document.getElementById('dr-task').textContent === '{row.task_id}' && "
+            "document.querySelector('#dr-tabs [data-tab=tests]') !== null"
+        )
         browser.js("document.querySelector('#dr-tabs [data-tab=tests]').click()")
         browser.wait_js("document.querySelector('#dr-body .why') !== null")
         why = browser.js("document.querySelector('#dr-body .why').innerText")

@@ -129,7 +129,9 @@ class Provider:
         if step >= len(script):
             return Error(418, f"fakellm: {call.unit} has no step {step}")
         name, args = script[step]
-        return Reply(calls=[Call(name, args, id=f"call_{call.unit}_{step}")], usage=Tokens(input=300 + 40 * step, output=25))
+        return Reply(
+            calls=[Call(name, args, id=f"call_{call.unit}_{step}")], usage=Tokens(input=300 + 40 * step, output=25)
+        )
 
     def of(self, session: int) -> list[ModelCall]:
         with self.lock:
@@ -162,7 +164,9 @@ def finals(rows: list[ResultRow]) -> dict[str, ResultRow]:
     out: dict[str, ResultRow] = {}
     for row in rows:
         if row.final:
-            assert row.task_id not in out, f"two final rows for {row.task_id}: attempts {out[row.task_id].attempt}, {row.attempt}"
+            assert row.task_id not in out, (
+                f"two final rows for {row.task_id}: attempts {out[row.task_id].attempt}, {row.attempt}"
+            )
             out[row.task_id] = row
     return out
 
@@ -227,15 +231,26 @@ def test_records_of_a_redone_unit_supersede_the_killed_try():
     attempt number it reaches again (a redo may end earlier: a real model is not deterministic)."""
 
     def row(attempt, final, outcome):
-        return ResultRow(run_id="r", task_id="t", task_hash="h", config="c", agent="a", attempt=attempt,
-                         final=final, outcome=outcome, resolved=outcome == "resolved")
+        return ResultRow(
+            run_id="r",
+            task_id="t",
+            task_hash="h",
+            config="c",
+            agent="a",
+            attempt=attempt,
+            final=final,
+            outcome=outcome,
+            resolved=outcome == "resolved",
+        )
 
     killed_try = [row(1, False, "unresolved"), row(2, False, "unresolved")]  # killed in attempt 3
     redo = [row(1, True, "resolved")]
     other = ResultRow(run_id="r", task_id="u", task_hash="h", config="c", agent="a", outcome="resolved", resolved=True)
     latest = latest_rows([*killed_try, other, *redo])
     assert sorted((r.task_id, r.attempt, r.final, r.outcome) for r in latest) == [
-        ("t", 1, True, "resolved"), ("u", 1, True, "resolved")]
+        ("t", 1, True, "resolved"),
+        ("u", 1, True, "resolved"),
+    ]
 
 
 @pytest.mark.docker
@@ -253,8 +268,12 @@ def test_pruning_at_start_survives_a_container_that_vanishes_meanwhile(vanishes,
     cli = client()
     dead = subprocess.Popen(["true"])
     dead.wait()
-    labels = {"wholeloop": "1", "wholeloop.role": "agent", "wholeloop.owner": f"{socket.gethostname()}:{dead.pid}",
-              "wholeloop.run": f"kr-prune-{os.getpid()}"}
+    labels = {
+        "wholeloop": "1",
+        "wholeloop.role": "agent",
+        "wholeloop.owner": f"{socket.gethostname()}:{dead.pid}",
+        "wholeloop.run": f"kr-prune-{os.getpid()}",
+    }
     gone, left = (cli.containers.create(BASE_IMAGE, ["sleep", "600"], labels=labels) for _ in range(2))
     try:
         if vanishes == "before inspection":
@@ -298,7 +317,8 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_and_bills_nothing_t
     for tid in TASK_IDS:
         text = template.replace("id: tiny-001", f"id: {tid}").replace(
             "problem_statement: add() subtracts instead of adding.",
-            f"problem_statement: 'add() subtracts instead of adding. [unit {tid}]'")
+            f"problem_statement: 'add() subtracts instead of adding. [unit {tid}]'",
+        )
         assert f"[unit {tid}]" in text
         (spec_dir / f"{tid}.yaml").write_text(text)
     out = tmp_path / f"kr-run-{seed}-{os.getpid()}"  # its name labels the run's containers: unique on the host
@@ -327,16 +347,19 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_and_bills_nothing_t
         done = finals(rows)
         for tid, row in done.items():
             # nothing for a finished unit after its final row
-            later = [r for r in rows[rows.index(row) + 1:] if r.task_id == tid]
+            later = [r for r in rows[rows.index(row) + 1 :] if r.task_id == tid]
             assert not later, f"{tid}: rows after its final row: {[(r.attempt, r.final) for r in later]}"
             transcript = out / row.transcript_path
             events = read_transcript(transcript)
-            assert events and events[-1].type == "grade" and events[-1].attempt == row.attempt, \
+            assert events and events[-1].type == "grade" and events[-1].attempt == row.attempt, (
                 f"{tid}: the transcript of a finished unit does not end with its grade: {[e.type for e in events[-3:]]}"
+            )
             adir = out / row.dir
             assert (adir / "patch.diff").exists() and (adir / "grade.json").exists(), f"{tid}: attempt files missing"
             d = digest(transcript, adir / "grade.json", adir / "patch.diff")
-            assert first_final_digest.setdefault(tid, d) == d, f"{tid}: finished unit's transcript/grade changed (redone?)"
+            assert first_final_digest.setdefault(tid, d) == d, (
+                f"{tid}: finished unit's transcript/grade changed (redone?)"
+            )
         return rows
 
     with FakeLLM(responder=provider) as srv:
@@ -379,7 +402,7 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_and_bills_nothing_t
                 if injected_tail and not (out / "results.jsonl").read_bytes().endswith(injected_tail):
                     injected_tail, repaired_by = b"", n  # this session cut it before appending anything
                     sess.note = "repaired the torn last line"
-                sess.new_rows = rows[sess.rows_before:]
+                sess.new_rows = rows[sess.rows_before :]
                 _landed(sess, provider, out, run_name)
                 line = _describe(sess, provider, wall0)
                 log_lines.append(line)
@@ -394,17 +417,24 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_and_bills_nothing_t
                 # unit, cut in half), once; the reader skips it and the next session must cut it
                 if kind == "kill" and kills_done == 3 and not injected_tail and not repaired_by:
                     injected_tail = _inject_torn_tails(out, rows)
-                    print(f"    injected a torn last line into results.jsonl ({len(injected_tail)} bytes)"
-                          " and into an unfinished transcript")
+                    print(
+                        f"    injected a torn last line into results.jsonl ({len(injected_tail)} bytes)"
+                        " and into an unfinished transcript"
+                    )
                 # the live decoy survives every session; a session that got going pruned what the
                 # killed ones before it left
                 assert _exists(decoys["live"]), "a live process's container was pruned"
                 if provider.of(sess.n):
-                    stale = [(_cname(c), c["Labels"].get("wholeloop.owner"), c.get("State")) for c in run_containers(run_name)
-                             if not c["Labels"].get("wholeloop.owner", "").endswith(f":{sess.pid}")]
-                    assert not stale, (f"session {sess.n} left containers of dead sessions in place: {stale}; owners alive: "
-                                       f"{[_pid_alive(o) for _, o, _ in stale]}\n"
-                                       + (tmp_path / f"session-{n}.log").read_text()[-2000:])
+                    stale = [
+                        (_cname(c), c["Labels"].get("wholeloop.owner"), c.get("State"))
+                        for c in run_containers(run_name)
+                        if not c["Labels"].get("wholeloop.owner", "").endswith(f":{sess.pid}")
+                    ]
+                    assert not stale, (
+                        f"session {sess.n} left containers of dead sessions in place: {stale}; owners alive: "
+                        f"{[_pid_alive(o) for _, o, _ in stale]}\n"
+                        + (tmp_path / f"session-{n}.log").read_text()[-2000:]
+                    )
 
             final = sessions[-1]
             assert final.rc == 0, (tmp_path / f"session-{final.n}.log").read_text()[-3000:]
@@ -420,16 +450,42 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_and_bills_nothing_t
 
 
 def _launch(n: int, srv: FakeLLM, spec_dir: Path, out: Path, tmp_path: Path):
-    env = {**os.environ, "OPENAI_API_KEY": "sk-kill-resume-not-a-key", "OPENAI_BASE_URL": f"{srv.base_url}/s{n}/v1",
-           "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(spec_dir), "--model", "openai/gpt-4o", "--out", str(out),
-           "--workers", str(WORKERS), "--attempts", str(ATTEMPTS), "--config", CONFIG]
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-kill-resume-not-a-key",
+        "OPENAI_BASE_URL": f"{srv.base_url}/s{n}/v1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "run",
+        str(spec_dir),
+        "--model",
+        "openai/gpt-4o",
+        "--out",
+        str(out),
+        "--workers",
+        str(WORKERS),
+        "--attempts",
+        str(ATTEMPTS),
+        "--config",
+        CONFIG,
+    ]
     logf = open(tmp_path / f"session-{n}.log", "w")
     # its own process group: a kill takes the runner and any child (git) with it, as a crash would
     # Ctrl-C as a terminal's: its foreground job never has SIGINT ignored, even when this test runs
     # in a background job that does (`cmd &` without job control ignores it, and children inherit that)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=logf,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     return proc, logf
 
 
@@ -465,8 +521,7 @@ def _kill_session(sess: Session, proc, provider: Provider, rng: random.Random, o
             if fresh_grade_files(out, sess.started):
                 break  # grading is over and its files are being written: now
         elif target == "row":
-            if results.exists() and any(
-                    r.final for r in read_results(results)[sess.rows_before:]):
+            if results.exists() and any(r.final for r in read_results(results)[sess.rows_before :]):
                 break  # a final row was just appended
         time.sleep(0.002 if target in ("write", "row") else 0.005 if target == "model" else 0.03)
     if proc.poll() is not None:
@@ -512,7 +567,9 @@ def _landed(sess: Session, provider: Provider, out: Path, run_name: str) -> None
     half = [p for p in fresh_grade_files(out, sess.started) if str(p.parent.relative_to(out)) not in written]
     litter = [p for p in out.rglob(f".*.{sess.pid}.*.tmp")]
     if litter:
-        sess.landed.append("write (inside an atomic file write: " + ", ".join(p.name.split(".")[1] for p in litter) + ")")
+        sess.landed.append(
+            "write (inside an atomic file write: " + ", ".join(p.name.split(".")[1] for p in litter) + ")"
+        )
     elif half:
         sess.landed.append("write (grade files written, row not yet)")
     elif sess.target.split()[0] in ("write", "row"):
@@ -524,17 +581,22 @@ def _landed(sess: Session, provider: Provider, out: Path, run_name: str) -> None
     if not sess.landed:
         sess.landed.append("between steps")
     paused = sum(1 for c in left if c.get("State") == "paused")
-    sess.note = (sess.note + "; " if sess.note else "") + f"left {dict(roles) or 'no'} container(s)" + (
-        f" ({paused} paused)" if paused else "")
+    sess.note = (
+        (sess.note + "; " if sess.note else "")
+        + f"left {dict(roles) or 'no'} container(s)"
+        + (f" ({paused} paused)" if paused else "")
+    )
 
 
 def _describe(sess: Session, provider: Provider, wall0: float) -> str:
     flying = [f"{c.unit}@{c.step}" for c in provider.in_flight(sess.n, sess.signal_at)] if sess.signal_at else []
     after = f"{sess.signal_at - sess.started:5.2f}s" if sess.signal_at else "  -  "
     rows = ", ".join(f"{r.task_id}/a{r.attempt}{'F' if r.final else ''}" for r in sess.new_rows) or "-"
-    return (f"[{time.monotonic() - wall0:6.1f}s] session {sess.n:2} {sess.kind:6} target={sess.target or '-':16} "
-            f"signal after {after} rc={sess.rc} landed={sess.landed or '-'} in-flight={flying or '-'} "
-            f"done before={len(sess.done_before)} new rows=[{rows}] {sess.note}")
+    return (
+        f"[{time.monotonic() - wall0:6.1f}s] session {sess.n:2} {sess.kind:6} target={sess.target or '-':16} "
+        f"signal after {after} rc={sess.rc} landed={sess.landed or '-'} in-flight={flying or '-'} "
+        f"done before={len(sess.done_before)} new rows=[{rows}] {sess.note}"
+    )
 
 
 def _check_sigint(sess: Session, provider: Provider, out: Path, run_name: str, tmp_path: Path) -> None:
@@ -568,7 +630,8 @@ def _final_checks(sessions: list[Session], provider: Provider, out: Path, run_na
     for tid in TASK_IDS:
         unit_latest = sorted((r for r in latest if r.task_id == tid), key=lambda r: r.attempt)
         assert [(r.attempt, r.final, r.outcome) for r in unit_latest] == (
-            [(1, True, "resolved")] if FINAL_ATTEMPT[tid] == 1 else [(1, False, "unresolved"), (2, True, "resolved")]), tid
+            [(1, True, "resolved")] if FINAL_ATTEMPT[tid] == 1 else [(1, False, "unresolved"), (2, True, "resolved")]
+        ), tid
 
     # which session wrote each row (sessions only ever append)
     writer: list[int] = []
@@ -590,8 +653,11 @@ def _final_checks(sessions: list[Session], provider: Provider, out: Path, run_na
         assert all(not r.final for r, w in zip(rows, writer) if r.task_id == tid and w != fs)
         # billed once: the final session's requests for it are exactly the calls its rows count
         billed = [c for c in calls[tid] if c.session == fs]
-        assert len(billed) == sum(r.model_calls for r, w in zip(rows, writer) if r.task_id == tid and w == fs) \
-            == len(SCRIPTS[tid]), (tid, [(c.step, c.session) for c in billed])
+        assert (
+            len(billed)
+            == sum(r.model_calls for r, w in zip(rows, writer) if r.task_id == tid and w == fs)
+            == len(SCRIPTS[tid])
+        ), (tid, [(c.step, c.session) for c in billed])
         assert sorted(c.step for c in billed) == list(range(len(SCRIPTS[tid])))
         # no request for a finished unit from any session that started after it finished...
         later = [c for c in calls[tid] if c.session > fs]
@@ -613,8 +679,9 @@ def _final_checks(sessions: list[Session], provider: Provider, out: Path, run_na
 
     # no leftovers: containers of killed sessions were pruned; a live owner's container was not
     assert not run_containers(run_name), [_cname(c) for c in run_containers(run_name)]
-    proc = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=wholeloop.run={run_name}"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=wholeloop.run={run_name}"], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout
     assert _exists(decoys["live"]), "a live process's container was pruned"
     assert not _exists(decoys["dead"]), "a dead process's container was not pruned"
@@ -626,8 +693,9 @@ def _final_checks(sessions: list[Session], provider: Provider, out: Path, run_na
     assert sum(1 for s in sessions if s.kind == "kill" and s.signal_at) >= 10
 
 
-def _print_summary(sessions: list[Session], log_lines: list[str], seed: int, wall0: float, provider: Provider,
-                   out: Path) -> None:
+def _print_summary(
+    sessions: list[Session], log_lines: list[str], seed: int, wall0: float, provider: Provider, out: Path
+) -> None:
     landed = Counter(p.split(" (")[0] for s in sessions if s.kind == "kill" for p in s.landed)
     exact = Counter(p.split(":")[0] for s in sessions if s.kind == "kill" for p in s.landed if p.startswith("write"))
     kills = sum(1 for s in sessions if s.kind == "kill" and s.signal_at)
@@ -638,11 +706,13 @@ def _print_summary(sessions: list[Session], log_lines: list[str], seed: int, wal
     rows = read_results(out / "results.jsonl") if (out / "results.jsonl").exists() else []
     again = Counter()
     for sess in sessions:
-        had_row = {(r.task_id, r.attempt) for r in rows[:sess.rows_before]}
+        had_row = {(r.task_id, r.attempt) for r in rows[: sess.rows_before]}
         again.update(c.unit for c in provider.of(sess.n) if (c.unit, attempt_of(c.unit, c.step)) in had_row)
     total = len(provider.calls)
-    print(f"  model calls: {total}; made again for an attempt that already had a row (its unit was unfinished): "
-          f"{sum(again.values())} {dict(again) or ''}")
+    print(
+        f"  model calls: {total}; made again for an attempt that already had a row (its unit was unfinished): "
+        f"{sum(again.values())} {dict(again) or ''}"
+    )
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -667,10 +737,22 @@ def _make_decoys(run_name: str) -> dict:
     host = socket.gethostname()
     made = {}
     for kind, pid in (("live", os.getpid()), ("dead", dead.pid)):
-        labels = {"wholeloop": "1", "wholeloop.role": "agent", "wholeloop.owner": f"{host}:{pid}",
-                  "wholeloop.run": f"{run_name}-decoy-{kind}"}
-        made[kind] = client().containers.create(BASE_IMAGE, ["sleep", "600"], labels=labels,
-                                                name=f"wholeloop-decoy-{kind}-{os.getpid()}-{random.randrange(16**6):06x}").id
+        labels = {
+            "wholeloop": "1",
+            "wholeloop.role": "agent",
+            "wholeloop.owner": f"{host}:{pid}",
+            "wholeloop.run": f"{run_name}-decoy-{kind}",
+        }
+        made[kind] = (
+            client()
+            .containers.create(
+                BASE_IMAGE,
+                ["sleep", "600"],
+                labels=labels,
+                name=f"wholeloop-decoy-{kind}-{os.getpid()}-{random.randrange(16**6):06x}",
+            )
+            .id
+        )
     return made
 
 
@@ -714,8 +796,20 @@ def _inject_torn_tails(out: Path, rows: list[ResultRow]) -> bytes:
     done = {r.task_id for r in rows if r.final}
     unfinished = [t for t in TASK_IDS if t not in done]
     tid = unfinished[0]
-    fake = ResultRow(run_id=out.name, task_id=tid, task_hash="torn", config=CONFIG, agent="default",
-                     outcome="resolved", resolved=True, final=True).model_dump_json().encode()
+    fake = (
+        ResultRow(
+            run_id=out.name,
+            task_id=tid,
+            task_hash="torn",
+            config=CONFIG,
+            agent="default",
+            outcome="resolved",
+            resolved=True,
+            final=True,
+        )
+        .model_dump_json()
+        .encode()
+    )
     tail = fake[: len(fake) // 2]
     with open(out / "results.jsonl", "ab") as fh:
         fh.write(tail)

@@ -48,38 +48,68 @@ def small_repo(tmp_path: Path) -> dict:
     repo = tmp_path / "smallpkg"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    root = commit(repo, "initial", {
-        "pyproject.toml": '[project]\nname = "smallpkg"\nversion = "1.0"\ndependencies = ["attrs>=21"]\n'
-                          '[project.optional-dependencies]\ntest = ["pytest>=7", "hypothesis"]\n'
-                          '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n',
-        "smallpkg/__init__.py": "def add(a, b):\n    return a - b\n",
-        "tests/test_add.py": "from smallpkg import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
-        "README.md": "# smallpkg\n",
-    }, "2024-01-01T12:00:00+00:00")
-    fix = commit(repo, "Fix add (fixes #12)\n\nIt subtracted.", {
-        "smallpkg/__init__.py": "def add(a, b):\n    return a + b\n",
-        "tests/test_add.py": "from smallpkg import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n"
-                             "def test_add():\n    assert add(2, 3) == 5\n",
-        "CHANGES.rst": "1.1: add adds\n",
-    }, "2024-02-01T12:00:00+00:00")
+    root = commit(
+        repo,
+        "initial",
+        {
+            "pyproject.toml": '[project]\nname = "smallpkg"\nversion = "1.0"\ndependencies = ["attrs>=21"]\n'
+            '[project.optional-dependencies]\ntest = ["pytest>=7", "hypothesis"]\n'
+            '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n',
+            "smallpkg/__init__.py": "def add(a, b):\n    return a - b\n",
+            "tests/test_add.py": "from smallpkg import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+            "README.md": "# smallpkg\n",
+        },
+        "2024-01-01T12:00:00+00:00",
+    )
+    fix = commit(
+        repo,
+        "Fix add (fixes #12)\n\nIt subtracted.",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return a + b\n",
+            "tests/test_add.py": "from smallpkg import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n"
+            "def test_add():\n    assert add(2, 3) == 5\n",
+            "CHANGES.rst": "1.1: add adds\n",
+        },
+        "2024-02-01T12:00:00+00:00",
+    )
     docs = commit(repo, "docs", {"docs/index.rst": "hello\n"}, "2024-03-01T12:00:00+00:00")
-    tests_only = commit(repo, "more tests", {"tests/test_more.py": "def test_x():\n    pass\n"},
-                        "2024-04-01T12:00:00+00:00")
+    tests_only = commit(
+        repo, "more tests", {"tests/test_more.py": "def test_x():\n    pass\n"}, "2024-04-01T12:00:00+00:00"
+    )
     return {"repo": repo, "root": root, "fix": fix, "docs": docs, "tests_only": tests_only}
 
 
 # ----------------------------------------------------------------------------- the rules
 
 
-@pytest.mark.parametrize("path, kind", [
-    ("setup.cfg", "protected"), ("tests/tox.ini", "protected"), ("pyproject.toml", "protected"),
-    ("MANIFEST.in", "protected"), ("pkg/noxfile.py", "protected"),
-    ("tests/test_a.py", "test"), ("pkg/a_test.py", "test"), ("pkg/conftest.py", "test"),
-    ("pkg/test/data/x.json", "test"), ("testing/helpers.py", "test"), ("tests/README.md", "test"),
-    ("docs/conf.py", "docs"), (".github/workflows/ci.yml", "docs"), (".gitignore", "docs"), (".idea/x.xml", "docs"),
-    ("requirements.txt", "docs"), ("CHANGELOG.rst", "docs"), ("LICENSE", "docs"), ("pkg/NOTES.md", "docs"),
-    ("src/pkg/core.py", "source"), ("pkg/tests.py", "source"), ("contest.py", "source"), ("pkg/.hidden.py", "source"),
-])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("setup.cfg", "protected"),
+        ("tests/tox.ini", "protected"),
+        ("pyproject.toml", "protected"),
+        ("MANIFEST.in", "protected"),
+        ("pkg/noxfile.py", "protected"),
+        ("tests/test_a.py", "test"),
+        ("pkg/a_test.py", "test"),
+        ("pkg/conftest.py", "test"),
+        ("pkg/test/data/x.json", "test"),
+        ("testing/helpers.py", "test"),
+        ("tests/README.md", "test"),
+        ("docs/conf.py", "docs"),
+        (".github/workflows/ci.yml", "docs"),
+        (".gitignore", "docs"),
+        (".idea/x.xml", "docs"),
+        ("requirements.txt", "docs"),
+        ("CHANGELOG.rst", "docs"),
+        ("LICENSE", "docs"),
+        ("pkg/NOTES.md", "docs"),
+        ("src/pkg/core.py", "source"),
+        ("pkg/tests.py", "source"),
+        ("contest.py", "source"),
+        ("pkg/.hidden.py", "source"),
+    ],
+)
 def test_each_path_is_classified_by_the_first_rule_that_matches(path, kind):
     assert classify(path, PYTEST) == kind
 
@@ -94,19 +124,30 @@ def test_commits_are_split_skipped_with_their_reason_and_get_stable_ids(small_re
     assert cand.task_id == f"smallpkg-{small_repo['fix'][:10]}" and cand.parent == small_repo["root"]
     assert cand.gold_files == ["smallpkg/__init__.py"] and cand.test_files == ["tests/test_add.py"]
     assert cand.docs_files == ["CHANGES.rst"] and cand.lines == 2 + 4
-    assert judge(repo, repo.commit(small_repo["fix"]), PYTEST, MineOptions(max_lines=5)).skipped == \
-        "diff too large (6 changed lines > 5)"
+    assert (
+        judge(repo, repo.commit(small_repo["fix"]), PYTEST, MineOptions(max_lines=5)).skipped
+        == "diff too large (6 changed lines > 5)"
+    )
 
 
 def test_protected_files_skip_unless_allowed_and_then_join_the_gold(small_repo):
     repo_dir = small_repo["repo"]
-    sha = commit(repo_dir, "fix with config", {"smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
-                                               "tests/test_add.py": "def test_y():\n    pass\n",
-                                               "tests/pytest.ini": "[pytest]\n"}, "2024-05-01T12:00:00+00:00")
+    sha = commit(
+        repo_dir,
+        "fix with config",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
+            "tests/test_add.py": "def test_y():\n    pass\n",
+            "tests/pytest.ini": "[pytest]\n",
+        },
+        "2024-05-01T12:00:00+00:00",
+    )
     repo = GitRepo.open(repo_dir)
     assert judge(repo, repo.commit(sha), PYTEST, MineOptions()).skipped == "changes protected file tests/pytest.ini"
     cand = judge(repo, repo.commit(sha), PYTEST, MineOptions(allow_config=True)).candidate
-    assert cand.gold_files == ["smallpkg/__init__.py", "tests/pytest.ini"] and cand.protected_files == ["tests/pytest.ini"]
+    assert cand.gold_files == ["smallpkg/__init__.py", "tests/pytest.ini"] and cand.protected_files == [
+        "tests/pytest.ini"
+    ]
 
 
 def test_issue_references_and_exports(tmp_path):
@@ -121,8 +162,11 @@ def test_issue_references_and_exports(tmp_path):
     jira.write_text("Issue key,Summary,Description\nPROJ-7,Crash on start,Stack trace here\n")
     assert load_issues(github)["12"].statement() == "add() subtracts\n\n2+3 gives -1\n"
     assert load_issues(gitlab)["5"].body == "d" and load_issues(jira)["PROJ-7"].title == "Crash on start"
-    for bad, message in (("[{]", "not valid JSON"), ("name,size\nx,1\n", "needs a header with id, title and body"),
-                         ('[{"title": "no number"}]', "has no number/iid")):
+    for bad, message in (
+        ("[{]", "not valid JSON"),
+        ("name,size\nx,1\n", "needs a header with id, title and body"),
+        ('[{"title": "no number"}]', "has no number/iid"),
+    ):
         (tmp_path / "bad").write_text(bad)
         with pytest.raises(MineError, match=message):
             load_issues(tmp_path / "bad")
@@ -136,8 +180,9 @@ def test_a_model_written_statement_is_marked_with_model_and_prompt(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeLLM() as server:
         server.script(Reply(text="add() returns the difference of its arguments instead of their sum."))
-        text, prompt = model_statement("anthropic/claude-test", "Fix add", "-return a - b\n+return a + b\n",
-                                       base_url=server.base_url)
+        text, prompt = model_statement(
+            "anthropic/claude-test", "Fix add", "-return a - b\n+return a + b\n", base_url=server.base_url
+        )
         sent = json.dumps(server.bodies())
     assert text.startswith("add() returns the difference") and "Fix add" in prompt and "Fix add" in sent
 
@@ -160,7 +205,9 @@ def test_environment_inferred_from_the_base_commit_and_overridden(small_repo, tm
     override.write_text("instal: [x]\ntest_command: pytest\n")
     with pytest.raises(MineError) as err:
         load_config(override, repo)
-    assert "instal: unknown key" in str(err.value) and "test_command: Value error, must contain {files}" in str(err.value)
+    assert "instal: unknown key" in str(err.value) and "test_command: Value error, must contain {files}" in str(
+        err.value
+    )
     override.write_text("test_command: go test -json ./...\ntest_scope: all\n")  # the whole suite: nothing to name
     assert load_config(override, repo).test_command == "go test -json ./..."
 
@@ -169,23 +216,45 @@ def test_every_kind_of_dependency_file_is_read(tmp_path):
     repo_dir = tmp_path / "legacy"
     repo_dir.mkdir()
     git(repo_dir, "init", "-q", "-b", "main")
-    base = commit(repo_dir, "legacy layout", {
-        "setup.py": "from setuptools import setup\nsetup(name='legacy', install_requires=['six'], "
-                    "tests_require=['mock'], extras_require={'test': ['nose2']})\n",
-        "setup.cfg": "[options]\ninstall_requires =\n    idna\n[options.extras_require]\ntesting =\n    coverage\n",
-        "requirements-dev.txt": "-r requirements/base.txt\nflake8  # lint\n-e .\n",
-        "requirements/base.txt": "tomli\n",
-        "tox.ini": "[testenv]\ndeps =\n    pytest-xdist\n    py38: oldthing\n    {[base]deps}\n",
-        "noxfile.py": "import nox\n@nox.session\ndef tests(session):\n    session.install('-r', 'x.txt', 'freezegun')\n",
-        "legacy.py": "X = 1\n",
-    })
+    base = commit(
+        repo_dir,
+        "legacy layout",
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='legacy', install_requires=['six'], "
+            "tests_require=['mock'], extras_require={'test': ['nose2']})\n",
+            "setup.cfg": "[options]\ninstall_requires =\n    idna\n[options.extras_require]\ntesting =\n    coverage\n",
+            "requirements-dev.txt": "-r requirements/base.txt\nflake8  # lint\n-e .\n",
+            "requirements/base.txt": "tomli\n",
+            "tox.ini": "[testenv]\ndeps =\n    pytest-xdist\n    py38: oldthing\n    {[base]deps}\n",
+            "noxfile.py": "import nox\n@nox.session\ndef tests(session):\n    session.install('-r', 'x.txt', 'freezegun')\n",
+            "legacy.py": "X = 1\n",
+        },
+    )
     plan = infer_environment(GitRepo.open(repo_dir), base, datetime(2020, 1, 1, tzinfo=timezone.utc), RepoConfig())
     # build, then runtime (setup.cfg, setup.py, requirements/base.txt), then test requirements; tox's
     # factor-conditional lines and substitutions are left out; pytest is added since nothing names it
-    assert plan.requirements == ["setuptools", "wheel", "idna", "six", "tomli", "coverage", "mock", "nose2", "flake8",
-                                 "pytest-xdist", "freezegun", "pytest"]
-    assert plan.sources == ["setup.cfg", "setup.py", "requirements-dev.txt", "requirements/base.txt", "tox.ini",
-                            "noxfile.py"]
+    assert plan.requirements == [
+        "setuptools",
+        "wheel",
+        "idna",
+        "six",
+        "tomli",
+        "coverage",
+        "mock",
+        "nose2",
+        "flake8",
+        "pytest-xdist",
+        "freezegun",
+        "pytest",
+    ]
+    assert plan.sources == [
+        "setup.cfg",
+        "setup.py",
+        "requirements-dev.txt",
+        "requirements/base.txt",
+        "tox.ini",
+        "noxfile.py",
+    ]
 
 
 def test_an_environment_that_cannot_be_inferred_says_which_file_to_write(tmp_path):
@@ -206,8 +275,14 @@ def test_an_environment_that_cannot_be_inferred_says_which_file_to_write(tmp_pat
 def test_secrets_are_found_with_file_line_and_rule_cached_baselined_and_redacted(small_repo, tmp_path, monkeypatch):
     monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "cache"))
     repo_dir = small_repo["repo"]
-    sha = commit(repo_dir, "fix with a key", {"smallpkg/__init__.py": f"KEY = '{FAKE_KEY}'\n\ndef add(a, b):\n    return a + b\n",
-                                              "tests/test_add.py": "def test_k():\n    pass\n"})
+    sha = commit(
+        repo_dir,
+        "fix with a key",
+        {
+            "smallpkg/__init__.py": f"KEY = '{FAKE_KEY}'\n\ndef add(a, b):\n    return a + b\n",
+            "tests/test_add.py": "def test_k():\n    pass\n",
+        },
+    )
     repo = GitRepo.open(repo_dir)
     parent = repo.commit(sha).parents[0]
     scanner = SecretScanner()
@@ -218,8 +293,17 @@ def test_secrets_are_found_with_file_line_and_rule_cached_baselined_and_redacted
     assert [(f.file, f.line) for f in tree] == [("smallpkg/__init__.py", 1)] and scanner.scan_tree(repo, sha) == tree
     assert scanner.scan_tree(repo, parent) == []
     baseline = tmp_path / ".secrets.baseline"
-    baseline.write_text(json.dumps({"results": {"smallpkg/__init__.py": [
-        {"type": "AWS Access Key", "hashed_secret": hashed(FAKE_KEY), "line_number": 1}]}}))
+    baseline.write_text(
+        json.dumps(
+            {
+                "results": {
+                    "smallpkg/__init__.py": [
+                        {"type": "AWS Access Key", "hashed_secret": hashed(FAKE_KEY), "line_number": 1}
+                    ]
+                }
+            }
+        )
+    )
     assert SecretScanner(baseline).scan_commit(repo, parent, sha, "Fix add", ["smallpkg/__init__.py"], []) == []
     # a mined task is refused naming the finding; nothing of it is written
     out = tmp_path / "out"
@@ -234,8 +318,10 @@ def test_secrets_are_found_with_file_line_and_rule_cached_baselined_and_redacted
 
 def test_a_verdict_goes_stale_when_the_spec_changes_and_rewrites_keep_the_header(tmp_path):
     spec = tmp_path / "t.yaml"
-    spec.write_text("# generated: edit the source instead\nid: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\n"
-                    "hidden_tests: {command: pytest}\nFAIL_TO_PASS: [t.py::a]\n")
+    spec.write_text(
+        "# generated: edit the source instead\nid: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\n"
+        "hidden_tests: {command: pytest}\nFAIL_TO_PASS: [t.py::a]\n"
+    )
     task = load_task(spec)
     assert check_status(task, look_up_image=False) == ("unchecked", "never checked")
     verdict_path(spec).write_text(Verdict(task_id="t-1", spec_hash=task.content_hash(), passed=True).model_dump_json())
@@ -253,8 +339,9 @@ def test_an_empty_fail_to_pass_needs_a_quarantine(tmp_path):
     from harness.tasks import TaskSpecError
 
     spec = tmp_path / "t.yaml"
-    spec.write_text("id: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {command: pytest}\n"
-                    "FAIL_TO_PASS: []\n")
+    spec.write_text(
+        "id: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {command: pytest}\nFAIL_TO_PASS: []\n"
+    )
     with pytest.raises(TaskSpecError, match="FAIL_TO_PASS: Value error, is empty"):
         load_task(spec)
     spec.write_text(spec.read_text() + "quarantined: not checked yet\n")
@@ -270,14 +357,32 @@ def test_reports_split_each_configuration_by_the_training_cutoff(tmp_path):
 
     run = tmp_path / "run"
     folder = RunFolder(run, create=True)
-    created = {"old-1": "2024-01-10T00:00:00+00:00", "old-2": "2025-03-31T23:00:00+00:00",
-               "new-1": "2025-04-01T00:00:01+00:00", "new-2": "2025-06-01T00:00:00+00:00", "undated": None}
-    folder.update_manifest(lambda m: m.update({"run_id": "run", "tasks": {t: {"created_at": c} for t, c in created.items()}}))
+    created = {
+        "old-1": "2024-01-10T00:00:00+00:00",
+        "old-2": "2025-03-31T23:00:00+00:00",
+        "new-1": "2025-04-01T00:00:01+00:00",
+        "new-2": "2025-06-01T00:00:00+00:00",
+        "undated": None,
+    }
+    folder.update_manifest(
+        lambda m: m.update({"run_id": "run", "tasks": {t: {"created_at": c} for t, c in created.items()}})
+    )
     resolved = {"old-1": True, "old-2": True, "new-1": False, "new-2": True, "undated": False}
     for task_id, ok in resolved.items():
-        folder.append(ResultRow(run_id="run", task_id=task_id, task_hash="h", config="m", agent="default",
-                                model="anthropic/claude-sonnet-4-20250514", outcome="resolved" if ok else "unresolved",
-                                resolved=ok, final=True, phases=PhaseTimes()))
+        folder.append(
+            ResultRow(
+                run_id="run",
+                task_id=task_id,
+                task_hash="h",
+                config="m",
+                agent="default",
+                model="anthropic/claude-sonnet-4-20250514",
+                outcome="resolved" if ok else "unresolved",
+                resolved=ok,
+                final=True,
+                phases=PhaseTimes(),
+            )
+        )
     split = compute_figures([run]).dating[0]
     assert split.cutoff == "2025-03" and "docs.anthropic.com" in split.cutoff_source
     assert (split.before.resolved, split.before.trials) == (2, 2)
@@ -299,12 +404,25 @@ def test_a_run_without_dated_tasks_is_not_split_and_needs_no_cutoff_table(tmp_pa
     folder = RunFolder(run, create=True)
     folder.update_manifest(lambda m: m.update({"run_id": "run", "tasks": {"t1": {"created_at": None}, "t2": {}}}))
     for task_id in ("t1", "t2"):
-        folder.append(ResultRow(run_id="run", task_id=task_id, task_hash="h", config="m", agent="default",
-                                model="anthropic/claude-sonnet-4-20250514", outcome="resolved", resolved=True,
-                                final=True, phases=PhaseTimes()))
-    probe = ("import json, sys\nfrom harness.report.figures import compute_figures\n"
-             "split = compute_figures([sys.argv[1]]).dating[0]\n"
-             "print(json.dumps([split.cutoff, split.note, 'yaml' in sys.modules]))")
+        folder.append(
+            ResultRow(
+                run_id="run",
+                task_id=task_id,
+                task_hash="h",
+                config="m",
+                agent="default",
+                model="anthropic/claude-sonnet-4-20250514",
+                outcome="resolved",
+                resolved=True,
+                final=True,
+                phases=PhaseTimes(),
+            )
+        )
+    probe = (
+        "import json, sys\nfrom harness.report.figures import compute_figures\n"
+        "split = compute_figures([sys.argv[1]]).dating[0]\n"
+        "print(json.dumps([split.cutoff, split.note, 'yaml' in sys.modules]))"
+    )
     done = subprocess.run([sys.executable, "-c", probe, str(run)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     cutoff, note, parsed_yaml = json.loads(done.stdout)
@@ -324,12 +442,22 @@ def test_bad_input_gets_a_clear_message_and_nothing_is_written(small_repo, tmp_p
     cases = [
         (["mine", str(tmp_path / "plain"), "--out", str(out)], "not a git repository"),
         (["mine", str(tmp_path / "nowhere"), "--out", str(out)], "no such folder or file"),
-        (["tasks", "from-commit", str(small_repo["repo"]), "deadbeef", "--out", str(out)], "commit 'deadbeef' not found"),
-        (["mine", str(small_repo["repo"]), "--since", "2030-01-01", "--out", str(out)], "no commits in the range since"),
-        (["mine", str(small_repo["repo"]), "--since", "2024-03-01", "--out", str(out)],
-         "no candidate commit in the range since 2024-03-01 (2 commit(s): 1 docs or packaging only; 1 no source change)"),
-        (["mine", str(small_repo["repo"]), "--issues", str(tmp_path / "gone.json"), "--out", str(out)],
-         "cannot read the issue export"),
+        (
+            ["tasks", "from-commit", str(small_repo["repo"]), "deadbeef", "--out", str(out)],
+            "commit 'deadbeef' not found",
+        ),
+        (
+            ["mine", str(small_repo["repo"]), "--since", "2030-01-01", "--out", str(out)],
+            "no commits in the range since",
+        ),
+        (
+            ["mine", str(small_repo["repo"]), "--since", "2024-03-01", "--out", str(out)],
+            "no candidate commit in the range since 2024-03-01 (2 commit(s): 1 docs or packaging only; 1 no source change)",
+        ),
+        (
+            ["mine", str(small_repo["repo"]), "--issues", str(tmp_path / "gone.json"), "--out", str(out)],
+            "cannot read the issue export",
+        ),
         (["mine", str(small_repo["repo"]), "--since", "yesterday", "--out", str(out)], "is not a date"),
     ]
     for args, message in cases:
@@ -347,7 +475,7 @@ def _files(patch: str) -> dict[str, str]:
     out, current = {}, None
     for line in patch.splitlines(keepends=True):
         if line.startswith("diff --git a/"):
-            current = line[len("diff --git a/"):].split(" b/", 1)[0]
+            current = line[len("diff --git a/") :].split(" b/", 1)[0]
             out[current] = ""
         if current is not None:
             out[current] += line
@@ -384,15 +512,23 @@ def test_tasks_check_passes_on_the_demo_suite_and_run_then_calls_them_checked(tm
     result = wholeloop("tasks", "check", str(suite), "--workers", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "checking 7 task(s): 42 test runs" in result.stdout and result.stdout.count("ok ") == 7
-    assert sorted(p.name for p in suite.glob("*.check.json")) == sorted(f"{t}.check.json" for t in
-                                                                         [p.stem for p in suite.glob("*.yaml")])
+    assert sorted(p.name for p in suite.glob("*.check.json")) == sorted(
+        f"{t}.check.json" for t in [p.stem for p in suite.glob("*.yaml")]
+    )
     assert (suite / "inikit-001.yaml").read_text() == (ROOT / "tasks" / "demo" / "inikit-001.yaml").read_text()
     again = wholeloop("tasks", "check", str(suite))
     assert again.returncode == 0 and "nothing to check" in again.stdout
     spec = suite / "inikit-002.yaml"
     spec.write_text(spec.read_text().replace("problem_statement: |", "problem_statement: |\n  (edited)", 1))
-    run = wholeloop("run", str(suite / "inikit-002.yaml"), str(suite / "inikit-001.yaml"), "--agent", "gold",
-                    "--out", str(tmp_path / "run"))
+    run = wholeloop(
+        "run",
+        str(suite / "inikit-002.yaml"),
+        str(suite / "inikit-001.yaml"),
+        "--agent",
+        "gold",
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 task(s) stale (inikit-002)" in run.stdout
     assert "inikit-002 (stale)" in wholeloop("report", str(tmp_path / "run")).stdout
@@ -402,9 +538,12 @@ def test_docs_tasks_md_names_every_field_of_the_spec_and_of_wholeloop_yaml():
     from harness.tasks.spec import Environment, HiddenTests, LimitsSpec, Origin, Task, Timeouts
 
     text = (ROOT / "docs" / "tasks.md").read_text()
-    missing = [f"{model.__name__}.{field.alias or name}"
-               for model in (Task, Environment, HiddenTests, LimitsSpec, Timeouts, Origin, RepoConfig)
-               for name, field in model.model_fields.items() if f"`{field.alias or name}`" not in text]
+    missing = [
+        f"{model.__name__}.{field.alias or name}"
+        for model in (Task, Environment, HiddenTests, LimitsSpec, Timeouts, Origin, RepoConfig)
+        for name, field in model.model_fields.items()
+        if f"`{field.alias or name}`" not in text
+    ]
     assert missing == []
     assert "docs/tasks.md" in (ROOT / "README.md").read_text()
 
@@ -416,8 +555,18 @@ def test_env_like_files_never_enter_a_snapshot_unless_the_task_names_them(tmp_pa
     repo = tmp_path / "app"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    base = commit(repo, "app", {"app.py": "X = 1\n", ".env": "TOKEN=abc\n", "deploy/prod.env": "K=v\n",
-                                "config/.env.test": "T=1\n", ".netrc": "machine x\n", "environment.py": "E = 1\n"})
+    base = commit(
+        repo,
+        "app",
+        {
+            "app.py": "X = 1\n",
+            ".env": "TOKEN=abc\n",
+            "deploy/prod.env": "K=v\n",
+            "config/.env.test": "T=1\n",
+            ".netrc": "machine x\n",
+            "environment.py": "E = 1\n",
+        },
+    )
     made = make_snapshot(str(repo), base, tmp_path / "snap")
     assert sorted(made.excluded) == [".env", ".netrc", "config/.env.test", "deploy/prod.env"]
     assert not (tmp_path / "snap" / ".env").exists() and (tmp_path / "snap" / "environment.py").exists()
@@ -433,8 +582,17 @@ def test_a_statement_comes_from_the_issue_the_commit_names(small_repo, tmp_path)
     issues = tmp_path / "issues.json"
     issues.write_text(json.dumps([{"number": 12, "title": "add() subtracts", "body": "add(2, 3) gives -1."}]))
     out = tmp_path / "out"
-    result = wholeloop("tasks", "from-commit", str(small_repo["repo"]), small_repo["fix"], "--out", str(out),
-                       "--issues", str(issues), "--no-check")
+    result = wholeloop(
+        "tasks",
+        "from-commit",
+        str(small_repo["repo"]),
+        small_repo["fix"],
+        "--out",
+        str(out),
+        "--issues",
+        str(issues),
+        "--no-check",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     task = load_task(out / f"smallpkg-{small_repo['fix'][:10]}.yaml")
     assert task.problem_statement == "add() subtracts\n\nadd(2, 3) gives -1.\n"

@@ -35,18 +35,22 @@ REFERENCE_ENV = 'test_requirements: ["pytest==8.3.5"]\ndependencies_as_of: "2025
 
 
 def wholeloop(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="session")
 def mining_repos() -> Path:
     """The fixture repositories, built once into the wholeloop cache (PyPI the first time)."""
-    cache = Path(os.environ.get("WHOLELOOP_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser()
-                 / "wholeloop")
+    cache = Path(
+        os.environ.get("WHOLELOOP_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
+    )
     out = cache / "fixtures" / "mining"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_mining_fixture.py"), str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_mining_fixture.py"), str(out)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         why = f"cannot build the mining fixture: {(proc.stderr or proc.stdout).strip()[-800:]}"
         if os.environ.get("CI"):
@@ -65,8 +69,9 @@ def mined(mining_repos, tmp_path_factory):
         repo = mining_repos / name.split("-")[0]
         folder = out / name.split("-")[0]
         started = time.monotonic()
-        result = wholeloop("mine", str(repo), "--out", str(folder), "--env-file", str(env_file), "--workers", "2",
-                           *extra)
+        result = wholeloop(
+            "mine", str(repo), "--out", str(folder), "--env-file", str(env_file), "--workers", "2", *extra
+        )
         seconds[name] = time.monotonic() - started
         outputs[name] = result.stdout + result.stderr
         assert result.returncode == 0, outputs[name][-4000:]
@@ -132,8 +137,9 @@ def test_mining_finds_what_the_reference_finds(mined, name):
 def test_the_planted_cases_end_as_they_must(mined):
     commits = {c["subject"]: c for r in mined["reports"].values() for c in r["commits"]}
     flaky = next(c for s, c in commits.items() if s.startswith("Cache: reject a getsizeof"))
-    assert flaky["kept"]["dropped_flaky"] == {"tests/test_cache.py::test_planted_flaky_every_other_run":
-                                              "flaky: base FAILED,PASSED,FAILED; gold FAILED,FAILED,FAILED"}
+    assert flaky["kept"]["dropped_flaky"] == {
+        "tests/test_cache.py::test_planted_flaky_every_other_run": "flaky: base FAILED,PASSED,FAILED; gold FAILED,FAILED,FAILED"
+    }
     assert "tests/test_cache.py::test_planted_flaky_every_other_run" not in flaky["kept"]["PASS_TO_PASS"]
     passes = next(c for s, c in commits.items() if s.startswith("keys: build typed keys"))
     assert passes["quarantined"].startswith("FAIL_TO_PASS is empty") and "already passes at base" in passes["detail"]

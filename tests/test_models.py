@@ -19,9 +19,25 @@ import pytest
 from fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 from harness.models import (
-    AuthError, BadRequest, ConnectionFailed, ContextLengthExceeded, ModelConfigError, ModelError,
-    ModelUnavailable, NotFound, RateLimited, ReplayExhausted, ReplayModel, ScriptedModel, Settings,
-    ToolCall, ToolSpec, Turn, Usage, get_model, tool_turn,
+    AuthError,
+    BadRequest,
+    ConnectionFailed,
+    ContextLengthExceeded,
+    ModelConfigError,
+    ModelError,
+    ModelUnavailable,
+    NotFound,
+    RateLimited,
+    ReplayExhausted,
+    ReplayModel,
+    ScriptedModel,
+    Settings,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    Usage,
+    get_model,
+    tool_turn,
 )
 from harness.models.errors import parse_retry_after
 from harness.models.pricing import Price, cost_usd, lookup_price
@@ -31,22 +47,28 @@ ROOT = Path(__file__).resolve().parent.parent
 PROVIDERS = ["anthropic", "openai", "litellm", "litellm-anthropic"]
 # Models litellm's price map knows, so costs can be checked against litellm itself:
 # provider -> (spec, id in the price map, its provider, wire format the fake speaks).
-KNOWN = {"anthropic": ("anthropic/claude-sonnet-5-5", "claude-sonnet-5-5", "anthropic", "anthropic"),
-         "openai": ("openai/gpt-4o", "gpt-4o", "openai", "openai"),
-         "litellm": ("litellm/openai/gpt-4o", "gpt-4o", "openai", "openai"),
-         "litellm-anthropic": ("litellm/anthropic/claude-sonnet-5-5", "claude-sonnet-5-5",
-                               "anthropic", "anthropic")}
-TOOLS = [ToolSpec(name="bash", description="Run a shell command.",
-                  input_schema={"type": "object", "properties": {"cmd": {"type": "string"}},
-                                "required": ["cmd"]}),
-         ToolSpec(name="submit", description="Finish.", input_schema={"type": "object"})]
-MESSAGES = [{"role": "system", "content": "You fix bugs."},
-            {"role": "user", "content": "Fix the failing test."}]
+KNOWN = {
+    "anthropic": ("anthropic/claude-sonnet-5-5", "claude-sonnet-5-5", "anthropic", "anthropic"),
+    "openai": ("openai/gpt-4o", "gpt-4o", "openai", "openai"),
+    "litellm": ("litellm/openai/gpt-4o", "gpt-4o", "openai", "openai"),
+    "litellm-anthropic": ("litellm/anthropic/claude-sonnet-5-5", "claude-sonnet-5-5", "anthropic", "anthropic"),
+}
+TOOLS = [
+    ToolSpec(
+        name="bash",
+        description="Run a shell command.",
+        input_schema={"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]},
+    ),
+    ToolSpec(name="submit", description="Finish.", input_schema={"type": "object"}),
+]
+MESSAGES = [{"role": "system", "content": "You fix bugs."}, {"role": "user", "content": "Fix the failing test."}]
 FAST = Settings(max_retries=3, retry_max_wait_s=30)
 
 # litellm's own pydantic warnings, not ours.
-pytestmark = [pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning"),
-              pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*"),
+]
 
 
 @pytest.fixture
@@ -62,8 +84,7 @@ class Sleeps(list):
         self.append(seconds)
 
 
-def make(provider: str, server: FakeLLM, *, stream: bool = False, spec: str | None = None,
-         **kw):
+def make(provider: str, server: FakeLLM, *, stream: bool = False, spec: str | None = None, **kw):
     spec = spec or KNOWN[provider][0]
     url = server.base_url if KNOWN[provider][3] == "anthropic" else server.openai_url
     kw.setdefault("sleep", Sleeps())
@@ -75,9 +96,13 @@ def litellm_cost(model: str, provider: str, usage: Usage) -> float:
     import litellm
 
     prompt, completion = litellm.cost_per_token(
-        model=model, custom_llm_provider=provider, prompt_tokens=usage.input_tokens,
-        completion_tokens=usage.output_tokens, cache_read_input_tokens=usage.cache_read_tokens,
-        cache_creation_input_tokens=usage.cache_write_tokens)
+        model=model,
+        custom_llm_provider=provider,
+        prompt_tokens=usage.input_tokens,
+        completion_tokens=usage.output_tokens,
+        cache_read_input_tokens=usage.cache_read_tokens,
+        cache_creation_input_tokens=usage.cache_write_tokens,
+    )
     return prompt + completion
 
 
@@ -89,21 +114,30 @@ def litellm_cost(model: str, provider: str, usage: Usage) -> float:
 def test_text_tool_calls_usage_and_cost(srv, provider, stream):
     wire = KNOWN[provider][3]
     cache_write = 50 if wire == "anthropic" else 0  # OpenAI reports no cache writes
-    srv.script(Reply(text="I will list the files first.",
-                     calls=[Call("bash", {"cmd": "ls -la"}, id="c1"), Call("submit", {}, id="c2")],
-                     usage=Tokens(input=1000, output=200, cache_read=300, cache_write=cache_write,
-                                  reasoning=20)))
+    srv.script(
+        Reply(
+            text="I will list the files first.",
+            calls=[Call("bash", {"cmd": "ls -la"}, id="c1"), Call("submit", {}, id="c2")],
+            usage=Tokens(input=1000, output=200, cache_read=300, cache_write=cache_write, reasoning=20),
+        )
+    )
     model = make(provider, srv, stream=stream)
     turn = model.complete(MESSAGES, TOOLS, FAST)
 
     assert turn.text == "I will list the files first."
     assert [(c.id, c.name, c.arguments, c.parse_error) for c in turn.tool_calls] == [
-        ("c1", "bash", {"cmd": "ls -la"}, None), ("c2", "submit", {}, None)]
+        ("c1", "bash", {"cmd": "ls -la"}, None),
+        ("c2", "submit", {}, None),
+    ]
     assert turn.stop_reason == "tool_use"
     # Our input_tokens include cache reads and writes, whatever the provider's convention.
-    assert turn.usage == Usage(input_tokens=1300 + cache_write, output_tokens=200,
-                               cache_read_tokens=300, cache_write_tokens=cache_write,
-                               reasoning_tokens=20)
+    assert turn.usage == Usage(
+        input_tokens=1300 + cache_write,
+        output_tokens=200,
+        cache_read_tokens=300,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=20,
+    )
     _, price_id, price_provider, _ = KNOWN[provider]
     expected = litellm_cost(price_id, price_provider, turn.usage)
     assert expected > 0
@@ -134,9 +168,14 @@ def test_anthropic_request_shape(srv):
     """System prompt separate; consecutive tool results merged into one user message."""
     srv.script(Reply(text="done"))
     history = MESSAGES + [
-        {"role": "assistant", "content": "Two commands.", "tool_calls": [
-            {"id": "t1", "name": "bash", "arguments": {"cmd": "ls"}},
-            {"id": "t2", "name": "bash", "arguments": {"cmd": "false"}}]},
+        {
+            "role": "assistant",
+            "content": "Two commands.",
+            "tool_calls": [
+                {"id": "t1", "name": "bash", "arguments": {"cmd": "ls"}},
+                {"id": "t2", "name": "bash", "arguments": {"cmd": "false"}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "t1", "name": "bash", "content": "a.py", "is_error": False},
         {"role": "tool", "tool_call_id": "t2", "name": "bash", "content": "exit 1", "is_error": True},
     ]
@@ -151,27 +190,31 @@ def test_anthropic_request_shape(srv):
     assert body["messages"][1]["content"] == [
         {"type": "text", "text": "Two commands."},
         {"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "ls"}},
-        {"type": "tool_use", "id": "t2", "name": "bash", "input": {"cmd": "false"}}]
+        {"type": "tool_use", "id": "t2", "name": "bash", "input": {"cmd": "false"}},
+    ]
     assert body["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": "t1", "content": "a.py", "is_error": False},
-        {"type": "tool_result", "tool_use_id": "t2", "content": "exit 1", "is_error": True}]
-    assert body["tools"][0] == {"name": "bash", "description": "Run a shell command.",
-                                "input_schema": TOOLS[0].input_schema}
+        {"type": "tool_result", "tool_use_id": "t2", "content": "exit 1", "is_error": True},
+    ]
+    assert body["tools"][0] == {
+        "name": "bash",
+        "description": "Run a shell command.",
+        "input_schema": TOOLS[0].input_schema,
+    }
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_anthropic_thinking_blocks_go_back_signed(srv, stream):
     """With thinking and tool use, the API needs the signed thinking block back, first."""
-    srv.script(Reply(thinking="Let me look.", calls=[Call("bash", {"cmd": "ls"}, id="t1")]),
-               Reply(text="done"))
+    srv.script(Reply(thinking="Let me look.", calls=[Call("bash", {"cmd": "ls"}, id="t1")]), Reply(text="done"))
     model = make("anthropic", srv, stream=stream)
     settings = Settings(thinking_budget=1024, max_tokens=4096)
     turn = model.complete(MESSAGES, TOOLS, settings)
-    assert turn.thinking == [{"type": "thinking", "thinking": "Let me look.",
-                              "signature": "sig_fake"}]
-    history = MESSAGES + [json.loads(json.dumps(turn.to_message())),  # survives a transcript
-                          {"role": "tool", "tool_call_id": "t1", "name": "bash", "content": "a.py",
-                           "is_error": False}]
+    assert turn.thinking == [{"type": "thinking", "thinking": "Let me look.", "signature": "sig_fake"}]
+    history = MESSAGES + [
+        json.loads(json.dumps(turn.to_message())),  # survives a transcript
+        {"role": "tool", "tool_call_id": "t1", "name": "bash", "content": "a.py", "is_error": False},
+    ]
     model.complete(history, TOOLS, settings)
     sent = srv.requests[1].body["messages"][1]["content"]
     assert [b["type"] for b in sent] == ["thinking", "tool_use"]
@@ -193,19 +236,21 @@ def test_missing_api_key_is_an_auth_error_with_a_hint(provider, monkeypatch):
 def test_openai_format_request_shape_echoes_raw_arguments(srv, provider):
     srv.script(Reply(text="ok"))
     bad = ToolCall.parse("c9", "bash", "{oops")
-    history = MESSAGES + [Turn(text="", tool_calls=[bad]).to_message(),
-                          {"role": "tool", "tool_call_id": "c9", "name": "bash",
-                           "content": "arguments were not JSON", "is_error": True}]
+    history = MESSAGES + [
+        Turn(text="", tool_calls=[bad]).to_message(),
+        {"role": "tool", "tool_call_id": "c9", "name": "bash", "content": "arguments were not JSON", "is_error": True},
+    ]
     make(provider, srv).complete(history, TOOLS, Settings(top_p=0.5, max_tokens=99))
     body = srv.requests[0].body
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
     assert body["messages"][2]["tool_calls"] == [
-        {"id": "c9", "type": "function", "function": {"name": "bash", "arguments": "{oops"}}]
-    assert body["messages"][3] == {"role": "tool", "tool_call_id": "c9",
-                                   "content": "arguments were not JSON"}
-    assert body["tools"][0] == {"type": "function", "function": {
-        "name": "bash", "description": "Run a shell command.",
-        "parameters": TOOLS[0].input_schema}}
+        {"id": "c9", "type": "function", "function": {"name": "bash", "arguments": "{oops"}}
+    ]
+    assert body["messages"][3] == {"role": "tool", "tool_call_id": "c9", "content": "arguments were not JSON"}
+    assert body["tools"][0] == {
+        "type": "function",
+        "function": {"name": "bash", "description": "Run a shell command.", "parameters": TOOLS[0].input_schema},
+    }
     assert body["top_p"] == 0.5 and "temperature" not in body
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     assert limit == 99
@@ -230,8 +275,7 @@ def test_unsupported_settings_are_refused_not_dropped(srv):
 
 def test_unknown_model_costs_none_not_zero(srv):
     srv.script(Reply(text="a"), Reply(text="b"))
-    for provider, spec in [("anthropic", "anthropic/claude-from-the-future-9"),
-                           ("openai", "openai/my-local-llama")]:
+    for provider, spec in [("anthropic", "anthropic/claude-from-the-future-9"), ("openai", "openai/my-local-llama")]:
         turn = make(provider, srv, spec=spec).complete(MESSAGES, TOOLS, FAST)
         assert turn.usage.input_tokens > 0
         assert turn.cost_usd is None
@@ -239,11 +283,17 @@ def test_unknown_model_costs_none_not_zero(srv):
 
 def test_price_table_overrides_the_map(srv):
     srv.script(Reply(text="a", usage=Tokens(input=100, output=10, cache_read=50, cache_write=20)))
-    prices = {"anthropic/claude-from-the-future-9": {
-        "input_cost_per_token": 1.0, "output_cost_per_token": 10.0,
-        "cache_read_input_token_cost": 0.1, "cache_creation_input_token_cost": 2.0}}
-    turn = make("anthropic", srv, spec="anthropic/claude-from-the-future-9",
-                prices=prices).complete(MESSAGES, TOOLS, FAST)
+    prices = {
+        "anthropic/claude-from-the-future-9": {
+            "input_cost_per_token": 1.0,
+            "output_cost_per_token": 10.0,
+            "cache_read_input_token_cost": 0.1,
+            "cache_creation_input_token_cost": 2.0,
+        }
+    }
+    turn = make("anthropic", srv, spec="anthropic/claude-from-the-future-9", prices=prices).complete(
+        MESSAGES, TOOLS, FAST
+    )
     assert turn.cost_usd == pytest.approx(100 * 1.0 + 10 * 10.0 + 50 * 0.1 + 20 * 2.0)
 
 
@@ -252,14 +302,15 @@ def test_price_table_overrides_the_map(srv):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_429_retry_after_twice_then_success(srv, provider):
-    srv.script(Error(429, "slow down", retry_after=1), Error(429, "slow down", retry_after="2"),
-               Reply(text="finally"))
+    srv.script(Error(429, "slow down", retry_after=1), Error(429, "slow down", retry_after="2"), Reply(text="finally"))
     sleeps = Sleeps()
     turn = make(provider, srv, sleep=sleeps).complete(MESSAGES, TOOLS, FAST)
     assert turn.text == "finally"
     assert sleeps == [1.0, 2.0]
     assert [(e.attempt, e.error_type, e.status_code, e.wait_s) for e in turn.retries] == [
-        (1, "RateLimited", 429, 1.0), (2, "RateLimited", 429, 2.0)]
+        (1, "RateLimited", 429, 1.0),
+        (2, "RateLimited", 429, 2.0),
+    ]
     assert turn.retry_wait_s >= 3.0
     assert len(srv.requests) == 3
     # The SDK's own retries are off: every request is a first try as far as it knows.
@@ -280,15 +331,15 @@ def test_retry_after_http_date_and_cap(srv):
     soon = email.utils.formatdate(time.time() + 3, usegmt=True)
     srv.script(Error(503, retry_after=soon), Error(429, retry_after=1000), Reply(text="ok"))
     sleeps = Sleeps()
-    turn = make("openai", srv, sleep=sleeps).complete(MESSAGES, TOOLS,
-                                                      Settings(retry_max_wait_s=5))
+    turn = make("openai", srv, sleep=sleeps).complete(MESSAGES, TOOLS, Settings(retry_max_wait_s=5))
     assert 1.0 <= sleeps[0] <= 3.0  # an HTTP date, whole seconds
     assert sleeps[1] == 5.0  # capped at retry_max_wait_s
     assert [e.error_type for e in turn.retries] == ["Overloaded", "RateLimited"]
 
 
-@pytest.mark.parametrize("status,error_type", [(529, "Overloaded"), (503, "Overloaded"),
-                                               (500, "ServerError"), (502, "ServerError")])
+@pytest.mark.parametrize(
+    "status,error_type", [(529, "Overloaded"), (503, "Overloaded"), (500, "ServerError"), (502, "ServerError")]
+)
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_server_errors_are_retried_with_jittered_backoff(srv, provider, status, error_type):
     srv.script(Error(status), Error(status), Reply(text="ok"))
@@ -300,8 +351,7 @@ def test_server_errors_are_retried_with_jittered_backoff(srv, provider, status, 
     assert 1.0 <= sleeps[0] <= 2.0 and 2.0 <= sleeps[1] <= 3.0
 
 
-@pytest.mark.parametrize("status,exc", [(400, BadRequest), (401, AuthError), (403, AuthError),
-                                        (404, NotFound)])
+@pytest.mark.parametrize("status,exc", [(400, BadRequest), (401, AuthError), (403, AuthError), (404, NotFound)])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_client_errors_are_not_retried(srv, provider, status, exc):
     srv.script(Error(status, "nope", retry_after=1), Reply(text="never sent"))
@@ -315,14 +365,18 @@ def test_client_errors_are_not_retried(srv, provider, status, exc):
         assert f"{provider.upper()}_API_KEY" in str(info.value)
 
 
-@pytest.mark.parametrize("provider,error", [
-    ("anthropic", Error(400, "prompt is too long: 250000 tokens > 200000 maximum")),
-    ("openai", Error(400, "This model's maximum context length is 128000 tokens.",
-                     code="context_length_exceeded")),
-    ("litellm", Error(400, "This model's maximum context length is 128000 tokens.",
-                      code="context_length_exceeded")),
-    ("litellm-anthropic", Error(400, "prompt is too long: 250000 tokens > 200000 maximum")),
-])
+@pytest.mark.parametrize(
+    "provider,error",
+    [
+        ("anthropic", Error(400, "prompt is too long: 250000 tokens > 200000 maximum")),
+        ("openai", Error(400, "This model's maximum context length is 128000 tokens.", code="context_length_exceeded")),
+        (
+            "litellm",
+            Error(400, "This model's maximum context length is 128000 tokens.", code="context_length_exceeded"),
+        ),
+        ("litellm-anthropic", Error(400, "prompt is too long: 250000 tokens > 200000 maximum")),
+    ],
+)
 def test_context_length_is_not_retried(srv, provider, error):
     srv.script(error, Reply(text="never sent"))
     with pytest.raises(ContextLengthExceeded) as info:
@@ -383,8 +437,10 @@ def test_parse_retry_after():
 
 
 def test_replay_from_list_and_jsonl_then_exhausted(tmp_path):
-    recorded = [tool_turn("bash", {"cmd": "pytest"}).model_copy(update={"cost_usd": 0.01}),
-                Turn(text="done", usage=Usage(input_tokens=5, output_tokens=1))]
+    recorded = [
+        tool_turn("bash", {"cmd": "pytest"}).model_copy(update={"cost_usd": 0.01}),
+        Turn(text="done", usage=Usage(input_tokens=5, output_tokens=1)),
+    ]
     path = tmp_path / "turns.jsonl"
     path.write_text("\n".join(t.model_dump_json() for t in recorded) + "\n")
     for model in (ReplayModel([t.model_dump() for t in recorded]), get_model(f"replay:{path}")):
@@ -397,11 +453,13 @@ def test_replay_from_list_and_jsonl_then_exhausted(tmp_path):
 
 
 def test_scripted_model():
-    model = ScriptedModel([
-        "hello",
-        lambda messages, tools, settings: tool_turn("submit", {}, text=messages[-1]["content"]),
-        RateLimited("scripted 429"),
-    ])
+    model = ScriptedModel(
+        [
+            "hello",
+            lambda messages, tools, settings: tool_turn("submit", {}, text=messages[-1]["content"]),
+            RateLimited("scripted 429"),
+        ]
+    )
     assert model.complete(MESSAGES, TOOLS).text == "hello"
     assert model.complete(MESSAGES, TOOLS).text == "Fix the failing test."
     with pytest.raises(RateLimited):
@@ -422,8 +480,7 @@ def test_get_model_specs():
     with pytest.raises(ModelConfigError, match="provider"):
         get_model("litellm/gpt-4o")
     m = get_model("litellm/anthropic/claude-sonnet-5-5", base_url="http://x")
-    assert (m.name, m.provider, m.base_url) == ("litellm/anthropic/claude-sonnet-5-5", "litellm",
-                                                "http://x")
+    assert (m.name, m.provider, m.base_url) == ("litellm/anthropic/claude-sonnet-5-5", "litellm", "http://x")
 
 
 def test_tool_call_parse_and_usage_add():
@@ -459,11 +516,14 @@ def test_long_context_tier_prices_match_litellm(prompt):
 
 
 def test_importing_models_imports_no_sdk():
-    code = ("import sys, time; t = time.perf_counter(); import harness.models; "
-            "dt = time.perf_counter() - t; "
-            "print([m for m in sys.modules if m.split('.')[0] in "
-            "('anthropic', 'openai', 'litellm', 'httpx', 'httpx2')]); print(dt)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         check=True).stdout.split("\n")
+    code = (
+        "import sys, time; t = time.perf_counter(); import harness.models; "
+        "dt = time.perf_counter() - t; "
+        "print([m for m in sys.modules if m.split('.')[0] in "
+        "('anthropic', 'openai', 'litellm', 'httpx', 'httpx2')]); print(dt)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout.split("\n")
     assert out[0] == "[]"
     assert float(out[1]) < 1.0

@@ -74,8 +74,10 @@ def test_no_summary():
 
 
 def test_failed_subtest_fails_its_test():
-    text = ("=== short test summary info ===\nSUBFAILED(x=1) tests/t.py::T::test_a - AssertionError\n"
-            "PASSED tests/t.py::T::test_a\n=== 1 failed, 1 passed in 0.1s ===\n")
+    text = (
+        "=== short test summary info ===\nSUBFAILED(x=1) tests/t.py::T::test_a - AssertionError\n"
+        "PASSED tests/t.py::T::test_a\n=== 1 failed, 1 passed in 0.1s ===\n"
+    )
     assert parse_pytest(text).statuses == {"tests/t.py::T::test_a": "FAILED"}
 
 
@@ -85,5 +87,6 @@ def test_a_parser_that_cannot_read_results_is_refused_when_it_is_defined():
     from harness.parsers.base import ParserBase
 
     with _pytest.raises(TypeError, match="must define parse_output"):
+
         class Nothing(ParserBase):  # noqa: F841 - defining it is the test
             name = "nothing"

@@ -13,8 +13,21 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, git
-from harness.parsers import (ERROR, FAILED, PARSERS, PASSED, REPO_ROOT, REPORTS_DIR, SKIPPED, TestReport, get_parser,
-                             glob_match, is_protected_path, merge, parse_run)
+from harness.parsers import (
+    ERROR,
+    FAILED,
+    PARSERS,
+    PASSED,
+    REPO_ROOT,
+    REPORTS_DIR,
+    SKIPPED,
+    TestReport,
+    get_parser,
+    glob_match,
+    is_protected_path,
+    merge,
+    parse_run,
+)
 from harness.parsers.cargo import inline_test_modules, restore_inline_tests
 from harness.tasks import Task, TaskSpecError, load_task
 
@@ -53,8 +66,13 @@ CASES = [
     ("vitest/vitest-timespan-002-fail", "vitest", {PASSED: 78, FAILED: 10}, [], True),
     ("vitest/vitest-timespan-002-pass", "vitest", {PASSED: 88}, [], True),
     ("vitest/vitest-test-syntax-error", "vitest", {PASSED: 88}, ["test/zz-broken.spec.ts"], True),
-    ("vitest/vitest-source-syntax-error", "vitest", {},
-     ["src/parse.test.ts", "src/__tests__/long.test.ts", "test/format.spec.ts"], True),
+    (
+        "vitest/vitest-source-syntax-error",
+        "vitest",
+        {},
+        ["src/parse.test.ts", "src/__tests__/long.test.ts", "test/format.spec.ts"],
+        True,
+    ),
     ("vitest/vitest-type-error-passes", "vitest", {PASSED: 89}, [], True),
     ("cargo/cargo-test-linefold-001-fail", "cargo", {PASSED: 19, FAILED: 5}, [], True),
     ("cargo/cargo-test-linefold-001-pass", "cargo", {PASSED: 24}, [], True),
@@ -98,7 +116,8 @@ def test_ids_are_the_ones_the_build_script_measured_the_tasks_with(key):
     out = (DATA / folder / entry["files"]["stdout"]).read_text()
     err = (DATA / folder / entry["files"]["stderr"]).read_text() if "stderr" in entry["files"] else ""
     reference = {"go": build.parse_go, "vitest": build.parse_vitest, "cargo": build.parse_cargo}[folder](
-        out, err, report_bytes.decode() if report_bytes else None)
+        out, err, report_bytes.decode() if report_bytes else None
+    )
     ours = get_parser(folder).parse(output, report_bytes).statuses
     as_ours = {k: {"passed": PASSED, "failed": FAILED, "skipped": SKIPPED}[v] for k, v in reference.items()}
     if key.endswith("forged-lines"):
@@ -110,15 +129,21 @@ def test_ids_are_the_ones_the_build_script_measured_the_tasks_with(key):
 
 def test_every_task_of_the_polyglot_suite_lists_ids_its_parser_reports():
     """Each spec's ids are among the statuses the parser reads from that task's gold run."""
-    runs = {"verkit-001": "go/go-test-json-verkit-001-pass", "verkit-002": "go/go-test-json-verkit-002-pass",
-            "timespan-001": "vitest/vitest-timespan-001-pass", "timespan-002": "vitest/vitest-timespan-002-pass",
-            "linefold-001": "cargo/cargo-test-linefold-001-pass", "linefold-002": "cargo/cargo-test-linefold-002-pass"}
+    runs = {
+        "verkit-001": "go/go-test-json-verkit-001-pass",
+        "verkit-002": "go/go-test-json-verkit-002-pass",
+        "timespan-001": "vitest/vitest-timespan-001-pass",
+        "timespan-002": "vitest/vitest-timespan-002-pass",
+        "linefold-001": "cargo/cargo-test-linefold-001-pass",
+        "linefold-002": "cargo/cargo-test-linefold-002-pass",
+    }
     for task_id, key in runs.items():
         task = load_task(ROOT / "tasks" / "polyglot" / f"{task_id}.yaml")
         output, report_bytes, code = fixture(key)
         report = parse_run(task.hidden_tests.parsers(), output, lambda path: report_bytes)
-        assert {t: report.statuses.get(t) for t in task.fail_to_pass + task.pass_to_pass} == \
-               {t: PASSED for t in task.fail_to_pass + task.pass_to_pass}
+        assert {t: report.statuses.get(t) for t in task.fail_to_pass + task.pass_to_pass} == {
+            t: PASSED for t in task.fail_to_pass + task.pass_to_pass
+        }
         assert report.consistent_with(code) == (True, "")
 
 
@@ -135,9 +160,15 @@ def _event(action, test=None, package="example.org/m/p", output=None):
 
 
 def test_go_a_failure_is_never_overwritten_and_a_second_verdict_is_a_forgery():
-    lines = [_event("run", "TestA"), _event("output", "TestA", output="    a_test.go:3: boom\n"),
-             _event("fail", "TestA"), _event("pass", "TestA"),  # printed "--- PASS: TestA" after the real failure
-             _event("run", "TestB"), _event("pass", "TestB"), _event("fail")]
+    lines = [
+        _event("run", "TestA"),
+        _event("output", "TestA", output="    a_test.go:3: boom\n"),
+        _event("fail", "TestA"),
+        _event("pass", "TestA"),  # printed "--- PASS: TestA" after the real failure
+        _event("run", "TestB"),
+        _event("pass", "TestB"),
+        _event("fail"),
+    ]
     report = get_parser("go").parse("\n".join(lines))
     assert report.statuses == {"example.org/m/p::TestA": FAILED, "example.org/m/p::TestB": PASSED}
     assert report.messages["example.org/m/p::TestA"] == "    a_test.go:3: boom"
@@ -150,9 +181,14 @@ def test_go_a_failure_is_never_overwritten_and_a_second_verdict_is_a_forgery():
 def test_go_passes_of_a_package_that_failed_with_no_failing_test_are_not_trusted():
     """The binary printed passes, then died (os.Exit(1) in the code, a crash in TestMain): the
     package failed but no test did."""
-    lines = [_event("run", "TestA"), _event("pass", "TestA"), _event("fail"),
-             _event("run", "TestC", package="example.org/m/q"), _event("pass", "TestC", package="example.org/m/q"),
-             _event("pass", package="example.org/m/q")]
+    lines = [
+        _event("run", "TestA"),
+        _event("pass", "TestA"),
+        _event("fail"),
+        _event("run", "TestC", package="example.org/m/q"),
+        _event("pass", "TestC", package="example.org/m/q"),
+        _event("pass", package="example.org/m/q"),
+    ]
     report = get_parser("go").parse("\n".join(lines))
     assert report.statuses == {"example.org/m/p::TestA": ERROR, "example.org/m/q::TestC": PASSED}
     assert report.collection_errors == ["example.org/m/p"]
@@ -189,10 +225,18 @@ def test_vitest_a_rewritten_report_contradicts_the_verbose_output_and_the_summar
     assert not ok and "verbose output disagree on 8 test(s)" in why
     graded = get_parser("vitest").parse(output, forged, exit_code=0)  # as grading reads it: suspected tampering
     assert not graded.consistent and "verbose output disagree" in graded.disagreement
-    assert graded.channels == {"structured": "disagrees", "summary": "disagrees", "verbose": "disagrees", "exit_code": "0"}
+    assert graded.channels == {
+        "structured": "disagrees",
+        "summary": "disagrees",
+        "verbose": "disagrees",
+        "exit_code": "0",
+    }
     data["numPassedTests"], data["numFailedTests"] = 51, 0
-    ok, why = get_parser("vitest").parse("\n".join(l for l in output.splitlines() if "×" not in l),
-                                         json.dumps(data).encode()).consistent_with(0)
+    ok, why = (
+        get_parser("vitest")
+        .parse("\n".join(l for l in output.splitlines() if "×" not in l), json.dumps(data).encode())
+        .consistent_with(0)
+    )
     assert not ok and "summary line says 8" in why
 
 
@@ -221,11 +265,14 @@ def test_vitest_without_its_json_report_reads_the_text_but_never_grades_by_it():
     assert not garbage.statuses and not garbage.consistent_with(1)[0]
 
 
-@pytest.mark.parametrize("name,code,expected,errors", [
-    ("jest-fail", 1, {PASSED: 1, FAILED: 3, SKIPPED: 2}, []),
-    ("jest-pass", 0, {PASSED: 4, SKIPPED: 2}, []),
-    ("jest-syntax-error", 1, {PASSED: 4, SKIPPED: 2}, ["test/broken.test.js"]),
-])
+@pytest.mark.parametrize(
+    "name,code,expected,errors",
+    [
+        ("jest-fail", 1, {PASSED: 1, FAILED: 3, SKIPPED: 2}, []),
+        ("jest-pass", 0, {PASSED: 4, SKIPPED: 2}, []),
+        ("jest-syntax-error", 1, {PASSED: 4, SKIPPED: 2}, ["test/broken.test.js"]),
+    ],
+)
 def test_jest_reports(name, code, expected, errors):
     folder = DATA / "jest"
     output = (folder / f"{name}.stderr.txt").read_text()
@@ -234,12 +281,18 @@ def test_jest_reports(name, code, expected, errors):
     assert report.consistent_with(code) == (True, "")
     assert report.channels == {"structured": "found", "summary": "found"}
     assert get_parser("jest").parse(output, (folder / f"{name}.json").read_bytes(), exit_code=code).channels == {
-        "structured": "agrees", "summary": "agrees", "exit_code": str(code)}
+        "structured": "agrees",
+        "summary": "agrees",
+        "exit_code": str(code),
+    }
     assert "test/weeks.test.js::ageInWeeks > counts whole weeks" in report.statuses
     if name == "jest-fail":
         assert report.messages["test/days.test.js::ageInDays > after 10 days: 10"].startswith("Error: expect(received)")
-        assert not get_parser("jest").parse(output.replace("3 failed", "2 failed"),
-                                            (folder / f"{name}.json").read_bytes()).consistent_with(code)[0]
+        assert (
+            not get_parser("jest")
+            .parse(output.replace("3 failed", "2 failed"), (folder / f"{name}.json").read_bytes())
+            .consistent_with(code)[0]
+        )
 
 
 # ------------------------------------------------------------------------------------ cargo: one channel
@@ -248,8 +301,11 @@ def test_jest_reports(name, code, expected, errors):
 def test_cargo_printed_test_lines_do_not_add_up_with_libtests_totals():
     output, _, code = fixture("cargo/cargo-test-linefold-001-fail")
     # the code under test writes straight to stdout during tests/wrap.rs (not through print!)
-    forged = output.replace("test empty_and_blank_text_have_no_lines ... ok",
-                            "test empty_and_blank_text_have_no_lines ... ok\ntest a_line_may_fill_the_width_exactly ... ok", 1)
+    forged = output.replace(
+        "test empty_and_blank_text_have_no_lines ... ok",
+        "test empty_and_blank_text_have_no_lines ... ok\ntest a_line_may_fill_the_width_exactly ... ok",
+        1,
+    )
     report = get_parser("cargo").parse(forged)
     assert report.statuses["tests/wrap.rs::a_line_may_fill_the_width_exactly"] == FAILED
     ok, why = report.consistent_with(code)
@@ -258,7 +314,9 @@ def test_cargo_printed_test_lines_do_not_add_up_with_libtests_totals():
 
 def test_cargo_the_final_failures_list_wins_and_a_binary_that_dies_is_a_collection_error():
     output, _, code = fixture("cargo/cargo-test-linefold-001-fail")
-    relabelled = output.replace("test single_letters_at_width_three ... FAILED", "test single_letters_at_width_three ... ok")
+    relabelled = output.replace(
+        "test single_letters_at_width_three ... FAILED", "test single_letters_at_width_three ... ok"
+    )
     report = get_parser("cargo").parse(relabelled)
     assert report.statuses["tests/wrap.rs::single_letters_at_width_three"] == FAILED  # named in `failures:`
     assert not report.consistent_with(code)[0]  # and the totals no longer add up
@@ -298,9 +356,11 @@ def test_junit_concatenated_documents_and_refusals():
     assert not refused.statuses and not refused.consistent_with(0)[0]
     lying = xml.replace(b'tests="7"', b'tests="8"', 1)
     assert not get_parser("junit").parse("", lying).consistent_with(101)[0]
-    surefire = (b'<testsuite name="s" tests="3" failures="1" errors="1" skipped="0">'
-                b'<testcase classname="a.B" name="ok"/><testcase classname="a.B" name="bad"><failure message="x&#10;y"/>'
-                b'</testcase><testcase classname="a.B" name="err"><error message="npe"/></testcase></testsuite>')
+    surefire = (
+        b'<testsuite name="s" tests="3" failures="1" errors="1" skipped="0">'
+        b'<testcase classname="a.B" name="ok"/><testcase classname="a.B" name="bad"><failure message="x&#10;y"/>'
+        b'</testcase><testcase classname="a.B" name="err"><error message="npe"/></testcase></testsuite>'
+    )
     report = get_parser("junit").parse("", surefire)
     assert report.statuses == {"a.B::ok": PASSED, "a.B::bad": FAILED, "a.B::err": ERROR}
     assert report.messages == {"a.B::bad": "x", "a.B::err": "npe"} and report.consistent_with(1) == (True, "")
@@ -317,22 +377,36 @@ def test_a_task_naming_several_parsers_joins_their_reports_and_protects_the_unio
     go_out, _, _ = fixture("go/go-test-json-verkit-001-fail")
     vt_out, vt_report, _ = fixture("vitest/vitest-timespan-001-pass")
     parsers = [get_parser("go"), get_parser("vitest")]
-    report = parse_run(parsers, go_out + "\n" + vt_out, lambda path: vt_report if path.endswith("vitest.json") else None)
+    report = parse_run(
+        parsers, go_out + "\n" + vt_out, lambda path: vt_report if path.endswith("vitest.json") else None
+    )
     assert tally(report) == {PASSED: 49 + 51, FAILED: 8}
     assert report.consistent_with(1) == (True, "") and not report.consistent_with(0)[0]
-    assert report.channels == {"go: summary": "found", "go: structured": get_parser("go").parse("").channels["structured"],
-                               "vitest: structured": "found", "vitest: summary": "found", "vitest: verbose": "found"}
-    graded = parse_run(parsers, go_out + "\n" + vt_out, lambda path: vt_report if path.endswith("vitest.json") else None,
-                       setups=[p.run_setup(None, "t") for p in parsers], exit_code=1)
+    assert report.channels == {
+        "go: summary": "found",
+        "go: structured": get_parser("go").parse("").channels["structured"],
+        "vitest: structured": "found",
+        "vitest: summary": "found",
+        "vitest: verbose": "found",
+    }
+    graded = parse_run(
+        parsers,
+        go_out + "\n" + vt_out,
+        lambda path: vt_report if path.endswith("vitest.json") else None,
+        setups=[p.run_setup(None, "t") for p in parsers],
+        exit_code=1,
+    )
     assert graded.consistent and graded.channels["vitest: structured"] == "agrees"
     assert graded.channels["go: structured"].startswith("unavailable: ") and graded.channels["exit_code"] == "1"
     assert not parse_run(parsers, go_out + "\n" + vt_out, lambda path: None, exit_code=1).consistent  # no vitest report
-    command = "go test -json -count=1 ./...; a=$?; npx vitest run --reporter=json --outputFile.json=" \
-              f"{REPORTS_DIR}/vitest.json; exit $((a | $?))"
+    command = (
+        "go test -json -count=1 ./...; a=$?; npx vitest run --reporter=json --outputFile.json="
+        f"{REPORTS_DIR}/vitest.json; exit $((a | $?))"
+    )
     base = {"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p", "FAIL_TO_PASS": ["a"]}
     task = Task.model_validate({**base, "hidden_tests": {"command": command, "parser": ["go", "vitest"]}})
     protected = task.protected()
-    assert protected[:len(get_parser("go").protected_paths)] == list(get_parser("go").protected_paths)
+    assert protected[: len(get_parser("go").protected_paths)] == list(get_parser("go").protected_paths)
     assert set(get_parser("vitest").protected_paths) <= set(protected) and len(protected) == len(set(protected))
     spec = tmp_path / "t.yaml"
     spec.write_text(json.dumps({**base, "hidden_tests": {"command": "npx vitest run", "parser": "vitest"}}))
@@ -349,21 +423,75 @@ def test_a_task_naming_several_parsers_joins_their_reports_and_protects_the_unio
 
 
 PROTECTED = {  # parser: (paths it protects, paths it leaves to the agent)
-    "go": (["semver/compare_test.go", "x_test.go", "semver/testdata/v.txt", "go.mod", "sub/go.mod", "go.sum", "go.work",
-            "vendor/modules.txt", "vendor/example.org/check/check.go"],
-           ["semver/compare.go", "cmd/vermax/main.go", "README.md", "testing/helper.go"]),
-    "vitest": (["src/parse.test.ts", "test/format.spec.ts", "src/__tests__/long.test.ts", "src/__mocks__/clock.ts",
-                "vitest.config.ts", "vite.config.mts", ".npmrc", "package-lock.json", "src/__snapshots__/a.snap"],
-               ["src/parse.ts", "package.json", "tsconfig.json", "README.md"]),
-    "jest": (["test/days.test.js", "src/__mocks__/clock.js", "__mocks__/fs.js", "jest.config.js", "package.json",
-              "babel.config.js", ".babelrc", "jest.setup.js"],
-             ["src/age.js", "src/clock.js", "tsconfig.json"]),
-    "cargo": (["tests/wrap.rs", "tests/common/mod.rs", "crates/a/tests/x.rs", "Cargo.toml", "crates/a/Cargo.toml",
-               "Cargo.lock", "build.rs", "crates/a/build.rs", ".cargo/config.toml", "src/wrap/tests.rs"],
-              ["src/wrap.rs", "src/lib.rs", "benches/b.rs", "examples/e.rs"]),
-    "junit": (["src/test/java/a/BTest.java", "core/src/test/resources/x.json", "pom.xml", "core/build.gradle.kts",
-               "gradle/wrapper/gradle-wrapper.properties", "gradlew", ".mvn/jvm.config", "buildSrc/src/main/kotlin/A.kt"],
-              ["src/main/java/a/B.java", "README.md"]),
+    "go": (
+        [
+            "semver/compare_test.go",
+            "x_test.go",
+            "semver/testdata/v.txt",
+            "go.mod",
+            "sub/go.mod",
+            "go.sum",
+            "go.work",
+            "vendor/modules.txt",
+            "vendor/example.org/check/check.go",
+        ],
+        ["semver/compare.go", "cmd/vermax/main.go", "README.md", "testing/helper.go"],
+    ),
+    "vitest": (
+        [
+            "src/parse.test.ts",
+            "test/format.spec.ts",
+            "src/__tests__/long.test.ts",
+            "src/__mocks__/clock.ts",
+            "vitest.config.ts",
+            "vite.config.mts",
+            ".npmrc",
+            "package-lock.json",
+            "src/__snapshots__/a.snap",
+        ],
+        ["src/parse.ts", "package.json", "tsconfig.json", "README.md"],
+    ),
+    "jest": (
+        [
+            "test/days.test.js",
+            "src/__mocks__/clock.js",
+            "__mocks__/fs.js",
+            "jest.config.js",
+            "package.json",
+            "babel.config.js",
+            ".babelrc",
+            "jest.setup.js",
+        ],
+        ["src/age.js", "src/clock.js", "tsconfig.json"],
+    ),
+    "cargo": (
+        [
+            "tests/wrap.rs",
+            "tests/common/mod.rs",
+            "crates/a/tests/x.rs",
+            "Cargo.toml",
+            "crates/a/Cargo.toml",
+            "Cargo.lock",
+            "build.rs",
+            "crates/a/build.rs",
+            ".cargo/config.toml",
+            "src/wrap/tests.rs",
+        ],
+        ["src/wrap.rs", "src/lib.rs", "benches/b.rs", "examples/e.rs"],
+    ),
+    "junit": (
+        [
+            "src/test/java/a/BTest.java",
+            "core/src/test/resources/x.json",
+            "pom.xml",
+            "core/build.gradle.kts",
+            "gradle/wrapper/gradle-wrapper.properties",
+            "gradlew",
+            ".mvn/jvm.config",
+            "buildSrc/src/main/kotlin/A.kt",
+        ],
+        ["src/main/java/a/B.java", "README.md"],
+    ),
 }
 
 
@@ -386,11 +514,21 @@ def test_grading_strips_each_parsers_protected_paths_from_a_patch_and_records_ea
     from harness.grading.patching import decide, parse_patch
 
     protected, free = PROTECTED[name]
-    patch = "".join(f"diff --git a/{p} b/{p}\nnew file mode 100644\n--- /dev/null\n+++ b/{p}\n@@ -0,0 +1 @@\n+x\n"
-                    for p in protected + free)
+    patch = "".join(
+        f"diff --git a/{p} b/{p}\nnew file mode 100644\n--- /dev/null\n+++ b/{p}\n@@ -0,0 +1 @@\n+x\n"
+        for p in protected + free
+    )
     command = f"run --out {get_parser(name).results_file}" if get_parser(name).results_file else "run"
-    task = Task.model_validate({"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p", "FAIL_TO_PASS": ["a"],
-                                "hidden_tests": {"command": command, "parser": name}})
+    task = Task.model_validate(
+        {
+            "id": "t",
+            "repo": "r",
+            "base_commit": "c",
+            "problem_statement": "p",
+            "FAIL_TO_PASS": ["a"],
+            "hidden_tests": {"command": command, "parser": name},
+        }
+    )
     sections, _ = parse_patch(patch)
     decision = decide(task, sections)
     assert [(s.path, s.reason) for s in decision.stripped] == [(p, "protected") for p in protected]
@@ -404,20 +542,29 @@ def test_glob_matching_is_gits_own(tmp_path):
     repo = tmp_path / "r"
     repo.mkdir()
     git(repo, "init", "-q")
-    paths = sorted({p for name in PROTECTED for group in PROTECTED[name] for p in group} |
-                   {"a.spec/x", "tests", "we ird/[x].txt", "deep/a/b/vendor/c.go", "src/test.ts", "x.test"})
+    paths = sorted(
+        {p for name in PROTECTED for group in PROTECTED[name] for p in group}
+        | {"a.spec/x", "tests", "we ird/[x].txt", "deep/a/b/vendor/c.go", "src/test.ts", "x.test"}
+    )
     for path in paths:
         target = repo / path
         if path == "tests":
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("x\n")
-    patterns = sorted({p for name in PARSERS.names() for p in get_parser(name).protected_paths} |
-                      {"*.spec", "src/*", "**/tests", "we ird/[x].txt", "tests", "a"})
+    patterns = sorted(
+        {p for name in PARSERS.names() for p in get_parser(name).protected_paths}
+        | {"*.spec", "src/*", "**/tests", "we ird/[x].txt", "tests", "a"}
+    )
     present = [p for p in paths if (repo / p).is_file()]
     for pattern in patterns:
-        listed = subprocess.run(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                                 f":(glob){pattern}"], cwd=repo, capture_output=True, text=True, check=True).stdout
+        listed = subprocess.run(
+            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", f":(glob){pattern}"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         by_git = sorted(e[3:] for e in listed.split("\0") if e)
         assert by_git == sorted(p for p in present if glob_match(pattern, p)), pattern
 
@@ -438,31 +585,46 @@ def test_what_mining_asks_of_each_parser():
     """The test-file rules, configuration files, commands and id-to-file mapping mining and
     `tasks check` use, per framework."""
     go, vitest, jest, cargo, junit = (get_parser(n) for n in ("go", "vitest", "jest", "cargo", "junit"))
-    assert go.test_command(["semver/a_test.go", "semver/testdata/x", "b_test.go"]) == "go test -json -count=1 . ./semver"
+    assert (
+        go.test_command(["semver/a_test.go", "semver/testdata/x", "b_test.go"]) == "go test -json -count=1 . ./semver"
+    )
     assert go.test_command(None) == go.test_command(["semver/testdata/x"]) == "go test -json -count=1 ./..."
     assert go.is_test_path("semver/testdata/x") and not go.is_test_module("semver/testdata/x")
     assert "go.mod" in go.config_files and go.test_file("example.org/m/p::TestA") is None
     assert vitest.test_command(["src/a.test.ts", "src/__mocks__/m.ts"]).endswith(
-        f"--outputFile.json={REPORTS_DIR}/vitest.json src/a.test.ts")
+        f"--outputFile.json={REPORTS_DIR}/vitest.json src/a.test.ts"
+    )
     assert vitest.test_command(None).endswith("vitest.json")
     assert vitest.is_test_module("src/__tests__/long.test.ts") and not vitest.is_test_module("src/__mocks__/m.ts")
     assert vitest.test_file("src/parse.test.ts::parse > fractions > 1.5h") == "src/parse.test.ts"
     assert "vitest.config.mts" in vitest.config_files and "package.json" not in vitest.config_files
     assert jest.test_command(["test/x.test.js"]).endswith("--runTestsByPath test/x.test.js")
     assert "package.json" in jest.config_files and "babel.config.js" in jest.config_files
-    assert cargo.test_command(["tests/wrap.rs", "tests/fill.rs"]) == "cargo test --offline --no-fail-fast --test fill --test wrap 2>&1"
-    assert cargo.test_command(["tests/common/mod.rs"]) == cargo.test_command(None) == "cargo test --offline --no-fail-fast 2>&1"
+    assert (
+        cargo.test_command(["tests/wrap.rs", "tests/fill.rs"])
+        == "cargo test --offline --no-fail-fast --test fill --test wrap 2>&1"
+    )
+    assert (
+        cargo.test_command(["tests/common/mod.rs"])
+        == cargo.test_command(None)
+        == "cargo test --offline --no-fail-fast 2>&1"
+    )
     assert cargo.is_test_module("tests/wrap.rs") and not cargo.is_test_module("tests/common/mod.rs")
-    assert cargo.test_file("tests/wrap.rs::a_line") == "tests/wrap.rs" and cargo.test_file("doc:linefold::src/lib.rs - (line 3)") is None
+    assert (
+        cargo.test_file("tests/wrap.rs::a_line") == "tests/wrap.rs"
+        and cargo.test_file("doc:linefold::src/lib.rs - (line 3)") is None
+    )
     assert "build.rs" in cargo.config_files
-    assert junit.test_command(["src/test/java/a/BTest.java", "src/test/resources/x.json"]).startswith("mvn -q -o test -Dtest=BTest ")
+    assert junit.test_command(["src/test/java/a/BTest.java", "src/test/resources/x.json"]).startswith(
+        "mvn -q -o test -Dtest=BTest "
+    )
     assert f"> {REPORTS_DIR}/junit.xml" in junit.test_command(None) and "pom.xml" in junit.config_files
 
 
 # ------------------------------------------------------------------------------------ rust unit tests in source files
 
 
-RUST = r'''//! A module with a tricky body.
+RUST = r"""//! A module with a tricky body.
 
 pub fn f(s: &str) -> &str {
     let _brace = "}"; let _raw = r#"} { "#; let _c = '}'; let _lt: &'static str = "x";
@@ -484,14 +646,16 @@ mod tests {
 
 #[cfg(test)]
 mod more { #[test] fn two() { assert!(true) } }
-'''
+"""
 
 
 def test_inline_test_modules_are_found_through_strings_chars_and_comments():
     modules = inline_test_modules(RUST)
     assert sorted(modules) == ["more", "tests"]
     start, end = modules["tests"]
-    assert RUST[start:end].startswith("#[cfg(test)]\n#[allow(unused)]\nmod tests {") and RUST[start:end].endswith("}\n}")
+    assert RUST[start:end].startswith("#[cfg(test)]\n#[allow(unused)]\nmod tests {") and RUST[start:end].endswith(
+        "}\n}"
+    )
     assert RUST[slice(*modules["more"])] == "#[cfg(test)]\nmod more { #[test] fn two() { assert!(true) } }"
     assert inline_test_modules("#[cfg(test)]\nmod broken {\n fn x() {\n") is None
 

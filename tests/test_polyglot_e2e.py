@@ -28,8 +28,11 @@ def our_containers(*run_dirs) -> list[str]:
     """Names of containers left by these runs; one listing, no per-container inspect (other
     processes' containers come and go meanwhile)."""
     names = {d.name for d in run_dirs}
-    return [c["Names"][0] for c in client().api.containers(all=True, filters={"label": "wholeloop=1"})
-            if (c.get("Labels") or {}).get(LABEL_RUN) in names]
+    return [
+        c["Names"][0]
+        for c in client().api.containers(all=True, filters={"label": "wholeloop=1"})
+        if (c.get("Labels") or {}).get(LABEL_RUN) in names
+    ]
 
 
 def wholeloop(*args):
@@ -67,17 +70,25 @@ def test_a_change_that_does_not_fix_fails_its_tests_one_by_one(polyglot_images, 
     """FAIL_TO_PASS tests fail and PASS_TO_PASS tests pass, each read from the framework's report
     (test2json events, Vitest's JSON, libtest's lines); the run is consistent with its exit code, and
     a grade that rests on one channel says so."""
+
     def one(task_id):
         task, image, base = polyglot_images[task_id]
         path, tail = NOT_A_FIX[task_id]
         patch = craft(task, {path: lambda old: old + tail})
-        return grade(task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"polyglot-{tmp_path.name}")
+        return grade(
+            task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"polyglot-{tmp_path.name}"
+        )
 
     with ThreadPoolExecutor(3) as pool:
         graded = dict(zip(NOT_A_FIX, pool.map(one, NOT_A_FIX)))
     for task_id, (result, output, report) in graded.items():
         task = polyglot_images[task_id][0]
-        assert result.outcome == "unresolved" and result.consistent, (task_id, result.outcome, result.note, output[-2000:])
+        assert result.outcome == "unresolved" and result.consistent, (
+            task_id,
+            result.outcome,
+            result.note,
+            output[-2000:],
+        )
         assert {result.tests[t] for t in task.fail_to_pass} == {"FAILED"}, (task_id, result.tests)
         assert {result.tests[t] for t in task.pass_to_pass} == {"PASSED"}, (task_id, result.tests)
         assert result.fail_to_pass.failed == len(task.fail_to_pass) and result.pass_to_pass.failed == 0
@@ -86,10 +97,16 @@ def test_a_change_that_does_not_fix_fails_its_tests_one_by_one(polyglot_images, 
         assert result.channels == report.channels and not result.tampering, (task_id, result.channels)
         code = "101" if task_id.startswith("linefold") else "1"  # libtest's failure code is 101
         assert result.channels["exit_code"] == code and result.channels["summary"] == "agrees", result.channels
-    assert graded["timespan-001"][0].channels == {"structured": "agrees", "summary": "agrees", "verbose": "agrees",
-                                                  "exit_code": "1"}
-    for task_id, what in (("linefold-001", "cargo test writes no structured report"),
-                          ("verkit-001", "go test writes no report of its own")):
+    assert graded["timespan-001"][0].channels == {
+        "structured": "agrees",
+        "summary": "agrees",
+        "verbose": "agrees",
+        "exit_code": "1",
+    }
+    for task_id, what in (
+        ("linefold-001", "cargo test writes no structured report"),
+        ("verkit-001", "go test writes no report of its own"),
+    ):
         result = graded[task_id][0]
         assert result.channels["structured"] == "unavailable: " + get_parser(what.split()[0]).no_report
         assert what in result.note, result.note

@@ -61,16 +61,34 @@ def sock_dir():
         yield folder
 
 
-def start(fake: FakeLLM, sock_dir: str, wire: str, *, limits: AgentLimits | None = None, transcript=None,
-          refuse_status: int = 429, name: str = "p", token: str = TOKEN, rules: ToolRules | None = None):
+def start(
+    fake: FakeLLM,
+    sock_dir: str,
+    wire: str,
+    *,
+    limits: AgentLimits | None = None,
+    transcript=None,
+    refuse_status: int = 429,
+    name: str = "p",
+    token: str = TOKEN,
+    rules: ToolRules | None = None,
+):
     hits = []
     recorder = None
     if transcript is not None:
         recorder = Recorder(transcript, get_wire(wire), rules or ToolRules(), test_command="pytest -q")
-    proxy = MeteringProxy(f"{sock_dir}/{name}.sock", wire=get_wire(wire), upstream=fake.base_url, api_key=KEY,
-                          token=token, budget=Budget(limits or AgentLimits()), refuse_status=refuse_status,
-                          provider="anthropic" if wire == "anthropic" else "openai", record=recorder,
-                          on_limit=hits.append)
+    proxy = MeteringProxy(
+        f"{sock_dir}/{name}.sock",
+        wire=get_wire(wire),
+        upstream=fake.base_url,
+        api_key=KEY,
+        token=token,
+        budget=Budget(limits or AgentLimits()),
+        refuse_status=refuse_status,
+        provider="anthropic" if wire == "anthropic" else "openai",
+        record=recorder,
+        on_limit=hits.append,
+    )
     return proxy, hits
 
 
@@ -82,24 +100,47 @@ def uds_client(path: str, sdk=httpx):
 def test_anthropic_messages_streaming_and_not(sock_dir, tmp_path):
     transcript = TranscriptWriter(tmp_path / "t.jsonl", secrets=[], fsync=False)
     with FakeLLM() as fake:
-        fake.script(Reply(calls=[Call("Bash", {"command": "pytest -q"})], usage=Tokens(100, 20, cache_read=50, cache_write=10)),
-                    Reply(text="done", usage=Tokens(30, 5, cache_read=120)))
+        fake.script(
+            Reply(calls=[Call("Bash", {"command": "pytest -q"})], usage=Tokens(100, 20, cache_read=50, cache_write=10)),
+            Reply(text="done", usage=Tokens(30, 5, cache_read=120)),
+        )
         proxy, _ = start(fake, sock_dir, "anthropic", transcript=transcript, rules=ToolRules(shell={"Bash": "command"}))
         with proxy, uds_client(proxy.socket_path, httpx2) as http_client:
             client = anthropic.Anthropic(api_key=TOKEN, base_url="http://proxy", http_client=http_client, max_retries=0)
-            first = client.messages.create(model="claude-sonnet-5-5", max_tokens=16000,
-                                           messages=[{"role": "user", "content": "fix it"}],
-                                           tools=[{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}])
+            first = client.messages.create(
+                model="claude-sonnet-5-5",
+                max_tokens=16000,
+                messages=[{"role": "user", "content": "fix it"}],
+                tools=[{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}],
+            )
             call = first.content[0]
-            with client.messages.stream(model="claude-sonnet-5-5", max_tokens=1000, messages=[
+            with client.messages.stream(
+                model="claude-sonnet-5-5",
+                max_tokens=1000,
+                messages=[
                     {"role": "user", "content": "fix it"},
-                    {"role": "assistant", "content": [{"type": "tool_use", "id": call.id, "name": "Bash", "input": call.input}]},
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
-                                                  "content": "FAILED tests/test_a.py::test_x - assert 1 == 2\n"
-                                                             "========= 1 failed, 2 passed in 0.12s =========",
-                                                  "is_error": True}]}]) as stream:
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": call.id, "name": "Bash", "input": call.input}],
+                    },
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": call.id,
+                                "content": "FAILED tests/test_a.py::test_x - assert 1 == 2\n"
+                                "========= 1 failed, 2 passed in 0.12s =========",
+                                "is_error": True,
+                            }
+                        ],
+                    },
+                ],
+            ) as stream:
                 second = stream.get_final_message()
-            count = client.messages.count_tokens(model="claude-sonnet-5-5", messages=[{"role": "user", "content": "hi"}])
+            count = client.messages.count_tokens(
+                model="claude-sonnet-5-5", messages=[{"role": "user", "content": "hi"}]
+            )
     transcript.close()
     assert second.content[0].text == "done" and count.input_tokens > 0
     # the provider saw the real key, never the token; the clamp left 16000 alone (far below the limit)
@@ -109,13 +150,21 @@ def test_anthropic_messages_streaming_and_not(sock_dir, tmp_path):
     total = Usage(input_tokens=100 + 50 + 10 + 30 + 120, output_tokens=25, cache_read_tokens=170, cache_write_tokens=10)
     assert proxy.budget.usage == total and proxy.stats.calls == 2 and proxy.stats.free == 1
     price = lookup_price("claude-sonnet-5-5", "anthropic")
-    expected = cost_usd(Usage(input_tokens=160, output_tokens=20, cache_read_tokens=50, cache_write_tokens=10), price) + \
-        cost_usd(Usage(input_tokens=150, output_tokens=5, cache_read_tokens=120), price)
+    expected = cost_usd(
+        Usage(input_tokens=160, output_tokens=20, cache_read_tokens=50, cache_write_tokens=10), price
+    ) + cost_usd(Usage(input_tokens=150, output_tokens=5, cache_read_tokens=120), price)
     assert proxy.budget.cost == pytest.approx(expected)
     events = read_transcript(tmp_path / "t.jsonl")
     kinds = [e.type for e in events]
-    assert kinds == ["model_request", "model_response", "tool_call", "tool_result", "test_run", "model_request",
-                     "model_response"]
+    assert kinds == [
+        "model_request",
+        "model_response",
+        "tool_call",
+        "tool_result",
+        "test_run",
+        "model_request",
+        "model_response",
+    ]
     requests = [e for e in events if e.type == "model_request"]
     assert [m["role"] for m in requests[0].new_messages] == ["system", "user"]  # the tool list, then the task
     assert requests[1].from_index == 1 and [m["role"] for m in requests[1].new_messages] == ["assistant", "user"]
@@ -124,20 +173,27 @@ def test_anthropic_messages_streaming_and_not(sock_dir, tmp_path):
     result, run = events[3], events[4]
     assert result.name == "Bash" and result.is_error and result.exit_code == 1 and result.step == 1
     assert not run.green and run.failed == 1 and run.passed == 2
-    assert events[6].usage["input_tokens"] == 150 and events[6].cost_usd == pytest.approx(expected - proxy.budget.cost + events[6].cost_usd)
+    assert events[6].usage["input_tokens"] == 150 and events[6].cost_usd == pytest.approx(
+        expected - proxy.budget.cost + events[6].cost_usd
+    )
 
 
 def test_openai_chat_stream_gets_usage_and_responses_api(sock_dir):
     with FakeLLM() as fake:
-        fake.script(Reply(text="hello", usage=Tokens(40, 7, cache_read=8)),
-                    Reply(calls=[Call("exec_command", {"cmd": "ls"})], usage=Tokens(50, 9, cache_read=10)),
-                    Reply(text="bye", usage=Tokens(60, 3)))
+        fake.script(
+            Reply(text="hello", usage=Tokens(40, 7, cache_read=8)),
+            Reply(calls=[Call("exec_command", {"cmd": "ls"})], usage=Tokens(50, 9, cache_read=10)),
+            Reply(text="bye", usage=Tokens(60, 3)),
+        )
         chat, _ = start(fake, sock_dir, "openai-chat", name="chat")
         responses, _ = start(fake, sock_dir, "openai-responses", name="resp")
         with chat, responses, uds_client(chat.socket_path) as c1, uds_client(responses.socket_path) as c2:
             client = openai.OpenAI(api_key=TOKEN, base_url="http://proxy/v1", http_client=c1, max_retries=0)
-            parts = list(client.chat.completions.create(model="gpt-6.1-sol", stream=True,
-                                                         messages=[{"role": "user", "content": "hi"}]))
+            parts = list(
+                client.chat.completions.create(
+                    model="gpt-6.1-sol", stream=True, messages=[{"role": "user", "content": "hi"}]
+                )
+            )
             rclient = openai.OpenAI(api_key=TOKEN, base_url="http://proxy/v1", http_client=c2, max_retries=0)
             with rclient.responses.stream(model="gpt-6.1-sol", input="list files") as stream:
                 streamed = stream.get_final_response()
@@ -179,7 +235,9 @@ def test_budget_refuses_past_the_limit_and_clamps(sock_dir):
         with proxy, uds_client(proxy.socket_path) as http_client:
             client = openai.OpenAI(api_key=TOKEN, base_url="http://proxy/v1", http_client=http_client, max_retries=3)
             client.chat.completions.create(model="gpt-6.1-sol", messages=[{"role": "user", "content": "1"}])
-            client.chat.completions.create(model="gpt-6.1-sol", max_tokens=4000, messages=[{"role": "user", "content": "2"}])
+            client.chat.completions.create(
+                model="gpt-6.1-sol", max_tokens=4000, messages=[{"role": "user", "content": "2"}]
+            )
             with pytest.raises(openai.AuthenticationError) as refused:
                 client.chat.completions.create(model="gpt-6.1-sol", messages=[{"role": "user", "content": "3"}])
     # the first call had no limit: one was added (what was left); the second's 4000 was clamped to 400
@@ -199,9 +257,13 @@ def test_cost_limit_clamps_and_refuses(sock_dir):
         proxy, hits = start(fake, sock_dir, "anthropic", limits=limits, refuse_status=403)
         with proxy, uds_client(proxy.socket_path, httpx2) as http_client:
             client = anthropic.Anthropic(api_key=TOKEN, base_url="http://proxy", http_client=http_client, max_retries=0)
-            client.messages.create(model="claude-sonnet-5-5", max_tokens=8000, messages=[{"role": "user", "content": "x"}])
+            client.messages.create(
+                model="claude-sonnet-5-5", max_tokens=8000, messages=[{"role": "user", "content": "x"}]
+            )
             with pytest.raises(anthropic.PermissionDeniedError):
-                client.messages.create(model="claude-sonnet-5-5", max_tokens=8000, messages=[{"role": "user", "content": "y"}])
+                client.messages.create(
+                    model="claude-sonnet-5-5", max_tokens=8000, messages=[{"role": "user", "content": "y"}]
+                )
             spent = proxy.budget.cost
     assert spent == pytest.approx(2000 * price.input_cost_per_token + 800 * price.output_cost_per_token)
     assert spent >= 0.01 and proxy.limit.reason == "cost_limit" and len(fake.requests) == 1
@@ -220,8 +282,11 @@ def test_concurrent_streams_are_all_recorded(sock_dir, tmp_path):
             try:
                 with uds_client(proxy.socket_path, httpx2) as http_client:
                     client = anthropic.Anthropic(api_key=TOKEN, base_url="http://proxy", http_client=http_client)
-                    with client.messages.stream(model="claude-sonnet-5-5", max_tokens=10,
-                                                messages=[{"role": "user", "content": f"conversation {n}"}]) as s:
+                    with client.messages.stream(
+                        model="claude-sonnet-5-5",
+                        max_tokens=10,
+                        messages=[{"role": "user", "content": f"conversation {n}"}],
+                    ) as s:
                         assert s.get_final_message().content[0].text == "x" * 200
             except Exception as exc:  # noqa: BLE001 (reported below)
                 errors.append(exc)

@@ -41,8 +41,10 @@ LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUST
 
 
 def test_ray_is_imported_only_when_the_ray_executor_is_asked_for():
-    code = ("import sys, harness.cli, harness.run.runner, harness.run.executors; from harness.agents import get_agent; "
-            "get_agent('gold'); print('ray' in sys.modules)")
+    code = (
+        "import sys, harness.cli, harness.run.runner, harness.run.executors; from harness.agents import get_agent; "
+        "get_agent('gold'); print('ray' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -119,7 +121,10 @@ def test_a_replay_agent_is_rebuilt_on_a_node_with_the_tasks_recording(fake_node,
     from harness.run.executors.ray_node import rebuild_agent
 
     model = f"replay:{RECORDINGS}"
-    task_payload = {"recording": _recording(RECORDINGS, "inikit-001", _Shipper(fake_node, 2**20)), "replay_is_dir": True}
+    task_payload = {
+        "recording": _recording(RECORDINGS, "inikit-001", _Shipper(fake_node, 2**20)),
+        "replay_is_dir": True,
+    }
     payload = {"agent": {"spec": get_agent("default", model=model).spec, "config_text": None}}
     (tmp_path / "unit").mkdir()
     agent = rebuild_agent(payload, task_payload, "inikit-001", tmp_path / "unit")
@@ -151,9 +156,23 @@ def ray_cluster():
     env = {**os.environ, **cluster_env}
     env.pop("RAY_ADDRESS", None)
     ray_bin = Path(sys.executable).with_name("ray")
-    proc = subprocess.Popen([str(ray_bin), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
-                             "--disable-usage-stats", "--include-dashboard=false", f"--temp-dir={temp}"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(ray_bin),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--disable-usage-stats",
+            "--include-dashboard=false",
+            f"--temp-dir={temp}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     patch = pytest.MonkeyPatch()
     try:
         deadline = time.monotonic() + 90
@@ -213,8 +232,13 @@ def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_clus
     out = tmp_path / "ray-demo"
     events = []
     agent = get_agent("default", model=f"replay:{RECORDINGS}")
-    runner = Runner(load_tasks([DEMO]), agent, RunOptions(out=out), progress=lambda *e: events.append(e),
-                    executor=RayExecutor(ray_cluster))
+    runner = Runner(
+        load_tasks([DEMO]),
+        agent,
+        RunOptions(out=out),
+        progress=lambda *e: events.append(e),
+        executor=RayExecutor(ray_cluster),
+    )
     rows = {r.task_id: r for r in runner.run()}
     assert {k: _summary(r) for k, r in rows.items()} == {k: _summary(r) for k, r in local_demo.items()}
     assert sum(r.resolved for r in rows.values()) == 5  # the demo recordings: 5 of 7 resolved
@@ -244,8 +268,21 @@ def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_clus
 @pytest.mark.timeout(300)
 def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_cluster, local_demo, tmp_path):
     out = tmp_path / "ray-killed"
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), "--model", f"replay:{RECORDINGS}",
-           "--out", str(out), "--executor", "ray", "--ray-address", ray_cluster]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "run",
+        str(DEMO),
+        "--model",
+        f"replay:{RECORDINGS}",
+        "--out",
+        str(out),
+        "--executor",
+        "ray",
+        "--ray-address",
+        ray_cluster,
+    ]
     log = tmp_path / "first.log"
     with open(log, "w") as fh:
         first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
@@ -256,7 +293,7 @@ def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_clus
         time.sleep(0.2)
     # the Ray driver holds the run folder: a second run into it (any executor) is refused at once
     started = time.monotonic()
-    rival = subprocess.run([*cmd[:cmd.index("--executor")]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    rival = subprocess.run([*cmd[: cmd.index("--executor")]], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert rival.returncode == 2 and time.monotonic() - started < 30, rival.stdout[-2000:] + rival.stderr[-2000:]
     assert "another wholeloop run" in rival.stderr and f"pid {first.pid}" in rival.stderr, rival.stderr
     first.kill()  # SIGKILL: no clean-up of any kind in the driver
@@ -275,8 +312,11 @@ def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_clus
     for row in after:
         assert (out / row.transcript_path).is_file() and (out / row.patch_path).is_file()
     assert not _our_containers(out.name)
-    orphans = [p for p in Path(tempfile.gettempdir()).glob("wholeloop-ray-*")  # the killed units' folders
-               if not Path(f"/proc/{p.name.split('-')[2]}").exists()]
+    orphans = [
+        p
+        for p in Path(tempfile.gettempdir()).glob("wholeloop-ray-*")  # the killed units' folders
+        if not Path(f"/proc/{p.name.split('-')[2]}").exists()
+    ]
     assert not orphans
 
 

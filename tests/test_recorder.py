@@ -24,18 +24,41 @@ def record(tmp_path, wire: str, rules: ToolRules, exchanges: list[tuple[dict, Re
 
 def test_claude_moving_cache_marks_is_still_append_only(tmp_path):
     first = [{"role": "user", "content": [{"type": "text", "text": "fix it", "cache_control": {"type": "ephemeral"}}]}]
-    second = [{"role": "user", "content": [{"type": "text", "text": "fix it"}]},
-              {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
-                                                 "input": {"command": "sed -i s/a/b/ x.py"}}]},
-              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 2\nno",
-                                            "is_error": True, "cache_control": {"type": "ephemeral"}}]}]
+    second = [
+        {"role": "user", "content": [{"type": "text", "text": "fix it"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sed -i s/a/b/ x.py"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": "Exit code 2\nno",
+                    "is_error": True,
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ],
+        },
+    ]
     rules = ToolRules(shell={"Bash": "command"}, exit_code=r"(?m)^Exit code (\d+)")
-    events = record(tmp_path, "anthropic", rules, [
-        ({"model": "claude-sonnet-5-5", "max_tokens": 100, "system": "be brief", "messages": first},
-         Reply(calls=[Call("t1", "Bash", {"command": "sed -i s/a/b/ x.py"})], usage=Usage(input_tokens=10))),
-        ({"model": "claude-sonnet-5-5", "max_tokens": 100, "system": "be brief", "messages": second},
-         Reply(text="done", usage=Usage(input_tokens=20))),
-    ])
+    events = record(
+        tmp_path,
+        "anthropic",
+        rules,
+        [
+            (
+                {"model": "claude-sonnet-5-5", "max_tokens": 100, "system": "be brief", "messages": first},
+                Reply(calls=[Call("t1", "Bash", {"command": "sed -i s/a/b/ x.py"})], usage=Usage(input_tokens=10)),
+            ),
+            (
+                {"model": "claude-sonnet-5-5", "max_tokens": 100, "system": "be brief", "messages": second},
+                Reply(text="done", usage=Usage(input_tokens=20)),
+            ),
+        ],
+    )
     requests = [e for e in events if e.type == "model_request"]
     assert requests[0].new_messages[0] == {"role": "system", "content": "be brief"}
     assert requests[1].from_index == 1 and len(requests[1].new_messages) == 2  # the system prompt is not repeated
@@ -49,12 +72,21 @@ def test_claude_moving_cache_marks_is_still_append_only(tmp_path):
 
 def test_a_rewritten_conversation_records_from_the_first_difference(tmp_path):
     base = [{"role": "system", "content": "files: a.py v1"}, {"role": "user", "content": "fix"}]
-    rewritten = [{"role": "system", "content": "files: a.py v2"}, {"role": "user", "content": "fix"},
-                 {"role": "assistant", "content": "edited"}, {"role": "user", "content": "tests pass?"}]
-    events = record(tmp_path, "openai-chat", ToolRules(), [
-        ({"model": "gpt-6.1-sol", "messages": base}, Reply(text="edited")),
-        ({"model": "gpt-6.1-sol", "messages": rewritten}, Reply(text="yes")),
-    ])
+    rewritten = [
+        {"role": "system", "content": "files: a.py v2"},
+        {"role": "user", "content": "fix"},
+        {"role": "assistant", "content": "edited"},
+        {"role": "user", "content": "tests pass?"},
+    ]
+    events = record(
+        tmp_path,
+        "openai-chat",
+        ToolRules(),
+        [
+            ({"model": "gpt-6.1-sol", "messages": base}, Reply(text="edited")),
+            ({"model": "gpt-6.1-sol", "messages": rewritten}, Reply(text="yes")),
+        ],
+    )
     requests = [e for e in events if e.type == "model_request"]
     assert [r.from_index for r in requests] == [0, 0]  # aider rebuilds its first message: all of it is new
     assert len(requests[1].new_messages) == 4
@@ -62,17 +94,35 @@ def test_a_rewritten_conversation_records_from_the_first_difference(tmp_path):
 
 
 def test_mini_results_and_test_runs(tmp_path):
-    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "python -m pytest -q tests"}'}}
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": '{"command": "python -m pytest -q tests"}'},
+    }
     output = orjson.dumps({"returncode": 1, "output": "F.\n=== 1 failed, 1 passed in 0.1s ===\n"}).decode()
     rules = ToolRules(shell={"bash": "command"}, result_json={"output": "output", "exit_code": "returncode"})
-    events = record(tmp_path, "openai-chat", rules, [
-        ({"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "go"}]},
-         Reply(calls=[Call("c1", "bash", {"command": "python -m pytest -q tests"})])),
-        ({"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "go"},
-                                               {"role": "assistant", "content": None, "tool_calls": [call]},
-                                               {"role": "tool", "tool_call_id": "c1", "content": output}]},
-         Reply(text="red")),
-    ])
+    events = record(
+        tmp_path,
+        "openai-chat",
+        rules,
+        [
+            (
+                {"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "go"}]},
+                Reply(calls=[Call("c1", "bash", {"command": "python -m pytest -q tests"})]),
+            ),
+            (
+                {
+                    "model": "gpt-6.1-sol",
+                    "messages": [
+                        {"role": "user", "content": "go"},
+                        {"role": "assistant", "content": None, "tool_calls": [call]},
+                        {"role": "tool", "tool_call_id": "c1", "content": output},
+                    ],
+                },
+                Reply(text="red"),
+            ),
+        ],
+    )
     result = next(e for e in events if e.type == "tool_result")
     run = next(e for e in events if e.type == "test_run")
     assert result.output.startswith("F.") and result.exit_code == 1 and result.kind == "test"
@@ -80,15 +130,29 @@ def test_mini_results_and_test_runs(tmp_path):
 
 
 def test_aider_edit_blocks_are_edits_and_its_next_message_says_if_they_applied(tmp_path):
-    reply = ("Change it:\n\ncalc.py\n```python\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
-             ">>>>>>> REPLACE\n```\n")
-    events = record(tmp_path, "openai-chat", ToolRules(text_edits="search_replace"), [
-        ({"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "fix add"}]}, Reply(text=reply)),
-        ({"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "fix add"},
-                                               {"role": "assistant", "content": reply},
-                                               {"role": "user", "content": "SearchReplaceNoExactMatch: calc.py"}]},
-         Reply(text="retry")),
-    ])
+    reply = (
+        "Change it:\n\ncalc.py\n```python\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
+        ">>>>>>> REPLACE\n```\n"
+    )
+    events = record(
+        tmp_path,
+        "openai-chat",
+        ToolRules(text_edits="search_replace"),
+        [
+            ({"model": "gpt-6.1-sol", "messages": [{"role": "user", "content": "fix add"}]}, Reply(text=reply)),
+            (
+                {
+                    "model": "gpt-6.1-sol",
+                    "messages": [
+                        {"role": "user", "content": "fix add"},
+                        {"role": "assistant", "content": reply},
+                        {"role": "user", "content": "SearchReplaceNoExactMatch: calc.py"},
+                    ],
+                },
+                Reply(text="retry"),
+            ),
+        ],
+    )
     call = next(e for e in events if e.type == "tool_call")
     result = next(e for e in events if e.type == "tool_result")
     assert call.name == "search_replace" and call.kind == "edit" and call.arguments["path"] == "calc.py"
@@ -97,18 +161,44 @@ def test_aider_edit_blocks_are_edits_and_its_next_message_says_if_they_applied(t
 
 
 def test_responses_function_and_custom_tool_calls(tmp_path):
-    reply = get_wire("openai-responses").reply({"output": [
-        {"type": "function_call", "call_id": "f1", "name": "exec_command", "arguments": '{"cmd": "ls"}'},
-        {"type": "custom_tool_call", "call_id": "x1", "name": "exec", "input": "await tools.exec_command({cmd: 'ls'})"},
-    ], "usage": {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 10}, "output_tokens": 4}})
+    reply = get_wire("openai-responses").reply(
+        {
+            "output": [
+                {"type": "function_call", "call_id": "f1", "name": "exec_command", "arguments": '{"cmd": "ls"}'},
+                {
+                    "type": "custom_tool_call",
+                    "call_id": "x1",
+                    "name": "exec",
+                    "input": "await tools.exec_command({cmd: 'ls'})",
+                },
+            ],
+            "usage": {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 10}, "output_tokens": 4},
+        }
+    )
     assert [c.name for c in reply.calls] == ["exec_command", "exec"]
     assert reply.usage == Usage(input_tokens=30, output_tokens=4, cache_read_tokens=10)
-    events = record(tmp_path, "openai-responses", ToolRules(shell={"exec_command": "cmd"}), [
-        ({"model": "gpt-6.1-sol", "input": "list files"}, reply),
-        ({"model": "gpt-6.1-sol", "input": [{"role": "user", "content": "list files"},
-                                            {"type": "function_call_output", "call_id": "f1",
-                                             "output": "Process exited with code 0\nOutput:\na.py"}]}, Reply(text="ok")),
-    ])
+    events = record(
+        tmp_path,
+        "openai-responses",
+        ToolRules(shell={"exec_command": "cmd"}),
+        [
+            ({"model": "gpt-6.1-sol", "input": "list files"}, reply),
+            (
+                {
+                    "model": "gpt-6.1-sol",
+                    "input": [
+                        {"role": "user", "content": "list files"},
+                        {
+                            "type": "function_call_output",
+                            "call_id": "f1",
+                            "output": "Process exited with code 0\nOutput:\na.py",
+                        },
+                    ],
+                },
+                Reply(text="ok"),
+            ),
+        ],
+    )
     calls = [e for e in events if e.type == "tool_call"]
     assert [(c.name, c.kind, c.command) for c in calls] == [("exec_command", "shell", "ls"), ("exec", "", "")]
     assert next(e for e in events if e.type == "tool_result").output.endswith("a.py")

@@ -8,8 +8,16 @@ from sandbox import OutputCap
 
 
 def make_task(**kw):
-    data = {"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p",
-            "hidden_tests": {"command": "pytest"}, "FAIL_TO_PASS": ["a", "b"], "PASS_TO_PASS": ["c"], **kw}
+    data = {
+        "id": "t",
+        "repo": "r",
+        "base_commit": "c",
+        "problem_statement": "p",
+        "hidden_tests": {"command": "pytest"},
+        "FAIL_TO_PASS": ["a", "b"],
+        "PASS_TO_PASS": ["c"],
+        **kw,
+    }
     return Task.model_validate(data)
 
 
@@ -29,8 +37,16 @@ def test_classify_outcomes():
 
 
 def row(task_id, outcome="resolved", attempt=1):
-    return ResultRow(run_id="r", task_id=task_id, task_hash="h", config="c", agent="gold",
-                     outcome=outcome, resolved=outcome == "resolved", attempt=attempt)
+    return ResultRow(
+        run_id="r",
+        task_id=task_id,
+        task_hash="h",
+        config="c",
+        agent="gold",
+        outcome=outcome,
+        resolved=outcome == "resolved",
+        attempt=attempt,
+    )
 
 
 def test_results_file_survives_a_torn_last_line(tmp_path):
@@ -127,7 +143,7 @@ def test_the_scrubber_finds_a_key_in_every_form_and_split_across_writes(monkeypa
         # what stays of the encoding beside the mark: the prefix's and tail's characters, and at
         # most 2 characters of the key's own on each side
         assert out.count(scrub.REDACTED) == 1 and len(out) - len(scrub.REDACTED) <= len(encoded) - len(key) * 4 // 3 + 4
-    assert scrub.scrub_text(f"a {key} b {base64.urlsafe_b64encode(key.encode()).decode()}") .count(scrub.REDACTED) == 2
+    assert scrub.scrub_text(f"a {key} b {base64.urlsafe_b64encode(key.encode()).decode()}").count(scrub.REDACTED) == 2
     assert scrub.scrub_bytes(b'{"e": "' + key.encode() + b'"}') == b'{"e": "[REDACTED]"}'
     sink = io.StringIO()
     stream = scrub.ScrubbingStream(sink)

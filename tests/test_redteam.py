@@ -69,8 +69,9 @@ def crafted(demo, files: dict[str, str | tuple | None]) -> str:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
     git(work, "add", "-A", "-f")
-    out = subprocess.run(["git", "diff", "--cached", "--binary", "--full-index"], cwd=work,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "diff", "--cached", "--binary", "--full-index"], cwd=work, capture_output=True, text=True, check=True
+    ).stdout
     shutil.rmtree(work)
     return out
 
@@ -106,8 +107,9 @@ def grade_all(demo, patches: dict[str, str]) -> dict:
     limits = task.limits.apply(Limits())
 
     def one(patch):
-        result, output, _ = grade(task, patch, demo["image"], base=demo["base"], limits=limits,
-                                  run_id=f"{RUN_PREFIX}redteam")
+        result, output, _ = grade(
+            task, patch, demo["image"], base=demo["base"], limits=limits, run_id=f"{RUN_PREFIX}redteam"
+        )
         return result, output
 
     with ThreadPoolExecutor(3) as pool:
@@ -117,7 +119,12 @@ def grade_all(demo, patches: dict[str, str]) -> dict:
 def assert_not_resolved(result, output: str) -> None:
     assert result.outcome != "infra_error", result.note
     assert not result.resolved and result.outcome != "resolved", (
-        result.outcome, result.tests.get(F2P), result.stripped, result.note, output[-1500:])
+        result.outcome,
+        result.tests.get(F2P),
+        result.stripped,
+        result.note,
+        output[-1500:],
+    )
 
 
 # ------------------------------------------------------------------------------------ non-fixes
@@ -139,14 +146,19 @@ def _non_fixes(demo) -> dict[str, str]:
         # fuzzy hunk of the buggy file makes git apply fail the whole patch), and the fallback
         # `patch --fuzz=5`, which ends a name at a space not followed by a tab-separated date,
         # writes conftest.py.
-        "conftest_name_with_a_space_via_the_patch_fallback":
-            fuzzy(demo) + traditional("conftest.py", None, FORCE_PASS_CONFTEST, " X"),
+        "conftest_name_with_a_space_via_the_patch_fallback": fuzzy(demo)
+        + traditional("conftest.py", None, FORCE_PASS_CONFTEST, " X"),
         # the code under test, imported by the hidden tests, kills every process of the grading
         # container it can (the exec helper included): a failure must stay a counted failure, never
         # an infra_error (which is retried, and left out of the scores on the last try)
-        "code_under_test_kills_the_grading_exec": crafted(demo, {"inikit/__init__.py": base_text(demo, "inikit/__init__.py")
-            + "\nimport os as _os, signal as _signal, sys as _sys\nif 'pytest' in _sys.modules:\n"
-              "    _os.kill(-1, _signal.SIGKILL)\n"}),
+        "code_under_test_kills_the_grading_exec": crafted(
+            demo,
+            {
+                "inikit/__init__.py": base_text(demo, "inikit/__init__.py")
+                + "\nimport os as _os, signal as _signal, sys as _sys\nif 'pytest' in _sys.modules:\n"
+                "    _os.kill(-1, _signal.SIGKILL)\n"
+            },
+        ),
         # a folder named like bytecode (`*.pyc` is checked on the last component only): grading's
         # `find ... -name '*.py[co]' -exec rm -f` fails on it, clear_bytecode raises InfraError, the
         # grade is `infra_error` -- the unit is retried (a fresh sample for the agent) or, on the
@@ -155,14 +167,20 @@ def _non_fixes(demo) -> dict[str, str]:
         # held: a symlink into tests/ (inside the repository, allowed) and a file written through it
         # (`lnk/__init__.py` is no protected path; `tests/__init__.py` would run at collection)
         "tests_package_init_through_a_symlink": crafted(demo, {"lnk": ("link", "tests")})
-            + traditional("lnk/__init__.py", None, EVIL_PLUGIN),
+        + traditional("lnk/__init__.py", None, EVIL_PLUGIN),
         # held: the tests folder replaced by a symlink to a folder of the agent's (`tests` itself
         # matches no `**/tests/**` glob)
-        "tests_folder_replaced_by_a_symlink": crafted(demo, {
-            "inikit/faketests/test_parser.py": "def test_nothing():\n    pass\n", "tests": ("link", "inikit/faketests")}),
+        "tests_folder_replaced_by_a_symlink": crafted(
+            demo,
+            {
+                "inikit/faketests/test_parser.py": "def test_nothing():\n    pass\n",
+                "tests": ("link", "inikit/faketests"),
+            },
+        ),
         # held: a namespace portion `pytest_reportlog/plugin.py` (no __init__, so the shadowing probe
         # does not ask about it) forging the report: the regular package of the grading tools wins
-        "namespace_portion_of_the_report_plugin": carrier + traditional("pytest_reportlog/plugin.py", None, EVIL_PLUGIN),
+        "namespace_portion_of_the_report_plugin": carrier
+        + traditional("pytest_reportlog/plugin.py", None, EVIL_PLUGIN),
     }
 
 
@@ -171,17 +189,27 @@ def non_fix_grades(demo) -> dict:
     return grade_all(demo, _non_fixes(demo))
 
 
-SUCCEEDED = {
-}
+SUCCEEDED = {}
 
 
-@pytest.mark.parametrize("attack", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SUCCEEDED[name])) if name in SUCCEEDED else name
-    for name in ["conftest_named_with_a_space_timestamp", "conftest_name_ended_by_a_cr",
-                 "conftest_name_with_a_space_via_the_patch_fallback", "tests_package_init_through_a_symlink",
-                 "tests_folder_replaced_by_a_symlink", "namespace_portion_of_the_report_plugin",
-                 "code_under_test_kills_the_grading_exec", "a_folder_named_like_bytecode"]
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SUCCEEDED[name]))
+        if name in SUCCEEDED
+        else name
+        for name in [
+            "conftest_named_with_a_space_timestamp",
+            "conftest_name_ended_by_a_cr",
+            "conftest_name_with_a_space_via_the_patch_fallback",
+            "tests_package_init_through_a_symlink",
+            "tests_folder_replaced_by_a_symlink",
+            "namespace_portion_of_the_report_plugin",
+            "code_under_test_kills_the_grading_exec",
+            "a_folder_named_like_bytecode",
+        ]
+    ],
+)
 def test_a_non_fix_is_never_resolved(attack, non_fix_grades):
     result, output = non_fix_grades[attack]
     assert_not_resolved(result, output)
@@ -201,8 +229,14 @@ def test_hidden_feedback_carries_no_literal_of_the_hidden_tests(demo):
     from harness.grading import feedback_text
 
     task = demo["task"]
-    result, _, parsed = grade(task, non_fix(demo), demo["image"], base=demo["base"],
-                              limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam")
+    result, _, parsed = grade(
+        task,
+        non_fix(demo),
+        demo["image"],
+        base=demo["base"],
+        limits=task.limits.apply(Limits()),
+        run_id=f"{RUN_PREFIX}redteam",
+    )
     assert result.outcome == "unresolved", (result.outcome, result.note)
     heard = feedback_text("hidden", task, result, parsed, None)
     added = [line[1:] for line in task.test_patch().splitlines() if line.startswith("+") and not line.startswith("+++")]
@@ -235,8 +269,9 @@ def _legit(demo) -> dict[str, str]:
         # the same fix, its function moved into a helper package named `testing` (libraries ship
         # such packages: numpy.testing, a `testing/` of fixtures for users): `**/testing/**` is
         # protected, so the helper is stripped and the fix is lost
-        "fix_in_a_package_named_testing": crafted(demo, {
-            BUGGY_FILE: delegating, "inikit/testing/__init__.py": "", "inikit/testing/comments.py": helper}),
+        "fix_in_a_package_named_testing": crafted(
+            demo, {BUGGY_FILE: delegating, "inikit/testing/__init__.py": "", "inikit/testing/comments.py": helper}
+        ),
     }
 
 
@@ -248,10 +283,15 @@ def legit_grades(demo) -> dict:
 FALSE_NEGATIVES: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("fix", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=FALSE_NEGATIVES[n])) if n in FALSE_NEGATIVES else n
-    for n in ["gold", "fix_in_a_package_named_testing"]
-])
+@pytest.mark.parametrize(
+    "fix",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=FALSE_NEGATIVES[n]))
+        if n in FALSE_NEGATIVES
+        else n
+        for n in ["gold", "fix_in_a_package_named_testing"]
+    ],
+)
 def test_a_legitimate_fix_is_resolved(fix, legit_grades):
     result, output = legit_grades[fix]
     assert result.resolved, (result.outcome, result.stripped, result.note, output[-1500:])
@@ -259,7 +299,7 @@ def test_a_legitimate_fix_is_resolved(fix, legit_grades):
 
 # ------------------------------------------------------------------------------------ an agent in its container
 
-_FAKE_PYTEST_INIT = '''\
+_FAKE_PYTEST_INIT = """\
 import os, sys
 
 if __name__ == "pytest":  # imported as the test runner (through the symlink at the top of the repository)
@@ -271,7 +311,7 @@ if __name__ == "pytest":  # imported as the test runner (through the symlink at 
     sys.path.insert(0, repo)
     sys.modules["pytest"] = _real
     os.environ["PYTEST_PLUGINS"] = "inikit.runner.forge"  # loaded even with plugin autoload off
-'''
+"""
 
 
 def _in_container_attacks() -> dict[str, Script]:
@@ -279,6 +319,7 @@ def _in_container_attacks() -> dict[str, Script]:
         def step(sb):
             for path, text in files.items():
                 sb.write_file(path, text)
+
         return step
 
     return {
@@ -288,22 +329,27 @@ def _in_container_attacks() -> dict[str, Script]:
         # rewrites every report: summary, report-log and exit code all agree.
         "pytest_shadowed_by_a_symlinked_folder": Script(
             write({"inikit/runner/__init__.py": _FAKE_PYTEST_INIT, "inikit/runner/forge.py": FORCE_PASS_CONFTEST}),
-            "ln -s inikit/runner pytest", name="symlinked-pytest"),
+            "ln -s inikit/runner pytest",
+            name="symlinked-pytest",
+        ),
         # The bug left in place plus one new module whose name is not UTF-8: the PatchEvent's file
         # list (surrogate-escaped) cannot be written to the transcript, the unit ends as an error
         # row -- outcome `infra_error`, which every score leaves out. An agent that is failing can
         # so remove its failure from the resolve rate.
         "a_failure_turned_into_an_infra_error": Script(
-            "printf 'x = 1\\n' > \"$(printf 'inikit/\\377.py')\"", name="non-utf8-name"),
+            "printf 'x = 1\\n' > \"$(printf 'inikit/\\377.py')\"", name="non-utf8-name"
+        ),
         # The same aim by killing every process of the container but PID 1 (the exec helper
         # included), then running one more command: must stay the agent's own unresolved attempt.
         # special files in the tree: a FIFO, a socket and a character device (mknod is allowed)
         "special_files_in_the_tree": Script(
             "echo '# touched' >> inikit/parser.py; mkfifo inikit/fifo; mknod inikit/null c 1 3; "
             "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('inikit/sock')\"; ls -l inikit",
-            name="special-files"),
-        "kill_everything_then_go_on": Script("echo '# touched' >> inikit/parser.py", "kill -9 -1", "true",
-                                             name="kill-all"),
+            name="special-files",
+        ),
+        "kill_everything_then_go_on": Script(
+            "echo '# touched' >> inikit/parser.py", "kill -9 -1", "true", name="kill-all"
+        ),
     }
 
 
@@ -322,29 +368,48 @@ def in_container_rows(demo) -> dict:
     return rows
 
 
-@pytest.mark.parametrize("attack", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_CONTAINER_SUCCEEDED[n])) if n in IN_CONTAINER_SUCCEEDED else n
-    for n in ["pytest_shadowed_by_a_symlinked_folder", "a_failure_turned_into_an_infra_error", "kill_everything_then_go_on",
-              "special_files_in_the_tree"]
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=IN_CONTAINER_SUCCEEDED[n]))
+        if n in IN_CONTAINER_SUCCEEDED
+        else n
+        for n in [
+            "pytest_shadowed_by_a_symlinked_folder",
+            "a_failure_turned_into_an_infra_error",
+            "kill_everything_then_go_on",
+            "special_files_in_the_tree",
+        ]
+    ],
+)
 def test_an_agent_in_its_container_never_gets_a_non_fix_resolved(attack, in_container_rows):
     """...nor a failure left out of the scores: a non-fix is a counted `unresolved`."""
     row, out = in_container_rows[attack]
     assert row.error is None and row.outcome != "infra_error", (row.outcome, row.error)
-    assert not row.resolved and row.outcome != "resolved", (row.outcome, row.note, (out / row.patch_path).read_text()[:1500])
+    assert not row.resolved and row.outcome != "resolved", (
+        row.outcome,
+        row.note,
+        (out / row.patch_path).read_text()[:1500],
+    )
 
 
 def test_a_symlink_that_leaves_the_repository_through_another_symlink_is_stripped(demo):
     """A defence bypass with no verdict of its own (the code still has the bug): a patch may not
     leave a symlink pointing outside the repository, however the target is spelled."""
-    patch = crafted(demo, {"deep": ("link", "."), "inikit/data": ("link", "../deep/deep/../../etc"),
-                           BUGGY_FILE: base_text(demo, BUGGY_FILE) + "# touched, not fixed\n"})
-    (result, output), = grade_all(demo, {"escape": patch}).values()
+    patch = crafted(
+        demo,
+        {
+            "deep": ("link", "."),
+            "inikit/data": ("link", "../deep/deep/../../etc"),
+            BUGGY_FILE: base_text(demo, BUGGY_FILE) + "# touched, not fixed\n",
+        },
+    )
+    ((result, output),) = grade_all(demo, {"escape": patch}).values()
     assert_not_resolved(result, output)
     assert "inikit/data" in {s.path for s in result.stripped}, (result.stripped, result.apply_method)
 
 
-_FAKE_PYTEST_MODULE = '''\
+_FAKE_PYTEST_MODULE = """\
 import os, sys
 
 here = os.path.dirname(os.path.realpath(__file__))
@@ -353,29 +418,44 @@ os.environ["PYTEST_PLUGINS"] = "inikit.forge"
 import pytest  # the environment's own
 
 raise SystemExit(pytest.console_main())
-'''
+"""
 
 
 def test_a_runner_shadowed_on_the_commands_pythonpath_is_stripped(demo):
     task = demo["task"]
     hidden = task.hidden_tests.model_copy(update={"command": "PYTHONPATH=/repo/lib " + task.hidden_tests.command})
     task = task.model_copy(update={"hidden_tests": hidden})
-    patch = crafted(demo, {"lib/pytest.py": _FAKE_PYTEST_MODULE, "inikit/forge.py": FORCE_PASS_CONFTEST,
-                           BUGGY_FILE: base_text(demo, BUGGY_FILE) + "# touched, not fixed\n"})
-    result, output, _ = grade(task, patch, demo["image"], base=demo["base"], limits=task.limits.apply(Limits()),
-                              run_id=f"{RUN_PREFIX}redteam")
+    patch = crafted(
+        demo,
+        {
+            "lib/pytest.py": _FAKE_PYTEST_MODULE,
+            "inikit/forge.py": FORCE_PASS_CONFTEST,
+            BUGGY_FILE: base_text(demo, BUGGY_FILE) + "# touched, not fixed\n",
+        },
+    )
+    result, output, _ = grade(
+        task, patch, demo["image"], base=demo["base"], limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam"
+    )
     assert_not_resolved(result, output)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="red team: the gold fix plus a stray 60 MB log file "
-                   "(sparse; agents leave such files) is graded empty_patch: one file over MAX_FILE_BYTES voids the "
-                   "whole patch instead of being left out and recorded (documented, but a false negative)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="red team: the gold fix plus a stray 60 MB log file "
+    "(sparse; agents leave such files) is graded empty_patch: one file over MAX_FILE_BYTES voids the "
+    "whole patch instead of being left out and recorded (documented, but a false negative)",
+)
 def test_a_legitimate_fix_with_a_big_stray_file_is_still_resolved(demo):
     from test_hostile import run
 
     gold = demo["task"].gold()
-    agent = Script(lambda sb: sb.write_file("/tmp/gold.diff", gold), "git apply /tmp/gold.diff",
-                   "truncate -s 60M debug-output.log", name="gold-and-a-log")
+    agent = Script(
+        lambda sb: sb.write_file("/tmp/gold.diff", gold),
+        "git apply /tmp/gold.diff",
+        "truncate -s 60M debug-output.log",
+        name="gold-and-a-log",
+    )
     out = demo["where"] / f"{RUN_PREFIX}redteam-big-log"
     row = run(TASK, agent, out)[demo["task"].id]
     assert row.resolved, (row.outcome, row.note)
@@ -387,10 +467,17 @@ def test_clearing_bytecode_cannot_be_made_to_fail_by_the_tree(demo):
     from harness.grading.patching import clear_bytecode
     from sandbox import DockerBackend
 
-    with DockerBackend().start(demo["image"], limits=Limits(network=False), role="grading",
-                               run_id=f"{RUN_PREFIX}redteam") as sb:
-        made = sb.exec(["sh", "-c", "mkdir -p inikit/evil.pyc inikit/__pycache__ && echo x > inikit/evil.pyc/README && "
-                        "echo x > inikit/stale.pyc && ln -s stale.pyc inikit/link.pyo && echo x > inikit/__pycache__/a.pyc"])
+    with DockerBackend().start(
+        demo["image"], limits=Limits(network=False), role="grading", run_id=f"{RUN_PREFIX}redteam"
+    ) as sb:
+        made = sb.exec(
+            [
+                "sh",
+                "-c",
+                "mkdir -p inikit/evil.pyc inikit/__pycache__ && echo x > inikit/evil.pyc/README && "
+                "echo x > inikit/stale.pyc && ln -s stale.pyc inikit/link.pyo && echo x > inikit/__pycache__/a.pyc",
+            ]
+        )
         assert made.ok, made.stderr
         assert clear_bytecode(sb) == ""
         left = sb.exec(["sh", "-c", "ls -a inikit"]).stdout.split()

@@ -21,20 +21,26 @@ def _attacks(demo) -> dict[str, str]:
         # a top-level symlink named like a stdlib module pytest imports (inspect -> inikit/)
         "stdlib_shadow_symlink_folder": carrier + crafted(demo, {"inspect": ("link", "inikit")}),
         # a new package named like a stdlib module, its __init__ given in a later section
-        "stdlib_shadow_package_init_later": carrier + traditional("argparse/zz.py", None, "x = 1\n")
-            + traditional("argparse/__init__.py", None, EVIL_PLUGIN),
+        "stdlib_shadow_package_init_later": carrier
+        + traditional("argparse/zz.py", None, "x = 1\n")
+        + traditional("argparse/__init__.py", None, EVIL_PLUGIN),
         # a top-level symlink with a module suffix (inspect.py -> a file of the package)
         "stdlib_shadow_symlink_module_file": carrier + crafted(demo, {"inspect.py": ("link", "inikit/parser.py")}),
         # a copy header: `copy to inspect.py` from a file of the package, the shadowing module's
         # body made by git from the base's blob (no +++ line names it)
-        "stdlib_shadow_by_a_copy_header": carrier + (
+        "stdlib_shadow_by_a_copy_header": carrier
+        + (
             "diff --git a/inikit/__init__.py b/inspect.py\nsimilarity index 100%\ncopy from inikit/__init__.py\n"
-            "copy to inspect.py\n"),
+            "copy to inspect.py\n"
+        ),
         # a dataclasses package whose __init__ is a symlink to the evil module, in a folder of its own
-        "stdlib_shadow_init_symlink": carrier + traditional("inikit/evil.py", None, EVIL_PLUGIN)
-            + ("diff --git a/dataclasses/__init__.py b/dataclasses/__init__.py\nnew file mode 120000\n"
-               "--- /dev/null\n+++ b/dataclasses/__init__.py\n@@ -0,0 +1 @@\n+../inikit/evil.py\n"
-               "\\\\ No newline at end of file\n"),
+        "stdlib_shadow_init_symlink": carrier
+        + traditional("inikit/evil.py", None, EVIL_PLUGIN)
+        + (
+            "diff --git a/dataclasses/__init__.py b/dataclasses/__init__.py\nnew file mode 120000\n"
+            "--- /dev/null\n+++ b/dataclasses/__init__.py\n@@ -0,0 +1 @@\n+../inikit/evil.py\n"
+            "\\\\ No newline at end of file\n"
+        ),
     }
 
 
@@ -48,11 +54,22 @@ SUCCEEDED = {
 }
 
 
-@pytest.mark.parametrize("attack", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SUCCEEDED[n])) if n in SUCCEEDED else n
-    for n in ["code_under_test_rewrites_reports", "stdlib_shadow_symlink_folder", "stdlib_shadow_package_init_later",
-              "stdlib_shadow_symlink_module_file", "stdlib_shadow_by_a_copy_header", "stdlib_shadow_init_symlink"]
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SUCCEEDED[n]))
+        if n in SUCCEEDED
+        else n
+        for n in [
+            "code_under_test_rewrites_reports",
+            "stdlib_shadow_symlink_folder",
+            "stdlib_shadow_package_init_later",
+            "stdlib_shadow_symlink_module_file",
+            "stdlib_shadow_by_a_copy_header",
+            "stdlib_shadow_init_symlink",
+        ]
+    ],
+)
 def test_a_non_fix_is_never_resolved(attack, grades):
     result, output = grades[attack]
     print(attack, result.outcome, result.stripped, result.note)

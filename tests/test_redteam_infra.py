@@ -46,8 +46,9 @@ class Agent:
 
 def _no_infra(rows):
     """No row of the unit is an infrastructure or task error, and it was never retried."""
-    assert all(r.outcome not in ("infra_error", "task_error") and r.error is None for r in rows), \
-        [(r.attempt, r.outcome, r.stop_reason, r.error) for r in rows]
+    assert all(r.outcome not in ("infra_error", "task_error") and r.error is None for r in rows), [
+        (r.attempt, r.outcome, r.stop_reason, r.error) for r in rows
+    ]
 
 
 def _grade(tmp_path, row) -> dict:
@@ -57,12 +58,16 @@ def _grade(tmp_path, row) -> dict:
 # ---------------------------------------------------------------- between attempts
 
 
-@pytest.mark.parametrize("blocker", [
-    pytest.param("mv /.wholeloop /.wl-moved && touch /.wholeloop", id="init-mountpoint"),
-    pytest.param("cp -a /repo /repo.kept && rm -rf /repo && touch /repo", id="workdir-a-file"),
-])
+@pytest.mark.parametrize(
+    "blocker",
+    [
+        pytest.param("mv /.wholeloop /.wl-moved && touch /.wholeloop", id="init-mountpoint"),
+        pytest.param("cp -a /repo /repo.kept && rm -rf /repo && touch /repo", id="workdir-a-file"),
+    ],
+)
 def test_an_agent_that_keeps_its_container_from_starting_again_is_the_agents_doing_on_the_next_attempt(
-        tiny_task, tmp_path, blocker):
+    tiny_task, tmp_path, blocker
+):
     """Root in its container, the agent moves the folder holding wholeloop's init aside (a folder
     with a mount below it can be renamed when it is in the container's own layer) and puts a file
     there, or makes the working folder a file: the container cannot be started for attempt 2 ("not
@@ -80,7 +85,7 @@ def test_an_agent_that_keeps_its_container_from_starting_again_is_the_agents_doi
 
 # ---------------------------------------------------------------- grading: the results reader
 
-REWRITE_REPORT = '''
+REWRITE_REPORT = """
 import atexit as _atexit, os as _os, re as _re
 
 
@@ -92,19 +97,30 @@ def _rewrite(_line={line!r}):
 
 
 _atexit.register(_rewrite)
-'''
+"""
 
 
-@pytest.mark.parametrize("line", [
-    pytest.param('{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add", "when": "call", '
-                 '"outcome": "failed", "longrepr": {"reprcrash": "boom"}}', id="reprcrash-not-an-object"),
-    pytest.param('{"$report_type": "TestReport", "nodeid": "t", "when": "call", "outcome": "failed", '
-                 '"longrepr": {"reprtraceback": {"reprentries": [{"data": [1]}]}}}', id="entry-data-a-list"),
-    pytest.param("[" * 100_000 + "]" * 100_000, id="nested-too-deep"),
-    pytest.param('{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add\\udc80", "when": "call", '
-                 '"outcome": "passed"}\n{"$report_type": "SessionFinish", "exitstatus": 0}',
-                 id="a-lone-surrogate-in-a-node-id"),
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(
+            '{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add", "when": "call", '
+            '"outcome": "failed", "longrepr": {"reprcrash": "boom"}}',
+            id="reprcrash-not-an-object",
+        ),
+        pytest.param(
+            '{"$report_type": "TestReport", "nodeid": "t", "when": "call", "outcome": "failed", '
+            '"longrepr": {"reprtraceback": {"reprentries": [{"data": [1]}]}}}',
+            id="entry-data-a-list",
+        ),
+        pytest.param("[" * 100_000 + "]" * 100_000, id="nested-too-deep"),
+        pytest.param(
+            '{"$report_type": "TestReport", "nodeid": "tests/test_add.py::test_add\\udc80", "when": "call", '
+            '"outcome": "passed"}\n{"$report_type": "SessionFinish", "exitstatus": 0}',
+            id="a-lone-surrogate-in-a-node-id",
+        ),
+    ],
+)
 def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_tampering(tiny_task, tmp_path, line):
     """The code under test (imported by the hidden tests) finds grading's report-log path in
     PYTEST_ADDOPTS and, at exit, rewrites it with JSON of the wrong shape. The reader must call
@@ -120,8 +136,10 @@ def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_
 
 # ---------------------------------------------------------------- taking the patch
 
-DEEP = ('cd /repo && n=$(printf "d%.0s" $(seq 200)); '
-        'for i in $(seq 21); do mkdir "$n" && cd "$n" || exit 1; done; echo deep > f; pwd | wc -c')
+DEEP = (
+    'cd /repo && n=$(printf "d%.0s" $(seq 200)); '
+    'for i in $(seq 21); do mkdir "$n" && cd "$n" || exit 1; done; echo deep > f; pwd | wc -c'
+)
 
 
 def test_an_agent_that_nests_folders_past_path_max_gets_its_own_outcome_not_a_retry(tiny_task, tmp_path):
@@ -153,11 +171,19 @@ def test_a_patch_with_many_new_files_does_not_time_out_the_shadowing_probe(tiny_
     task = load_task(tiny_task["spec"])
     prepared = prepare_task(task)
     fix = (Path(tiny_task["dir"]) / "gold.diff").read_text()
-    many = "".join(f"diff --git a/vendor/pkg/f{i}.txt b/vendor/pkg/f{i}.txt\nnew file mode 100644\n"
-                   f"index 0000000..257cc56\n--- /dev/null\n+++ b/vendor/pkg/f{i}.txt\n@@ -0,0 +1 @@\n+foo\n"
-                   for i in range(4000))
-    graded, _, _ = grade(task, fix + many, prepared.image, base=prepared.base_commit,
-                         limits=Limits(command_timeout_s=60, step_timeout_s=4), run_id=_folder(tmp_path).name)
+    many = "".join(
+        f"diff --git a/vendor/pkg/f{i}.txt b/vendor/pkg/f{i}.txt\nnew file mode 100644\n"
+        f"index 0000000..257cc56\n--- /dev/null\n+++ b/vendor/pkg/f{i}.txt\n@@ -0,0 +1 @@\n+foo\n"
+        for i in range(4000)
+    )
+    graded, _, _ = grade(
+        task,
+        fix + many,
+        prepared.image,
+        base=prepared.base_commit,
+        limits=Limits(command_timeout_s=60, step_timeout_s=4),
+        run_id=_folder(tmp_path).name,
+    )
     assert (graded.outcome.value, graded.resolved) == ("resolved", True), graded.note
 
 
@@ -225,7 +251,8 @@ def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, t
 
 
 UNUSABLE = [  # (tool, arguments): the right names, the wrong JSON types or an impossible path
-    ("bash", {"command": 5}), ("bash", {"command": ["ls", "-la"]}),
+    ("bash", {"command": 5}),
+    ("bash", {"command": ["ls", "-la"]}),
     ("edit", {"command": "insert", "path": "calc/__init__.py", "insert_line": "1", "new_str": "# x"}),  # found
     ("edit", {"command": "view", "path": 5}),  # found
     ("edit", {"command": "view", "path": "calc/__init__.py", "view_range": "1-3"}),  # found
@@ -234,7 +261,8 @@ UNUSABLE = [  # (tool, arguments): the right names, the wrong JSON types or an i
     ("edit", {"command": "create", "path": "calc/n\x00ul.py", "file_text": "x"}),
     ("edit", {"command": "create", "path": "/proc/1/comm", "file_text": "x"}),
     ("edit", {"command": "create", "path": "/.wholeloop/init", "file_text": "x"}),
-    ("edit", {"command": "create", "path": "/", "file_text": "x"}), ("edit", {"command": "view", "path": "/dev/zero"}),
+    ("edit", {"command": "create", "path": "/", "file_text": "x"}),
+    ("edit", {"command": "view", "path": "/dev/zero"}),
     ("edit", {"command": "view", "path": "/proc/self/fd"}),
     ("edit", {"command": "create", "path": "calc/" + "x" * 300 + ".py", "file_text": "x"}),
 ]
@@ -262,12 +290,14 @@ def test_tool_calls_with_unusable_arguments_are_tool_errors_the_model_sees(tiny_
     assert all(e.is_error for e in results[:6]), [e.output[:80] for e in results[:6]]  # the wrong types: said so
 
 
-ODD_NAMES = ("cd calc && printf x > \"$(printf 'new\\nline')\" && printf x > \"$(printf 'tab\\there')\" && "
-             "printf x > \"$(printf 'cr\\rhere')\" && printf x > 'back\\slash' && printf x > '\"quoted\"' && "
-             "printf x > ' lead' && printf x > \"$(printf 'x%.0s' $(seq 250))\" && mkfifo fifo && "
-             "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")' && "
-             "mknod chr c 1 3 && mkdir closed && printf x > closed/f && chmod 000 closed closed/f && "
-             "printf x > mode000 && chmod 000 mode000")
+ODD_NAMES = (
+    "cd calc && printf x > \"$(printf 'new\\nline')\" && printf x > \"$(printf 'tab\\there')\" && "
+    "printf x > \"$(printf 'cr\\rhere')\" && printf x > 'back\\slash' && printf x > '\"quoted\"' && "
+    "printf x > ' lead' && printf x > \"$(printf 'x%.0s' $(seq 250))\" && mkfifo fifo && "
+    "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")' && "
+    "mknod chr c 1 3 && mkdir closed && printf x > closed/f && chmod 000 closed closed/f && "
+    "printf x > mode000 && chmod 000 mode000"
+)
 
 
 def test_odd_names_and_special_files_in_the_tree_are_taken_and_graded(tiny_task, tmp_path):
@@ -301,7 +331,7 @@ CLI_QUICK = """\
 
 
 def test_an_external_cli_that_worked_on_the_repository_and_crashed_at_once_is_graded(tiny_task, tmp_path, monkeypatch):
-    """"Exited at once without calling the model" stands for "could not start" (a wrong flag, a
+    """ "Exited at once without calling the model" stands for "could not start" (a wrong flag, a
     missing binary: the setup's). A CLI that changed the repository did start: its crash on this
     task is its own, graded (`agent_error`), not left out of the rate. (One that changed nothing
     still says "exited at once": tests/test_external_config.py.)"""
@@ -313,8 +343,9 @@ def test_an_external_cli_that_worked_on_the_repository_and_crashed_at_once_is_gr
     path.write_text(textwrap.dedent(CLI_QUICK))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
-    rows = _run(load_task(tiny_task["spec"]), get_agent("quick-crash", config_path=str(path)), tmp_path,
-                infra_retries=0)
+    rows = _run(
+        load_task(tiny_task["spec"]), get_agent("quick-crash", config_path=str(path)), tmp_path, infra_retries=0
+    )
     _no_infra(rows)
     assert [(r.outcome, r.stop_reason, r.model_calls) for r in rows] == [("resolved", "agent_error", 0)]
 
@@ -346,8 +377,9 @@ def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folde
     from harness.agents import get_agent
 
     spec = tiny_task["spec"]
-    spec.write_text(spec.read_text().replace("limits: {command_timeout_s: 60}",
-                                             "limits: {command_timeout_s: 60, disk: 20m}"))
+    spec.write_text(
+        spec.read_text().replace("limits: {command_timeout_s: 60}", "limits: {command_timeout_s: 60, disk: 20m}")
+    )
     path = tmp_path / "fills-logs.yaml"
     path.write_text(textwrap.dedent(CLI_LOGS))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
@@ -378,20 +410,25 @@ def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task
     with FakeLLM(responder=provider) as fake:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
         monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
-        rows = _run(load_task(tiny_task["spec"]), get_agent("exits-97", config_path=str(path)), tmp_path,
-                    infra_retries=0)
+        rows = _run(
+            load_task(tiny_task["spec"]), get_agent("exits-97", config_path=str(path)), tmp_path, infra_retries=0
+        )
         assert len(fake.requests) == 2
     _no_infra(rows)
     assert [(r.outcome, r.model_calls) for r in rows] == [("resolved", 2)]
 
 
 @pytest.mark.parametrize("framework", ["vitest", "jest"])
-@pytest.mark.parametrize("report", [
-    b'{"testResults": [{"name": "a.test.js", "assertionResults": 5}]}',
-    b'{"testResults": [{"name": "a.test.js", "assertionResults": [{"status": "passed", "ancestorTitles": 5}]}]}',
-    b'{"testResults": [], "numPendingTests": 1, "numTodoTests": "x"}',
-    b"[" * 100_000 + b"]" * 100_000,
-], ids=["results-a-number", "titles-a-number", "todo-a-string", "nested-too-deep"])
+@pytest.mark.parametrize(
+    "report",
+    [
+        b'{"testResults": [{"name": "a.test.js", "assertionResults": 5}]}',
+        b'{"testResults": [{"name": "a.test.js", "assertionResults": [{"status": "passed", "ancestorTitles": 5}]}]}',
+        b'{"testResults": [], "numPendingTests": 1, "numTodoTests": "x"}',
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
+    ids=["results-a-number", "titles-a-number", "todo-a-string", "nested-too-deep"],
+)
 def test_a_js_report_of_the_wrong_shape_is_unreadable_never_an_exception(framework, report):
     """The JSON report's path is fixed (/tmp/wholeloop-grade/reports/), and the code under test runs
     as root in the grading container: it can write any bytes there, as it can pytest's report-log

@@ -29,15 +29,25 @@ def test_built_in_entries_load_lazily_and_unknown_names_say_what_exists():
 
 def test_a_task_names_only_a_registered_parser(tmp_path):
     spec = tmp_path / "t.yaml"
-    spec.write_text("id: t\nrepo: r\nbase_commit: c\nproblem_statement: p\nFAIL_TO_PASS: [a]\n"
-                    "hidden_tests: {command: run, parser: nosuch}\n")
+    spec.write_text(
+        "id: t\nrepo: r\nbase_commit: c\nproblem_statement: p\nFAIL_TO_PASS: [a]\n"
+        "hidden_tests: {command: run, parser: nosuch}\n"
+    )
     with pytest.raises(TaskSpecError, match="unknown parser 'nosuch'; known: .*pytest"):
         load_task(spec)
 
 
 def test_default_protected_paths_come_from_the_tasks_parser():
-    task = Task.model_validate({"id": "t", "repo": "r", "base_commit": "c", "problem_statement": "p",
-                                "FAIL_TO_PASS": ["a"], "hidden_tests": {"command": "pytest"}})
+    task = Task.model_validate(
+        {
+            "id": "t",
+            "repo": "r",
+            "base_commit": "c",
+            "problem_statement": "p",
+            "FAIL_TO_PASS": ["a"],
+            "hidden_tests": {"command": "pytest"},
+        }
+    )
     assert task.protected() == list(get_parser("pytest").protected_paths)
     own = task.model_copy(update={"protected_paths": ["only/**"]})
     assert own.protected() == ["only/**"]
@@ -47,7 +57,8 @@ def test_a_teams_own_package_adds_a_parser_an_agent_kind_and_a_model_through_ent
     site = tmp_path / "site"
     pkg = site / "teamplug"
     pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(textwrap.dedent('''
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         from harness.parsers import PASSED, TestReport
 
         class LineParser:
@@ -82,11 +93,13 @@ def test_a_teams_own_package_adds_a_parser_an_agent_kind_and_a_model_through_ent
 
             def complete(self, messages, tools, settings=None):
                 raise NotImplementedError
-    '''))
+    """)
+    )
     dist = site / "teamplug-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: teamplug\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(textwrap.dedent("""
+    (dist / "entry_points.txt").write_text(
+        textwrap.dedent("""
         [wholeloop.parsers]
         lines = teamplug:LineParser
 
@@ -95,7 +108,8 @@ def test_a_teams_own_package_adds_a_parser_an_agent_kind_and_a_model_through_ent
 
         [wholeloop.models]
         team = teamplug:TeamModel
-    """))
+    """)
+    )
     config = tmp_path / "echo.yaml"
     config.write_text("kind: echo-kind\n")
     probe = textwrap.dedent(f"""
@@ -115,5 +129,10 @@ def test_a_teams_own_package_adds_a_parser_an_agent_kind_and_a_model_through_ent
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    assert got == {"statuses": {"a": "PASSED", "b": "PASSED"}, "protected": ["checks/**"], "agent": {"agent": "echo"},
-                   "spec": "mine", "model": "team/big-1"}
+    assert got == {
+        "statuses": {"a": "PASSED", "b": "PASSED"},
+        "protected": ["checks/**"],
+        "agent": {"agent": "echo"},
+        "spec": "mine",
+        "model": "team/big-1",
+    }

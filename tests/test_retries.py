@@ -30,8 +30,9 @@ def _priced(turn, cost: float, tokens_in: int, tokens_out: int):
 
 
 def _agent_container(tmp_path) -> str:
-    (found,) = client().containers.list(filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}",
-                                                         f"{LABEL_ROLE}=agent"]})
+    (found,) = client().containers.list(
+        filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}", f"{LABEL_ROLE}=agent"]}
+    )
     return found.id
 
 
@@ -48,15 +49,24 @@ def test_a_retried_unit_keeps_its_abandoned_try_on_record_and_its_spend_counts_o
         client().containers.get(_agent_container(tmp_path)).remove(force=True)
         return _priced(tool_turn("bash", {"command": "true"}), 0.02, 200, 20)
 
-    model = ScriptedModel([_priced(tool_turn("submit", {}), 0.01, 100, 10), remove_it,
-                           _priced(tool_turn("edit", FIX), 0.04, 400, 40), _priced(tool_turn("submit", {}), 0.08, 800, 80)])
+    model = ScriptedModel(
+        [
+            _priced(tool_turn("submit", {}), 0.01, 100, 10),
+            remove_it,
+            _priced(tool_turn("edit", FIX), 0.04, 400, 40),
+            _priced(tool_turn("submit", {}), 0.08, 800, 80),
+        ]
+    )
     folder = _folder(tmp_path)
     task = load_task(tiny_task["spec"])
     Runner([task], ToolAgent(model, load_agent_config()), RunOptions(out=folder, attempts=2, infra_retries=1)).run()
 
     rows = RunFolder(folder).rows()
     assert [(r.attempt, r.outcome, r.final, getattr(r, "retried", False)) for r in rows] == [
-        (1, "empty_patch", False, False), (2, "infra_error", False, True), (1, "resolved", True, False)]
+        (1, "empty_patch", False, False),
+        (2, "infra_error", False, True),
+        (1, "resolved", True, False),
+    ]
     abandoned = rows[1]
     assert abandoned.cost_usd == pytest.approx(0.02) and abandoned.usage.input_tokens == 200
     assert "ContainerGone" in abandoned.error and abandoned.phases.agent_s > 0
@@ -76,7 +86,9 @@ def test_a_retried_unit_keeps_its_abandoned_try_on_record_and_its_spend_counts_o
     lines = (folder / "results.jsonl").read_text().splitlines(keepends=True)
     (folder / "results.jsonl").write_text("".join(lines[:2]))
     assert RunFolder(folder).latest() == []  # an abandoned try never counts as the unit's trial
-    again = ScriptedModel([_priced(tool_turn("edit", FIX), 0.04, 400, 40), _priced(tool_turn("submit", {}), 0.08, 800, 80)])
+    again = ScriptedModel(
+        [_priced(tool_turn("edit", FIX), 0.04, 400, 40), _priced(tool_turn("submit", {}), 0.08, 800, 80)]
+    )
     Runner([task], ToolAgent(again, load_agent_config()), RunOptions(out=folder, attempts=2, infra_retries=1)).run()
     rows = RunFolder(folder).rows()
     assert sum(bool(getattr(r, "retried", False)) for r in rows) == 1
@@ -92,8 +104,11 @@ def _reports_say_it(folder, tmp_path):
 
     from harness.cli import main
 
-    done = CliRunner().invoke(main, ["report", str(folder), "--json", str(tmp_path / "f.json"), "--html",
-                                     str(tmp_path / "r.html")], env={"COLUMNS": "250"})
+    done = CliRunner().invoke(
+        main,
+        ["report", str(folder), "--json", str(tmp_path / "f.json"), "--html", str(tmp_path / "r.html")],
+        env={"COLUMNS": "250"},
+    )
     assert done.exit_code == 0, done.output
     said = " ".join(done.output.split())
     assert "$0.1500 in all over 1 attempt(s), of which $0.0300 (300 in / 30 out) on 1 retried try" in said, said
@@ -132,8 +147,12 @@ def test_an_infra_error_that_recurs_in_the_same_grading_step_says_so(tiny_task, 
 
     backend = _GradingRemoved()
     folder = _folder(tmp_path)
-    rows = Runner([load_task(tiny_task["spec"])], ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py"),
-                  RunOptions(out=folder, infra_retries=2), backend=backend).run()
+    rows = Runner(
+        [load_task(tiny_task["spec"])],
+        ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py"),
+        RunOptions(out=folder, infra_retries=2),
+        backend=backend,
+    ).run()
     assert backend.removed == 3
     (final,) = rows
     assert final.outcome == "infra_error" and final.final
@@ -141,8 +160,7 @@ def test_an_infra_error_that_recurs_in_the_same_grading_step_says_so(tiny_task, 
     assert "the same failure 3 times in grading step 'run the hidden tests'" in summary, final.error
     assert "probably not transient" in summary and "transcript.unfinished-1.jsonl" in summary
     abandoned = [r for r in RunFolder(folder).rows() if getattr(r, "retried", False)]
-    assert [(r.failed_in["phase"], r.failed_in["step"]) for r in abandoned] == \
-        [("grading", "run the hidden tests")] * 2
+    assert [(r.failed_in["phase"], r.failed_in["step"]) for r in abandoned] == [("grading", "run the hidden tests")] * 2
 
     from io import StringIO
 
@@ -151,6 +169,9 @@ def test_an_infra_error_that_recurs_in_the_same_grading_step_says_so(tiny_task, 
     from harness.report.terminal import print_figures
 
     out = StringIO()
-    print_figures(compute_figures([folder], recovery=False), RunFolder(folder).latest(),
-                  Console(file=out, width=200, color_system=None))
+    print_figures(
+        compute_figures([folder], recovery=False),
+        RunFolder(folder).latest(),
+        Console(file=out, width=200, color_system=None),
+    )
     assert "the same failure 3 times in grading step 'run the hidden tests'" in " ".join(out.getvalue().split())

@@ -60,15 +60,19 @@ def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_pa
     assert [(r.outcome, r.resolved) for r in noop] == [("empty_patch", False)]
     attempt = tmp_path / "gold" / gold[0].dir
     assert json.loads((attempt / "grade.json").read_text())["apply_method"] == "git apply"
-    assert "1 passed" in (attempt / "test_output.txt").read_text() or "2 passed" in (attempt / "test_output.txt").read_text()
+    assert (
+        "1 passed" in (attempt / "test_output.txt").read_text()
+        or "2 passed" in (attempt / "test_output.txt").read_text()
+    )
     manifest = json.loads((tmp_path / "gold" / "manifest.json").read_text())
     assert manifest["tasks"]["tiny-001"]["base_commit"] == tiny_task["base"]
     assert manifest["images"]["tiny-001"]["task"].startswith("wholeloop-task:")
     assert manifest["finished_at"] and manifest["docker_engine"]["api_version"]
     # the report needs no Docker: run it in a process whose Docker host points nowhere
     env = {"DOCKER_HOST": "unix:///nonexistent.sock", "PATH": "/usr/bin:/bin"}
-    shown = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(tmp_path / "gold")],
-                           capture_output=True, text=True, env=env)
+    shown = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "report", str(tmp_path / "gold")], capture_output=True, text=True, env=env
+    )
     assert shown.returncode == 0 and "100%" in shown.stdout, shown.stderr
     left = our_containers(tmp_path / "gold", tmp_path / "noop")
     assert not left, [(c.name, c.status, c.labels) for c in left]
@@ -81,9 +85,13 @@ def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_pa
 def test_the_future_is_invisible_inside_the_agent_container(tiny_task, tmp_path):
     fix = tiny_task["fix"]
     probes = ScriptAgent(
-        "git log --all --oneline", "git reflog", "git fsck --lost-found 2>&1; ls .git/lost-found 2>&1",
-        f"git cat-file -e {fix} && echo FOUND || echo absent", "git branch -a; git tag; git remote -v; git stash list",
-        "grep -r FIX-SECRET-MARKER .git || echo clean", "git count-objects -v",
+        "git log --all --oneline",
+        "git reflog",
+        "git fsck --lost-found 2>&1; ls .git/lost-found 2>&1",
+        f"git cat-file -e {fix} && echo FOUND || echo absent",
+        "git branch -a; git tag; git remote -v; git stash list",
+        "grep -r FIX-SECRET-MARKER .git || echo clean",
+        "git count-objects -v",
     )
     run_one(tiny_task["spec"], probes, tmp_path / "run")
     log, reflog, fsck, cat, refs, grep, _ = (r.stdout + r.stderr for r in probes.outputs)
@@ -97,7 +105,7 @@ def test_planted_conftest_and_edited_tests_do_not_help(tiny_task, tmp_path):
     cheat = ScriptAgent(
         # make every test pass by force, and delete/replace the hidden test target
         "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
-        "    out = yield\\n    out.get_result().outcome = \"passed\"\\n' > conftest.py",
+        '    out = yield\\n    out.get_result().outcome = "passed"\\n\' > conftest.py',
         "mkdir -p tests && printf 'def test_add():\\n    pass\\n' > tests/test_add.py",
         "printf 'def test_mul():\\n    pass\\n' > tests/test_mul.py",
     )
@@ -115,8 +123,11 @@ def test_breaking_a_passing_test_is_a_regression(tiny_task, tmp_path):
 
 def test_hidden_tests_that_never_end_time_out(tiny_task, tmp_path):
     spec = tiny_task["spec"]
-    text = spec.read_text().replace("command: python -m pytest -rA -p no:cacheprovider tests",
-                                    "command: sleep 600").replace("limits:", "timeouts: {tests_s: 2}\nlimits:")
+    text = (
+        spec.read_text()
+        .replace("command: python -m pytest -rA -p no:cacheprovider tests", "command: sleep 600")
+        .replace("limits:", "timeouts: {tests_s: 2}\nlimits:")
+    )
     spec.write_text(text)
     row = run_one(spec, ScriptAgent("echo '# touched' >> calc/__init__.py"), tmp_path / "run")
     assert row.outcome == "test_timeout"
@@ -124,20 +135,35 @@ def test_hidden_tests_that_never_end_time_out(tiny_task, tmp_path):
 
 def test_bad_inputs_get_an_outcome_and_the_run_goes_on(tiny_task, tmp_path):
     good = tiny_task["spec"].read_text()
-    (tiny_task["dir"] / "missing-repo.yaml").write_text(good.replace("id: tiny-001", "id: bad-repo").replace("repo: ../repo", "repo: ../nope"))
-    (tiny_task["dir"] / "bad-commit.yaml").write_text(good.replace("id: tiny-001", "id: bad-commit").replace(tiny_task["base"], "deadbeef" * 5))
+    (tiny_task["dir"] / "missing-repo.yaml").write_text(
+        good.replace("id: tiny-001", "id: bad-repo").replace("repo: ../repo", "repo: ../nope")
+    )
+    (tiny_task["dir"] / "bad-commit.yaml").write_text(
+        good.replace("id: tiny-001", "id: bad-commit").replace(tiny_task["base"], "deadbeef" * 5)
+    )
     (tiny_task["dir"] / "bad-gold.diff").write_text("--- a/nothing.py\n+++ b/nothing.py\n@@ -1 +1 @@\n-x\n+y\n")
-    (tiny_task["dir"] / "bad-patch.yaml").write_text(good.replace("id: tiny-001", "id: bad-patch").replace("gold_patch_file: gold.diff", "gold_patch_file: bad-gold.diff"))
+    (tiny_task["dir"] / "bad-patch.yaml").write_text(
+        good.replace("id: tiny-001", "id: bad-patch").replace(
+            "gold_patch_file: gold.diff", "gold_patch_file: bad-gold.diff"
+        )
+    )
     # the command line refuses before any container: both broken tasks are named (issue 12, preflight)
-    result = CliRunner().invoke(main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--out", str(tmp_path / "run"), "--workers", "2"])
+    result = CliRunner().invoke(
+        main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--out", str(tmp_path / "run"), "--workers", "2"]
+    )
     assert result.exit_code == 2, result.output
-    assert "missing-repo.yaml" in result.output and "bad-commit.yaml" in result.output and "Traceback" not in result.output
+    assert (
+        "missing-repo.yaml" in result.output and "bad-commit.yaml" in result.output and "Traceback" not in result.output
+    )
     assert not (tmp_path / "run" / "results.jsonl").exists()
     # the runner itself still gives every task an outcome and goes on (a library caller, a task that breaks mid-run)
     from harness.tasks import load_tasks
 
-    Runner(load_tasks([tiny_task["dir"]]), __import__("harness.agents", fromlist=["get_agent"]).get_agent("gold"),
-           RunOptions(out=tmp_path / "run", workers=2)).run()
+    Runner(
+        load_tasks([tiny_task["dir"]]),
+        __import__("harness.agents", fromlist=["get_agent"]).get_agent("gold"),
+        RunOptions(out=tmp_path / "run", workers=2),
+    ).run()
     rows = {r.task_id: r for r in read_results(tmp_path / "run" / "results.jsonl")}
     assert rows["tiny-001"].outcome == "resolved"
     assert rows["bad-repo"].outcome == "infra_error" and "repository not found" in rows["bad-repo"].error
@@ -163,7 +189,10 @@ def test_an_agent_patch_that_does_not_apply_is_its_own_outcome(tiny_task, tmp_pa
     result, _, _ = grade(task, bogus, prepared.image, base=prepared.base_commit, limits=__import__("sandbox").Limits())
     assert result.outcome.value == "patch_apply_failed"
     # a hidden test patch that does not apply to the base is the task's error, whatever the patch
-    broken = task.model_copy(update={"hidden_tests": task.hidden_tests.model_copy(update={"patch": bogus, "patch_file": None})})
-    result, _, report = grade(broken, task.gold(), prepared.image, base=prepared.base_commit,
-                              limits=__import__("sandbox").Limits())
+    broken = task.model_copy(
+        update={"hidden_tests": task.hidden_tests.model_copy(update={"patch": bogus, "patch_file": None})}
+    )
+    result, _, report = grade(
+        broken, task.gold(), prepared.image, base=prepared.base_commit, limits=__import__("sandbox").Limits()
+    )
     assert result.outcome.value == "task_error" and report is None and "hidden test patch" in result.note

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def sb():
-    with DockerSandbox.start(DEFAULT_BASE, limits=Limits(output_bytes=4096, command_timeout_s=30), workdir="/tmp") as box:
+    with DockerSandbox.start(
+        DEFAULT_BASE, limits=Limits(output_bytes=4096, command_timeout_s=30), workdir="/tmp"
+    ) as box:
         yield box
 
 
@@ -76,8 +78,10 @@ def test_the_patch_is_taken_from_outside_a_stopped_container_whatever_its_git():
     deleted and the container stopped, the patch still has the new, changed, deleted and binary
     files, read through the engine, and the container starts again with its files."""
     with DockerSandbox.start(DEFAULT_BASE, workdir="/etc/apt") as box:
-        box.exec("printf 'new\\n' > new.txt && rm apt.conf.d/70debconf && echo '# x' >> sources.list && "
-                 "printf 'odd\\n' > \"apt.conf.d/caf$(printf '\\351')\" && cp /bin/false /usr/bin/git")
+        box.exec(
+            "printf 'new\\n' > new.txt && rm apt.conf.d/70debconf && echo '# x' >> sources.list && "
+            "printf 'odd\\n' > \"apt.conf.d/caf$(printf '\\351')\" && cp /bin/false /usr/bin/git"
+        )
         box.write_file("/etc/apt/blob.bin", bytes(range(256)))
         box.stop()
         assert [c.path for c in box.changes() if c.path == "new.txt"] == ["new.txt"]
@@ -93,8 +97,15 @@ def test_the_patch_is_taken_from_outside_a_stopped_container_whatever_its_git():
 def test_prune_removes_only_containers_of_dead_owners():
     alive = DockerSandbox.start(DEFAULT_BASE, workdir="/")
     orphan = client().containers.run(
-        DEFAULT_BASE, ["sleep", "infinity"], detach=True, init=True,
-        labels={"wholeloop": "1", "wholeloop.role": "agent", "wholeloop.owner": "%s:999999999" % __import__("socket").gethostname()},
+        DEFAULT_BASE,
+        ["sleep", "infinity"],
+        detach=True,
+        init=True,
+        labels={
+            "wholeloop": "1",
+            "wholeloop.role": "agent",
+            "wholeloop.owner": "%s:999999999" % __import__("socket").gethostname(),
+        },
     )
     try:
         report = prune_containers()

@@ -22,8 +22,15 @@ from harness.report.evidence import write_evidence
 from harness.report.figures import compute_figures
 from harness.report.recovery import across_attempts, bash_modifies_files, config_recovery
 from harness.report.scoring import Scoring, load_scoring
-from harness.report.stats import (BootstrapSettings, bootstrap_mean, config_stats, load_configs, pass_at_k,
-                                  pass_hat_k, wilson)
+from harness.report.stats import (
+    BootstrapSettings,
+    bootstrap_mean,
+    config_stats,
+    load_configs,
+    pass_at_k,
+    pass_hat_k,
+    wilson,
+)
 from harness import transcript as tr
 from harness.transcript import AttemptStart, Stop, ToolCallEvent, ToolResultEvent, TranscriptWriter
 
@@ -33,10 +40,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_row(task, config="A", repeat=0, outcome="resolved", attempt=1, final=True, cost=0.1, seconds=10.0, **kw):
-    return ResultRow(run_id="fake", task_id=task, task_hash="h", config=config, agent="fake", model="m/1",
-                     repeat=repeat, attempt=attempt, final=final, outcome=outcome, resolved=outcome == "resolved",
-                     cost_usd=cost, phases=PhaseTimes(total_s=seconds), stop_reason=kw.pop("stop_reason", "submitted"),
-                     **kw)
+    return ResultRow(
+        run_id="fake",
+        task_id=task,
+        task_hash="h",
+        config=config,
+        agent="fake",
+        model="m/1",
+        repeat=repeat,
+        attempt=attempt,
+        final=final,
+        outcome=outcome,
+        resolved=outcome == "resolved",
+        cost_usd=cost,
+        phases=PhaseTimes(total_s=seconds),
+        stop_reason=kw.pop("stop_reason", "submitted"),
+        **kw,
+    )
 
 
 def make_run(path: Path, rows: list[ResultRow], manifest: dict | None = None) -> Path:
@@ -48,19 +68,35 @@ def make_run(path: Path, rows: list[ResultRow], manifest: dict | None = None) ->
         r.dir = str((folder / f"attempt-{r.attempt}").relative_to(path))
         r.patch_path = r.dir + "/patch.diff"
         results.append(r)
-    write_json(path / "manifest.json", manifest or {
-        "run_id": path.name, "command": ["wholeloop", "run", "tasks"], "wholeloop": {"version": "0.1.0", "git_commit": "abc123"},
-        "agent": {"agent": "fake", "model": "m/1", "base_url": "http://llm.local",
-                  "config": {"settings": {"temperature": 0.2}, "prompt_sha256": "p", "tool_schema_sha256": "t"}},
-        "options": {"repeats": 1}, "tasks": {}, "started_at": "2026-01-01T00:00:00+00:00",
-        "finished_at": "2026-01-01T01:00:00+00:00"})
+    write_json(
+        path / "manifest.json",
+        manifest
+        or {
+            "run_id": path.name,
+            "command": ["wholeloop", "run", "tasks"],
+            "wholeloop": {"version": "0.1.0", "git_commit": "abc123"},
+            "agent": {
+                "agent": "fake",
+                "model": "m/1",
+                "base_url": "http://llm.local",
+                "config": {"settings": {"temperature": 0.2}, "prompt_sha256": "p", "tool_schema_sha256": "t"},
+            },
+            "options": {"repeats": 1},
+            "tasks": {},
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "finished_at": "2026-01-01T01:00:00+00:00",
+        },
+    )
     return path
 
 
 def rates_run(path: Path, config: str, successes: dict[str, int], repeats: int, **kw) -> Path:
     """A run where task t resolves in its first successes[t] repeats of `repeats`."""
-    rows = [make_row(t, config, r, "resolved" if r < c else "unresolved", **kw)
-            for t, c in successes.items() for r in range(repeats)]
+    rows = [
+        make_row(t, config, r, "resolved" if r < c else "unresolved", **kw)
+        for t, c in successes.items()
+        for r in range(repeats)
+    ]
     return make_run(path, rows)
 
 
@@ -106,7 +142,12 @@ def test_config_stats_on_a_run_with_repeats(tmp_path):
     assert (stats.scored, stats.resolved, stats.infra_errors, stats.repeats) == (12, 6, 1, 3)
     lo, hi = wilson_closed_form(6, 12)
     assert (stats.resolve_rate.low, stats.resolve_rate.high) == (pytest.approx(lo), pytest.approx(hi))
-    assert [t.rate for t in stats.per_task if t.task_id != "t5"] == [1.0, pytest.approx(2 / 3), 0.0, pytest.approx(1 / 3)]
+    assert [t.rate for t in stats.per_task if t.task_id != "t5"] == [
+        1.0,
+        pytest.approx(2 / 3),
+        0.0,
+        pytest.approx(1 / 3),
+    ]
     for item in stats.pass_at_k:  # averaged over the four scored tasks, independently enumerated
         want = sum(brute_pass(3, c, item.k, every=False) for c in successes.values()) / 4
         assert item.value == pytest.approx(want)
@@ -214,9 +255,13 @@ def test_scoring_file_costs_and_expected_cost(tmp_path):
     scoring_file.write_text("regression: 3\nempty_patch: 1\nresolved: 0\ndefault: 2\n")
     scoring = load_scoring(scoring_file)
     assert scoring.cost("regression", False) == 3 and scoring.cost("unresolved", False) == 2
-    rows = [make_row("t1", repeat=0, outcome="regression"), make_row("t1", repeat=1, outcome="resolved"),
-            make_row("t2", outcome="empty_patch"), make_row("t3", outcome="unresolved"),
-            make_row("t4", outcome="infra_error")]
+    rows = [
+        make_row("t1", repeat=0, outcome="regression"),
+        make_row("t1", repeat=1, outcome="resolved"),
+        make_row("t2", outcome="empty_patch"),
+        make_row("t3", outcome="unresolved"),
+        make_row("t4", outcome="infra_error"),
+    ]
     run = make_run(tmp_path / "run", rows)
     figures = compute_figures([run], scoring_file)
     (score,) = figures.scoring.configs
@@ -236,12 +281,24 @@ def test_scoring_file_costs_and_expected_cost(tmp_path):
 
 
 def test_failure_counts_and_hardest_failures(tmp_path, monkeypatch):
-    a = make_run(tmp_path / "a", [
-        make_row("easy", "A"), make_row("hard", "A", 0, "regression"), make_row("hard", "A", 1, "unresolved",
-                                                                               stop_reason="step_limit"),
-        make_row("flaky", "A", 0, "unresolved"), make_row("broken", "A", 0, "infra_error")])
-    b = make_run(tmp_path / "b", [make_row("easy", "B", outcome="unresolved"), make_row("hard", "B", 0, "empty_patch"),
-                                  make_row("flaky", "B", 0, "resolved")])
+    a = make_run(
+        tmp_path / "a",
+        [
+            make_row("easy", "A"),
+            make_row("hard", "A", 0, "regression"),
+            make_row("hard", "A", 1, "unresolved", stop_reason="step_limit"),
+            make_row("flaky", "A", 0, "unresolved"),
+            make_row("broken", "A", 0, "infra_error"),
+        ],
+    )
+    b = make_run(
+        tmp_path / "b",
+        [
+            make_row("easy", "B", outcome="unresolved"),
+            make_row("hard", "B", 0, "empty_patch"),
+            make_row("flaky", "B", 0, "resolved"),
+        ],
+    )
     figures = compute_figures([a, b])
     fa = figures.failures.configs[0]
     assert fa.outcomes == {"resolved": 1, "regression": 1, "unresolved": 2, "infra_error": 1}
@@ -249,8 +306,10 @@ def test_failure_counts_and_hardest_failures(tmp_path, monkeypatch):
     (hard,) = figures.failures.hardest
     assert hard.task_id == "hard" and hard.configs == ["A", "B"] and hard.trials == 3
     assert {t.transcript_path for t in hard.transcripts} == {
-        "attempts/hard/A/rep-0/transcript.jsonl", "attempts/hard/A/rep-1/transcript.jsonl",
-        "attempts/hard/B/rep-0/transcript.jsonl"}
+        "attempts/hard/A/rep-0/transcript.jsonl",
+        "attempts/hard/A/rep-1/transcript.jsonl",
+        "attempts/hard/B/rep-0/transcript.jsonl",
+    }
     assert all(t.show_command.startswith(f"wholeloop show {t.run_dir} hard") for t in hard.transcripts)
     evidence = tmp_path / "evidence"
     lines = write_evidence(figures, [a, b], evidence)  # the HTML renderer is part of the package: always written
@@ -281,37 +340,51 @@ def write_attempt(w: TranscriptWriter, attempt: int, script: list[tuple]) -> Non
             w.write(ToolResultEvent(step=step, call_id=f"c{step}", name="bash", output="", exit_code=code))
         elif kind == "edit":
             _, command, is_error = item
-            w.write(ToolCallEvent(step=step, call_id=f"c{step}", name="edit", arguments={"command": command, "path": "x.py"}))
+            w.write(
+                ToolCallEvent(
+                    step=step, call_id=f"c{step}", name="edit", arguments={"command": command, "path": "x.py"}
+                )
+            )
             w.write(ToolResultEvent(step=step, call_id=f"c{step}", name="edit", output="", is_error=is_error))
         elif kind == "tests":
             green = item[1]
             w.write(ToolCallEvent(step=step, call_id=f"c{step}", name="run_tests", arguments={}))
-            w.write(ToolResultEvent(step=step, call_id=f"c{step}", name="run_tests", output="", exit_code=0 if green else 1))
+            w.write(
+                ToolResultEvent(step=step, call_id=f"c{step}", name="run_tests", output="", exit_code=0 if green else 1)
+            )
             w.write(tr.TestRun(step=step, command="pytest", exit_code=0 if green else 1, green=green))
     w.write(Stop(reason="submitted"))
 
 
 def test_recovery_inside_and_across_attempts(tmp_path):
     run = tmp_path / "run"
-    rows = [make_row("t1", "A", 0, "unresolved", attempt=1, final=False), make_row("t1", "A", 0, "resolved", attempt=2),
-            make_row("t2", "A", 0, "resolved", attempt=1),
-            make_row("t3", "A", 0, "unresolved", attempt=1, final=False), make_row("t3", "A", 0, "regression", attempt=2)]
+    rows = [
+        make_row("t1", "A", 0, "unresolved", attempt=1, final=False),
+        make_row("t1", "A", 0, "resolved", attempt=2),
+        make_row("t2", "A", 0, "resolved", attempt=1),
+        make_row("t3", "A", 0, "unresolved", attempt=1, final=False),
+        make_row("t3", "A", 0, "regression", attempt=2),
+    ]
     make_run(run, rows)
     with TranscriptWriter(run / "attempts/t1/A/rep-0/transcript.jsonl", secrets=[], fsync=False) as w:
-        write_attempt(w, 1, [
-            ("bash", "cat nope.py", 1),              # 1 tool error ...
-            ("bash", "ls", 0),                        # ... recovered by the next bash
-            ("tests", False),                         # red
-            ("edit", "view", False),                  # not an edit
-            ("edit", "str_replace", False),           # edit after red
-            ("bash", "sed -i 's/a/b/' x.py", 0),      # edit after red (heuristic)
-            ("tests", False),                         # red again
-            ("edit", "insert", True),                 # a failed edit changes nothing: a tool error ...
-            ("bash", "echo hi > /tmp/scratch", 0),    # scratch file: not an edit
-            ("tests", True),                          # green at step 10
-            ("edit", "create", False),                # ... recovered by the next edit; after green: not "after red"
-            ("edit", "str_replace", True),            # an error never retried: unrecovered
-        ])
+        write_attempt(
+            w,
+            1,
+            [
+                ("bash", "cat nope.py", 1),  # 1 tool error ...
+                ("bash", "ls", 0),  # ... recovered by the next bash
+                ("tests", False),  # red
+                ("edit", "view", False),  # not an edit
+                ("edit", "str_replace", False),  # edit after red
+                ("bash", "sed -i 's/a/b/' x.py", 0),  # edit after red (heuristic)
+                ("tests", False),  # red again
+                ("edit", "insert", True),  # a failed edit changes nothing: a tool error ...
+                ("bash", "echo hi > /tmp/scratch", 0),  # scratch file: not an edit
+                ("tests", True),  # green at step 10
+                ("edit", "create", False),  # ... recovered by the next edit; after green: not "after red"
+                ("edit", "str_replace", True),  # an error never retried: unrecovered
+            ],
+        )
         write_attempt(w, 2, [("tests", True)])
     rec = config_recovery(load_configs([run])[0])
     first = next(a for a in rec.attempts if a.task_id == "t1" and a.attempt == 1)
@@ -342,11 +415,21 @@ def test_across_attempts_with_one_attempt_reports_no_recovery_rate():
     assert across.failed_first == 1 and across.recovery_rate is None and across.pass_at_attempt_1 == 0.5
 
 
-@pytest.mark.parametrize("command,edits", [
-    ("sed -i 's/x/y/' a.py", True), ("sed -n 1,5p a.py", False), ("echo x > a.py", True), ("cat >> b.py <<EOF", True),
-    ("python t.py > /dev/null 2>&1", False), ("ls 2>&1 | head", False), ("echo x | tee a.py", True),
-    ("printf 'a' > /tmp/s.ini", False), ("grep -rn foo .", False), ("[ 1 -gt 0 ]", False),
-])
+@pytest.mark.parametrize(
+    "command,edits",
+    [
+        ("sed -i 's/x/y/' a.py", True),
+        ("sed -n 1,5p a.py", False),
+        ("echo x > a.py", True),
+        ("cat >> b.py <<EOF", True),
+        ("python t.py > /dev/null 2>&1", False),
+        ("ls 2>&1 | head", False),
+        ("echo x | tee a.py", True),
+        ("printf 'a' > /tmp/s.ini", False),
+        ("grep -rn foo .", False),
+        ("[ 1 -gt 0 ]", False),
+    ],
+)
 def test_bash_edit_heuristic(command, edits):
     assert bash_modifies_files(command) is edits
 
@@ -360,7 +443,9 @@ def test_figures_json_round_trip_and_recipe(tmp_path):
     data = json.loads(json.dumps(figures.model_dump(mode="json")))
     assert data["schema_version"] == 1 and data["bootstrap"]["seed"] == BootstrapSettings().seed
     recipe = data["runs"][0]["recipe"]
-    assert recipe["git_commit"] == "abc123" and recipe["models"] == ["m/1"] and recipe["base_urls"] == ["http://llm.local"]
+    assert (
+        recipe["git_commit"] == "abc123" and recipe["models"] == ["m/1"] and recipe["base_urls"] == ["http://llm.local"]
+    )
     assert recipe["sampling"] == {"temperature": 0.2} and recipe["agent_config_sha256"]
     assert len(data["cells"]) == 4 and data["cells"][0]["transcript_path"].endswith("transcript.jsonl")
     out = CliRunner().invoke(main, ["report", str(run), "--json", str(tmp_path / "f.json")], terminal_width=200)
@@ -407,9 +492,16 @@ def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit(no_memo
         settings = BootstrapSettings(n_resamples=[9999, 499, 1000][trial % 3])
         with warnings.catch_warnings(), np.errstate(invalid="ignore"):
             warnings.simplefilter("ignore")
-            ref = bootstrap((num, den), statistic, paired=True, vectorized=True, n_resamples=settings.n_resamples,
-                            confidence_level=settings.confidence_level, method="percentile",
-                            rng=np.random.default_rng(settings.seed)).confidence_interval
+            ref = bootstrap(
+                (num, den),
+                statistic,
+                paired=True,
+                vectorized=True,
+                n_resamples=settings.n_resamples,
+                confidence_level=settings.confidence_level,
+                method="percentile",
+                rng=np.random.default_rng(settings.seed),
+            ).confidence_interval
         from harness.report.stats import bootstrap_ratio
 
         ours = bootstrap_ratio(list(num), list(den), settings=settings)
@@ -424,8 +516,15 @@ def test_the_numpy_bootstrap_and_closed_forms_are_scipys_to_the_last_bit(no_memo
 
 
 def test_the_infra_error_share_stands_next_to_the_rate_and_strict_counts_infra_errors_as_failures(tmp_path):
-    run = make_run(tmp_path / "run", [make_row("t1"), make_row("t2", outcome="unresolved"),
-                                      make_row("t3", outcome="environment_broken"), make_row("t4", outcome="infra_error")])
+    run = make_run(
+        tmp_path / "run",
+        [
+            make_row("t1"),
+            make_row("t2", outcome="unresolved"),
+            make_row("t3", outcome="environment_broken"),
+            make_row("t4", outcome="infra_error"),
+        ],
+    )
     loose = compute_figures([run]).configs[0]
     assert (loose.scored, loose.resolved, loose.infra_errors, loose.infra_share) == (3, 1, 1, 0.25)
     assert loose.resolve_rate.value == pytest.approx(1 / 3)  # environment_broken is a counted failure
@@ -434,13 +533,23 @@ def test_the_infra_error_share_stands_next_to_the_rate_and_strict_counts_infra_e
     shown = CliRunner().invoke(main, ["report", str(run), "--strict"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
     assert "1 (25%)" in shown.output and "--strict: infra errors counted as failures" in shown.output
-    assert "infra and task errors left out" in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output
+    assert (
+        "infra and task errors left out"
+        in CliRunner().invoke(main, ["report", str(run)], env={"COLUMNS": "200"}).output
+    )
 
 
 def test_compare_flags_configurations_whose_infra_error_shares_differ(tmp_path):
     a = make_run(tmp_path / "a", [make_row(f"t{i}", "A") for i in range(4)])
-    b = make_run(tmp_path / "b", [make_row("t0", "B"), make_row("t1", "B"), make_row("t2", "B", outcome="infra_error"),
-                                  make_row("t3", "B", outcome="infra_error")])
+    b = make_run(
+        tmp_path / "b",
+        [
+            make_row("t0", "B"),
+            make_row("t1", "B"),
+            make_row("t2", "B", outcome="infra_error"),
+            make_row("t3", "B", outcome="infra_error"),
+        ],
+    )
     (cmp,) = compute_figures([a, b]).comparisons
     assert "A 0%, B 50%" in cmp.infra_shares
     (same,) = compute_figures([a, make_run(tmp_path / "c", [make_row(f"t{i}", "C") for i in range(4)])]).comparisons
@@ -471,13 +580,15 @@ def test_an_interval_computed_once_is_read_back_the_same_without_numpy(tmp_path)
     finally:
         memo.use(memo.default_path())
     assert kept.exists() and first.low is not None
-    probe = ("import json, sys\nfrom pathlib import Path\nfrom harness.report import memo\n"
-             "from harness.report.stats import BootstrapSettings, bootstrap_ratio\n"
-             "memo.use(Path(sys.argv[1]))\n"
-             "same = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1])\n"
-             "print(json.dumps([same.model_dump(), 'numpy' in sys.modules]))\n"
-             "other = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1], settings=BootstrapSettings(n_resamples=999))\n"
-             "print(json.dumps([other.model_dump(), 'numpy' in sys.modules]))\n")
+    probe = (
+        "import json, sys\nfrom pathlib import Path\nfrom harness.report import memo\n"
+        "from harness.report.stats import BootstrapSettings, bootstrap_ratio\n"
+        "memo.use(Path(sys.argv[1]))\n"
+        "same = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1])\n"
+        "print(json.dumps([same.model_dump(), 'numpy' in sys.modules]))\n"
+        "other = bootstrap_ratio([0.5, 1.25, 0.0, 2.0], [1, 1, 0, 1], settings=BootstrapSettings(n_resamples=999))\n"
+        "print(json.dumps([other.model_dump(), 'numpy' in sys.modules]))\n"
+    )
     done = subprocess.run([sys.executable, "-c", probe, str(kept)], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     (same, numpy_then), (other, numpy_after) = [json.loads(line) for line in done.stdout.splitlines()]

@@ -96,7 +96,8 @@ def write_jsonl(path: Path, items: list) -> Path:
 def specs(tmp_path: Path) -> Path:
     (tmp_path / "repos" / "calc").mkdir(parents=True)
     path = tmp_path / "specs.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         calc/calc:
           "*":
             repo_path: repos/calc
@@ -106,7 +107,8 @@ def specs(tmp_path: Path) -> Path:
           "2.0":
             install: ["pip install -e ."]
             env: {CALC_MODE: strict}
-        """))
+        """)
+    )
     return path
 
 
@@ -114,10 +116,13 @@ def specs(tmp_path: Path) -> Path:
 
 
 def test_import_writes_specs_that_load_back_with_patches_and_provenance(tmp_path, specs):
-    jsonl = write_jsonl(tmp_path / "in.jsonl", [
-        instance(),  # test lists JSON-encoded, as on the Hugging Face hub
-        instance("calc__calc-2", version="2.0", FAIL_TO_PASS=["tests/test_add.py::test_add"], PASS_TO_PASS=[]),
-    ])
+    jsonl = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            instance(),  # test lists JSON-encoded, as on the Hugging Face hub
+            instance("calc__calc-2", version="2.0", FAIL_TO_PASS=["tests/test_add.py::test_add"], PASS_TO_PASS=[]),
+        ],
+    )
     written = import_swebench(jsonl, tmp_path / "out", specs_file=specs)
     assert written == [tmp_path / "out" / "calc__calc-1" / "task.yaml", tmp_path / "out" / "calc__calc-2" / "task.yaml"]
     assert written.skipped == []
@@ -139,8 +144,12 @@ def test_import_writes_specs_that_load_back_with_patches_and_provenance(tmp_path
     assert one.repo == "../../repos/calc" and one.repo_source() == str((tmp_path / "repos" / "calc").resolve())
     assert one.environment.setup == ["pip install pytest==8.3.5"] and one.environment.install == []
     assert one.metadata == {
-        "source": "swebench", "instance_id": "calc__calc-1", "repo": "calc/calc", "version": "1.0",
-        "created_at": "2023-05-01T12:00:00Z", "environment_setup_commit": "fedcba9876543210fedcba9876543210fedcba98",
+        "source": "swebench",
+        "instance_id": "calc__calc-1",
+        "repo": "calc/calc",
+        "version": "1.0",
+        "created_at": "2023-05-01T12:00:00Z",
+        "environment_setup_commit": "fedcba9876543210fedcba9876543210fedcba98",
     }
     # a version's own entry overrides the '*' defaults key by key
     assert two.pass_to_pass == [] and two.environment.install == ["pip install -e ."]
@@ -156,15 +165,22 @@ def test_import_refuses_an_instance_with_a_secret_and_redact_replaces_it(tmp_pat
     from harness.cli import main
 
     key = "AKIA" + "QYLPMN5HZTRWXJ4B"  # an AWS access key id's shape (split: this file holds no key)
-    jsonl = write_jsonl(tmp_path / "in.jsonl", [
-        instance(problem_statement=f"add() subtracts.\n\nOur CI used {key} to reproduce it."), instance("calc__calc-2")])
-    refused = CliRunner().invoke(main, ["tasks", "import-swebench", str(jsonl), "--out", str(tmp_path / "a"),
-                                        "--specs", str(specs)])
+    jsonl = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            instance(problem_statement=f"add() subtracts.\n\nOur CI used {key} to reproduce it."),
+            instance("calc__calc-2"),
+        ],
+    )
+    refused = CliRunner().invoke(
+        main, ["tasks", "import-swebench", str(jsonl), "--out", str(tmp_path / "a"), "--specs", str(specs)]
+    )
     assert refused.exit_code == 1, refused.output  # an instance skipped: a negative verdict
     assert "calc__calc-1" in refused.output and "secret found" in refused.output and key not in refused.output
     assert not (tmp_path / "a" / "calc__calc-1").exists() and (tmp_path / "a" / "calc__calc-2" / "task.yaml").exists()
-    done = CliRunner().invoke(main, ["tasks", "import-swebench", str(jsonl), "--out", str(tmp_path / "b"),
-                                     "--specs", str(specs), "--redact"])
+    done = CliRunner().invoke(
+        main, ["tasks", "import-swebench", str(jsonl), "--out", str(tmp_path / "b"), "--specs", str(specs), "--redact"]
+    )
     assert done.exit_code == 0, done.output
     task = load_task(tmp_path / "b" / "calc__calc-1" / "task.yaml")
     assert key not in task.problem_statement and "<redacted:" in task.problem_statement
@@ -175,22 +191,29 @@ def test_import_refuses_an_instance_with_a_secret_and_redact_replaces_it(tmp_pat
 def test_bad_instances_are_skipped_with_line_and_field_and_the_rest_import(tmp_path, specs):
     no_patch = instance("calc__calc-4")
     del no_patch["patch"]
-    jsonl = write_jsonl(tmp_path / "in.jsonl", [
-        instance("calc__calc-1"),
-        '{"instance_id": "broken", ',  # line 2: not JSON
-        instance("calc__calc-3", FAIL_TO_PASS="[tests/test_add.py::test_add"),  # line 3: bad JSON list
-        no_patch,  # line 4
-        "",  # blank lines are fine
-        instance("calc__calc-6", PASS_TO_PASS=json.dumps({"a": 1})),  # line 6: not a list
-        instance("calc__calc-7", FAIL_TO_PASS="[]"),  # line 7: nothing to fail
-        instance("calc__calc-1"),  # line 8: duplicate
-        instance("other", repo="someone/else"),  # line 9: not in the specs file
-        instance("calc__calc-10", base_commit=""),  # line 10
-        "[1, 2]",  # line 11
-        instance("calc__calc-12", FAIL_TO_PASS=["ok", 3]),  # line 12
-        instance("calc__calc-13", test_patch="diff --git a/x.json b/x.json\n--- a/x.json\n+++ b/x.json\n",
-                 FAIL_TO_PASS=["test_add (calc.tests.AddTests)"], PASS_TO_PASS=[]),  # no file in the ids either
-    ])
+    jsonl = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            instance("calc__calc-1"),
+            '{"instance_id": "broken", ',  # line 2: not JSON
+            instance("calc__calc-3", FAIL_TO_PASS="[tests/test_add.py::test_add"),  # line 3: bad JSON list
+            no_patch,  # line 4
+            "",  # blank lines are fine
+            instance("calc__calc-6", PASS_TO_PASS=json.dumps({"a": 1})),  # line 6: not a list
+            instance("calc__calc-7", FAIL_TO_PASS="[]"),  # line 7: nothing to fail
+            instance("calc__calc-1"),  # line 8: duplicate
+            instance("other", repo="someone/else"),  # line 9: not in the specs file
+            instance("calc__calc-10", base_commit=""),  # line 10
+            "[1, 2]",  # line 11
+            instance("calc__calc-12", FAIL_TO_PASS=["ok", 3]),  # line 12
+            instance(
+                "calc__calc-13",
+                test_patch="diff --git a/x.json b/x.json\n--- a/x.json\n+++ b/x.json\n",
+                FAIL_TO_PASS=["test_add (calc.tests.AddTests)"],
+                PASS_TO_PASS=[],
+            ),  # no file in the ids either
+        ],
+    )
     written = import_swebench(jsonl, tmp_path / "out", specs_file=specs)
     assert [p.parent.name for p in written] == ["calc__calc-1"]
     skipped = written.skipped
@@ -225,16 +248,26 @@ def test_an_import_with_nothing_valid_is_an_error_listing_why(tmp_path):
 def test_without_specs_instance_fields_and_defaults_apply(tmp_path):
     (tmp_path / "data" / "calc-repo").mkdir(parents=True)
     jsonl = tmp_path / "data" / "in.json"  # a JSON array, as some exports write
-    jsonl.write_text(json.dumps([
-        instance("calc__calc-1"),
-        instance("calc__calc-2", repo_path="calc-repo", install_command="pip install -e .",
-                 test_command="python -m pytest -rA tests"),
-        instance("psf/requests#12", version=2.1),  # not a valid task id; numeric version
-    ]))
+    jsonl.write_text(
+        json.dumps(
+            [
+                instance("calc__calc-1"),
+                instance(
+                    "calc__calc-2",
+                    repo_path="calc-repo",
+                    install_command="pip install -e .",
+                    test_command="python -m pytest -rA tests",
+                ),
+                instance("psf/requests#12", version=2.1),  # not a valid task id; numeric version
+            ]
+        )
+    )
     written = import_swebench(jsonl, tmp_path / "out")
     one, two, three = (load_task(p) for p in written)
     assert one.repo == "https://github.com/calc/calc.git"
-    assert one.hidden_tests.command == "python -m pytest -rA tests/test_add.py 'tests/unit/test it.py' tests/test_mul.py"
+    assert (
+        one.hidden_tests.command == "python -m pytest -rA tests/test_add.py 'tests/unit/test it.py' tests/test_mul.py"
+    )
     assert one.test_command is None and one.environment.install == []
     assert two.repo_source() == str((tmp_path / "data" / "calc-repo").resolve())
     assert two.environment.install == ["pip install -e ."]
@@ -253,8 +286,19 @@ def test_specs_file_errors_name_the_entry_and_json_specs_work(tmp_path):
     assert "calc/calc > 1.0 > test_files_command: must contain {files}" in text
     assert "calc/calc > 2.0: settings must be a mapping" in text
     good = tmp_path / "specs.json"
-    good.write_text(json.dumps({"calc/calc": {"1.0": {"repo_url": "https://example.invalid/calc.git",
-                                                       "test_command": "make test", "image": "python:3.11"}}}))
+    good.write_text(
+        json.dumps(
+            {
+                "calc/calc": {
+                    "1.0": {
+                        "repo_url": "https://example.invalid/calc.git",
+                        "test_command": "make test",
+                        "image": "python:3.11",
+                    }
+                }
+            }
+        )
+    )
     jsonl = write_jsonl(tmp_path / "in.jsonl", [instance()])
     (task_path,) = import_swebench(jsonl, tmp_path / "out", specs_file=good)
     task = load_task(task_path)
@@ -290,9 +334,19 @@ def fake_run(run_dir: Path, rows: list[dict], patches: dict[str, str], torn: str
 
 
 def row(task_id, attempt=1, repeat=0, **extra):
-    return {"task_id": task_id, "agent": "loop", "model": "m-1", "config": "loop/m-1", "attempt": attempt,
-            "repeat": repeat, "patch_path": f"a/{task_id}/r{repeat}/{attempt}.diff", "outcome": "resolved",
-            "resolved": True, "something_new": {"x": 1}, **extra}
+    return {
+        "task_id": task_id,
+        "agent": "loop",
+        "model": "m-1",
+        "config": "loop/m-1",
+        "attempt": attempt,
+        "repeat": repeat,
+        "patch_path": f"a/{task_id}/r{repeat}/{attempt}.diff",
+        "outcome": "resolved",
+        "resolved": True,
+        "something_new": {"x": 1},
+        **extra,
+    }
 
 
 def test_export_uses_the_final_attempt_and_maps_back_to_instance_ids(tmp_path):
@@ -305,8 +359,10 @@ def test_export_uses_the_final_attempt_and_maps_back_to_instance_ids(tmp_path):
         row("calc__calc-8", 1, metadata={"instance_id": "calc/calc-8"}),
     ]
     patches = {
-        "a/psf-requests-12/r0/1.diff": "first\n", "a/psf-requests-12/r0/2.diff": "second\r\n",
-        "a/calc__calc-1/r0/1.diff": GOLD, "a/calc__calc-1/r1/1.diff": "repeat one\n",
+        "a/psf-requests-12/r0/1.diff": "first\n",
+        "a/psf-requests-12/r0/2.diff": "second\r\n",
+        "a/calc__calc-1/r0/1.diff": GOLD,
+        "a/calc__calc-1/r1/1.diff": "repeat one\n",
         "a/calc__calc-8/r0/1.diff": "eight\n",
     }
     run_dir = fake_run(tmp_path / "run", rows, patches, torn='{"task_id": "calc__calc-1", "att')
@@ -358,7 +414,7 @@ def test_export_needs_a_choice_when_a_run_holds_several_configs(tmp_path):
 
 # Records one outcome per test id (failed if any phase or subtest failed), whatever pytest's
 # version prints: pytest >= 9 reports a unittest test whose subTest failed as PASSED + SUBFAILED.
-OUTCOMES_PLUGIN = '''
+OUTCOMES_PLUGIN = """
 import json, os
 _rank, _out = {"passed": 0, "skipped": 1, "failed": 2}, {}
 def pytest_runtest_logreport(report):
@@ -368,7 +424,7 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session):
     with open(os.environ["OUTCOMES_FILE"], "w") as fh:
         json.dump(_out, fh)
-'''
+"""
 
 
 def run_hidden_tests(task, work: Path, plugin_dir: Path) -> dict[str, str]:
@@ -378,8 +434,9 @@ def run_hidden_tests(task, work: Path, plugin_dir: Path) -> dict[str, str]:
     out_file = plugin_dir / "outcomes.json"
     out_file.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(plugin_dir), "OUTCOMES_FILE": str(out_file), "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([sys.executable, *argv[1:], "-p", "outcomes_plugin"], cwd=work, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, *argv[1:], "-p", "outcomes_plugin"], cwd=work, env=env, capture_output=True, text=True
+    )
     assert out_file.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads(out_file.read_text())
 
@@ -440,8 +497,11 @@ def test_real_package_instances_gold_resolves_each_noop_none(swebench_fixture, t
     results = {}
     for agent in ("gold", "noop"):
         out = tmp_path / f"run-{agent}"
-        proc = subprocess.run([*_wholeloop(), "run", str(tmp_path / "tasks"), "--agent", agent, "--out", str(out),
-                               "--workers", "3"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [*_wholeloop(), "run", str(tmp_path / "tasks"), "--agent", agent, "--out", str(out), "--workers", "3"],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         results[agent] = _final_rows(out)
         assert set(results[agent]) == ids
@@ -492,6 +552,10 @@ def test_real_package_base_fails_fail_to_pass_in_the_container(swebench_fixture,
     for r in rows:
         task = by_id[r.task_id]
         assert (r.outcome, r.resolved) == ("unresolved", False), (r.task_id, r.outcome, r.note, r.error)
-        assert r.fail_to_pass == {"passed": 0, "failed": len(task.fail_to_pass), "total": len(task.fail_to_pass),
-                                  "ran": True}
+        assert r.fail_to_pass == {
+            "passed": 0,
+            "failed": len(task.fail_to_pass),
+            "total": len(task.fail_to_pass),
+            "ran": True,
+        }
         assert r.pass_to_pass["passed"] == len(task.pass_to_pass)

@@ -38,11 +38,15 @@ from .budget import Budget
 
 CONTROL_NAMES = ("gold", "noop")
 
-AGENT_KINDS = Registry("wholeloop.agents", "agent kind", {
-    "control": "harness.agents.controls:build",
-    "tool": "harness.agents.loop:build",
-    "external": "harness.agents.external:build",
-})
+AGENT_KINDS = Registry(
+    "wholeloop.agents",
+    "agent kind",
+    {
+        "control": "harness.agents.controls:build",
+        "tool": "harness.agents.loop:build",
+        "external": "harness.agents.external:build",
+    },
+)
 EXTERNAL_PREFIX = "external:"  # `--agent external:NAME` names a shipped external agent config
 
 
@@ -94,9 +98,17 @@ class AgentResult:
     @classmethod
     def from_budget(cls, budget: Budget, stop_reason: str, **extra: Any) -> AgentResult:
         """The result of an attempt that spent `budget`."""
-        return cls(stop_reason=stop_reason, steps=budget.steps, model_calls=budget.steps, usage=budget.usage,
-                   cost_usd=budget.cost if budget.cost_known else None, model_s=budget.model_s,
-                   tool_s=budget.tool_s, retry_wait_s=budget.wait_s, **extra)
+        return cls(
+            stop_reason=stop_reason,
+            steps=budget.steps,
+            model_calls=budget.steps,
+            usage=budget.usage,
+            cost_usd=budget.cost if budget.cost_known else None,
+            model_s=budget.model_s,
+            tool_s=budget.tool_s,
+            retry_wait_s=budget.wait_s,
+            **extra,
+        )
 
 
 class AgentSpec(BaseModel):
@@ -170,11 +182,22 @@ def config_kind(config_path: str | None) -> str:
     return kind if isinstance(kind, str) else "tool"
 
 
-def get_agent(name: str, *, model: str | None = None, config_path: str | None = None,
-              model_options: dict | None = None, settings: dict | None = None) -> Agent:
+def get_agent(
+    name: str,
+    *,
+    model: str | None = None,
+    config_path: str | None = None,
+    model_options: dict | None = None,
+    settings: dict | None = None,
+) -> Agent:
     """`gold` / `noop`, or an agent of the kind its config says (`default`: the tool loop) on `model`."""
-    spec = AgentSpec(name=name, model=model, config_path=None if config_path is None else str(config_path),
-                     model_options=dict(model_options or {}), settings=dict(settings or {}))
+    spec = AgentSpec(
+        name=name,
+        model=model,
+        config_path=None if config_path is None else str(config_path),
+        model_options=dict(model_options or {}),
+        settings=dict(settings or {}),
+    )
     return build_agent(spec)
 
 
@@ -182,7 +205,9 @@ def build_agent(spec: AgentSpec) -> Agent:
     """The agent `spec` describes; raises UnknownAgent (or the kind's config error)."""
     if spec.name.startswith(EXTERNAL_PREFIX):  # a shipped external agent config, by name
         if spec.config_path is not None:
-            raise UnknownAgent(f"--agent {spec.name} names a shipped config; drop --agent-config, or use --agent-config alone")
+            raise UnknownAgent(
+                f"--agent {spec.name} names a shipped config; drop --agent-config, or use --agent-config alone"
+            )
         kind = "external"
     else:
         kind = "control" if spec.name in CONTROL_NAMES else config_kind(spec.config_path)

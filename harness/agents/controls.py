@@ -38,8 +38,14 @@ class GoldAgent:
             )
         )
         reason = "submitted" if result.ok else "gold_patch_failed"
-        why = None if result.ok else ("the task's gold patch does not apply to its base commit: "
-                                      + (result.combined().strip().splitlines() or ["git apply failed"])[-1])
+        why = (
+            None
+            if result.ok
+            else (
+                "the task's gold patch does not apply to its base commit: "
+                + (result.combined().strip().splitlines() or ["git apply failed"])[-1]
+            )
+        )
         ctx.transcript.write(Stop(reason=reason, detail=why or ""))
         return AgentResult(stop_reason=reason, steps=1, tool_s=time.monotonic() - started, task_error=why)
 

@@ -19,7 +19,16 @@ import time
 from sandbox import REPO_DIR, DiskLimitReached, InfraError, SandboxError
 
 from ..models import ContextLengthExceeded, Model, ModelError, ReplayExhausted, ToolCall, Turn
-from ..transcript import LimitHit, ModelRequest, ModelResponse, ModelRetry, Stop, TestRun, ToolCallEvent, ToolResultEvent
+from ..transcript import (
+    LimitHit,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    Stop,
+    TestRun,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from . import AgentContext, AgentResult, AgentSpec, UnknownAgent
 from .budget import AgentStopped, Budget, LimitReached
 from .config import AgentConfig
@@ -34,8 +43,13 @@ class ToolAgent:
         self.name, self.model = config.name, model.name
 
     def describe(self) -> dict:
-        return {"agent": self.name, "model": self.model, "provider": self.model_obj.provider,
-                "base_url": self.model_obj.base_url, "config": self.config.describe()}
+        return {
+            "agent": self.name,
+            "model": self.model,
+            "provider": self.model_obj.provider,
+            "base_url": self.model_obj.base_url,
+            "config": self.config.describe(),
+        }
 
     def run(self, ctx: AgentContext) -> AgentResult:
         # One agent serves every task of a run, in parallel: all per-attempt state lives in the
@@ -49,10 +63,16 @@ class ToolAgent:
             ctx.transcript.write(Stop(reason="model_error", detail=str(exc)))
             return AgentResult(stop_reason="model_error", infra_error=f"model_error: {exc}")
         if not ctx.messages:
-            values = {"repo_dir": REPO_DIR, "problem_statement": ctx.task.problem_statement,
-                      "test_command": ctx.task.test_command, "task_id": ctx.task.id}
-            ctx.messages += [{"role": "system", "content": self.config.render(self.config.system_prompt, **values)},
-                             {"role": "user", "content": self.config.render(self.config.instance_prompt, **values)}]
+            values = {
+                "repo_dir": REPO_DIR,
+                "problem_statement": ctx.task.problem_statement,
+                "test_command": ctx.task.test_command,
+                "task_id": ctx.task.id,
+            }
+            ctx.messages += [
+                {"role": "system", "content": self.config.render(self.config.system_prompt, **values)},
+                {"role": "user", "content": self.config.render(self.config.instance_prompt, **values)},
+            ]
         elif ctx.feedback:  # a later attempt continues the same conversation
             ctx.messages.append({"role": "user", "content": ctx.feedback})
         try:
@@ -72,9 +92,12 @@ class ToolAgent:
                         raise AgentStopped("submitted")
         except AgentStopped as stop:
             ctx.transcript.write(Stop(reason=stop.reason, detail=stop.detail))
-            return AgentResult.from_budget(budget, stop.reason,
-                                           infra_error=f"{stop.reason}: {stop.detail}" if stop.infra else None,
-                                           infra_retryable=stop.rerun)
+            return AgentResult.from_budget(
+                budget,
+                stop.reason,
+                infra_error=f"{stop.reason}: {stop.detail}" if stop.infra else None,
+                infra_retryable=stop.rerun,
+            )
 
     # ------------------------------------------------------------------ model
 
@@ -82,7 +105,7 @@ class ToolAgent:
         step = budget.start_call()
         ctx.on_step(step)
         digest = hashlib.sha256(json.dumps(ctx.messages, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        ctx.transcript.write(ModelRequest(step=step, messages_hash=digest, new_messages=ctx.messages[sent[0]:]))
+        ctx.transcript.write(ModelRequest(step=step, messages_hash=digest, new_messages=ctx.messages[sent[0] :]))
         sent[0] = len(ctx.messages)
         try:
             turn = model.complete(ctx.messages, self.config.tool_schemas(), self.config.settings)
@@ -98,11 +121,19 @@ class ToolAgent:
         for event in turn.retries:
             ctx.transcript.write(ModelRetry(step=step, **event.model_dump()))
         budget.charge(turn.usage, turn.cost_usd, turn.latency_s, turn.retry_wait_s)
-        ctx.transcript.write(ModelResponse(
-            step=step, text=turn.text, tool_calls=[c.model_dump() for c in turn.tool_calls],
-            stop_reason=turn.stop_reason, usage=turn.usage.model_dump(), cost_usd=turn.cost_usd,
-            latency_s=round(turn.latency_s, 3), retry_wait_s=round(turn.retry_wait_s, 3), model=turn.model,
-        ))
+        ctx.transcript.write(
+            ModelResponse(
+                step=step,
+                text=turn.text,
+                tool_calls=[c.model_dump() for c in turn.tool_calls],
+                stop_reason=turn.stop_reason,
+                usage=turn.usage.model_dump(),
+                cost_usd=turn.cost_usd,
+                latency_s=round(turn.latency_s, 3),
+                retry_wait_s=round(turn.retry_wait_s, 3),
+                model=turn.model,
+            )
+        )
         ctx.messages.append(turn.to_message())
         return turn
 
@@ -110,14 +141,19 @@ class ToolAgent:
 
     def _run_tool(self, call: ToolCall, tools: Toolbox, budget: Budget, ctx: AgentContext) -> ToolOutput:
         step = budget.steps
-        ctx.transcript.write(ToolCallEvent(step=step, call_id=call.id, name=call.name,
-                                           arguments=call.arguments, raw_arguments=call.raw_arguments))
+        ctx.transcript.write(
+            ToolCallEvent(
+                step=step, call_id=call.id, name=call.name, arguments=call.arguments, raw_arguments=call.raw_arguments
+            )
+        )
         started = time.monotonic()
         full: DiskLimitReached | None = None
         try:
             if call.parse_error:
-                raise ToolFailure(f"your arguments for {call.name} were not usable: {call.parse_error}; "
-                                  "send a JSON object matching the tool's schema")
+                raise ToolFailure(
+                    f"your arguments for {call.name} were not usable: {call.parse_error}; "
+                    "send a JSON object matching the tool's schema"
+                )
             out = tools.call(call.name, call.arguments or {})
         except ToolFailure as exc:
             out = ToolOutput(f"error: {exc}", is_error=True)
@@ -125,22 +161,52 @@ class ToolAgent:
             raise AgentStopped("infra_error", f"{type(exc).__name__}: {exc}", infra=True, rerun=True) from exc
         except DiskLimitReached as exc:  # the agent filled its disk: what ran is recorded, then the attempt ends
             full, done = exc, exc.result
-            out = ToolOutput(f"exit code {done.returncode}\n{done.combined()}" if done else f"error: {exc}", is_error=True,
-                             exit_code=done.returncode if done else None, truncated=bool(done and done.truncated))
+            out = ToolOutput(
+                f"exit code {done.returncode}\n{done.combined()}" if done else f"error: {exc}",
+                is_error=True,
+                exit_code=done.returncode if done else None,
+                truncated=bool(done and done.truncated),
+            )
         except SandboxError as exc:
             out = ToolOutput(f"error: {exc}", is_error=True)
         out.duration_s = time.monotonic() - started
         budget.charge_tool(out.duration_s)
-        ctx.transcript.write(ToolResultEvent(
-            step=step, call_id=call.id, name=call.name, output=out.content, is_error=out.is_error,
-            exit_code=out.exit_code, truncated=out.truncated, timed_out=out.timed_out, duration_s=round(out.duration_s, 3),
-        ))
+        ctx.transcript.write(
+            ToolResultEvent(
+                step=step,
+                call_id=call.id,
+                name=call.name,
+                output=out.content,
+                is_error=out.is_error,
+                exit_code=out.exit_code,
+                truncated=out.truncated,
+                timed_out=out.timed_out,
+                duration_s=round(out.duration_s, 3),
+            )
+        )
         if out.test:
             t = out.test
-            ctx.transcript.write(TestRun(step=step, command=t.command, exit_code=t.exit_code, passed=t.passed,
-                                         failed=t.failed, errors=t.errors, failing=t.failing, green=t.green))
-        ctx.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                              "content": out.content, "is_error": out.is_error})
+            ctx.transcript.write(
+                TestRun(
+                    step=step,
+                    command=t.command,
+                    exit_code=t.exit_code,
+                    passed=t.passed,
+                    failed=t.failed,
+                    errors=t.errors,
+                    failing=t.failing,
+                    green=t.green,
+                )
+            )
+        ctx.messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": out.content,
+                "is_error": out.is_error,
+            }
+        )
         if full is not None:
             ctx.transcript.write(LimitHit(limit="disk_limit", value=full.used, maximum=full.limit))
             raise AgentStopped("disk_limit", str(full))
@@ -152,8 +218,10 @@ def build(spec: AgentSpec) -> ToolAgent:
     if spec.name != "default" and spec.config_path is None:
         raise UnknownAgent(f"unknown agent {spec.name!r}; choose gold, noop or default (or give --agent-config FILE)")
     if not spec.model:
-        raise UnknownAgent(f"the {spec.name} agent needs a model: --model anthropic/<id>, openai/<id>, "
-                           "litellm/<provider>/<id> or replay:<recording>")
+        raise UnknownAgent(
+            f"the {spec.name} agent needs a model: --model anthropic/<id>, openai/<id>, "
+            "litellm/<provider>/<id> or replay:<recording>"
+        )
     from ..models import get_model
     from .config import load_agent_config
 

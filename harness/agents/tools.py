@@ -74,7 +74,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "new_str": {"type": "string", "description": "str_replace / insert: the new text"},
                 "insert_line": {"type": "integer", "description": "insert: the line after which to insert"},
                 "view_range": {
-                    "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "minItems": 2,
+                    "maxItems": 2,
                     "description": "view: [first, last] line, 1-based, last -1 = end of file",
                 },
             },
@@ -127,8 +130,12 @@ class Toolbox:
         note = " (timed out)" if result.timed_out else ""
         if result.returncode == 137 and not result.timed_out:  # SIGKILL from outside: usually the OOM killer
             note = f" (killed: SIGKILL, most often the container's memory limit of {self.sb.limits.memory})"
-        return ToolOutput(f"exit code {result.returncode}{note}\n{body}", exit_code=result.returncode,
-                          truncated=result.truncated, timed_out=result.timed_out)
+        return ToolOutput(
+            f"exit code {result.returncode}{note}\n{body}",
+            exit_code=result.returncode,
+            truncated=result.truncated,
+            timed_out=result.timed_out,
+        )
 
     def _run_tests(self) -> ToolOutput:
         command = self.task.test_command
@@ -144,20 +151,34 @@ class Toolbox:
 
         parsed = parse_run(self.task.hidden_tests.parsers(), result.stdout + "\n" + result.stderr, read)
         failing = parsed.failing() + parsed.collection_errors
-        summary = TestSummary(command, result.returncode, parsed.count("passed"), parsed.count("failed"),
-                              parsed.count("errors"), failing)
+        summary = TestSummary(
+            command, result.returncode, parsed.count("passed"), parsed.count("failed"), parsed.count("errors"), failing
+        )
         head = f"$ {command}\nexit code {result.returncode}: {summary.passed} passed, {summary.failed} failed, {summary.errors} errors"
         if failing:
             head += "\nfailing:\n" + "\n".join(f"  {t}" for t in failing[:30])
         tail = "\n".join(result.combined().splitlines()[-60:])
-        return ToolOutput(f"{head}\n--- end of output ---\n{self._clip(tail)}", exit_code=result.returncode,
-                          truncated=result.truncated, timed_out=result.timed_out, test=summary)
+        return ToolOutput(
+            f"{head}\n--- end of output ---\n{self._clip(tail)}",
+            exit_code=result.returncode,
+            truncated=result.truncated,
+            timed_out=result.timed_out,
+            test=summary,
+        )
 
     def _submit(self) -> ToolOutput:
         return ToolOutput("submitted", stop=True)
 
-    def _edit(self, command: str, path: str, file_text: str | None = None, old_str: str | None = None,
-              new_str: str | None = None, insert_line: int | None = None, view_range: list[int] | None = None) -> ToolOutput:
+    def _edit(
+        self,
+        command: str,
+        path: str,
+        file_text: str | None = None,
+        old_str: str | None = None,
+        new_str: str | None = None,
+        insert_line: int | None = None,
+        view_range: list[int] | None = None,
+    ) -> ToolOutput:
         path = posixpath.normpath(posixpath.join(self.sb.workdir, path))
         if command == "view":
             return self._view(path, view_range)
@@ -172,12 +193,16 @@ class Toolbox:
                 raise ToolFailure("str_replace needs a non-empty old_str")
             count = text.count(old_str)
             if count == 0:
-                raise ToolFailure(f"old_str was not found in {path}; view the file and copy the text exactly, "
-                                  "including whitespace and indentation")
+                raise ToolFailure(
+                    f"old_str was not found in {path}; view the file and copy the text exactly, "
+                    "including whitespace and indentation"
+                )
             if count > 1:
-                lines = [text[: m].count("\n") + 1 for m in _find_all(text, old_str)]
-                raise ToolFailure(f"old_str occurs {count} times in {path} (lines {lines}); "
-                                  "include more surrounding lines so it matches exactly once")
+                lines = [text[:m].count("\n") + 1 for m in _find_all(text, old_str)]
+                raise ToolFailure(
+                    f"old_str occurs {count} times in {path} (lines {lines}); "
+                    "include more surrounding lines so it matches exactly once"
+                )
             updated = text.replace(old_str, new_str or "", 1)
             self.sb.write_file(path, _content(updated))
             line = text[: text.index(old_str)].count("\n") + 1
@@ -197,9 +222,13 @@ class Toolbox:
         raise ToolFailure(f"unknown edit command {command!r}; use view, create, str_replace or insert")
 
     def _view(self, path: str, view_range: list[int] | None) -> ToolOutput:
-        kind = self.sb.exec(["sh", "-c", 'if [ -d "$1" ]; then echo dir; elif [ -f "$1" ]; then echo file; fi', "_", path])
+        kind = self.sb.exec(
+            ["sh", "-c", 'if [ -d "$1" ]; then echo dir; elif [ -f "$1" ]; then echo file; fi', "_", path]
+        )
         if kind.stdout.strip() == "dir":
-            listing = self.sb.exec(["find", path, "-maxdepth", "2", "-not", "-path", "*/.git*", "-not", "-name", "__pycache__"])
+            listing = self.sb.exec(
+                ["find", path, "-maxdepth", "2", "-not", "-path", "*/.git*", "-not", "-name", "__pycache__"]
+            )
             return ToolOutput(self._clip("\n".join(sorted(listing.stdout.splitlines()))))
         lines = self._read_text(path).splitlines()
         first, last = 1, len(lines)
@@ -237,34 +266,54 @@ def _check_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     if missing or extra:
         parts = ([f"missing {missing}"] if missing else []) + ([f"unexpected {extra}"] if extra else [])
         raise ToolFailure(f"{name}: {'; '.join(parts)}; arguments are {sorted(allowed)}")
-    wrong = [f"{key} must be {_JSON_NAMES[prop['type']]}, not {_json_type(args[key])}"
-             for key, prop in schema.get("properties", {}).items()
-             if key in args and args[key] is not None and not _is(args[key], prop)]
+    wrong = [
+        f"{key} must be {_JSON_NAMES[prop['type']]}, not {_json_type(args[key])}"
+        for key, prop in schema.get("properties", {}).items()
+        if key in args and args[key] is not None and not _is(args[key], prop)
+    ]
     if wrong:  # a model's "insert_line": "1" is its mistake to hear about, not an exception of ours
         raise ToolFailure(f"{name}: {'; '.join(wrong)}")
     return args
 
 
-_JSON_NAMES = {"string": "a string", "integer": "an integer", "array": "an array", "boolean": "true or false",
-               "object": "an object", "number": "a number"}
+_JSON_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "array": "an array",
+    "boolean": "true or false",
+    "object": "an object",
+    "number": "a number",
+}
 
 
 def _is(value: Any, prop: dict[str, Any]) -> bool:
     """Is `value` of the JSON type the schema property says (an array's items too)?"""
     kind = prop.get("type")
     if kind == "array":
-        return isinstance(value, list) and all(_is(v, prop["items"]) for v in value) if "items" in prop \
+        return (
+            isinstance(value, list) and all(_is(v, prop["items"]) for v in value)
+            if "items" in prop
             else isinstance(value, list)
-    checks = {"string": lambda v: isinstance(v, str),
-              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "boolean": lambda v: isinstance(v, bool), "object": lambda v: isinstance(v, dict),
-              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+        )
+    checks = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "object": lambda v: isinstance(v, dict),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    }
     return checks.get(kind, lambda v: True)(value)
 
 
 def _json_type(value: Any) -> str:
-    for kind, name in ((bool, "true or false"), (str, "a string"), (int, "an integer"), (float, "a number"),
-                       (list, "an array"), (dict, "an object")):
+    for kind, name in (
+        (bool, "true or false"),
+        (str, "a string"),
+        (int, "an integer"),
+        (float, "a number"),
+        (list, "an array"),
+        (dict, "an object"),
+    ):
         if isinstance(value, kind):
             return name
     return "null" if value is None else type(value).__name__
@@ -292,5 +341,7 @@ def _content(text: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         bad = exc.object[exc.start]
-        raise ToolFailure(f"the text contains a lone surrogate (U+{ord(bad):04X}), which is not valid Unicode; "
-                          "send the text again without it") from None
+        raise ToolFailure(
+            f"the text contains a lone surrogate (U+{ord(bad):04X}), which is not valid Unicode; "
+            "send the text again without it"
+        ) from None

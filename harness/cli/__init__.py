@@ -105,8 +105,10 @@ def write_crash_log(exc: BaseException) -> Path | None:
 
     from ..redact import hide_url_passwords
 
-    text = hide_url_passwords(f"wholeloop {__version__}, python {sys.version.split()[0]}\n$ {' '.join(sys.argv)}\n"
-                              f"cwd: {os.getcwd()}\n\n" + "".join(traceback.format_exception(exc)))
+    text = hide_url_passwords(
+        f"wholeloop {__version__}, python {sys.version.split()[0]}\n$ {' '.join(sys.argv)}\n"
+        f"cwd: {os.getcwd()}\n\n" + "".join(traceback.format_exception(exc))
+    )
     name = f"crash-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
     import tempfile
 
@@ -143,8 +145,10 @@ class _Group(click.Group):
                 raise problem from None
             log = write_crash_log(exc)
             click.secho(f"internal error (a bug in wholeloop): {type(exc).__name__}: {exc}", fg="red", err=True)
-            click.echo(f"the traceback is in {log}; please report it with that file" if log
-                       else traceback.format_exc(), err=True)
+            click.echo(
+                f"the traceback is in {log}; please report it with that file" if log else traceback.format_exc(),
+                err=True,
+            )
             sys.exit(INTERNAL)
 
 

@@ -26,8 +26,11 @@ INTERRUPTED = 130
 
 TABLE: tuple[tuple[int, str], ...] = (
     (OK, "success (gate: no regression)"),
-    (NEGATIVE, "a negative verdict (gate: a regression; tasks validate/check: invalid tasks; "
-               "doctor: this machine cannot run tasks)"),
+    (
+        NEGATIVE,
+        "a negative verdict (gate: a regression; tasks validate/check: invalid tasks; "
+        "doctor: this machine cannot run tasks)",
+    ),
     (USAGE, "usage or input error (nothing was run)"),
     (INFRA, "a run in which units ended in infrastructure errors (--allow-infra-errors accepts them)"),
     (UNDECIDED, "not enough evidence to decide (gate)"),

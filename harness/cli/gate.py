@@ -27,8 +27,10 @@ def _folder_side(path: Path, name: str):
     rows = folder.latest()
     configs = sorted({r.config for r in rows})
     if len(configs) > 1:
-        raise click.UsageError(f"{name} {path} holds several configurations ({', '.join(configs)}); the gate compares "
-                               "one on each side: index the run and name one as run:RUN_ID:CONFIG")
+        raise click.UsageError(
+            f"{name} {path} holds several configurations ({', '.join(configs)}); the gate compares "
+            "one on each side: index the run and name one as run:RUN_ID:CONFIG"
+        )
     if not configs:
         raise click.UsageError(f"{name} {path} has no results yet")
     return SideRows(name=str(path), config=configs[0], rows=rows, run_dir=str(path))
@@ -44,15 +46,35 @@ def _suite_of(path: Path) -> str | None:
 @main.command(epilog=SIDE_HELP)
 @click.argument("baseline")
 @click.argument("candidate")
-@click.option("--margin", default=0.0, show_default=True, type=click.FloatRange(min=0),
-              help="how much worse is allowed: points of resolve rate, or percent more cost / time")
-@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="significance level of the one-sided test")
-@click.option("--metric", type=click.Choice(["resolve", "cost", "time"]), default="resolve", show_default=True,
-              help="resolve rate, cost per trial or time per trial, paired per task")
+@click.option(
+    "--margin",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="how much worse is allowed: points of resolve rate, or percent more cost / time",
+)
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="significance level of the one-sided test",
+)
+@click.option(
+    "--metric",
+    type=click.Choice(["resolve", "cost", "time"]),
+    default="resolve",
+    show_default=True,
+    help="resolve rate, cost per trial or time per trial, paired per task",
+)
 @click.option("--history-url", "history_url", default=None, help=URL_HELP)
-@click.option("--runs-root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True,
-              help="the runs folder whose history.sqlite answers the queries (without --history-url)")
+@click.option(
+    "--runs-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="the runs folder whose history.sqlite answers the queries (without --history-url)",
+)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the decision as JSON")
 def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, json_out):
     """Is CANDIDATE worse than BASELINE? Paired on the tasks both ran with the same task content
@@ -67,8 +89,10 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
         if queries[name] is None:
             path = Path(spec)
             if not path.is_dir():
-                raise click.UsageError(f"{name} {spec!r} is neither a run folder nor a history query "
-                                       "(latest, latest:SUITE[:CONFIG], run:RUN_ID[:CONFIG])")
+                raise click.UsageError(
+                    f"{name} {spec!r} is neither a run folder nor a history query "
+                    "(latest, latest:SUITE[:CONFIG], run:RUN_ID[:CONFIG])"
+                )
             sides[name] = _folder_side(path, name)
     index = None
     cand_suite = _suite_of(Path(sides["candidate"].run_dir)) if "candidate" in sides else None
@@ -86,15 +110,22 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
                 index = open_index(history_url, runs_root)
             cand = sides.get("candidate")
             try:
-                run, rows = resolve(index, query, suite=cand_suite, config=cand.config if cand else None,
-                                    exclude_paths=[cand.run_dir] if cand else [], exclude_uid=cand_uid)
+                run, rows = resolve(
+                    index,
+                    query,
+                    suite=cand_suite,
+                    config=cand.config if cand else None,
+                    exclude_paths=[cand.run_dir] if cand else [],
+                    exclude_uid=cand_uid,
+                )
             except QueryError as exc:
                 click.secho(f"error: {exc}", fg="red", err=True)
                 sys.exit(USAGE)
             if name == "candidate":
                 cand_suite, cand_uid = run.suite or None, run.uid
-            sides[name] = SideRows(name=f"{query} = {run.run_id} ({run.path})", config=run.config, rows=rows,
-                                   run_dir=run.path)
+            sides[name] = SideRows(
+                name=f"{query} = {run.run_id} ({run.path})", config=run.config, rows=rows, run_dir=run.path
+            )
     finally:
         if index is not None:
             index.close()
@@ -104,8 +135,11 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
         from ..records import write_json
 
         write_json(json_out, result.model_dump(mode="json"))
-    sys.exit({"regression": EXIT_REGRESSION, "not_enough_evidence": EXIT_NOT_ENOUGH_EVIDENCE}.get(result.verdict,
-                                                                                                 EXIT_NO_REGRESSION))
+    sys.exit(
+        {"regression": EXIT_REGRESSION, "not_enough_evidence": EXIT_NOT_ENOUGH_EVIDENCE}.get(
+            result.verdict, EXIT_NO_REGRESSION
+        )
+    )
 
 
 def print_gate(r, out) -> None:
@@ -119,16 +153,25 @@ def print_gate(r, out) -> None:
     say(f"[bold]gate[/]: {r.metric} · margin {margin} · alpha {r.alpha:g} (one-sided)")
     for label, side in (("baseline ", r.baseline), ("candidate", r.candidate)):
         share = "n/a" if side.infra_share is None else f"{100 * side.infra_share:.1f}%"
-        say(f"  {label} {side.name} [dim](config {side.config})[/]: {side.tasks} tasks, {side.trials} trials, "
-                  f"{side.resolved}/{side.scored} resolved; infrastructure errors {side.infra_errors}/{side.trials} "
-                  f"({share})")
+        say(
+            f"  {label} {side.name} [dim](config {side.config})[/]: {side.tasks} tasks, {side.trials} trials, "
+            f"{side.resolved}/{side.scored} resolved; infrastructure errors {side.infra_errors}/{side.trials} "
+            f"({share})"
+        )
         if side.tampering:
-            say(f"    suspected tampering on {len(side.tampering)} task(s): {', '.join(side.tampering[:8])}"
-                + (", ..." if len(side.tampering) > 8 else "") + " (see `wholeloop show`)")
+            say(
+                f"    suspected tampering on {len(side.tampering)} task(s): {', '.join(side.tampering[:8])}"
+                + (", ..." if len(side.tampering) > 8 else "")
+                + " (see `wholeloop show`)"
+            )
     notes = []
-    for what, tasks in (("changed content hash, not compared", r.changed), ("only in the baseline", r.only_baseline),
-                        ("only in the candidate", r.only_candidate), ("infra errors only on one side", r.unscored),
-                        ("unknown cost", r.cost_unknown)):
+    for what, tasks in (
+        ("changed content hash, not compared", r.changed),
+        ("only in the baseline", r.only_baseline),
+        ("only in the candidate", r.only_candidate),
+        ("infra errors only on one side", r.unscored),
+        ("unknown cost", r.cost_unknown),
+    ):
         if tasks:
             notes.append(f"{len(tasks)} {what}" + (f" ({', '.join(tasks[:8])}{', ...' if len(tasks) > 8 else ''})"))
     say(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
@@ -136,10 +179,17 @@ def print_gate(r, out) -> None:
         say(f"  [yellow]caution: {r.infra_shares}[/]")
     if r.baseline_value is not None:
         fmt = {"resolve": pct, "cost": usd, "time": seconds}[r.metric]
-        diff = (f"{100 * r.difference:+.1f} points" if r.metric == "resolve" else
-                "n/a" if r.difference is None else f"{100 * r.difference:+.1f}%")
-        say(f"  {r.metric}: baseline {fmt(r.baseline_value)} -> candidate {fmt(r.candidate_value)} ({diff}); "
-                  f"{r.test}: p = {r.p_value:.4g}")
+        diff = (
+            f"{100 * r.difference:+.1f} points"
+            if r.metric == "resolve"
+            else "n/a"
+            if r.difference is None
+            else f"{100 * r.difference:+.1f}%"
+        )
+        say(
+            f"  {r.metric}: baseline {fmt(r.baseline_value)} -> candidate {fmt(r.candidate_value)} ({diff}); "
+            f"{r.test}: p = {r.p_value:.4g}"
+        )
     for title, flips, colour in (("lost", r.lost, "red"), ("won", r.won, "green")):
         verb = "resolved less often by the candidate" if title == "lost" else "resolved more often by the candidate"
         say(f"  [{colour}]{title} {len(flips)}[/] ({verb})" + (":" if flips else ""))
@@ -155,8 +205,10 @@ def print_gate(r, out) -> None:
             need.append(f"{r.repeats_needed} repeats of each of the {len(r.shared)} tasks on each side")
         say(f"[bold yellow]NOT ENOUGH EVIDENCE[/]: {r.reason}.")
         if need:
-            say(f"  needed for {100 * r.power:.0f}% power at alpha {r.alpha:g}: {' or '.join(need)}"
-                      + (f" ({r.repeats_note})" if r.repeats_note else ""))
+            say(
+                f"  needed for {100 * r.power:.0f}% power at alpha {r.alpha:g}: {' or '.join(need)}"
+                + (f" ({r.repeats_note})" if r.repeats_note else "")
+            )
         elif r.repeats_note:
             say(f"  {r.repeats_note}")
         say(f"  -> exit {EXIT_NOT_ENOUGH_EVIDENCE}")

@@ -12,8 +12,10 @@ import click
 from . import console, main
 from .exit_codes import USAGE
 
-URL_HELP = ("the run history: sqlite:///FILE or postgresql://USER:PASSWORD@HOST:PORT/DB "
-            "(default: $WHOLELOOP_HISTORY_URL, else RUNS_ROOT/history.sqlite)")
+URL_HELP = (
+    "the run history: sqlite:///FILE or postgresql://USER:PASSWORD@HOST:PORT/DB "
+    "(default: $WHOLELOOP_HISTORY_URL, else RUNS_ROOT/history.sqlite)"
+)
 
 
 def parse_since(text: str | None) -> datetime | None:
@@ -27,8 +29,9 @@ def parse_since(text: str | None) -> datetime | None:
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise click.BadParameter(f"{text!r}: give a date (2026-01-31), a date and time, or a span (7d, 12h, 2w)",
-                                 param_hint="--since") from None
+        raise click.BadParameter(
+            f"{text!r}: give a date (2026-01-31), a date and time, or a span (7d, 12h, 2w)", param_hint="--since"
+        ) from None
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
 
 
@@ -45,21 +48,28 @@ def open_index(url: str | None, runs_root: Path, *, create: bool = False):
 
 
 def _filter_options(fn):
-    for option in reversed([
-        click.option("--suite", help="only runs of this suite (its folder name, e.g. demo, or its path)"),
-        click.option("--model", help="only this model (as rows record it, e.g. anthropic/claude-...)"),
-        click.option("--agent", help="only this agent (gold, noop, default, ...)"),
-        click.option("--config", "config_label", help="only this configuration label"),
-        click.option("--since", help="only runs started since: a date, a date and time (UTC), or 7d / 12h / 2w"),
-    ]):
+    for option in reversed(
+        [
+            click.option("--suite", help="only runs of this suite (its folder name, e.g. demo, or its path)"),
+            click.option("--model", help="only this model (as rows record it, e.g. anthropic/claude-...)"),
+            click.option("--agent", help="only this agent (gold, noop, default, ...)"),
+            click.option("--config", "config_label", help="only this configuration label"),
+            click.option("--since", help="only runs started since: a date, a date and time (UTC), or 7d / 12h / 2w"),
+        ]
+    ):
         fn = option(fn)
     return fn
 
 
 def _index_options(fn):
     fn = click.option("--history-url", "history_url", default=None, help=URL_HELP)(fn)
-    fn = click.option("--runs-root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-                      show_default=True, help="the folder holding the run folders (and history.sqlite)")(fn)
+    fn = click.option(
+        "--runs-root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("runs"),
+        show_default=True,
+        help="the folder holding the run folders (and history.sqlite)",
+    )(fn)
     return fn
 
 
@@ -84,9 +94,13 @@ def _filter(suite, model, agent, config_label, since, parent: dict | None = None
     from ..history.types import HistoryFilter
 
     parent = parent or {}
-    return HistoryFilter(suite=suite or parent.get("suite"), model=model or parent.get("model"),
-                         agent=agent or parent.get("agent"), config=config_label or parent.get("config_label"),
-                         since=parse_since(since or parent.get("since")))
+    return HistoryFilter(
+        suite=suite or parent.get("suite"),
+        model=model or parent.get("model"),
+        agent=agent or parent.get("agent"),
+        config=config_label or parent.get("config_label"),
+        since=parse_since(since or parent.get("since")),
+    )
 
 
 def _when(value: datetime | None) -> str:
@@ -97,19 +111,34 @@ def _when(value: datetime | None) -> str:
 @_index_options
 @_filter_options
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(0), help="lines shown (0: all)")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="also write the lines as JSON")
-@click.option("--rebuild", is_flag=True,
-              help="recreate the index from the run folders under --runs-root (drops what it held)")
-@click.option("--add", "add", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="(re)index this run folder (repeatable), e.g. one a run could not index")
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="also write the lines as JSON"
+)
+@click.option(
+    "--rebuild", is_flag=True, help="recreate the index from the run folders under --runs-root (drops what it held)"
+)
+@click.option(
+    "--add",
+    "add",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="(re)index this run folder (repeatable), e.g. one a run could not index",
+)
 @click.pass_context
 def history(ctx, history_url, runs_root, suite, model, agent, config_label, since, limit, json_out, rebuild, add):
     """Every indexed run, newest first: one line per configuration with its resolve rate, infra
     errors, cost and time. Runs index themselves as they write their rows (SQLite beside the run
     folders, or --history-url / $WHOLELOOP_HISTORY_URL); the index is a cache of the run folders:
     --rebuild recreates it from them."""
-    ctx.obj = {"history_url": history_url, "runs_root": runs_root, "suite": suite, "model": model, "agent": agent,
-               "config_label": config_label, "since": since}
+    ctx.obj = {
+        "history_url": history_url,
+        "runs_root": runs_root,
+        "suite": suite,
+        "model": model,
+        "agent": agent,
+        "config_label": config_label,
+        "since": since,
+    }
     if ctx.invoked_subcommand:
         return
     if rebuild or add:
@@ -173,10 +202,22 @@ def _runs_table(found) -> str:
 
     header = ["started (UTC)", "run", "suite", "config", "tasks", "resolved", "rate", "infra", "cost", "time/trial", ""]
     right = {"tasks", "resolved", "rate", "infra", "cost", "time/trial"}
-    lines = [[_when(r.started_at), r.run_id, r.suite or "-", r.config, str(r.tasks), f"{r.resolved}/{r.scored}",
-              pct(r.rate), str(r.infra_errors) if r.infra_errors else "", usd(r.cost_usd),
-              seconds(r.time_s / r.scored) if r.scored else "-", _notes(r)]
-             for r in found]
+    lines = [
+        [
+            _when(r.started_at),
+            r.run_id,
+            r.suite or "-",
+            r.config,
+            str(r.tasks),
+            f"{r.resolved}/{r.scored}",
+            pct(r.rate),
+            str(r.infra_errors) if r.infra_errors else "",
+            usd(r.cost_usd),
+            seconds(r.time_s / r.scored) if r.scored else "-",
+            _notes(r),
+        ]
+        for r in found
+    ]
     widths = [max(len(x[i]) for x in [header, *lines]) for i in range(len(header))]
 
     def fmt(cells: list[str]) -> str:
@@ -187,8 +228,9 @@ def _runs_table(found) -> str:
 
 @history.command("trend")
 @_filter_options
-@click.option("--last", default=30, show_default=True, type=click.IntRange(0),
-              help="runs per series, the latest ones (0: all)")
+@click.option(
+    "--last", default=30, show_default=True, type=click.IntRange(0), help="runs per series, the latest ones (0: all)"
+)
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the charts as a page")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the series as JSON")
 @click.pass_obj
@@ -245,11 +287,26 @@ def _trend_table(series):
     spark = "".join(" " if v is None else SPARK[min(int(v * len(SPARK)), len(SPARK) - 1)] for v in rates)
     title = f"{series.suite or '(no suite)'} · {series.config}   resolve rate {spark}"
     table = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
-    for name in ("started (UTC)", "run", "tasks", "resolved", "resolve rate [95% CI]", "cost/resolved [95% CI]",
-                 "time/task [95% CI]", "infra"):
+    for name in (
+        "started (UTC)",
+        "run",
+        "tasks",
+        "resolved",
+        "resolve rate [95% CI]",
+        "cost/resolved [95% CI]",
+        "time/task [95% CI]",
+        "infra",
+    ):
         table.add_column(name, justify="left" if name in ("started (UTC)", "run") else "right")
     for p in series.points:
-        table.add_row(_when(p.started_at), p.run_id + ("" if p.finished else " (unfinished)"), str(p.tasks),
-                      f"{p.resolved}/{p.scored}", _interval(p.resolve_rate, pct), _interval(p.cost_per_resolved, usd),
-                      _interval(p.time_per_task, seconds), str(p.infra_errors) if p.infra_errors else "")
+        table.add_row(
+            _when(p.started_at),
+            p.run_id + ("" if p.finished else " (unfinished)"),
+            str(p.tasks),
+            f"{p.resolved}/{p.scored}",
+            _interval(p.resolve_rate, pct),
+            _interval(p.cost_per_resolved, usd),
+            _interval(p.time_per_task, seconds),
+            str(p.infra_errors) if p.infra_errors else "",
+        )
     return table

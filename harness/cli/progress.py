@@ -30,8 +30,13 @@ def clock(seconds: float) -> str:
 class RunProgress:
     def __init__(self, console: Console, total: int, *, workers: int = 1) -> None:
         self.console, self.total, self.workers = console, total, workers
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=30),
-                                 TextColumn("{task.fields[summary]}"), console=console)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=30),
+            TextColumn("{task.fields[summary]}"),
+            console=console,
+        )
         self.bar = self.progress.add_task("[bold]all tasks", total=total, summary="")
         self.lines: dict[str, TaskID] = {}
         self.phase: dict[str, str] = {}

@@ -38,7 +38,7 @@ def _trend(runs, out) -> dict | None:
         except FileNotFoundError:
             continue
         except HistoryError as exc:
-            out.print(f"[yellow]warning[/]: no \"Over time\" section: {exc}", highlight=False)
+            out.print(f'[yellow]warning[/]: no "Over time" section: {exc}', highlight=False)
     if not any(len(s.points) > 1 for s in series):
         return None  # one run is not a trend
     what = ", ".join(sorted({f"{s.suite or '(no suite)'} · {s.config}" for s in series}))
@@ -63,16 +63,34 @@ def _check_outputs(files=(), folders=()) -> None:
 @click.option("--scoring", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=_SCORING_HELP)
 @click.option("--compare/--no-compare", "with_compare", default=False, help="also the paired comparisons")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write every figure as JSON")
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="write one line per attempt as CSV (columns: docs/records.md)")
+@click.option(
+    "--csv",
+    "csv_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write one line per attempt as CSV (columns: docs/records.md)",
+)
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="write the HTML report")
-@click.option("--evidence", type=click.Path(file_okay=False, path_type=Path),
-              help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html")
-@click.option("--cutoff", "cutoffs", multiple=True, metavar="MODEL=DATE",
-              help="a model's training cutoff (YYYY-MM or a date) for contamination dating; repeatable")
-@click.option("--cutoffs", "cutoff_table", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="a training-cutoff table (the format of harness/data/cutoffs.yaml) instead of the shipped one")
-@click.option("--strict", is_flag=True, help="count infra errors as failures in the rates (for CI) instead of leaving them out")
+@click.option(
+    "--evidence",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="folder for the evidence pack: figures.json, manifests, hardest failures, report.html",
+)
+@click.option(
+    "--cutoff",
+    "cutoffs",
+    multiple=True,
+    metavar="MODEL=DATE",
+    help="a model's training cutoff (YYYY-MM or a date) for contamination dating; repeatable",
+)
+@click.option(
+    "--cutoffs",
+    "cutoff_table",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="a training-cutoff table (the format of harness/data/cutoffs.yaml) instead of the shipped one",
+)
+@click.option(
+    "--strict", is_flag=True, help="count infra errors as failures in the rates (for CI) instead of leaving them out"
+)
 def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, cutoffs, cutoff_table, strict):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
@@ -96,8 +114,7 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
         except ValueError as exc:
             raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
-    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table,
-                              strict=strict)
+    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table, strict=strict)
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))
@@ -120,7 +137,9 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
 @main.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--scoring", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=_SCORING_HELP)
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the comparison as JSON")
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the comparison as JSON"
+)
 def compare(runs, scoring, json_out):
     """Compare configurations paired on their shared tasks: wins/losses/ties, exact McNemar, a paired
     bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them."""
@@ -132,19 +151,25 @@ def compare(runs, scoring, json_out):
     out = console()
     figures = compute_figures(list(runs), scoring, recovery=False)
     if len(figures.configs) < 2:
-        raise click.UsageError(f"compare needs at least two configurations; found {len(figures.configs)} in "
-                               + ", ".join(map(str, runs)))
+        raise click.UsageError(
+            f"compare needs at least two configurations; found {len(figures.configs)} in " + ", ".join(map(str, runs))
+        )
     for run in figures.runs:
         out.print(recipe_block(run.recipe, run.run_dir, run.configs))
     out.print(stats_table(figures, out.width))
     for cmp in figures.comparisons:
         out.print(comparison_block(cmp, out.width))
     if json_out:
-        write_json(json_out, {"comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
-                              "configs": [c.model_dump(mode="json") for c in figures.configs],
-                              "scoring": figures.scoring.model_dump(mode="json"),
-                              "bootstrap": figures.bootstrap.model_dump(mode="json"),
-                              "recipes": [r.model_dump(mode="json") for r in figures.runs]})
+        write_json(
+            json_out,
+            {
+                "comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
+                "configs": [c.model_dump(mode="json") for c in figures.configs],
+                "scoring": figures.scoring.model_dump(mode="json"),
+                "bootstrap": figures.bootstrap.model_dump(mode="json"),
+                "recipes": [r.model_dump(mode="json") for r in figures.runs],
+            },
+        )
         out.print(f"wrote {json_out}")
 
 
@@ -182,8 +207,11 @@ def export():
 
 @export.command("inspect")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="the eval log to write (.eval or .json; default RUN_DIR/inspect/<run>.eval)")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="the eval log to write (.eval or .json; default RUN_DIR/inspect/<run>.eval)",
+)
 def export_inspect(run_dir, out):
     """Write an Inspect AI eval log of the run (`inspect view` shows it; read_eval_log reads it):
     one sample per task, repeats as epochs, every attempt's messages and tool calls in order, the

@@ -14,59 +14,148 @@ from . import console, main
 
 @main.command()
 @click.argument("suite", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--agent", "agent_name", default=None,
-              help="gold | noop | default (the tool-calling agent; implied by --model) | external:NAME (a shipped "
-                   "agent CLI: mini-swe-agent, claude-code, codex, aider; see docs/agents.md)")
-@click.option("--model", default=None,
-              help="anthropic/<id>, openai/<id>, litellm/<provider>/<id>, replay:<recordings or run folder>")
-@click.option("--agent-config", type=click.Path(exists=True, dir_okay=False),
-              help="agent config YAML: the tool agent's tools, prompts and limits, or an external CLI (kind: external)")
-@click.option("--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)")
+@click.option(
+    "--agent",
+    "agent_name",
+    default=None,
+    help="gold | noop | default (the tool-calling agent; implied by --model) | external:NAME (a shipped "
+    "agent CLI: mini-swe-agent, claude-code, codex, aider; see docs/agents.md)",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="anthropic/<id>, openai/<id>, litellm/<provider>/<id>, replay:<recordings or run folder>",
+)
+@click.option(
+    "--agent-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="agent config YAML: the tool agent's tools, prompts and limits, or an external CLI (kind: external)",
+)
+@click.option(
+    "--base-url", default=None, help="model API base URL (default: what the SDK reads, e.g. ANTHROPIC_BASE_URL)"
+)
 @click.option("--stream/--no-stream", default=False, help="use the provider's streaming API")
 @click.option("--temperature", type=float, default=None)
 @click.option("--max-tokens", type=int, default=None, help="output tokens per model call")
 @click.option("--out", type=click.Path(path_type=Path), help="run folder (run again with the same --out to resume)")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256), help="units run at once")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1, 1000), help="runs of each task")
-@click.option("--attempts", default=1, show_default=True, type=click.IntRange(1, 20),
-              help="tries per task and repeat; a later try continues the conversation after feedback")
-@click.option("--feedback", type=click.Choice(["none", "visible", "hidden"]), default="none", show_default=True,
-              help="what the agent hears after a rejected attempt")
-@click.option("--infra-retries", default=2, show_default=True, type=click.IntRange(0, 10),
-              help="extra tries of a unit that failed for the machine's reasons")
+@click.option(
+    "--attempts",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="tries per task and repeat; a later try continues the conversation after feedback",
+)
+@click.option(
+    "--feedback",
+    type=click.Choice(["none", "visible", "hidden"]),
+    default="none",
+    show_default=True,
+    help="what the agent hears after a rejected attempt",
+)
+@click.option(
+    "--infra-retries",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 10),
+    help="extra tries of a unit that failed for the machine's reasons",
+)
 @click.option("--config", "config_label", default="", help="label for this configuration in reports")
 @click.option("--cpus", type=float, help="CPU limit per container (overrides tasks)")
 @click.option("--memory", help="memory limit per container, e.g. 2g (overrides tasks)")
 @click.option("--pids", type=int, help="process limit per container (overrides tasks)")
-@click.option("--disk", help="bytes a container may write in all, e.g. 50m, 4g; 0 for no limit "
-                             "(overrides tasks; default 2g)")
+@click.option(
+    "--disk", help="bytes a container may write in all, e.g. 50m, 4g; 0 for no limit (overrides tasks; default 2g)"
+)
 @click.option("--command-timeout", type=float, help="seconds one command may run (overrides tasks)")
 @click.option("--output-bytes", type=int, help="bytes of output kept per command stream (overrides tasks)")
-@click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)")
-@click.option("--ray-address", default=None,
-              help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)")
-@click.option("--redo", "redo", multiple=True, metavar="TASK",
-              help="do these tasks again although they are finished (repeatable, or comma-separated)")
-@click.option("--dry-run", is_flag=True, help="check everything, print the plan with a time and cost estimate, run nothing")
-@click.option("--allow-unknown-model", is_flag=True,
-              help="run a model the price map does not know (too new for it); its cost is reported as unknown")
-@click.option("--allow-infra-errors", is_flag=True,
-              help="exit 0 even when units ended in infrastructure errors (default: exit 3)")
+@click.option(
+    "--executor",
+    "executor_name",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="where units run: threads on this machine, or Ray tasks on a cluster (each node with Docker)",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)",
+)
+@click.option(
+    "--redo",
+    "redo",
+    multiple=True,
+    metavar="TASK",
+    help="do these tasks again although they are finished (repeatable, or comma-separated)",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="check everything, print the plan with a time and cost estimate, run nothing"
+)
+@click.option(
+    "--allow-unknown-model",
+    is_flag=True,
+    help="run a model the price map does not know (too new for it); its cost is reported as unknown",
+)
+@click.option(
+    "--allow-infra-errors", is_flag=True, help="exit 0 even when units ended in infrastructure errors (default: exit 3)"
+)
 @click.option("--include-quarantined", is_flag=True, help="also run tasks `tasks check` quarantined")
-@click.option("--training-cutoff", default=None,
-              help="the model's training cutoff (YYYY-MM or a date) for contamination dating, instead of the table's")
-@click.option("--history-url", "history_url", default=None,
-              help="index the rows into this run history as they are written (default: $WHOLELOOP_HISTORY_URL, "
-                   "else history.sqlite beside the run folder); prefer the variable for a URL with a password")
-@click.option("--history/--no-history", "use_history", default=True, show_default=True,
-              help="index this run in the run history (never fails the run: a history that is down only warns)")
+@click.option(
+    "--training-cutoff",
+    default=None,
+    help="the model's training cutoff (YYYY-MM or a date) for contamination dating, instead of the table's",
+)
+@click.option(
+    "--history-url",
+    "history_url",
+    default=None,
+    help="index the rows into this run history as they are written (default: $WHOLELOOP_HISTORY_URL, "
+    "else history.sqlite beside the run folder); prefer the variable for a URL with a password",
+)
+@click.option(
+    "--history/--no-history",
+    "use_history",
+    default=True,
+    show_default=True,
+    help="index this run in the run history (never fails the run: a history that is down only warns)",
+)
 @click.option("--strict", is_flag=True, help="the figures printed at the end count infra errors as failures (for CI)")
-def run(suite, agent_name, model, agent_config, base_url, stream, temperature, max_tokens, out, workers, repeats,
-        attempts, feedback, infra_retries, config_label, cpus, memory, pids, disk, command_timeout, output_bytes,
-        executor_name, ray_address, redo, dry_run, allow_unknown_model, allow_infra_errors, include_quarantined,
-        training_cutoff, history_url, use_history,
-        strict):
+def run(
+    suite,
+    agent_name,
+    model,
+    agent_config,
+    base_url,
+    stream,
+    temperature,
+    max_tokens,
+    out,
+    workers,
+    repeats,
+    attempts,
+    feedback,
+    infra_retries,
+    config_label,
+    cpus,
+    memory,
+    pids,
+    disk,
+    command_timeout,
+    output_bytes,
+    executor_name,
+    ray_address,
+    redo,
+    dry_run,
+    allow_unknown_model,
+    allow_infra_errors,
+    include_quarantined,
+    training_cutoff,
+    history_url,
+    use_history,
+    strict,
+):
     """Run an agent on every task in SUITE (spec files or folders of them).
 
     Before any container starts, a preflight checks the model's credentials and price, every task's
@@ -91,8 +180,9 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     out_console = console()
     tasks = load_tasks(list(suite))
     if not tasks:
-        raise InputProblem("no task specs (*.yaml) found in " + ", ".join(map(str, suite)),
-                           "give spec files or folders that hold them")
+        raise InputProblem(
+            "no task specs (*.yaml) found in " + ", ".join(map(str, suite)), "give spec files or folders that hold them"
+        )
     if training_cutoff:
         from ..report.dating import parse_cutoff
 
@@ -103,13 +193,28 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     tasks, checks = _checked_tasks(tasks, suite, include_quarantined, out_console)
     agent_name = agent_name or ("default" if model or agent_config else "gold")
     model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
-    agent = get_agent(agent_name, model=model, config_path=agent_config, model_options=model_options,
-                      settings={"temperature": temperature, "max_tokens": max_tokens})
-    limits = LimitsSpec(cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout,
-                        output_bytes=output_bytes)
-    options = RunOptions(out=Path("."), workers=workers, repeats=repeats, attempts=attempts, feedback=feedback,
-                         infra_retries=infra_retries, limits=limits, label=config_label, task_checks=checks,
-                         training_cutoff=training_cutoff)
+    agent = get_agent(
+        agent_name,
+        model=model,
+        config_path=agent_config,
+        model_options=model_options,
+        settings={"temperature": temperature, "max_tokens": max_tokens},
+    )
+    limits = LimitsSpec(
+        cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout, output_bytes=output_bytes
+    )
+    options = RunOptions(
+        out=Path("."),
+        workers=workers,
+        repeats=repeats,
+        attempts=attempts,
+        feedback=feedback,
+        infra_retries=infra_retries,
+        limits=limits,
+        label=config_label,
+        task_checks=checks,
+        training_cutoff=training_cutoff,
+    )
     label = options.label_for(agent)
     options.out = out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(label)}"
     executor, where = None, f"{workers} worker(s)"
@@ -127,11 +232,18 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     redo = [t for item in redo for t in item.split(",") if t.strip()]
     known = {t.id for t in tasks}
     if set(redo) - known:
-        raise InputProblem(f"--redo names task(s) not in {', '.join(map(str, suite))}: "
-                           f"{', '.join(sorted(set(redo) - known))}", f"its tasks: {', '.join(sorted(known))}")
+        raise InputProblem(
+            f"--redo names task(s) not in {', '.join(map(str, suite))}: {', '.join(sorted(set(redo) - known))}",
+            f"its tasks: {', '.join(sorted(known))}",
+        )
     container_agent = isinstance(agent, ContainerAgent)  # an external CLI: it checks its own model and key
-    checked = preflight(tasks, model=agent.model if agent_name not in ("gold", "noop") and not container_agent else None,
-                        out=options.out, base_url=base_url, allow_unknown_model=allow_unknown_model)
+    checked = preflight(
+        tasks,
+        model=agent.model if agent_name not in ("gold", "noop") and not container_agent else None,
+        out=options.out,
+        base_url=base_url,
+        allow_unknown_model=allow_unknown_model,
+    )
     if container_agent:
         checked.problems += [Problem(p, "") for p in agent.check(allow_unknown_price=allow_unknown_model)]
     if not checked.ok:  # every problem is said, one line each; nothing was started
@@ -143,8 +255,9 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     if dry_run:
         _print_plan(out_console, tasks, agent, label, options, where, redo, checked.notes)
         return
-    out_console.print(f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], "
-                      f"{where} -> {options.out}")
+    out_console.print(
+        f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], {where} -> {options.out}"
+    )
     with RunProgress(out_console, len(tasks) * repeats, workers=workers) as progress:
         runner = Runner(tasks, agent, options, progress=progress.update, executor=executor, redo=redo)
         finished = runner.folder.finished_units()
@@ -154,17 +267,24 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
         if use_history:  # rows go into the run history through the run folder's one append point
             from ..history.live import attach, default_url
 
-            hook = attach(runner.folder, default_url(options.out, history_url),
-                          warn=lambda text: out_console.print(f"[yellow]warning[/]: {text}", highlight=False))
+            hook = attach(
+                runner.folder,
+                default_url(options.out, history_url),
+                warn=lambda text: out_console.print(f"[yellow]warning[/]: {text}", highlight=False),
+            )
         try:
             rows = runner.run()
         except KeyboardInterrupt:
-            out_console.print(f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
-                              f"--out {options.out} to resume")
+            out_console.print(
+                f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
+                f"--out {options.out} to resume"
+            )
             sys.exit(INTERRUPTED)
         except EngineDown as exc:
-            out_console.print(f"[bold red]engine down[/]: {exc} (--out {options.out}); `wholeloop doctor` checks "
-                              f"the engine: exit {INFRA}")
+            out_console.print(
+                f"[bold red]engine down[/]: {exc} (--out {options.out}); `wholeloop doctor` checks "
+                f"the engine: exit {INFRA}"
+            )
             sys.exit(INFRA)
         finally:
             if hook is not None:
@@ -173,11 +293,15 @@ def run(suite, agent_name, model, agent_config, base_url, stream, temperature, m
     from ..report.terminal import print_figures
 
     print_figures(compute_figures([options.out], strict=strict), rows, out_console)  # what `wholeloop report` prints
-    out_console.print(f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)")
+    out_console.print(
+        f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)"
+    )
     infra = sum(r.final and r.outcome == "infra_error" for r in rows)
     if infra and not allow_infra_errors:
-        out_console.print(f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: exit {INFRA} "
-                          f"(fix the cause and run the same command again to redo them; --allow-infra-errors accepts them)")
+        out_console.print(
+            f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: exit {INFRA} "
+            f"(fix the cause and run the same command again to redo them; --allow-infra-errors accepts them)"
+        )
         sys.exit(INFRA)
     sys.exit(OK)
 
@@ -190,11 +314,14 @@ def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
 
     folder = RunFolder(options.out)
     done = folder.finished_units() if folder.is_run() else set()
-    units = [(t, rep) for rep in range(options.repeats) for t in tasks
-             if (t.id, label, rep) not in done or t.id in redo]
+    units = [
+        (t, rep) for rep in range(options.repeats) for t in tasks if (t.id, label, rep) not in done or t.id in redo
+    ]
     est = estimate(tasks, units, out=options.out, model=agent.model, agent=agent.name, workers=options.workers)
-    out.print(f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
-              f"attempt(s), agent [cyan]{label}[/], {where} -> {options.out}")
+    out.print(
+        f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
+        f"attempt(s), agent [cyan]{label}[/], {where} -> {options.out}"
+    )
     for note in notes:
         out.print(f"  ok  {note}")
     by_id = {t.task_id: t for t in est.tasks}
@@ -207,11 +334,20 @@ def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
     if est.seconds is None:
         out.print("estimate: none (no earlier run of these tasks under " + str(options.out.parent) + ")")
     else:
-        cost = (f" and about {usd(est.cost_usd)}" + ("" if est.cost_tasks == len({t.id for t, _ in units})
-                                                       else f" (from the {est.cost_tasks} task(s) seen with this model)")
-                if est.cost_usd is not None else "; cost: no earlier run with this model and agent")
-        out.print(f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
-                  f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)")
+        cost = (
+            f" and about {usd(est.cost_usd)}"
+            + (
+                ""
+                if est.cost_tasks == len({t.id for t, _ in units})
+                else f" (from the {est.cost_tasks} task(s) seen with this model)"
+            )
+            if est.cost_usd is not None
+            else "; cost: no earlier run with this model and agent"
+        )
+        out.print(
+            f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
+            f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)"
+        )
     out.print("nothing was started (--dry-run)")
 
 
@@ -230,8 +366,10 @@ def _checked_tasks(tasks, suite, include_quarantined, out_console):
         ids = by_status.get(status, [])
         if ids:
             shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
-            out_console.print(f"[yellow]{len(ids)} task(s) {status}[/] ({shown}): their results are marked as such; "
-                              f"check them first with [bold]wholeloop tasks check {where}[/]")
+            out_console.print(
+                f"[yellow]{len(ids)} task(s) {status}[/] ({shown}): their results are marked as such; "
+                f"check them first with [bold]wholeloop tasks check {where}[/]"
+            )
     quarantined = by_status.get("quarantined", [])
     if quarantined:
         action = "running them anyway (--include-quarantined)" if include_quarantined else "skipped"
@@ -241,6 +379,7 @@ def _checked_tasks(tasks, suite, include_quarantined, out_console):
         if not include_quarantined:
             tasks = [t for t in tasks if statuses[t.id][0] != "quarantined"]
             if not tasks:
-                raise InputProblem("every task is quarantined",
-                                   "fix them (see `wholeloop tasks check`) or pass --include-quarantined")
+                raise InputProblem(
+                    "every task is quarantined", "fix them (see `wholeloop tasks check`) or pass --include-quarantined"
+                )
     return tasks, {task_id: status for task_id, (status, _) in statuses.items()}

@@ -32,8 +32,10 @@ def tasks_validate(paths):
     if missing:
         raise InputProblem(f"no such file or folder: {', '.join(missing)}", "give task spec files or folders of them")
     if not files:
-        raise InputProblem(f"no task specs (*.yaml, *.yml) found in {', '.join(map(str, paths))}: nothing was checked",
-                           "give task spec files or folders that hold them")
+        raise InputProblem(
+            f"no task specs (*.yaml, *.yml) found in {', '.join(map(str, paths))}: nothing was checked",
+            "give task spec files or folders that hold them",
+        )
     bad = 0
     for file in files:
         try:
@@ -54,11 +56,17 @@ def tasks_validate(paths):
 @tasks.command("import-swebench")
 @click.argument("jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="folder for the task specs")
-@click.option("--specs", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="per-repository specs: where each repository is, how to install and test it (docs/tasks.md)")
+@click.option(
+    "--specs",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="per-repository specs: where each repository is, how to install and test it (docs/tasks.md)",
+)
 @click.option("--redact", is_flag=True, help="replace secrets found in statements and patches instead of refusing")
-@click.option("--secrets-baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="detect-secrets baseline of known false positives")
+@click.option(
+    "--secrets-baseline",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="detect-secrets baseline of known false positives",
+)
 def tasks_import_swebench(jsonl, out, specs, redact, secrets_baseline):
     """Import SWE-bench instances (JSONL) as wholeloop task specs (format: docs/tasks.md)."""
     from ..tasks.swebench import import_swebench
@@ -80,30 +88,65 @@ def _mine_options(f):
     """The options `mine` and `tasks from-commit` share."""
     options = [
         click.option("--out", required=True, type=click.Path(path_type=Path), help="folder for the task specs"),
-        click.option("--allow-config", is_flag=True,
-                     help="keep commits whose fix changes test-runner or packaging config (exempt for that task)"),
-        click.option("--max-lines", default=800, show_default=True, type=click.IntRange(1),
-                     help="skip commits whose gold + test parts change more lines"),
-        click.option("--issues", type=click.Path(path_type=Path),
-                     help="issue export (GitHub/GitLab JSON, or CSV with id,title,body) for problem statements"),
-        click.option("--statement-model", default=None,
-                     help="let this model write the problem statements (marked as such in the spec; never the default)"),
+        click.option(
+            "--allow-config",
+            is_flag=True,
+            help="keep commits whose fix changes test-runner or packaging config (exempt for that task)",
+        ),
+        click.option(
+            "--max-lines",
+            default=800,
+            show_default=True,
+            type=click.IntRange(1),
+            help="skip commits whose gold + test parts change more lines",
+        ),
+        click.option(
+            "--issues",
+            type=click.Path(path_type=Path),
+            help="issue export (GitHub/GitLab JSON, or CSV with id,title,body) for problem statements",
+        ),
+        click.option(
+            "--statement-model",
+            default=None,
+            help="let this model write the problem statements (marked as such in the spec; never the default)",
+        ),
         click.option("--statement-base-url", default=None, help="base URL for --statement-model"),
-        click.option("--redact", is_flag=True, help="replace secrets found in statements and patches instead of refusing"),
-        click.option("--secrets-baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="detect-secrets baseline of known false positives (default: the repository's .secrets.baseline)"),
-        click.option("--env-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="wholeloop.yaml to use (default: one in or beside the repository, or committed)"),
-        click.option("--deps-as-of", default=None,
-                     help="resolve dependencies as of: commit (the default), latest, or a date"),
-        click.option("--test-scope", type=click.Choice(["touched", "all"]), default=None,
-                     help="hidden tests: the touched test files (default) or the whole suite"),
+        click.option(
+            "--redact", is_flag=True, help="replace secrets found in statements and patches instead of refusing"
+        ),
+        click.option(
+            "--secrets-baseline",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="detect-secrets baseline of known false positives (default: the repository's .secrets.baseline)",
+        ),
+        click.option(
+            "--env-file",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="wholeloop.yaml to use (default: one in or beside the repository, or committed)",
+        ),
+        click.option(
+            "--deps-as-of", default=None, help="resolve dependencies as of: commit (the default), latest, or a date"
+        ),
+        click.option(
+            "--test-scope",
+            type=click.Choice(["touched", "all"]),
+            default=None,
+            help="hidden tests: the touched test files (default) or the whole suite",
+        ),
         click.option("--parser", default=None, help="test-result parser (default pytest)"),
-        click.option("--check/--no-check", default=True, show_default=True,
-                     help="run `tasks check --discover` on the new specs"),
-        click.option("--repeats", default=3, show_default=True, type=click.IntRange(1, 20),
-                     help="base and gold runs per task in the check"),
-        click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="tasks checked at once"),
+        click.option(
+            "--check/--no-check", default=True, show_default=True, help="run `tasks check --discover` on the new specs"
+        ),
+        click.option(
+            "--repeats",
+            default=3,
+            show_default=True,
+            type=click.IntRange(1, 20),
+            help="base and gold runs per task in the check",
+        ),
+        click.option(
+            "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="tasks checked at once"
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -116,12 +159,26 @@ def _run_mine(repo, commits, since, until, paths, max_candidates, **kw):
 
     out_console = console()
     options = MineOptions(
-        since=since, until=until, paths=list(paths or ()), max_candidates=max_candidates, max_lines=kw["max_lines"],
-        allow_config=kw["allow_config"], parser=kw["parser"], test_scope=kw["test_scope"], issues=kw["issues"],
-        statement_model=kw["statement_model"], statement_model_url=kw["statement_base_url"], redact=kw["redact"],
-        secrets_baseline=kw["secrets_baseline"], env_file=kw["env_file"], dependencies_as_of=kw["deps_as_of"],
-        check=kw["check"], repeats=kw["repeats"], workers=kw["workers"],
-        progress=_check_progress(out_console), announce=lambda text: out_console.print(f"[bold]{text}[/]"),
+        since=since,
+        until=until,
+        paths=list(paths or ()),
+        max_candidates=max_candidates,
+        max_lines=kw["max_lines"],
+        allow_config=kw["allow_config"],
+        parser=kw["parser"],
+        test_scope=kw["test_scope"],
+        issues=kw["issues"],
+        statement_model=kw["statement_model"],
+        statement_model_url=kw["statement_base_url"],
+        redact=kw["redact"],
+        secrets_baseline=kw["secrets_baseline"],
+        env_file=kw["env_file"],
+        dependencies_as_of=kw["deps_as_of"],
+        check=kw["check"],
+        repeats=kw["repeats"],
+        workers=kw["workers"],
+        progress=_check_progress(out_console),
+        announce=lambda text: out_console.print(f"[bold]{text}[/]"),
     )
     report = mine(repo, kw["out"], options, commits=commits, log=lambda line: out_console.print(f"[dim]{line}[/]"))
     _print_mine_report(report, out_console)
@@ -147,16 +204,19 @@ def _print_mine_report(report, out_console) -> None:
         table.add_column(col, overflow="fold")
     for j in report.judged:
         if j.kept:
-            result = (f"[green]kept[/] {j.task.id}: {len(j.task.fail_to_pass)} FAIL_TO_PASS, "
-                      f"{len(j.task.pass_to_pass)} PASS_TO_PASS" + (f", {len(j.dropped_flaky)} flaky dropped"
-                                                                   if j.dropped_flaky else ""))
+            result = (
+                f"[green]kept[/] {j.task.id}: {len(j.task.fail_to_pass)} FAIL_TO_PASS, "
+                f"{len(j.task.pass_to_pass)} PASS_TO_PASS"
+                + (f", {len(j.dropped_flaky)} flaky dropped" if j.dropped_flaky else "")
+            )
         elif j.skipped:
             result = f"[dim]skipped: {j.skipped}[/]"
         elif j.refused:
             result = f"[red]refused: {j.refused}[/]"
         elif j.task is not None:
             result = f"[yellow]quarantined: {j.quarantined or j.task.quarantined}[/]" + (
-                f" [dim]({j.detail[:160]})[/]" if j.detail else "")
+                f" [dim]({j.detail[:160]})[/]" if j.detail else ""
+            )
         else:
             result = "?"
         table.add_row(j.commit.sha[:10], j.commit.subject[:60], result)
@@ -172,7 +232,9 @@ def _print_mine_report(report, out_console) -> None:
 @click.option("--since", default=None, help="committer date, inclusive (YYYY-MM-DD or ISO time)")
 @click.option("--until", default=None, help="committer date, inclusive (YYYY-MM-DD or ISO time)")
 @click.option("--paths", multiple=True, help="only commits touching these globs (repeatable)")
-@click.option("--max", "max_candidates", type=click.IntRange(1), default=None, help="at most N (most recent) candidates")
+@click.option(
+    "--max", "max_candidates", type=click.IntRange(1), default=None, help="at most N (most recent) candidates"
+)
 @_mine_options
 def mine_command(repo, since, until, paths, max_candidates, **kw):
     """Turn REPO's history into tasks: fix commits that change source and tests together, split into
@@ -191,8 +253,13 @@ def tasks_from_commit(repo, commits, **kw):
 
 @tasks.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--repeats", default=3, show_default=True, type=click.IntRange(1, 20),
-              help="base runs (one container) and gold runs (a fresh container each)")
+@click.option(
+    "--repeats",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="base runs (one container) and gold runs (a fresh container each)",
+)
 @click.option("--discover", is_flag=True, help="compute FAIL_TO_PASS / PASS_TO_PASS and write them into the specs")
 @click.option("--force", is_flag=True, help="check again even tasks with a current verdict")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="tasks checked at once")
@@ -207,8 +274,9 @@ def tasks_check(paths, repeats, discover, force, workers):
     found = load_tasks(list(paths))
     if not found:
         raise click.UsageError("no task specs (*.yaml) found in " + ", ".join(map(str, paths)))
-    options = CheckOptions(repeats=repeats, discover=discover, force=force, workers=workers,
-                           progress=_check_progress(out_console))
+    options = CheckOptions(
+        repeats=repeats, discover=discover, force=force, workers=workers, progress=_check_progress(out_console)
+    )
     plan = plan_checks(found, options)
     out_console.print(f"[bold]{plan.describe(repeats)}[/]")
     results = check_tasks(plan.to_check, options)
@@ -221,14 +289,20 @@ def tasks_check(paths, repeats, discover, force, workers):
         elif v.passed:
             extra = f", {len(v.dropped_flaky)} flaky dropped" if v.dropped_flaky else ""
             extra += f", {len(v.expected_xfail)} expected xfail" if v.expected_xfail else ""
-            out_console.print(f"[green]ok[/]          {result.task.id}: {len(v.fail_to_pass)} FAIL_TO_PASS, "
-                              f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s)")
+            out_console.print(
+                f"[green]ok[/]          {result.task.id}: {len(v.fail_to_pass)} FAIL_TO_PASS, "
+                f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s)"
+            )
         else:
             bad += 1
-            out_console.print(f"[yellow]quarantined[/] {result.task.id}: {v.quarantined}"
-                              + (f" [dim]({v.detail[:200]})[/]" if v.detail else ""))
-        for finding in (v.findings if v else []):
-            out_console.print(f"  secret {finding['file']}:{finding['line']} {finding['rule']} ({finding.get('where', '')})")
+            out_console.print(
+                f"[yellow]quarantined[/] {result.task.id}: {v.quarantined}"
+                + (f" [dim]({v.detail[:200]})[/]" if v.detail else "")
+            )
+        for finding in v.findings if v else []:
+            out_console.print(
+                f"  secret {finding['file']}:{finding['line']} {finding['rule']} ({finding.get('where', '')})"
+            )
     for task in plan.up_to_date:
         if task.quarantined:
             bad += 1

@@ -7,6 +7,22 @@ from .grade import HiddenRun, HiddenTests, TestPatchError, grade, prepare_hidden
 from .outcome import GRADE_SCHEMA, GRADER_VERSION, NOT_SCORED, Grade, Outcome, Stripped, TestTally, classify
 from .patching import touched_files
 
-__all__ = ["FEEDBACK_MODES", "GRADER_VERSION", "GRADE_SCHEMA", "Grade", "HiddenRun", "HiddenTests", "NOT_SCORED", "Outcome",
-           "Stripped", "TestPatchError", "TestTally", "classify", "feedback_text", "grade", "prepare_hidden_tests",
-           "run_hidden_tests", "touched_files"]
+__all__ = [
+    "FEEDBACK_MODES",
+    "GRADER_VERSION",
+    "GRADE_SCHEMA",
+    "Grade",
+    "HiddenRun",
+    "HiddenTests",
+    "NOT_SCORED",
+    "Outcome",
+    "Stripped",
+    "TestPatchError",
+    "TestTally",
+    "classify",
+    "feedback_text",
+    "grade",
+    "prepare_hidden_tests",
+    "run_hidden_tests",
+    "touched_files",
+]

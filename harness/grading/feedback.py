@@ -86,8 +86,9 @@ def scrub_messages(messages: dict[str, str], hidden_text: list[str]) -> dict[str
     return out
 
 
-def feedback_text(mode: FeedbackMode, task: Task, grade: Grade, report: TestReport | None,
-                  sandbox: Sandbox | None) -> str:
+def feedback_text(
+    mode: FeedbackMode, task: Task, grade: Grade, report: TestReport | None, sandbox: Sandbox | None
+) -> str:
     text = _HEAD.format(outcome=grade.outcome.value)
     if mode == "visible" and task.test_command and sandbox is not None:
         result = sandbox.exec(task.test_command)
@@ -99,16 +100,20 @@ def feedback_text(mode: FeedbackMode, task: Task, grade: Grade, report: TestRepo
         kinds = report.exception_types if report is not None else {}
         statuses = report.statuses if report is not None else {}
         absent = " (not in the test output)"
-        listed = [f"  {t}" + (f" ({kinds[t]})" if kinds.get(t) else "") + (absent if grade.tests.get(t) == MISSING else "")
-                  for t in failing[:MAX_LINES]]
+        listed = [
+            f"  {t}" + (f" ({kinds[t]})" if kinds.get(t) else "") + (absent if grade.tests.get(t) == MISSING else "")
+            for t in failing[:MAX_LINES]
+        ]
         if listed:
             text += "\n\nThese hidden tests failed:\n" + "\n".join(listed)
         not_run = [t for t in task.fail_to_pass if grade.tests.get(t) == NOT_RUN]  # never ran: not "failed"
         if not_run:
-            text += ("\n\nNo hidden test ran (the patch is empty); these must pass:\n"
-                     + "\n".join(f"  {t}" for t in not_run[:MAX_LINES]))
-        details = [f"{statuses.get(t, 'FAILED')} {t} - " + messages[t].replace("\n", " | ")
-                   for t in failing if messages.get(t)]
+            text += "\n\nNo hidden test ran (the patch is empty); these must pass:\n" + "\n".join(
+                f"  {t}" for t in not_run[:MAX_LINES]
+            )
+        details = [
+            f"{statuses.get(t, 'FAILED')} {t} - " + messages[t].replace("\n", " | ") for t in failing if messages.get(t)
+        ]
         if details:
             text += "\n\nTheir failure messages:\n" + "\n".join(details[:MAX_LINES])
     return text

@@ -38,16 +38,34 @@ from ..tasks import Task
 from .evidence import Hasher, TreeEvidence, claims, judge
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
-from .patching import (APPLIERS, RUNNER_MODULES, WORK, Decision, apply_patch, base_symlinks, clear_bytecode, decide,
-                       parse_patch, restore_inline_tests, shadowing_modules)
+from .patching import (
+    APPLIERS,
+    RUNNER_MODULES,
+    WORK,
+    Decision,
+    apply_patch,
+    base_symlinks,
+    clear_bytecode,
+    decide,
+    parse_patch,
+    restore_inline_tests,
+    shadowing_modules,
+)
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
 
 
 def grade(
-    task: Task, patch: str, image: str, *, base: str, limits: Limits, backend: Backend | None = None,
-    run_id: str = "", hasher: Hasher | None = None,
+    task: Task,
+    patch: str,
+    image: str,
+    *,
+    base: str,
+    limits: Limits,
+    backend: Backend | None = None,
+    run_id: str = "",
+    hasher: Hasher | None = None,
 ) -> tuple[Grade, str, TestReport | None]:
     """Grade `patch` for `task` in fresh containers from `image` started by `backend` (default:
     Docker); returns the grade, the test output and the parsed report (None when no tests ran),
@@ -58,8 +76,13 @@ def grade(
     started = time.monotonic()
     output = ""
     if not patch.strip():  # nothing to test: no test runs, so none passed and none failed
-        empty = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.empty_patch, resolved=False,
-                      note="the patch is empty")
+        empty = Grade(
+            task_id=task.id,
+            grader_version=GRADER_VERSION,
+            outcome=Outcome.empty_patch,
+            resolved=False,
+            note="the patch is empty",
+        )
         empty.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
         empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), ran=False)
         empty.pass_to_pass = TestTally(total=len(task.pass_to_pass), ran=False)
@@ -77,8 +100,12 @@ def grade(
                 at.step = "prepare the hidden tests"
                 prepared = prepare_hidden_tests(sb, task, parsers)
                 if decision is None:
-                    shadowing = shadowing_modules(sb, sections, task.hidden_tests.command,
-                                                  (*RUNNER_MODULES, *(m for s in prepared.setups for m in s.imports)))
+                    shadowing = shadowing_modules(
+                        sb,
+                        sections,
+                        task.hidden_tests.command,
+                        (*RUNNER_MODULES, *(m for s in prepared.setups for m in s.imports)),
+                    )
                     decision = decide(task, sections, unparsed, shadowing, base_symlinks(sb, sections))
                 text = decision.text()
                 claimed = claims(decision.reverted, [(s.path, s.reason) for s in decision.stripped])
@@ -93,7 +120,9 @@ def grade(
                     at.step = "restore the inline hidden tests"
                     inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
                     at.step = "read the graded tree's hashes of the claimed paths"
-                    evidence = judge(claimed, base_hashes, hasher.hashes(sb, list(claimed)), hasher.tool) if claimed else None
+                    evidence = (
+                        judge(claimed, base_hashes, hasher.hashes(sb, list(claimed)), hasher.tool) if claimed else None
+                    )
                     at.step = "run the hidden tests"
                     result, output, parsed = _run_tests(sb, task, prepared)
                 except SandboxError:
@@ -103,26 +132,43 @@ def grade(
                 _record(result, decision, inline)
                 _hold(result, evidence)
                 return _timed(result, started), output, parsed
-        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.patch_apply_failed,
-                       resolved=False, note="the patch does not apply with git apply, git apply --3way or patch --fuzz=5")
+        result = Grade(
+            task_id=task.id,
+            grader_version=GRADER_VERSION,
+            outcome=Outcome.patch_apply_failed,
+            resolved=False,
+            note="the patch does not apply with git apply, git apply --3way or patch --fuzz=5",
+        )
         if decision is not None:
             _record(result, decision)
         return _timed(result, started), output, None
     except TestPatchError as exc:
-        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error, resolved=False,
-                       note=str(exc))
+        result = Grade(
+            task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error, resolved=False, note=str(exc)
+        )
         return _timed(result, started), output, None
     except SandboxError as exc:
         said = f"{type(exc).__name__}: {exc}"
         if at.patchs_doing and _passes_on_base(task, image, limits, backend, run_id, parsers):
-            result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.environment_broken,
-                           resolved=False, failed_step=FailedStep(step=at.step, output=said),
-                           note=f"grading step {at.step!r} failed with the patch applied and passes on the base: {said}")
+            result = Grade(
+                task_id=task.id,
+                grader_version=GRADER_VERSION,
+                outcome=Outcome.environment_broken,
+                resolved=False,
+                failed_step=FailedStep(step=at.step, output=said),
+                note=f"grading step {at.step!r} failed with the patch applied and passes on the base: {said}",
+            )
             if decision is not None:
                 _record(result, decision)
             return _timed(result, started), output, None
-        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.infra_error, resolved=False,
-                       failed_step=FailedStep(step=at.step, output=said), note=said)
+        result = Grade(
+            task_id=task.id,
+            grader_version=GRADER_VERSION,
+            outcome=Outcome.infra_error,
+            resolved=False,
+            failed_step=FailedStep(step=at.step, output=said),
+            note=said,
+        )
         return _timed(result, started), output, None
 
 
@@ -144,7 +190,9 @@ def _by_itself(sb: Sandbox) -> bool:
     return bool(state.get("Running") or state.get("OOMKilled"))
 
 
-def _passes_on_base(task: Task, image: str, limits: Limits, backend: Backend, run_id: str, parsers: list[Parser]) -> bool:
+def _passes_on_base(
+    task: Task, image: str, limits: Limits, backend: Backend, run_id: str, parsers: list[Parser]
+) -> bool:
     """Does the hidden test run go through on the base (no patch), in a fresh container? Then a
     step that failed with the patch applied failed because of it (`environment_broken`)."""
     try:
@@ -216,21 +264,26 @@ def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> HiddenRu
     env = {k: v for s in prepared.setups for k, v in s.env.items()}
     if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
         env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
-    run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s,
-                  output_bytes=TEST_OUTPUT_BYTES)
+    run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s, output_bytes=TEST_OUTPUT_BYTES)
     output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
     if run.timed_out:
         return HiddenRun(output, None, run.returncode, True, run.duration_s)
-    parsed = parse_run(prepared.parsers, run.stdout + "\n" + run.stderr, lambda path: _structured_report(sb, path),
-                       setups=prepared.setups, exit_code=run.returncode)
+    parsed = parse_run(
+        prepared.parsers,
+        run.stdout + "\n" + run.stderr,
+        lambda path: _structured_report(sb, path),
+        setups=prepared.setups,
+        exit_code=run.returncode,
+    )
     return HiddenRun(output, parsed, run.returncode, False, run.duration_s)
 
 
 def _hidden_lines(task: Task) -> list[str]:
     """What of the hidden tests the agent never saw: the lines the test patch adds (with its context,
     which the base has anyway) and the hidden test files, to be kept out of feedback."""
-    added = [line[1:] for line in task.test_patch().split("\n")
-             if line[:1] in ("+", " ") and not line.startswith("+++ ")]
+    added = [
+        line[1:] for line in task.test_patch().split("\n") if line[:1] in ("+", " ") and not line.startswith("+++ ")
+    ]
     return ["\n".join(added), *task.hidden_tests.files.values()]
 
 
@@ -258,8 +311,9 @@ def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, s
     run = run_hidden_tests(sb, task, prepared)
     output = run.output
     if run.refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
-        result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.unresolved, resolved=False,
-                       note=run.refused)
+        result = Grade(
+            task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.unresolved, resolved=False, note=run.refused
+        )
         result.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
         result.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
         result.pass_to_pass = TestTally(total=len(task.pass_to_pass))
@@ -319,9 +373,11 @@ def _hold(result: Grade, evidence: TreeEvidence | None) -> None:
     if evidence is None or evidence.verified:
         return
     broken = evidence.broken()
-    said = ("what grading claims it reverted or stripped does not hold in the graded tree: "
-            + ", ".join(f"{e.path} (base: {e.expected}, found: {e.found})" for e in broken[:5])
-            + (f" and {len(broken) - 5} more" if len(broken) > 5 else ""))
+    said = (
+        "what grading claims it reverted or stripped does not hold in the graded tree: "
+        + ", ".join(f"{e.path} (base: {e.expected}, found: {e.found})" for e in broken[:5])
+        + (f" and {len(broken) - 5} more" if len(broken) > 5 else "")
+    )
     result.tampering = "; ".join(x for x in (result.tampering, said) if x)
     if result.outcome is Outcome.resolved:
         result.outcome, result.resolved = Outcome.unresolved, False

@@ -73,18 +73,24 @@ class Grade(BaseModel):
     apply_method: str | None = None
     reverted: list[str] = Field(default_factory=list, description="protected files and shadowing modules left at base")
     stripped: list[Stripped] = Field(default_factory=list, description="every path of the patch not applied, and why")
-    evidence: TreeEvidence | None = Field(None, description="each reverted and stripped path's content hash at the "
-                                          "base and in the graded tree (None: nothing claimed, or no tests ran)")
+    evidence: TreeEvidence | None = Field(
+        None,
+        description="each reverted and stripped path's content hash at the "
+        "base and in the graded tree (None: nothing claimed, or no tests ran)",
+    )
     tests: dict[str, str] = Field(default_factory=dict, description="FAIL_TO_PASS and PASS_TO_PASS statuses")
     fail_to_pass: TestTally = Field(default_factory=TestTally)
     pass_to_pass: TestTally = Field(default_factory=TestTally)
-    messages: dict[str, str] = Field(default_factory=dict,
-                                     description="failure message of each failing listed test, as the parser read it")
+    messages: dict[str, str] = Field(
+        default_factory=dict, description="failure message of each failing listed test, as the parser read it"
+    )
     exit_code: int | None = None
     consistent: bool = True
     channels: dict[str, str] = Field(default_factory=dict, description="what each channel of results said")
     tampering: str | None = Field(None, description="channels that contradict each other: suspected tampering")
-    failed_step: FailedStep | None = Field(None, description="environment_broken: the step the patch made fail, and its output")
+    failed_step: FailedStep | None = Field(
+        None, description="environment_broken: the step the patch made fail, and its output"
+    )
     note: str = ""
     seconds: float = 0.0
 
@@ -93,8 +99,11 @@ class Grade(BaseModel):
     def failing(self) -> list[str]:
         """The task's listed tests that ran and did not pass (absent from the output included; an
         unexpected XFAIL did not pass)."""
-        return [t for t, s in self.tests.items()
-                if s not in (PASSED, SKIPPED, NOT_RUN) and not (s == XFAIL and t in self._expected_xfail)]
+        return [
+            t
+            for t, s in self.tests.items()
+            if s not in (PASSED, SKIPPED, NOT_RUN) and not (s == XFAIL and t in self._expected_xfail)
+        ]
 
 
 def _passed(status: str, test: str, task: Task) -> bool:

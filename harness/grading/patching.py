@@ -37,8 +37,19 @@ _CACHE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".h
 _STARTUP = {"sitecustomize", "usercustomize"}
 TEST_DIR_NAMES = ("test", "tests", "testing")  # a folder so named above a hidden test file is protected whole
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_HEADERS = ("old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ", "copy to ",
-            "rename from ", "rename to ", "similarity index ", "dissimilarity index ", "index ")
+_HEADERS = (
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "copy from ",
+    "copy to ",
+    "rename from ",
+    "rename to ",
+    "similarity index ",
+    "dissimilarity index ",
+    "index ",
+)
 
 
 @dataclass
@@ -70,8 +81,12 @@ class Section:
         if header and header[0].startswith("diff --git ") and a is not None and b is not None:
             header[0] = f"diff --git {_quote('a/' + a)} {_quote('b/' + b)}"
             for i, line in enumerate(header[1:], 1):
-                for key, name in (("rename from ", self.old), ("copy from ", self.old),
-                                  ("rename to ", self.new), ("copy to ", self.new)):
+                for key, name in (
+                    ("rename from ", self.old),
+                    ("copy from ", self.old),
+                    ("rename to ", self.new),
+                    ("copy to ", self.new),
+                ):
                     if line.startswith(key) and name is not None:
                         header[i] = key + _quote(name)
         body = list(self.body)
@@ -147,7 +162,7 @@ def parse_patch(patch: str) -> tuple[list[Section], int]:
 
 
 def _git_section(lines: list[str], i: int) -> tuple[Section, int]:
-    old, new = _git_names(lines[i][len("diff --git "):])
+    old, new = _git_names(lines[i][len("diff --git ") :])
     section = Section(old, new, header=[lines[i]], mentioned=[p for p in (old, new) if p is not None])
     i += 1
     while i < len(lines) and lines[i].startswith(_HEADERS):
@@ -199,7 +214,7 @@ def _git_section(lines: list[str], i: int) -> tuple[Section, int]:
 
 def _hunks(lines: list[str], i: int, section: Section) -> int:
     """Append the ---/+++ lines at `i` and the hunks after them to `section`; the index after."""
-    section.body += lines[i:i + 2]
+    section.body += lines[i : i + 2]
     section.mentioned += [p for p in (_side(lines[i][4:]), _side(lines[i + 1][4:])) if p is not None]
     i += 2
     while i < len(lines):
@@ -228,8 +243,10 @@ def _hunks(lines: list[str], i: int, section: Section) -> int:
 
 # A timestamp after a name and one space, as `diff -u` and others write it (git apply drops it too):
 # ISO ("2024-01-01 00:00:00.000000000 +0000") or ctime ("Mon Jan  1 00:00:00 2024").
-_STAMP = re.compile(r" (\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d(\.\d+)?)?( ?[+-]\d{4}| ?[A-Z]{3,5})?"
-                    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}( ?[+-]\d{4})?)$")
+_STAMP = re.compile(
+    r" (\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d(\.\d+)?)?( ?[+-]\d{4}| ?[A-Z]{3,5})?"
+    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}( ?[+-]\d{4})?)$"
+)
 
 
 def _side(spec: str) -> str | None:
@@ -252,10 +269,13 @@ def _git_names(rest: str) -> tuple[str | None, str | None]:
         names = [_unquote(q) for q in quoted[:2]]
     else:
         half = (len(rest) - 1) // 2
-        names = [rest[:half], rest[half + 1:]] if rest[half] == " " and rest[2:half] == rest[half + 3:] else rest.split(" ", 1)
+        names = (
+            [rest[:half], rest[half + 1 :]]
+            if rest[half] == " " and rest[2:half] == rest[half + 3 :]
+            else rest.split(" ", 1)
+        )
     names = [n.split("/", 1)[1] if "/" in n else n for n in names] + [None, None]
     return names[0], names[1]
-
 
 
 def _unquote(name: str) -> str:
@@ -270,10 +290,10 @@ def _quote(name: str) -> str:
     """A path as git writes it in a patch: as it is when it is plain printable ASCII without
     whitespace or quotes, otherwise in double quotes with C escapes (octal for other bytes)."""
     raw = name.encode("utf-8", "surrogateescape")
-    if all(0x21 <= c < 0x7f and c not in b'"\\' for c in raw):
+    if all(0x21 <= c < 0x7F and c not in b'"\\' for c in raw):
         return name
-    named = {0x07: "a", 0x08: "b", 0x09: "t", 0x0a: "n", 0x0b: "v", 0x0c: "f", 0x0d: "r", 0x22: '"', 0x5c: "\\"}
-    out = "".join("\\" + named[c] if c in named else chr(c) if 0x20 <= c < 0x7f else f"\\{c:03o}" for c in raw)
+    named = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r", 0x22: '"', 0x5C: "\\"}
+    out = "".join("\\" + named[c] if c in named else chr(c) if 0x20 <= c < 0x7F else f"\\{c:03o}" for c in raw)
     return f'"{out}"'
 
 
@@ -286,8 +306,13 @@ def touched_files(patch: str) -> list[str]:
 # ----------------------------------------------------------------------------------- deciding
 
 
-def decide(task: Task, sections: list[Section], unparsed: int = 0,
-           shadowing: dict[str, str] | set[str] = frozenset(), base_links: dict[str, str] | None = None) -> Decision:
+def decide(
+    task: Task,
+    sections: list[Section],
+    unparsed: int = 0,
+    shadowing: dict[str, str] | set[str] = frozenset(),
+    base_links: dict[str, str] | None = None,
+) -> Decision:
     """Which sections grading applies; the others are stripped, each path with its reason.
     `shadowing`: paths that would shadow an installed module -> the shadowing entry (a set: the
     entry is the top-level module or package). `base_links`: the base tree's symlinks (path ->
@@ -299,8 +324,12 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0,
     allowed = set(task.allowed_paths) - hidden
     # every folder named like a test folder above a hidden test file is protected whole (its data,
     # helpers and fixtures are the tests'): `testing/` in a repository that keeps its tests there
-    test_dirs = {"/".join(p.split("/")[:i + 1]) + "/" for p in hidden for i, part in enumerate(p.split("/")[:-1])
-                 if part.lower() in TEST_DIR_NAMES}
+    test_dirs = {
+        "/".join(p.split("/")[: i + 1]) + "/"
+        for p in hidden
+        for i, part in enumerate(p.split("/")[:-1])
+        if part.lower() in TEST_DIR_NAMES
+    }
     protected.append(re.compile("|".join(re.escape(d) + ".*" for d in sorted(test_dirs)) or r"(?!)"))
     if not isinstance(shadowing, dict):
         shadowing = {p: _shadow_name(p) for p in shadowing}
@@ -329,8 +358,9 @@ def decide(task: Task, sections: list[Section], unparsed: int = 0,
     return Decision(kept, stripped, reverted, unparsed)
 
 
-def _refused(path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str],
-             allowed: set[str] = frozenset()) -> str:
+def _refused(
+    path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str], allowed: set[str] = frozenset()
+) -> str:
     parts = path.split("/")
     lower = [p.lower() for p in parts]
     if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
@@ -398,9 +428,9 @@ def _glob(pattern: str) -> re.Pattern:
             out, i = out + "[^/]*", i + 1
         elif pattern[i] == "?":
             out, i = out + "[^/]", i + 1
-        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
+        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
             end = pattern.index("]", i + 1)
-            body = pattern[i + 1:end].replace("\\", "\\\\")
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
             out, i = out + "[" + ("^" + body[1:] if body.startswith("!") else body) + "]", end + 1
         else:
             out, i = out + re.escape(pattern[i]), i + 1
@@ -485,8 +515,18 @@ for index, (path, link) in enumerate(items):
 """
 # What the test run imports before any test, whatever the parser says: Python's own start-up hooks
 # are refused by name elsewhere; these are the test runners and their dependencies.
-RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup", "tomli",
-                  "colorama", "pytest_reportlog")
+RUNNER_MODULES = (
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "py",
+    "exceptiongroup",
+    "tomli",
+    "colorama",
+    "pytest_reportlog",
+)
 
 
 def command_roots(command: str) -> list[str]:
@@ -501,8 +541,9 @@ def command_roots(command: str) -> list[str]:
     return roots
 
 
-def shadowing_modules(sb: Sandbox, sections: list[Section], command: str = "",
-                      critical: tuple[str, ...] = RUNNER_MODULES) -> dict[str, str]:
+def shadowing_modules(
+    sb: Sandbox, sections: list[Section], command: str = "", critical: tuple[str, ...] = RUNNER_MODULES
+) -> dict[str, str]:
     """New or changed paths of the patch that would shadow the test runner or the standard library
     -> the shadowing entry (`pytest.py`, `pluggy/`, `lib/pytest.py`, a symlink `pytest`), asked of
     the environment's Python before the patch is applied (so nothing of the patch runs), with the
@@ -516,11 +557,22 @@ def shadowing_modules(sb: Sandbox, sections: list[Section], command: str = "",
     paths = [(s.new, s.new_mode == "120000") for s in sections if s.new]
     if not paths:
         return {}
-    stdin = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" + (b"l" if link else b"f") + b"\0"
-                     for p, link in paths)
-    probe = sb.exec(["sh", "-c", 'exec "$(command -v python || command -v python3)" -c "$1" "$2" "$3"', "sh",
-                     _SHADOW_PROBE, ",".join(critical), ":".join(command_roots(command))],
-                    timeout=sb.limits.step_timeout_s, stdin=stdin)
+    stdin = b"".join(
+        p.encode("utf-8", "surrogateescape") + b"\0" + (b"l" if link else b"f") + b"\0" for p, link in paths
+    )
+    probe = sb.exec(
+        [
+            "sh",
+            "-c",
+            'exec "$(command -v python || command -v python3)" -c "$1" "$2" "$3"',
+            "sh",
+            _SHADOW_PROBE,
+            ",".join(critical),
+            ":".join(command_roots(command)),
+        ],
+        timeout=sb.limits.step_timeout_s,
+        stdin=stdin,
+    )
     if probe.returncode in (126, 127):
         return {}  # no Python in this environment: nothing for a Python module to shadow
     if not probe.ok:
@@ -549,8 +601,17 @@ def apply_patch(sb: Sandbox, patch: str, name: str, method: str = "git apply", s
     elif method == "patch --fuzz=5":
         if not sections or not all(s.plain() for s in sections) or not _no_symlinks(sb, sections):
             return False
-        cmd = ["patch", "--batch", "--forward", "--fuzz=5", "-p1", "--no-backup-if-mismatch", "--reject-file=-",
-               "-i", path]
+        cmd = [
+            "patch",
+            "--batch",
+            "--forward",
+            "--fuzz=5",
+            "-p1",
+            "--no-backup-if-mismatch",
+            "--reject-file=-",
+            "-i",
+            path,
+        ]
     else:
         raise ValueError(f"unknown applier {method!r}")
     return sb.exec(cmd, timeout=sb.limits.step_timeout_s).ok
@@ -559,8 +620,10 @@ def apply_patch(sb: Sandbox, patch: str, name: str, method: str = "git apply", s
 def _no_symlinks(sb: Sandbox, sections: list[Section]) -> bool:
     """Is every touched path, and every folder above it, free of symlinks in this container?"""
     paths = sorted({p for s in sections for p in s.paths})
-    script = ('cd "$1" || exit 1; shift; for p in "$@"; do [ "$(realpath -m -- "$p")" = "$PWD/$p" ] || exit 1; '
-              '[ -L "$p" ] && exit 1; done; exit 0')
+    script = (
+        'cd "$1" || exit 1; shift; for p in "$@"; do [ "$(realpath -m -- "$p")" = "$PWD/$p" ] || exit 1; '
+        '[ -L "$p" ] && exit 1; done; exit 0'
+    )
     return sb.exec(["sh", "-c", script, "sh", sb.workdir, *paths], timeout=sb.limits.step_timeout_s).ok
 
 
@@ -569,8 +632,10 @@ def base_symlinks(sb: Sandbox, sections: list[Section]) -> dict[str, str]:
     the patch has a symlink of its own to resolve through them ({} when `find` cannot list them)."""
     if not any(s.symlink_target() is not None for s in sections):
         return {}
-    found = sb.exec(["find", ".", "-path", "./.git", "-prune", "-o", "-type", "l", "-printf", "%P\\0%l\\0"],
-                    timeout=sb.limits.step_timeout_s)
+    found = sb.exec(
+        ["find", ".", "-path", "./.git", "-prune", "-o", "-type", "l", "-printf", "%P\\0%l\\0"],
+        timeout=sb.limits.step_timeout_s,
+    )
     if not found.ok:
         return {}
     items = found.stdout.split("\0")
@@ -583,8 +648,10 @@ def clear_bytecode(sb: Sandbox) -> str:
     themselves. Returns "" when done, else why not -- after the agent's patch, so the patch's failure
     (a grade that does not resolve), never an infrastructure error: whatever the tree holds, the
     deletion is one `rm -rf` per folder and `rm -f` per file or link, matched by type."""
-    script = ("find . -path ./.git -prune -o \\( -type d -name __pycache__ -prune -exec rm -rf {} + \\) "
-              "-o \\( \\( -type f -o -type l \\) -name '*.py[co]' -exec rm -f {} + \\)")
+    script = (
+        "find . -path ./.git -prune -o \\( -type d -name __pycache__ -prune -exec rm -rf {} + \\) "
+        "-o \\( \\( -type f -o -type l \\) -name '*.py[co]' -exec rm -f {} + \\)"
+    )
     done = sb.exec(["sh", "-c", script], timeout=sb.limits.step_timeout_s)
     return "" if done.ok else f"the repository's bytecode could not be cleared: {done.stderr.strip()[-300:]}"
 

@@ -27,8 +27,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import (Column, MetaData, String, Table, and_, bindparam, case, create_engine, delete, distinct, event, func,
-                        insert, inspect, or_, select, update)
+from sqlalchemy import (
+    Column,
+    MetaData,
+    String,
+    Table,
+    and_,
+    bindparam,
+    case,
+    create_engine,
+    delete,
+    distinct,
+    event,
+    func,
+    insert,
+    inspect,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -40,14 +57,32 @@ from .types import HistoryFilter, RunSummary, TaskAggregate, bound_values, shape
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
 _INSERT_ATTEMPT = insert(attempts)
-_SUPERSEDE = (update(attempts).where(and_(
-    attempts.c.run == bindparam("b_run"), attempts.c.task_id == bindparam("b_task"),
-    attempts.c.config == bindparam("b_config"), attempts.c.repeat == bindparam("b_repeat"), attempts.c.current,
-)).values(current=False))
-_RETRIED = (update(attempts).where(and_(  # the current try of a unit turns out retried: its rows' spend is the unit's
-    attempts.c.run == bindparam("b_run"), attempts.c.task_id == bindparam("b_task"),
-    attempts.c.config == bindparam("b_config"), attempts.c.repeat == bindparam("b_repeat"), attempts.c.current,
-)).values(current=False, retried=True))
+_SUPERSEDE = (
+    update(attempts)
+    .where(
+        and_(
+            attempts.c.run == bindparam("b_run"),
+            attempts.c.task_id == bindparam("b_task"),
+            attempts.c.config == bindparam("b_config"),
+            attempts.c.repeat == bindparam("b_repeat"),
+            attempts.c.current,
+        )
+    )
+    .values(current=False)
+)
+_RETRIED = (
+    update(attempts)
+    .where(
+        and_(  # the current try of a unit turns out retried: its rows' spend is the unit's
+            attempts.c.run == bindparam("b_run"),
+            attempts.c.task_id == bindparam("b_task"),
+            attempts.c.config == bindparam("b_config"),
+            attempts.c.repeat == bindparam("b_repeat"),
+            attempts.c.current,
+        )
+    )
+    .values(current=False, retried=True)
+)
 _DROP_COPIES = delete(runs).where(runs.c.uid == bindparam("b_uid"), runs.c.id != bindparam("b_id"))
 _REFRESH_RUN = update(runs).where(runs.c.id == bindparam("b_id"))  # SET: the columns a call gives
 if TYPE_CHECKING:  # at run time imported where rows are read or written: listing needs no pydantic
@@ -123,29 +158,57 @@ def suite_of(manifest: dict) -> tuple[str, str]:
 
 def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool = False) -> dict:
     return {
-        "run": run, "seq": seq, "current": current, "retried": retried, "task_id": row.task_id, "task_hash": row.task_hash,
-        "config": row.config, "agent": row.agent, "model": row.model, "repeat": row.repeat, "attempt": row.attempt,
-        "final": row.final, "outcome": row.outcome, "resolved": row.resolved, "stop_reason": row.stop_reason or "",
-        "cost_usd": row.cost_usd, "total_s": row.phases.total_s, "agent_s": row.phases.agent_s, "steps": row.steps,
-        "input_tokens": row.usage.input_tokens, "output_tokens": row.usage.output_tokens,
-        "transcript_path": row.transcript_path or "", "dir": row.dir or "", "started_at": row.started_at or "",
-        "finished_at": row.finished_at or "", "tampering": row.tampering, "grader_version": row.grader_version,
+        "run": run,
+        "seq": seq,
+        "current": current,
+        "retried": retried,
+        "task_id": row.task_id,
+        "task_hash": row.task_hash,
+        "config": row.config,
+        "agent": row.agent,
+        "model": row.model,
+        "repeat": row.repeat,
+        "attempt": row.attempt,
+        "final": row.final,
+        "outcome": row.outcome,
+        "resolved": row.resolved,
+        "stop_reason": row.stop_reason or "",
+        "cost_usd": row.cost_usd,
+        "total_s": row.phases.total_s,
+        "agent_s": row.phases.agent_s,
+        "steps": row.steps,
+        "input_tokens": row.usage.input_tokens,
+        "output_tokens": row.usage.output_tokens,
+        "transcript_path": row.transcript_path or "",
+        "dir": row.dir or "",
+        "started_at": row.started_at or "",
+        "finished_at": row.finished_at or "",
+        "tampering": row.tampering,
+        "grader_version": row.grader_version,
     }
 
 
 def _run_values(folder: RunFolder, manifest: dict, rows: list[ResultRow]) -> dict:
     suite, suite_path = suite_of(manifest)
-    started = parse_time(manifest.get("started_at")) or parse_time(min((r.started_at for r in rows if r.started_at),
-                                                                       default=None))
+    started = parse_time(manifest.get("started_at")) or parse_time(
+        min((r.started_at for r in rows if r.started_at), default=None)
+    )
     if started is None and folder.results_path.exists():
         started = datetime.fromtimestamp(folder.results_path.stat().st_mtime, timezone.utc)
     wl = manifest.get("wholeloop") or {}
     return {
-        "uid": run_uid(folder, manifest), "run_id": str(manifest.get("run_id") or folder.path.name),
-        "path": str(folder.path.resolve()), "host": socket.gethostname(), "suite": suite, "suite_path": suite_path,
-        "started_at": started, "finished_at": parse_time(manifest.get("finished_at")),
-        "wholeloop_version": wl.get("version"), "git_commit": (wl.get("git_commit") or None),
-        "regraded_from": regraded_source(manifest), "grader_version": _int(manifest.get("grader_version")),
+        "uid": run_uid(folder, manifest),
+        "run_id": str(manifest.get("run_id") or folder.path.name),
+        "path": str(folder.path.resolve()),
+        "host": socket.gethostname(),
+        "suite": suite,
+        "suite_path": suite_path,
+        "started_at": started,
+        "finished_at": parse_time(manifest.get("finished_at")),
+        "wholeloop_version": wl.get("version"),
+        "git_commit": (wl.get("git_commit") or None),
+        "regraded_from": regraded_source(manifest),
+        "grader_version": _int(manifest.get("grader_version")),
         "indexed_at": datetime.now(timezone.utc),
     }
 
@@ -190,8 +253,10 @@ class HistoryIndex:
         path = urls.sqlite_path(url)
         if path is not None:
             if not path.exists() and not create:
-                raise FileNotFoundError(f"no history index at {path} (runs index themselves as they run; "
-                                        "`wholeloop history --rebuild` makes one from the run folders)")
+                raise FileNotFoundError(
+                    f"no history index at {path} (runs index themselves as they run; "
+                    "`wholeloop history --rebuild` makes one from the run folders)"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
             engine = _engine(url)
@@ -243,8 +308,10 @@ class HistoryIndex:
                 if current == HEAD:
                     return
                 if current is not None and not any((MIGRATIONS / "versions").glob(f"{current}_*.py")):
-                    raise HistoryError(f"run history at {self.shown} has schema revision {current}, unknown to this "
-                                       "wholeloop (made by a newer one?)")
+                    raise HistoryError(
+                        f"run history at {self.shown} has schema revision {current}, unknown to this "
+                        "wholeloop (made by a newer one?)"
+                    )
                 from alembic import command
                 from alembic.config import Config
 
@@ -282,8 +349,10 @@ class HistoryIndex:
                 key = self._upsert_run(conn, values, provisional_uid(folder))
                 conn.execute(delete(attempts).where(attempts.c.run == key))
                 if rows:
-                    conn.execute(_INSERT_ATTEMPT, [_row_values(r, key, i, id(r) in current, id(r) in retried)
-                                                    for i, r in enumerate(rows)])
+                    conn.execute(
+                        _INSERT_ATTEMPT,
+                        [_row_values(r, key, i, id(r) in current, id(r) in retried) for i, r in enumerate(rows)],
+                    )
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index {folder.path}") from exc
         live = LiveRun(self, folder, key, values["uid"], seq=len(rows), has_manifest=bool(manifest))
@@ -295,8 +364,9 @@ class HistoryIndex:
         return live
 
     def _upsert_run(self, conn: Connection, values: dict, provisional: str) -> int:
-        key = conn.execute(select(runs.c.id).where(runs.c.uid.in_([values["uid"], provisional]))
-                           .order_by((runs.c.uid == provisional))).scalar()
+        key = conn.execute(
+            select(runs.c.id).where(runs.c.uid.in_([values["uid"], provisional])).order_by((runs.c.uid == provisional))
+        ).scalar()
         if key is None:
             return conn.execute(insert(runs).values(**values).returning(runs.c.id)).scalar_one()
         conn.execute(update(runs).where(runs.c.id == key).values(**values))
@@ -329,7 +399,9 @@ class HistoryIndex:
                     # final row was an infra_error: the earlier rows are a retried try's (records.retried_tries)
                     if row.retried or (previous is not None and row.attempt <= previous and unit in live.infra_final):
                         conn.execute(_RETRIED, which)
-                    elif previous is not None and row.attempt <= previous:  # a new try: the old one's rows stop counting
+                    elif (
+                        previous is not None and row.attempt <= previous
+                    ):  # a new try: the old one's rows stop counting
                         conn.execute(_SUPERSEDE, which)
                     # a list of one: executemany, which does not fetch the new primary key (not needed)
                     conn.execute(_INSERT_ATTEMPT, [_row_values(row, live.key, live.seq, not row.retried, row.retried)])
@@ -389,8 +461,16 @@ class HistoryIndex:
         compiled = query.compile(dialect=self.engine.dialect)
         named = set(compiled.binds) & (set(shape.replace("+", ",").split(",")) - {""})
         constants = {key: value for key, value in compiled.construct_params().items() if key not in named}
-        listing.remember(path, name, shape, compiled.string, list(compiled.positiontup or []), constants,
-                         list(query.selected_columns.keys()), HEAD)
+        listing.remember(
+            path,
+            name,
+            shape,
+            compiled.string,
+            list(compiled.positiontup or []),
+            constants,
+            list(query.selected_columns.keys()),
+            HEAD,
+        )
 
     def _trials(self, flt: HistoryFilter, only_runs=None):
         """One line per (run, config, task, repeat) of the current rows: a trial, as stats.py counts
@@ -405,27 +485,41 @@ class HistoryIndex:
         final_infra = and_(final, a.outcome == "infra_error")
         # `cost`: the trial's money, its unit's retried tries included (as stats.Trial.cost);
         # `retried_cost`: those tries alone (a unit with no complete trial still spent it)
-        return (select(a.run, a.config, a.task_id, a.repeat, func.max(a.agent).label("agent"),
-                       func.max(a.model).label("model"),
-                       func.max(case((a.current, 1), else_=0)).label("counts"),  # 0: only retried tries' rows
-                       func.max(case((final, 1), else_=0)).label("complete"),
-                       func.max(case((and_(final, a.resolved), 1), else_=0)).label("resolved"),
-                       func.max(case((final_infra, 1), else_=0)).label("infra"),
-                       func.max(case((and_(final, a.tampering.is_not(None)), 1), else_=0)).label("tampering"),
-                       func.sum(a.cost_usd).label("cost"),
-                       func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("cost_unknown"),
-                       func.sum(case((a.retried, a.cost_usd), else_=0.0)).label("retried_cost"),
-                       func.max(case((and_(a.retried, a.cost_usd.is_(None)), 1), else_=0)).label("retried_unknown"),
-                       func.sum(case((a.current, a.total_s), else_=0.0)).label("time"))
-                .where(*where).group_by(a.run, a.config, a.task_id, a.repeat).subquery("trials"))
+        return (
+            select(
+                a.run,
+                a.config,
+                a.task_id,
+                a.repeat,
+                func.max(a.agent).label("agent"),
+                func.max(a.model).label("model"),
+                func.max(case((a.current, 1), else_=0)).label("counts"),  # 0: only retried tries' rows
+                func.max(case((final, 1), else_=0)).label("complete"),
+                func.max(case((and_(final, a.resolved), 1), else_=0)).label("resolved"),
+                func.max(case((final_infra, 1), else_=0)).label("infra"),
+                func.max(case((and_(final, a.tampering.is_not(None)), 1), else_=0)).label("tampering"),
+                func.sum(a.cost_usd).label("cost"),
+                func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("cost_unknown"),
+                func.sum(case((a.retried, a.cost_usd), else_=0.0)).label("retried_cost"),
+                func.max(case((and_(a.retried, a.cost_usd.is_(None)), 1), else_=0)).label("retried_unknown"),
+                func.sum(case((a.current, a.total_s), else_=0.0)).label("time"),
+            )
+            .where(*where)
+            .group_by(a.run, a.config, a.task_id, a.repeat)
+            .subquery("trials")
+        )
 
     def _run_filter(self, flt: HistoryFilter) -> list:
         r = runs.c
         where = []
         value = bound_values(flt)  # named parameters: `listing` runs the compiled statement with the same
         if flt.suite:
-            where.append(or_(r.suite == bindparam("suite", value["suite"]),
-                             r.suite_path == bindparam("suite_path", value["suite_path"])))
+            where.append(
+                or_(
+                    r.suite == bindparam("suite", value["suite"]),
+                    r.suite_path == bindparam("suite_path", value["suite_path"]),
+                )
+            )
         if flt.since:
             where.append(r.started_at >= bindparam("since", value["since"], type_=r.started_at.type))
         if flt.finished_only:
@@ -458,31 +552,65 @@ class HistoryIndex:
 
     def _listing(self, flt: HistoryFilter, limit: int | None):
         r = runs.c
-        matching = (select(r.id).where(*self._run_filter(flt))
-                    .where(select(attempts.c.id).where(attempts.c.run == r.id, *self._attempt_filter(flt)).exists())
-                    .order_by(r.started_at.desc(), r.id.desc()))
+        matching = (
+            select(r.id)
+            .where(*self._run_filter(flt))
+            .where(select(attempts.c.id).where(attempts.c.run == r.id, *self._attempt_filter(flt)).exists())
+            .order_by(r.started_at.desc(), r.id.desc())
+        )
         if limit:
             matching = matching.limit(bindparam("limit", limit))
         t = self._trials(flt, matching.subquery("matching"))
         scored = and_(t.c.complete == 1, t.c.infra == 0)
-        per_config = (select(
-            t.c.run, t.c.config, func.max(t.c.agent).label("agent"), func.max(t.c.model).label("model"),
-            func.count(distinct(case((t.c.counts == 1, t.c.task_id)))).label("tasks"), func.sum(t.c.complete).label("trials"),
-            func.sum(case((scored, 1), else_=0)).label("scored"),
-            func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
-            func.sum(t.c.infra).label("infra"), func.sum(case((and_(t.c.complete == 0, t.c.counts == 1), 1), else_=0)).label("incomplete"),
-            # everything spent (as stats' total_cost_usd): every complete trial's, retried tries included
-            func.sum(case((t.c.complete == 1, t.c.cost), else_=t.c.retried_cost)).label("cost"),
-            func.max(case((t.c.complete == 1, t.c.cost_unknown), else_=t.c.retried_unknown)).label("cost_unknown"),
-            func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
-            func.sum(t.c.tampering).label("tampering"),
-        ).group_by(t.c.run, t.c.config).subquery("configs"))
+        per_config = (
+            select(
+                t.c.run,
+                t.c.config,
+                func.max(t.c.agent).label("agent"),
+                func.max(t.c.model).label("model"),
+                func.count(distinct(case((t.c.counts == 1, t.c.task_id)))).label("tasks"),
+                func.sum(t.c.complete).label("trials"),
+                func.sum(case((scored, 1), else_=0)).label("scored"),
+                func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
+                func.sum(t.c.infra).label("infra"),
+                func.sum(case((and_(t.c.complete == 0, t.c.counts == 1), 1), else_=0)).label("incomplete"),
+                # everything spent (as stats' total_cost_usd): every complete trial's, retried tries included
+                func.sum(case((t.c.complete == 1, t.c.cost), else_=t.c.retried_cost)).label("cost"),
+                func.max(case((t.c.complete == 1, t.c.cost_unknown), else_=t.c.retried_unknown)).label("cost_unknown"),
+                func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
+                func.sum(t.c.tampering).label("tampering"),
+            )
+            .group_by(t.c.run, t.c.config)
+            .subquery("configs")
+        )
         c = per_config.c
-        query = (select(r.id, r.uid, r.run_id, r.path, r.suite, r.started_at, r.finished_at, c.config, c.agent,
-                        c.model, c.tasks, c.trials, c.scored, c.resolved, c.infra, c.incomplete, c.cost,
-                        c.cost_unknown, c.time, c.tampering, r.regraded_from)
-                 .join(per_config, per_config.c.run == r.id)
-                 .order_by(r.started_at.desc(), r.id.desc(), c.config))
+        query = (
+            select(
+                r.id,
+                r.uid,
+                r.run_id,
+                r.path,
+                r.suite,
+                r.started_at,
+                r.finished_at,
+                c.config,
+                c.agent,
+                c.model,
+                c.tasks,
+                c.trials,
+                c.scored,
+                c.resolved,
+                c.infra,
+                c.incomplete,
+                c.cost,
+                c.cost_unknown,
+                c.time,
+                c.tampering,
+                r.regraded_from,
+            )
+            .join(per_config, per_config.c.run == r.id)
+            .order_by(r.started_at.desc(), r.id.desc(), c.config)
+        )
         if limit:
             query = query.limit(bindparam("limit", limit))
         return query
@@ -498,8 +626,9 @@ class HistoryIndex:
     def _counting(self, flt: HistoryFilter):
         a = attempts.c
         pairs = select(a.run, a.config).where(*self._attempt_filter(flt)).distinct().subquery("pairs")
-        return select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(
-            *self._run_filter(flt))
+        return (
+            select(func.count()).select_from(pairs.join(runs, runs.c.id == pairs.c.run)).where(*self._run_filter(flt))
+        )
 
     def compile_listings(self) -> None:
         """Leave the plain `wholeloop history` listing's SQL beside a SQLite index now (with and
@@ -517,21 +646,36 @@ class HistoryIndex:
             return {}
         t = self._trials(HistoryFilter(), {k for k, _ in keys})
         scored = and_(t.c.complete == 1, t.c.infra == 0)
-        query = (select(t.c.run, t.c.config, t.c.task_id, func.sum(case((scored, 1), else_=0)).label("scored"),
-                        func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
-                        func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
-                        func.max(case((scored, t.c.cost_unknown), else_=0)).label("unknown"),
-                        func.sum(case((scored, t.c.time), else_=0.0)).label("time"))
-                 .group_by(t.c.run, t.c.config, t.c.task_id).order_by(t.c.run, t.c.config, t.c.task_id))
+        query = (
+            select(
+                t.c.run,
+                t.c.config,
+                t.c.task_id,
+                func.sum(case((scored, 1), else_=0)).label("scored"),
+                func.sum(case((scored, t.c.resolved), else_=0)).label("resolved"),
+                func.sum(case((scored, t.c.cost), else_=0.0)).label("cost"),
+                func.max(case((scored, t.c.cost_unknown), else_=0)).label("unknown"),
+                func.sum(case((scored, t.c.time), else_=0.0)).label("time"),
+            )
+            .group_by(t.c.run, t.c.config, t.c.task_id)
+            .order_by(t.c.run, t.c.config, t.c.task_id)
+        )
         wanted = set(keys)
         out: dict[tuple[int, str], list[TaskAggregate]] = {k: [] for k in keys}
         with self._read() as conn:
             for x in conn.execute(query):
                 if (x.run, x.config) in wanted:
-                    out[(x.run, x.config)].append(TaskAggregate(
-                        run=x.run, config=x.config, task_id=x.task_id, scored=int(x.scored or 0),
-                        resolved=int(x.resolved or 0), cost_usd=None if x.unknown else float(x.cost or 0.0),
-                        time_s=float(x.time or 0.0)))
+                    out[(x.run, x.config)].append(
+                        TaskAggregate(
+                            run=x.run,
+                            config=x.config,
+                            task_id=x.task_id,
+                            scored=int(x.scored or 0),
+                            resolved=int(x.resolved or 0),
+                            cost_usd=None if x.unknown else float(x.cost or 0.0),
+                            time_s=float(x.time or 0.0),
+                        )
+                    )
         for found in out.values():  # in Python: the databases' collations order text differently
             found.sort(key=lambda t: t.task_id)
         return out
@@ -542,19 +686,41 @@ class HistoryIndex:
         from ..records import ResultRow
 
         a = attempts.c
-        query = (select(attempts, runs.c.run_id).join(runs, runs.c.id == a.run)
-                 .where(a.run == key, a.config == config, a.current).order_by(a.seq))
+        query = (
+            select(attempts, runs.c.run_id)
+            .join(runs, runs.c.id == a.run)
+            .where(a.run == key, a.config == config, a.current)
+            .order_by(a.seq)
+        )
         with self._read() as conn:
             found = conn.execute(query).mappings().all()
-        return [ResultRow(
-            run_id=x["run_id"], task_id=x["task_id"], task_hash=x["task_hash"], config=x["config"], agent=x["agent"],
-            model=x["model"], repeat=x["repeat"], attempt=x["attempt"], final=x["final"], outcome=x["outcome"],
-            resolved=x["resolved"], stop_reason=x["stop_reason"], steps=x["steps"], cost_usd=x["cost_usd"],
-            usage={"input_tokens": x["input_tokens"], "output_tokens": x["output_tokens"]},
-            phases={"total_s": x["total_s"], "agent_s": x["agent_s"]}, dir=x["dir"],
-            transcript_path=x["transcript_path"], started_at=x["started_at"], finished_at=x["finished_at"],
-            tampering=x["tampering"], grader_version=x["grader_version"],
-        ) for x in found]
+        return [
+            ResultRow(
+                run_id=x["run_id"],
+                task_id=x["task_id"],
+                task_hash=x["task_hash"],
+                config=x["config"],
+                agent=x["agent"],
+                model=x["model"],
+                repeat=x["repeat"],
+                attempt=x["attempt"],
+                final=x["final"],
+                outcome=x["outcome"],
+                resolved=x["resolved"],
+                stop_reason=x["stop_reason"],
+                steps=x["steps"],
+                cost_usd=x["cost_usd"],
+                usage={"input_tokens": x["input_tokens"], "output_tokens": x["output_tokens"]},
+                phases={"total_s": x["total_s"], "agent_s": x["agent_s"]},
+                dir=x["dir"],
+                transcript_path=x["transcript_path"],
+                started_at=x["started_at"],
+                finished_at=x["finished_at"],
+                tampering=x["tampering"],
+                grader_version=x["grader_version"],
+            )
+            for x in found
+        ]
 
     def row_count(self) -> int:
         with self._read() as conn:
@@ -619,7 +785,9 @@ class _SqliteWriter:
                 slots = []
                 for name in done.positiontup or []:
                     bind = done.binds[name]
-                    process = bind.type.dialect_impl(self.dialect).bind_processor(self.dialect)  # e.g. its DateTime as text
+                    process = bind.type.dialect_impl(self.dialect).bind_processor(
+                        self.dialect
+                    )  # e.g. its DateTime as text
                     slots.append((name if name in names else None, bind.effective_value, process))
                 self.compiled[key] = (done.string, slots)
             return self.compiled[key]
@@ -677,8 +845,11 @@ def _engine(url: str) -> Engine:
         return engine
     # PostgreSQL: a short connect timeout (a run must not hang on a host that is gone); commits need
     # not wait for the server's disk (the index is a cache: a crash loses nothing the folders lack).
-    return create_engine(url, pool_pre_ping=True, connect_args={
-        "connect_timeout": 5, "options": "-c synchronous_commit=off", "application_name": "wholeloop"})
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": 5, "options": "-c synchronous_commit=off", "application_name": "wholeloop"},
+    )
 
 
 class _transaction:

@@ -53,14 +53,19 @@ def known(index: Path, name: str, shape: str) -> bool:
     return shape in (_load(index).get("statements", {}).get(name) or {})
 
 
-def remember(index: Path, name: str, shape: str, sql: str, order: list[str], constants: dict, columns: list[str],
-             head: str) -> None:
+def remember(
+    index: Path, name: str, shape: str, sql: str, order: list[str], constants: dict, columns: list[str], head: str
+) -> None:
     """Keep one compiled statement (best effort: a cache; an unwritable folder only keeps it slow)."""
     data = _load(index)
     if data.get("head") != head:
         data = {"key": code_key(), "head": head, "statements": {}}
     data.setdefault("statements", {}).setdefault(name, {})[shape] = {
-        "sql": sql, "order": order, "constants": constants, "columns": columns}
+        "sql": sql,
+        "order": order,
+        "constants": constants,
+        "columns": columns,
+    }
     path = sidecar(index)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -85,8 +90,10 @@ def list_runs(index: Path | None, flt: HistoryFilter, *, limit: int | None) -> t
         return None
     data = _load(index)
     statements = data.get("statements") or {}
-    listing, counting = (statements.get("list_runs") or {}).get(shape), (statements.get("count_runs") or {}).get(
-        shape_of(flt, None))
+    listing, counting = (
+        (statements.get("list_runs") or {}).get(shape),
+        (statements.get("count_runs") or {}).get(shape_of(flt, None)),
+    )
     if not listing or (limit and not counting):
         return None
     values = {**bound_values(flt), "limit": limit}

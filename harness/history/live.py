@@ -72,8 +72,10 @@ class RunHook:
         self.failed = urls.scrub(str(exc), self.url) or type(exc).__name__
         if self.shown not in self.failed:
             self.failed = f"run history at {self.shown}: {self.failed}"
-        self.warn(f"{self.failed}\n  the run goes on without the index: its folder has every row; index it later with "
-                  f"`wholeloop history --add {self.folder.path}`")
+        self.warn(
+            f"{self.failed}\n  the run goes on without the index: its folder has every row; index it later with "
+            f"`wholeloop history --add {self.folder.path}`"
+        )
 
 
 def attach(folder: RunFolder, url: str, warn: Warn) -> RunHook:

@@ -35,8 +35,11 @@ class Query:
     def __str__(self) -> str:
         if self.kind == "run":
             return f"run:{self.run}" + (f":{self.config}" if self.config else "")
-        return "latest" + (f":{self.suite or ''}" if self.suite or self.config else "") + (
-            f":{self.config}" if self.config else "")
+        return (
+            "latest"
+            + (f":{self.suite or ''}" if self.suite or self.config else "")
+            + (f":{self.config}" if self.config else "")
+        )
 
 
 def parse(spec: str) -> Query | None:
@@ -54,8 +57,15 @@ def parse(spec: str) -> Query | None:
     return None
 
 
-def resolve(index: HistoryIndex, query: Query, *, suite: str | None = None, config: str | None = None,
-            exclude_paths: list[str] | None = None, exclude_uid: str | None = None) -> tuple[RunSummary, list[ResultRow]]:
+def resolve(
+    index: HistoryIndex,
+    query: Query,
+    *,
+    suite: str | None = None,
+    config: str | None = None,
+    exclude_paths: list[str] | None = None,
+    exclude_uid: str | None = None,
+) -> tuple[RunSummary, list[ResultRow]]:
     """The run (one configuration) a query names, and its current rows from the index. `suite`
     and `config` fill in what the query leaves out (the candidate's)."""
     if query.kind == "run":
@@ -67,19 +77,27 @@ def resolve(index: HistoryIndex, query: Query, *, suite: str | None = None, conf
             listing = ", ".join(sorted(f"{r.run_id} (uid {r.uid[:12]}, {r.path})" for r in found))
             raise QueryError(f"{query}: several runs match ({listing}): pin one by its uid")
     else:
-        flt = HistoryFilter(suite=query.suite or suite, config=query.config or config, finished_only=True,
-                            exclude_paths=list(exclude_paths or []))
+        flt = HistoryFilter(
+            suite=query.suite or suite,
+            config=query.config or config,
+            finished_only=True,
+            exclude_paths=list(exclude_paths or []),
+        )
         found = [r for r in index.list_runs(flt) if r.uid != exclude_uid]
         regraded = superseded(found)  # a re-graded run's place is taken by its regrade
         found = [r for r in found if r.uid not in regraded]
         if not found:
-            raise QueryError(f"{query}: no finished run of suite {flt.suite or '(any)'} with configuration "
-                             f"{flt.config or '(any)'} in {index.shown}")
+            raise QueryError(
+                f"{query}: no finished run of suite {flt.suite or '(any)'} with configuration "
+                f"{flt.config or '(any)'} in {index.shown}"
+            )
         newest = found[0].uid
         found = [r for r in found if r.uid == newest]
     if len(found) > 1:
         configs = ", ".join(r.config for r in found)
-        raise QueryError(f"{query}: run {found[0].run_id} has several configurations ({configs}): "
-                         f"name one, as run:{found[0].run_id}:CONFIG")
+        raise QueryError(
+            f"{query}: run {found[0].run_id} has several configurations ({configs}): "
+            f"name one, as run:{found[0].run_id}:CONFIG"
+        )
     run = found[0]
     return run, index.rows_of(run.key, run.config)

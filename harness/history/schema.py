@@ -16,21 +16,36 @@ transcript's path, the task's content hash); per-test results stay in the run fo
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint)
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy import false as sa_false
 
 HEAD = "0003"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
 
-metadata = MetaData(naming_convention={
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-})
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
 
 runs = Table(
-    "runs", metadata,
+    "runs",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("uid", String(64), nullable=False),  # manifest run_uid, or a hash of path + run id + start
     Column("run_id", String(255), nullable=False),  # the run folder's name (manifest run_id)
@@ -51,7 +66,8 @@ runs = Table(
 )
 
 attempts = Table(
-    "attempts", metadata,
+    "attempts",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("seq", Integer, nullable=False),  # position among the valid rows of results.jsonl

@@ -47,21 +47,31 @@ class TrendSeries(BaseModel):
 
 def point_of(run: RunSummary, tasks: list[TaskAggregate], settings: BootstrapSettings) -> TrendPoint:
     rated = [t for t in tasks if t.scored]
-    point = TrendPoint(run_id=run.run_id, uid=run.uid, path=run.path, started_at=run.started_at,
-                       finished=run.finished_at is not None, tasks=run.tasks, scored=run.scored,
-                       resolved=run.resolved, infra_errors=run.infra_errors)
+    point = TrendPoint(
+        run_id=run.run_id,
+        uid=run.uid,
+        path=run.path,
+        started_at=run.started_at,
+        finished=run.finished_at is not None,
+        tasks=run.tasks,
+        scored=run.scored,
+        resolved=run.resolved,
+        infra_errors=run.infra_errors,
+    )
     point.resolve_rate = wilson(run.resolved, run.scored, settings.confidence_level)
     if any(t.cost_usd is None for t in rated):
         point.cost_per_resolved = Interval(unknown=True, n=len(rated), note="a price is unknown for some attempts")
     else:
-        point.cost_per_resolved = bootstrap_ratio([t.cost_usd for t in rated], [t.resolved for t in rated],
-                                                  settings=settings)
+        point.cost_per_resolved = bootstrap_ratio(
+            [t.cost_usd for t in rated], [t.resolved for t in rated], settings=settings
+        )
     point.time_per_task = bootstrap_ratio([t.time_s for t in rated], [t.scored for t in rated], settings=settings)
     return point
 
 
-def trend(index: HistoryIndex, flt: HistoryFilter | None = None, *, last: int = 30,
-          settings: BootstrapSettings | None = None) -> list[TrendSeries]:
+def trend(
+    index: HistoryIndex, flt: HistoryFilter | None = None, *, last: int = 30, settings: BootstrapSettings | None = None
+) -> list[TrendSeries]:
     """Series per (suite, configuration), each with its latest `last` runs (0: all), oldest first."""
     settings = settings or BootstrapSettings()
     found = index.list_runs(flt)  # newest first
@@ -76,18 +86,29 @@ def trend(index: HistoryIndex, flt: HistoryFilter | None = None, *, last: int = 
     out = []
     for (suite, config), kept in sorted(series.items()):
         kept.reverse()
-        out.append(TrendSeries(suite=suite, config=config, agent=kept[-1].agent, model=kept[-1].model,
-                               points=[point_of(r, aggregates[(r.key, r.config)], settings) for r in kept]))
+        out.append(
+            TrendSeries(
+                suite=suite,
+                config=config,
+                agent=kept[-1].agent,
+                model=kept[-1].model,
+                points=[point_of(r, aggregates[(r.key, r.config)], settings) for r in kept],
+            )
+        )
     return out
 
 
-def trend_of_runs(index: HistoryIndex, run_dirs: list, *, last: int = 30,
-                  settings: BootstrapSettings | None = None) -> list[TrendSeries]:
+def trend_of_runs(
+    index: HistoryIndex, run_dirs: list, *, last: int = 30, settings: BootstrapSettings | None = None
+) -> list[TrendSeries]:
     """The series that the given run folders belong to (their suite and configuration), for the
     HTML report's "Over time" section; runs that are not indexed add nothing."""
     wanted = {(r.suite, r.config) for r in index.list_runs(HistoryFilter(paths=[str(d) for d in run_dirs]))}
     out = []
     for suite, config in sorted(wanted):
-        out += [s for s in trend(index, HistoryFilter(suite=suite or None, config=config), last=last, settings=settings)
-                if s.suite == suite]
+        out += [
+            s
+            for s in trend(index, HistoryFilter(suite=suite or None, config=config), last=last, settings=settings)
+            if s.suite == suite
+        ]
     return out

@@ -77,13 +77,28 @@ def utc(value: datetime | None) -> datetime | None:
 def summary_of(x) -> RunSummary:
     """A RunSummary from one line of the listing's query (SQLAlchemy's row or a mapping by column
     name): counts may be NULL, times come back as datetimes or as SQLite's text."""
-    return RunSummary(key=x["id"], uid=x["uid"], run_id=x["run_id"], path=x["path"], suite=x["suite"],
-                      started_at=utc(_when(x["started_at"])), finished_at=utc(_when(x["finished_at"])),
-                      config=x["config"], agent=x["agent"], model=x["model"], tasks=int(x["tasks"] or 0),
-                      trials=int(x["trials"] or 0), scored=int(x["scored"] or 0), resolved=int(x["resolved"] or 0),
-                      infra_errors=int(x["infra"] or 0), incomplete=int(x["incomplete"] or 0),
-                      cost_usd=None if x["cost_unknown"] else float(x["cost"] or 0.0), time_s=float(x["time"] or 0.0),
-                      regraded_from=x["regraded_from"], tampering=int(x["tampering"] or 0))
+    return RunSummary(
+        key=x["id"],
+        uid=x["uid"],
+        run_id=x["run_id"],
+        path=x["path"],
+        suite=x["suite"],
+        started_at=utc(_when(x["started_at"])),
+        finished_at=utc(_when(x["finished_at"])),
+        config=x["config"],
+        agent=x["agent"],
+        model=x["model"],
+        tasks=int(x["tasks"] or 0),
+        trials=int(x["trials"] or 0),
+        scored=int(x["scored"] or 0),
+        resolved=int(x["resolved"] or 0),
+        infra_errors=int(x["infra"] or 0),
+        incomplete=int(x["incomplete"] or 0),
+        cost_usd=None if x["cost_unknown"] else float(x["cost"] or 0.0),
+        time_s=float(x["time"] or 0.0),
+        regraded_from=x["regraded_from"],
+        tampering=int(x["tampering"] or 0),
+    )
 
 
 def _when(value: datetime | str | None) -> datetime | None:

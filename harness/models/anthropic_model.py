@@ -17,12 +17,16 @@ from .errors import AuthError, ConnectionFailed, ModelConfigError, ModelError, M
 from .errors import Overloaded, RateLimited, ServerError, from_status, parse_retry_after
 from .types import Message, Settings, ToolCall, ToolSpec, Turn, Usage
 
-_STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
-         "stop_sequence": "stop_sequence", "refusal": "refusal"}
+_STOP = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+}
 
 # Error types the API can send inside a 200 stream (an `error` event), by what they mean.
-_STREAM_ERRORS = {"overloaded_error": Overloaded, "rate_limit_error": RateLimited,
-                  "api_error": ServerError}
+_STREAM_ERRORS = {"overloaded_error": Overloaded, "rate_limit_error": RateLimited, "api_error": ServerError}
 
 
 class AnthropicModel(HTTPModel):
@@ -50,18 +54,20 @@ class AnthropicModel(HTTPModel):
     def request(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> dict:
         """The request body (without stream/timeout); public so tests can check the mapping."""
         system, msgs = to_anthropic_messages(messages)
-        req: dict[str, Any] = {"model": self.model, "max_tokens": settings.max_tokens,
-                               "messages": msgs}
+        req: dict[str, Any] = {"model": self.model, "max_tokens": settings.max_tokens, "messages": msgs}
         if system:
             req["system"] = system
         if tools:
-            req["tools"] = [{"name": t.name, "description": t.description,
-                             "input_schema": t.input_schema} for t in tools]
+            req["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
+            ]
         if settings.temperature is not None or settings.top_p is not None:
             # The SDK (2.x, API version 2026-10-21) has no sampling parameters and the API
             # answers 400 to them; refuse here rather than let a manifest claim one was used.
-            raise ModelConfigError(f"{self.name}: the Anthropic API takes no temperature/top_p",
-                                   hint="leave temperature and top_p unset for anthropic/ models")
+            raise ModelConfigError(
+                f"{self.name}: the Anthropic API takes no temperature/top_p",
+                hint="leave temperature and top_p unset for anthropic/ models",
+            )
         if settings.thinking_budget:
             req["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking_budget}
         return req
@@ -73,8 +79,9 @@ class AnthropicModel(HTTPModel):
             msg = client.messages.create(**req, timeout=settings.timeout_s)
             # warnings=False: a non-object tool input is a case we handle, not a schema surprise.
             blocks = [b.model_dump(warnings=False) for b in msg.content]
-            return _turn(blocks, msg.usage, msg.stop_reason, msg.model or self.model,
-                         getattr(msg, "_request_id", None) or msg.id)
+            return _turn(
+                blocks, msg.usage, msg.stop_reason, msg.model or self.model, getattr(msg, "_request_id", None) or msg.id
+            )
         stream = client.messages.create(**req, stream=True, timeout=settings.timeout_s)
         try:
             return self._assemble(stream)
@@ -128,15 +135,18 @@ class AnthropicModel(HTTPModel):
             etype = getattr(exc, "type", None)
             if exc.status_code < 400 and etype in _STREAM_ERRORS:  # an error event mid-stream
                 return _STREAM_ERRORS[etype](f"{self.name}: {exc}")
-            return from_status(exc.status_code, getattr(exc, "api_message", None) or exc.message,
-                               provider=self.name, env_key=self.env_key, code=etype,
-                               retry_after_s=parse_retry_after(exc.response.headers),
-                               request_id=getattr(exc, "request_id", None))
+            return from_status(
+                exc.status_code,
+                getattr(exc, "api_message", None) or exc.message,
+                provider=self.name,
+                env_key=self.env_key,
+                code=etype,
+                retry_after_s=parse_retry_after(exc.response.headers),
+                request_id=getattr(exc, "request_id", None),
+            )
         no_key = isinstance(exc, TypeError) and "authentication method" in str(exc)  # SDK 2.x
-        if no_key or (isinstance(exc, anthropic.AnthropicError)
-                      and "credential" in type(exc).__name__.lower()):
-            return AuthError(f"{self.name}: no credentials: {exc}",
-                             hint="set ANTHROPIC_API_KEY (or pass api_key)")
+        if no_key or (isinstance(exc, anthropic.AnthropicError) and "credential" in type(exc).__name__.lower()):
+            return AuthError(f"{self.name}: no credentials: {exc}", hint="set ANTHROPIC_API_KEY (or pass api_key)")
         return None
 
 
@@ -160,15 +170,23 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict]]:
         elif role == "user":
             add("user", [{"type": "text", "text": m["content"]}])
         elif role == "tool":
-            add("user", [{"type": "tool_result", "tool_use_id": m["tool_call_id"],
-                          "content": m["content"], "is_error": bool(m.get("is_error"))}])
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": m["tool_call_id"],
+                        "content": m["content"],
+                        "is_error": bool(m.get("is_error")),
+                    }
+                ],
+            )
         elif role == "assistant":
             blocks: list[dict] = list(m.get("thinking") or [])  # signed; must come back first
             if m.get("content"):
                 blocks.append({"type": "text", "text": m["content"]})
             for c in m.get("tool_calls") or []:
-                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"],
-                               "input": c.get("arguments") or {}})
+                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("arguments") or {}})
             if not blocks:
                 # The API rejects empty assistant content; keep the turn so roles still alternate.
                 blocks.append({"type": "text", "text": "(no output)"})
@@ -180,14 +198,16 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict]]:
 
 def _usage_dict(u: Any) -> dict[str, int]:
     details = field(u, "output_tokens_details")
-    return {"input_tokens": field(u, "input_tokens", 0), "output_tokens": field(u, "output_tokens", 0),
-            "cache_read": field(u, "cache_read_input_tokens", 0),
-            "cache_write": field(u, "cache_creation_input_tokens", 0),
-            "reasoning": field(details, "thinking_tokens", 0)}
+    return {
+        "input_tokens": field(u, "input_tokens", 0),
+        "output_tokens": field(u, "output_tokens", 0),
+        "cache_read": field(u, "cache_read_input_tokens", 0),
+        "cache_write": field(u, "cache_creation_input_tokens", 0),
+        "reasoning": field(details, "thinking_tokens", 0),
+    }
 
 
-def _turn(blocks: list[dict], usage: Any, stop: str | None, model: str,
-          request_id: str | None) -> Turn:
+def _turn(blocks: list[dict], usage: Any, stop: str | None, model: str, request_id: str | None) -> Turn:
     u = usage if isinstance(usage, dict) and "cache_read" in usage else _usage_dict(usage)
     text: list[str] = []
     calls: list[ToolCall] = []
@@ -199,23 +219,32 @@ def _turn(blocks: list[dict], usage: Any, stop: str | None, model: str,
         elif kind == "tool_use":
             raw = b.get("input")
             if isinstance(raw, dict):
-                calls.append(ToolCall(id=b["id"], name=b["name"], arguments=raw,
-                                      raw_arguments=json.dumps(raw)))
+                calls.append(ToolCall(id=b["id"], name=b["name"], arguments=raw, raw_arguments=json.dumps(raw)))
             elif isinstance(raw, str):  # streamed JSON text, possibly malformed
                 calls.append(ToolCall.parse(b["id"], b["name"], raw))
             else:
-                calls.append(ToolCall(id=b["id"], name=b["name"], arguments=None,
-                                      raw_arguments=json.dumps(raw),
-                                      parse_error="arguments must be a JSON object"))
+                calls.append(
+                    ToolCall(
+                        id=b["id"],
+                        name=b["name"],
+                        arguments=None,
+                        raw_arguments=json.dumps(raw),
+                        parse_error="arguments must be a JSON object",
+                    )
+                )
         elif kind in ("thinking", "redacted_thinking"):
             thinking.append({k: v for k, v in b.items() if not k.startswith("_") and v is not None})
     # Anthropic's input_tokens excludes cache reads and writes; ours includes them.
     return Turn(
         text="".join(text),
         tool_calls=calls,
-        usage=Usage(input_tokens=u["input_tokens"] + u["cache_read"] + u["cache_write"],
-                    output_tokens=u["output_tokens"], cache_read_tokens=u["cache_read"],
-                    cache_write_tokens=u["cache_write"], reasoning_tokens=u["reasoning"]),
+        usage=Usage(
+            input_tokens=u["input_tokens"] + u["cache_read"] + u["cache_write"],
+            output_tokens=u["output_tokens"],
+            cache_read_tokens=u["cache_read"],
+            cache_write_tokens=u["cache_write"],
+            reasoning_tokens=u["reasoning"],
+        ),
         stop_reason=_STOP.get(stop or "", stop or "end_turn"),
         model=model,
         request_id=request_id,

@@ -27,9 +27,17 @@ class HTTPModel(ABC):
     #: The environment variable holding the key, named in AuthError hints.
     env_key: str | None = None
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 stream: bool = False, prices: PriceTable | None = None,
-                 sleep: SleepFn = time.sleep, client: Any = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        stream: bool = False,
+        prices: PriceTable | None = None,
+        sleep: SleepFn = time.sleep,
+        client: Any = None,
+    ) -> None:
         self.model = model  # the id the provider knows
         self.name = f"{self.provider}/{model}"
         self.base_url = base_url
@@ -53,8 +61,9 @@ class HTTPModel(ABC):
         try:
             return factory(**kw)
         except sdk_error as e:
-            raise AuthError(f"cannot create the {label} client: {e}",
-                            hint=f"set {self.env_key} (or pass api_key)") from e
+            raise AuthError(
+                f"cannot create the {label} client: {e}", hint=f"set {self.env_key} (or pass api_key)"
+            ) from e
 
     def for_task(self, task_id: str) -> HTTPModel:
         return self  # one client serves every task
@@ -71,15 +80,17 @@ class HTTPModel(ABC):
             return []
         return list(names)
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-                 settings: Settings | None = None) -> Turn:
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], settings: Settings | None = None
+    ) -> Turn:
         """One assistant turn. Raises ModelError (ModelUnavailable once retries are spent)."""
         settings = settings or Settings()
         specs = [t if isinstance(t, ToolSpec) else ToolSpec.model_validate(t) for t in tools]
         msgs = list(messages)
         self._prepare()  # SDK import and client set-up: seconds that are not the model's latency
-        turn = call_with_retries(lambda: self._guarded(msgs, specs, settings), settings,
-                                 sleep=self._sleep, what=self.name)
+        turn = call_with_retries(
+            lambda: self._guarded(msgs, specs, settings), settings, sleep=self._sleep, what=self.name
+        )
         cost = turn_cost(turn.usage, self.model, self.provider, overrides=self._prices)
         if cost is None and turn.model != self.model and turn.model.startswith(self.model):
             # An alias ("gpt-4o") answered by a dated snapshot the map may know by that name.
@@ -116,8 +127,9 @@ def translate_transport(exc: BaseException) -> ModelError | None:
 
     Matched by class name so neither HTTP library is imported here.
     """
-    names = {cls.__name__ for cls in type(exc).__mro__
-             if cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore")}
+    names = {
+        cls.__name__ for cls in type(exc).__mro__ if cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore")
+    }
     if "TimeoutException" in names or "TimeoutError" in names:
         return ModelTimeout(f"timed out while reading the response: {exc}")
     if names & {"TransportError", "NetworkError", "ProtocolError", "StreamError"}:

@@ -29,9 +29,15 @@ class ModelError(Exception):
         """May a later try of the unit succeed (the provider was failing), or would it fail the same?"""
         return self.retryable
 
-    def __init__(self, message: str, *, status_code: int | None = None,
-                 retry_after_s: float | None = None, request_id: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retry_after_s: float | None = None,
+        request_id: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status_code = status_code
@@ -148,7 +154,9 @@ class ModelConfigError(ModelError, ValueError):
 # "maximum context length" / code context_length_exceeded, litellm's wording, vLLM and others).
 _CONTEXT_RE = re.compile(
     r"context[ _]length|context window|prompt is too long|maximum context|too many tokens"
-    r"|input is too long|exceeds the (?:model's )?(?:context|maximum)", re.IGNORECASE)
+    r"|input is too long|exceeds the (?:model's )?(?:context|maximum)",
+    re.IGNORECASE,
+)
 
 
 def is_context_length_message(text: str) -> bool:
@@ -184,16 +192,21 @@ def parse_retry_after(headers: Any, *, now: float | None = None) -> float | None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def from_status(status: int, message: str, *, provider: str, env_key: str | None = None,
-                code: str | None = None, retry_after_s: float | None = None,
-                request_id: str | None = None) -> ModelError:
+def from_status(
+    status: int,
+    message: str,
+    *,
+    provider: str,
+    env_key: str | None = None,
+    code: str | None = None,
+    retry_after_s: float | None = None,
+    request_id: str | None = None,
+) -> ModelError:
     """The ModelError for an HTTP error status (adapters call this from their SDK's errors)."""
-    kw: dict[str, Any] = {"status_code": status, "retry_after_s": retry_after_s,
-                          "request_id": request_id}
+    kw: dict[str, Any] = {"status_code": status, "retry_after_s": retry_after_s, "request_id": request_id}
     text = f"{provider} answered {status}: {message}"
     if status in (401, 403):
-        hint = (f"set {env_key} (or pass api_key) to a valid key" if env_key
-                else "check the API key")
+        hint = f"set {env_key} (or pass api_key) to a valid key" if env_key else "check the API key"
         return AuthError(text, hint=hint, **kw)
     if status == 404:
         return NotFound(text, **kw)

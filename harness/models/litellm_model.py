@@ -34,8 +34,10 @@ class LiteLLMModel(HTTPModel):
     def __init__(self, model: str, *, drop_params: bool = False, **kw: Any) -> None:
         if "/" not in model:
             from .errors import ModelConfigError
-            raise ModelConfigError(f"litellm model {model!r} needs a provider: "
-                                   "litellm/<provider>/<model>, e.g. litellm/openai/gpt-4o")
+
+            raise ModelConfigError(
+                f"litellm model {model!r} needs a provider: litellm/<provider>/<model>, e.g. litellm/openai/gpt-4o"
+            )
         super().__init__(model, **kw)
         self.drop_params = drop_params
         self.env_key = f"{model.split('/', 1)[0].upper()}_API_KEY"  # litellm's convention
@@ -82,5 +84,4 @@ class LiteLLMModel(HTTPModel):
         return turn_from_chunks(stream, self.model)
 
     def _translate(self, exc: Exception) -> ModelError | None:
-        return translate_openai_error(exc, provider=self.name, env_key=self.env_key,
-                                      base_url=self.base_url)
+        return translate_openai_error(exc, provider=self.name, env_key=self.env_key, base_url=self.base_url)

@@ -14,8 +14,13 @@ from .errors import AuthError, ConnectionFailed, ContextLengthExceeded, ModelErr
 from .errors import from_status, parse_retry_after
 from .types import Message, Settings, ToolCall, ToolSpec, Turn, Usage
 
-_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
-         "length": "max_tokens", "content_filter": "refusal"}
+_STOP = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -29,10 +34,17 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             calls = m.get("tool_calls") or []
             if calls:
                 # Echo malformed arguments verbatim so the model sees what it actually sent.
-                msg["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
-                    "name": c["name"],
-                    "arguments": c.get("raw_arguments") or json.dumps(c.get("arguments") or {})}}
-                    for c in calls]
+                msg["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {
+                            "name": c["name"],
+                            "arguments": c.get("raw_arguments") or json.dumps(c.get("arguments") or {}),
+                        },
+                    }
+                    for c in calls
+                ]
             elif msg["content"] is None:
                 msg["content"] = ""
             out.append(msg)
@@ -45,12 +57,13 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
 
 
 def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.input_schema}} for t in tools]
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        for t in tools
+    ]
 
 
-def base_request(model: str, messages: list[Message], tools: list[ToolSpec],
-                 settings: Settings) -> dict[str, Any]:
+def base_request(model: str, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> dict[str, Any]:
     """Fields every OpenAI-format request has; only settings that are set are sent."""
     req: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages)}
     if tools:
@@ -70,9 +83,13 @@ def usage_from(u: Any) -> Usage:
     cache_read = field(details, "cached_tokens", 0)
     # Some OpenAI-compatible servers (and litellm for Anthropic) report cache writes too.
     cache_write = field(details, "cache_write_tokens", 0) or field(u, "cache_creation_input_tokens", 0)
-    return Usage(input_tokens=prompt, output_tokens=field(u, "completion_tokens", 0),
-                 cache_read_tokens=cache_read, cache_write_tokens=cache_write,
-                 reasoning_tokens=field(out_details, "reasoning_tokens", 0))
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=field(u, "completion_tokens", 0),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=field(out_details, "reasoning_tokens", 0),
+    )
 
 
 def turn_from_response(resp: Any, default_model: str, request_id: str | None = None) -> Turn:
@@ -81,14 +98,21 @@ def turn_from_response(resp: Any, default_model: str, request_id: str | None = N
         raise ModelError(f"{default_model}: the response has no choices")
     choice = choices[0]
     msg = field(choice, "message")
-    calls = [ToolCall.parse(field(c, "id", ""), field(field(c, "function"), "name", ""),
-                            field(field(c, "function"), "arguments", ""))
-             for c in field(msg, "tool_calls", [])]
+    calls = [
+        ToolCall.parse(
+            field(c, "id", ""), field(field(c, "function"), "name", ""), field(field(c, "function"), "arguments", "")
+        )
+        for c in field(msg, "tool_calls", [])
+    ]
     finish = field(choice, "finish_reason", "stop")
-    return Turn(text=field(msg, "content", "") or "", tool_calls=calls,
-                usage=usage_from(field(resp, "usage")), stop_reason=_STOP.get(finish, finish),
-                model=field(resp, "model", default_model),
-                request_id=request_id or field(resp, "id"))
+    return Turn(
+        text=field(msg, "content", "") or "",
+        tool_calls=calls,
+        usage=usage_from(field(resp, "usage")),
+        stop_reason=_STOP.get(finish, finish),
+        model=field(resp, "model", default_model),
+        request_id=request_id or field(resp, "id"),
+    )
 
 
 def turn_from_chunks(chunks: Iterable[Any], default_model: str) -> Turn:
@@ -114,15 +138,19 @@ def turn_from_chunks(chunks: Iterable[Any], default_model: str) -> Turn:
                 slot["args"].append(field(fn, "arguments", ""))
             finish = field(choice, "finish_reason", finish)
     finish = finish or "stop"
-    return Turn(text="".join(text),
-                tool_calls=[ToolCall.parse(c["id"], c["name"], "".join(c["args"]))
-                            for _, c in sorted(calls.items())],
-                usage=usage_from(usage), stop_reason=_STOP.get(finish, finish), model=model,
-                request_id=resp_id)
+    return Turn(
+        text="".join(text),
+        tool_calls=[ToolCall.parse(c["id"], c["name"], "".join(c["args"])) for _, c in sorted(calls.items())],
+        usage=usage_from(usage),
+        stop_reason=_STOP.get(finish, finish),
+        model=model,
+        request_id=resp_id,
+    )
 
 
-def translate_openai_error(exc: Exception, *, provider: str, env_key: str | None,
-                           base_url: str | None) -> ModelError | None:
+def translate_openai_error(
+    exc: Exception, *, provider: str, env_key: str | None, base_url: str | None
+) -> ModelError | None:
     """openai SDK exceptions, and litellm's (which wrap them), -> ModelError.
 
     litellm re-labels some errors (a refused connection becomes a 500, a 529 or 403 a generic
@@ -148,14 +176,20 @@ def translate_openai_error(exc: Exception, *, provider: str, env_key: str | None
     status = next((s for s in [*reversed(wire), *labels] if isinstance(s, int)), None)
     if status is None:
         if "api_key" in str(exc):  # the client could not find a key
-            return AuthError(f"{provider}: {exc}",
-                             hint=f"set {env_key} (or pass api_key)" if env_key else None)
+            return AuthError(f"{provider}: {exc}", hint=f"set {env_key} (or pass api_key)" if env_key else None)
         return None
-    sdk = next((e for e in chain if isinstance(e, openai.APIStatusError)
-                and type(e).__module__.startswith("openai")), exc)
-    err = from_status(status, _error_message(sdk), provider=provider, env_key=env_key,
-                      code=getattr(sdk, "code", None), retry_after_s=_retry_after(chain),
-                      request_id=getattr(sdk, "request_id", None))
+    sdk = next(
+        (e for e in chain if isinstance(e, openai.APIStatusError) and type(e).__module__.startswith("openai")), exc
+    )
+    err = from_status(
+        status,
+        _error_message(sdk),
+        provider=provider,
+        env_key=env_key,
+        code=getattr(sdk, "code", None),
+        retry_after_s=_retry_after(chain),
+        request_id=getattr(sdk, "request_id", None),
+    )
     if type(exc).__name__ == "ContextWindowExceededError" and status < 500:
         err = ContextLengthExceeded(err.message, status_code=status)
     return err
@@ -173,8 +207,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def _retry_after(chain: list[BaseException]) -> float | None:
     for e in chain:
         response = getattr(e, "response", None)
-        for headers in (getattr(e, "litellm_response_headers", None),
-                        getattr(response, "headers", None)):
+        for headers in (getattr(e, "litellm_response_headers", None), getattr(response, "headers", None)):
             seconds = parse_retry_after(headers)
             if seconds is not None:
                 return seconds

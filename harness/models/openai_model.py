@@ -41,7 +41,8 @@ class OpenAIModel(HTTPModel):
             # Refuse rather than silently drop a setting the manifest would claim was used.
             raise ModelConfigError(
                 f"{self.name}: Chat Completions has no thinking budget",
-                hint="unset thinking_budget and pass reasoning_effort to the openai adapter")
+                hint="unset thinking_budget and pass reasoning_effort to the openai adapter",
+            )
         req = base_request(self.model, messages, tools, settings)
         # max_completion_tokens: the only limit OpenAI's reasoning models accept.
         req["max_completion_tokens"] = settings.max_tokens
@@ -56,7 +57,8 @@ class OpenAIModel(HTTPModel):
             resp = client.chat.completions.create(**req, timeout=settings.timeout_s)
             return turn_from_response(resp, self.model, getattr(resp, "_request_id", None))
         stream = client.chat.completions.create(
-            **req, stream=True, stream_options={"include_usage": True}, timeout=settings.timeout_s)
+            **req, stream=True, stream_options={"include_usage": True}, timeout=settings.timeout_s
+        )
         try:
             turn = turn_from_chunks(stream, self.model)
             request_id = stream.response.headers.get("x-request-id")
@@ -65,5 +67,4 @@ class OpenAIModel(HTTPModel):
         return turn.model_copy(update={"request_id": request_id or turn.request_id})
 
     def _translate(self, exc: Exception) -> ModelError | None:
-        return translate_openai_error(exc, provider=self.name, env_key=self.env_key,
-                                      base_url=self.base_url)
+        return translate_openai_error(exc, provider=self.name, env_key=self.env_key, base_url=self.base_url)

@@ -35,8 +35,12 @@ def credentials_check(model: HTTPModel) -> ModelCheck:
     missing = model.missing_credentials()
     if missing:
         names = " or ".join(missing)
-        return ModelCheck("model credentials", False, f"{model.name}: {names} is not set",
-                          f"export {missing[0]}=...  (keys are read from the environment, never stored)")
+        return ModelCheck(
+            "model credentials",
+            False,
+            f"{model.name}: {names} is not set",
+            f"export {missing[0]}=...  (keys are read from the environment, never stored)",
+        )
     where = ", ".join(n for n in model.credential_env() if os.environ.get(n)) or "given"
     return ModelCheck("model credentials", True, f"{model.name}: {where} is set")
 
@@ -59,9 +63,13 @@ def price_check(model: HTTPModel, *, allow_unknown: bool) -> ModelCheck:
     detail = f"{model.name} is not in the price map" + (f"; did you mean {', '.join(near)}?" if near else "")
     if allow_unknown:
         return ModelCheck("model price", True, detail + " (allowed: its cost will be reported as unknown)")
-    return ModelCheck("model price", False, detail,
-                      "check the id, or pass --allow-unknown-model for a model too new for the price map "
-                      "(its cost is then reported as unknown)")
+    return ModelCheck(
+        "model price",
+        False,
+        detail,
+        "check the id, or pass --allow-unknown-model for a model too new for the price map "
+        "(its cost is then reported as unknown)",
+    )
 
 
 def check_model(spec: str, *, base_url: str | None = None, allow_unknown: bool = False) -> list[ModelCheck]:
@@ -69,8 +77,14 @@ def check_model(spec: str, *, base_url: str | None = None, allow_unknown: bool =
     if spec.startswith("replay:"):
         source = Path(spec.removeprefix("replay:"))
         if not source.exists():
-            return [ModelCheck("model", False, f"no recording at {source}",
-                               "give a recordings folder, a Turn JSONL, a transcript or a run folder")]
+            return [
+                ModelCheck(
+                    "model",
+                    False,
+                    f"no recording at {source}",
+                    "give a recordings folder, a Turn JSONL, a transcript or a run folder",
+                )
+            ]
         return [ModelCheck("model", True, f"replaying {source} (recorded costs; no credentials needed)")]
     prefix = spec.partition("/")[0]
     if prefix not in MODEL_ADAPTERS or "/" not in spec:

@@ -80,8 +80,10 @@ def _as_price(entry: Price | Mapping[str, Any] | None) -> Price | None:
     return Price.model_validate({**fields, "tiers": tiers})
 
 
-_TIER_KEY = re.compile(r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost"
-                       r"|cache_creation_input_token_cost)_above_(\d+)k_tokens$")
+_TIER_KEY = re.compile(
+    r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost"
+    r"|cache_creation_input_token_cost)_above_(\d+)k_tokens$"
+)
 
 
 def _candidates(model: str, provider: str | None) -> list[str]:
@@ -92,8 +94,7 @@ def _candidates(model: str, provider: str | None) -> list[str]:
     return keys
 
 
-def lookup_price(model: str, provider: str | None = None, *,
-                 overrides: PriceTable | None = None) -> Price | None:
+def lookup_price(model: str, provider: str | None = None, *, overrides: PriceTable | None = None) -> Price | None:
     """The price of ``model`` (a provider-side id such as "claude-sonnet-4-5", or a litellm id
     such as "anthropic/claude-sonnet-4-5"), or None when unknown. ``overrides`` wins over the map
     and may be keyed by either form, or by our full name ("anthropic/claude-sonnet-4-5")."""
@@ -136,6 +137,7 @@ def cost_usd(usage: Usage, price: Price | None) -> float | None:
     return cost
 
 
-def turn_cost(usage: Usage, model: str, provider: str | None = None, *,
-              overrides: PriceTable | None = None) -> float | None:
+def turn_cost(
+    usage: Usage, model: str, provider: str | None = None, *, overrides: PriceTable | None = None
+) -> float | None:
     return cost_usd(usage, lookup_price(model, provider, overrides=overrides))

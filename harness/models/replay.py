@@ -49,8 +49,13 @@ class ReplayModel:
     provider = "replay"
     base_url = None
 
-    def __init__(self, source: str | Path | Iterable[Turn | dict[str, Any]], *,
-                 loader: Callable[[str | Path], list[Turn]] = load_turns_jsonl, name: str | None = None) -> None:
+    def __init__(
+        self,
+        source: str | Path | Iterable[Turn | dict[str, Any]],
+        *,
+        loader: Callable[[str | Path], list[Turn]] = load_turns_jsonl,
+        name: str | None = None,
+    ) -> None:
         self.folder: Path | None = None
         self._loader = loader
         self.position = 0
@@ -59,8 +64,10 @@ class ReplayModel:
             if Path(source).is_dir():
                 self.folder, self.turns = Path(source), []
             elif not Path(source).is_file():
-                raise ModelError(f"no recording at {source}", hint="give a Turn JSONL, a transcript, "
-                                 "a folder of <task-id>.jsonl files or a run folder")
+                raise ModelError(
+                    f"no recording at {source}",
+                    hint="give a Turn JSONL, a transcript, a folder of <task-id>.jsonl files or a run folder",
+                )
             else:
                 self.turns = list(loader(source))
         else:
@@ -73,23 +80,28 @@ class ReplayModel:
         """A fresh replay of this task's recording (from a folder), or self for a single file."""
         if self.folder is None:
             return self
-        candidates = [self.folder / f"{task_id}.jsonl",
-                      *sorted((self.folder / "attempts" / task_id).glob("*/rep-0/transcript.jsonl"))]
+        candidates = [
+            self.folder / f"{task_id}.jsonl",
+            *sorted((self.folder / "attempts" / task_id).glob("*/rep-0/transcript.jsonl")),
+        ]
         for path in candidates:
             if path.is_file():
                 model = ReplayModel(path, loader=self._loader)
                 model.name = self.name
                 return model
-        raise ReplayExhausted(f"{self.name}: no recording for task {task_id}",
-                              hint=f"expected {candidates[0]} or a run folder with that task's transcript")
+        raise ReplayExhausted(
+            f"{self.name}: no recording for task {task_id}",
+            hint=f"expected {candidates[0]} or a run folder with that task's transcript",
+        )
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-                 settings: Settings | None = None) -> Turn:
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], settings: Settings | None = None
+    ) -> Turn:
         if self.position >= len(self.turns):
             raise ReplayExhausted(
-                f"{self.name}: the recording has {len(self.turns)} turns and turn "
-                f"{self.position + 1} was requested",
-                hint="the run diverged from the recording (different prompt, tools or limits)")
+                f"{self.name}: the recording has {len(self.turns)} turns and turn {self.position + 1} was requested",
+                hint="the run diverged from the recording (different prompt, tools or limits)",
+            )
         turn = self.turns[self.position].model_copy(deep=True)
         self.position += 1
         # Tokens and cost are the recording's (what that run spent); time is today's: a replay
@@ -117,13 +129,15 @@ class ScriptedModel:
     def for_task(self, task_id: str) -> ScriptedModel:
         return self  # one script, whatever the task
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-                 settings: Settings | None = None) -> Turn:
-        self.calls.append({"messages": [dict(m) for m in messages], "tools": list(tools),
-                           "settings": settings})
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], settings: Settings | None = None
+    ) -> Turn:
+        self.calls.append({"messages": [dict(m) for m in messages], "tools": list(tools), "settings": settings})
         if not self.steps:
-            raise ReplayExhausted(f"{self.name}: the script ran out after {len(self.calls) - 1} "
-                                  "turns", hint="add steps to the ScriptedModel")
+            raise ReplayExhausted(
+                f"{self.name}: the script ran out after {len(self.calls) - 1} turns",
+                hint="add steps to the ScriptedModel",
+            )
         step = self.steps.pop(0)
         if callable(step) and not isinstance(step, (Turn, BaseException)):
             step = step(list(messages), list(tools), settings)
@@ -136,10 +150,8 @@ class ScriptedModel:
         raise TypeError(f"a script step must give a Turn, str or exception, not {type(step)}")
 
 
-def tool_turn(name: str, arguments: dict[str, Any] | str, *, text: str = "",
-              id: str | None = None) -> Turn:
+def tool_turn(name: str, arguments: dict[str, Any] | str, *, text: str = "", id: str | None = None) -> Turn:
     """A Turn making one tool call (a str ``arguments`` is raw, possibly malformed, JSON)."""
     call_id = id or f"call_{name}"
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return Turn(text=text, tool_calls=[ToolCall.parse(call_id, name, raw)], stop_reason="tool_use",
-                model="scripted")
+    return Turn(text=text, tool_calls=[ToolCall.parse(call_id, name, raw)], stop_reason="tool_use", model="scripted")

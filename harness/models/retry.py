@@ -28,8 +28,9 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ModelError) and exc.retryable
 
 
-def call_with_retries(attempt: Callable[[], Turn], settings: Settings, *,
-                      sleep: SleepFn = time.sleep, what: str = "model") -> Turn:
+def call_with_retries(
+    attempt: Callable[[], Turn], settings: Settings, *, sleep: SleepFn = time.sleep, what: str = "model"
+) -> Turn:
     """Run ``attempt`` until it returns a Turn, retrying retryable ModelErrors.
 
     Returns the Turn with ``retries``, ``retry_wait_s`` and ``latency_s`` filled in.
@@ -50,13 +51,15 @@ def call_with_retries(attempt: Callable[[], Turn], settings: Settings, *,
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        events.append(RetryEvent(
-            attempt=state.attempt_number,
-            error_type=type(exc).__name__,
-            status_code=getattr(exc, "status_code", None),
-            message=str(exc)[:500],
-            wait_s=state.next_action.sleep if state.next_action else 0.0,
-        ))
+        events.append(
+            RetryEvent(
+                attempt=state.attempt_number,
+                error_type=type(exc).__name__,
+                status_code=getattr(exc, "status_code", None),
+                message=str(exc)[:500],
+                wait_s=state.next_action.sleep if state.next_action else 0.0,
+            )
+        )
 
     def timed_sleep(seconds: float) -> None:
         # Real time spent sleeping, so latency excludes it even when `sleep` is a test double.
@@ -88,11 +91,13 @@ def call_with_retries(attempt: Callable[[], Turn], settings: Settings, *,
     except ModelError as e:
         _attach(e, events)
         raise
-    return turn.model_copy(update={
-        "retries": events,
-        "retry_wait_s": sum(ev.wait_s for ev in events),
-        "latency_s": max(0.0, time.monotonic() - start - slept_real),
-    })
+    return turn.model_copy(
+        update={
+            "retries": events,
+            "retry_wait_s": sum(ev.wait_s for ev in events),
+            "latency_s": max(0.0, time.monotonic() - start - slept_real),
+        }
+    )
 
 
 def _attach(err: ModelError, events: list[RetryEvent]) -> None:

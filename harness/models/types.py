@@ -101,11 +101,17 @@ class ToolCall(BaseModel):
         try:
             value = json.loads(raw)
         except ValueError as e:
-            return cls(id=id, name=name, arguments=None, raw_arguments=raw,
-                       parse_error=f"arguments are not valid JSON: {e}")
+            return cls(
+                id=id, name=name, arguments=None, raw_arguments=raw, parse_error=f"arguments are not valid JSON: {e}"
+            )
         if not isinstance(value, dict):
-            return cls(id=id, name=name, arguments=None, raw_arguments=raw,
-                       parse_error=f"arguments must be a JSON object, got {type(value).__name__}")
+            return cls(
+                id=id,
+                name=name,
+                arguments=None,
+                raw_arguments=raw,
+                parse_error=f"arguments must be a JSON object, got {type(value).__name__}",
+            )
         return cls(id=id, name=name, arguments=value, raw_arguments=raw)
 
     def to_dict(self) -> ToolCallDict:
@@ -187,8 +193,7 @@ class Model(Protocol):
     provider: str  # "anthropic", "openai", "litellm", "replay", "scripted"
     base_url: str | None
 
-    def complete(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn:
-        ...
+    def complete(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn: ...
 
     def for_task(self, task_id: str) -> Model:
         """The model to use for one task: itself, or (a replay of a folder) that task's recording.

@@ -16,17 +16,40 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..registry import Registry
-from .base import (ERROR, FAILED, MISSING, NOT_RUN, PASSED, REPO_ROOT, REPORTS_DIR, SKIPPED, STATUSES, XFAIL, XPASS,
-                   Parser, ParserBase, RunSetup, TestReport, finish, glob_match, is_protected_path, matches_any)
+from .base import (
+    ERROR,
+    FAILED,
+    MISSING,
+    NOT_RUN,
+    PASSED,
+    REPO_ROOT,
+    REPORTS_DIR,
+    SKIPPED,
+    STATUSES,
+    XFAIL,
+    XPASS,
+    Parser,
+    ParserBase,
+    RunSetup,
+    TestReport,
+    finish,
+    glob_match,
+    is_protected_path,
+    matches_any,
+)
 
-PARSERS = Registry("wholeloop.parsers", "test parser", {
-    "cargo": "harness.parsers.cargo:CargoParser",
-    "go": "harness.parsers.go:GoParser",
-    "jest": "harness.parsers.jest:JestParser",
-    "junit": "harness.parsers.junit:JUnitParser",
-    "pytest": "harness.parsers.pytest:PytestParser",
-    "vitest": "harness.parsers.vitest:VitestParser",
-})
+PARSERS = Registry(
+    "wholeloop.parsers",
+    "test parser",
+    {
+        "cargo": "harness.parsers.cargo:CargoParser",
+        "go": "harness.parsers.go:GoParser",
+        "jest": "harness.parsers.jest:JestParser",
+        "junit": "harness.parsers.junit:JUnitParser",
+        "pytest": "harness.parsers.pytest:PytestParser",
+        "vitest": "harness.parsers.vitest:VitestParser",
+    },
+)
 
 
 def get_parser(name: str) -> Parser:
@@ -44,8 +67,14 @@ def protected_union(parsers: Sequence[Parser]) -> list[str]:
     return list(dict.fromkeys(p for parser in parsers for p in parser.protected_paths))
 
 
-def parse_run(parsers: Sequence[Parser], output: str, read: Callable[[str], bytes | None], *,
-              setups: Sequence[RunSetup] | None = None, exit_code: int | None = None) -> TestReport:
+def parse_run(
+    parsers: Sequence[Parser],
+    output: str,
+    read: Callable[[str], bytes | None],
+    *,
+    setups: Sequence[RunSetup] | None = None,
+    exit_code: int | None = None,
+) -> TestReport:
     """One report of one run of a hidden (or visible) test command: each parser reads the output
     and its structured report (`read(path)`, None when the command wrote none) at the path its
     setup named (grading) or at its results_file (the run_tests tool); with `exit_code`, the
@@ -77,7 +106,9 @@ def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
         merged.problems += [f"{name}: {p}" for p in report.problems]
         merged.channels.update({f"{name}: {k}": v for k, v in report.channels.items()})
         merged.listed.update({k: v for k, v in report.listed.items() if k not in merged.listed})
-        merged.exception_types.update({k: v for k, v in report.exception_types.items() if k not in merged.exception_types})
+        merged.exception_types.update(
+            {k: v for k, v in report.exception_types.items() if k not in merged.exception_types}
+        )
         ok, why = TestReport(counts=report.counts, listed_passed=report.listed_passed).consistent_with(None)
         if not ok:
             merged.problems.append(f"{name}: {why}")
@@ -91,6 +122,30 @@ def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
     return merged
 
 
-__all__ = ["ERROR", "FAILED", "MISSING", "NOT_RUN", "PARSERS", "PASSED", "Parser", "ParserBase", "REPORTS_DIR", "REPO_ROOT",
-           "RunSetup", "SKIPPED", "STATUSES", "TestReport", "XFAIL", "XPASS", "finish", "get_parser", "get_parsers", "glob_match",
-           "is_protected_path", "matches_any", "merge", "parse_run", "protected_union"]
+__all__ = [
+    "ERROR",
+    "FAILED",
+    "MISSING",
+    "NOT_RUN",
+    "PARSERS",
+    "PASSED",
+    "Parser",
+    "ParserBase",
+    "REPORTS_DIR",
+    "REPO_ROOT",
+    "RunSetup",
+    "SKIPPED",
+    "STATUSES",
+    "TestReport",
+    "XFAIL",
+    "XPASS",
+    "finish",
+    "get_parser",
+    "get_parsers",
+    "glob_match",
+    "is_protected_path",
+    "matches_any",
+    "merge",
+    "parse_run",
+    "protected_union",
+]

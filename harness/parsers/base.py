@@ -98,8 +98,14 @@ class TestReport:
         """A total: the framework's own when it printed one, else counted from the statuses."""
         if key in self.counts:
             return self.counts[key]
-        status = {"passed": PASSED, "failed": FAILED, "errors": ERROR, "skipped": SKIPPED,
-                  "xfailed": XFAIL, "xpassed": XPASS}[key]
+        status = {
+            "passed": PASSED,
+            "failed": FAILED,
+            "errors": ERROR,
+            "skipped": SKIPPED,
+            "xfailed": XFAIL,
+            "xpassed": XPASS,
+        }[key]
         return sum(s == status for s in self.statuses.values())
 
     def consistent_with(self, exit_code: int | None) -> tuple[bool, str]:
@@ -110,12 +116,16 @@ class TestReport:
         bad = bool(self.failing() or self.collection_errors)
         if exit_code == 0 and bad:
             return False, "exit code 0 but failures were reported"
-        failed_code = exit_code not in (0, None) if self.failed_exit_codes is None else exit_code in self.failed_exit_codes
+        failed_code = (
+            exit_code not in (0, None) if self.failed_exit_codes is None else exit_code in self.failed_exit_codes
+        )
         if failed_code and not bad:
             return False, f"exit code {exit_code} (tests failed) but no failure was reported"
         if self.strict_exit and exit_code not in (0, None) and not failed_code:
-            return False, (f"the test command ended with exit code {exit_code}, which the test runner never ends with "
-                           "on its own (killed, or stopped before reporting): its results are not trusted")
+            return False, (
+                f"the test command ended with exit code {exit_code}, which the test runner never ends with "
+                "on its own (killed, or stopped before reporting): its results are not trusted"
+            )
         if self.counts:
             if self.counts.get("passed", 0) != self.listed_passed:
                 return False, (
@@ -176,8 +186,9 @@ class Parser(Protocol):
         results_file), and `plugins` the task names besides those `facts` recorded."""
         ...
 
-    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
-              exit_code: int | None = None) -> TestReport:
+    def parse(
+        self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None, exit_code: int | None = None
+    ) -> TestReport:
         """The report of one run, from its output and the structured report's bytes (None when
         the command did not write it), cross-checked when `exit_code` is given: `consistent`, `why`
         and `disagreement` say whether the channels can be trusted and agree."""
@@ -230,13 +241,16 @@ class ParserBase:
             return RunSetup(report_path=self.results_file)
         return RunSetup(no_report=self.no_report or f"the {self.name} parser has no structured report")  # type: ignore[attr-defined]
 
-    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
-              exit_code: int | None = None) -> TestReport:
+    def parse(
+        self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None, exit_code: int | None = None
+    ) -> TestReport:
         report = self.read(output, results)
         report.channels.setdefault("summary", "found" if report.found_summary else "missing")
         if not self.results_file:
-            report.channels.setdefault("structured", "unavailable: " + (
-                (setup.no_report if setup else "") or self.run_setup(None, "").no_report))
+            report.channels.setdefault(
+                "structured",
+                "unavailable: " + ((setup.no_report if setup else "") or self.run_setup(None, "").no_report),
+            )
         if exit_code is not None:
             finish(report, exit_code, self.exit_codes_ran)
         return report
@@ -292,12 +306,12 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append("[^/]")
             i += 1
         elif pattern[i] == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1: i + 2] in ("!", "^") else i + 1)
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
             if end < 0:
                 out.append(re.escape("["))
                 i += 1
                 continue
-            body = pattern[i + 1: end]
+            body = pattern[i + 1 : end]
             if body[:1] in ("!", "^"):
                 body = "^" + body[1:]
             out.append("(?!/)[" + body.replace("\\", "\\\\") + "]")

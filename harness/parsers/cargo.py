@@ -117,8 +117,9 @@ def _blocks(lines: list[str]) -> tuple[list[_Block], list[str], dict[str, str]]:
 def parse_cargo(output: str) -> TestReport:
     report = TestReport(
         missing_hint="no cargo test results in the output (does the command merge stderr, 2>&1, and list tests "
-                     "with libtest's default format, not -q?)",
-        failed_exit_codes=(101,), strict_exit=True,
+        "with libtest's default format, not -q?)",
+        failed_exit_codes=(101,),
+        strict_exit=True,
     )
     lines = [strip_ansi(line).rstrip("\r") for line in output.splitlines()]
     blocks, errors, panics = _blocks(lines)
@@ -126,8 +127,10 @@ def parse_cargo(output: str) -> TestReport:
     report.found_summary = bool(errors) or any(b.lines or b.result or b.expected is not None for b in blocks)
     first_block = next((i for i, line in enumerate(lines) if _RUNNING.match(line) or _DOCTESTS.match(line)), len(lines))
     if any(_TEST_LINE.match(line) for line in lines[:first_block]):
-        report.missing_hint = ("test lines come before any `Running` line: cargo prints those on stderr, so the "
-                               "hidden command must merge it into stdout (2>&1)")
+        report.missing_hint = (
+            "test lines come before any `Running` line: cargo prints those on stderr, so the "
+            "hidden command must merge it into stdout (2>&1)"
+        )
         report.found_summary = False
     seen: dict[str, list[str]] = {}
     for block in blocks:
@@ -144,11 +147,13 @@ def parse_cargo(output: str) -> TestReport:
         for _, verdict in block.lines:
             listed["ignored" if verdict.startswith("ignored") else verdict] += 1
         if (listed["ok"], listed["FAILED"], listed["ignored"]) != (passed, failed, ignored) or (
-                block.expected is not None and block.expected != passed + failed + ignored):
+            block.expected is not None and block.expected != passed + failed + ignored
+        ):
             report.problems.append(
                 f"{block.target}: libtest's totals ({passed} passed, {failed} failed, {ignored} ignored of "
                 f"{block.expected}) do not match the test lines ({listed['ok']} ok, {listed['FAILED']} FAILED, "
-                f"{listed['ignored']} ignored): the test binary printed test lines of its own")
+                f"{listed['ignored']} ignored): the test binary printed test lines of its own"
+            )
         report.counts["passed"] = report.counts.get("passed", 0) + passed
         report.counts["failed"] = report.counts.get("failed", 0) + failed
         report.counts["skipped"] = report.counts.get("skipped", 0) + ignored
@@ -218,7 +223,11 @@ def _closing_brace(text: str, i: int) -> int | None:
         if text.startswith("//", i) or text.startswith("/*", i):
             i = _skip_trivia(text, i)
             continue
-        raw = _RAW_STRING.match(text, i) if ch in "br" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")) else None
+        raw = (
+            _RAW_STRING.match(text, i)
+            if ch in "br" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
+            else None
+        )
         if raw:
             end = text.find('"' + raw.group(1), raw.end())
             if end < 0:
@@ -283,8 +292,8 @@ def restore_inline_tests(base: str, patched: str) -> tuple[str, list[str]]:
         return patched, []
     restored, text = [], patched
     for name, (start, end) in sorted(new.items(), key=lambda kv: -kv[1][0]):  # from the end: offsets stay valid
-        if name in old and text[start:end] != base[old[name][0]:old[name][1]]:
-            text = text[:start] + base[old[name][0]:old[name][1]] + text[end:]
+        if name in old and text[start:end] != base[old[name][0] : old[name][1]]:
+            text = text[:start] + base[old[name][0] : old[name][1]] + text[end:]
             restored.append(name)
     for name, (start, end) in old.items():
         if name not in new:
@@ -300,10 +309,18 @@ class CargoParser(ParserBase):
     results_file: ClassVar[str | None] = None
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
-    config_files: ClassVar[tuple[str, ...]] = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain", "rust-toolchain.toml")
+    config_files: ClassVar[tuple[str, ...]] = (
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "rust-toolchain",
+        "rust-toolchain.toml",
+    )
     inline_tests: ClassVar[tuple[str, ...]] = ("**/*.rs",)
-    no_report: ClassVar[str] = ("cargo test writes no structured report on stable Rust: its text output is the one "
-                                "channel, checked against the exit code")
+    no_report: ClassVar[str] = (
+        "cargo test writes no structured report on stable Rust: its text output is the one "
+        "channel, checked against the exit code"
+    )
 
     def parse_output(self, output: str) -> TestReport:
         return parse_cargo(output)
@@ -319,7 +336,7 @@ class CargoParser(ParserBase):
         rust = [f for f in files or () if f.endswith(".rs")]
         picks = ""
         if rust and all(f.startswith("tests/") and f.count("/") == 1 for f in rust):
-            picks = "".join(f" --test {f[len('tests/'):-len('.rs')]}" for f in sorted(rust))
+            picks = "".join(f" --test {f[len('tests/') : -len('.rs')]}" for f in sorted(rust))
         return f"cargo test --offline --no-fail-fast{picks} 2>&1"
 
     def test_file(self, test_id: str) -> str | None:

@@ -60,7 +60,8 @@ _MESSAGE_LINES = 6
 def parse_go(output: str) -> TestReport:
     report = TestReport(
         missing_hint="no go test -json events in the output (is -json in the hidden test command?)",
-        failed_exit_codes=(1, 2), strict_exit=True,
+        failed_exit_codes=(1, 2),
+        strict_exit=True,
     )
     verdicts: dict[str, list[str]] = {}
     outputs: dict[str, list[str]] = {}
@@ -78,7 +79,11 @@ def parse_go(output: str) -> TestReport:
             event = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(event, dict) or not isinstance(event.get("Action"), str) or not isinstance(event.get("Package"), str):
+        if (
+            not isinstance(event, dict)
+            or not isinstance(event.get("Action"), str)
+            or not isinstance(event.get("Package"), str)
+        ):
             continue
         action, package, test = event["Action"], event["Package"], event.get("Test")
         report.found_summary = True
@@ -111,7 +116,8 @@ def parse_go(output: str) -> TestReport:
     if twice:
         report.problems.append(
             f"go reported {len(twice)} test(s) more than once ({', '.join(sorted(twice)[:5])}): "
-            "test2json read a verdict line the code under test printed")
+            "test2json read a verdict line the code under test printed"
+        )
         for test_id in twice:
             report.messages.setdefault(test_id, "reported more than once (pass and fail lines printed by the code)")
     for package, seen in package_verdict.items():
@@ -122,7 +128,9 @@ def parse_go(output: str) -> TestReport:
                 if report.statuses[test_id] == PASSED:
                     report.statuses[test_id] = ERROR
                     report.listed_passed -= 1
-                    report.messages[test_id] = f"package {package} failed with no failing test: its passes are not trusted"
+                    report.messages[test_id] = (
+                        f"package {package} failed with no failing test: its passes are not trusted"
+                    )
     return report
 
 
@@ -140,8 +148,10 @@ class GoParser(ParserBase):
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
     config_files: ClassVar[tuple[str, ...]] = ("go.mod", "go.sum", "go.work", "go.work.sum")
-    no_report: ClassVar[str] = ("go test writes no report of its own: the -json events are the test binaries' output, "
-                                "the one channel, checked against the exit code")
+    no_report: ClassVar[str] = (
+        "go test writes no report of its own: the -json events are the test binaries' output, "
+        "the one channel, checked against the exit code"
+    )
 
     def parse_output(self, output: str) -> TestReport:
         return parse_go(output)
@@ -151,5 +161,7 @@ class GoParser(ParserBase):
 
     def test_command(self, files: list[str] | None) -> str:
         """The packages (folders) of the given test files; all of them (./...) for None."""
-        folders = sorted({"./" + f.rsplit("/", 1)[0] if "/" in f else "." for f in files or () if f.endswith("_test.go")})
+        folders = sorted(
+            {"./" + f.rsplit("/", 1)[0] if "/" in f else "." for f in files or () if f.endswith("_test.go")}
+        )
         return f"go test -json -count=1 {shell_quote(folders) if folders else './...'}"

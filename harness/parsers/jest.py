@@ -41,8 +41,17 @@ class JestParser(ParserBase):
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
     config_files: ClassVar[tuple[str, ...]] = config_names("jest.config", "babel.config") + (
-        "package.json", ".babelrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "package-lock.json",
-        "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml")
+        "package.json",
+        ".babelrc",
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+    )
 
     def read(self, output: str, results: bytes | None) -> TestReport:
         return parse_js_report("jest", output, results)

@@ -23,8 +23,15 @@ import re
 
 from .base import ERROR, FAILED, PASSED, REPO_ROOT, SKIPPED, TestReport, strip_ansi
 
-_STATUS = {"passed": PASSED, "failed": FAILED, "pending": SKIPPED, "skipped": SKIPPED, "todo": SKIPPED,
-           "disabled": SKIPPED, "focused": PASSED}
+_STATUS = {
+    "passed": PASSED,
+    "failed": FAILED,
+    "pending": SKIPPED,
+    "skipped": SKIPPED,
+    "todo": SKIPPED,
+    "disabled": SKIPPED,
+    "focused": PASSED,
+}
 # Vitest:  "      Tests  8 failed | 43 passed | 1 skipped (52)"   Jest: "Tests:       8 failed, 43 passed, 51 total"
 _VITEST_SUMMARY = re.compile(r"^\s*Tests\s{2,}(?P<body>.*?)\s*(?:\((?P<total>\d+)\))?\s*$")
 _JEST_SUMMARY = re.compile(r"^\s*Tests:\s+(?P<body>.*\d+ total)\s*$")
@@ -70,8 +77,10 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
     report = TestReport(failed_exit_codes=(1,), strict_exit=True)
     text = strip_ansi(output)
     if results is None:
-        report.missing_hint = (f"no {framework} JSON report was written (does the hidden test command write it to "
-                               "the parser's results_file?)")
+        report.missing_hint = (
+            f"no {framework} JSON report was written (does the hidden test command write it to "
+            "the parser's results_file?)"
+        )
         report.channels["structured"] = "missing"
         _from_text(framework, text, report)
         return report
@@ -95,7 +104,8 @@ def parse_js_report(framework: str, output: str, results: bytes | None) -> TestR
             if summary.get(key, 0) != report.counts.get(key, 0):
                 report.problems.append(
                     f"the JSON report says {report.counts.get(key, 0)} {key} but {framework}'s summary line says "
-                    f"{summary.get(key, 0)}")
+                    f"{summary.get(key, 0)}"
+                )
     if framework == "vitest":
         _check_verbose(text, report)
     return report
@@ -136,6 +146,7 @@ def _read_files(report: TestReport, data: dict, files: list) -> None:
             report.counts[key] = data[field]
     if isinstance(data.get("numPendingTests"), int):
         report.counts["skipped"] = data["numPendingTests"] + int(data.get("numTodoTests") or 0)
+
 
 def _summary(framework: str, text: str) -> dict[str, int] | None:
     """Counts from the last summary line the runner printed, None when it printed none."""
@@ -180,8 +191,10 @@ def _check_verbose(text: str, report: TestReport) -> None:
         if (status == PASSED and FAILED in marks) or (status == FAILED and marks == {PASSED}):
             disagree.append(test_id)
     if disagree:
-        report.problems.append(f"the JSON report and the verbose output disagree on {len(disagree)} test(s) "
-                               f"({', '.join(sorted(disagree)[:5])})")
+        report.problems.append(
+            f"the JSON report and the verbose output disagree on {len(disagree)} test(s) "
+            f"({', '.join(sorted(disagree)[:5])})"
+        )
 
 
 def _from_text(framework: str, text: str, report: TestReport) -> None:

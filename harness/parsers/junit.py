@@ -72,10 +72,14 @@ def _int(element: ET.Element, name: str) -> int | None:
 
 
 def parse_junit(results: bytes | None) -> TestReport:
-    report = TestReport(failed_exit_codes=None, channels={
-        "structured": "missing" if results is None else "found",
-        "summary": "unavailable: the runners that write JUnit (Maven, Gradle, ...) print no one text format; the JUnit "
-                   "report is the one channel, checked against the exit code"})
+    report = TestReport(
+        failed_exit_codes=None,
+        channels={
+            "structured": "missing" if results is None else "found",
+            "summary": "unavailable: the runners that write JUnit (Maven, Gradle, ...) print no one text format; the JUnit "
+            "report is the one channel, checked against the exit code",
+        },
+    )
     if results is None:
         report.missing_hint = f"no JUnit XML report was written (the hidden command must write it to {RESULTS_FILE})"
         return report
@@ -117,13 +121,19 @@ def parse_junit(results: bytes | None) -> TestReport:
             if report.statuses.get(test_id) in (FAILED, ERROR):
                 continue
             report.statuses[test_id] = status
-            if status in (FAILED, ERROR) and (line := next((ln.strip() for ln in message.splitlines() if ln.strip()), "")):
+            if status in (FAILED, ERROR) and (
+                line := next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+            ):
                 report.messages[test_id] = line[:MESSAGE_CHARS]
     if not report.found_summary and root.find(".//testsuite") is not None:
         report.found_summary = True  # suites with no test cases: a run of nothing
     if counted and report.found_summary:
-        report.counts = {"passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],
-                         "failed": totals["failures"], "errors": totals["errors"], "skipped": totals["skipped"]}
+        report.counts = {
+            "passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],
+            "failed": totals["failures"],
+            "errors": totals["errors"],
+            "skipped": totals["skipped"],
+        }
     return report
 
 
@@ -135,8 +145,17 @@ class JUnitParser(ParserBase):
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
     config_files: ClassVar[tuple[str, ...]] = (
-        "pom.xml", "mvnw", "mvnw.cmd", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
-        "gradle.properties", "gradlew", "gradlew.bat")
+        "pom.xml",
+        "mvnw",
+        "mvnw.cmd",
+        "build.gradle",
+        "build.gradle.kts",
+        "settings.gradle",
+        "settings.gradle.kts",
+        "gradle.properties",
+        "gradlew",
+        "gradlew.bat",
+    )
 
     def read(self, output: str, results: bytes | None) -> TestReport:
         return parse_junit(results)
@@ -145,13 +164,17 @@ class JUnitParser(ParserBase):
         """A test class Surefire runs by default (**/Test*.java, **/*Test.java, *Tests, *TestCase; .kt too)."""
         name = path.rsplit("/", 1)[-1]
         stem, _, ext = name.rpartition(".")
-        return (self.is_test_path(path) and ext in ("java", "kt", "groovy", "scala")
-                and (stem.startswith("Test") or stem.endswith(("Test", "Tests", "TestCase"))))
+        return (
+            self.is_test_path(path)
+            and ext in ("java", "kt", "groovy", "scala")
+            and (stem.startswith("Test") or stem.endswith(("Test", "Tests", "TestCase")))
+        )
 
     def test_command(self, files: list[str] | None) -> str:
         """Maven's (the most common writer of JUnit): Surefire's reports gathered into the results file.
         A Gradle project names its own command in the task (or in mining, with --test-command)."""
         classes = sorted({f.rsplit("/", 1)[-1].rsplit(".", 1)[0] for f in files or () if self.is_test_module(f)})
         only = f" -Dtest={','.join(classes)} -Dsurefire.failIfNoSpecifiedTests=false" if classes else ""
-        return (f"mvn -q -o test{only}; s=$?; cat target/surefire-reports/TEST-*.xml > {RESULTS_FILE} 2>/dev/null; "
-                "exit $s")
+        return (
+            f"mvn -q -o test{only}; s=$?; cat target/surefire-reports/TEST-*.xml > {RESULTS_FILE} 2>/dev/null; exit $s"
+        )

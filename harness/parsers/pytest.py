@@ -57,8 +57,16 @@ PROTECTED_PATHS = (
     "**/__snapshots__/**",
 )
 # Test-runner and packaging configuration: a fix that needs one changed is not mined by default.
-CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
-                "MANIFEST.in")
+CONFIG_FILES = (
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "setup.py",
+    "noxfile.py",
+    "MANIFEST.in",
+)
 TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
@@ -134,7 +142,7 @@ def _node_id(rest: str) -> str:
 
 def _message(rest: str, node: str) -> str:
     """The ' - message' after a node id in a summary line, if any."""
-    tail = rest[len(node):].strip()
+    tail = rest[len(node) :].strip()
     return tail[2:].strip() if tail.startswith("- ") else ""
 
 
@@ -158,7 +166,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
     listed = report.listed
     if starts:
         report.found_summary = True
-        for line in lines[starts[0] + 1:]:
+        for line in lines[starts[0] + 1 :]:
             status, _, rest = line.partition(" ")
             if status.startswith("SUBFAILED"):  # pytest 9: a failed unittest subTest of a PASSED test
                 status = FAILED
@@ -295,8 +303,16 @@ class ReportLog:
                 return
             status = FAILED
         else:
-            self.counts[{PASSED: "passed", FAILED: "failed", ERROR: "errors", SKIPPED: "skipped", XFAIL: "xfailed",
-                         XPASS: "xpassed"}[status]] += 1
+            self.counts[
+                {
+                    PASSED: "passed",
+                    FAILED: "failed",
+                    ERROR: "errors",
+                    SKIPPED: "skipped",
+                    XFAIL: "xfailed",
+                    XPASS: "xpassed",
+                }[status]
+            ] += 1
         if status != SKIPPED:
             self.listed.setdefault(node, set()).add(status)
         if self.statuses.get(node) not in (FAILED, ERROR):  # the first failure wins
@@ -390,8 +406,9 @@ class PytestParser(ParserBase):
         path = test_id.split("::", 1)[0]
         return path if "::" in test_id and path.endswith(".py") else None
 
-    def parse(self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None,
-              exit_code: int | None = None) -> TestReport:
+    def parse(
+        self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None, exit_code: int | None = None
+    ) -> TestReport:
         report = parse_pytest(output, setup.anchor if setup else "")
         if exit_code is None:
             return report
@@ -405,9 +422,12 @@ class PytestParser(ParserBase):
         if results is None:
             report.channels["structured"] = "missing"
             if report.consistent:
-                _disagree(report, "the structured report (pytest-reportlog) is missing: the code under test may have "
-                                  "removed it, or the hidden test command does not run pytest with the environment's "
-                                  "PYTEST_ADDOPTS")
+                _disagree(
+                    report,
+                    "the structured report (pytest-reportlog) is missing: the code under test may have "
+                    "removed it, or the hidden test command does not run pytest with the environment's "
+                    "PYTEST_ADDOPTS",
+                )
             return report
         log = ReportLog(results)
         report.exception_types = log.exception_types
@@ -439,8 +459,10 @@ def _contradiction(summary: TestReport, log: ReportLog, exit_code: int) -> str:
         return "the summary and the structured report list different collection errors"
     for key in COUNTED:
         if summary.counts.get(key, 0) != log.counts.get(key, 0):
-            return (f"the closing line counts {summary.counts.get(key, 0)} {key}, "
-                    f"the structured report {log.counts.get(key, 0)}")
+            return (
+                f"the closing line counts {summary.counts.get(key, 0)} {key}, "
+                f"the structured report {log.counts.get(key, 0)}"
+            )
     return ""
 
 
@@ -457,5 +479,8 @@ def _disagree(report: TestReport, why: str) -> None:
 def _reportlog_files() -> dict[str, bytes]:
     """pytest-reportlog's modules (the copy installed with wholeloop), for TOOLS_DIR."""
     package = resources.files("pytest_reportlog")
-    return {f"{TOOLS_DIR}/pytest_reportlog/{item.name}": item.read_bytes()
-            for item in package.iterdir() if item.name.endswith(".py")}
+    return {
+        f"{TOOLS_DIR}/pytest_reportlog/{item.name}": item.read_bytes()
+        for item in package.iterdir()
+        if item.name.endswith(".py")
+    }

@@ -61,8 +61,15 @@ class VitestParser(ParserBase):
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
     config_files: ClassVar[tuple[str, ...]] = config_names("vitest.config", "vitest.workspace", "vite.config") + (
-        ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock",
-        "pnpm-lock.yaml")
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+    )
 
     def read(self, output: str, results: bytes | None) -> TestReport:
         return parse_js_report("vitest", output, results)

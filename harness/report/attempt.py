@@ -36,8 +36,11 @@ def failing_tests(row: ResultRow) -> list[tuple[str, str, str]]:
     """(test, status, 'FAIL_TO_PASS' | 'PASS_TO_PASS') of each listed test that ran and did not pass
     (a test that never ran, as with an empty patch, did not fail)."""
     f2p = set(fail_to_pass(row))
-    return [(t, s, "FAIL_TO_PASS" if t in f2p else "PASS_TO_PASS") for t, s in row.tests.items()
-            if s not in PASSING and s not in ("SKIPPED", "not_run")]
+    return [
+        (t, s, "FAIL_TO_PASS" if t in f2p else "PASS_TO_PASS")
+        for t, s in row.tests.items()
+        if s not in PASSING and s not in ("SKIPPED", "not_run")
+    ]
 
 
 def _spec_of(manifest: dict, task_id: str) -> dict:
@@ -108,21 +111,46 @@ def steps_of(events: list, attempt: int) -> list[dict]:
         if current != attempt:
             continue
         if event.type == "model_response":
-            steps.append({"step": event.step, "text": event.text, "usage": event.usage, "cost_usd": event.cost_usd,
-                          "latency_s": event.latency_s, "tool_calls": []})
+            steps.append(
+                {
+                    "step": event.step,
+                    "text": event.text,
+                    "usage": event.usage,
+                    "cost_usd": event.cost_usd,
+                    "latency_s": event.latency_s,
+                    "tool_calls": [],
+                }
+            )
         elif event.type == "tool_call" and steps:
-            call = {"id": event.call_id, "name": event.name, "arguments": event.arguments,
-                    "raw_arguments": event.raw_arguments, "result": None}
+            call = {
+                "id": event.call_id,
+                "name": event.name,
+                "arguments": event.arguments,
+                "raw_arguments": event.raw_arguments,
+                "result": None,
+            }
             calls[event.call_id] = call
             steps[-1]["tool_calls"].append(call)
         elif event.type == "tool_result" and event.call_id in calls:
-            calls[event.call_id]["result"] = {"output": event.output, "is_error": event.is_error,
-                                              "exit_code": event.exit_code, "timed_out": event.timed_out,
-                                              "truncated": event.truncated, "duration_s": event.duration_s}
+            calls[event.call_id]["result"] = {
+                "output": event.output,
+                "is_error": event.is_error,
+                "exit_code": event.exit_code,
+                "timed_out": event.timed_out,
+                "truncated": event.truncated,
+                "duration_s": event.duration_s,
+            }
         elif event.type == "test_run" and steps:
             steps[-1].setdefault("test_runs", []).append(
-                {"command": event.command, "green": event.green, "passed": event.passed, "failed": event.failed,
-                 "errors": event.errors, "failing": event.failing})
+                {
+                    "command": event.command,
+                    "green": event.green,
+                    "passed": event.passed,
+                    "failed": event.failed,
+                    "errors": event.errors,
+                    "failing": event.failing,
+                }
+            )
     return steps
 
 
@@ -133,19 +161,28 @@ def attempt_data(run_dir: Path, rows: list[ResultRow], manifest: dict | None = N
     first = rows[0]
     path = run_dir / first.transcript_path
     events = read_transcript(path) if first.transcript_path and path.is_file() else []
-    out: dict[str, Any] = {"run_dir": str(run_dir), "task_id": first.task_id, "config": first.config,
-                           "repeat": first.repeat,
-                           "problem_statement": problem_statement(run_dir, first, events, manifest),
-                           "transcript_path": str(path), "attempts": []}
+    out: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "task_id": first.task_id,
+        "config": first.config,
+        "repeat": first.repeat,
+        "problem_statement": problem_statement(run_dir, first, events, manifest),
+        "transcript_path": str(path),
+        "attempts": [],
+    }
     for row in rows:
         messages = failure_messages(run_dir, row, manifest)
         patch = run_dir / row.patch_path if row.patch_path else None
-        out["attempts"].append({
-            "row": row.model_dump(mode="json"),
-            "failing_tests": [{"test": t, "status": s, "kind": k, "message": messages.get(t, "")}
-                              for t, s, k in failing_tests(row)],
-            "fail_to_pass_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING],
-            "steps": steps_of(events, row.attempt),
-            "patch": patch.read_text(errors="replace") if patch and patch.is_file() else "",
-        })
+        out["attempts"].append(
+            {
+                "row": row.model_dump(mode="json"),
+                "failing_tests": [
+                    {"test": t, "status": s, "kind": k, "message": messages.get(t, "")}
+                    for t, s, k in failing_tests(row)
+                ],
+                "fail_to_pass_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING],
+                "steps": steps_of(events, row.attempt),
+                "patch": patch.read_text(errors="replace") if patch and patch.is_file() else "",
+            }
+        )
     return out

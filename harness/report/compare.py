@@ -32,7 +32,9 @@ from pydantic import BaseModel, Field
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
 SAME_TIER = "same tier: the data does not separate them"
-INFRA_SHARES_DIFFER = 0.05  # infra-error shares this far apart (of all trials) are flagged: the rates left out different trials
+INFRA_SHARES_DIFFER = (
+    0.05  # infra-error shares this far apart (of all trials) are flagged: the rates left out different trials
+)
 
 
 class TaskPair(BaseModel):
@@ -94,12 +96,17 @@ def _scored_by_task(cfg: ConfigRows) -> dict[str, list[Trial]]:
     return {tid: ts for tid, ts in by_task([t for t in trials_of(cfg.rows) if t.scored]).items() if ts}
 
 
-def _side(cfg: ConfigRows, tasks: dict[str, list[Trial]], shared: list[str], rates: list[float],
-          settings: BootstrapSettings) -> SideFigures:
+def _side(
+    cfg: ConfigRows, tasks: dict[str, list[Trial]], shared: list[str], rates: list[float], settings: BootstrapSettings
+) -> SideFigures:
     trials = [tasks[t] for t in shared]
     resolved = [sum(x.resolved for x in ts) for ts in trials]
-    out = SideFigures(config=cfg.name, resolve_rate=sum(rates) / len(rates) if rates else None,
-                      resolved_trials=sum(resolved), trials=sum(len(ts) for ts in trials))
+    out = SideFigures(
+        config=cfg.name,
+        resolve_rate=sum(rates) / len(rates) if rates else None,
+        resolved_trials=sum(resolved),
+        trials=sum(len(ts) for ts in trials),
+    )
     costs = [[x.cost for x in ts] for ts in trials]
     if any(c is None for cs in costs for c in cs):
         out.cost_per_resolved = Interval(unknown=True, n=len(shared), note="a price is unknown for some attempts")
@@ -110,8 +117,11 @@ def _side(cfg: ConfigRows, tasks: dict[str, list[Trial]], shared: list[str], rat
 
 
 def _transcripts(cfg: ConfigRows, trials: list[Trial]) -> list[str]:
-    paths = [str(cfg.run_dir / t.final.transcript_path) for t in sorted(trials, key=lambda t: t.repeat)
-             if t.final is not None and t.final.transcript_path]
+    paths = [
+        str(cfg.run_dir / t.final.transcript_path)
+        for t in sorted(trials, key=lambda t: t.repeat)
+        if t.final is not None and t.final.transcript_path
+    ]
     return list(dict.fromkeys(paths))
 
 
@@ -125,21 +135,41 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         rb = sum(t.resolved for t in tb[tid]) / len(tb[tid])
         fa = min(ta[tid], key=lambda t: t.repeat).resolved
         fb = min(tb[tid], key=lambda t: t.repeat).resolved
-        pairs.append(TaskPair(task_id=tid, rate_a=ra, rate_b=rb, trials_a=len(ta[tid]), trials_b=len(tb[tid]),
-                              first_a=fa, first_b=fb, result="a" if ra > rb else "b" if rb > ra else "tie",
-                              transcripts_a=_transcripts(a, ta[tid]), transcripts_b=_transcripts(b, tb[tid])))
+        pairs.append(
+            TaskPair(
+                task_id=tid,
+                rate_a=ra,
+                rate_b=rb,
+                trials_a=len(ta[tid]),
+                trials_b=len(tb[tid]),
+                first_a=fa,
+                first_b=fb,
+                result="a" if ra > rb else "b" if rb > ra else "tie",
+                transcripts_a=_transcripts(a, ta[tid]),
+                transcripts_b=_transcripts(b, tb[tid]),
+            )
+        )
     rates_a, rates_b = [p.rate_a for p in pairs], [p.rate_b for p in pairs]
     cmp = Comparison(
-        a=a.name, b=b.name, shared_tasks=len(shared), only_a=sorted(set(ta) - set(tb)), only_b=sorted(set(tb) - set(ta)),
-        wins_a=sum(p.result == "a" for p in pairs), wins_b=sum(p.result == "b" for p in pairs),
+        a=a.name,
+        b=b.name,
+        shared_tasks=len(shared),
+        only_a=sorted(set(ta) - set(tb)),
+        only_b=sorted(set(tb) - set(ta)),
+        wins_a=sum(p.result == "a" for p in pairs),
+        wins_b=sum(p.result == "b" for p in pairs),
         ties=sum(p.result == "tie" for p in pairs),
-        mcnemar_b=sum(p.first_a and not p.first_b for p in pairs), mcnemar_c=sum(p.first_b and not p.first_a for p in pairs),
-        side_a=_side(a, ta, shared, rates_a, settings), side_b=_side(b, tb, shared, rates_b, settings), tasks=pairs,
+        mcnemar_b=sum(p.first_a and not p.first_b for p in pairs),
+        mcnemar_c=sum(p.first_b and not p.first_a for p in pairs),
+        side_a=_side(a, ta, shared, rates_a, settings),
+        side_b=_side(b, tb, shared, rates_b, settings),
+        tasks=pairs,
     )
     if shared:
         cmp.mcnemar_p = mcnemar_exact(cmp.mcnemar_b, cmp.mcnemar_c)
-        cmp.difference = bootstrap_mean([x - y for x, y in zip(rates_a, rates_b)], settings=settings,
-                                        method="paired-bootstrap-percentile")
+        cmp.difference = bootstrap_mean(
+            [x - y for x, y in zip(rates_a, rates_b)], settings=settings, method="paired-bootstrap-percentile"
+        )
     cmp.infra_shares = _infra_shares(a, b)
     diff = cmp.difference
     if diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
@@ -152,12 +182,16 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         sign = 1 if diff.low > 0 else -1
         lo, hi = sorted((sign * diff.low, sign * diff.high))
         worse = b.name if cmp.better == a.name else a.name
-        cmp.verdict = (f"{cmp.better} resolves more than {worse}: +{100 * sign * diff.value:.1f} points "
-                       f"(95% CI {100 * lo:+.1f} to {100 * hi:+.1f}, {len(shared)} paired tasks)")
+        cmp.verdict = (
+            f"{cmp.better} resolves more than {worse}: +{100 * sign * diff.value:.1f} points "
+            f"(95% CI {100 * lo:+.1f} to {100 * hi:+.1f}, {len(shared)} paired tasks)"
+        )
         if cmp.mcnemar_p is not None and cmp.mcnemar_p >= 0.05:
-            cmp.caution = (f"the exact McNemar test on the first repeat does not reach 0.05 (p = {cmp.mcnemar_p:.3g}, "
-                           f"{cmp.mcnemar_b + cmp.mcnemar_c} discordant tasks): a percentile bootstrap over few tasks "
-                           f"is optimistic; more tasks would settle it")
+            cmp.caution = (
+                f"the exact McNemar test on the first repeat does not reach 0.05 (p = {cmp.mcnemar_p:.3g}, "
+                f"{cmp.mcnemar_b + cmp.mcnemar_c} discordant tasks): a percentile bootstrap over few tasks "
+                f"is optimistic; more tasks would settle it"
+            )
     return cmp
 
 

@@ -113,8 +113,9 @@ def find_cutoff(model: str | None, table: list[Cutoff], overrides: dict[str, str
     return None, f"no cutoff known for {bare} (pass --cutoff {bare}=YYYY-MM)"
 
 
-def dating_split(cfg: ConfigRows, table: list[Cutoff] | Callable[[], list[Cutoff]],
-                 overrides: dict[str, str]) -> DatingSplit:
+def dating_split(
+    cfg: ConfigRows, table: list[Cutoff] | Callable[[], list[Cutoff]], overrides: dict[str, str]
+) -> DatingSplit:
     """`table`, or a function that loads it: the shipped table is parsed only when a dated task needs it."""
     rows = cfg.rows
     model = next((r.model for r in rows if r.model), None)
@@ -133,8 +134,11 @@ def dating_split(cfg: ConfigRows, table: list[Cutoff] | Callable[[], list[Cutoff
         out.note = f"not split: {out.cutoff_source}"
         return out
     limit = parse_cutoff(out.cutoff)
-    sides: dict[str, tuple[Side, set]] = {"after": (out.after, set()), "before": (out.before, set()),
-                                          "undated": (out.undated, set())}
+    sides: dict[str, tuple[Side, set]] = {
+        "after": (out.after, set()),
+        "before": (out.before, set()),
+        "undated": (out.undated, set()),
+    }
     for trial in trials_of(rows):
         if not trial.scored:
             continue
@@ -155,8 +159,12 @@ def dating_split(cfg: ConfigRows, table: list[Cutoff] | Callable[[], list[Cutoff
     return out
 
 
-def dating_figures(configs: list[ConfigRows], *, table: list[Cutoff] | Callable[[], list[Cutoff]] | None = None,
-                   overrides: dict[str, str] | None = None) -> list[DatingSplit]:
+def dating_figures(
+    configs: list[ConfigRows],
+    *,
+    table: list[Cutoff] | Callable[[], list[Cutoff]] | None = None,
+    overrides: dict[str, str] | None = None,
+) -> list[DatingSplit]:
     """`table`: a cutoff table, a function giving one, or None for the shipped table (parsed once,
     and only when some configuration has dated tasks to split)."""
     if table is None:

@@ -83,11 +83,19 @@ def hardest_failures(configs: list[ConfigRows]) -> list[HardFailure]:
             hard.trials += 1
             hard.outcomes[trial.final.outcome] = hard.outcomes.get(trial.final.outcome, 0) + 1
             for row in trial.attempts:
-                hard.transcripts.append(TranscriptRef(
-                    config=cfg.label, run_dir=str(cfg.run_dir), repeat=row.repeat, attempt=row.attempt,
-                    outcome=row.outcome, stop_reason=row.stop_reason, transcript_path=row.transcript_path,
-                    patch_path=row.patch_path,
-                    show_command=show_command(str(cfg.run_dir), row.task_id, cfg.label, row.repeat)))
+                hard.transcripts.append(
+                    TranscriptRef(
+                        config=cfg.label,
+                        run_dir=str(cfg.run_dir),
+                        repeat=row.repeat,
+                        attempt=row.attempt,
+                        outcome=row.outcome,
+                        stop_reason=row.stop_reason,
+                        transcript_path=row.transcript_path,
+                        patch_path=row.patch_path,
+                        show_command=show_command(str(cfg.run_dir), row.task_id, cfg.label, row.repeat),
+                    )
+                )
     return [h for tid, h in sorted(seen.items()) if tid not in solved]
 
 
@@ -97,19 +105,30 @@ def failure_figures(configs: list[ConfigRows]) -> FailureFigures:
 
 def hardest_failures_markdown(hardest: list[HardFailure], n_configs: int) -> str:
     """hardest_failures.md for the evidence pack: each task, its outcomes, where to read why."""
-    lines = ["# Hardest failures", "",
-             f"Tasks that no configuration resolved in any repeat ({len(hardest)} task(s), "
-             f"{n_configs} configuration(s)). Transcript paths are relative to their run folder.", ""]
+    lines = [
+        "# Hardest failures",
+        "",
+        f"Tasks that no configuration resolved in any repeat ({len(hardest)} task(s), "
+        f"{n_configs} configuration(s)). Transcript paths are relative to their run folder.",
+        "",
+    ]
     if not hardest:
         lines.append("None: every task was resolved at least once.")
     for h in hardest:
         outcomes = ", ".join(f"{k} x{v}" for k, v in h.outcomes.items())
-        lines += [f"## {h.task_id}", "", f"- failed {h.trials} trial(s) in: {', '.join(h.configs)}",
-                  f"- outcomes: {outcomes}", ""]
+        lines += [
+            f"## {h.task_id}",
+            "",
+            f"- failed {h.trials} trial(s) in: {', '.join(h.configs)}",
+            f"- outcomes: {outcomes}",
+            "",
+        ]
         for ref in h.transcripts:
-            lines.append(f"- `{ref.config}` repeat {ref.repeat} attempt {ref.attempt}: {ref.outcome} "
-                         f"(stop: {ref.stop_reason or '-'}) — run `{ref.run_dir}`, transcript "
-                         f"`{ref.transcript_path}`, patch `{ref.patch_path}`  ")
+            lines.append(
+                f"- `{ref.config}` repeat {ref.repeat} attempt {ref.attempt}: {ref.outcome} "
+                f"(stop: {ref.stop_reason or '-'}) — run `{ref.run_dir}`, transcript "
+                f"`{ref.transcript_path}`, patch `{ref.patch_path}`  "
+            )
             lines.append(f"  `{ref.show_command}`")
         lines.append("")
     return "\n".join(lines)

@@ -123,8 +123,10 @@ def _scaffold(external: dict) -> str | None:
     if not external:
         return None
     steps = "; ".join(external.get("install") or [])
-    return (f"{external.get('cli')} {external.get('version')} ({external.get('wire')}; install: {steps}; "
-            f"checked: {external.get('installed') or '?'})")
+    return (
+        f"{external.get('cli')} {external.get('version')} ({external.get('wire')}; install: {steps}; "
+        f"checked: {external.get('installed') or '?'})"
+    )
 
 
 def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
@@ -140,35 +142,68 @@ def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
         run_id=manifest.get("run_id", ""),
         command=shlex.join(command) if isinstance(command, list) else str(command),
         cwd=manifest.get("cwd", ""),
-        wholeloop_version=wl.get("version"), git_commit=wl.get("git_commit"), python=manifest.get("python"),
-        dependencies=manifest.get("dependencies") or {}, docker_engine=manifest.get("docker_engine") or {},
-        host=manifest.get("host") or {}, agent=agent.get("agent"), models=models,
-        provider=agent.get("provider") or external.get("wire"), scaffold=_scaffold(external),
-        base_urls=base_urls, sampling=config.get("settings") or {}, limits=config.get("limits") or {},
-        agent_config_sha256=_sha(config), prompt_sha256=config.get("prompt_sha256"),
-        tool_schema_sha256=config.get("tool_schema_sha256"), options=manifest.get("options") or {},
+        wholeloop_version=wl.get("version"),
+        git_commit=wl.get("git_commit"),
+        python=manifest.get("python"),
+        dependencies=manifest.get("dependencies") or {},
+        docker_engine=manifest.get("docker_engine") or {},
+        host=manifest.get("host") or {},
+        agent=agent.get("agent"),
+        models=models,
+        provider=agent.get("provider") or external.get("wire"),
+        scaffold=_scaffold(external),
+        base_urls=base_urls,
+        sampling=config.get("settings") or {},
+        limits=config.get("limits") or {},
+        agent_config_sha256=_sha(config),
+        prompt_sha256=config.get("prompt_sha256"),
+        tool_schema_sha256=config.get("tool_schema_sha256"),
+        options=manifest.get("options") or {},
         tasks=len(manifest.get("tasks") or {}),
         task_hashes={k: (v or {}).get("content_hash", "") for k, v in (manifest.get("tasks") or {}).items()},
-        task_checks={k: v["check"] for k, v in (manifest.get("tasks") or {}).items() if isinstance(v, dict) and v.get("check")},
-        started_at=manifest.get("started_at"), finished_at=manifest.get("finished_at"),
+        task_checks={
+            k: v["check"] for k, v in (manifest.get("tasks") or {}).items() if isinstance(v, dict) and v.get("check")
+        },
+        started_at=manifest.get("started_at"),
+        finished_at=manifest.get("finished_at"),
         sessions=len(manifest.get("sessions") or []),
     )
 
 
 def _cells(cfg: ConfigRows) -> list[Cell]:
     return [
-        Cell(task_id=r.task_id, config=cfg.name, run_dir=str(cfg.run_dir), repeat=r.repeat, attempt=r.attempt,
-             final=r.final, outcome=r.outcome, resolved=r.resolved, stop_reason=r.stop_reason, cost_usd=r.cost_usd,
-             total_s=r.phases.total_s, agent_s=r.phases.agent_s, steps=r.steps, dir=r.dir,
-             transcript_path=r.transcript_path, patch_path=r.patch_path)
+        Cell(
+            task_id=r.task_id,
+            config=cfg.name,
+            run_dir=str(cfg.run_dir),
+            repeat=r.repeat,
+            attempt=r.attempt,
+            final=r.final,
+            outcome=r.outcome,
+            resolved=r.resolved,
+            stop_reason=r.stop_reason,
+            cost_usd=r.cost_usd,
+            total_s=r.phases.total_s,
+            agent_s=r.phases.agent_s,
+            steps=r.steps,
+            dir=r.dir,
+            transcript_path=r.transcript_path,
+            patch_path=r.patch_path,
+        )
         for r in sorted(cfg.rows, key=lambda r: (r.task_id, r.repeat, r.attempt))
     ]
 
 
-def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | None = None, *,
-                    settings: BootstrapSettings | None = None, recovery: bool = True,
-                    cutoffs: dict[str, str] | None = None, cutoff_table: Path | str | None = None,
-                    strict: bool = False) -> Figures:
+def compute_figures(
+    run_dirs: list[Path | str],
+    scoring: Scoring | Path | str | None = None,
+    *,
+    settings: BootstrapSettings | None = None,
+    recovery: bool = True,
+    cutoffs: dict[str, str] | None = None,
+    cutoff_table: Path | str | None = None,
+    strict: bool = False,
+) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
     (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
     training-cutoff table; ``strict``: infra errors count as failures in each configuration's
@@ -183,8 +218,14 @@ def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | 
         mine = [c for c in configs if c.run_dir == run_dir]
         manifest = mine[0].manifest if mine else _manifest(run_dir)
         models = [r.model for c in mine for r in c.rows]
-        figures.runs.append(RunFigures(run_dir=str(run_dir), run_id=manifest.get("run_id", run_dir.name),
-                                       configs=[c.name for c in mine], recipe=recipe_of(manifest, models)))
+        figures.runs.append(
+            RunFigures(
+                run_dir=str(run_dir),
+                run_id=manifest.get("run_id", run_dir.name),
+                configs=[c.name for c in mine],
+                recipe=recipe_of(manifest, models),
+            )
+        )
     figures.configs = [config_stats(c, settings, strict=strict) for c in configs]
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
@@ -193,8 +234,9 @@ def compute_figures(run_dirs: list[Path | str], scoring: Scoring | Path | str | 
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]
     # a table given is read now (its mistakes said at once); the shipped one only if a dated task needs it
-    figures.dating = dating_figures(configs, table=load_table(cutoff_table) if cutoff_table else None,
-                                    overrides=cutoffs)
+    figures.dating = dating_figures(
+        configs, table=load_table(cutoff_table) if cutoff_table else None, overrides=cutoffs
+    )
     return figures
 
 

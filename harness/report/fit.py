@@ -69,7 +69,9 @@ def widths_for(cols: list[Col], rows: list[list[Text]], width: int) -> tuple[lis
     return keep, [sizes[i] for i in keep]
 
 
-def fit_table(title: str, cols: list[Col], rows: list[list[str | Text]], *, caption: str = "", width: int = 150) -> Table:
+def fit_table(
+    title: str, cols: list[Col], rows: list[list[str | Text]], *, caption: str = "", width: int = 150
+) -> Table:
     """A rich Table of `rows` that fits `width` cells (a console's width), lesser columns left out."""
     texts = [[_text(c) for c in row] for row in rows]
     keep, sizes = widths_for(cols, texts, width)
@@ -80,7 +82,13 @@ def fit_table(title: str, cols: list[Col], rows: list[list[str | Text]], *, capt
     for row in texts:
         table.add_row(*[row[i] for i in keep])
     left_out = [cols[i].header for i in range(len(cols)) if i not in keep]
-    note = (f"not shown at {width} columns: {', '.join(left_out)} (a wider terminal or COLUMNS shows them; "
-            f"--json and --csv have every figure)") if left_out else ""
+    note = (
+        (
+            f"not shown at {width} columns: {', '.join(left_out)} (a wider terminal or COLUMNS shows them; "
+            f"--json and --csv have every figure)"
+        )
+        if left_out
+        else ""
+    )
     table.caption = "\n".join(x for x in (caption, note) if x) or None
     return table

@@ -146,7 +146,7 @@ def signflip_p(e: list[float] | np.ndarray) -> tuple[float, bool]:
     if classes <= EXACT_LIMIT:
         dist: dict[float, float] = {0.0: 1.0}
         for a, c in magnitudes.items():
-            weights = [comb(c, j, exact=True) / 2 ** c for j in range(c + 1)]
+            weights = [comb(c, j, exact=True) / 2**c for j in range(c + 1)]
             nxt: dict[float, float] = defaultdict(float)
             for s, p in dist.items():
                 for j, w in enumerate(weights):
@@ -177,8 +177,9 @@ def tasks_needed(mu: float, second_moment: float, sd: float, alpha: float, power
     return max(math.ceil(n - 1e-9), min_tasks(alpha))
 
 
-def repeats_needed(mu: float, between_var: float, trial_noise: float, n: int, alpha: float, power: float = POWER,
-                   start: int = 1) -> int | None:
+def repeats_needed(
+    mu: float, between_var: float, trial_noise: float, n: int, alpha: float, power: float = POWER, start: int = 1
+) -> int | None:
     """The fewest repeats R >= start (of each task, on each side) with which n tasks reach `power`:
     the variance of e_i is between_var + trial_noise / R. None when no R up to 100 does."""
     if mu >= 0 or n < min_tasks(alpha):
@@ -220,12 +221,19 @@ def _side(rows: SideRows) -> tuple[Side, dict[str, _Task], set[str]]:
     infra = sum(t.infra_error for t in complete)
     scored = {tid: ts for tid, ts in by_task([t for t in complete if t.scored]).items() if ts}
     tasks = {tid: _Task(ts, {t.final.task_hash for t in ts}) for tid, ts in scored.items()}
-    side = Side(name=rows.name, config=rows.config, run_dir=rows.run_dir, tasks=len({t.task_id for t in trials}),
-                trials=len(complete), scored=sum(len(ts) for ts in scored.values()),
-                resolved=sum(t.resolved() for t in tasks.values()), infra_errors=infra,
-                infra_share=infra / len(complete) if complete else None,
-                repeats=int(np.median([len(ts) for ts in scored.values()])) if scored else 0,
-                tampering=sorted({t.final.task_id for t in complete if t.final and t.final.tampering}))
+    side = Side(
+        name=rows.name,
+        config=rows.config,
+        run_dir=rows.run_dir,
+        tasks=len({t.task_id for t in trials}),
+        trials=len(complete),
+        scored=sum(len(ts) for ts in scored.values()),
+        resolved=sum(t.resolved() for t in tasks.values()),
+        infra_errors=infra,
+        infra_share=infra / len(complete) if complete else None,
+        repeats=int(np.median([len(ts) for ts in scored.values()])) if scored else 0,
+        tampering=sorted({t.final.task_id for t in complete if t.final and t.final.tampering}),
+    )
     return side, tasks, {t.task_id for t in trials}
 
 
@@ -238,10 +246,15 @@ def _transcript(run_dir: str, trials: list[Trial], resolved: bool) -> str:
 
 
 def _flip(tid: str, b: _Task, c: _Task, base: Side, cand: Side, lost: bool) -> Flip:
-    return Flip(task_id=tid, baseline=f"{b.resolved()}/{len(b.trials)}", candidate=f"{c.resolved()}/{len(c.trials)}",
-                baseline_rate=b.resolved() / len(b.trials), candidate_rate=c.resolved() / len(c.trials),
-                baseline_transcript=_transcript(base.run_dir, b.trials, resolved=lost),
-                candidate_transcript=_transcript(cand.run_dir, c.trials, resolved=not lost))
+    return Flip(
+        task_id=tid,
+        baseline=f"{b.resolved()}/{len(b.trials)}",
+        candidate=f"{c.resolved()}/{len(c.trials)}",
+        baseline_rate=b.resolved() / len(b.trials),
+        candidate_rate=c.resolved() / len(c.trials),
+        baseline_transcript=_transcript(base.run_dir, b.trials, resolved=lost),
+        candidate_transcript=_transcript(cand.run_dir, c.trials, resolved=not lost),
+    )
 
 
 def _trial_noise(tasks: list[_Task], metric: str) -> float | None:
@@ -258,8 +271,15 @@ def _trial_noise(tasks: list[_Task], metric: str) -> float | None:
 # ---------------------------------------------------------------------------- the gate
 
 
-def gate(baseline: SideRows, candidate: SideRows, *, metric: str = "resolve", margin: float = 0.0,
-         alpha: float = 0.05, power: float = POWER) -> GateResult:
+def gate(
+    baseline: SideRows,
+    candidate: SideRows,
+    *,
+    metric: str = "resolve",
+    margin: float = 0.0,
+    alpha: float = 0.05,
+    power: float = POWER,
+) -> GateResult:
     """The decision; `margin` is a fraction (0.05: 5 points of resolve rate, or 5 % more cost/time)."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
@@ -269,10 +289,19 @@ def gate(baseline: SideRows, candidate: SideRows, *, metric: str = "resolve", ma
         raise ValueError(f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense")
     base, b_tasks, b_all = _side(baseline)
     cand, c_tasks, c_all = _side(candidate)
-    out = GateResult(metric=metric, margin=margin, alpha=alpha, power=power, baseline=base, candidate=cand,
-                     min_tasks=min_tasks(alpha))
+    out = GateResult(
+        metric=metric,
+        margin=margin,
+        alpha=alpha,
+        power=power,
+        baseline=base,
+        candidate=cand,
+        min_tasks=min_tasks(alpha),
+    )
     said = infra_shares_differ(base.name, base.infra_share, cand.name, cand.infra_share)
-    out.infra_shares = f"{said}: the sides were paired on different tasks; resume the run(s) to redo them" if said else ""
+    out.infra_shares = (
+        f"{said}: the sides were paired on different tasks; resume the run(s) to redo them" if said else ""
+    )
     both = sorted(b_all & c_all)
     out.only_baseline = sorted(b_all - c_all)
     out.only_candidate = sorted(c_all - b_all)
@@ -317,36 +346,51 @@ def gate(baseline: SideRows, candidate: SideRows, *, metric: str = "resolve", ma
     sd = math.sqrt(max(m2 - mu * mu, 0.0))
     if out.p_value < alpha:
         out.verdict = REGRESSION
-        out.reason = f"the candidate is worse than the baseline by more than the margin (p = {out.p_value:.3g} < {alpha:g})"
+        out.reason = (
+            f"the candidate is worse than the baseline by more than the margin (p = {out.p_value:.3g} < {alpha:g})"
+        )
         return out
     blind = n < out.min_tasks
     if not blind and mu >= 0:
         out.verdict = NO_REGRESSION
-        out.reason = (f"no sign of a regression beyond the margin on {n} shared tasks (p = {out.p_value:.3g}; "
-                      "the candidate is not worse than allowed on average)")
+        out.reason = (
+            f"no sign of a regression beyond the margin on {n} shared tasks (p = {out.p_value:.3g}; "
+            "the candidate is not worse than allowed on average)"
+        )
         return out
     out.verdict = NOT_ENOUGH
     out.tasks_needed = tasks_needed(mu, m2, sd, alpha, power) if mu < 0 else out.min_tasks
     if blind:
-        out.reason = (f"{n} shared task{'s' if n != 1 else ''}: too few for the test to ever reach p < {alpha:g} "
-                      f"(it needs at least {out.min_tasks}, even if the candidate lost every one)")
+        out.reason = (
+            f"{n} shared task{'s' if n != 1 else ''}: too few for the test to ever reach p < {alpha:g} "
+            f"(it needs at least {out.min_tasks}, even if the candidate lost every one)"
+        )
     else:
-        out.reason = (f"the candidate looks worse than allowed (p = {out.p_value:.3g}, not below {alpha:g}): "
-                      f"{n} shared tasks are too few to tell")
+        out.reason = (
+            f"the candidate looks worse than allowed (p = {out.p_value:.3g}, not below {alpha:g}): "
+            f"{n} shared tasks are too few to tell"
+        )
     if mu < 0 and blind:
         out.repeats_note = f"repeats cannot make up for too few tasks: the test needs {out.min_tasks} shared tasks"
     elif mu < 0:
         r_now = max(1, min(base.repeats, cand.repeats))
-        noise_b, noise_c = _trial_noise([b_tasks[t] for t in out.shared], metric), _trial_noise(
-            [c_tasks[t] for t in out.shared], metric)
+        noise_b, noise_c = (
+            _trial_noise([b_tasks[t] for t in out.shared], metric),
+            _trial_noise([c_tasks[t] for t in out.shared], metric),
+        )
         if noise_b is not None and noise_c is not None:
             noise = k_b * noise_b + k_c * noise_c
             between = max(sd * sd - noise / r_now, 0.0)
             out.repeats_needed = repeats_needed(mu, between, noise, n, alpha, power, start=r_now + 1)
-            out.repeats_note = ("" if out.repeats_needed else
-                                "more repeats of these tasks alone would not do: the tasks differ for real")
+            out.repeats_note = (
+                ""
+                if out.repeats_needed
+                else "more repeats of these tasks alone would not do: the tasks differ for real"
+            )
         else:
             out.repeats_needed = repeats_needed(mu, 0.0, sd * sd, n, alpha, power, start=2)
-            out.repeats_note = ("with one repeat per task noise cannot be told from real change: the repeats "
-                                "figure assumes every difference is noise, a lower bound")
+            out.repeats_note = (
+                "with one repeat per task noise cannot be told from real change: the repeats "
+                "figure assumes every difference is noise, a lower bound"
+            )
     return out

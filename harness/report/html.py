@@ -62,8 +62,11 @@ def _cap(text: str, limit: int) -> str:
     head = limit // 3
     tail = limit - head
     cut = len(text) - head - tail
-    return (text[:head] + f"\n[... {cut:,} characters left out of the HTML report; the run folder has all of it ...]\n"
-            + text[-tail:])
+    return (
+        text[:head]
+        + f"\n[... {cut:,} characters left out of the HTML report; the run folder has all of it ...]\n"
+        + text[-tail:]
+    )
 
 
 def _cap_value(value: Any, limit: int) -> Any:
@@ -133,8 +136,10 @@ def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None, manifest:
     if transcript and transcript.is_file():
         events = read_transcript(transcript)
     first = min(rep.rows, key=lambda r: r.attempt)
-    why = {"problem": problem_statement(rep.run_dir, first, events, manifest),
-           "messages": {r.attempt: failure_messages(rep.run_dir, r, manifest) for r in rep.rows}}
+    why = {
+        "problem": problem_statement(rep.run_dir, first, events, manifest),
+        "messages": {r.attempt: failure_messages(rep.run_dir, r, manifest) for r in rep.rows},
+    }
     limit, payload = 8000, {}
     for _ in range(6):
         payload = _payload(rep, events, limit, recovery or {}, why)
@@ -150,7 +155,9 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], wh
     notes = []
     if len(compact) > MAX_EVENTS:
         gap = len(compact) - MAX_EVENTS
-        compact = compact[: MAX_EVENTS // 4] + [{"type": "gap", "count": gap}] + compact[-(MAX_EVENTS - MAX_EVENTS // 4):]
+        compact = (
+            compact[: MAX_EVENTS // 4] + [{"type": "gap", "count": gap}] + compact[-(MAX_EVENTS - MAX_EVENTS // 4) :]
+        )
         notes.append(f"{gap} events left out of the middle of the transcript")
     if limit < 8000:
         notes.append(f"long texts cut to {limit:,} characters to keep this report small")
@@ -160,32 +167,72 @@ def _payload(rep: Rep, events: list, limit: int, recovery: dict[tuple, dict], wh
         patch = _read(rep.run_dir / row.patch_path) if row.patch_path else ""
         grade = json.loads(_read(adir / "grade.json") or "{}") if adir else {}
         messages = why["messages"].get(row.attempt, {})
-        attempts.append({
-            "attempt": row.attempt, "outcome": row.outcome, "resolved": row.resolved,
-            "stop_reason": row.stop_reason, "steps": row.steps, "model_calls": row.model_calls,
-            "usage": row.usage.model_dump(), "cost_usd": row.cost_usd, "phases": row.phases.model_dump(),
-            "error": _cap(row.error, limit) if row.error else None, "note": row.note,
-            "patch": _cap(patch, max(limit * 8, 20_000)), "patch_bytes": row.patch_bytes,
-            "tests": _tests(row, MAX_TESTS), "n_tests": len(row.tests),
-            "f2p": row.fail_to_pass, "p2p": row.pass_to_pass,
-            "test_output": _tail(adir / "test_output.txt", TEST_TAIL_LINES, limit * 2) if adir else "",
-            "grade": {k: grade.get(k) for k in ("apply_method", "reverted", "exit_code", "consistent", "note", "stripped",
-                                                "channels", "tampering", "grader_version")},
-            "failing": [[t, st, kind, _cap(messages.get(t, ""), limit)] for t, st, kind in failing_tests(row)][:MAX_TESTS],
-            "f2p_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING] if row.resolved else [],
-            "dir": row.dir, "started_at": row.started_at, "finished_at": row.finished_at,
-            "recovery": recovery.get((rep.config, row.task_id, row.repeat, row.attempt)),
-        })
+        attempts.append(
+            {
+                "attempt": row.attempt,
+                "outcome": row.outcome,
+                "resolved": row.resolved,
+                "stop_reason": row.stop_reason,
+                "steps": row.steps,
+                "model_calls": row.model_calls,
+                "usage": row.usage.model_dump(),
+                "cost_usd": row.cost_usd,
+                "phases": row.phases.model_dump(),
+                "error": _cap(row.error, limit) if row.error else None,
+                "note": row.note,
+                "patch": _cap(patch, max(limit * 8, 20_000)),
+                "patch_bytes": row.patch_bytes,
+                "tests": _tests(row, MAX_TESTS),
+                "n_tests": len(row.tests),
+                "f2p": row.fail_to_pass,
+                "p2p": row.pass_to_pass,
+                "test_output": _tail(adir / "test_output.txt", TEST_TAIL_LINES, limit * 2) if adir else "",
+                "grade": {
+                    k: grade.get(k)
+                    for k in (
+                        "apply_method",
+                        "reverted",
+                        "exit_code",
+                        "consistent",
+                        "note",
+                        "stripped",
+                        "channels",
+                        "tampering",
+                        "grader_version",
+                    )
+                },
+                "failing": [[t, st, kind, _cap(messages.get(t, ""), limit)] for t, st, kind in failing_tests(row)][
+                    :MAX_TESTS
+                ],
+                "f2p_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING] if row.resolved else [],
+                "dir": row.dir,
+                "started_at": row.started_at,
+                "finished_at": row.finished_at,
+                "recovery": recovery.get((rep.config, row.task_id, row.repeat, row.attempt)),
+            }
+        )
     final = rep.final
-    return {"task": final.task_id, "config": rep.config, "repeat": final.repeat, "run": rep.run_id,
-            "problem": _cap(why["problem"], limit),
-            "model": final.model, "agent": final.agent, "instance_id": final.instance_id,
-            "transcript_path": final.transcript_path, "attempts": attempts, "events": compact, "notes": notes}
+    return {
+        "task": final.task_id,
+        "config": rep.config,
+        "repeat": final.repeat,
+        "run": rep.run_id,
+        "problem": _cap(why["problem"], limit),
+        "model": final.model,
+        "agent": final.agent,
+        "instance_id": final.instance_id,
+        "transcript_path": final.transcript_path,
+        "attempts": attempts,
+        "events": compact,
+        "notes": notes,
+    }
 
 
 def encode_payload(payload: dict) -> str:
     """gzip + base64: text that is safe inside a <script> element and ~5x smaller than JSON."""
-    raw = scrub_bytes(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode())  # compressed: past write_atomic's scrub
+    raw = scrub_bytes(
+        json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    )  # compressed: past write_atomic's scrub
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
@@ -236,8 +283,18 @@ def _charts(view: dict, reps: list[Rep]) -> dict:
     for i, cfg in enumerate(view["configs"]):
         cfg["colour"] = c = colour(i)
         if cfg.get("mean_cost") is not None and cfg.get("rate") is not None:
-            points.append(Point(cfg["label"], cfg["mean_cost"], cfg["rate"], cfg.get("rate_lo"), cfg.get("rate_hi"),
-                                cfg.get("cost_lo"), cfg.get("cost_hi"), c))
+            points.append(
+                Point(
+                    cfg["label"],
+                    cfg["mean_cost"],
+                    cfg["rate"],
+                    cfg.get("rate_lo"),
+                    cfg.get("rate_hi"),
+                    cfg.get("cost_lo"),
+                    cfg.get("cost_hi"),
+                    c,
+                )
+            )
         for key in series:
             series[key].append(Series(cfg["label"], [r.phases.model_dump()[key] for r in rows_of[cfg["label"]]], c))
     phases = []
@@ -247,15 +304,31 @@ def _charts(view: dict, reps: list[Rep]) -> dict:
 
         def mean(f) -> float:
             return sum(f(r.phases) for r in rows) / n
-        phases.append((cfg["label"], {
-            "image": mean(lambda p: p.image_s), "container start": mean(lambda p: p.container_start_s),
-            "agent working": mean(lambda p: max(p.agent_s - p.retry_wait_s, 0.0)),
-            "waiting on retries": mean(lambda p: p.retry_wait_s), "patch": mean(lambda p: p.patch_s),
-            "grading": mean(lambda p: p.grading_s)}))
-    titles = {"total_s": "Total time per attempt", "agent_s": "Agent phase (wall clock)",
-              "model_s": "Time in model calls", "grading_s": "Grading with the hidden tests"}
-    return {"cost": cost_rate_svg(points) if points else "", "phases": phase_bars_svg(phases),
-            "times": [box_strip_svg(series[k], title=t) for k, t in titles.items()]}
+
+        phases.append(
+            (
+                cfg["label"],
+                {
+                    "image": mean(lambda p: p.image_s),
+                    "container start": mean(lambda p: p.container_start_s),
+                    "agent working": mean(lambda p: max(p.agent_s - p.retry_wait_s, 0.0)),
+                    "waiting on retries": mean(lambda p: p.retry_wait_s),
+                    "patch": mean(lambda p: p.patch_s),
+                    "grading": mean(lambda p: p.grading_s),
+                },
+            )
+        )
+    titles = {
+        "total_s": "Total time per attempt",
+        "agent_s": "Agent phase (wall clock)",
+        "model_s": "Time in model calls",
+        "grading_s": "Grading with the hidden tests",
+    }
+    return {
+        "cost": cost_rate_svg(points) if points else "",
+        "phases": phase_bars_svg(phases),
+        "times": [box_strip_svg(series[k], title=t) for k, t in titles.items()],
+    }
 
 
 def trend_view(series: list[dict], *, what: str, source: str) -> dict:
@@ -266,27 +339,48 @@ def trend_view(series: list[dict], *, what: str, source: str) -> dict:
     position = {key: i for i, key in enumerate(runs)}
     x_labels = [started[:10] if started else "?" for started, _ in runs]
     charts, tables = [], []
-    for title, key, kind in (("Resolve rate", "resolve_rate", "rate"), ("Cost per resolved task", "cost_per_resolved", "usd"),
-                             ("Time per task", "time_per_task", "seconds")):
+    for title, key, kind in (
+        ("Resolve rate", "resolve_rate", "rate"),
+        ("Cost per resolved task", "cost_per_resolved", "usd"),
+        ("Time per task", "time_per_task", "seconds"),
+    ):
         lines = []
         for i, s in enumerate(series):
-            label = f"{s['suite']} · {s['config']}" if len({x['suite'] for x in series}) > 1 else s["config"]
-            pts = [(position[(p.get("started_at") or "", p["uid"])], p[key].get("value"), p[key].get("low"),
-                    p[key].get("high")) for p in s["points"]]
+            label = f"{s['suite']} · {s['config']}" if len({x["suite"] for x in series}) > 1 else s["config"]
+            pts = [
+                (
+                    position[(p.get("started_at") or "", p["uid"])],
+                    p[key].get("value"),
+                    p[key].get("low"),
+                    p[key].get("high"),
+                )
+                for p in s["points"]
+            ]
             lines.append(TrendLine(label, pts, colour(i)))
         charts.append(trend_svg(lines, x_labels, title=title, kind=kind))
     for s in series:
         rows = []
         for p in s["points"]:
             rate, cost, time_ = p["resolve_rate"], p["cost_per_resolved"], p["time_per_task"]
-            rows.append({
-                "started": (p.get("started_at") or "")[:16].replace("T", " "), "run_id": p["run_id"],
-                "finished": p.get("finished", True), "tasks": p["tasks"],
-                "rate": f"{p['resolved']}/{p['scored']} · {fmt.pct(rate.get('value'))}",
-                "rate_ci": f"[{fmt.pct(rate.get('low'))}, {fmt.pct(rate.get('high'))}]" if rate.get("low") is not None else "",
-                "cost": "unknown" if cost.get("unknown") else fmt.usd(cost.get("value")) if cost.get("value") is not None else "-",
-                "time": fmt.seconds(time_.get("value")), "infra_errors": p["infra_errors"],
-            })
+            rows.append(
+                {
+                    "started": (p.get("started_at") or "")[:16].replace("T", " "),
+                    "run_id": p["run_id"],
+                    "finished": p.get("finished", True),
+                    "tasks": p["tasks"],
+                    "rate": f"{p['resolved']}/{p['scored']} · {fmt.pct(rate.get('value'))}",
+                    "rate_ci": f"[{fmt.pct(rate.get('low'))}, {fmt.pct(rate.get('high'))}]"
+                    if rate.get("low") is not None
+                    else "",
+                    "cost": "unknown"
+                    if cost.get("unknown")
+                    else fmt.usd(cost.get("value"))
+                    if cost.get("value") is not None
+                    else "-",
+                    "time": fmt.seconds(time_.get("value")),
+                    "infra_errors": p["infra_errors"],
+                }
+            )
         tables.append({"suite": s["suite"], "config": s["config"], "points": rows})
     return {"what": what, "source": source, "charts": charts, "series": tables}
 
@@ -294,19 +388,31 @@ def trend_view(series: list[dict], *, what: str, source: str) -> dict:
 def _environment() -> Environment:
     # finalize: every value the template prints is made visible (no escape sequence of a run's text
     # reaches the page raw); report.js does the same to the data it decodes.
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True,
-                      finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v)
-    env.filters.update(pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v,
+    )
+    env.filters.update(
+        pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds
+    )
     return env
 
 
 def write_trend_html(trend: dict, path: Path) -> Path:
     """A page of its own with the "Over time" section (`trend_view`): `wholeloop history trend --html`."""
     path = Path(path)
-    page = _environment().get_template("trend.html.j2").render(
-        trend=trend, css=(TEMPLATES / "report.css").read_text(),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    page = (
+        _environment()
+        .get_template("trend.html.j2")
+        .render(
+            trend=trend,
+            css=(TEMPLATES / "report.css").read_text(),
+            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        )
+    )
     write_atomic(path, page)
     return path
 
@@ -326,14 +432,24 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
     env = _environment()
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
-    tampering = [(row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
-                 for rep in reps for row in rep.rows if row.tampering]
+    tampering = [
+        (row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
+        for rep in reps
+        for row in rep.rows
+        if row.tampering
+    ]
     return env.get_template("report.html.j2").render(
-        view=view, charts=charts, payloads=payloads, trend=trend, tampering=tampering,
+        view=view,
+        charts=charts,
+        payloads=payloads,
+        trend=trend,
+        tampering=tampering,
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
-        css=(TEMPLATES / "report.css").read_text(), js=(TEMPLATES / "report.js").read_text(),
+        css=(TEMPLATES / "report.css").read_text(),
+        js=(TEMPLATES / "report.js").read_text(),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        n_attempts=sum(len(r.rows) for r in reps), n_reps=len(reps),
+        n_attempts=sum(len(r.rows) for r in reps),
+        n_reps=len(reps),
     )
 
 
@@ -347,5 +463,3 @@ def write_html(run_dirs: list[Path], path: Path, *, figures: Any = None, trend: 
     path = Path(path)
     write_atomic(path, render_html(list(run_dirs), figures=figures, trend=trend))
     return path
-
-

@@ -9,11 +9,28 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-OUTCOMES = ["resolved", "unresolved", "regression", "empty_patch", "patch_apply_failed", "test_timeout", "environment_broken",
-            "infra_error", "task_error"]
-SHORT = {"resolved": "✓", "unresolved": "unres", "regression": "regr", "empty_patch": "empty",
-         "patch_apply_failed": "apply", "test_timeout": "timeout", "environment_broken": "env", "infra_error": "infra",
-         "task_error": "task err"}
+OUTCOMES = [
+    "resolved",
+    "unresolved",
+    "regression",
+    "empty_patch",
+    "patch_apply_failed",
+    "test_timeout",
+    "environment_broken",
+    "infra_error",
+    "task_error",
+]
+SHORT = {
+    "resolved": "✓",
+    "unresolved": "unres",
+    "regression": "regr",
+    "empty_patch": "empty",
+    "patch_apply_failed": "apply",
+    "test_timeout": "timeout",
+    "environment_broken": "env",
+    "infra_error": "infra",
+    "task_error": "task err",
+}
 
 
 def _median(values: list[float]) -> float | None:
@@ -40,7 +57,11 @@ def _k_values(items: list[dict], repeats: int) -> dict | None:
     if repeats <= 1 or not items:
         return None
     top = max(items, key=lambda v: v["k"])
-    return {"k": top["k"], "value": top["value"], "all": ", ".join(f"k={v['k']}: {v['value'] * 100:.1f}%" for v in items)}
+    return {
+        "k": top["k"],
+        "value": top["value"],
+        "all": ", ".join(f"k={v['k']}: {v['value'] * 100:.1f}%" for v in items),
+    }
 
 
 def _configs(figs: dict, reps: list) -> list[dict]:
@@ -55,25 +76,44 @@ def _configs(figs: dict, reps: list) -> list[dict]:
         name, rows = c["name"], rows_by_config.get(c["name"], [])
         rate, cost = _iv(c.get("resolve_rate")), _iv(c.get("cost_per_trial"))
         f = fails.get(name, {})
-        out.append({
-            "label": name, "run_dir": c.get("run_dir"), "model": c.get("model") or c.get("agent"),
-            "tasks": c.get("tasks", 0), "repeats": c.get("repeats", 1), "trials": c.get("trials", 0),
-            "attempts": c.get("attempts", 0), "scored": c.get("scored", 0), "resolved": c.get("resolved", 0),
-            "infra_errors": c.get("infra_errors", 0), "infra_share": c.get("infra_share"), "incomplete": c.get("incomplete", 0),
-            "rate": rate["value"], "rate_lo": rate["low"], "rate_hi": rate["high"],
-            "rate_tasks": _iv(c.get("resolve_rate_tasks")),
-            "pass_at_k": _k_values(c.get("pass_at_k", []), c.get("repeats", 1)),
-            "pass_hat_k": _k_values(c.get("pass_hat_k", []), c.get("repeats", 1)),
-            "mean_cost": cost["value"], "cost_lo": cost["low"], "cost_hi": cost["high"],
-            "total_cost": c.get("total_cost_usd"), "cost_per_resolved": _iv(c.get("cost_per_resolved")),
-            "time": _iv(c.get("time_per_trial")), "time_per_resolved": _iv(c.get("time_per_resolved")),
-            "median_time": _median([r.phases.total_s for r in rows]),
-            "tokens_in": c.get("tokens_in", 0), "tokens_out": c.get("tokens_out", 0),
-            "retried_tries": c.get("retried_tries", 0), "retried_cost": c.get("retried_cost_usd"),
-            "outcomes": Counter(f.get("outcomes", {})), "stops": Counter(f.get("stop_reasons", {})),
-            "expected_cost": _iv(scores.get(name, {}).get("expected_cost_per_task")),
-            "recovery": recov.get(name, {}),
-        })
+        out.append(
+            {
+                "label": name,
+                "run_dir": c.get("run_dir"),
+                "model": c.get("model") or c.get("agent"),
+                "tasks": c.get("tasks", 0),
+                "repeats": c.get("repeats", 1),
+                "trials": c.get("trials", 0),
+                "attempts": c.get("attempts", 0),
+                "scored": c.get("scored", 0),
+                "resolved": c.get("resolved", 0),
+                "infra_errors": c.get("infra_errors", 0),
+                "infra_share": c.get("infra_share"),
+                "incomplete": c.get("incomplete", 0),
+                "rate": rate["value"],
+                "rate_lo": rate["low"],
+                "rate_hi": rate["high"],
+                "rate_tasks": _iv(c.get("resolve_rate_tasks")),
+                "pass_at_k": _k_values(c.get("pass_at_k", []), c.get("repeats", 1)),
+                "pass_hat_k": _k_values(c.get("pass_hat_k", []), c.get("repeats", 1)),
+                "mean_cost": cost["value"],
+                "cost_lo": cost["low"],
+                "cost_hi": cost["high"],
+                "total_cost": c.get("total_cost_usd"),
+                "cost_per_resolved": _iv(c.get("cost_per_resolved")),
+                "time": _iv(c.get("time_per_trial")),
+                "time_per_resolved": _iv(c.get("time_per_resolved")),
+                "median_time": _median([r.phases.total_s for r in rows]),
+                "tokens_in": c.get("tokens_in", 0),
+                "tokens_out": c.get("tokens_out", 0),
+                "retried_tries": c.get("retried_tries", 0),
+                "retried_cost": c.get("retried_cost_usd"),
+                "outcomes": Counter(f.get("outcomes", {})),
+                "stops": Counter(f.get("stop_reasons", {})),
+                "expected_cost": _iv(scores.get(name, {}).get("expected_cost_per_task")),
+                "recovery": recov.get(name, {}),
+            }
+        )
     return out
 
 
@@ -81,16 +121,25 @@ def _comparisons(figs: dict) -> list[dict]:
     out = []
     for c in figs.get("comparisons", []):
         better = c.get("better")
-        out.append({
-            "a": c["a"], "b": c["b"], "tasks": c.get("shared_tasks", 0), "wins": c.get("wins_a", 0),
-            "losses": c.get("wins_b", 0), "ties": c.get("ties", 0), "diff": _iv(c.get("difference")),
-            "p": c.get("mcnemar_p"), "discordant": f"{c.get('mcnemar_b', 0)} / {c.get('mcnemar_c', 0)}",
-            "verdict": c.get("verdict", ""), "caution": c.get("caution", ""),
-            "verdict_class": "same" if c.get("same_tier", True) else ("better" if better == c["a"] else "worse"),
-            "cpr_a": _iv(c.get("side_a", {}).get("cost_per_resolved")),
-            "cpr_b": _iv(c.get("side_b", {}).get("cost_per_resolved")),
-            "only": len(c.get("only_a", [])) + len(c.get("only_b", [])),
-        })
+        out.append(
+            {
+                "a": c["a"],
+                "b": c["b"],
+                "tasks": c.get("shared_tasks", 0),
+                "wins": c.get("wins_a", 0),
+                "losses": c.get("wins_b", 0),
+                "ties": c.get("ties", 0),
+                "diff": _iv(c.get("difference")),
+                "p": c.get("mcnemar_p"),
+                "discordant": f"{c.get('mcnemar_b', 0)} / {c.get('mcnemar_c', 0)}",
+                "verdict": c.get("verdict", ""),
+                "caution": c.get("caution", ""),
+                "verdict_class": "same" if c.get("same_tier", True) else ("better" if better == c["a"] else "worse"),
+                "cpr_a": _iv(c.get("side_a", {}).get("cost_per_resolved")),
+                "cpr_b": _iv(c.get("side_b", {}).get("cost_per_resolved")),
+                "only": len(c.get("only_a", [])) + len(c.get("only_b", [])),
+            }
+        )
     return out
 
 
@@ -121,10 +170,18 @@ def _recipe(run: dict) -> dict:
         ("host", f"{host.get('cpu', '?')}, {host.get('cpus', '?')} CPUs" + (f", {mem / 2**30:.0f} GiB" if mem else "")),
         ("started", r.get("started_at") or "-"),
         ("finished", r.get("finished_at") or "not finished"),
-        ("tasks", f"{r.get('tasks', 0)}" + (f" · {r['sessions']} sessions (resumed)" if r.get("sessions", 0) > 1 else "")),
+        (
+            "tasks",
+            f"{r.get('tasks', 0)}" + (f" · {r['sessions']} sessions (resumed)" if r.get("sessions", 0) > 1 else ""),
+        ),
     ]
-    return {"run_id": run.get("run_id") or r.get("run_id"), "path": run.get("run_dir"), "fields": items,
-            "dependencies": r.get("dependencies") or {}, "cwd": r.get("cwd") or ""}
+    return {
+        "run_id": run.get("run_id") or r.get("run_id"),
+        "path": run.get("run_dir"),
+        "fields": items,
+        "dependencies": r.get("dependencies") or {},
+        "cwd": r.get("cwd") or "",
+    }
 
 
 def _hardest(figs: dict, rep_of: dict, names: dict[int, str]) -> list[dict]:
@@ -136,8 +193,14 @@ def _hardest(figs: dict, rep_of: dict, names: dict[int, str]) -> list[dict]:
             idx = rep_of.get((ref["run_dir"], h["task_id"], ref["config"], ref["repeat"]))
             if idx is not None and idx not in links.setdefault(names[idx], []):
                 links[names[idx]].append(idx)
-        out.append({"task": h["task_id"], "outcomes": list(h.get("outcomes", {}).items()), "trials": h.get("trials", 0),
-                    "links": list(links.items())})
+        out.append(
+            {
+                "task": h["task_id"],
+                "outcomes": list(h.get("outcomes", {}).items()),
+                "trials": h.get("trials", 0),
+                "links": list(links.items()),
+            }
+        )
     return out
 
 
@@ -146,12 +209,26 @@ def build(reps: list, figs: dict) -> dict:
     known = {c["label"] for c in configs}
     for label in dict.fromkeys(r.config for r in reps):  # a configuration the figures left out
         if label not in known:
-            configs.append({"label": label, "outcomes": Counter(), "stops": Counter(), "rate": None, "repeats": 1,
-                            "expected_cost": _iv(None), "cost_per_resolved": _iv(None), "time": _iv(None)})
+            configs.append(
+                {
+                    "label": label,
+                    "outcomes": Counter(),
+                    "stops": Counter(),
+                    "rate": None,
+                    "repeats": 1,
+                    "expected_cost": _iv(None),
+                    "cost_per_resolved": _iv(None),
+                    "time": _iv(None),
+                }
+            )
     tasks = sorted({rep.final.task_id for rep in reps})
     # `tasks check` status of each task when its run started: results of unchecked tasks are marked
-    checks = {t: s for run in figs.get("runs", []) for t, s in (run.get("recipe") or {}).get("task_checks", {}).items()
-              if s != "checked"}
+    checks = {
+        t: s
+        for run in figs.get("runs", [])
+        for t, s in (run.get("recipe") or {}).get("task_checks", {}).items()
+        if s != "checked"
+    }
     cells: dict[tuple[str, str], list] = defaultdict(list)
     for rep in reps:
         cells[(rep.final.task_id, rep.config)].append(rep)
@@ -168,23 +245,45 @@ def build(reps: list, figs: dict) -> dict:
             solved_by += k > 0
             worst = Counter(o for o in outcomes if o != "resolved").most_common(1)
             state = "all" if k == len(group) else ("none" if k == 0 else "some")
-            row_cells.append({"reps": [r.index for r in group], "outcomes": outcomes, "k": k, "n": len(group),
-                              "state": state, "main": "resolved" if state == "all" else worst[0][0],
-                              "short": SHORT.get(outcomes[0], outcomes[0][:6]),
-                              "attempts": max(len(r.rows) for r in group)})
+            row_cells.append(
+                {
+                    "reps": [r.index for r in group],
+                    "outcomes": outcomes,
+                    "k": k,
+                    "n": len(group),
+                    "state": state,
+                    "main": "resolved" if state == "all" else worst[0][0],
+                    "short": SHORT.get(outcomes[0], outcomes[0][:6]),
+                    "attempts": max(len(r.rows) for r in group),
+                }
+            )
         states = {c["state"] for c in row_cells if c}
         kinds = (["fail"] if states - {"all"} else []) + (["none"] if solved_by == 0 else [])
         kinds += ["split"] if len(states) > 1 else []
-        matrix.append({"task": task, "cells": row_cells, "solved_by": solved_by, "kinds": " ".join(kinds),
-                       "present": sum(c is not None for c in row_cells), "check": checks.get(task, "")})
+        matrix.append(
+            {
+                "task": task,
+                "cells": row_cells,
+                "solved_by": solved_by,
+                "kinds": " ".join(kinds),
+                "present": sum(c is not None for c in row_cells),
+                "check": checks.get(task, ""),
+            }
+        )
     rep_of = {(str(r.run_dir), r.final.task_id, r.label, r.final.repeat): r.index for r in reps}
     scoring = figs.get("scoring", {}).get("scoring", {})
     names = {r.index: r.config for r in reps}
     return {
-        "configs": configs, "tasks": tasks, "matrix": matrix, "hardest": _hardest(figs, rep_of, names),
-        "comparison": _comparisons(figs), "recipes": [_recipe(r) for r in figs.get("runs", [])],
-        "outcome_names": OUTCOMES, "multi": any(c.get("repeats", 1) > 1 for c in configs),
+        "configs": configs,
+        "tasks": tasks,
+        "matrix": matrix,
+        "hardest": _hardest(figs, rep_of, names),
+        "comparison": _comparisons(figs),
+        "recipes": [_recipe(r) for r in figs.get("runs", [])],
+        "outcome_names": OUTCOMES,
+        "multi": any(c.get("repeats", 1) > 1 for c in configs),
         "multi_attempt": any(c.get("recovery", {}).get("across", {}).get("max_attempts", 1) > 1 for c in configs),
-        "scoring_source": scoring.get("source", ""), "scoring_custom": bool(scoring.get("costs")),
+        "scoring_source": scoring.get("source", ""),
+        "scoring_custom": bool(scoring.get("costs")),
         "bootstrap": figs.get("bootstrap", {}),
     }

@@ -62,16 +62,27 @@ def _messages(events: list, model_api: Any, tool_api: Any) -> list:
                 elif role == "user":
                     out.append(model_api.ChatMessageUser(content=text))
         elif event.type == "model_response":
-            calls = [tool_api.ToolCall(id=c.get("id", ""), function=c.get("name", ""),
-                                       arguments=c.get("arguments") if isinstance(c.get("arguments"), dict) else {},
-                                       parse_error=c.get("parse_error"))
-                     for c in event.tool_calls]
-            out.append(model_api.ChatMessageAssistant(content=event.text or "", tool_calls=calls or None,
-                                                      model=event.model or None))
+            calls = [
+                tool_api.ToolCall(
+                    id=c.get("id", ""),
+                    function=c.get("name", ""),
+                    arguments=c.get("arguments") if isinstance(c.get("arguments"), dict) else {},
+                    parse_error=c.get("parse_error"),
+                )
+                for c in event.tool_calls
+            ]
+            out.append(
+                model_api.ChatMessageAssistant(
+                    content=event.text or "", tool_calls=calls or None, model=event.model or None
+                )
+            )
         elif event.type == "tool_result":
             error = tool_api.ToolCallError("unknown", event.output[:2000]) if event.is_error else None
-            out.append(model_api.ChatMessageTool(content=event.output, tool_call_id=event.call_id,
-                                                 function=event.name, error=error))
+            out.append(
+                model_api.ChatMessageTool(
+                    content=event.output, tool_call_id=event.call_id, function=event.name, error=error
+                )
+            )
     return out
 
 
@@ -80,11 +91,14 @@ def _usage(rows: list[ResultRow], model_api: Any):
     costs = [r.cost_usd for r in rows]
     tin, tout = sum(x.input_tokens for x in u), sum(x.output_tokens for x in u)
     return model_api.ModelUsage(
-        input_tokens=tin, output_tokens=tout, total_tokens=tin + tout,
+        input_tokens=tin,
+        output_tokens=tout,
+        total_tokens=tin + tout,
         input_tokens_cache_read=sum(x.cache_read_tokens for x in u) or None,
         input_tokens_cache_write=sum(x.cache_write_tokens for x in u) or None,
         reasoning_tokens=sum(x.reasoning_tokens for x in u) or None,
-        total_cost=None if any(c is None for c in costs) else float(sum(costs)))
+        total_cost=None if any(c is None for c in costs) else float(sum(costs)),
+    )
 
 
 def _add_usage(total: dict, name: str, usage: Any, model_api: Any) -> None:
@@ -124,24 +138,45 @@ def build_log(run_dir: Path | str):
             error = EvalError(message=final.error or "infrastructure error", traceback="", traceback_ansi="")
         else:
             failing = ", ".join(t for t, _, _ in failing_tests(final))
-            score = scorer_api.Score(value=1 if final.resolved else 0, answer=final.outcome,
-                                     explanation=f"failing: {failing}" if failing else "every listed test passes",
-                                     metadata={"fail_to_pass": final.fail_to_pass, "pass_to_pass": final.pass_to_pass})
+            score = scorer_api.Score(
+                value=1 if final.resolved else 0,
+                answer=final.outcome,
+                explanation=f"failing: {failing}" if failing else "every listed test passes",
+                metadata={"fail_to_pass": final.fail_to_pass, "pass_to_pass": final.pass_to_pass},
+            )
             scored.append(1.0 if final.resolved else 0.0)
         total_s = sum(r.phases.total_s for r in rows)
-        samples.append(log_api.EvalSample(
-            id=task_id, epoch=repeat + 1, input=problem_statement(run_dir, rows[0], events, manifest) or task_id,
-            target=fail_to_pass(final), messages=_messages(events, model_api, tool_api),
-            output=model_api.ModelOutput(model=name, usage=usage),
-            scores={SCORER: score} if score is not None else None, error=error,
-            model_usage={name: usage}, started_at=rows[0].started_at or None, completed_at=final.finished_at or None,
-            total_time=round(total_s, 3), working_time=round(sum(r.phases.agent_s - r.phases.retry_wait_s for r in rows), 3),
-            metadata={"config": config, "repeat": repeat, "attempts": len(rows), "outcome": final.outcome,
-                      "stop_reason": final.stop_reason, "steps": sum(r.steps for r in rows),
-                      "cost_usd": usage.total_cost, "phases": final.phases.model_dump(),
-                      "transcript_path": final.transcript_path, "patch_path": final.patch_path,
-                      "instance_id": final.instance_id, "run_dir": str(run_dir)},
-        ))
+        samples.append(
+            log_api.EvalSample(
+                id=task_id,
+                epoch=repeat + 1,
+                input=problem_statement(run_dir, rows[0], events, manifest) or task_id,
+                target=fail_to_pass(final),
+                messages=_messages(events, model_api, tool_api),
+                output=model_api.ModelOutput(model=name, usage=usage),
+                scores={SCORER: score} if score is not None else None,
+                error=error,
+                model_usage={name: usage},
+                started_at=rows[0].started_at or None,
+                completed_at=final.finished_at or None,
+                total_time=round(total_s, 3),
+                working_time=round(sum(r.phases.agent_s - r.phases.retry_wait_s for r in rows), 3),
+                metadata={
+                    "config": config,
+                    "repeat": repeat,
+                    "attempts": len(rows),
+                    "outcome": final.outcome,
+                    "stop_reason": final.stop_reason,
+                    "steps": sum(r.steps for r in rows),
+                    "cost_usd": usage.total_cost,
+                    "phases": final.phases.model_dump(),
+                    "transcript_path": final.transcript_path,
+                    "patch_path": final.patch_path,
+                    "instance_id": final.instance_id,
+                    "run_dir": str(run_dir),
+                },
+            )
+        )
     n = len(scored)
     accuracy = sum(scored) / n if n else 0.0
     stderr = math.sqrt(accuracy * (1 - accuracy) / (n - 1)) if n > 1 else 0.0
@@ -151,25 +186,55 @@ def build_log(run_dir: Path | str):
     started = manifest.get("started_at") or (samples[0].started_at if samples else "") or ""
     finished = manifest.get("finished_at") or ""
     spec = log_api.EvalSpec(
-        created=started, task=f"wholeloop/{run_dir.name}", task_id=manifest.get("run_id") or run_dir.name,
-        run_id=manifest.get("run_id") or run_dir.name, task_version=0,
-        dataset=log_api.EvalDataset(name=run_dir.name, samples=len({t for t, _, _ in units}),
-                                    sample_ids=sorted({t for t, _, _ in units})),
-        model=model, model_base_url=agent.get("base_url"),
+        created=started,
+        task=f"wholeloop/{run_dir.name}",
+        task_id=manifest.get("run_id") or run_dir.name,
+        run_id=manifest.get("run_id") or run_dir.name,
+        task_version=0,
+        dataset=log_api.EvalDataset(
+            name=run_dir.name, samples=len({t for t, _, _ in units}), sample_ids=sorted({t for t, _, _ in units})
+        ),
+        model=model,
+        model_base_url=agent.get("base_url"),
         config=log_api.EvalConfig(epochs=max((r + 1 for _, _, r in units), default=1)),
-        packages={"wholeloop": __version__}, solver=agent.get("agent"),
-        metadata={"wholeloop": {"run_dir": str(run_dir), "configs": configs, "command": manifest.get("command"),
-                                "options": manifest.get("options"), "git_commit": (manifest.get("wholeloop") or {}).get("git_commit")}},
+        packages={"wholeloop": __version__},
+        solver=agent.get("agent"),
+        metadata={
+            "wholeloop": {
+                "run_dir": str(run_dir),
+                "configs": configs,
+                "command": manifest.get("command"),
+                "options": manifest.get("options"),
+                "git_commit": (manifest.get("wholeloop") or {}).get("git_commit"),
+            }
+        },
     )
     results = log_api.EvalResults(
-        total_samples=len(samples), completed_samples=len(samples),
-        scores=[log_api.EvalScore(name=SCORER, scorer=f"wholeloop/{SCORER}", scored_samples=n,
-                                  unscored_samples=len(samples) - n,
-                                  metrics={"accuracy": log_api.EvalMetric(name="accuracy", value=accuracy),
-                                           "stderr": log_api.EvalMetric(name="stderr", value=stderr)})])
+        total_samples=len(samples),
+        completed_samples=len(samples),
+        scores=[
+            log_api.EvalScore(
+                name=SCORER,
+                scorer=f"wholeloop/{SCORER}",
+                scored_samples=n,
+                unscored_samples=len(samples) - n,
+                metrics={
+                    "accuracy": log_api.EvalMetric(name="accuracy", value=accuracy),
+                    "stderr": log_api.EvalMetric(name="stderr", value=stderr),
+                },
+            )
+        ],
+    )
     stats = log_api.EvalStats(started_at=started, completed_at=finished, model_usage=total_usage)
-    return log_api.EvalLog(version=2, status="success" if finished else "started", eval=spec,
-                           plan=log_api.EvalPlan(name="wholeloop"), results=results, stats=stats, samples=samples)
+    return log_api.EvalLog(
+        version=2,
+        status="success" if finished else "started",
+        eval=spec,
+        plan=log_api.EvalPlan(name="wholeloop"),
+        results=results,
+        stats=stats,
+        samples=samples,
+    )
 
 
 def export_inspect(run_dir: Path | str, path: Path | str) -> Path:

@@ -193,8 +193,9 @@ def analyse_attempt(events: list, base: AttemptRecovery) -> AttemptRecovery:
 
 
 def attempt_recovery(run_dir: Path, row: ResultRow, config: str, cache: dict | None = None) -> AttemptRecovery:
-    base = AttemptRecovery(task_id=row.task_id, config=config, repeat=row.repeat, attempt=row.attempt,
-                           transcript_path=row.transcript_path)
+    base = AttemptRecovery(
+        task_id=row.task_id, config=config, repeat=row.repeat, attempt=row.attempt, transcript_path=row.transcript_path
+    )
     path = Path(run_dir) / row.transcript_path if row.transcript_path else None
     if path is None or not path.is_file():
         return base.model_copy(update={"found": False})
@@ -263,5 +264,6 @@ def config_recovery(cfg: ConfigRows) -> ConfigRecovery:
     cache: dict = {}
     rows = sorted(cfg.rows, key=lambda r: (r.task_id, r.repeat, r.attempt))
     attempts = [attempt_recovery(cfg.run_dir, r, cfg.name, cache) for r in rows if r.outcome not in NOT_SCORED]
-    return ConfigRecovery(config=cfg.name, inside=summarise(attempts), across=across_attempts(cfg.rows),
-                          attempts=attempts)
+    return ConfigRecovery(
+        config=cfg.name, inside=summarise(attempts), across=across_attempts(cfg.rows), attempts=attempts
+    )

@@ -97,7 +97,8 @@ def config_score(cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings 
     return out
 
 
-def score_configs(configs: list[ConfigRows], scoring: Scoring | None = None,
-                  settings: BootstrapSettings | None = None) -> ScoringFigures:
+def score_configs(
+    configs: list[ConfigRows], scoring: Scoring | None = None, settings: BootstrapSettings | None = None
+) -> ScoringFigures:
     scoring = scoring or Scoring()
     return ScoringFigures(scoring=scoring, configs=[config_score(c, scoring, settings) for c in configs])

@@ -36,20 +36,27 @@ def find_rows(run_dir: Path, task_id: str, config: str | None, repeat: int | Non
     of_task = [r for r in latest if r.task_id == task_id]
     if not of_task:
         known = sorted({r.task_id for r in latest})
-        raise FileNotFoundError(f"task {task_id!r} has no attempt in {run_dir}; tasks there: {', '.join(known) or 'none'}")
+        raise FileNotFoundError(
+            f"task {task_id!r} has no attempt in {run_dir}; tasks there: {', '.join(known) or 'none'}"
+        )
     rows = of_task
     if config is not None:
         rows = [r for r in rows if r.config == config]
         if not rows:
             configs = sorted({r.config for r in of_task})
-            raise FileNotFoundError(f"task {task_id!r} has no configuration {config!r} in {run_dir}; "
-                                    f"its configurations: {', '.join(configs)}")
+            raise FileNotFoundError(
+                f"task {task_id!r} has no configuration {config!r} in {run_dir}; "
+                f"its configurations: {', '.join(configs)}"
+            )
     if repeat is not None:
         kept = [r for r in rows if r.repeat == repeat]
         if not kept:
             repeats = ", ".join(str(n) for n in sorted({r.repeat for r in rows}))
-            raise FileNotFoundError(f"task {task_id!r} has no repeat {repeat} in {run_dir}"
-                                    + (f" (configuration {config!r})" if config else "") + f"; its repeats {repeats}")
+            raise FileNotFoundError(
+                f"task {task_id!r} has no repeat {repeat} in {run_dir}"
+                + (f" (configuration {config!r})" if config else "")
+                + f"; its repeats {repeats}"
+            )
         rows = kept
     return sorted(rows, key=lambda r: (r.config, r.repeat, r.attempt))
 
@@ -64,7 +71,9 @@ def _tail(text: str, full: bool) -> str:
 def _call(event) -> Text | Syntax | Group:
     args = event.arguments or {}
     if event.arguments is None:
-        return Text(f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red")  # made visible by the caller
+        return Text(
+            f"{event.name}  (unparseable arguments) {event.raw_arguments[:300]}", style="red"
+        )  # made visible by the caller
     if event.name == "bash" or (event.kind in ("shell", "test", "edit") and event.command):
         command = event.command or args.get("command", "")
         head = f"{event.name}: " if event.name != "bash" else ""
@@ -94,8 +103,14 @@ def _fold(text: str, lines: int, full: bool) -> str:
 
 def render_problem(console: Console, problem: str, full: bool) -> None:
     if problem.strip():
-        console.print(Panel(Text(_fold(problem, PROBLEM_LINES, full)), title="problem statement", title_align="left",
-                            border_style="blue"))
+        console.print(
+            Panel(
+                Text(_fold(problem, PROBLEM_LINES, full)),
+                title="problem statement",
+                title_align="left",
+                border_style="blue",
+            )
+        )
 
 
 def render_outcome(console: Console, row: ResultRow) -> None:
@@ -104,11 +119,13 @@ def render_outcome(console: Console, row: ResultRow) -> None:
     f2p = row.fail_to_pass or {}
     p2p = row.pass_to_pass or {}
     tests = f"   FAIL_TO_PASS {tally(f2p)}, PASS_TO_PASS {tally(p2p)}" if f2p or p2p else ""
-    console.print(f"outcome [{colour}]{escape(row.outcome)}[/]{tests}   stopped: [bold]{escape(row.stop_reason or '-')}[/]   "
-                  f"steps {row.steps}   tokens {row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out   "
-                  f"cost {cost}   agent {seconds(row.phases.agent_s)} (model {seconds(row.phases.model_s)}, "
-                  f"tools {seconds(row.phases.tool_s)}, waiting {seconds(row.phases.retry_wait_s)})   "
-                  f"grading {seconds(row.phases.grading_s)}")
+    console.print(
+        f"outcome [{colour}]{escape(row.outcome)}[/]{tests}   stopped: [bold]{escape(row.stop_reason or '-')}[/]   "
+        f"steps {row.steps}   tokens {row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out   "
+        f"cost {cost}   agent {seconds(row.phases.agent_s)} (model {seconds(row.phases.model_s)}, "
+        f"tools {seconds(row.phases.tool_s)}, waiting {seconds(row.phases.retry_wait_s)})   "
+        f"grading {seconds(row.phases.grading_s)}"
+    )
     if row.error:
         console.print(Text("error: ", style="bold red") + Text(row.error))
     if row.note:
@@ -123,9 +140,13 @@ def render_failing(console: Console, run_dir: Path, row: ResultRow, full: bool, 
     messages = failure_messages(run_dir, row, manifest)
     console.print(Text(f"failing hidden tests ({len(failing)}):", style="bold red"))
     for test, status, kind in failing[: None if full else 20]:
-        console.print(Text.assemble(("  ✗ ", "red"), (visible(test), "bold"), (f"  {status_label(status)} · {kind}", "dim")))
+        console.print(
+            Text.assemble(("  ✗ ", "red"), (visible(test), "bold"), (f"  {status_label(status)} · {kind}", "dim"))
+        )
         if messages.get(test):
-            console.print(Panel(Text(_fold(visible(messages[test]), TAIL_LINES, full)), border_style="red", padding=(0, 1)))
+            console.print(
+                Panel(Text(_fold(visible(messages[test]), TAIL_LINES, full)), border_style="red", padding=(0, 1))
+            )
     if len(failing) > 20 and not full:
         console.print(f"  ... and {len(failing) - 20} more (--full lists them)")
 
@@ -152,32 +173,53 @@ def render_event(console: Console, event, full: bool) -> None:
         label = "error" if event.is_error else (f"exit {event.exit_code}" if event.exit_code is not None else "ok")
         flags = " timed out" if event.timed_out else ""
         flags += " truncated" if event.truncated else ""
-        console.print(Panel(Text(_tail(event.output, full)), title=f"{label}{flags} · {event.duration_s:.2f}s",
-                            title_align="left", border_style=style))
+        console.print(
+            Panel(
+                Text(_tail(event.output, full)),
+                title=f"{label}{flags} · {event.duration_s:.2f}s",
+                title_align="left",
+                border_style=style,
+            )
+        )
     elif kind == "test_run":
         mark = "[bold green]GREEN[/]" if event.green else "[bold red]RED[/]"
         failing = f"  failing: {escape(', '.join(event.failing[:8]))}" if event.failing else ""
         console.print(f"tests {mark}: {event.passed} passed, {event.failed} failed, {event.errors} errors{failing}")
     elif kind == "retry":
-        console.print(f"[yellow]retry {event.attempt}[/] after {escape(event.error_type)} ({event.status_code}): "
-                      f"waited {event.wait_s:.1f}s")
+        console.print(
+            f"[yellow]retry {event.attempt}[/] after {escape(event.error_type)} ({event.status_code}): "
+            f"waited {event.wait_s:.1f}s"
+        )
     elif kind == "limit":
-        amount = (f"{event.value / 2**20:.1f} MB of {event.maximum / 2**20:.0f} MB" if event.limit == "disk_limit"
-                  else f"{event.value:g} of {event.maximum:g}")
+        amount = (
+            f"{event.value / 2**20:.1f} MB of {event.maximum / 2**20:.0f} MB"
+            if event.limit == "disk_limit"
+            else f"{event.value:g} of {event.maximum:g}"
+        )
         console.print(f"[bold yellow]limit reached:[/] {escape(event.limit)} ({amount})")
     elif kind == "error":
-        console.print(Panel(Text(event.message), title=Text(f"error in {event.where}: {event.error_type}"), border_style="red"))
+        console.print(
+            Panel(Text(event.message), title=Text(f"error in {event.where}: {event.error_type}"), border_style="red")
+        )
     elif kind == "stop":
         console.print(Rule(f"stopped: {escape(event.reason)}", style="bold"))
         if event.detail:
             console.print(Text(event.detail))
     elif kind == "external_run":
         said = event.self_report
-        report = (f"   it reports {said['input_tokens']:,} in / {said['output_tokens']:,} out, cost {usd(said['cost_usd'])}"
-                  if said else "")
+        report = (
+            f"   it reports {said['input_tokens']:,} in / {said['output_tokens']:,} out, cost {usd(said['cost_usd'])}"
+            if said
+            else ""
+        )
         stopped = f"   stopped by wholeloop: {event.stopped_by}" if event.stopped_by else ""
-        console.print(Text(f"{event.cli} {event.version} exited {event.exit_code} after {seconds(event.seconds)}"
-                           f"{' (timed out)' if event.timed_out else ''}{stopped}{report}", style="bold"))
+        console.print(
+            Text(
+                f"{event.cli} {event.version} exited {event.exit_code} after {seconds(event.seconds)}"
+                f"{' (timed out)' if event.timed_out else ''}{stopped}{report}",
+                style="bold",
+            )
+        )
         if event.logs:
             console.print(Text("its logs: " + ", ".join(event.logs[:12]), style="dim"))
         if event.exit_code not in (0, None) and event.stderr_tail.strip():
@@ -186,13 +228,21 @@ def render_event(console: Console, event, full: bool) -> None:
         console.print(Panel(Text(event.text), title=f"feedback before attempt {event.attempt}", border_style="yellow"))
     elif kind == "patch":
         if event.diff.strip():
-            console.print(Panel(Syntax(_tail(event.diff, full) if not full else event.diff, "diff", theme="ansi_dark"),
-                                title=f"patch ({event.bytes} bytes, {len(event.files)} files)", title_align="left"))
+            console.print(
+                Panel(
+                    Syntax(_tail(event.diff, full) if not full else event.diff, "diff", theme="ansi_dark"),
+                    title=f"patch ({event.bytes} bytes, {len(event.files)} files)",
+                    title_align="left",
+                )
+            )
         else:
             console.print("[dim]empty patch[/]")
     elif kind == "grade":
         colour = "green" if event.resolved else "red"
-        console.print(f"hidden tests: [{colour}]{escape(event.outcome)}[/]" + (f" - {escape(event.detail)}" if event.detail else ""))
+        console.print(
+            f"hidden tests: [{colour}]{escape(event.outcome)}[/]"
+            + (f" - {escape(event.detail)}" if event.detail else "")
+        )
 
 
 def _events_of_attempt(events: list, attempt: int) -> list:
@@ -210,13 +260,16 @@ def _visible_row(row: ResultRow) -> ResultRow:
     return row.model_copy(update={k: visible(v) for k, v in row.model_dump().items() if isinstance(v, str)})
 
 
-def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: bool = False,
-                   manifest: dict | None = None) -> None:
+def render_attempt(
+    console: Console, run_dir: Path, row: ResultRow, *, full: bool = False, manifest: dict | None = None
+) -> None:
     """Every string from the run folder is made `visible` first (the agent's escape sequences are
     shown, never executed) and printed as text, never as rich markup."""
     manifest = manifest or {}
     row = _visible_row(row)
-    console.print(Rule(f"[bold]{escape(row.task_id)}[/]  {escape(row.config)}  repeat {row.repeat}  attempt {row.attempt}"))
+    console.print(
+        Rule(f"[bold]{escape(row.task_id)}[/]  {escape(row.config)}  repeat {row.repeat}  attempt {row.attempt}")
+    )
     transcript = run_dir / row.transcript_path
     events = read_transcript(transcript) if row.transcript_path and transcript.is_file() else []
     events = [event.model_copy(update=visible_value(event.model_dump())) for event in events]
@@ -234,8 +287,14 @@ def render_attempt(console: Console, run_dir: Path, row: ResultRow, *, full: boo
     output = run_dir / row.dir / "test_output.txt"
     if not row.resolved and row.dir and output.is_file() and output.stat().st_size:
         if full:
-            console.print(Panel(Text(visible(output.read_text(errors="replace"))), title="the hidden test output",
-                                title_align="left", border_style="red"))
+            console.print(
+                Panel(
+                    Text(visible(output.read_text(errors="replace"))),
+                    title="the hidden test output",
+                    title_align="left",
+                    border_style="red",
+                )
+            )
         else:
             console.print(f"[dim]the whole hidden test output: {escape(str(output))} (--full prints it)[/]")
 
@@ -245,20 +304,33 @@ def _grading_record(console: Console, run_dir: Path, row: ResultRow) -> None:
     path = run_dir / row.dir / "grade.json" if row.dir else None
     grade = json.loads(path.read_text()) if path and path.is_file() else {}
     if row.tampering or grade.get("tampering"):
-        console.print(Text("suspected tampering: ", style="bold red") + Text(visible(str(row.tampering or grade["tampering"]))))
+        console.print(
+            Text("suspected tampering: ", style="bold red") + Text(visible(str(row.tampering or grade["tampering"])))
+        )
     stripped = grade.get("stripped") or []
     if stripped:
         shown = visible(", ".join(f"{s.get('path')} ({s.get('reason')})" for s in stripped[:12]))
         more = f" and {len(stripped) - 12} more" if len(stripped) > 12 else ""
         console.print(Text(f"not applied from the patch: {shown}{more}", style="yellow"))
     if grade.get("channels"):
-        console.print(Text("result channels: " + " · ".join(f"{k}: {v}" for k, v in grade["channels"].items()), style="dim"))
+        console.print(
+            Text("result channels: " + " · ".join(f"{k}: {v}" for k, v in grade["channels"].items()), style="dim")
+        )
     if grade and grade.get("grader_version") is None:
-        console.print(Text("graded before the grader's version was recorded (wholeloop regrade re-grades it)", style="dim"))
+        console.print(
+            Text("graded before the grader's version was recorded (wholeloop regrade re-grades it)", style="dim")
+        )
 
 
-def show(run_dir: Path, task_id: str, *, config: str | None = None, repeat: int | None = None,
-         full: bool = False, console: Console | None = None) -> None:
+def show(
+    run_dir: Path,
+    task_id: str,
+    *,
+    config: str | None = None,
+    repeat: int | None = None,
+    full: bool = False,
+    console: Console | None = None,
+) -> None:
     console = console or Console()
     run_dir = Path(run_dir)
     rows = find_rows(run_dir, task_id, config, repeat)

@@ -147,7 +147,9 @@ class Trial:
     repeat: int
     attempts: list[ResultRow]  # sorted by attempt number
     final: ResultRow | None = None
-    retried: list[ResultRow] = field(default_factory=list)  # rows of the unit's retried tries (their spend is the trial's)
+    retried: list[ResultRow] = field(
+        default_factory=list
+    )  # rows of the unit's retried tries (their spend is the trial's)
 
     @property
     def complete(self) -> bool:
@@ -204,8 +206,9 @@ def load_configs(run_dirs: list[Path]) -> list[ConfigRows]:
     configs = []
     for run_dir, manifest, label, group, retried_group in found:
         name = label if counts[label] == 1 else f"{label} [{run_dir.name}]"
-        configs.append(ConfigRows(name=name, label=label, run_dir=run_dir, manifest=manifest, rows=group,
-                                  retried=retried_group))
+        configs.append(
+            ConfigRows(name=name, label=label, run_dir=run_dir, manifest=manifest, rows=group, retried=retried_group)
+        )
     return configs
 
 
@@ -309,8 +312,9 @@ def percentile_bootstrap(num, den, settings: BootstrapSettings) -> tuple[float, 
         return _quantile(theta, alpha), _quantile(theta, 1 - alpha)
 
 
-def bootstrap_ratio(numerators: list[float], denominators: list[float], *, settings: BootstrapSettings | None = None,
-                    method: str = "") -> Interval:
+def bootstrap_ratio(
+    numerators: list[float], denominators: list[float], *, settings: BootstrapSettings | None = None, method: str = ""
+) -> Interval:
     """sum(numerators) / sum(denominators) with a percentile bootstrap interval; each list holds
     one value per task, and a resample draws tasks with replacement (the pair stays together).
     A resample with nothing to divide by counts as +infinity (e.g. cost per resolved with no
@@ -322,8 +326,7 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
     value = math.fsum(numerators) / total if total else None
     label = method or f"bootstrap-{settings.method}"
     if n < 2:
-        return Interval(value=value, method=label, n=n, unbounded=value is None,
-                        note="fewer than 2 tasks: no interval")
+        return Interval(value=value, method=label, n=n, unbounded=value is None, note="fewer than 2 tasks: no interval")
 
     if settings.method != "percentile":
         raise ValueError(f"bootstrap method {settings.method!r}: only the percentile method is implemented")
@@ -332,11 +335,19 @@ def bootstrap_ratio(numerators: list[float], denominators: list[float], *, setti
     if found is None:
         import numpy as np
 
-        found = percentile_bootstrap(np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float), settings)
+        found = percentile_bootstrap(
+            np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float), settings
+        )
         memo.put(known, *found)
     low, high = found
-    return Interval(value=value, low=_finite(low), high=_finite(high), method=label, n=n,
-                    unbounded=not math.isfinite(high) or value is None)
+    return Interval(
+        value=value,
+        low=_finite(low),
+        high=_finite(high),
+        method=label,
+        n=n,
+        unbounded=not math.isfinite(high) or value is None,
+    )
 
 
 def bootstrap_mean(values: list[float], *, settings: BootstrapSettings | None = None, method: str = "") -> Interval:
@@ -356,25 +367,44 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
     tasks = by_task(complete)
     first = cfg.rows[0] if cfg.rows else None
     out = ConfigStats(
-        name=cfg.name, label=cfg.label, run_dir=str(cfg.run_dir), agent=first.agent if first else "",
-        model=first.model if first else None, tasks=len(tasks), trials=len(complete), attempts=len(cfg.rows),
-        scored=len(scored), resolved=sum(t.resolved for t in scored), infra_errors=sum(t.infra_error for t in complete),
-        infra_share=(sum(t.infra_error for t in complete) / len(complete)) if complete else None, strict=strict,
-        task_errors=sum(t.task_error for t in complete), incomplete=len(trials) - len(complete), repeats=max((len(v) for v in tasks.values()), default=0),
-        tokens_in=sum(r.usage.input_tokens for r in cfg.rows), tokens_out=sum(r.usage.output_tokens for r in cfg.rows),
+        name=cfg.name,
+        label=cfg.label,
+        run_dir=str(cfg.run_dir),
+        agent=first.agent if first else "",
+        model=first.model if first else None,
+        tasks=len(tasks),
+        trials=len(complete),
+        attempts=len(cfg.rows),
+        scored=len(scored),
+        resolved=sum(t.resolved for t in scored),
+        infra_errors=sum(t.infra_error for t in complete),
+        infra_share=(sum(t.infra_error for t in complete) / len(complete)) if complete else None,
+        strict=strict,
+        task_errors=sum(t.task_error for t in complete),
+        incomplete=len(trials) - len(complete),
+        repeats=max((len(v) for v in tasks.values()), default=0),
+        tokens_in=sum(r.usage.input_tokens for r in cfg.rows),
+        tokens_out=sum(r.usage.output_tokens for r in cfg.rows),
     )
     out.resolve_rate = wilson(out.resolved, out.scored, settings.confidence_level)
 
     per_task_scored = {tid: [t for t in ts if t.scored or (strict and t.infra_error)] for tid, ts in tasks.items()}
     for tid, ts in tasks.items():
         s = per_task_scored[tid]
-        out.per_task.append(TaskRate(task_id=tid, trials=len(s), resolved=sum(t.resolved for t in s),
-                                     rate=(sum(t.resolved for t in s) / len(s)) if s else None,
-                                     infra_errors=sum(t.infra_error for t in ts),
-                                     task_errors=sum(t.task_error for t in ts)))
+        out.per_task.append(
+            TaskRate(
+                task_id=tid,
+                trials=len(s),
+                resolved=sum(t.resolved for t in s),
+                rate=(sum(t.resolved for t in s) / len(s)) if s else None,
+                infra_errors=sum(t.infra_error for t in ts),
+                task_errors=sum(t.task_error for t in ts),
+            )
+        )
     rated = [tr for tr in out.per_task if tr.trials]
-    out.resolve_rate_tasks = bootstrap_ratio([tr.resolved for tr in rated], [tr.trials for tr in rated],
-                                             settings=settings)
+    out.resolve_rate_tasks = bootstrap_ratio(
+        [tr.resolved for tr in rated], [tr.trials for tr in rated], settings=settings
+    )
 
     # pass@k and pass^k, k = 1..n, averaged over the tasks that have at least n scored trials
     if rated:
@@ -387,8 +417,9 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
     # the retried tries' spend: the configuration's, and their unit's trial's (a trial costs what it took to get it)
     retried_rows = [r for one in cfg.retried for r in one]
     out.retried_tries = len(cfg.retried)
-    out.retried_cost_usd = None if any(r.cost_usd is None for r in retried_rows) else \
-        float(sum(r.cost_usd for r in retried_rows))
+    out.retried_cost_usd = (
+        None if any(r.cost_usd is None for r in retried_rows) else float(sum(r.cost_usd for r in retried_rows))
+    )
     out.retried_tokens_in = sum(r.usage.input_tokens for r in retried_rows)
     out.retried_tokens_out = sum(r.usage.output_tokens for r in retried_rows)
     out.tokens_in += out.retried_tokens_in
@@ -411,8 +442,9 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
         # everything spent: the scored trials (their units' retried tries included), and the rest --
         # trials left out of the rates (infra and task errors), retried tries of units with no complete trial
         counted = {id(t) for t in scored}
-        rest = [t.cost for t in complete if id(t) not in counted] + \
-            [r.cost_usd for t in trials if not t.complete for r in t.retried]
+        rest = [t.cost for t in complete if id(t) not in counted] + [
+            r.cost_usd for t in trials if not t.complete for r in t.retried
+        ]
         with_trial = {(t.task_id, t.repeat) for t in trials}
         rest += [r.cost_usd for r in retried_rows if (r.task_id, r.repeat) not in with_trial]
         out.total_cost_usd = None if any(c is None for c in rest) else float(sum(task_costs) + sum(rest))
@@ -421,4 +453,3 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
     out.time_per_trial = bootstrap_ratio(times, n_trials, settings=settings)
     out.time_per_resolved = bootstrap_ratio(times, n_resolved, settings=settings)
     return out
-

@@ -14,8 +14,7 @@ from html import escape
 
 from .format import pct, seconds, seconds_tick, usd, usd_tick
 
-PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626",
-           "#475569", "#ca8a04"]
+PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626", "#475569", "#ca8a04"]
 
 
 def colour(i: int) -> str:
@@ -66,8 +65,10 @@ def cost_rate_svg(points: list[Point], *, width: int = 560, height: int = 360) -
     def sy(v: float) -> float:
         return mt + ph * (1 - v)
 
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="resolve rate against cost per trial" xmlns="http://www.w3.org/2000/svg">']
+    out = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="resolve rate against cost per trial" xmlns="http://www.w3.org/2000/svg">'
+    ]
     for t in yt:
         out.append(f'<line class="grid" x1="{ml}" x2="{ml + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>')
         out.append(f'<text class="tick" x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{t * 100:.0f}%</text>')
@@ -76,9 +77,13 @@ def cost_rate_svg(points: list[Point], *, width: int = 560, height: int = 360) -
         out.append(f'<text class="tick" x="{sx(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{usd_tick(t)}</text>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}"/>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + ph}"/>')
-    out.append(f'<text class="axlbl" x="{ml + pw / 2}" y="{height - 8}" text-anchor="middle">mean cost per trial (USD)</text>')
-    out.append(f'<text class="axlbl" transform="translate(14 {mt + ph / 2}) rotate(-90)" text-anchor="middle">'
-               f'resolve rate, 95% interval</text>')
+    out.append(
+        f'<text class="axlbl" x="{ml + pw / 2}" y="{height - 8}" text-anchor="middle">mean cost per trial (USD)</text>'
+    )
+    out.append(
+        f'<text class="axlbl" transform="translate(14 {mt + ph / 2}) rotate(-90)" text-anchor="middle">'
+        f"resolve rate, 95% interval</text>"
+    )
     placed: list[tuple[float, float]] = []
     for p in points:
         cx, cy, c = sx(p.x), sy(p.y), p.colour
@@ -98,7 +103,9 @@ def cost_rate_svg(points: list[Point], *, width: int = 560, height: int = 360) -
         anchor = "start"
         if lx > ml + pw - 150:
             lx, anchor = cx - 10, "end"
-        out.append(f'<text class="lbl" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{escape(_short(p.label))}</text></g>')
+        out.append(
+            f'<text class="lbl" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{escape(_short(p.label))}</text></g>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -131,16 +138,22 @@ def box_strip_svg(series: list[Series], *, title: str, width: int = 560, row_h: 
     def sx(v: float) -> float:
         return ml + pw * v / xhi
 
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
-           f'<text class="ctitle" x="0" y="14">{escape(title)}</text>']
+    out = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text class="ctitle" x="0" y="14">{escape(title)}</text>',
+    ]
     for t in xt:
         out.append(f'<line class="grid" x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{mt}" y2="{height - mb}"/>')
-        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>')
+        out.append(
+            f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>'
+        )
     for i, s in enumerate(series):
         y = mt + row_h * i + row_h / 2
-        out.append(f'<text class="rowlbl" x="{label_w - 10}" y="{y + 4:.1f}" text-anchor="end"><title>{escape(s.label)}</title>'
-                   f'{escape(_short(s.label, 22))}</text>')
+        out.append(
+            f'<text class="rowlbl" x="{label_w - 10}" y="{y + 4:.1f}" text-anchor="end"><title>{escape(s.label)}</title>'
+            f"{escape(_short(s.label, 22))}</text>"
+        )
         vals = sorted(s.values)
         if not vals:
             out.append(f'<text class="tick" x="{ml + 4}" y="{y + 4:.1f}">no data</text>')
@@ -153,20 +166,32 @@ def box_strip_svg(series: list[Series], *, title: str, width: int = 560, row_h: 
         bh = row_h * 0.5
         out.append(_line(sx(vals[0]), y, sx(vals[-1]), y, "#334155"))
         out += [_line(sx(v), y - bh / 3, sx(v), y + bh / 3, "#334155") for v in (vals[0], vals[-1])]
-        out.append(f'<rect x="{sx(q1):.1f}" y="{y - bh / 2:.1f}" width="{max(sx(q3) - sx(q1), 1):.1f}" height="{bh:.1f}" '
-                   f'fill="{s.colour}" fill-opacity="0.18" stroke="{s.colour}" stroke-width="1.2" rx="2"/>')
-        out.append(f'<line stroke="{s.colour}" stroke-width="2.5" x1="{sx(med):.1f}" x2="{sx(med):.1f}" '
-                   f'y1="{y - bh / 2:.1f}" y2="{y + bh / 2:.1f}"/>')
+        out.append(
+            f'<rect x="{sx(q1):.1f}" y="{y - bh / 2:.1f}" width="{max(sx(q3) - sx(q1), 1):.1f}" height="{bh:.1f}" '
+            f'fill="{s.colour}" fill-opacity="0.18" stroke="{s.colour}" stroke-width="1.2" rx="2"/>'
+        )
+        out.append(
+            f'<line stroke="{s.colour}" stroke-width="2.5" x1="{sx(med):.1f}" x2="{sx(med):.1f}" '
+            f'y1="{y - bh / 2:.1f}" y2="{y + bh / 2:.1f}"/>'
+        )
         tip = f"{s.label}: n={len(vals)}, median {seconds(med)}, quartiles {seconds(q1)}-{seconds(q3)}, max {seconds(vals[-1])}"
-        out.append(f'<rect x="{ml}" y="{y - row_h / 2:.1f}" width="{pw}" height="{row_h}" fill="transparent">'
-                   f'<title>{escape(tip)}</title></rect>')
+        out.append(
+            f'<rect x="{ml}" y="{y - row_h / 2:.1f}" width="{pw}" height="{row_h}" fill="transparent">'
+            f"<title>{escape(tip)}</title></rect>"
+        )
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{height - mb}" y2="{height - mb}"/>')
     out.append("</svg>")
     return "".join(out)
 
 
-PHASE_COLOURS = {"image": "#94a3b8", "container start": "#cbd5e1", "agent working": "#2563eb",
-                 "waiting on retries": "#f59e0b", "patch": "#a78bfa", "grading": "#059669"}
+PHASE_COLOURS = {
+    "image": "#94a3b8",
+    "container start": "#cbd5e1",
+    "agent working": "#2563eb",
+    "waiting on retries": "#f59e0b",
+    "patch": "#a78bfa",
+    "grading": "#059669",
+}
 
 
 def phase_bars_svg(rows: list[tuple[str, dict[str, float]]], *, width: int = 600, row_h: int = 30) -> str:
@@ -182,28 +207,38 @@ def phase_bars_svg(rows: list[tuple[str, dict[str, float]]], *, width: int = 600
     def sx(v: float) -> float:
         return ml + pw * v / xhi
 
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="mean time per phase" xmlns="http://www.w3.org/2000/svg">',
-           '<text class="ctitle" x="0" y="14">Where an attempt\'s time goes (mean seconds per phase)</text>']
+    out = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="mean time per phase" xmlns="http://www.w3.org/2000/svg">',
+        '<text class="ctitle" x="0" y="14">Where an attempt\'s time goes (mean seconds per phase)</text>',
+    ]
     lx = 0.0
     for name, c in PHASE_COLOURS.items():
-        out.append(f'<rect x="{lx:.0f}" y="24" width="10" height="10" rx="2" fill="{c}"/>'
-                   f'<text class="tick" x="{lx + 14:.0f}" y="33">{name}</text>')
+        out.append(
+            f'<rect x="{lx:.0f}" y="24" width="10" height="10" rx="2" fill="{c}"/>'
+            f'<text class="tick" x="{lx + 14:.0f}" y="33">{name}</text>'
+        )
         lx += 24 + 6.2 * len(name)
     for t in xt:
         out.append(f'<line class="grid" x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{mt}" y2="{height - mb}"/>')
-        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>')
+        out.append(
+            f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>'
+        )
     for i, (label, phases) in enumerate(rows):
         y = mt + row_h * i + row_h * 0.2
-        out.append(f'<text class="rowlbl" x="{label_w - 10}" y="{y + row_h * 0.3 + 4:.1f}" text-anchor="end">'
-                   f'<title>{escape(label)}</title>{escape(_short(label, 22))}</text>')
+        out.append(
+            f'<text class="rowlbl" x="{label_w - 10}" y="{y + row_h * 0.3 + 4:.1f}" text-anchor="end">'
+            f"<title>{escape(label)}</title>{escape(_short(label, 22))}</text>"
+        )
         x = 0.0
         for name, c in PHASE_COLOURS.items():
             v = phases.get(name, 0.0)
             if v <= 0:
                 continue
-            out.append(f'<rect x="{sx(x):.1f}" y="{y:.1f}" width="{max(sx(x + v) - sx(x), 0.5):.1f}" height="{row_h * 0.6:.1f}" '
-                       f'fill="{c}"><title>{escape(label)}: {name} {v:.2f}s</title></rect>')
+            out.append(
+                f'<rect x="{sx(x):.1f}" y="{y:.1f}" width="{max(sx(x + v) - sx(x), 0.5):.1f}" height="{row_h * 0.6:.1f}" '
+                f'fill="{c}"><title>{escape(label)}: {name} {v:.2f}s</title></rect>'
+            )
             x += v
         out.append(f'<text class="tick" x="{sx(x) + 6:.1f}" y="{y + row_h * 0.3 + 4:.1f}">{seconds(x)}</text>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{height - mb}" y2="{height - mb}"/>')
@@ -220,7 +255,7 @@ def _short(text: str, n: int = 30) -> str:
     if len(text) <= n:
         return text
     head = (n - 1) // 2
-    return text[:head] + "…" + text[-(n - 1 - head):]
+    return text[:head] + "…" + text[-(n - 1 - head) :]
 
 
 @dataclass
@@ -233,8 +268,9 @@ class TrendLine:
     colour: str = PALETTE[0]
 
 
-def trend_svg(lines: list[TrendLine], x_labels: list[str], *, title: str, kind: str = "rate", width: int = 560,
-              height: int = 270) -> str:
+def trend_svg(
+    lines: list[TrendLine], x_labels: list[str], *, title: str, kind: str = "rate", width: int = 560, height: int = 270
+) -> str:
     """A figure over successive runs (x: every run of the chart in time order, labelled by
     `x_labels`), one line per configuration, each point with its interval as a whisker.
     kind: rate | usd | seconds."""
@@ -253,14 +289,18 @@ def trend_svg(lines: list[TrendLine], x_labels: list[str], *, title: str, kind: 
     def sy(v: float) -> float:
         return mt + ph * (1 - min(v, yhi) / yhi)
 
-    out = [f'<svg class="chart trend" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
-           f'<text class="ctitle" x="0" y="14">{escape(title)}</text>']
+    out = [
+        f'<svg class="chart trend" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text class="ctitle" x="0" y="14">{escape(title)}</text>',
+    ]
     lx = 0.0
     for ln in lines:  # the legend, under the title
         name = _short(ln.label, 28)
-        out.append(f'<rect x="{lx:.0f}" y="24" width="12" height="3" fill="{ln.colour}"/>'
-                   f'<text class="tick" x="{lx + 16:.0f}" y="29">{escape(name)}</text>')
+        out.append(
+            f'<rect x="{lx:.0f}" y="24" width="12" height="3" fill="{ln.colour}"/>'
+            f'<text class="tick" x="{lx + 16:.0f}" y="29">{escape(name)}</text>'
+        )
         lx += 28 + 6.2 * len(name)
     for t in yt:
         out.append(f'<line class="grid" x1="{ml}" x2="{ml + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>')
@@ -268,11 +308,15 @@ def trend_svg(lines: list[TrendLine], x_labels: list[str], *, title: str, kind: 
     step = max(1, math.ceil(n / 6))
     for i, x_label in enumerate(x_labels):
         if i % step == 0 or i == n - 1:
-            out.append(f'<text class="tick" x="{sx(i):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape(x_label)}</text>')
+            out.append(
+                f'<text class="tick" x="{sx(i):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape(x_label)}</text>'
+            )
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}"/>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + ph}"/>')
-    out.append(f'<text class="axlbl" x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle">runs, oldest first '
-               f'(whiskers: 95% interval)</text>')
+    out.append(
+        f'<text class="axlbl" x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle">runs, oldest first '
+        f"(whiskers: 95% interval)</text>"
+    )
     for ln in lines:
         c = ln.colour
         segments: list[list[str]] = [[]]
@@ -291,6 +335,8 @@ def trend_svg(lines: list[TrendLine], x_labels: list[str], *, title: str, kind: 
             if lo is not None:  # no upper bound (nothing to divide by in some resamples): to the top
                 tip += f" ({fmt_value(lo)} to {fmt_value(hi) if hi is not None else 'no upper bound'})"
                 out.append(_line(sx(i), sy(lo), sx(i), sy(hi if hi is not None else yhi), c))
-            out.append(f'<circle cx="{sx(i):.1f}" cy="{sy(value):.1f}" r="3.5" fill="{c}"><title>{escape(tip)}</title></circle>')
+            out.append(
+                f'<circle cx="{sx(i):.1f}" cy="{sy(value):.1f}" r="3.5" fill="{c}"><title>{escape(tip)}</title></circle>'
+            )
     out.append("</svg>")
     return "".join(out)

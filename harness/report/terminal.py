@@ -45,9 +45,18 @@ def task_table(rows: list[ResultRow], width: int = 150, checks: dict[str, str] |
     """One line per final attempt; with `checks` (task id -> check status at the run's start),
     tasks that were not checked (`wholeloop tasks check`) are marked."""
     checks = checks or {}
-    cols = [Col("task", "left"), Col("config", "left", 2), Col("rep", drop=4), Col("outcome", "left"),
-            Col("FAIL_TO_PASS", drop=5), Col("PASS_TO_PASS", drop=6), Col("stop", "left", 7), Col("agent", drop=8),
-            Col("grading", drop=9), Col("cost", drop=3)]
+    cols = [
+        Col("task", "left"),
+        Col("config", "left", 2),
+        Col("rep", drop=4),
+        Col("outcome", "left"),
+        Col("FAIL_TO_PASS", drop=5),
+        Col("PASS_TO_PASS", drop=6),
+        Col("stop", "left", 7),
+        Col("agent", drop=8),
+        Col("grading", drop=9),
+        Col("cost", drop=3),
+    ]
     cells = []
     unchecked = 0
     for row in sorted(rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt)):
@@ -62,13 +71,32 @@ def task_table(rows: list[ResultRow], width: int = 150, checks: dict[str, str] |
         if status and status != "checked":
             task.append(f" ({status})", style="yellow")
             unchecked += 1
-        f2p, p2p = (Text(_tally(t), style="dim" if t and t.get("ran") is False else "")
-                    for t in (row.fail_to_pass, row.pass_to_pass))
-        cells.append([task, Text(row.config), str(row.repeat), outcome, f2p, p2p,
-                      Text(row.stop_reason), seconds(row.phases.agent_s), seconds(row.phases.grading_s),
-                      _money(row.cost_usd, row.cost_usd is None)])
-    caption = ("(unchecked), (stale), (quarantined): the task had no current verdict of `wholeloop tasks check` "
-               "when the run started; its result is only as good as its spec") if unchecked else ""
+        f2p, p2p = (
+            Text(_tally(t), style="dim" if t and t.get("ran") is False else "")
+            for t in (row.fail_to_pass, row.pass_to_pass)
+        )
+        cells.append(
+            [
+                task,
+                Text(row.config),
+                str(row.repeat),
+                outcome,
+                f2p,
+                p2p,
+                Text(row.stop_reason),
+                seconds(row.phases.agent_s),
+                seconds(row.phases.grading_s),
+                _money(row.cost_usd, row.cost_usd is None),
+            ]
+        )
+    caption = (
+        (
+            "(unchecked), (stale), (quarantined): the task had no current verdict of `wholeloop tasks check` "
+            "when the run started; its result is only as good as its spec"
+        )
+        if unchecked
+        else ""
+    )
     return fit_table("Per task", cols, cells, caption=caption, width=width)
 
 
@@ -90,15 +118,15 @@ def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
     task_errors = [r for r in rows if r.final and r.outcome == "task_error"]
     for row in task_errors[:10]:
-        console.print(f"[bold magenta]task_error[/] {row.task_id}: {(row.note or row.error or '').splitlines()[0][:300]}"
-                      " (the task's to fix; not counted)")
+        console.print(
+            f"[bold magenta]task_error[/] {row.task_id}: {(row.note or row.error or '').splitlines()[0][:300]}"
+            " (the task's to fix; not counted)"
+        )
     if len(task_errors) > 10:
         console.print(f"... and {len(task_errors) - 10} more task errors (see results.jsonl)")
 
 
 # ---------------------------------------------------------------------------- figures
-
-
 
 
 def fmt_interval(iv: Interval, kind: str = "rate") -> str:
@@ -107,8 +135,13 @@ def fmt_interval(iv: Interval, kind: str = "rate") -> str:
         return "[yellow]unknown[/]"
     if iv.value is None:
         return "n/a (none resolved)" if iv.unbounded else "n/a"
-    f = {"rate": lambda v: f"{100 * v:.0f}", "usd": usd, "s": seconds,
-         "pts": lambda v: f"{100 * v:+.1f}", "num": lambda v: f"{v:.2f}"}[kind]
+    f = {
+        "rate": lambda v: f"{100 * v:.0f}",
+        "usd": usd,
+        "s": seconds,
+        "pts": lambda v: f"{100 * v:+.1f}",
+        "num": lambda v: f"{v:.2f}",
+    }[kind]
     unit = "%" if kind == "rate" else ""
     value = f(iv.value) + unit
     if iv.low is None and not iv.unbounded:
@@ -120,8 +153,14 @@ def fmt_interval(iv: Interval, kind: str = "rate") -> str:
 def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
     """The recipe next to the numbers: what produced them, compactly."""
     s = recipe.sampling
-    settings = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k in
-                         ("temperature", "top_p", "max_tokens", "thinking_budget")) or "provider defaults"
+    settings = (
+        ", ".join(
+            f"{k}={v}"
+            for k, v in s.items()
+            if v is not None and k in ("temperature", "top_p", "max_tokens", "thinking_budget")
+        )
+        or "provider defaults"
+    )
     limits = ", ".join(f"{k}={v}" for k, v in recipe.limits.items() if v is not None)
     opts = recipe.options
     runs = ", ".join(f"{k}={opts[k]}" for k in ("repeats", "attempts", "feedback", "workers") if k in opts)
@@ -129,7 +168,8 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
         f"[bold]{escape(str(run_dir))}[/]  configs: {escape(', '.join(configs)) or '-'}",
         f"wholeloop {recipe.wholeloop_version or '?'} @ {(recipe.git_commit or 'unknown commit')[:20]}"
         f"   python {recipe.python or '?'}   docker {recipe.docker_engine.get('version', '?')}",
-        f"model(s): {', '.join(recipe.models) or '-'}" + (f"   base url: {', '.join(recipe.base_urls)}" if recipe.base_urls else ""),
+        f"model(s): {', '.join(recipe.models) or '-'}"
+        + (f"   base url: {', '.join(recipe.base_urls)}" if recipe.base_urls else ""),
         f"agent: {recipe.agent or '-'}   settings: {settings}" + (f"   limits: {limits}" if limits else ""),
         *([f"scaffold: {recipe.scaffold}"] if recipe.scaffold else []),
         f"agent config sha256 {(recipe.agent_config_sha256 or '-')[:16]}   prompts {(recipe.prompt_sha256 or '-')[:16]}"
@@ -142,30 +182,55 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
 
 
 def stats_table(figures: Figures, width: int = 150) -> Table:
-    cols = [Col("config", "left"), Col("tasks", drop=4), Col("trials", drop=5), Col("resolved", drop=2),
-            Col("rate (Wilson)"), Col("infra / task errors", drop=6), Col("cost / trial", drop=3), Col("cost / resolved", drop=7),
-            Col("time / trial", drop=8), Col("expected cost / task", drop=9)]
+    cols = [
+        Col("config", "left"),
+        Col("tasks", drop=4),
+        Col("trials", drop=5),
+        Col("resolved", drop=2),
+        Col("rate (Wilson)"),
+        Col("infra / task errors", drop=6),
+        Col("cost / trial", drop=3),
+        Col("cost / resolved", drop=7),
+        Col("time / trial", drop=8),
+        Col("expected cost / task", drop=9),
+    ]
     scores = {s.config: s for s in figures.scoring.configs}
     cells = []
     for c in figures.configs:
         score = scores.get(c.name)
-        cells.append([
-            Text(c.name), str(c.tasks), str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""), str(c.resolved),
-            fmt_interval(c.resolve_rate), (f"{c.infra_errors} ({c.infra_share:.0%})" if c.infra_errors else "0") + f" / {c.task_errors}",
-            fmt_interval(c.cost_per_trial, "usd"), fmt_interval(c.cost_per_resolved, "usd"),
-            fmt_interval(c.time_per_trial, "s"),
-            fmt_interval(score.expected_cost_per_task, "num") if score else "-",
-        ])
+        cells.append(
+            [
+                Text(c.name),
+                str(c.tasks),
+                str(c.scored) + (f" x{c.repeats}" if c.repeats > 1 else ""),
+                str(c.resolved),
+                fmt_interval(c.resolve_rate),
+                (f"{c.infra_errors} ({c.infra_share:.0%})" if c.infra_errors else "0") + f" / {c.task_errors}",
+                fmt_interval(c.cost_per_trial, "usd"),
+                fmt_interval(c.cost_per_resolved, "usd"),
+                fmt_interval(c.time_per_trial, "s"),
+                fmt_interval(score.expected_cost_per_task, "num") if score else "-",
+            ]
+        )
     b = figures.bootstrap
     repeats = any(c.repeats > 1 for c in figures.configs)
     strict = any(c.strict for c in figures.configs)
-    caption = ("rate: Wilson score interval over "
-               + ("all trials but task errors (--strict: infra errors counted as failures)" if strict
-                  else "scored trials (infra and task errors left out; infra: their count and share of the trials)")
-                     + ("; it treats repeats of a task as independent, the task-resampled interval below does not"
-                        if repeats else "") + f". money/time/cost: "
-                     f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
-                     f"scoring: {figures.scoring.scoring.source}")
+    caption = (
+        "rate: Wilson score interval over "
+        + (
+            "all trials but task errors (--strict: infra errors counted as failures)"
+            if strict
+            else "scored trials (infra and task errors left out; infra: their count and share of the trials)"
+        )
+        + (
+            "; it treats repeats of a task as independent, the task-resampled interval below does not"
+            if repeats
+            else ""
+        )
+        + f". money/time/cost: "
+        f"{b.method} bootstrap over tasks, {b.n_resamples} resamples, seed {b.seed}. "
+        f"scoring: {figures.scoring.scoring.source}"
+    )
     return fit_table("Per configuration (95% intervals)", cols, cells, caption=caption, width=width)
 
 
@@ -174,9 +239,11 @@ def passk_table(figures: Figures, width: int = 150) -> Table | None:
     if not rows:
         return None
     kmax = max(len(c.pass_at_k) for c in rows)
+
     # the middle values of k go first when room is short: k=1 and the largest k stay longest
     def drop(k: int) -> int:
         return 0 if k in (1, kmax) else 1 + min(k - 1, kmax - k)
+
     cols = [Col("config", "left"), Col("rate over tasks", drop=1)]
     cols += [Col(f"pass@{k}", drop=drop(k) * 2) for k in range(1, kmax + 1)]
     cols += [Col(f"pass^{k}", drop=drop(k) * 2 + 1 if drop(k) else 2) for k in range(1, kmax + 1)]
@@ -184,11 +251,22 @@ def passk_table(figures: Figures, width: int = 150) -> Table | None:
     for c in rows:
         at = {v.k: pct(v.value) for v in c.pass_at_k}
         hat = {v.k: pct(v.value) for v in c.pass_hat_k}
-        cells.append([Text(c.name), fmt_interval(c.resolve_rate_tasks), *[at.get(k, "-") for k in range(1, kmax + 1)],
-                      *[hat.get(k, "-") for k in range(1, kmax + 1)]])
-    return fit_table("Repeats: pass@k (at least one of k) and pass^k (all k)", cols, cells, width=width,
-                     caption="unbiased estimators per task, averaged over tasks; rate over tasks: bootstrap interval "
-                             "(tasks resampled)")
+        cells.append(
+            [
+                Text(c.name),
+                fmt_interval(c.resolve_rate_tasks),
+                *[at.get(k, "-") for k in range(1, kmax + 1)],
+                *[hat.get(k, "-") for k in range(1, kmax + 1)],
+            ]
+        )
+    return fit_table(
+        "Repeats: pass@k (at least one of k) and pass^k (all k)",
+        cols,
+        cells,
+        width=width,
+        caption="unbiased estimators per task, averaged over tasks; rate over tasks: bootstrap interval "
+        "(tasks resampled)",
+    )
 
 
 def task_rate_table(figures: Figures, width: int = 150) -> Table | None:
@@ -208,33 +286,63 @@ def task_rate_table(figures: Figures, width: int = 150) -> Table | None:
                 cells.append("-")
             else:
                 style = "green" if t.rate == 1 else "red" if t.rate == 0 else "yellow"
-                cells.append(f"[{style}]{t.resolved}/{t.trials}[/]" + (f" [red]+{t.infra_errors} infra[/]" if t.infra_errors else ""))
+                cells.append(
+                    f"[{style}]{t.resolved}/{t.trials}[/]"
+                    + (f" [red]+{t.infra_errors} infra[/]" if t.infra_errors else "")
+                )
         rows_.append([Text(tid), *cells])
     return fit_table("Per task success rate", cols, rows_, width=width)
 
 
 def recovery_table(figures: Figures, width: int = 150) -> Table:
-    cols = [Col("config", "left"), Col("attempts", drop=4), Col("ran tests", drop=5), Col("green", drop=3),
-            Col("red -> green", drop=2), Col("red runs before green", drop=9), Col("edits after red", drop=8),
-            Col("tool errors recovered", drop=7), Col("steps / s to green", drop=6), Col("pass@att-1", drop=1),
-            Col("pass@att-K", drop=1), Col("recovered later")]
+    cols = [
+        Col("config", "left"),
+        Col("attempts", drop=4),
+        Col("ran tests", drop=5),
+        Col("green", drop=3),
+        Col("red -> green", drop=2),
+        Col("red runs before green", drop=9),
+        Col("edits after red", drop=8),
+        Col("tool errors recovered", drop=7),
+        Col("steps / s to green", drop=6),
+        Col("pass@att-1", drop=1),
+        Col("pass@att-K", drop=1),
+        Col("recovered later"),
+    ]
     cells = []
     for r in figures.recovery:
         i, a = r.inside, r.across
-        steps = "-" if i.median_steps_to_green is None else f"{i.median_steps_to_green:g} / {seconds(i.median_seconds_to_green)}"
+        steps = (
+            "-"
+            if i.median_steps_to_green is None
+            else f"{i.median_steps_to_green:g} / {seconds(i.median_seconds_to_green)}"
+        )
         later = "-" if a.recovery_rate is None else f"{a.resolved_later}/{a.failed_first} ({pct(a.recovery_rate)})"
-        cells.append([
-            Text(r.config), f"{i.with_transcript}/{i.attempts}", str(i.with_tests), str(i.reached_green),
-            f"{i.green_after_red}/{i.saw_red}", "-" if i.red_runs_before_green_mean is None else f"{i.red_runs_before_green_mean:.2f}",
-            "-" if i.edits_after_red_mean is None else f"{i.edits_after_red_mean:.1f}",
-            f"{i.tool_errors_recovered}/{i.tool_errors}", steps,
-            pct(a.pass_at_attempt_1), pct(a.pass_at_attempt_k) + (f" (K={a.max_attempts})" if a.max_attempts > 1 else ""),
-            later,
-        ])
-    return fit_table("Recovery", cols, cells, width=width,
-                     caption="inside an attempt from transcripts (visible test runs, edits, tool errors; medians to "
-                             "first green); across attempts from results: recovered later = resolved at attempt > 1 / "
-                             "failed attempt 1")
+        cells.append(
+            [
+                Text(r.config),
+                f"{i.with_transcript}/{i.attempts}",
+                str(i.with_tests),
+                str(i.reached_green),
+                f"{i.green_after_red}/{i.saw_red}",
+                "-" if i.red_runs_before_green_mean is None else f"{i.red_runs_before_green_mean:.2f}",
+                "-" if i.edits_after_red_mean is None else f"{i.edits_after_red_mean:.1f}",
+                f"{i.tool_errors_recovered}/{i.tool_errors}",
+                steps,
+                pct(a.pass_at_attempt_1),
+                pct(a.pass_at_attempt_k) + (f" (K={a.max_attempts})" if a.max_attempts > 1 else ""),
+                later,
+            ]
+        )
+    return fit_table(
+        "Recovery",
+        cols,
+        cells,
+        width=width,
+        caption="inside an attempt from transcripts (visible test runs, edits, tool errors; medians to "
+        "first green); across attempts from results: recovered later = resolved at attempt > 1 / "
+        "failed attempt 1",
+    )
 
 
 def failures_block(figures: Figures, width: int = 150) -> Group:
@@ -242,39 +350,63 @@ def failures_block(figures: Figures, width: int = 150) -> Group:
     for f in figures.failures.configs:
         outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k) or 'default'}]{k}[/] {v}" for k, v in f.outcomes.items())
         cells.append([Text(f.config), outcomes, Text(", ".join(f"{k} {v}" for k, v in f.stop_reasons.items()))])
-    table = fit_table("Failure analysis (final attempt of each trial)",
-                      [Col("config", "left"), Col("outcomes", "left"), Col("stop reasons", "left", 1)], cells, width=width)
+    table = fit_table(
+        "Failure analysis (final attempt of each trial)",
+        [Col("config", "left"), Col("outcomes", "left"), Col("stop reasons", "left", 1)],
+        cells,
+        width=width,
+    )
     parts: list = [table]
     hardest = figures.failures.hardest
     if hardest:
-        parts.append(Text(f"Hardest failures: {len(hardest)} task(s) no configuration resolved in any repeat", style="bold"))
+        parts.append(
+            Text(f"Hardest failures: {len(hardest)} task(s) no configuration resolved in any repeat", style="bold")
+        )
         for h in hardest[:15]:
             outcomes = ", ".join(f"{k} x{v}" for k, v in h.outcomes.items())
             ref = h.transcripts[0]
-            parts.append(Text.from_markup(f"  [bold]{h.task_id}[/] ({outcomes}) - {ref.transcript_path}\n"
-                                          f"    [dim]$ {ref.show_command}[/]"))
+            parts.append(
+                Text.from_markup(
+                    f"  [bold]{h.task_id}[/] ({outcomes}) - {ref.transcript_path}\n    [dim]$ {ref.show_command}[/]"
+                )
+            )
         if len(hardest) > 15:
             parts.append(Text(f"  ... and {len(hardest) - 15} more (--evidence writes them all)"))
     return Group(*parts)
 
 
 def comparison_block(cmp: Comparison, width: int = 150) -> Group:
-    table = Table(title=f"{escape(cmp.a)}  vs  {escape(cmp.b)}   ({cmp.shared_tasks} shared tasks)", title_justify="left")
+    table = Table(
+        title=f"{escape(cmp.a)}  vs  {escape(cmp.b)}   ({cmp.shared_tasks} shared tasks)", title_justify="left"
+    )
     table.add_column("")
     table.add_column(escape(cmp.a), justify="right")
     table.add_column(escape(cmp.b), justify="right")
     table.add_row("tasks won", str(cmp.wins_a), str(cmp.wins_b))
     table.add_row("ties", str(cmp.ties), str(cmp.ties))
     table.add_row("resolve rate (shared tasks)", pct(cmp.side_a.resolve_rate), pct(cmp.side_b.resolve_rate))
-    table.add_row("resolved trials", f"{cmp.side_a.resolved_trials}/{cmp.side_a.trials}",
-                  f"{cmp.side_b.resolved_trials}/{cmp.side_b.trials}")
-    table.add_row("cost / resolved", fmt_interval(cmp.side_a.cost_per_resolved, "usd"), fmt_interval(cmp.side_b.cost_per_resolved, "usd"))
-    table.add_row("time / resolved", fmt_interval(cmp.side_a.time_per_resolved, "s"), fmt_interval(cmp.side_b.time_per_resolved, "s"))
+    table.add_row(
+        "resolved trials",
+        f"{cmp.side_a.resolved_trials}/{cmp.side_a.trials}",
+        f"{cmp.side_b.resolved_trials}/{cmp.side_b.trials}",
+    )
+    table.add_row(
+        "cost / resolved",
+        fmt_interval(cmp.side_a.cost_per_resolved, "usd"),
+        fmt_interval(cmp.side_b.cost_per_resolved, "usd"),
+    )
+    table.add_row(
+        "time / resolved",
+        fmt_interval(cmp.side_a.time_per_resolved, "s"),
+        fmt_interval(cmp.side_b.time_per_resolved, "s"),
+    )
     p = "n/a" if cmp.mcnemar_p is None else f"{cmp.mcnemar_p:.4g}"
-    stats = (f"exact McNemar (first repeat per task): only {escape(cmp.a)} resolved {cmp.mcnemar_b}, only "
-             f"{escape(cmp.b)} resolved {cmp.mcnemar_c}, two-sided p = {p}\n"
-             f"difference in resolve rate ({escape(cmp.a)} - {escape(cmp.b)}), paired bootstrap over tasks (all repeats): "
-             f"{fmt_interval(cmp.difference, 'pts')} points")
+    stats = (
+        f"exact McNemar (first repeat per task): only {escape(cmp.a)} resolved {cmp.mcnemar_b}, only "
+        f"{escape(cmp.b)} resolved {cmp.mcnemar_c}, two-sided p = {p}\n"
+        f"difference in resolve rate ({escape(cmp.a)} - {escape(cmp.b)}), paired bootstrap over tasks (all repeats): "
+        f"{fmt_interval(cmp.difference, 'pts')} points"
+    )
     verdict = Text(cmp.verdict, style="bold yellow" if cmp.same_tier else "bold green")
     parts: list = [table, Text.from_markup(stats), verdict]
     if cmp.caution:
@@ -283,7 +415,11 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
         parts.append(Text("caution: " + cmp.infra_shares, style="yellow"))
     parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
-        parts.append(Text(f"not paired: {len(cmp.only_a)} task(s) only in {cmp.a}, {len(cmp.only_b)} only in {cmp.b}", style="dim"))
+        parts.append(
+            Text(
+                f"not paired: {len(cmp.only_a)} task(s) only in {cmp.a}, {len(cmp.only_b)} only in {cmp.b}", style="dim"
+            )
+        )
     return Group(*parts)
 
 
@@ -292,8 +428,10 @@ def dating_table(figures: Figures) -> Table | None:
     splits = [d for d in figures.dating if d.model]
     if not splits:
         return None
-    table = Table(title="Contamination dating: resolve rate by task date vs the model's training cutoff (95% Wilson)",
-                  title_justify="left")
+    table = Table(
+        title="Contamination dating: resolve rate by task date vs the model's training cutoff (95% Wilson)",
+        title_justify="left",
+    )
     for col in ("config", "cutoff", "after cutoff", "before cutoff", "undated"):
         table.add_column(col, justify="left" if col in ("config", "cutoff") else "right", overflow="fold")
     notes = []
@@ -302,12 +440,15 @@ def dating_table(figures: Figures) -> Table | None:
             table.add_row(d.config, "[yellow]unknown[/]", "-", "-", "-")
             notes.append(f"{d.config}: {d.note}")
             continue
-        cells = [f"{fmt_interval(side.rate)} ({side.resolved}/{side.trials})" if side.trials else "-"
-                 for side in (d.after, d.before, d.undated)]
+        cells = [
+            f"{fmt_interval(side.rate)} ({side.resolved}/{side.trials})" if side.trials else "-"
+            for side in (d.after, d.before, d.undated)
+        ]
         table.add_row(d.config, d.cutoff, *cells)
         notes.append(f"{d.config}: cutoff {d.cutoff} ({d.cutoff_source})")
-    table.caption = "\n".join(notes + ["after: created after the cutoff, so not in the training data; "
-                                       "undated: the task has no created_at"])
+    table.caption = "\n".join(
+        notes + ["after: created after the cutoff, so not in the training data; undated: the task has no created_at"]
+    )
     table.caption_justify = "left"
     return table
 
@@ -332,8 +473,14 @@ def flipped_lines(cmp: Comparison) -> list[Text]:
     return out
 
 
-def print_figures(figures: Figures, rows: list[ResultRow], console: Console | None = None, *, per_task: bool = True,
-                  comparisons: bool = False) -> None:
+def print_figures(
+    figures: Figures,
+    rows: list[ResultRow],
+    console: Console | None = None,
+    *,
+    per_task: bool = True,
+    comparisons: bool = False,
+) -> None:
     """The full report of `wholeloop report`: per-task table, recipe, numbers with intervals,
     pass@k, recovery, failure analysis (and the comparisons when asked)."""
     console = console or Console()
@@ -348,11 +495,21 @@ def print_figures(figures: Figures, rows: list[ResultRow], console: Console | No
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures, width))
     for c in figures.configs:
-        retried = (f", of which {usd(c.retried_cost_usd)} ({c.retried_tokens_in:,} in / {c.retried_tokens_out:,} out) on "
-                   f"{c.retried_tries} retried tr{'y' if c.retried_tries == 1 else 'ies'} (the machine failed them; "
-                   "on record in results.jsonl, in no rate)") if c.retried_tries else ""
-        console.print(Text(f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
-                           f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s){retried}"))
+        retried = (
+            (
+                f", of which {usd(c.retried_cost_usd)} ({c.retried_tokens_in:,} in / {c.retried_tokens_out:,} out) on "
+                f"{c.retried_tries} retried tr{'y' if c.retried_tries == 1 else 'ies'} (the machine failed them; "
+                "on record in results.jsonl, in no rate)"
+            )
+            if c.retried_tries
+            else ""
+        )
+        console.print(
+            Text(
+                f"  {c.name}: {c.tokens_in:,} tokens in / {c.tokens_out:,} out, "
+                f"{usd(c.total_cost_usd)} in all over {c.attempts} attempt(s){retried}"
+            )
+        )
     tbl = passk_table(figures, width)
     if tbl is not None:
         console.print(tbl)

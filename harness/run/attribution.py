@@ -44,10 +44,14 @@ def run_agent(agent: Agent, ctx: AgentContext, sb: Sandbox, limits: Limits) -> A
             result.detail = (result.infra_error or "").removeprefix("infra_error: ")
             result.infra_error, result.infra_retryable = None, False
             return agents_doing(ctx, result, reason, limits)
-    if result.stop_reason not in ("disk_limit", "interrupted") and not result.infra_error \
-            and sb.limit_reached() == "disk_limit":
-        ctx.transcript.write(LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0),
-                                      maximum=float(limits.disk_bytes or 0)))
+    if (
+        result.stop_reason not in ("disk_limit", "interrupted")
+        and not result.infra_error
+        and sb.limit_reached() == "disk_limit"
+    ):
+        ctx.transcript.write(
+            LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0), maximum=float(limits.disk_bytes or 0))
+        )
         result.stop_reason = "disk_limit"
     return result
 
@@ -92,17 +96,25 @@ def next_feedback(mode: str, task: Task, grade_: Grade, report, sb: Sandbox, tra
         if reason is None:
             raise
         said = {"memory_limit": "they exhausted the container's memory and the kernel stopped it"}.get(
-            reason, "they left the container unusable")
-        feedback = (f"{feedback_text(mode, task, grade_, report, None)}\n(the visible tests "
-                    f"did not finish: {said}: {exc}; the container was started again)").strip()
+            reason, "they left the container unusable"
+        )
+        feedback = (
+            f"{feedback_text(mode, task, grade_, report, None)}\n(the visible tests "
+            f"did not finish: {said}: {exc}; the container was started again)"
+        ).strip()
         transcript.write(ErrorEvent(where="feedback", error_type=type(exc).__name__, message=str(exc)))
         sb.stop()
         sb.restart()
         return feedback
 
 
-PHASES = {"image": "the image build", "container_start": "starting the agent's container", "agent": "the agent's turn",
-          "patch": "taking the patch", "feedback": "the visible tests run for feedback"}
+PHASES = {
+    "image": "the image build",
+    "container_start": "starting the agent's container",
+    "agent": "the agent's turn",
+    "patch": "taking the patch",
+    "feedback": "the visible tests run for feedback",
+}
 
 
 def recurring_place(where: dict) -> str:

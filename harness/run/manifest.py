@@ -21,7 +21,18 @@ from .. import __version__
 from ..redact import hide_url_passwords
 
 MANIFEST_SCHEMA = 1
-_DEPENDENCIES = ["docker", "gitpython", "anthropic", "openai", "litellm", "tenacity", "pydantic", "rich", "click", "PyYAML"]
+_DEPENDENCIES = [
+    "docker",
+    "gitpython",
+    "anthropic",
+    "openai",
+    "litellm",
+    "tenacity",
+    "pydantic",
+    "rich",
+    "click",
+    "PyYAML",
+]
 
 
 def command_line() -> list[str]:
@@ -37,8 +48,12 @@ def _git_commit() -> str | None:
     root = Path(__file__).resolve().parents[2]
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -105,8 +120,14 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, chec
         "agent": agent,
         "options": options,
         "tasks": {
-            t.id: {"content_hash": t.content_hash(), "spec": str(t.spec_path), "repo": t.repo, "base_commit": t.base_commit,
-                   "created_at": t.created_at, **({"check": checks[t.id]} if checks and t.id in checks else {})}
+            t.id: {
+                "content_hash": t.content_hash(),
+                "spec": str(t.spec_path),
+                "repo": t.repo,
+                "base_commit": t.base_commit,
+                "created_at": t.created_at,
+                **({"check": checks[t.id]} if checks and t.id in checks else {}),
+            }
             for t in tasks
         },
         "images": {},

@@ -54,8 +54,9 @@ def check_task(task: Task) -> Problem | None:
     return None
 
 
-def preflight(tasks: list[Task], *, model: str | None, out: Path, base_url: str | None = None,
-              allow_unknown_model: bool = False) -> Preflight:
+def preflight(
+    tasks: list[Task], *, model: str | None, out: Path, base_url: str | None = None, allow_unknown_model: bool = False
+) -> Preflight:
     """Every check; none starts a container or sends a model request."""
     result = Preflight()
     if model:
@@ -105,13 +106,17 @@ def earlier_runs(out: Path) -> list[Path]:
     root = Path(out).parent
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if p.is_dir() and p.resolve() != Path(out).resolve()
-             and (p / RunFolder.RESULTS).is_file()]
+    found = [
+        p
+        for p in root.iterdir()
+        if p.is_dir() and p.resolve() != Path(out).resolve() and (p / RunFolder.RESULTS).is_file()
+    ]
     return sorted(found, key=lambda p: (p / RunFolder.RESULTS).stat().st_mtime, reverse=True)[:MAX_EARLIER_RUNS]
 
 
-def estimate(tasks: list[Task], units: list[tuple[Task, int]], *, out: Path, model: str | None, agent: str,
-             workers: int) -> Estimate:
+def estimate(
+    tasks: list[Task], units: list[tuple[Task, int]], *, out: Path, model: str | None, agent: str, workers: int
+) -> Estimate:
     """Time and cost of `units` from earlier runs of the same tasks: per task the median over its
     earlier trials (time: any configuration; cost: the same model and agent), the time spread over
     `workers`. Tasks never seen before are estimated at the median of those seen."""
@@ -136,8 +141,15 @@ def estimate(tasks: list[Task], units: list[tuple[Task, int]], *, out: Path, mod
             same = all(r.model == model and r.agent == agent for r in group)
             if same and all(r.cost_usd is not None for r in group):
                 costs[tid].append(sum(r.cost_usd for r in group))
-    per_task = [TaskEstimate(i, statistics.median(times[i]) if times[i] else None,
-                             statistics.median(costs[i]) if costs[i] else None, len(times[i])) for i in sorted(ids)]
+    per_task = [
+        TaskEstimate(
+            i,
+            statistics.median(times[i]) if times[i] else None,
+            statistics.median(costs[i]) if costs[i] else None,
+            len(times[i]),
+        )
+        for i in sorted(ids)
+    ]
     result = Estimate(per_task, runs)
     known = [t.seconds for t in per_task if t.seconds is not None]
     if known:

@@ -34,8 +34,15 @@ class RegradeError(ValueError):
     hint = "Give the task specs with --tasks when the manifest's spec paths are gone or changed."
 
 
-def regrade(run_dir: Path, out: Path, *, tasks: list[Task] | None = None, workers: int = 1,
-            backend: Backend | None = None, progress: ProgressFn | None = None) -> list[ResultRow]:
+def regrade(
+    run_dir: Path,
+    out: Path,
+    *,
+    tasks: list[Task] | None = None,
+    workers: int = 1,
+    backend: Backend | None = None,
+    progress: ProgressFn | None = None,
+) -> list[ResultRow]:
     """Grade every attempt of `run_dir` that was graded again, into the new run folder `out`;
     returns the new rows. Raises RegradeError, FileNotFoundError (not a run folder)."""
     source = open_run(run_dir)
@@ -63,19 +70,29 @@ def regrade(run_dir: Path, out: Path, *, tasks: list[Task] | None = None, worker
         task, ready = by_id[row.task_id], prepared[row.task_id]
         limits = limits_spec.apply(task.limits.apply(Limits()))
         patch = read_patch(source.path / row.patch_path)
-        new, output, _ = grade(task, patch, ready.image, base=ready.base_commit, limits=limits, backend=backend,
-                               run_id=target.path.name)
+        new, output, _ = grade(
+            task, patch, ready.image, base=ready.base_commit, limits=limits, backend=backend, run_id=target.path.name
+        )
         adir = target.path / row.dir
         write_atomic(adir / "test_output.txt", output)
         write_json(adir / "grade.json", new.model_dump(mode="json"))
         say(f"{row.task_id} attempt {row.attempt}: {old.get('outcome')} -> {new.outcome.value}")
         phases = row.phases.model_copy(update={"grading_s": new.seconds})
-        return row.model_copy(update={
-            "run_id": target.path.name, "outcome": new.outcome.value, "resolved": new.resolved, "tests": new.tests,
-            "fail_to_pass": new.fail_to_pass.model_dump(), "pass_to_pass": new.pass_to_pass.model_dump(),
-            "note": new.note, "tampering": new.tampering, "grader_version": new.grader_version, "phases": phases,
-            "regraded_from": {"outcome": row.outcome, "grader_version": old.get("grader_version")},
-        })
+        return row.model_copy(
+            update={
+                "run_id": target.path.name,
+                "outcome": new.outcome.value,
+                "resolved": new.resolved,
+                "tests": new.tests,
+                "fail_to_pass": new.fail_to_pass.model_dump(),
+                "pass_to_pass": new.pass_to_pass.model_dump(),
+                "note": new.note,
+                "tampering": new.tampering,
+                "grader_version": new.grader_version,
+                "phases": phases,
+                "regraded_from": {"outcome": row.outcome, "grader_version": old.get("grader_version")},
+            }
+        )
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         new_rows = list(pool.map(one, rows))
@@ -89,9 +106,13 @@ def regrade(run_dir: Path, out: Path, *, tasks: list[Task] | None = None, worker
         m["run_id"] = target.path.name
         m["images"] = {tid: p.images for tid, p in prepared.items()}
         m["grader_version"] = GRADER_VERSION
-        m["regraded_from"] = {"run_dir": str(source.path.resolve()), "run_id": manifest.get("run_id"),
-                              "grader_versions": sorted(old_versions, key=lambda v: (v is not None, v or 0)),
-                              "at": now(), "command": command_line()}  # passwords hidden, as in every manifest
+        m["regraded_from"] = {
+            "run_dir": str(source.path.resolve()),
+            "run_id": manifest.get("run_id"),
+            "grader_versions": sorted(old_versions, key=lambda v: (v is not None, v or 0)),
+            "at": now(),
+            "command": command_line(),
+        }  # passwords hidden, as in every manifest
         m["finished_at"] = now()
 
     target.update_manifest(record)

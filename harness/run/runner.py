@@ -31,8 +31,16 @@ class EngineDown(Exception):
 
 
 class Runner(UnitRunner):
-    def __init__(self, tasks: list[Task], agent: Agent, options: RunOptions, progress: ProgressFn | None = None,
-                 executor: Executor | None = None, backend: Backend | None = None, redo: Iterable[str] = ()):
+    def __init__(
+        self,
+        tasks: list[Task],
+        agent: Agent,
+        options: RunOptions,
+        progress: ProgressFn | None = None,
+        executor: Executor | None = None,
+        backend: Backend | None = None,
+        redo: Iterable[str] = (),
+    ):
         super().__init__(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
         self.tasks = tasks
         self.run_dir = self.folder.path
@@ -41,15 +49,21 @@ class Runner(UnitRunner):
         self.redo = set(redo)
         unknown = self.redo - {t.id for t in tasks}
         if unknown:
-            raise ValueError(f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
-                             f"its tasks: {', '.join(sorted(t.id for t in tasks))}")
+            raise ValueError(
+                f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
+                f"its tasks: {', '.join(sorted(t.id for t in tasks))}"
+            )
 
     def pending(self) -> list[tuple[Task, int]]:
         """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
         never redoes finished work; an infrastructure error is tried again), and the --redo tasks."""
         done = self.folder.finished_units()
-        return [(t, rep) for rep in range(self.options.repeats) for t in self.tasks
-                if (t.id, self.label, rep) not in done or t.id in self.redo]
+        return [
+            (t, rep)
+            for rep in range(self.options.repeats)
+            for t in self.tasks
+            if (t.id, self.label, rep) not in done or t.id in self.redo
+        ]
 
     def plan_text(self, todo: list[tuple[Task, int]]) -> str:
         """'3 to run, 4 already done' and what the 3 are when they are not new."""
@@ -90,14 +104,18 @@ class Runner(UnitRunner):
                         streak = streak + 1 if engine else 0
                 if streak >= ENGINE_DOWN_AFTER:
                     self.cancel.set()
-                    why = (f"{streak} units in a row failed because the Docker engine does not answer; the run "
-                           f"stopped: finished work is kept, a resume (the same command) redoes the rest")
+                    why = (
+                        f"{streak} units in a row failed because the Docker engine does not answer; the run "
+                        f"stopped: finished work is kept, a resume (the same command) redoes the rest"
+                    )
                     self.progress("interrupt", "", why)
                     self.executor.shutdown(cancel=True)
                     raise EngineDown(why)
         except KeyboardInterrupt:
             self.cancel.set()
-            self.progress("interrupt", "", "stopping: running agents stop at their next step; unfinished work is redone on resume")
+            self.progress(
+                "interrupt", "", "stopping: running agents stop at their next step; unfinished work is redone on resume"
+            )
             self.executor.shutdown(cancel=True)
             raise
         finally:
@@ -112,7 +130,9 @@ class Runner(UnitRunner):
         if not isinstance(self.executor, LocalExecutor):
             return  # other machines' disks: each node's containers have their limits all the same
         limits = [self.options.limits.apply(task.limits.apply(Limits())).disk_bytes or 0 for task in self.tasks]
-        at_once = min(self.options.workers, len(self.tasks) * self.options.repeats) * (2 if self.options.attempts > 1 else 1)
+        at_once = min(self.options.workers, len(self.tasks) * self.options.repeats) * (
+            2 if self.options.attempts > 1 else 1
+        )
         try:
             check_room(max(limits, default=0), at_once)
         except DiskSpaceError:
@@ -131,9 +151,15 @@ class Runner(UnitRunner):
 
     def write_manifest(self) -> None:
         """The recipe at the start of the run; a resumed run keeps the original and notes a session."""
-        options = {"workers": self.options.workers, "repeats": self.options.repeats, "attempts": self.options.attempts,
-                   "feedback": self.options.feedback, "infra_retries": self.options.infra_retries,
-                   "limits": self.options.limits.model_dump(exclude_none=True), "config": self.label}
+        options = {
+            "workers": self.options.workers,
+            "repeats": self.options.repeats,
+            "attempts": self.options.attempts,
+            "feedback": self.options.feedback,
+            "infra_retries": self.options.infra_retries,
+            "limits": self.options.limits.model_dump(exclude_none=True),
+            "config": self.label,
+        }
         if self.options.training_cutoff:
             options["training_cutoff"] = self.options.training_cutoff
 
@@ -142,7 +168,14 @@ class Runner(UnitRunner):
                 manifest.setdefault("sessions", []).append({"started_at": now(), "command": command_line()})
                 manifest["finished_at"] = None
             else:
-                manifest.update(build_manifest(run_id=self.run_id, agent=self.agent.describe(), tasks=self.tasks,
-                                               options=options, checks=self.options.task_checks))
+                manifest.update(
+                    build_manifest(
+                        run_id=self.run_id,
+                        agent=self.agent.describe(),
+                        tasks=self.tasks,
+                        options=options,
+                        checks=self.options.task_checks,
+                    )
+                )
 
         self.folder.update_manifest(start)

@@ -26,8 +26,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox import (Backend, BaseRules, ContainerBroken, DockerBackend, ImageBuildError, InfraError, Limits, PatchError,
-                     Sandbox, SandboxError, take_patch)
+from sandbox import (
+    Backend,
+    BaseRules,
+    ContainerBroken,
+    DockerBackend,
+    ImageBuildError,
+    InfraError,
+    Limits,
+    PatchError,
+    Sandbox,
+    SandboxError,
+    take_patch,
+)
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
@@ -79,8 +90,14 @@ def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepar
     parser's image setup (facts recorded for grading)."""
     t0 = time.monotonic()
     built = build_task_images(task, log=log)
-    return Prepared(built.task.tag, built.snapshot.commit, time.monotonic() - t0, built.cached, built.record(),
-                    BaseRules.from_repository(built.snapshot.path, built.snapshot.commit))
+    return Prepared(
+        built.task.tag,
+        built.snapshot.commit,
+        time.monotonic() - t0,
+        built.cached,
+        built.record(),
+        BaseRules.from_repository(built.snapshot.path, built.snapshot.commit),
+    )
 
 
 class RetryUnit(Exception):
@@ -127,8 +144,15 @@ class Interrupted(Exception):
 class UnitRunner:
     """Runs units of one configuration (agent + options) into one run folder."""
 
-    def __init__(self, agent: Agent, options: RunOptions, folder: RunFolder, *, progress: ProgressFn | None = None,
-                 backend: Backend | None = None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        options: RunOptions,
+        folder: RunFolder,
+        *,
+        progress: ProgressFn | None = None,
+        backend: Backend | None = None,
+    ) -> None:
         self.agent, self.options, self.folder = agent, options, folder
         self.label = options.label_for(agent)
         self.run_id = folder.path.name
@@ -149,8 +173,10 @@ class UnitRunner:
                     return self._try_unit(task, repeat, last_try=False, failed=failed)
                 except RetryUnit as retry:
                     failed.append(retry)
-                    self.progress("retry", self.unit_name(task.id, repeat), f"infrastructure failure, retry {try_no + 1}")
-                    time.sleep(min(2 ** try_no, 30))
+                    self.progress(
+                        "retry", self.unit_name(task.id, repeat), f"infrastructure failure, retry {try_no + 1}"
+                    )
+                    time.sleep(min(2**try_no, 30))
             return self._try_unit(task, repeat, last_try=True, failed=failed)  # records the error instead of retrying
         except Interrupted:
             return []
@@ -167,14 +193,17 @@ class UnitRunner:
             at.phases.image_cached = False  # until the images are found or built
             prepared = self.prepare(task)
             at.phases.image_s, at.phases.image_cached = round(prepared.seconds, 3), prepared.cached
-            transcript.write(PhaseEvent(name="image", seconds=at.phases.image_s, detail="cached" if prepared.cached else "built"))
+            transcript.write(
+                PhaseEvent(name="image", seconds=at.phases.image_s, detail="cached" if prepared.cached else "built")
+            )
             limits = self.options.limits.apply(task.limits.apply(Limits()))
             t0 = time.monotonic()
             at.phase = "container_start"
             # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
             with agent_workspace(self.agent, task, transcript_path.parent) as workspace:
-                sb = self.backend.start(prepared.image, limits=limits, role="agent", run_id=self.run_id,
-                                        mounts=workspace.mounts)
+                sb = self.backend.start(
+                    prepared.image, limits=limits, role="agent", run_id=self.run_id, mounts=workspace.mounts
+                )
                 try:
                     at.phases.container_start_s = round(time.monotonic() - t0, 3)
                     transcript.write(PhaseEvent(name="container_start", seconds=at.phases.container_start_s))
@@ -201,8 +230,17 @@ class UnitRunner:
             transcript.close()
         return rows
 
-    def _attempts(self, task: Task, repeat: int, prepared: Prepared, sb: Sandbox, limits: Limits,
-                  transcript: TranscriptWriter, at: TryState, workspace: Workspace) -> list[ResultRow]:
+    def _attempts(
+        self,
+        task: Task,
+        repeat: int,
+        prepared: Prepared,
+        sb: Sandbox,
+        limits: Limits,
+        transcript: TranscriptWriter,
+        at: TryState,
+        workspace: Workspace,
+    ) -> list[ResultRow]:
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
@@ -211,17 +249,33 @@ class UnitRunner:
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
             unit = self.unit_name(task.id, repeat)
-            transcript.write(AttemptStart(task_id=task.id, attempt=attempt, repeat=repeat, config=self.label, image=prepared.image,
-                                          problem_statement=task.problem_statement if attempt == 1 else ""))
+            transcript.write(
+                AttemptStart(
+                    task_id=task.id,
+                    attempt=attempt,
+                    repeat=repeat,
+                    config=self.label,
+                    image=prepared.image,
+                    problem_statement=task.problem_statement if attempt == 1 else "",
+                )
+            )
             if feedback:
                 transcript.write(Feedback(attempt=attempt, mode=self.options.feedback, text=feedback))
             self.progress("agent", unit, f"agent working (attempt {attempt})")
             phases, at.phase = at.phases, "agent"
             t1 = time.monotonic()
-            ctx = AgentContext(task=task, sandbox=sb, transcript=transcript, attempt=attempt, feedback=feedback,
-                               deadline_s=task.timeouts.agent_s, messages=messages, cancel=self.cancel,
-                               on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
-                               workspace=workspace)
+            ctx = AgentContext(
+                task=task,
+                sandbox=sb,
+                transcript=transcript,
+                attempt=attempt,
+                feedback=feedback,
+                deadline_s=task.timeouts.agent_s,
+                messages=messages,
+                cancel=self.cancel,
+                on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
+                workspace=workspace,
+            )
             if broken:  # the agent's doing: its container's files keep it from starting
                 transcript.write(Stop(reason="container_broken", detail=broken))
                 result = AgentResult(stop_reason="container_broken", detail=broken)
@@ -256,26 +310,52 @@ class UnitRunner:
             self.progress("grade", unit, f"grading attempt {attempt}")
             at.phase = "grading"
             if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
-                grade_, output, report = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.task_error,
-                                               resolved=False, note=result.task_error), "", None
+                grade_, output, report = (
+                    Grade(
+                        task_id=task.id,
+                        grader_version=GRADER_VERSION,
+                        outcome=Outcome.task_error,
+                        resolved=False,
+                        note=result.task_error,
+                    ),
+                    "",
+                    None,
+                )
             else:
-                grade_, output, report = grade(task, patch, prepared.image, base=prepared.base_commit, limits=limits,
-                                               backend=self.backend, run_id=self.run_id)
+                grade_, output, report = grade(
+                    task,
+                    patch,
+                    prepared.image,
+                    base=prepared.base_commit,
+                    limits=limits,
+                    backend=self.backend,
+                    run_id=self.run_id,
+                )
             if grade_.outcome is Outcome.infra_error:
                 at.step = grade_.failed_step.step if grade_.failed_step else ""
                 raise InfraError(grade_.note)
-            said = {"disk_limit": f"the container's disk limit ({limits.disk}) was reached",
-                    "memory_limit": f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
-                    "container_broken": f"the agent left its container unusable: {result.detail}"}
+            said = {
+                "disk_limit": f"the container's disk limit ({limits.disk}) was reached",
+                "memory_limit": f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
+                "container_broken": f"the agent left its container unusable: {result.detail}",
+            }
             note = "; ".join(x for x in (said.get(result.stop_reason, ""), note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
             phases.grading_s = grade_.seconds
             transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
             self.folder.write_file(self.folder.relative(adir / "test_output.txt"), output)
-            self.folder.write_file(self.folder.relative(adir / "grade.json"),
-                                   json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n")
-            transcript.write(GradeEvent(attempt=attempt, outcome=grade_.outcome.value, resolved=grade_.resolved,
-                                        failing=grade_.failing(), detail=grade_.note))
+            self.folder.write_file(
+                self.folder.relative(adir / "grade.json"), json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n"
+            )
+            transcript.write(
+                GradeEvent(
+                    attempt=attempt,
+                    outcome=grade_.outcome.value,
+                    resolved=grade_.resolved,
+                    failing=grade_.failing(),
+                    detail=grade_.note,
+                )
+            )
             phases.total_s = round(time.monotonic() - at.started, 3)
             final = grade_.resolved or last or grade_.outcome is Outcome.task_error
             row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, at.started_at)
@@ -297,7 +377,9 @@ class UnitRunner:
         """Environment and task images (built once per distinct input), and the snapshot; the
         images are recorded in the manifest."""
         prepared = prepare_task(task, self._build_logger(task.id))
-        self.folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, prepared.images))
+        self.folder.update_manifest(
+            lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, prepared.images)
+        )
         return prepared
 
     def _build_logger(self, task_id: str) -> Callable[[str], None]:
@@ -309,8 +391,17 @@ class UnitRunner:
 
     # ------------------------------------------------------------------ rows
 
-    def _error_row(self, task: Task, repeat: int, exc: BaseException, transcript: TranscriptWriter, at: TryState, *,
-                   failed: list[RetryUnit] = (), retried_to: str = "") -> ResultRow:
+    def _error_row(
+        self,
+        task: Task,
+        repeat: int,
+        exc: BaseException,
+        transcript: TranscriptWriter,
+        at: TryState,
+        *,
+        failed: list[RetryUnit] = (),
+        retried_to: str = "",
+    ) -> ResultRow:
         """The row of a try that ended in an error before its attempt could be graded, with what
         the attempt had spent (`at.result`) and where it failed (appended). `retried_to`: the try
         is abandoned, to be tried again, and its transcript was moved there. `failed`: the earlier
@@ -327,45 +418,109 @@ class UnitRunner:
             logs = [f.transcript for f in failed if f.transcript] + [str(self.folder.relative(transcript.path))]
             if at.phase == "image":
                 logs = [str(self.folder.image_log_path)]
-            message = (f"{first} — the same failure {len(failed) + 1} times in {recurring_place(where)}: probably not "
-                       f"transient — see {', '.join(logs)}") + (f"\n{rest}" if rest else "")
+            message = (
+                f"{first} — the same failure {len(failed) + 1} times in {recurring_place(where)}: probably not "
+                f"transient — see {', '.join(logs)}"
+            ) + (f"\n{rest}" if rest else "")
         if not retried_to:
-            transcript.write(ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip()))
+            transcript.write(
+                ErrorEvent(where="runner", error_type=type(exc).__name__, message=f"{exc}\n{hint}".strip())
+            )
         at.phases.total_s = round(time.monotonic() - at.started, 3)
-        row = self.failure_row(task, repeat, at.attempt, message, phases=at.phases, started_at=at.started_at,
-                               result=at.result, failed_in=where, retried=bool(retried_to))
+        row = self.failure_row(
+            task,
+            repeat,
+            at.attempt,
+            message,
+            phases=at.phases,
+            started_at=at.started_at,
+            result=at.result,
+            failed_in=where,
+            retried=bool(retried_to),
+        )
         if retried_to:
             row.transcript_path = retried_to
         self.folder.append(row)
         return row
 
-    def failure_row(self, task: Task, repeat: int, attempt: int, message: str, *, phases: PhaseTimes | None = None,
-                    started_at: str = "", result: AgentResult | None = None, failed_in: dict | None = None,
-                    retried: bool = False) -> ResultRow:
+    def failure_row(
+        self,
+        task: Task,
+        repeat: int,
+        attempt: int,
+        message: str,
+        *,
+        phases: PhaseTimes | None = None,
+        started_at: str = "",
+        result: AgentResult | None = None,
+        failed_in: dict | None = None,
+        retried: bool = False,
+    ) -> ResultRow:
         """The row of a unit that ended in an error before it could be graded (not appended); with
         `result`, what its agent had spent; `retried`: the row of an abandoned try (never final)."""
         adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
         spent = replace(result, stop_reason="error") if result else AgentResult(stop_reason="error")
-        row = self.row(task, repeat, attempt, not retried, spent, None, message, "", phases or PhaseTimes(), adir,
-                       started_at or now())
+        row = self.row(
+            task,
+            repeat,
+            attempt,
+            not retried,
+            spent,
+            None,
+            message,
+            "",
+            phases or PhaseTimes(),
+            adir,
+            started_at or now(),
+        )
         row.retried, row.failed_in = retried, failed_in
         return row
 
-    def row(self, task: Task, repeat: int, attempt: int, final: bool, result: AgentResult, grade_: Grade | None,
-            error: str | None, patch: str, phases: PhaseTimes, adir: Path, started_at: str) -> ResultRow:
+    def row(
+        self,
+        task: Task,
+        repeat: int,
+        attempt: int,
+        final: bool,
+        result: AgentResult,
+        grade_: Grade | None,
+        error: str | None,
+        patch: str,
+        phases: PhaseTimes,
+        adir: Path,
+        started_at: str,
+    ) -> ResultRow:
         rel = self.folder.relative(adir)
         return ResultRow(
-            run_id=self.run_id, task_id=task.id, task_hash=task.content_hash(), config=self.label,
-            agent=self.agent.name, model=self.agent.model, repeat=repeat, attempt=attempt, final=final,
+            run_id=self.run_id,
+            task_id=task.id,
+            task_hash=task.content_hash(),
+            config=self.label,
+            agent=self.agent.name,
+            model=self.agent.model,
+            repeat=repeat,
+            attempt=attempt,
+            final=final,
             outcome=grade_.outcome.value if grade_ else Outcome.infra_error.value,
-            resolved=bool(grade_ and grade_.resolved), stop_reason=result.stop_reason,
+            resolved=bool(grade_ and grade_.resolved),
+            stop_reason=result.stop_reason,
             tests=grade_.tests if grade_ else {},
             fail_to_pass=grade_.fail_to_pass.model_dump() if grade_ else {},
             pass_to_pass=grade_.pass_to_pass.model_dump() if grade_ else {},
-            steps=result.steps, model_calls=result.model_calls, usage=result.usage, cost_usd=result.cost_usd,
-            phases=phases.model_copy(), patch_bytes=len(patch.encode()), error=error,
-            note=grade_.note if grade_ else "", instance_id=task.metadata.get("instance_id"),
-            tampering=grade_.tampering if grade_ else None, grader_version=grade_.grader_version if grade_ else None,
-            dir=str(rel), patch_path=str(rel / "patch.diff"), transcript_path=str(rel.parent / "transcript.jsonl"),
-            started_at=started_at, finished_at=now(),
+            steps=result.steps,
+            model_calls=result.model_calls,
+            usage=result.usage,
+            cost_usd=result.cost_usd,
+            phases=phases.model_copy(),
+            patch_bytes=len(patch.encode()),
+            error=error,
+            note=grade_.note if grade_ else "",
+            instance_id=task.metadata.get("instance_id"),
+            tampering=grade_.tampering if grade_ else None,
+            grader_version=grade_.grader_version if grade_ else None,
+            dir=str(rel),
+            patch_path=str(rel / "patch.diff"),
+            transcript_path=str(rel.parent / "transcript.jsonl"),
+            started_at=started_at,
+            finished_at=now(),
         )

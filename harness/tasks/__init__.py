@@ -14,5 +14,16 @@ from .spec import (
     spec_files,
 )
 
-__all__ = ["Environment", "HiddenTests", "LimitsSpec", "SYSTEM_CA_BUNDLES", "Task", "TaskSpecError", "Timeouts",
-           "dump_task", "load_task", "load_tasks", "spec_files"]
+__all__ = [
+    "Environment",
+    "HiddenTests",
+    "LimitsSpec",
+    "SYSTEM_CA_BUNDLES",
+    "Task",
+    "TaskSpecError",
+    "Timeouts",
+    "dump_task",
+    "load_task",
+    "load_tasks",
+    "spec_files",
+]

@@ -213,9 +213,13 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
     if not options.force and up_to_date(task):
         return CheckResult(task, read_verdict(spec), skipped=True)
     discover = options.discover or not task.fail_to_pass
-    verdict = Verdict(task_id=task.id, repeats=options.repeats, discovered=discover,
-                      checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                      findings=options.findings.get(task.id, []))
+    verdict = Verdict(
+        task_id=task.id,
+        repeats=options.repeats,
+        discovered=discover,
+        checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        findings=options.findings.get(task.id, []),
+    )
     backend = options.backend or DockerBackend()
     started = time.monotonic()
     built: list[str] = []
@@ -235,8 +239,9 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         if not gold.strip():
             raise Quarantine("no gold patch", "the spec has neither gold_patch nor gold_patch_file")
         limits = task.limits.apply(Limits()).with_(network=False)
-        base_runs, gold_runs = _run_phases(task, images.task.tag, images.snapshot.commit, gold, limits, backend,
-                                           options.repeats, verdict, progress)
+        base_runs, gold_runs = _run_phases(
+            task, images.task.tag, images.snapshot.commit, gold, limits, backend, options.repeats, verdict, progress
+        )
         verdict.runs = encode_runs(base_runs, gold_runs)
         _judge(task, verdict, discover, base_runs, gold_runs)
     except Quarantine as q:
@@ -252,16 +257,26 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
     return CheckResult(task, verdict, images_built=built)
 
 
-def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Limits, backend: Backend,
-                repeats: int, verdict: Verdict, progress: ProgressFn) -> tuple[list[dict], list[dict]]:
+def _run_phases(
+    task: Task,
+    image: str,
+    base_commit: str,
+    gold: str,
+    limits: Limits,
+    backend: Backend,
+    repeats: int,
+    verdict: Verdict,
+    progress: ProgressFn,
+) -> tuple[list[dict], list[dict]]:
     base_runs: list[dict[str, str]] = []
     t0 = time.monotonic()
     with backend.start(image, limits=limits, role="check", run_id=f"check-{os.getpid()}") as sb:
         try:
             prepared = prepare_hidden_tests(sb, task)
         except TestPatchError:
-            raise Quarantine("test patch does not apply",
-                             "git apply of the hidden test patch failed at the base commit") from None
+            raise Quarantine(
+                "test patch does not apply", "git apply of the hidden test patch failed at the base commit"
+            ) from None
         for n in range(repeats):
             progress(task.id, f"base run {n + 1}/{repeats}")
             run = run_hidden_tests(sb, task, prepared)
@@ -271,8 +286,10 @@ def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Lim
             if run.report.disagreement:
                 raise Quarantine("test results cannot be trusted", f"base run: {run.report.disagreement}")
             if not run.report.found_summary:
-                raise Quarantine("no test results in the output",
-                                 f"{run.report.missing_hint} (exit {run.exit_code}): {_tail(run.output)}")
+                raise Quarantine(
+                    "no test results in the output",
+                    f"{run.report.missing_hint} (exit {run.exit_code}): {_tail(run.output)}",
+                )
             base_runs.append(_statuses(run.report.statuses))
     verdict.seconds["base"] = round(time.monotonic() - t0, 3)
     gold_runs: list[dict[str, str]] = []
@@ -280,8 +297,9 @@ def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Lim
     for n in range(repeats):
         progress(task.id, f"gold run {n + 1}/{repeats}")
         t1 = time.monotonic()
-        result, output, report = grade(task, gold, image, base=base_commit, limits=limits, backend=backend,
-                                       run_id=f"check-{os.getpid()}")
+        result, output, report = grade(
+            task, gold, image, base=base_commit, limits=limits, backend=backend, run_id=f"check-{os.getpid()}"
+        )
         verdict.run_seconds.append(round(time.monotonic() - t1, 3))
         if result.outcome is Outcome.patch_apply_failed:
             raise Quarantine("gold patch does not apply", result.note)
@@ -301,8 +319,9 @@ def _run_phases(task: Task, image: str, base_commit: str, gold: str, limits: Lim
     return base_runs, gold_runs
 
 
-def _judge(task: Task, verdict: Verdict, discover: bool, base_runs: list[dict[str, str]],
-           gold_runs: list[dict[str, str]]) -> None:
+def _judge(
+    task: Task, verdict: Verdict, discover: bool, base_runs: list[dict[str, str]], gold_runs: list[dict[str, str]]
+) -> None:
     """Fill the verdict's lists from the runs, or raise Quarantine."""
     tests = sorted(set().union(*base_runs, *gold_runs) | set(task.fail_to_pass) | set(task.pass_to_pass))
     flaky: dict[str, str] = {}
@@ -343,24 +362,35 @@ def _judge(task: Task, verdict: Verdict, discover: bool, base_runs: list[dict[st
     verdict.pass_to_pass = [t for t in task.pass_to_pass if t not in flaky]
     verdict.dropped_flaky = {t: r for t, r in flaky.items() if t in task.pass_to_pass}
     if absent:
-        raise Quarantine(f"not in the test output: {', '.join(absent)}",
-                         "these listed ids were not reported by any gold run (misspelt, or not collected)")
+        raise Quarantine(
+            f"not in the test output: {', '.join(absent)}",
+            "these listed ids were not reported by any gold run (misspelt, or not collected)",
+        )
     flaky_f2p = [t for t in task.fail_to_pass if t in flaky]
     if flaky_f2p:
         raise Quarantine(f"flaky FAIL_TO_PASS test: {', '.join(flaky_f2p)}", "; ".join(flaky[t] for t in flaky_f2p))
     passes_at_base = [t for t in task.fail_to_pass if stable_base[t] not in FAILING]
     if passes_at_base:
-        raise Quarantine(f"FAIL_TO_PASS test already passes at base: {', '.join(passes_at_base)}",
-                         ", ".join(f"{t}: {_show(stable_base[t])}" for t in passes_at_base))
+        raise Quarantine(
+            f"FAIL_TO_PASS test already passes at base: {', '.join(passes_at_base)}",
+            ", ".join(f"{t}: {_show(stable_base[t])}" for t in passes_at_base),
+        )
     failing_at_base = [t for t in verdict.pass_to_pass if stable_base[t] != PASSED]
     if failing_at_base:
-        raise Quarantine(f"PASS_TO_PASS test does not pass at base: {', '.join(failing_at_base)}",
-                         ", ".join(f"{t}: {_show(stable_base[t])}" for t in failing_at_base))
-    broken = [t for t in verdict.fail_to_pass + verdict.pass_to_pass
-              if not (stable_gold[t] == PASSED or (stable_gold[t] == XFAIL and t in task.expected_xfail))]
+        raise Quarantine(
+            f"PASS_TO_PASS test does not pass at base: {', '.join(failing_at_base)}",
+            ", ".join(f"{t}: {_show(stable_base[t])}" for t in failing_at_base),
+        )
+    broken = [
+        t
+        for t in verdict.fail_to_pass + verdict.pass_to_pass
+        if not (stable_gold[t] == PASSED or (stable_gold[t] == XFAIL and t in task.expected_xfail))
+    ]
     if broken:
-        raise Quarantine(f"gold leaves tests failing: {', '.join(broken)}",
-                         ", ".join(f"{t}: {_show(stable_gold[t])}" for t in broken))
+        raise Quarantine(
+            f"gold leaves tests failing: {', '.join(broken)}",
+            ", ".join(f"{t}: {_show(stable_gold[t])}" for t in broken),
+        )
 
 
 def _write_back(task: Task, verdict: Verdict, discover: bool) -> Task:
@@ -443,10 +473,15 @@ class Plan:
             return f"all {len(self.tasks)} task(s) have a current verdict: nothing to check (--force checks again)"
         minutes = self.seconds_estimate / 60
         how_long = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {self.seconds_estimate:.0f} s"
-        basis = (f"from earlier checks of {self.estimated_from} of them" if self.estimated_from
-                 else f"a guess of {GUESS_RUN_S:g} s a run: none was checked before")
-        text = (f"checking {len(self.to_check)} task(s): {self.runs} test runs ({repeats} at base in one container and "
-                f"{repeats} with gold, each in a fresh container, per task), {how_long} ({basis})")
+        basis = (
+            f"from earlier checks of {self.estimated_from} of them"
+            if self.estimated_from
+            else f"a guess of {GUESS_RUN_S:g} s a run: none was checked before"
+        )
+        text = (
+            f"checking {len(self.to_check)} task(s): {self.runs} test runs ({repeats} at base in one container and "
+            f"{repeats} with gold, each in a fresh container, per task), {how_long} ({basis})"
+        )
         if self.images_to_build:
             text += f", plus building images for {self.images_to_build} task(s)"
         if self.up_to_date:

@@ -62,7 +62,8 @@ class RepoConfig(BaseModel):
     extra_requirements: list[str] = Field(default_factory=list, description="added to whatever is resolved")
     install: list[str] | None = Field(None, description="commands run in the repository (default: editable install)")
     dependencies_as_of: str | None = Field(
-        None, description="'commit' (the fix commit's date, default), 'latest', or a date/time: uv --exclude-newer")
+        None, description="'commit' (the fix commit's date, default), 'latest', or a date/time: uv --exclude-newer"
+    )
     # test_scope comes before test_command: fields are validated in order, and test_command's check reads it
     test_scope: Literal["touched", "all"] | None = Field(None, description="run the touched test files or all")
     test_command: str | None = Field(None, description="hidden test command; {files} becomes the test files")
@@ -92,8 +93,9 @@ class RepoConfig(BaseModel):
     def _files(cls, value: str | None, info: ValidationInfo) -> str | None:
         # touched tests are run by naming them; the whole suite (test_scope: all, validated first) needs no {files}
         if value is not None and "{files}" not in value and info.data.get("test_scope") != "all":
-            raise ValueError("must contain {files} (the test files to run; empty for the whole suite), "
-                             "or give test_scope: all")
+            raise ValueError(
+                "must contain {files} (the test files to run; empty for the whole suite), or give test_scope: all"
+            )
         return value
 
 
@@ -108,7 +110,9 @@ def load_config(path: Path | None, repo: GitRepo, base: str | None = None) -> Re
             raise MineError(f"{path}: cannot read the environment file: {exc.strerror}") from None
     else:
         local = Path(repo.source).expanduser()
-        for candidate in ([local / CONFIG_NAME] if local.is_dir() else []) + [local.parent / f"{repo.name}.{CONFIG_NAME}"]:
+        for candidate in ([local / CONFIG_NAME] if local.is_dir() else []) + [
+            local.parent / f"{repo.name}.{CONFIG_NAME}"
+        ]:
             if candidate.is_file():
                 text, where = candidate.read_text(), str(candidate)
                 break
@@ -140,8 +144,10 @@ def load_config(path: Path | None, repo: GitRepo, base: str | None = None) -> Re
 
 
 class EnvironmentNotInferred(MineError):
-    hint = ("Write wholeloop.yaml beside the repository (or commit it) with at least `install:` and "
-            "`test_requirements:`; see docs/tasks.md (wholeloop.yaml).")
+    hint = (
+        "Write wholeloop.yaml beside the repository (or commit it) with at least `install:` and "
+        "`test_requirements:`; see docs/tasks.md (wholeloop.yaml)."
+    )
 
 
 @dataclass
@@ -159,8 +165,14 @@ class EnvPlan:
     notes: list[str] = field(default_factory=list)
 
     def resolution_key(self) -> str:
-        data = {"format": RESOLUTION_FORMAT, "uv": UV_PIN, "image": self.image, "dockerfile": self.dockerfile,
-                "requirements": sorted(set(self.requirements)), "as_of": self.as_of}
+        data = {
+            "format": RESOLUTION_FORMAT,
+            "uv": UV_PIN,
+            "image": self.image,
+            "dockerfile": self.dockerfile,
+            "requirements": sorted(set(self.requirements)),
+            "as_of": self.as_of,
+        }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -264,10 +276,18 @@ def _noxfile(text: str) -> list[str]:
     return out
 
 
-def infer_environment(repo: GitRepo, base: str, created_at: datetime, config: RepoConfig, *,
-                      runner: str = "pytest", as_of: str | None = None) -> EnvPlan:
+def infer_environment(
+    repo: GitRepo,
+    base: str,
+    created_at: datetime,
+    config: RepoConfig,
+    *,
+    runner: str = "pytest",
+    as_of: str | None = None,
+) -> EnvPlan:
     """The environment of `repo` at `base` (see the module docstring); `as_of` overrides the
     config's dependencies_as_of. Raises EnvironmentNotInferred saying which file to write."""
+
     def read(path: str) -> str | None:
         blob = repo.read(base, path)
         return None if blob is None else blob.decode("utf-8", "replace")
@@ -351,8 +371,13 @@ def infer_environment(repo: GitRepo, base: str, created_at: datetime, config: Re
             runtime += setup_runtime
     if not build and any(s in sources for s in ("pyproject.toml", "setup.cfg", "setup.py")):
         build += ["setuptools", "wheel"]  # no [build-system]: setuptools, as PEP 517 says
-    requirement_files = sorted(p for p in names if re.fullmatch(
-        r"(requirements[^/]*|[^/]*-requirements|[^/]*_requirements)\.(txt|in)|requirements/[^/]+\.(txt|in)", p))
+    requirement_files = sorted(
+        p
+        for p in names
+        if re.fullmatch(
+            r"(requirements[^/]*|[^/]*-requirements|[^/]*_requirements)\.(txt|in)|requirements/[^/]+\.(txt|in)", p
+        )
+    )
     seen: set[str] = set(requirement_files)
     for path in requirement_files:
         if path.endswith(".in") and path[:-3] + ".txt" in names:
@@ -385,7 +410,8 @@ def infer_environment(repo: GitRepo, base: str, created_at: datetime, config: Re
         if not sources and config.setup is None:
             raise EnvironmentNotInferred(
                 f"cannot infer how to install {repo.source} at {base[:10]}: it has none of pyproject.toml, "
-                "setup.cfg, setup.py, requirements*.txt, tox.ini, noxfile.py")
+                "setup.cfg, setup.py, requirements*.txt, tox.ini, noxfile.py"
+            )
     if config.test_requirements is not None:
         tests = list(config.test_requirements)
         sources.append(f"{config._path}: test_requirements")
@@ -401,8 +427,11 @@ def infer_environment(repo: GitRepo, base: str, created_at: datetime, config: Re
         install = ["pip install --no-build-isolation " + ("--no-deps " if runtime is not None else "") + "-e ."]
     else:
         install = []
-    requirements = _dedupe(build + (runtime or []) + tests + list(config.extra_requirements)) if packaged else \
-        _dedupe((runtime or []) + tests + list(config.extra_requirements))
+    requirements = (
+        _dedupe(build + (runtime or []) + tests + list(config.extra_requirements))
+        if packaged
+        else _dedupe((runtime or []) + tests + list(config.extra_requirements))
+    )
     choice = as_of or config.dependencies_as_of or "commit"
     if choice == "latest":
         when = None
@@ -410,14 +439,25 @@ def infer_environment(repo: GitRepo, base: str, created_at: datetime, config: Re
         when = created_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
     else:
         when = parse_date(choice, end_of_day=True).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-    return EnvPlan(requirements=requirements, install=install, sources=sources, as_of=when,
-                   setup=list(config.setup) if config.setup is not None else None,
-                   image=config.image or DEFAULT_BASE, dockerfile=config.dockerfile, env=dict(config.env), notes=notes)
+    return EnvPlan(
+        requirements=requirements,
+        install=install,
+        sources=sources,
+        as_of=when,
+        setup=list(config.setup) if config.setup is not None else None,
+        image=config.image or DEFAULT_BASE,
+        dockerfile=config.dockerfile,
+        env=dict(config.env),
+        notes=notes,
+    )
 
 
 def _lines(value: str) -> list[str]:
-    return [line.split(" #", 1)[0].strip() for line in value.splitlines()
-            if line.strip() and not line.strip().startswith("#")]
+    return [
+        line.split(" #", 1)[0].strip()
+        for line in value.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -444,8 +484,9 @@ def _cache_path(key: str) -> Path:
     return cache_dir() / "resolutions" / f"{key}.json"
 
 
-def resolve(plans: list[EnvPlan], *, ca_bundle: str | None, log: Callable[[str], None] | None = None,
-            timeout_s: float = 600) -> dict[str, list[str] | ResolutionFailed]:
+def resolve(
+    plans: list[EnvPlan], *, ca_bundle: str | None, log: Callable[[str], None] | None = None, timeout_s: float = 600
+) -> dict[str, list[str] | ResolutionFailed]:
     """Exact pins for each distinct plan (by `resolution_key`), resolved with uv as of each plan's
     date in one resolver container; cached on the host. A plan uv cannot resolve maps to its
     ResolutionFailed."""
@@ -470,7 +511,16 @@ def resolve(plans: list[EnvPlan], *, ca_bundle: str | None, log: Callable[[str],
         limits = Limits(network=True, command_timeout_s=timeout_s)
         with DockerBackend().start(resolver.tag, limits=limits, role="resolve", workdir="/tmp") as sb:
             for key, plan in group:
-                cmd = ["uv", "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python", "/opt/venv/bin/python"]
+                cmd = [
+                    "uv",
+                    "pip",
+                    "compile",
+                    "--quiet",
+                    "--no-header",
+                    "--no-annotate",
+                    "--python",
+                    "/opt/venv/bin/python",
+                ]
                 if plan.as_of:
                     cmd += ["--exclude-newer", plan.as_of]
                 cmd.append("-")
@@ -479,16 +529,29 @@ def resolve(plans: list[EnvPlan], *, ca_bundle: str | None, log: Callable[[str],
                 result = sb.exec(cmd, stdin="\n".join(plan.requirements).encode() + b"\n", timeout=timeout_s)
                 if not result.ok:
                     tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
-                    out[key] = ResolutionFailed(f"uv cannot resolve {', '.join(plan.requirements)} as of "
-                                                f"{plan.as_of or 'now'}:\n{tail}")
+                    out[key] = ResolutionFailed(
+                        f"uv cannot resolve {', '.join(plan.requirements)} as of {plan.as_of or 'now'}:\n{tail}"
+                    )
                     continue
-                pins = [line.strip() for line in result.stdout.splitlines()
-                        if line.strip() and not line.lstrip().startswith(("#", "-"))]
+                pins = [
+                    line.strip()
+                    for line in result.stdout.splitlines()
+                    if line.strip() and not line.lstrip().startswith(("#", "-"))
+                ]
                 path = _cache_path(key)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps({"requirements": plan.requirements, "as_of": plan.as_of, "uv": UV_PIN,
-                                           "pins": pins, "resolved_at": datetime.now(timezone.utc).isoformat()}))
+                tmp.write_text(
+                    json.dumps(
+                        {
+                            "requirements": plan.requirements,
+                            "as_of": plan.as_of,
+                            "uv": UV_PIN,
+                            "pins": pins,
+                            "resolved_at": datetime.now(timezone.utc).isoformat(),
+                        }
+                    )
+                )
                 tmp.replace(path)
                 out[key] = pins
     return out
@@ -500,4 +563,3 @@ def setup_commands(plan: EnvPlan, pins: list[str] | None) -> list[str]:
         return list(plan.setup)
     body = "\n".join(pins or [])
     return [f"pip install -q {UV_PIN}", f"uv pip install --quiet --no-cache -r /dev/stdin <<'PINS'\n{body}\nPINS"]
-

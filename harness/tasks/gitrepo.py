@@ -61,8 +61,10 @@ class GitRepo:
         if path.is_dir():
             proc = _run(["git", "-C", str(path), "rev-parse", "--absolute-git-dir"])
             if proc.returncode != 0:
-                raise MineError(f"{text}: not a git repository (git says: {_last_line(proc.stderr)}); pass the folder "
-                                "of a git checkout, a bare repository or a git bundle")
+                raise MineError(
+                    f"{text}: not a git repository (git says: {_last_line(proc.stderr)}); pass the folder "
+                    "of a git checkout, a bare repository or a git bundle"
+                )
             git_dir = proc.stdout.decode().strip()
         elif path.is_file() or "://" in text or text.startswith("git@"):
             try:
@@ -70,7 +72,9 @@ class GitRepo:
             except SandboxError as exc:
                 raise MineError(f"{text}: cannot read it as a git repository or bundle: {exc}") from None
         else:
-            raise MineError(f"{text}: no such folder or file; pass the path of a git repository (or a bundle, or a URL)")
+            raise MineError(
+                f"{text}: no such folder or file; pass the path of a git repository (or a bundle, or a URL)"
+            )
         name = path.resolve().name if path.exists() else text.rstrip("/").rsplit("/", 1)[-1]
         for suffix in (".bundle", ".git"):
             name = name.removesuffix(suffix)
@@ -104,8 +108,9 @@ class GitRepo:
             self._commit_cache[sha] = _commit_info(line)
         return self._commit_cache[sha]
 
-    def commits(self, since: datetime | None = None, until: datetime | None = None,
-                paths: list[str] | None = None) -> list[CommitInfo]:
+    def commits(
+        self, since: datetime | None = None, until: datetime | None = None, paths: list[str] | None = None
+    ) -> list[CommitInfo]:
         """Commits reachable from HEAD (every parent followed) with a committer date in
         [since, until], oldest first (ties by id); with `paths`, only those touching them."""
         args = ["log", "--format=%H%x00%P%x00%cI%x00%s", "HEAD"]
@@ -145,12 +150,23 @@ class GitRepo:
         """The binary-safe patch of `paths` from `parent` to `sha` (b"" for no paths)."""
         if not paths:
             return b""
-        return self.git("diff", "--no-color", "--no-ext-diff", "--no-renames", "--binary", parent, sha, "--",
-                        *[f":(literal){p}" for p in paths])
+        return self.git(
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-renames",
+            "--binary",
+            parent,
+            sha,
+            "--",
+            *[f":(literal){p}" for p in paths],
+        )
 
     def added_lines(self, parent: str, sha: str, path: str) -> set[int]:
         """New-side line numbers the commit adds to `path`."""
-        out = self.text("diff", "--no-color", "--no-ext-diff", "--no-renames", "-U0", parent, sha, "--", f":(literal){path}")
+        out = self.text(
+            "diff", "--no-color", "--no-ext-diff", "--no-renames", "-U0", parent, sha, "--", f":(literal){path}"
+        )
         lines: set[int] = set()
         for match in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", out, re.M):
             start, count = int(match.group(1)), int(match.group(2) or "1")
@@ -195,7 +211,7 @@ class GitRepo:
                 continue
             size = int(header[2])
             start = header_end + 1
-            found[blob] = out[start:start + size]
+            found[blob] = out[start : start + size]
             pos = start + size + 1
         return found
 

@@ -29,8 +29,13 @@ class TaskImages:
 
     def record(self) -> dict:
         """What a manifest or a check verdict records of them."""
-        out = {"env": self.env.tag, "env_id": self.env.id, "task": self.task.tag, "task_id": self.task.id,
-               "tree": self.snapshot.tree}
+        out = {
+            "env": self.env.tag,
+            "env_id": self.env.id,
+            "task": self.task.tag,
+            "task_id": self.task.id,
+            "tree": self.snapshot.tree,
+        }
         if self.snapshot.excluded:
             out["excluded"] = list(self.snapshot.excluded)
         return out
@@ -50,12 +55,18 @@ def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> T
     and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
     env = env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
-    image = task_image(env, snapshot, tuple(task.environment.install), task.environment.network, log=log,
-                       setups=parser_setups(task))
+    image = task_image(
+        env, snapshot, tuple(task.environment.install), task.environment.network, log=log, setups=parser_setups(task)
+    )
     return TaskImages(env, snapshot, image)
 
 
 def existing_task_images(task: Task) -> BuiltImage | None:
     """The task image as it exists now (None when something would have to be built)."""
-    return existing_task_image(task.env_spec(), snapshot_of(task), tuple(task.environment.install),
-                               task.environment.network, parser_setups(task))
+    return existing_task_image(
+        task.env_spec(),
+        snapshot_of(task),
+        tuple(task.environment.install),
+        task.environment.network,
+        parser_setups(task),
+    )

@@ -154,14 +154,24 @@ class Judged:
                 out["already_mined"] = True
             if self.kept:
                 out["kept"] = {
-                    "task_id": self.task.id, "base": self.task.base_commit, "created_at": self.task.created_at,
-                    "gold_files": cand.gold_files, "docs_files": cand.docs_files, "test_files": cand.test_files,
-                    "test_command": self.task.hidden_tests.command, "FAIL_TO_PASS": sorted(self.task.fail_to_pass),
-                    "PASS_TO_PASS": sorted(self.task.pass_to_pass), "dropped_flaky": self.dropped_flaky,
+                    "task_id": self.task.id,
+                    "base": self.task.base_commit,
+                    "created_at": self.task.created_at,
+                    "gold_files": cand.gold_files,
+                    "docs_files": cand.docs_files,
+                    "test_files": cand.test_files,
+                    "test_command": self.task.hidden_tests.command,
+                    "FAIL_TO_PASS": sorted(self.task.fail_to_pass),
+                    "PASS_TO_PASS": sorted(self.task.pass_to_pass),
+                    "dropped_flaky": self.dropped_flaky,
                 }
             else:
-                out.update(quarantined=self.quarantined or "", detail=self.detail, task_id=self.task.id,
-                           dropped_flaky=self.dropped_flaky)
+                out.update(
+                    quarantined=self.quarantined or "",
+                    detail=self.detail,
+                    task_id=self.task.id,
+                    dropped_flaky=self.dropped_flaky,
+                )
             if self.findings:
                 out["findings"] = [f.record() for f in self.findings]
         return out
@@ -199,8 +209,16 @@ def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOption
     if n > options.max_lines:
         out.skipped = f"diff too large ({n} changed lines > {options.max_lines})"
         return out
-    out.candidate = Candidate(commit, parent, f"{repo.name}-{commit.sha[:10]}", gold, kinds["test"], kinds["docs"],
-                              kinds["protected"] if options.allow_config else [], n)
+    out.candidate = Candidate(
+        commit,
+        parent,
+        f"{repo.name}-{commit.sha[:10]}",
+        gold,
+        kinds["test"],
+        kinds["docs"],
+        kinds["protected"] if options.allow_config else [],
+        n,
+    )
     return out
 
 
@@ -220,14 +238,28 @@ class MineReport:
     def counts(self) -> Counter:
         c: Counter = Counter()
         for j in self.judged:
-            c["kept" if j.kept else "skipped" if j.skipped else "refused" if j.refused else
-              "unchecked" if j.task is not None and j.quarantined == NOT_CHECKED else
-              "quarantined" if j.task is not None else "other"] += 1
+            c[
+                "kept"
+                if j.kept
+                else "skipped"
+                if j.skipped
+                else "refused"
+                if j.refused
+                else "unchecked"
+                if j.task is not None and j.quarantined == NOT_CHECKED
+                else "quarantined"
+                if j.task is not None
+                else "other"
+            ] += 1
         return c
 
     def record(self) -> dict:
-        return {"repository": self.repository, "head": self.head, "parameters": self.parameters,
-                "commits": [j.record() for j in self.judged]}
+        return {
+            "repository": self.repository,
+            "head": self.head,
+            "parameters": self.parameters,
+            "commits": [j.record() for j in self.judged],
+        }
 
 
 def _location(repo: GitRepo, out: Path) -> str:
@@ -251,8 +283,9 @@ def _statement(repo: GitRepo, cand: Candidate, issues: dict, options: MineOption
     else:
         statement = message
     if options.statement_model:
-        written, prompt = model_statement(options.statement_model, statement, gold_patch,
-                                          base_url=options.statement_model_url)
+        written, prompt = model_statement(
+            options.statement_model, statement, gold_patch, base_url=options.statement_model_url
+        )
         origin.update(statement="model", statement_model=options.statement_model, statement_prompt=prompt)
         statement = written
     return statement, origin
@@ -273,8 +306,9 @@ def _write(path: Path, data: bytes | str) -> None:
     os.replace(tmp, path)
 
 
-def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[str] | None = None,
-         log: LogFn | None = None) -> MineReport:
+def mine(
+    source: str | Path, out: Path, options: MineOptions, *, commits: list[str] | None = None, log: LogFn | None = None
+) -> MineReport:
     """Mine `source` (or only `commits`, for `tasks from-commit`) into specs under `out`. Raises
     MineError for bad input before anything is written."""
     log = log or (lambda _: None)
@@ -303,8 +337,11 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
     candidates = [j for j in judged if j.candidate]
     if options.max_candidates is not None and len(candidates) > options.max_candidates:
         for j in candidates[: len(candidates) - options.max_candidates]:
-            j.skipped, j.candidate = f"not mined: beyond --max {options.max_candidates} (the most recent are kept)", None
-        candidates = candidates[-options.max_candidates:]
+            j.skipped, j.candidate = (
+                f"not mined: beyond --max {options.max_candidates} (the most recent are kept)",
+                None,
+            )
+        candidates = candidates[-options.max_candidates :]
     if not candidates:
         reasons = Counter(j.skipped for j in judged)
         listed = "; ".join(f"{n} {r}" for r, n in reasons.most_common())
@@ -318,8 +355,11 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
             existing = load_task(spec_path)
             # mined before; mined again only when mining itself quarantined it before any check
             # (no test file, no environment): the rules or wholeloop.yaml may say otherwise now
-            if not (existing.quarantined and read_verdict(spec_path) is None
-                    and not existing.quarantined.startswith(NOT_CHECKED_PREFIX)):
+            if not (
+                existing.quarantined
+                and read_verdict(spec_path) is None
+                and not existing.quarantined.startswith(NOT_CHECKED_PREFIX)
+            ):
                 j.task, j.already = existing, True
                 continue
         gold_patch = repo.diff(cand.parent, cand.commit.sha, cand.gold_files)
@@ -348,8 +388,9 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
         cfg = config or load_config(None, repo, cand.parent)
         configs[cand.task_id] = cfg
         try:
-            plans[cand.task_id] = infer_environment(repo, cand.parent, cand.commit.committed_at, cfg,
-                                                    runner=parser.name, as_of=options.dependencies_as_of)
+            plans[cand.task_id] = infer_environment(
+                repo, cand.parent, cand.commit.committed_at, cfg, runner=parser.name, as_of=options.dependencies_as_of
+            )
         except EnvironmentNotInferred as exc:
             plans[cand.task_id] = exc
     if new and all(isinstance(p, MineError) for p in plans.values()):
@@ -373,8 +414,14 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
             if isinstance(resolved, ResolutionFailed):
                 reason, detail = "environment build failed", str(resolved)
                 resolved = None
-            environment = Environment(image=plan.image, dockerfile=plan.dockerfile, setup=setup_commands(plan, resolved),
-                                      install=plan.install, env=plan.env, env_files=list(cfg.env_files))
+            environment = Environment(
+                image=plan.image,
+                dockerfile=plan.dockerfile,
+                setup=setup_commands(plan, resolved),
+                install=plan.install,
+                env=plan.env,
+                env_files=list(cfg.env_files),
+            )
         scope = options.test_scope or cfg.test_scope or "touched"
         runnable = sorted(p for p in cand.test_files if parser.is_test_module(p) and repo.exists(cand.commit.sha, p))
         if not runnable and scope == "touched" and reason == NOT_CHECKED:
@@ -387,19 +434,36 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
         sources = [] if isinstance(plan, MineError) else plan.sources
         as_of = None if isinstance(plan, MineError) else plan.as_of
         task = Task(
-            id=cand.task_id, quarantined=reason if not detail else f"{reason} ({detail.splitlines()[0][:200]})",
-            repo=_location(repo, out), base_commit=cand.parent,
+            id=cand.task_id,
+            quarantined=reason if not detail else f"{reason} ({detail.splitlines()[0][:200]})",
+            repo=_location(repo, out),
+            base_commit=cand.parent,
             problem_statement=statement if statement.strip() else cand.commit.subject or cand.commit.sha,
-            environment=environment, test_command=cfg.visible_test_command or parser.test_command(None),
+            environment=environment,
+            test_command=cfg.visible_test_command or parser.test_command(None),
             hidden_tests=HiddenTests(command=command, patch_file=f"{cand.task_id}/{TEST_NAME}", parser=parser.name),
-            FAIL_TO_PASS=[], PASS_TO_PASS=[], gold_patch_file=f"{cand.task_id}/{GOLD_NAME}",
+            FAIL_TO_PASS=[],
+            PASS_TO_PASS=[],
+            gold_patch_file=f"{cand.task_id}/{GOLD_NAME}",
             timeouts=Timeouts(tests_s=cfg.tests_timeout_s) if cfg.tests_timeout_s else Timeouts(),
-            allowed_paths=list(cand.protected_files), created_at=cand.commit.date_iso,
-            origin=Origin(kind="commit", repository=str(repo.source), commit=cand.commit.sha, subject=cand.commit.subject,
-                          environment_from=sources, dependencies_as_of=as_of, **origin),
-            metadata={"gold_files": cand.gold_files, "test_files": cand.test_files, "docs_files": cand.docs_files,
-                      "changed_lines": cand.lines, **({"secrets_redacted": [f.record() for f in findings]}
-                                                      if findings else {})},
+            allowed_paths=list(cand.protected_files),
+            created_at=cand.commit.date_iso,
+            origin=Origin(
+                kind="commit",
+                repository=str(repo.source),
+                commit=cand.commit.sha,
+                subject=cand.commit.subject,
+                environment_from=sources,
+                dependencies_as_of=as_of,
+                **origin,
+            ),
+            metadata={
+                "gold_files": cand.gold_files,
+                "test_files": cand.test_files,
+                "docs_files": cand.docs_files,
+                "changed_lines": cand.lines,
+                **({"secrets_redacted": [f.record() for f in findings]} if findings else {}),
+            },
         )
         _write(out / cand.task_id / GOLD_NAME, gold_patch)
         _write(out / cand.task_id / TEST_NAME, test_patch)
@@ -407,15 +471,28 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
         j.task = load_task(out / f"{cand.task_id}.yaml")
         if reason != NOT_CHECKED:
             j.quarantined, j.detail = reason, detail
-    report = MineReport(repo.name, repo.resolve("HEAD") if commits is None else walk[-1].sha, out, judged,
-                        _parameters(options, parser.name))
+    report = MineReport(
+        repo.name,
+        repo.resolve("HEAD") if commits is None else walk[-1].sha,
+        out,
+        judged,
+        _parameters(options, parser.name),
+    )
     # check: new specs, and earlier ones that have no current verdict
-    to_check = [j for j in judged if j.task is not None and j.task.quarantined in (None, NOT_CHECKED)
-                and not (j.already and up_to_date(j.task))]
+    to_check = [
+        j
+        for j in judged
+        if j.task is not None and j.task.quarantined in (None, NOT_CHECKED) and not (j.already and up_to_date(j.task))
+    ]
     if options.check and to_check:
         findings = {j.task.id: [f.record() for f in j.findings] for j in to_check if j.findings}
-        check_options = CheckOptions(repeats=options.repeats, discover=True, workers=options.workers,
-                                     progress=options.progress, findings=findings)
+        check_options = CheckOptions(
+            repeats=options.repeats,
+            discover=True,
+            workers=options.workers,
+            progress=options.progress,
+            findings=findings,
+        )
         if options.announce:
             options.announce(plan_checks([j.task for j in to_check], check_options).describe(options.repeats))
         results = check_tasks([j.task for j in to_check], check_options)
@@ -440,8 +517,10 @@ def mine(source: str | Path, out: Path, options: MineOptions, *, commits: list[s
 
 def _redact_added(patch: bytes, findings: list[Finding]) -> bytes:
     text = patch.decode("utf-8", "surrogateescape")
-    lines = [redact(line, findings) if line.startswith("+") and not line.startswith("+++") else line
-             for line in text.splitlines(keepends=True)]
+    lines = [
+        redact(line, findings) if line.startswith("+") and not line.startswith("+++") else line
+        for line in text.splitlines(keepends=True)
+    ]
     return "".join(lines).encode("utf-8", "surrogateescape")
 
 
@@ -463,8 +542,17 @@ def _range_text(options: MineOptions) -> str:
 
 
 def _parameters(options: MineOptions, parser: str) -> dict:
-    return {"since": options.since, "until": options.until, "paths": options.paths, "max": options.max_candidates,
-            "max_lines": options.max_lines, "repeats": options.repeats, "allow_config": options.allow_config,
-            "parser": parser, "test_scope": options.test_scope or "touched",
-            "dependencies_as_of": options.dependencies_as_of or "commit", "checked": options.check,
-            "mined_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "since": options.since,
+        "until": options.until,
+        "paths": options.paths,
+        "max": options.max_candidates,
+        "max_lines": options.max_lines,
+        "repeats": options.repeats,
+        "allow_config": options.allow_config,
+        "parser": parser,
+        "test_scope": options.test_scope or "touched",
+        "dependencies_as_of": options.dependencies_as_of or "commit",
+        "checked": options.check,
+        "mined_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -48,15 +48,22 @@ class Finding:
         return f"{self.file}:{self.line} {self.rule}"
 
     def record(self) -> dict:
-        return {"file": self.file, "line": self.line, "rule": self.rule, "where": self.where,
-                "hashed_secret": self.hashed_secret}
+        return {
+            "file": self.file,
+            "line": self.line,
+            "rule": self.rule,
+            "where": self.where,
+            "hashed_secret": self.hashed_secret,
+        }
 
 
 def scanner_version() -> str:
     try:
         return metadata.version("detect-secrets")
     except metadata.PackageNotFoundError:
-        raise MineError("the secret scanner detect-secrets is not installed: pip install 'detect-secrets>=1.5'") from None
+        raise MineError(
+            "the secret scanner detect-secrets is not installed: pip install 'detect-secrets>=1.5'"
+        ) from None
 
 
 class SecretScanner:
@@ -88,8 +95,10 @@ class SecretScanner:
                 for secret in scan_file(str(dest)):
                     key = (secret.line_number, secret.type, secret.secret_hash)
                     found.setdefault(key, secret.secret_value)
-                out[path] = [Finding(path, line, rule, hashed, value=value)
-                             for (line, rule, hashed), value in sorted(found.items())]
+                out[path] = [
+                    Finding(path, line, rule, hashed, value=value)
+                    for (line, rule, hashed), value in sorted(found.items())
+                ]
         return out
 
     def scan_text(self, name: str, text: str, where: str = "statement") -> list[Finding]:
@@ -98,8 +107,9 @@ class SecretScanner:
             f.where = where
         return self._known_out(found)
 
-    def scan_commit(self, repo: GitRepo, parent: str, sha: str, statement: str, gold: list[str],
-                    tests: list[str]) -> list[Finding]:
+    def scan_commit(
+        self, repo: GitRepo, parent: str, sha: str, statement: str, gold: list[str], tests: list[str]
+    ) -> list[Finding]:
         """Statement, then the gold files, then the test files (each by path, then line, then
         rule): findings on lines the commit adds (anywhere in the statement)."""
         findings = self.scan_text("statement", statement)
@@ -153,8 +163,12 @@ class SecretScanner:
     # ------------------------------------------------------------------ baseline and redaction
 
     def _known_out(self, findings: list[Finding]) -> list[Finding]:
-        return [f for f in findings if (f.file, f.rule, f.hashed_secret) not in self.baseline
-                and ("*", f.rule, f.hashed_secret) not in self.baseline]
+        return [
+            f
+            for f in findings
+            if (f.file, f.rule, f.hashed_secret) not in self.baseline
+            and ("*", f.rule, f.hashed_secret) not in self.baseline
+        ]
 
     # ------------------------------------------------------------------ cache
 
@@ -193,8 +207,10 @@ def load_baseline(path: Path | str) -> set[tuple[str, str, str]]:
     except OSError as exc:
         raise MineError(f"{path}: cannot read the secrets baseline: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise MineError(f"{path}: the secrets baseline is not JSON ({exc.msg}); write it with "
-                        "`detect-secrets scan > .secrets.baseline`") from None
+        raise MineError(
+            f"{path}: the secrets baseline is not JSON ({exc.msg}); write it with "
+            "`detect-secrets scan > .secrets.baseline`"
+        ) from None
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, dict):
         raise MineError(f"{path}: not a detect-secrets baseline (no 'results' mapping)")

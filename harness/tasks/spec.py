@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, parse_size
 
@@ -49,7 +58,8 @@ class Environment(_Strict):
     python_venv: bool = True
     env_files: list[str] = Field(
         default_factory=list,
-        description="globs of .env-like files (see ENV_LIKE_FILES) that may enter the image; by default none does")
+        description="globs of .env-like files (see ENV_LIKE_FILES) that may enter the image; by default none does",
+    )
 
 
 class HiddenTests(_Strict):
@@ -58,12 +68,15 @@ class HiddenTests(_Strict):
     patch_file: str | None = None
     files: dict[str, str] = Field(default_factory=dict, description="path in the repository -> content")
     parser: str | list[str] = Field(
-        "pytest", description="how results are read: a name in harness.parsers.PARSERS, or a list of names when "
-        "the command runs several frameworks (their reports are joined, their protected paths too)")
+        "pytest",
+        description="how results are read: a name in harness.parsers.PARSERS, or a list of names when "
+        "the command runs several frameworks (their reports are joined, their protected paths too)",
+    )
     plugins: list[str] = Field(
         default_factory=list,
         description="test-runner plugins to load besides those the environment had when its image was built "
-        "(for pytest: names given to -p; entry points are never autoloaded in grading)")
+        "(for pytest: names given to -p; entry points are never autoloaded in grading)",
+    )
 
     @field_validator("parser")
     @classmethod
@@ -88,8 +101,10 @@ class HiddenTests(_Strict):
     def _writes_the_results_files(self) -> HiddenTests:
         for parser in self.parsers():
             if parser.results_file and parser.results_file not in self.command:
-                raise ValueError(f"the {parser.name} parser reads its results from {parser.results_file}: the command "
-                                 "must write them there (name that path in it)")
+                raise ValueError(
+                    f"the {parser.name} parser reads its results from {parser.results_file}: the command "
+                    "must write them there (name that path in it)"
+                )
         return self
 
     def parser_names(self) -> list[str]:
@@ -131,12 +146,15 @@ class Origin(_Strict):
     commit: str | None = Field(None, description="the fix commit: gold patch and hidden tests come from it")
     subject: str | None = Field(None, description="the fix commit's subject line")
     statement: Literal["commit_message", "issue", "model", "swebench"] = Field(
-        "commit_message", description="what the problem statement was made from")
+        "commit_message", description="what the problem statement was made from"
+    )
     issue: str | None = Field(None, description="the issue the statement came from, as the commit names it")
     statement_model: str | None = Field(None, description="the model that wrote the statement (statement: model)")
     statement_prompt: str | None = Field(None, description="the prompt it was given, in full")
     environment_from: list[str] = Field(default_factory=list, description="files the environment was inferred from")
-    dependencies_as_of: str | None = Field(None, description="dependencies resolved as of this date (uv --exclude-newer)")
+    dependencies_as_of: str | None = Field(
+        None, description="dependencies resolved as of this date (uv --exclude-newer)"
+    )
 
 
 def _parse_date(value: str) -> datetime:
@@ -148,7 +166,8 @@ def _parse_date(value: str) -> datetime:
 class Task(_Strict):
     id: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     quarantined: str | None = Field(
-        None, description="why the task is not runnable (written by `wholeloop tasks check`); runs skip it")
+        None, description="why the task is not runnable (written by `wholeloop tasks check`); runs skip it"
+    )
     repo: str = Field(..., description="local path (relative to the spec), git bundle, or git URL")
     base_commit: str
     problem_statement: str
@@ -159,15 +178,18 @@ class Task(_Strict):
     pass_to_pass: list[str] = Field(default_factory=list, alias="PASS_TO_PASS")
     expected_xfail: list[str] = Field(
         default_factory=list,
-        description="tests expected to xfail: only for these does XFAIL count as passed (filled by `wholeloop tasks check` from the gold patch's runs)")
+        description="tests expected to xfail: only for these does XFAIL count as passed (filled by `wholeloop tasks check` from the gold patch's runs)",
+    )
     gold_patch: str | None = None
     gold_patch_file: str | None = None
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     protected_paths: list[str] | None = Field(
-        None, description="globs an agent must not change; default: the test parser's (its tests and runner config)")
+        None, description="globs an agent must not change; default: the test parser's (its tests and runner config)"
+    )
     allowed_paths: list[str] = Field(
-        default_factory=list, description="protected files this task's fix changes, exempt from protection for it")
+        default_factory=list, description="protected files this task's fix changes, exempt from protection for it"
+    )
     created_at: str | None = Field(None, description="when the task's fix was made (ISO 8601): contamination dating")
     origin: Origin | None = Field(None, description="where a mined or imported task came from")
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -185,8 +207,10 @@ class Task(_Strict):
     @classmethod
     def _some_failing(cls, value: list[str], info: ValidationInfo) -> list[str]:
         if not value and not info.data.get("quarantined"):
-            raise ValueError("is empty: a runnable task needs at least one test its fix makes pass "
-                             "(`wholeloop tasks check --discover` finds them)")
+            raise ValueError(
+                "is empty: a runnable task needs at least one test its fix makes pass "
+                "(`wholeloop tasks check --discover` finds them)"
+            )
         return value
 
     @field_validator("created_at")
@@ -282,9 +306,15 @@ class Task(_Strict):
         """Changes whenever anything that affects the task's outcome changes."""
         data = self.model_dump(mode="json", by_alias=True)
         # fields added later leave the hash of a task that does not use them as it was
-        for key, holder in (("expected_xfail", data), ("plugins", data["hidden_tests"]), ("quarantined", data),
-                            ("allowed_paths", data), ("created_at", data), ("origin", data),
-                            ("env_files", data["environment"])):
+        for key, holder in (
+            ("expected_xfail", data),
+            ("plugins", data["hidden_tests"]),
+            ("quarantined", data),
+            ("allowed_paths", data),
+            ("created_at", data),
+            ("origin", data),
+            ("env_files", data["environment"]),
+        ):
             if not holder.get(key):
                 holder.pop(key, None)
         if data["limits"].get("disk") is None:  # unset: the hash of a task written before the field existed

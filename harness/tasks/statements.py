@@ -27,8 +27,11 @@ from pathlib import Path
 from .gitrepo import MineError
 
 _REF = re.compile(r"(?<![\w/])(?:#(\d+)|GH-(\d+)|([A-Z][A-Z0-9]{1,9}-\d+))\b", re.I)
-_CLOSING = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\b[:\s]+(?:issue\s+)?"
-                      r"(#\d+|GH-\d+|[A-Z][A-Z0-9]{1,9}-\d+)\b", re.I)
+_CLOSING = re.compile(
+    r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\b[:\s]+(?:issue\s+)?"
+    r"(#\d+|GH-\d+|[A-Z][A-Z0-9]{1,9}-\d+)\b",
+    re.I,
+)
 STATEMENT_PROMPT = """\
 You turn a fix commit into the issue a user would have filed before the fix existed.
 
@@ -75,9 +78,11 @@ def load_issues(path: Path | str) -> dict[str, Issue]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise MineError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); an issue export is a JSON list "
-                            "of GitHub issues (number, title, body) or GitLab issues (iid, title, description), "
-                            "or a CSV with id, title, body") from None
+            raise MineError(
+                f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); an issue export is a JSON list "
+                "of GitHub issues (number, title, body) or GitLab issues (iid, title, description), "
+                "or a CSV with id, title, body"
+            ) from None
         if isinstance(data, dict):
             data = data.get("issues") or data.get("items") or [data]
         if not isinstance(data, list):
@@ -88,8 +93,10 @@ def load_issues(path: Path | str) -> dict[str, Issue]:
             number = item.get("number", item.get("iid", item.get("id")))
             title = item.get("title")
             if number is None or not isinstance(title, str):
-                raise MineError(f"{path}: item {n} has no number/iid and title (GitHub: number, title, body; "
-                                "GitLab: iid, title, description)")
+                raise MineError(
+                    f"{path}: item {n} has no number/iid and title (GitHub: number, title, body; "
+                    "GitLab: iid, title, description)"
+                )
             body = item.get("body") if "body" in item else item.get("description")
             issues[_norm(str(number))] = Issue(_norm(str(number)), title, body or "")
         return issues
@@ -99,9 +106,11 @@ def load_issues(path: Path | str) -> dict[str, Issue]:
     id_col, title_col = pick("id", "key", "issue key", "number"), pick("title", "summary")
     body_col = pick("body", "description")
     if not id_col or not title_col:
-        raise MineError(f"{path}: not an issue export: a CSV needs a header with id, title and body columns "
-                        f"(found: {', '.join(reader.fieldnames or []) or 'no header'}); JSON exports of GitHub or "
-                        "GitLab issues work too")
+        raise MineError(
+            f"{path}: not an issue export: a CSV needs a header with id, title and body columns "
+            f"(found: {', '.join(reader.fieldnames or []) or 'no header'}); JSON exports of GitHub or "
+            "GitLab issues work too"
+        )
     for row in reader:
         key = _norm(row.get(id_col) or "")
         if key:

@@ -395,8 +395,9 @@ def _reachable(url: str, cache: dict[str, str | None]) -> str | None:
     if url not in cache:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
         try:
-            proc = subprocess.run(["git", "ls-remote", "--exit-code", url, "HEAD"], capture_output=True, text=True,
-                                  timeout=30, env=env)
+            proc = subprocess.run(
+                ["git", "ls-remote", "--exit-code", url, "HEAD"], capture_output=True, text=True, timeout=30, env=env
+            )
             lines = proc.stderr.strip().splitlines()
             cache[url] = None if proc.returncode == 0 else (lines[-1] if lines else f"git exit {proc.returncode}")
         except subprocess.TimeoutExpired:
@@ -425,8 +426,13 @@ def _write(path: Path, text: str) -> None:
 
 
 def import_swebench(
-    jsonl_path: str | Path, out_dir: str | Path, *, specs_file: str | Path | None = None, redact: bool = False,
-    secrets_baseline: str | Path | None = None, check_urls: bool = True,
+    jsonl_path: str | Path,
+    out_dir: str | Path,
+    *,
+    specs_file: str | Path | None = None,
+    redact: bool = False,
+    secrets_baseline: str | Path | None = None,
+    check_urls: bool = True,
 ) -> ImportedTasks:
     """Write one task spec per SWE-bench instance in `jsonl_path` into `out_dir`.
 
@@ -470,20 +476,27 @@ def import_swebench(
             continue
         findings = _secrets(scanner, task, gold, test_patch, spec_dir)
         if findings and not redact:
-            result.skipped.append(f"{label}: refused: secret found: {findings[0].label()}"
-                                  + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else "")
-                                  + "; --redact replaces them, a baseline file lists known false positives")
+            result.skipped.append(
+                f"{label}: refused: secret found: {findings[0].label()}"
+                + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else "")
+                + "; --redact replaces them, a baseline file lists known false positives"
+            )
             continue
         if findings:
             snapshot = [f for f in findings if f.where == "snapshot"]
             if snapshot:
-                result.skipped.append(f"{label}: refused: secret found: {snapshot[0].label()} (in the repository "
-                                      "at the base commit: cannot be redacted)")
+                result.skipped.append(
+                    f"{label}: refused: secret found: {snapshot[0].label()} (in the repository "
+                    "at the base commit: cannot be redacted)"
+                )
                 continue
             gold, test_patch = redact_findings(gold, findings), redact_findings(test_patch, findings)
-            task = task.model_copy(update={"problem_statement": redact_findings(task.problem_statement, findings),
-                                           "metadata": {**task.metadata,
-                                                        "secrets_redacted": [f.record() for f in findings]}})
+            task = task.model_copy(
+                update={
+                    "problem_statement": redact_findings(task.problem_statement, findings),
+                    "metadata": {**task.metadata, "secrets_redacted": [f.record() for f in findings]},
+                }
+            )
         if check_urls and "://" in task.repo and task.repo == f"https://github.com/{inst['repo']}.git":
             why = _reachable(task.repo, urls)
             if why and inst["repo"] not in warned:
@@ -491,7 +504,8 @@ def import_swebench(
                 result.warnings.append(
                     f"repository {inst['repo']}: no repo_path or repo_url for it, and {task.repo} cannot be reached "
                     f"({why}); its tasks point at that URL. Pass --specs FILE with\n"
-                    f"    {inst['repo']}:\n      \"*\": {{repo_path: path/to/a/clone/or.bundle}}")
+                    f'    {inst["repo"]}:\n      "*": {{repo_path: path/to/a/clone/or.bundle}}'
+                )
         seen[task.id] = number
         spec_dir.mkdir(parents=True, exist_ok=True)
         _write(spec_dir / GOLD_NAME, gold)
@@ -589,8 +603,12 @@ def export_predictions(
 
     final: dict[str, dict[str, Any]] = {}
     # the run folder's latest-row rule (a redo supersedes a killed try); then the last attempt
-    for row in latest_of(rows, lambda r: (r["task_id"], _config(r)), lambda r: _int(r.get("attempt"), 1),
-                         lambda r: r.get("retried") is True):
+    for row in latest_of(
+        rows,
+        lambda r: (r["task_id"], _config(r)),
+        lambda r: _int(r.get("attempt"), 1),
+        lambda r: r.get("retried") is True,
+    ):
         final[row["task_id"]] = row
 
     predictions: dict[str, dict[str, str]] = {}

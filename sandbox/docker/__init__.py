@@ -6,7 +6,17 @@ docker SDK itself): the backend that starts containers, image builds, pruning, e
 
 from .container import MAX_PATCH_BYTES, DockerBackend, DockerSandbox
 from .disk import check_room
-from .engine import API_VERSION, LABEL_OWNER, LABEL_RUN, PruneReport, engine_root, engine_version, owner_id, pid_alive, prune_containers
+from .engine import (
+    API_VERSION,
+    LABEL_OWNER,
+    LABEL_RUN,
+    PruneReport,
+    engine_root,
+    engine_version,
+    owner_id,
+    pid_alive,
+    prune_containers,
+)
 from . import native
 from .images import (
     CACHE_PATTERNS,
@@ -27,9 +37,33 @@ from .images import (
 )
 
 __all__ = [
-    "API_VERSION", "BuiltImage", "CACHE_PATTERNS", "DEFAULT_BASE", "DockerBackend", "DockerSandbox", "EnvSpec", "FACTS_DIR",
-    "ImageInfo", "LABEL_OWNER", "check_room", "LABEL_RUN", "MAX_PATCH_BYTES", "PruneReport", "REPO_DIR", "bootstrap_base_image",
-    "engine_root", "engine_version", "env_image", "existing_task_image", "image_exists", "image_id", "list_images", "native",
-    "owner_id", "pid_alive",
-    "prune_containers", "remove_images", "task_image",
+    "API_VERSION",
+    "BuiltImage",
+    "CACHE_PATTERNS",
+    "DEFAULT_BASE",
+    "DockerBackend",
+    "DockerSandbox",
+    "EnvSpec",
+    "FACTS_DIR",
+    "ImageInfo",
+    "LABEL_OWNER",
+    "check_room",
+    "LABEL_RUN",
+    "MAX_PATCH_BYTES",
+    "PruneReport",
+    "REPO_DIR",
+    "bootstrap_base_image",
+    "engine_root",
+    "engine_version",
+    "env_image",
+    "existing_task_image",
+    "image_exists",
+    "image_id",
+    "list_images",
+    "native",
+    "owner_id",
+    "pid_alive",
+    "prune_containers",
+    "remove_images",
+    "task_image",
 ]

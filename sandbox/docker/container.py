@@ -50,8 +50,16 @@ import time
 from pathlib import PurePosixPath
 
 from ..base import ExecResult, Limits, Mount, OutputCap
-from ..errors import (ContainerBroken, ContainerGone, DiskLimitReached, EngineUnavailable, ExecError, FileOpError,
-                      PatchError, SandboxError)
+from ..errors import (
+    ContainerBroken,
+    ContainerGone,
+    DiskLimitReached,
+    EngineUnavailable,
+    ExecError,
+    FileOpError,
+    PatchError,
+    SandboxError,
+)
 from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
 from .disk import DiskQuota, available, etc_mounts
 from .engine import client, labels, translate
@@ -65,9 +73,19 @@ INIT_PATH = "/.wholeloop/init"  # where wl-init is mounted (read-only) in every 
 class DockerSandbox:
     """One container (a `sandbox.base.Sandbox`); see the module docstring for the contract."""
 
-    def __init__(self, container, limits: Limits, workdir: str, *, fast_exec: bool | None = None,
-                 image: str | None = None, run_id: str = "", role: str = "agent", quota: DiskQuota | None = None,
-                 disk_enforcement: str = "none") -> None:
+    def __init__(
+        self,
+        container,
+        limits: Limits,
+        workdir: str,
+        *,
+        fast_exec: bool | None = None,
+        image: str | None = None,
+        run_id: str = "",
+        role: str = "agent",
+        quota: DiskQuota | None = None,
+        disk_enforcement: str = "none",
+    ) -> None:
         self._container = container
         self.limits = limits
         self.workdir = workdir
@@ -179,8 +197,17 @@ class DockerSandbox:
                 api.remove_container(cid, force=True)
             raise
         container = client().containers.prepare_model({"Id": cid, "Name": "/" + name})
-        box = cls(container, limits, workdir, fast_exec=fast_exec, image=image, run_id=run_id, role=role, quota=quota,
-                  disk_enforcement=enforcement)
+        box = cls(
+            container,
+            limits,
+            workdir,
+            fast_exec=fast_exec,
+            image=image,
+            run_id=run_id,
+            role=role,
+            quota=quota,
+            disk_enforcement=enforcement,
+        )
         if box._fast is not None:
             box._fast.warm()
         return box
@@ -236,8 +263,17 @@ class DockerSandbox:
         started = time.monotonic()
         ran = None
         if self._fast is not None:
-            ran = self._fast.run(argv, cwd=cwd or self.workdir, env=env or {}, timeout=timeout, stdin=stdin,
-                                 cap=cap, marker=marker, out=out, err=err)
+            ran = self._fast.run(
+                argv,
+                cwd=cwd or self.workdir,
+                env=env or {},
+                timeout=timeout,
+                stdin=stdin,
+                cap=cap,
+                marker=marker,
+                out=out,
+                err=err,
+            )
         if ran is not None:  # the helper already killed the marked processes on a timeout
             code, timed_out = ran.code, ran.timed_out
             if ran.note:
@@ -285,13 +321,33 @@ class DockerSandbox:
         return DiskLimitReached(why, result=result, used=used, limit=self.limits.disk_bytes or 0)
 
     def limit_reached(self) -> str | None:
-        """"disk_limit" while the container's disk is full (bytes or files), else None."""
+        """ "disk_limit" while the container's disk is full (bytes or files), else None."""
         return "disk_limit" if self._quota is not None and self._quota.full() else None
 
-    def _api_exec(self, argv: list[str], cwd: str | None, env: dict[str, str] | None, timeout: float,
-                  stdin: bytes | None, marker: str, out: OutputCap, err: OutputCap, started: float) -> tuple[int, bool]:
-        return api_exec(self._container.id, argv, cwd=cwd or self.workdir, env=env, timeout=timeout, stdin=stdin,
-                        marker=marker, out=out, err=err, started=started)
+    def _api_exec(
+        self,
+        argv: list[str],
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout: float,
+        stdin: bytes | None,
+        marker: str,
+        out: OutputCap,
+        err: OutputCap,
+        started: float,
+    ) -> tuple[int, bool]:
+        return api_exec(
+            self._container.id,
+            argv,
+            cwd=cwd or self.workdir,
+            env=env,
+            timeout=timeout,
+            stdin=stdin,
+            marker=marker,
+            out=out,
+            err=err,
+            started=started,
+        )
 
     def _kill_marked(self, *markers: str) -> None:
         kill_marked(self._container.id, *markers)
@@ -395,14 +451,16 @@ class DockerSandbox:
         except SandboxError as exc:
             if not self._image_lists():
                 raise
-            raise PatchError(f"the engine cannot list the container's changes ({exc}); it lists a fresh container of "
-                             "the same image: what the container's tree holds") from exc
+            raise PatchError(
+                f"the engine cannot list the container's changes ({exc}); it lists a fresh container of "
+                "the same image: what the container's tree holds"
+            ) from exc
         root = self.workdir.rstrip("/")
         out = []
         for item in found:
             path = item["Path"]
             if path == root or path.startswith(root + "/"):
-                out.append(Change(_KINDS.get(item["Kind"], "C"), path[len(root):].lstrip("/")))
+                out.append(Change(_KINDS.get(item["Kind"], "C"), path[len(root) :].lstrip("/")))
         return out
 
     def read_tree(self, paths: list[str], *, image: bool = False, max_file_bytes: int = 50_000_000) -> list[TreeEntry]:
@@ -430,8 +488,12 @@ class DockerSandbox:
                 raise SandboxError("this sandbox does not know the image it started from")
             with translate(f"creating a container of {self.image}"):
                 self._image_tree = client().api.create_container(
-                    self.image, command=["/bin/true"], labels=labels("image-tree", self.run_id), network_disabled=True,
-                    host_config=client().api.create_host_config(network_mode="none"))["Id"]
+                    self.image,
+                    command=["/bin/true"],
+                    labels=labels("image-tree", self.run_id),
+                    network_disabled=True,
+                    host_config=client().api.create_host_config(network_mode="none"),
+                )["Id"]
         return self._image_tree
 
     # ------------------------------------------------------------------ processes
@@ -470,8 +532,10 @@ class DockerSandbox:
         except SandboxError as exc:
             if not self._image_starts():
                 raise
-            raise ContainerBroken(f"the container cannot start again ({exc}); a fresh container of its image with "
-                                  "the same mounts starts: what its files hold keeps it from starting") from exc
+            raise ContainerBroken(
+                f"the container cannot start again ({exc}); a fresh container of its image with "
+                "the same mounts starts: what its files hold keeps it from starting"
+            ) from exc
         self._agent_turn = True  # the next attempt
         if self._fast is not None:
             self._fast = FastExec(self._container.id, self._kill_marked)  # started by the next command
@@ -485,9 +549,13 @@ class DockerSandbox:
             with translate("starting a fresh container of the image"):
                 self._container.reload()
                 binds = (self._container.attrs.get("HostConfig") or {}).get("Binds") or None
-                cid = api.create_container(self.image, entrypoint=[INIT_PATH], working_dir=self.workdir,
-                                           labels=labels("probe", self.run_id),
-                                           host_config=api.create_host_config(network_mode="none", binds=binds))["Id"]
+                cid = api.create_container(
+                    self.image,
+                    entrypoint=[INIT_PATH],
+                    working_dir=self.workdir,
+                    labels=labels("probe", self.run_id),
+                    host_config=api.create_host_config(network_mode="none", binds=binds),
+                )["Id"]
                 try:
                     api.start(cid)
                 finally:
@@ -517,7 +585,6 @@ class DockerSandbox:
         with translate("inspecting a container"):
             self._container.reload()
             return dict(self._container.attrs.get("State", {}))
-
 
 
 _KINDS = {0: "C", 1: "A", 2: "D"}
@@ -552,13 +619,17 @@ def _read_archive(container: str, rel: str, path: str, max_file_bytes: int) -> l
         return []  # no such path (the engine answers 404 for both)
     try:
         if not stat.get("mode", 0) & (1 << 31) and stat.get("size", 0) > max_file_bytes:  # a file: refuse unread
-            raise PatchError(f"{rel} is {stat['size']} bytes; files larger than {max_file_bytes} bytes cannot be "
-                             "part of a patch")
+            raise PatchError(
+                f"{rel} is {stat['size']} bytes; files larger than {max_file_bytes} bytes cannot be part of a patch"
+            )
         prefix = str(PurePosixPath(rel).parent) if rel else ""
         prefix = "" if prefix == "." else prefix
         out: list[TreeEntry] = []
         files: dict[str, TreeEntry] = {}
-        with translate(f"reading {path}"), tarfile.open(fileobj=io.BufferedReader(_Chunks(stream), 1 << 16), mode="r|") as tar:
+        with (
+            translate(f"reading {path}"),
+            tarfile.open(fileobj=io.BufferedReader(_Chunks(stream), 1 << 16), mode="r|") as tar,
+        ):
             for member in tar:
                 name = member.name.rstrip("/")
                 if not rel:  # the workdir itself: its archive is named after it
@@ -570,9 +641,13 @@ def _read_archive(container: str, rel: str, path: str, max_file_bytes: int) -> l
                     out.append(TreeEntry(full, "symlink", member.linkname.encode("utf-8", "surrogateescape")))
                 elif member.isfile():
                     if member.size > max_file_bytes:
-                        raise PatchError(f"{full} is {member.size} bytes; files larger than {max_file_bytes} bytes "
-                                         "cannot be part of a patch")
-                    entry = TreeEntry(full, "file", tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644)
+                        raise PatchError(
+                            f"{full} is {member.size} bytes; files larger than {max_file_bytes} bytes "
+                            "cannot be part of a patch"
+                        )
+                    entry = TreeEntry(
+                        full, "file", tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644
+                    )
                     files[member.name] = entry
                     out.append(entry)
                 elif member.islnk() and member.linkname in files:  # a hard link to a file read before
@@ -588,8 +663,26 @@ class DockerBackend:
     def __init__(self, *, fast_exec: bool | None = None) -> None:
         self.fast_exec = fast_exec
 
-    def start(self, image: str, *, limits: Limits = Limits(), role: str = "agent", run_id: str = "",
-              workdir: str = "/repo", env: dict[str, str] | None = None, mounts: tuple[Mount, ...] = (),
-              networks: tuple[str, ...] = ()) -> DockerSandbox:
-        return DockerSandbox.start(image, limits=limits, role=role, run_id=run_id, workdir=workdir, env=env,
-                                   mounts=mounts, networks=networks, fast_exec=self.fast_exec)
+    def start(
+        self,
+        image: str,
+        *,
+        limits: Limits = Limits(),
+        role: str = "agent",
+        run_id: str = "",
+        workdir: str = "/repo",
+        env: dict[str, str] | None = None,
+        mounts: tuple[Mount, ...] = (),
+        networks: tuple[str, ...] = (),
+    ) -> DockerSandbox:
+        return DockerSandbox.start(
+            image,
+            limits=limits,
+            role=role,
+            run_id=run_id,
+            workdir=workdir,
+            env=env,
+            mounts=mounts,
+            networks=networks,
+            fast_exec=self.fast_exec,
+        )

@@ -36,8 +36,10 @@ from .engine import client, translate
 
 MIN_BYTES = 16 * 2**20  # ext4 needs room for its metadata
 SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
-HOSTS = ("127.0.0.1\tlocalhost {name}\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n"
-         "ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n")
+HOSTS = (
+    "127.0.0.1\tlocalhost {name}\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n"
+    "ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n"
+)
 
 
 def _tool(name: str) -> str | None:
@@ -82,11 +84,30 @@ class DiskQuota:
                 fh.truncate(limit)  # sparse: costs the host only what gets written
             # -d: the layer folder's content (diff/, work/, link, lower) is copied in at creation.
             # No journal (the layer dies with the container), no reserved blocks, no discard wait.
-            _run([_tool("mkfs.ext4"), "-q", "-F", "-d", str(layer), "-O", "^has_journal", "-m", "0",
-                  "-E", "lazy_itable_init=1,nodiscard", "-L", "wholeloop", str(image)], "making the container's filesystem")
+            _run(
+                [
+                    _tool("mkfs.ext4"),
+                    "-q",
+                    "-F",
+                    "-d",
+                    str(layer),
+                    "-O",
+                    "^has_journal",
+                    "-m",
+                    "0",
+                    "-E",
+                    "lazy_itable_init=1,nodiscard",
+                    "-L",
+                    "wholeloop",
+                    str(image),
+                ],
+                "making the container's filesystem",
+            )
             # noinit_itable: no background zeroing of inode tables (a fresh sparse file reads as zeros)
-            _run([_tool("mount"), "-o", "loop,noinit_itable,nodev,nosuid", str(image), str(layer)],
-                 "mounting the container's filesystem")
+            _run(
+                [_tool("mount"), "-o", "loop,noinit_itable,nodev,nosuid", str(image), str(layer)],
+                "mounting the container's filesystem",
+            )
         finally:
             image.unlink(missing_ok=True)  # mounted: the loop device keeps it until the unmount
         try:
@@ -100,8 +121,12 @@ class DiskQuota:
     def usage(self) -> tuple[int, int, int, int]:
         """(bytes used, bytes free, files used, files free) of the container's filesystem."""
         vfs = os.statvfs(self.layer)
-        return ((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize, vfs.f_bavail * vfs.f_frsize,
-                vfs.f_files - vfs.f_ffree, vfs.f_favail)
+        return (
+            (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize,
+            vfs.f_bavail * vfs.f_frsize,
+            vfs.f_files - vfs.f_ffree,
+            vfs.f_favail,
+        )
 
     def full(self) -> bool:
         """Is the filesystem full, in bytes or in files (less than 1% of either, or 1 MB, left)?"""
@@ -146,8 +171,11 @@ def etc_mounts(hostname: str) -> dict[str, str]:
     folder = cache_dir() / "etc"
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
-    for target, text in (("/etc/hosts", HOSTS.format(name=hostname)), ("/etc/hostname", hostname + "\n"),
-                         ("/etc/resolv.conf", "# wholeloop: this container has no network\n")):
+    for target, text in (
+        ("/etc/hosts", HOSTS.format(name=hostname)),
+        ("/etc/hostname", hostname + "\n"),
+        ("/etc/resolv.conf", "# wholeloop: this container has no network\n"),
+    ):
         path = folder / f"{Path(target).name}-{hostname}"
         if not path.is_file() or path.read_text() != text:
             tmp = path.with_name(f".{path.name}.{os.getpid()}")
@@ -181,4 +209,5 @@ def check_room(limit: int | None, containers: int) -> None:
     if need > free:
         raise DiskSpaceError(
             f"this run may write up to {need / 2**30:.1f} GB ({containers} containers at once x a disk limit of "
-            f"{limit / 2**30:.2f} GB) but the engine's disk ({root}) has {free / 2**30:.1f} GB free")
+            f"{limit / 2**30:.2f} GB) but the engine's disk ({root}) has {free / 2**30:.1f} GB free"
+        )

@@ -74,7 +74,9 @@ def translate(what: str) -> Iterator[None]:
 
 def _short(exc: BaseException) -> str:
     explanation = getattr(exc, "explanation", None)
-    return str(explanation or exc).strip().splitlines()[0][:500] if str(explanation or exc).strip() else type(exc).__name__
+    return (
+        str(explanation or exc).strip().splitlines()[0][:500] if str(explanation or exc).strip() else type(exc).__name__
+    )
 
 
 @dataclass
@@ -127,7 +129,6 @@ def prune_containers(*, all_owners: bool = False) -> PruneReport:
 
     sweep_leftovers()
     return report
-
 
 
 def engine_version() -> dict:

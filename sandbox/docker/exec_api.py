@@ -63,8 +63,17 @@ t2=$(pids); [ -n "$t$t0$t2" ] && kill -KILL $t $t0 $t2 2>/dev/null; true
 
 
 def api_exec(
-    container_id: str, argv: list[str], *, cwd: str, env: dict[str, str] | None, timeout: float,
-    stdin: bytes | None, marker: str, out, err, started: float,
+    container_id: str,
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str] | None,
+    timeout: float,
+    stdin: bytes | None,
+    marker: str,
+    out,
+    err,
+    started: float,
 ) -> tuple[int, bool]:
     """Run one command as one Engine API exec, filling `out` and `err` (`_Capped`s): (exit code,
     timed out). Raises SandboxError, ContainerGone when the container stopped under it."""

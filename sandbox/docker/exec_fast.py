@@ -64,8 +64,7 @@ exec "$p" -I -S -c "$1"
 # Reads a 10-digit length and then the source from stdin with unbuffered reads (a buffered reader
 # could swallow the first request), then runs it. One line, so `ps` shows it on one line.
 BOOT_PY = (
-    "import os;r=lambda n,b=b'':b if len(b)>=n else r(n,b+(os.read(0,n-len(b)) or os._exit(3)));"
-    "exec(r(int(r(10))))"
+    "import os;r=lambda n,b=b'':b if len(b)>=n else r(n,b+(os.read(0,n-len(b)) or os._exit(3)));exec(r(int(r(10))))"
 )
 
 
@@ -78,8 +77,10 @@ def raise_if_stopped(container_id: str, settle_s: float = 0.3) -> None:
         with translate("inspecting a container"):
             state = client().api.inspect_container(container_id).get("State", {})
         if not state.get("Running"):
-            raise ContainerGone(f"the container stopped while a command ran ({state.get('Status')}, "
-                                f"exit code {state.get('ExitCode')}, OOM killed: {state.get('OOMKilled')})")
+            raise ContainerGone(
+                f"the container stopped while a command ran ({state.get('Status')}, "
+                f"exit code {state.get('ExitCode')}, OOM killed: {state.get('OOMKilled')})"
+            )
         if time.monotonic() >= deadline:
             return
         time.sleep(0.05)
@@ -193,13 +194,29 @@ class FastExec:
                 self.disabled = f"the helper cannot start: {type(exc).__name__}: {exc}"
 
     def run(
-        self, argv: list[str], *, cwd: str, env: dict[str, str], timeout: float, stdin: bytes | None,
-        cap: int, marker: str, out, err,
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        timeout: float,
+        stdin: bytes | None,
+        cap: int,
+        marker: str,
+        out,
+        err,
     ) -> Ran | None:
         """Run one command, filling `out` and `err` (`_Capped`s); None when it was not started."""
         env = {str(k): str(v) for k, v in env.items() if v is not None}  # as the Engine API would
-        request = {"argv": [str(a) for a in argv], "cwd": cwd, "env": env, "timeout": timeout, "cap": cap,
-                   "marker": marker, "stdin": stdin is not None}
+        request = {
+            "argv": [str(a) for a in argv],
+            "cwd": cwd,
+            "env": env,
+            "timeout": timeout,
+            "cap": cap,
+            "marker": marker,
+            "stdin": stdin is not None,
+        }
         return self._call(request, stdin, lambda conn: self._collect(conn, marker, timeout, cap, out, err))
 
     def read(self, path: str, max_bytes: int) -> bytes | None:
@@ -210,9 +227,12 @@ class FastExec:
         if got is None:
             return None
         end, data = got
-        why = {"missing": f"{path}: no such file", "dir": f"{path} is a directory",
-               "notfile": f"{path} is not a regular file",
-               "toolarge": f"{path} is {end.get('size')} bytes; the limit is {max_bytes}"}
+        why = {
+            "missing": f"{path}: no such file",
+            "dir": f"{path} is a directory",
+            "notfile": f"{path} is not a regular file",
+            "toolarge": f"{path} is {end.get('size')} bytes; the limit is {max_bytes}",
+        }
         if end.get("code") != 0 or len(data) > max_bytes:  # > max_bytes: it grew while read
             raise FileOpError(why.get(end.get("error"), f"cannot read {path}: {end.get('message', 'too large')}"))
         return bytes(data)
@@ -280,9 +300,14 @@ class FastExec:
                 if got is None:
                     self._drop(conn)
                     self._kill(marker, conn.marker)
-                    return Ran(124, True, note=(
-                        f"\n[wholeloop: the exec helper stopped answering {HOST_GRACE_S:g}s after the "
-                        "timeout; the command's processes were killed through the engine]\n"))
+                    return Ran(
+                        124,
+                        True,
+                        note=(
+                            f"\n[wholeloop: the exec helper stopped answering {HOST_GRACE_S:g}s after the "
+                            "timeout; the command's processes were killed through the engine]\n"
+                        ),
+                    )
                 kind, payload = got
                 if kind in streams:
                     streams[kind].add(payload)
@@ -301,10 +326,15 @@ class FastExec:
             self._drop(conn)
             self._kill(marker, conn.marker)  # also gives a dying container time to be seen stopped
             raise_if_stopped(self.container_id)  # the container (or engine) going is not the helper's death
-            return Ran(137, False, note=(
-                "\n[wholeloop: this command's result is incomplete: the in-container exec helper died "
-                f"while it ran ({exc}; killed by the command, `kill -9 -1` or the OOM killer?). Its "
-                "processes were killed; the next command starts a new helper.]\n"))
+            return Ran(
+                137,
+                False,
+                note=(
+                    "\n[wholeloop: this command's result is incomplete: the in-container exec helper died "
+                    f"while it ran ({exc}; killed by the command, `kill -9 -1` or the OOM killer?). Its "
+                    "processes were killed; the next command starts a new helper.]\n"
+                ),
+            )
 
     def _ready(self) -> _Conn | None:
         if self.closed:
@@ -335,8 +365,11 @@ class FastExec:
         api = client().api
         with translate("starting the exec helper"):
             exec_id = api.exec_create(
-                self.container_id, ["/bin/sh", "-c", BOOT_SH, "wlhelper", BOOT_PY], stdin=True,
-                workdir="/", environment={MARKER_ENV: marker},
+                self.container_id,
+                ["/bin/sh", "-c", BOOT_SH, "wlhelper", BOOT_PY],
+                stdin=True,
+                workdir="/",
+                environment={MARKER_ENV: marker},
             )["Id"]
             sock = api.exec_start(exec_id, socket=True)
         conn = _Conn(exec_id, sock, marker)

@@ -91,7 +91,9 @@ def base_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
         log(f"pulling {spec.image}")
     try:
         with translate(f"pulling {spec.image}"):
-            repo, _, tag = spec.image.rpartition(":") if ":" in spec.image.split("/")[-1] else (spec.image, "", "latest")
+            repo, _, tag = (
+                spec.image.rpartition(":") if ":" in spec.image.split("/")[-1] else (spec.image, "", "latest")
+            )
             img = cli.images.pull(repo, tag=tag or "latest")
     except Exception as exc:
         if spec.image == DEFAULT_BASE:
@@ -150,7 +152,13 @@ def bootstrap_base_image(
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
             raise ImageBuildError(f"debootstrap failed: {tail[-1] if tail else 'no output'}\n" + "\n".join(tail))
         # Caches and docs are a third of the size and nobody reads them in a sandbox.
-        for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
+        for sub in (
+            "var/cache/apt/archives",
+            "var/lib/apt/lists",
+            "usr/share/doc",
+            "usr/share/man",
+            "usr/share/locale",
+        ):
             shutil.rmtree(root / sub, ignore_errors=True)
         archive = Path(tmp) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(root), "-cf", str(archive), "."], check=True)
@@ -216,8 +224,13 @@ def env_image(spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
 # ----------------------------------------------------------------------------- task tier
 
 
-def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool,
-                   setups: tuple[tuple[str, str], ...] = ()) -> str:
+def task_image_tag(
+    env: BuiltImage,
+    snapshot: Snapshot,
+    install: tuple[str, ...],
+    network: bool,
+    setups: tuple[tuple[str, str], ...] = (),
+) -> str:
     key = {
         "format": IMAGE_FORMAT,
         "snapshot_format": SNAPSHOT_FORMAT,
@@ -233,7 +246,11 @@ def task_image_tag(env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...]
 
 
 def task_image(
-    env: BuiltImage, snapshot: Snapshot, install: tuple[str, ...], network: bool, log: LogFn | None = None,
+    env: BuiltImage,
+    snapshot: Snapshot,
+    install: tuple[str, ...],
+    network: bool,
+    log: LogFn | None = None,
     setups: tuple[tuple[str, str], ...] = (),
 ) -> BuiltImage:
     """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs.
@@ -253,12 +270,15 @@ def task_image(
     )
     for name, script in setups:
         target = f"{FACTS_DIR}/{name}.json"
-        lines.append(f"RUN {_shell(f'mkdir -p {FACTS_DIR} && ( {script} ) > {target}.tmp && mv {target}.tmp {target}')}")
+        lines.append(
+            f"RUN {_shell(f'mkdir -p {FACTS_DIR} && ( {script} ) > {target}.tmp && mv {target}.tmp {target}')}"
+        )
     return _build_cached(tag, lines, {}, network, log, repo_dir=snapshot.path)
 
 
-def existing_task_image(spec: EnvSpec, snapshot: Snapshot, install: tuple[str, ...], network: bool,
-                        setups: tuple[tuple[str, str], ...] = ()) -> BuiltImage | None:
+def existing_task_image(
+    spec: EnvSpec, snapshot: Snapshot, install: tuple[str, ...], network: bool, setups: tuple[tuple[str, str], ...] = ()
+) -> BuiltImage | None:
     """The task image `env_image` + `task_image` would give for these inputs, if it exists now;
     None when any tier would have to be built (or pulled). Never builds anything."""
     with translate("looking up images"):
@@ -289,8 +309,10 @@ def list_images() -> list[ImageInfo]:
     """The images wholeloop made (every tier), sorted by tag."""
     with translate("listing images"):
         found = client().images.list(filters={"label": "wholeloop=1"})
-    out = [ImageInfo(img.labels.get("wholeloop.tier", "?"), list(img.tags), img.id, int(img.attrs.get("Size", 0)))
-           for img in found]
+    out = [
+        ImageInfo(img.labels.get("wholeloop.tier", "?"), list(img.tags), img.id, int(img.attrs.get("Size", 0)))
+        for img in found
+    ]
     return sorted(out, key=lambda i: i.tags[0] if i.tags else "")
 
 
@@ -311,7 +333,9 @@ def image_id(tag: str) -> str:
         try:
             return client().images.get(tag).id
         except docker.errors.ImageNotFound:
-            raise ImageNotFound(f"image {tag} is not present", hint="Build the base image: bash scripts/setup.sh") from None
+            raise ImageNotFound(
+                f"image {tag} is not present", hint="Build the base image: bash scripts/setup.sh"
+            ) from None
 
 
 def image_exists(tag: str) -> bool:
@@ -366,7 +390,9 @@ def _build_cached(
         return _build(tag, buf, network, log)
 
 
-def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dockerfile: str = "Dockerfile") -> BuiltImage:
+def _build(
+    tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dockerfile: str = "Dockerfile"
+) -> BuiltImage:
     import time
 
     started = time.monotonic()
@@ -401,11 +427,18 @@ def _build(tag: str, context: io.BytesIO, network: bool, log: LogFn | None, dock
 
 
 # Lines of `docker build` output that say nothing about why a step failed.
-_BUILD_NOISE = re.compile(r"^(Step \d+/\d+ :|---> |Removing intermediate container|Successfully |Sending build context)")
-_TLS_FAILURE = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|x509: certificate|SSL certificate problem"
-                          r"|unable to get local issuer certificate|self[- ]signed certificate", re.I)
-TLS_HINT = ("the build could not verify a TLS certificate (a proxy that re-signs TLS?): set `trust_ca_bundle: true` "
-            "in the task's environment to trust this host's CA bundle, or give the path of your CA bundle")
+_BUILD_NOISE = re.compile(
+    r"^(Step \d+/\d+ :|---> |Removing intermediate container|Successfully |Sending build context)"
+)
+_TLS_FAILURE = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|x509: certificate|SSL certificate problem"
+    r"|unable to get local issuer certificate|self[- ]signed certificate",
+    re.I,
+)
+TLS_HINT = (
+    "the build could not verify a TLS certificate (a proxy that re-signs TLS?): set `trust_ca_bundle: true` "
+    "in the task's environment to trust this host's CA bundle, or give the path of your CA bundle"
+)
 
 
 def build_failure(tag: str, tail: list[str]) -> ImageBuildError:
@@ -413,14 +446,19 @@ def build_failure(tag: str, tail: list[str]) -> ImageBuildError:
     failing step (not the step header, not the 'returned a non-zero code' line alone), so a log or a
     results row that shows one line still says why; the end of the build log follows."""
     last_step = max((i for i, line in enumerate(tail) if line.lstrip().startswith("Step ")), default=-1)
-    step = [line.strip() for line in tail[last_step + 1:] if line.strip() and not _BUILD_NOISE.match(line.strip())]
+    step = [line.strip() for line in tail[last_step + 1 :] if line.strip() and not _BUILD_NOISE.match(line.strip())]
     *output, error = step or [""]
     code = re.search(r"non-zero code: (\d+)", error)
     cause = output[-2:] if output else [error]
     summary = " | ".join(cause)[:600] + (f" (exit code {code.group(1)})" if code and output else "")
     tls = any(_TLS_FAILURE.search(line) for line in tail)
-    hint = TLS_HINT if tls else ("fix the setup/install commands in the task's environment "
-                                 "(the end of the build log follows the first line)")
+    hint = (
+        TLS_HINT
+        if tls
+        else (
+            "fix the setup/install commands in the task's environment (the end of the build log follows the first line)"
+        )
+    )
     return ImageBuildError(f"building {tag} failed: {summary or 'no output'}\n" + "\n".join(tail[-25:]), hint=hint)
 
 

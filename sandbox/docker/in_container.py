@@ -41,7 +41,7 @@ def _base_env():
 def write_frame(kind, payload=b""):
     data = HEADER.pack(kind, len(payload)) + payload
     while data:
-        data = data[os.write(1, data):]
+        data = data[os.write(1, data) :]
 
 
 def _stat(pid):
@@ -119,7 +119,7 @@ class Stream:
 
     def add(self, data):
         if self.room > 0:
-            head, data = data[: self.room], data[self.room:]
+            head, data = data[: self.room], data[self.room :]
             self.room -= len(head)
             write_frame(self.kind, head)
         if data:
@@ -181,7 +181,7 @@ class Helper:
                     self.drain_wake()
                 else:
                     self.drain_orphan(fd)
-        payload = bytes(self.buf[HEADER.size: HEADER.size + size])
+        payload = bytes(self.buf[HEADER.size : HEADER.size + size])
         del self.buf[: HEADER.size + size]
         return kind, payload
 
@@ -197,8 +197,12 @@ class Helper:
         # the host a probe.
         path = [d for d in self.env.get("PATH", "/usr/bin:/bin").split(":") if d]
         bash = [os.path.join(d, "bash") for d in path if os.access(os.path.join(d, "bash"), os.X_OK)]
-        hello = {"protocol": PROTOCOL, "pid": os.getpid(), "python": sys.version.split()[0],
-                 "shell": bash[0] if bash else "/bin/sh"}
+        hello = {
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "shell": bash[0] if bash else "/bin/sh",
+        }
         write_frame(b"h", json.dumps(hello).encode())
         while True:
             kind, payload = self.frame()
@@ -245,14 +249,17 @@ class Helper:
                     try:
                         view = memoryview(data)
                         while view:
-                            view = view[os.write(fd, view):]
+                            view = view[os.write(fd, view) :]
                         os.fchmod(fd, req["mode"])
                     finally:
                         os.close(fd)
                     os.replace(tmp, path)
         except OSError as exc:
-            end = {"code": 1, "error": "missing" if isinstance(exc, FileNotFoundError) else "os",
-                   "message": "%s: %s" % (type(exc).__name__, exc.strerror or exc)}
+            end = {
+                "code": 1,
+                "error": "missing" if isinstance(exc, FileNotFoundError) else "os",
+                "message": "%s: %s" % (type(exc).__name__, exc.strerror or exc),
+            }
         write_frame(b"x", json.dumps(end).encode())
 
     # ---------------------------------------------------------------- one command
@@ -267,14 +274,23 @@ class Helper:
         try:
             # A new session: `kill 0` in the command hits the command, never the helper.
             proc = subprocess.Popen(
-                req["argv"], cwd=cwd, env=env, start_new_session=True, close_fds=True,
+                req["argv"],
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
         except Exception as exc:  # the exit codes `timeout` gives for the same failures
             code = 127 if isinstance(exc, FileNotFoundError) else 126
             what = req["argv"][0] if req["argv"] else ""
-            return None, code, "wholeloop: failed to run command %r: %s\n" % (what, getattr(exc, "strerror", None) or exc)
+            return (
+                None,
+                code,
+                "wholeloop: failed to run command %r: %s\n" % (what, getattr(exc, "strerror", None) or exc),
+            )
         return proc, None, ""
 
     def run(self, req, stdin):
@@ -322,7 +338,9 @@ class Helper:
             else:
                 until = deadline + (TERM_GRACE_S if timed_out else 0)
             ready, writable = select.select(
-                list(streams) + [0, self.wake] + self.orphans, [writer] if writer is not None else [], [],
+                list(streams) + [0, self.wake] + self.orphans,
+                [writer] if writer is not None else [],
+                [],
                 max(until - now, 0),
             )[:2]
             for fd in ready:
@@ -340,7 +358,7 @@ class Helper:
                     self.drain_orphan(fd)
             if writable:
                 try:
-                    pending = pending[os.write(writer, pending[:CHUNK]):]
+                    pending = pending[os.write(writer, pending[:CHUNK]) :]
                 except OSError:  # the command closed its stdin: the rest is not wanted
                     pending = b""
                 if not pending:

@@ -37,8 +37,17 @@ from ...models.pricing import lookup_price
 from ...transcript import ExternalRun, LimitHit, Stop
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
 from ..budget import Budget, LimitReached
-from .config import INSTALL_DIR, LOGS_DIR, PORT, SOCKET_DIR, TOOLS_DIR, ExternalConfig, ExternalConfigError, \
-    load_external_config, shipped_path
+from .config import (
+    INSTALL_DIR,
+    LOGS_DIR,
+    PORT,
+    SOCKET_DIR,
+    TOOLS_DIR,
+    ExternalConfig,
+    ExternalConfigError,
+    load_external_config,
+    shipped_path,
+)
 from .install import InstallError, Installed, ensure_install
 from .proxy import MeteringProxy
 from .recorder import Recorder
@@ -47,10 +56,15 @@ from .wire import get_wire
 
 LOG_BYTES = 64 * 2**20  # what the CLI's logs may bring out of the container onto the host
 PROXY_LOG = "proxy.jsonl"  # the host's own log of the proxy, in each attempt's folder
-DEFAULT_UPSTREAM = {"anthropic": "https://api.anthropic.com", "openai-chat": "https://api.openai.com",
-                    "openai-responses": "https://api.openai.com"}
+DEFAULT_UPSTREAM = {
+    "anthropic": "https://api.anthropic.com",
+    "openai-chat": "https://api.openai.com",
+    "openai-responses": "https://api.openai.com",
+}
 PROVIDER_OF = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai"}
-_PLACEHOLDER = re.compile(r"\{(model|prompt|prompt_file|logs|home|base_url|token|workdir|test_command|install|attempt)\}")
+_PLACEHOLDER = re.compile(
+    r"\{(model|prompt|prompt_file|logs|home|base_url|token|workdir|test_command|install|attempt)\}"
+)
 FWD = f"{TOOLS_DIR}/wl-fwd"
 QUICK_EXIT_S = 30.0  # a CLI that fails this fast without one model call did not start at all
 
@@ -70,10 +84,17 @@ class ExternalAgent:
         self._lock = threading.Lock()
 
     def describe(self) -> dict:
-        return {"agent": self.name, "model": self.model, "config_path": self.config_path,
-                "external": {**self.config.describe(), "model": self.model,
-                             "install_key": self.installed.key if self.installed else None,
-                             "installed": self.installed.version if self.installed else None}}
+        return {
+            "agent": self.name,
+            "model": self.model,
+            "config_path": self.config_path,
+            "external": {
+                **self.config.describe(),
+                "model": self.model,
+                "install_key": self.installed.key if self.installed else None,
+                "installed": self.installed.version if self.installed else None,
+            },
+        }
 
     # ------------------------------------------------------------------ before containers
 
@@ -85,7 +106,8 @@ class ExternalAgent:
             raise ExternalConfigError(
                 f"{self.name}: {provider.api_key_env} is not set. The proxy forwards every model call with that "
                 "API key (the container never sees it). Subscription or OAuth logins cannot be metered, so they "
-                "are not supported.")
+                "are not supported."
+            )
         url = provider.base_url or (os.environ.get(provider.base_url_env, "") if provider.base_url_env else "")
         return (url or DEFAULT_UPSTREAM[self.config.wire]).rstrip("/"), key
 
@@ -97,11 +119,15 @@ class ExternalAgent:
         except ExternalConfigError as exc:
             problems.append(str(exc))
         name = self.model.split("/", 1)[-1]
-        if lookup_price(name, PROVIDER_OF[self.config.wire], overrides=self.config.prices or None) is None \
-                and not allow_unknown_price:
-            problems.append(f"{self.name}: {name} has no price in litellm's map, so its cost would be unknown and the "
-                            "cost limit unchecked; add it under `prices:` in the agent config, or pass "
-                            "--allow-unknown-model")
+        if (
+            lookup_price(name, PROVIDER_OF[self.config.wire], overrides=self.config.prices or None) is None
+            and not allow_unknown_price
+        ):
+            problems.append(
+                f"{self.name}: {name} has no price in litellm's map, so its cost would be unknown and the "
+                "cost limit unchecked; add it under `prices:` in the agent config, or pass "
+                "--allow-unknown-model"
+            )
         return problems
 
     def prepare(self, log: Callable[[str], None] | None = None) -> None:
@@ -123,9 +149,15 @@ class ExternalAgent:
         os.chmod(sockets, 0o755)
         try:
             yield ExternalWorkspace(
-                mounts=(Mount(str(self.installed.path), INSTALL_DIR), Mount(str(native.binary("wl-fwd")), FWD),
-                        Mount(sockets, SOCKET_DIR)),  # the logs stay inside, under the disk limit: _copy_logs
-                logs_dir=logs, socket_dir=sockets, own_files=tuple(self.config.exclude))
+                mounts=(
+                    Mount(str(self.installed.path), INSTALL_DIR),
+                    Mount(str(native.binary("wl-fwd")), FWD),
+                    Mount(sockets, SOCKET_DIR),
+                ),  # the logs stay inside, under the disk limit: _copy_logs
+                logs_dir=logs,
+                socket_dir=sockets,
+                own_files=tuple(self.config.exclude),
+            )
         finally:
             shutil.rmtree(sockets, ignore_errors=True)
 
@@ -145,17 +177,31 @@ class ExternalAgent:
         prompt = ctx.task.problem_statement.strip() + "\n"
         if ctx.feedback:
             prompt += "\n" + ctx.feedback.strip() + "\n"
-        values = {"model": self.model, "prompt": prompt, "prompt_file": f"{here}/task.md", "logs": here,
-                  "home": f"{LOGS_DIR}/home", "base_url": f"http://127.0.0.1:{PORT}", "token": token,
-                  "workdir": ctx.sandbox.workdir, "test_command": ctx.task.test_command or "",
-                  "install": INSTALL_DIR, "attempt": str(ctx.attempt)}
+        values = {
+            "model": self.model,
+            "prompt": prompt,
+            "prompt_file": f"{here}/task.md",
+            "logs": here,
+            "home": f"{LOGS_DIR}/home",
+            "base_url": f"http://127.0.0.1:{PORT}",
+            "token": token,
+            "workdir": ctx.sandbox.workdir,
+            "test_command": ctx.task.test_command or "",
+            "install": INSTALL_DIR,
+            "attempt": str(ctx.attempt),
+        }
 
         def fill(text: str) -> str:
             return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
         wire = get_wire(config.wire)
-        recorder = Recorder(ctx.transcript, wire, config.tools, test_command=ctx.task.test_command or "",
-                            parser=ctx.task.hidden_tests.parser)
+        recorder = Recorder(
+            ctx.transcript,
+            wire,
+            config.tools,
+            test_command=ctx.task.test_command or "",
+            parser=ctx.task.hidden_tests.parser,
+        )
         stopper = _Stopper(ctx, f"{here}/cli.pid", config.grace_s)
         proxy_log = open(host_here / PROXY_LOG, "a", buffering=1)
 
@@ -163,10 +209,20 @@ class ExternalAgent:
             ctx.transcript.write(LimitHit(limit=hit.reason, value=hit.value, maximum=hit.maximum))
             stopper.after_grace(f"{hit.reason}: {hit.detail}")
 
-        proxy = MeteringProxy(f"{ws.socket_dir}/proxy.sock", wire=wire, upstream=upstream, api_key=key, token=token,
-                              budget=budget, refuse_status=config.refuse_status, prices=config.prices or None,
-                              provider=PROVIDER_OF[config.wire], record=recorder, on_limit=on_limit,
-                              log=lambda entry: proxy_log.write(_line(entry)))
+        proxy = MeteringProxy(
+            f"{ws.socket_dir}/proxy.sock",
+            wire=wire,
+            upstream=upstream,
+            api_key=key,
+            token=token,
+            budget=budget,
+            refuse_status=config.refuse_status,
+            prices=config.prices or None,
+            provider=PROVIDER_OF[config.wire],
+            record=recorder,
+            on_limit=on_limit,
+            log=lambda entry: proxy_log.write(_line(entry)),
+        )
         started = time.monotonic()
         try:
             with proxy:
@@ -180,19 +236,26 @@ class ExternalAgent:
                 # The forwarder's failure says so with a word of this attempt's (exit code 97 alone
                 # could be the CLI's own: its stdout goes to a file, never to this exec's).
                 failed = f"wl-forwarder-failed-{secrets.token_hex(8)}"
-                script = (f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || "
-                          f"{{ echo {failed}; exit 97; }}\n"
-                          f"echo $$ > {here}/cli.pid\ncd {shlex.quote(sb.workdir)}\n"
-                          f'exec "$@" < {stdin} > {here}/stdout.txt 2> {here}/stderr.txt')
+                script = (
+                    f"mkdir -p {shlex.quote(values['home'])} && {FWD} -d {PORT} {SOCKET_DIR}/proxy.sock || "
+                    f"{{ echo {failed}; exit 97; }}\n"
+                    f"echo $$ > {here}/cli.pid\ncd {shlex.quote(sb.workdir)}\n"
+                    f'exec "$@" < {stdin} > {here}/stdout.txt 2> {here}/stderr.txt'
+                )
                 stopper.watch()
-                result = sb.exec(["/bin/sh", "-c", script, "wl-agent", *argv], env=env,
-                                 timeout=budget.wall_limit_s + config.grace_s + 5)
+                result = sb.exec(
+                    ["/bin/sh", "-c", script, "wl-agent", *argv],
+                    env=env,
+                    timeout=budget.wall_limit_s + config.grace_s + 5,
+                )
                 stopper.done()
         except InfraError as exc:
             stopper.done()
             _copy_logs(ctx.sandbox, LOGS_DIR, ws.logs_dir)  # what can still be read of them (best effort)
             ctx.transcript.write(Stop(reason="infra_error", detail=str(exc)))
-            return AgentResult.from_budget(budget, "infra_error", infra_error=f"infra_error: {exc}", infra_retryable=True)
+            return AgentResult.from_budget(
+                budget, "infra_error", infra_error=f"infra_error: {exc}", infra_retryable=True
+            )
         finally:
             proxy_log.close()
         seconds = time.monotonic() - started
@@ -200,23 +263,51 @@ class ExternalAgent:
         report = READERS[config.self_report](host_here) if config.self_report else None
         stderr = _tail(host_here / "stderr.txt") or result.stderr[-3000:]
         kept = sorted(str(p.relative_to(ws.logs_dir.parent)) for p in host_here.rglob("*") if p.is_file())
-        ctx.transcript.write(ExternalRun(
-            attempt=ctx.attempt, cli=config.cli, version=config.version, exit_code=result.returncode,
-            seconds=round(seconds, 3), timed_out=result.timed_out, stopped_by=stopper.reason, logs=kept[:200],
-            self_report=report.model_dump() if report else None, stderr_tail=stderr, logs_left_out=left_out))
+        ctx.transcript.write(
+            ExternalRun(
+                attempt=ctx.attempt,
+                cli=config.cli,
+                version=config.version,
+                exit_code=result.returncode,
+                seconds=round(seconds, 3),
+                timed_out=result.timed_out,
+                stopped_by=stopper.reason,
+                logs=kept[:200],
+                self_report=report.model_dump() if report else None,
+                stderr_tail=stderr,
+                logs_left_out=left_out,
+            )
+        )
         reason, detail, infra, retry = self._stop_reason(
-            proxy, result.returncode, result.timed_out, stopper, seconds, stderr, forwarder_failed=failed in result.stdout,
-            started=lambda: _changed_repository(ctx.sandbox, config.exclude))
+            proxy,
+            result.returncode,
+            result.timed_out,
+            stopper,
+            seconds,
+            stderr,
+            forwarder_failed=failed in result.stdout,
+            started=lambda: _changed_repository(ctx.sandbox, config.exclude),
+        )
         ctx.transcript.write(Stop(reason=reason, detail=detail))
-        out = AgentResult.from_budget(budget, reason, infra_error=f"{reason}: {detail}" if infra else None,
-                                      infra_retryable=retry)
+        out = AgentResult.from_budget(
+            budget, reason, infra_error=f"{reason}: {detail}" if infra else None, infra_retryable=retry
+        )
         out.model_calls = proxy.stats.calls
         out.tool_s = max(seconds - budget.model_s, 0.0)
         return out
 
-    def _stop_reason(self, proxy: MeteringProxy, code: int, timed_out: bool, stopper: _Stopper, seconds: float,
-                     stderr: str, *, forwarder_failed: bool = False,
-                     started: Callable[[], bool] = lambda: False) -> tuple[str, str, bool, bool]:
+    def _stop_reason(
+        self,
+        proxy: MeteringProxy,
+        code: int,
+        timed_out: bool,
+        stopper: _Stopper,
+        seconds: float,
+        stderr: str,
+        *,
+        forwarder_failed: bool = False,
+        started: Callable[[], bool] = lambda: False,
+    ) -> tuple[str, str, bool, bool]:
         """(stop reason, detail, infra, retryable) of a finished CLI run; `forwarder_failed`: the
         script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's);
         `started`: did the CLI change the repository (then it did start, however fast it failed)?"""
@@ -242,8 +333,15 @@ class ExternalAgent:
         if code == 0:
             return "submitted", "the CLI finished", False, False
         if stats.calls == 0 and seconds < QUICK_EXIT_S and not started():
-            return "agent_error", (f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
-                                   f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"), True, False
+            return (
+                "agent_error",
+                (
+                    f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
+                    f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"
+                ),
+                True,
+                False,
+            )
         return "agent_error", f"the CLI exited with code {code}: {stderr[-500:]}", False, False
 
 
@@ -281,8 +379,14 @@ class _Stopper:
         except (SandboxError, UnicodeDecodeError, ValueError):
             return
         with contextlib.suppress(SandboxError):
-            self.ctx.sandbox.exec(["/bin/sh", "-c", f"kill -TERM -{pid} {pid} 2>/dev/null; sleep 3; "
-                                   f"kill -KILL -{pid} {pid} 2>/dev/null; true"], timeout=30)
+            self.ctx.sandbox.exec(
+                [
+                    "/bin/sh",
+                    "-c",
+                    f"kill -TERM -{pid} {pid} 2>/dev/null; sleep 3; kill -KILL -{pid} {pid} 2>/dev/null; true",
+                ],
+                timeout=30,
+            )
 
     def done(self) -> None:
         self.finished.set()
@@ -336,8 +440,11 @@ def _copy_logs(sb, inside: str, host: Path, limit: int = LOG_BYTES) -> str:
         target.unlink(missing_ok=True)  # a symlink planted on the host earlier is replaced, never followed
         target.write_bytes(entry.data)
         total += len(entry.data)
-    return f"{len(left)} file(s) of the CLI's logs left out (over {limit} bytes in all): {', '.join(left[:5])}" \
-        if left else ""
+    return (
+        f"{len(left)} file(s) of the CLI's logs left out (over {limit} bytes in all): {', '.join(left[:5])}"
+        if left
+        else ""
+    )
 
 
 def _tail(path: Path, size: int = 3000) -> str:
@@ -360,8 +467,10 @@ def build(spec: AgentSpec) -> ExternalAgent:
         raise UnknownAgent(f"agent {spec.name!r} has no external agent config")
     config = load_external_config(path)
     if spec.settings.get("temperature") is not None or spec.settings.get("max_tokens") is not None:
-        raise UnknownAgent(f"{config.name}: --temperature and --max-tokens are the CLI's own settings; set them in "
-                           "its command or env in the agent config")
+        raise UnknownAgent(
+            f"{config.name}: --temperature and --max-tokens are the CLI's own settings; set them in "
+            "its command or env in the agent config"
+        )
     return ExternalAgent(config, spec.model or config.model, path)
 
 

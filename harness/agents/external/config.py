@@ -53,8 +53,10 @@ class InstallStep(_Strict):
                 raise ValueError(f"pip requirement {req!r} is not pinned: write name==version")
         for pkg in self.npm or []:
             if not _NPM_PIN.match(pkg):
-                raise ValueError(f"npm package {pkg!r} is not pinned: write name@x.y.z (an unpinned install "
-                                 "picks whatever version the installing node allows)")
+                raise ValueError(
+                    f"npm package {pkg!r} is not pinned: write name@x.y.z (an unpinned install "
+                    "picks whatever version the installing node allows)"
+                )
         return self
 
     def describe(self) -> str:
@@ -81,8 +83,10 @@ class ToolRules(_Strict):
     edit_commands: list[str] = Field(default_factory=list, description="regexes: shell commands that change files")
     test_commands: list[str] = Field(default_factory=list, description="regexes: shell commands that run tests")
     exit_code: str | None = Field(None, description="regex, one group: the exit code in a shell tool's output")
-    result_json: dict[str, str] = Field(default_factory=dict, description="when a shell result is a JSON object: "
-                                        "which keys hold the `output` and the `exit_code`")
+    result_json: dict[str, str] = Field(
+        default_factory=dict,
+        description="when a shell result is a JSON object: which keys hold the `output` and the `exit_code`",
+    )
     text_edits: Literal["search_replace"] | None = Field(None, description="edits written as text in replies (aider)")
 
     @field_validator("edit_commands", "test_commands")
@@ -107,7 +111,9 @@ class ExternalConfig(_Strict):
     version: str = Field(description="the pinned version, for the manifest")
     install: list[InstallStep] = Field(min_length=1)
     bundle_node: bool = Field(False, description="copy the installing node into the folder (CLIs that run on node)")
-    check: list[str] = Field(description="argv run after the install, network off: must exit 0 (its output: the version)")
+    check: list[str] = Field(
+        description="argv run after the install, network off: must exit 0 (its output: the version)"
+    )
     wire: Literal["anthropic", "openai-chat", "openai-responses"]
     model: str = Field(description="the model the CLI is given unless --model says otherwise")
     provider: Provider
@@ -120,7 +126,9 @@ class ExternalConfig(_Strict):
     logs: list[str] = Field(default_factory=list, description="globs (under the logs folder) of its own logs")
     self_report: Literal["mini", "claude", "codex", "aider"] | None = None
     limits: AgentLimits = Field(default_factory=AgentLimits)
-    refuse_status: int = Field(429, ge=400, le=599, description="the status budget refusals get (one the CLI treats as final)")
+    refuse_status: int = Field(
+        429, ge=400, le=599, description="the status budget refusals get (one the CLI treats as final)"
+    )
     grace_s: float = Field(15.0, ge=0, description="after the budget is spent, the CLI is stopped this much later")
     prices: dict[str, dict[str, float]] = Field(default_factory=dict, description="per-token prices litellm lacks")
 
@@ -132,11 +140,22 @@ class ExternalConfig(_Strict):
 
     def describe(self) -> dict:
         """What the manifest records about this scaffold."""
-        return {"kind": "external", "name": self.name, "cli": self.cli, "version": self.version,
-                "install": [s.describe() for s in self.install], "wire": self.wire, "model": self.model,
-                "command": self.command, "prompt": self.prompt, "env": sorted(self.env),
-                "limits": self.limits.model_dump(), "refuse_status": self.refuse_status, "grace_s": self.grace_s,
-                "exclude": self.exclude}
+        return {
+            "kind": "external",
+            "name": self.name,
+            "cli": self.cli,
+            "version": self.version,
+            "install": [s.describe() for s in self.install],
+            "wire": self.wire,
+            "model": self.model,
+            "command": self.command,
+            "prompt": self.prompt,
+            "env": sorted(self.env),
+            "limits": self.limits.model_dump(),
+            "refuse_status": self.refuse_status,
+            "grace_s": self.grace_s,
+            "exclude": self.exclude,
+        }
 
 
 def shipped_configs() -> list[str]:
@@ -149,8 +168,10 @@ def shipped_path(name: str) -> Path:
     """The file of the shipped config `name`; raises ExternalConfigError naming the ones there are."""
     path = Path(str(resources.files("harness.data").joinpath(f"agents/external/{name}.yaml")))
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name) or not path.is_file():
-        raise ExternalConfigError(f"no shipped external agent {name!r}; there are: {', '.join(shipped_configs())} "
-                                  "(or give your own with --agent-config FILE)")
+        raise ExternalConfigError(
+            f"no shipped external agent {name!r}; there are: {', '.join(shipped_configs())} "
+            "(or give your own with --agent-config FILE)"
+        )
     return path
 
 

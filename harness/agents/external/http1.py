@@ -16,9 +16,24 @@ import ssl
 from collections.abc import Iterator
 
 MAX_HEAD = 64 * 1024  # bytes of a request or status line plus headers
-HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te",
-                 "trailer", "upgrade", "host", "content-length", "content-encoding", "accept-encoding",
-                 "x-api-key", "authorization"})
+HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "host",
+        "content-length",
+        "content-encoding",
+        "accept-encoding",
+        "x-api-key",
+        "authorization",
+    }
+)
 
 
 class BadMessage(ValueError):

@@ -116,8 +116,14 @@ def _host_node() -> tuple[Path, Path, str] | None:
 def install_key(config: ExternalConfig, base_id: str) -> str:
     """The hash an install folder is cached under: steps, base image, recipe (and node, for npm)."""
     node = _host_node() if any(s.npm for s in config.install) else None
-    key = {"recipe": RECIPE, "base": base_id, "steps": [s.model_dump(exclude_none=True) for s in config.install],
-           "bundle_node": config.bundle_node, "check": config.check, "node": node[2] if node else None}
+    key = {
+        "recipe": RECIPE,
+        "base": base_id,
+        "steps": [s.model_dump(exclude_none=True) for s in config.install],
+        "bundle_node": config.bundle_node,
+        "check": config.check,
+        "node": node[2] if node else None,
+    }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -153,10 +159,20 @@ def ensure_install(config: ExternalConfig, *, log: LogFn | None = None, backend:
                     shutil.rmtree(work, ignore_errors=True)
                     work.mkdir()
                     time.sleep(5 * attempt)
-            (work / MARKER).write_text(json.dumps({
-                "name": config.name, "cli": config.cli, "version": config.version, "key": key, "check": version,
-                "steps": [s.describe() for s in config.install], "seconds": round(time.monotonic() - started, 1),
-            }, indent=2))
+            (work / MARKER).write_text(
+                json.dumps(
+                    {
+                        "name": config.name,
+                        "cli": config.cli,
+                        "version": config.version,
+                        "key": key,
+                        "check": version,
+                        "steps": [s.describe() for s in config.install],
+                        "seconds": round(time.monotonic() - started, 1),
+                    },
+                    indent=2,
+                )
+            )
             shutil.rmtree(target, ignore_errors=True)
             os.replace(work, target)
         finally:
@@ -172,24 +188,44 @@ def _installed(path: Path, key: str, *, cached: bool, seconds: float = 0.0) -> I
 
 def _build(config: ExternalConfig, work: Path, build_log: Path, log: LogFn, backend: Backend) -> None:
     caches = cache_dir() / "downloads"
-    mounts = [Mount(str(work), INSTALL_DIR, read_only=False),
-              Mount(str(_mkdir(caches / "pip")), "/wl-build/pip-cache", read_only=False),
-              Mount(str(_mkdir(caches / "npm")), "/wl-build/npm-cache", read_only=False)]
-    env = {"PIP_CACHE_DIR": "/wl-build/pip-cache", "npm_config_cache": "/wl-build/npm-cache",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "npm_config_update_notifier": "false",
-           "PATH": f"{NODE_IN_BUILD}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+    mounts = [
+        Mount(str(work), INSTALL_DIR, read_only=False),
+        Mount(str(_mkdir(caches / "pip")), "/wl-build/pip-cache", read_only=False),
+        Mount(str(_mkdir(caches / "npm")), "/wl-build/npm-cache", read_only=False),
+    ]
+    env = {
+        "PIP_CACHE_DIR": "/wl-build/pip-cache",
+        "npm_config_cache": "/wl-build/npm-cache",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "npm_config_update_notifier": "false",
+        "PATH": f"{NODE_IN_BUILD}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    }
     ca = Path("/etc/ssl/certs/ca-certificates.crt")
     if ca.is_file():
         mounts.append(Mount(str(ca), CA_IN_BUILD))
-        env.update({name: CA_IN_BUILD for name in ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE",
-                                                     "NODE_EXTRA_CA_CERTS", "npm_config_cafile")})
+        env.update(
+            {
+                name: CA_IN_BUILD
+                for name in (
+                    "SSL_CERT_FILE",
+                    "PIP_CERT",
+                    "REQUESTS_CA_BUNDLE",
+                    "NODE_EXTRA_CA_CERTS",
+                    "npm_config_cafile",
+                )
+            }
+        )
     uses_npm = any(s.npm for s in config.install)
     if uses_npm or config.bundle_node:
         node = _host_node()
         if node is None:
-            raise InstallError(f"{config.name}: npm steps need node and npm on this host (Debian: apt-get install nodejs npm)")
-        mounts += [Mount(str(node[0]), f"{NODE_IN_BUILD}/bin/node"),
-                   Mount(str(node[1]), f"{NODE_IN_BUILD}/lib/node_modules/npm")]
+            raise InstallError(
+                f"{config.name}: npm steps need node and npm on this host (Debian: apt-get install nodejs npm)"
+            )
+        mounts += [
+            Mount(str(node[0]), f"{NODE_IN_BUILD}/bin/node"),
+            Mount(str(node[1]), f"{NODE_IN_BUILD}/lib/node_modules/npm"),
+        ]
     uses_pip = any(s.pip for s in config.install)
     limits = Limits(network=True, memory="6g", command_timeout_s=1800)
     try:
@@ -200,12 +236,19 @@ def _build(config: ExternalConfig, work: Path, build_log: Path, log: LogFn, back
         steps: list[tuple[str, str]] = []
         if uses_pip:
             steps.append(("bundled Python", _PYTHON_PRELUDE.format(install=INSTALL_DIR, patchelf=PATCHELF)))
-        steps += [(f"step {i} of {len(config.install)} ({s.describe()})", _step_script(s))
-                  for i, s in enumerate(config.install, 1)]
+        steps += [
+            (f"step {i} of {len(config.install)} ({s.describe()})", _step_script(s))
+            for i, s in enumerate(config.install, 1)
+        ]
         if uses_pip:
             steps.append(("bundling the Python's libraries", _PYTHON_FINISH.format(install=INSTALL_DIR)))
         if config.bundle_node:
-            steps.append(("bundling node", f"mkdir -p {INSTALL_DIR}/node/bin && cp {NODE_IN_BUILD}/bin/node {INSTALL_DIR}/node/bin/"))
+            steps.append(
+                (
+                    "bundling node",
+                    f"mkdir -p {INSTALL_DIR}/node/bin && cp {NODE_IN_BUILD}/bin/node {INSTALL_DIR}/node/bin/",
+                )
+            )
         for what, script in steps:
             log(f"{config.name}: {what}")
             t0 = time.monotonic()
@@ -223,24 +266,29 @@ def _step_script(step: InstallStep) -> str:
     if step.pip is not None:
         return f"set -e\n{INSTALL_DIR}/venv/bin/python -m pip install -q " + " ".join(_quote(r) for r in step.pip)
     if step.npm is not None:
-        return (f"set -e\nnode {NODE_IN_BUILD}/lib/node_modules/npm/bin/npm-cli.js install --prefix {INSTALL_DIR} "
-                "--no-audit --no-fund --omit=dev --loglevel=error " + " ".join(_quote(p) for p in step.npm))
+        return (
+            f"set -e\nnode {NODE_IN_BUILD}/lib/node_modules/npm/bin/npm-cli.js install --prefix {INSTALL_DIR} "
+            "--no-audit --no-fund --omit=dev --loglevel=error " + " ".join(_quote(p) for p in step.npm)
+        )
     return f"set -e\ncd {INSTALL_DIR}\n{step.shell}"
 
 
 def _check(config: ExternalConfig, work: Path, backend: Backend) -> str:
     """Run the config's `check` in the finished folder, mounted read-only, with the network off."""
     try:
-        box = backend.start(DEFAULT_BASE, limits=Limits(network=False), role="build",
-                            mounts=(Mount(str(work), INSTALL_DIR),))
+        box = backend.start(
+            DEFAULT_BASE, limits=Limits(network=False), role="build", mounts=(Mount(str(work), INSTALL_DIR),)
+        )
     except SandboxError as exc:
         raise InfraError(f"cannot start a container to check {config.name}: {exc}") from exc
     with box:
         result = box.exec(config.check, timeout=120)
     if not result.ok:
         tail = "\n".join(result.combined().splitlines()[-30:])
-        raise InstallError(f"installing {config.name}: the check {' '.join(config.check)!r} failed "
-                           f"(exit {result.returncode}) in the finished install:\n{tail}")
+        raise InstallError(
+            f"installing {config.name}: the check {' '.join(config.check)!r} failed "
+            f"(exit {result.returncode}) in the finished install:\n{tail}"
+        )
     return result.stdout.strip()[-500:]
 
 

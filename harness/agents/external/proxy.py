@@ -44,10 +44,22 @@ RECORD_DELAY_S = 2.0  # at most this long does recording wait for the relaying t
 class MeteringProxy:
     """The proxy of one attempt (see the module docstring). A context manager."""
 
-    def __init__(self, socket_path: str, *, wire: Wire, upstream: str, api_key: str, token: str, budget: Budget,
-                 refuse_status: int = 429, prices: PriceTable | None = None, provider: str = "",
-                 record: Callable[[Exchange], None] | None = None, on_limit: Callable[[LimitReached], None] | None = None,
-                 log: Callable[[dict], None] | None = None) -> None:
+    def __init__(
+        self,
+        socket_path: str,
+        *,
+        wire: Wire,
+        upstream: str,
+        api_key: str,
+        token: str,
+        budget: Budget,
+        refuse_status: int = 429,
+        prices: PriceTable | None = None,
+        provider: str = "",
+        record: Callable[[Exchange], None] | None = None,
+        on_limit: Callable[[LimitReached], None] | None = None,
+        log: Callable[[dict], None] | None = None,
+    ) -> None:
         self.socket_path, self.wire, self.token, self.budget = socket_path, wire, token, budget
         self.refuse_status, self.prices, self.provider = refuse_status, prices, provider
         self.on_limit, self.log = on_limit, log

@@ -29,14 +29,30 @@ import msgspec
 import orjson
 
 from ...parsers import get_parsers, parse_run
-from ...transcript import ErrorEvent, ModelRequest, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, TranscriptWriter
+from ...transcript import (
+    ErrorEvent,
+    ModelRequest,
+    ModelResponse,
+    TestRun,
+    ToolCallEvent,
+    ToolResultEvent,
+    TranscriptWriter,
+)
 from .config import ToolRules
 from .relay import Exchange
 from .wire import LIMIT_KEYS, Call, Wire, strip_cache_marks
 
 #: Shell commands that run tests, besides the task's own test command and the config's patterns.
-DEFAULT_TEST_COMMANDS = (r"\bpytest\b", r"\bpython3?\s+-m\s+(pytest|unittest)\b", r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
-                         r"\bgo\s+test\b", r"\bcargo\s+test\b", r"\bmvn\b.*\btest\b", r"\bgradle\w*\b.*\btest\b", r"\btox\b")
+DEFAULT_TEST_COMMANDS = (
+    r"\bpytest\b",
+    r"\bpython3?\s+-m\s+(pytest|unittest)\b",
+    r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
+    r"\bgo\s+test\b",
+    r"\bcargo\s+test\b",
+    r"\bmvn\b.*\btest\b",
+    r"\bgradle\w*\b.*\btest\b",
+    r"\btox\b",
+)
 _SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EDIT_FAILED = re.compile(r"SearchReplaceNoExactMatch|failed to match|did not match|Unable to apply", re.I)
@@ -60,7 +76,7 @@ def _first_item(raw: bytes) -> bytes:
     start = len(text) - len(text.lstrip())
     if not text.startswith("[", start):
         return raw
-    rest = text[start + 1:]
+    rest = text[start + 1 :]
     offset = len(rest) - len(rest.lstrip())
     try:
         _, end = _SCANNER.raw_decode(rest, offset)
@@ -76,8 +92,15 @@ def _digest(value: Any) -> str:
 class Recorder:
     """Writes the events of one attempt's model calls (see the module docstring)."""
 
-    def __init__(self, transcript: TranscriptWriter, wire: Wire, rules: ToolRules, *, test_command: str = "",
-                 parser: str | list[str] = "pytest") -> None:
+    def __init__(
+        self,
+        transcript: TranscriptWriter,
+        wire: Wire,
+        rules: ToolRules,
+        *,
+        test_command: str = "",
+        parser: str | list[str] = "pytest",
+    ) -> None:
         self.transcript, self.wire, self.rules = transcript, wire, rules
         self.parsers = get_parsers(parser)
         tests = list(rules.test_commands) or list(DEFAULT_TEST_COMMANDS)
@@ -106,23 +129,38 @@ class Recorder:
         if isinstance(limit, int):
             extra["max_tokens"] = limit
         whole = chain[-1].hex()[:16] if chain else ""
-        self.transcript.write(ModelRequest(step=ex.step, messages_hash=whole, new_messages=head + fresh, **extra),
-                              at=ex.sent_at)
+        self.transcript.write(
+            ModelRequest(step=ex.step, messages_hash=whole, new_messages=head + fresh, **extra), at=ex.sent_at
+        )
         if ex.reply is None:
-            self.transcript.write(ErrorEvent(where="provider", error_type=f"HTTP {ex.status}", message=ex.error),
-                                  at=ex.answered_at or None)
+            self.transcript.write(
+                ErrorEvent(where="provider", error_type=f"HTTP {ex.status}", message=ex.error),
+                at=ex.answered_at or None,
+            )
             return
         reply = ex.reply
         calls = list(reply.calls) + self._text_edit_calls(reply.text, ex.step)
-        self.transcript.write(ModelResponse(
-            step=ex.step, text=reply.text, stop_reason=reply.stop_reason, usage=reply.usage.model_dump(),
-            cost_usd=ex.cost_usd, latency_s=round(ex.latency_s, 3), model=reply.model,
-            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments if c.arguments is not None else {}}
-                        for c in calls],
-        ), at=ex.answered_at or None)
+        self.transcript.write(
+            ModelResponse(
+                step=ex.step,
+                text=reply.text,
+                stop_reason=reply.stop_reason,
+                usage=reply.usage.model_dump(),
+                cost_usd=ex.cost_usd,
+                latency_s=round(ex.latency_s, 3),
+                model=reply.model,
+                tool_calls=[
+                    {"id": c.id, "name": c.name, "arguments": c.arguments if c.arguments is not None else {}}
+                    for c in calls
+                ],
+            ),
+            at=ex.answered_at or None,
+        )
         self.at = ex.answered_at or None
         if reply.error:
-            self.transcript.write(ErrorEvent(where="provider", error_type="stream error", message=reply.error), at=self.at)
+            self.transcript.write(
+                ErrorEvent(where="provider", error_type="stream error", message=reply.error), at=self.at
+            )
         for call in calls:
             self._call(call, ex.step)
 
@@ -144,7 +182,7 @@ class Recorder:
         if old_raw and raw == old_raw:
             sent, same = previous, len(previous)
         elif old_raw.endswith(b"]") and raw.startswith(old_raw[:-1]) and previous:
-            rest = raw[len(old_raw) - 1:].lstrip()
+            rest = raw[len(old_raw) - 1 :].lstrip()
             if rest.startswith(b","):
                 tail = orjson.loads(b"[" + rest[1:])
                 if isinstance(tail, list):
@@ -174,9 +212,18 @@ class Recorder:
     def _call(self, call: Call, step: int) -> None:
         kind, command = self.classify(call)
         self.calls[call.id] = _Call(step, call.name, kind, command)
-        self.transcript.write(ToolCallEvent(step=step, call_id=call.id, name=call.name, arguments=call.arguments,
-                                            raw_arguments=call.raw if call.arguments is None else "", kind=kind,
-                                            command=command), at=self.at)
+        self.transcript.write(
+            ToolCallEvent(
+                step=step,
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                raw_arguments=call.raw if call.arguments is None else "",
+                kind=kind,
+                command=command,
+            ),
+            at=self.at,
+        )
 
     def classify(self, call: Call) -> tuple[str, str]:
         """(kind, command) of a call by the config's rules."""
@@ -198,8 +245,11 @@ class Recorder:
             return []
         found = []
         for n, match in enumerate(_SEARCH_REPLACE.finditer(text), 1):
-            call = Call(f"edit-{step}-{n}", "search_replace",
-                        {"path": match.group(1).strip().strip("`*"), "search": match.group(2), "replace": match.group(3)})
+            call = Call(
+                f"edit-{step}-{n}",
+                "search_replace",
+                {"path": match.group(1).strip().strip("`*"), "search": match.group(2), "replace": match.group(3)},
+            )
             found.append(call)
             self.text_edits.append((call.id, _Call(step, call.name, "edit", "")))
         return found
@@ -213,18 +263,37 @@ class Recorder:
             self.answered.add(result.call_id)
             call = self.calls.get(result.call_id, _Call(0, "?", "", ""))
             output, exit_code = self._unpack(call, result.output, result.is_error)
-            self.transcript.write(ToolResultEvent(step=call.step, call_id=result.call_id, name=call.name,
-                                                  output=output, is_error=result.is_error,
-                                                  exit_code=exit_code, kind=call.kind), at=self.at)
+            self.transcript.write(
+                ToolResultEvent(
+                    step=call.step,
+                    call_id=result.call_id,
+                    name=call.name,
+                    output=output,
+                    is_error=result.is_error,
+                    exit_code=exit_code,
+                    kind=call.kind,
+                ),
+                at=self.at,
+            )
             if call.kind == "test":
                 self._test_run(call, output, exit_code)
         if self.text_edits:  # aider says what went wrong with an edit in its next message
-            said = "\n".join(m.get("content", "") for m in fresh if m.get("role") == "user" and isinstance(m.get("content"), str))
+            said = "\n".join(
+                m.get("content", "") for m in fresh if m.get("role") == "user" and isinstance(m.get("content"), str)
+            )
             failed = bool(_EDIT_FAILED.search(said))
             for call_id, call in self.text_edits:
-                self.transcript.write(ToolResultEvent(step=call.step, call_id=call_id, name=call.name,
-                                                      output=said[-2000:] or "(no reply from the CLI)",
-                                                      is_error=failed, kind="edit"), at=self.at)
+                self.transcript.write(
+                    ToolResultEvent(
+                        step=call.step,
+                        call_id=call_id,
+                        name=call.name,
+                        output=said[-2000:] or "(no reply from the CLI)",
+                        is_error=failed,
+                        kind="edit",
+                    ),
+                    at=self.at,
+                )
             self.text_edits.clear()
 
     def _unpack(self, call: _Call, output: str, is_error: bool) -> tuple[str, int | None]:
@@ -251,6 +320,16 @@ class Recorder:
         report = parse_run(self.parsers, output, lambda path: None)
         failing = report.failing() + report.collection_errors
         green = exit_code == 0 and not failing
-        self.transcript.write(TestRun(step=call.step, command=call.command, exit_code=exit_code,
-                                      passed=report.count("passed"), failed=report.count("failed"),
-                                      errors=report.count("errors"), failing=failing[:50], green=green), at=self.at)
+        self.transcript.write(
+            TestRun(
+                step=call.step,
+                command=call.command,
+                exit_code=exit_code,
+                passed=report.count("passed"),
+                failed=report.count("failed"),
+                errors=report.count("errors"),
+                failing=failing[:50],
+                green=green,
+            ),
+            at=self.at,
+        )

@@ -30,12 +30,21 @@ from .wire import Reply, StreamReader, sse_payloads
 if TYPE_CHECKING:
     from .proxy import MeteringProxy
 
-KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-         405: "invalid_request_error", 413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error"}
+KINDS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
 MAX_BODY = 64 * 1024 * 1024
 TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 ENCODER = msgspec.json.Encoder()
 FIELDS = ("model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens")
+
 
 @dataclass
 class Exchange:
@@ -67,7 +76,6 @@ class ProxyStats:
     last_upstream_model: str = ""  # the model the refused call named (the CLI's choice, or the configured one)
 
 
-
 @functools.lru_cache(maxsize=256)
 def max_output_tokens(model: str) -> int | None:
     """The model's maximum reply length in litellm's map, when it is there."""
@@ -82,7 +90,7 @@ def event_blocks(data: bytes) -> tuple[list[bytes], bytes]:
     cut = data.rfind(b"\n\n")
     if cut < 0:
         return [], data
-    return [b for b in data[:cut].split(b"\n\n") if b.strip()], data[cut + 2:]
+    return [b for b in data[:cut].split(b"\n\n") if b.strip()], data[cut + 2 :]
 
 
 class Connection:
@@ -121,16 +129,24 @@ class Connection:
 
     def reply_json(self, status: int, payload: dict, headers: list[tuple[str, str]] = ()) -> None:
         data = orjson.dumps(payload)
-        self.send(head_bytes(f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
-                             [("content-type", "application/json"), ("content-length", str(len(data))), *headers]) + data)
+        self.send(
+            head_bytes(
+                f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
+                [("content-type", "application/json"), ("content-length", str(len(data))), *headers],
+            )
+            + data
+        )
 
     def refuse(self, status: int, message: str, why: str, method: str, target: str, counter: str) -> None:
         proxy = self.proxy
         with proxy.lock:
             count_refusal(proxy.stats, counter)
         proxy.note({"event": "refused", "why": why, "method": method, "path": target[:200], "status": status})
-        self.reply_json(status, self.wire.error_body(f"wholeloop proxy: {message}", KINDS.get(status, "api_error")),
-                        [("x-should-retry", "false")])
+        self.reply_json(
+            status,
+            self.wire.error_body(f"wholeloop proxy: {message}", KINDS.get(status, "api_error")),
+            [("x-should-retry", "false")],
+        )
 
     # -------------------------------------------------------------- one request
 
@@ -138,40 +154,65 @@ class Connection:
         """Answer one request; False when the connection must close."""
         parts = head.line.split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            self.reply_json(400, {"error": {"message": "wholeloop proxy: not an HTTP/1.1 request"}},
-                            [("connection", "close")])
+            self.reply_json(
+                400, {"error": {"message": "wholeloop proxy: not an HTTP/1.1 request"}}, [("connection", "close")]
+            )
             return False
         method, target, _ = parts
         keep = head.get("connection").lower() != "close"
         if method == "CONNECT":
-            self.refuse(405, "CONNECT is refused: this proxy forwards to one model provider only", "connect", method,
-                        target, "refused_target")
+            self.refuse(
+                405,
+                "CONNECT is refused: this proxy forwards to one model provider only",
+                "connect",
+                method,
+                target,
+                "refused_target",
+            )
             return False
         try:
             raw = read_body(self.rf, head, MAX_BODY)
         except BadMessage as exc:
-            self.reply_json(413 if "large" in str(exc) else 400, {"error": {"message": f"wholeloop proxy: {exc}"}},
-                            [("connection", "close")])
+            self.reply_json(
+                413 if "large" in str(exc) else 400,
+                {"error": {"message": f"wholeloop proxy: {exc}"}},
+                [("connection", "close")],
+            )
             return False
         if not target.startswith("/") or target.startswith("//"):
-            self.refuse(403, "only the configured model provider can be reached", "target", method, target,
-                        "refused_target")
+            self.refuse(
+                403, "only the configured model provider can be reached", "target", method, target, "refused_target"
+            )
             return keep
         path = target.split("?", 1)[0]
         kind = self.wire.route(method, path)
         if kind is None:
-            self.refuse(404 if method in ("GET", "POST") else 405, f"{method} {path} is not part of the "
-                        f"{self.wire.name} API", "route", method, target, "refused_target")
+            self.refuse(
+                404 if method in ("GET", "POST") else 405,
+                f"{method} {path} is not part of the {self.wire.name} API",
+                "route",
+                method,
+                target,
+                "refused_target",
+            )
             return keep
         if not self.authorized(head):
-            self.refuse(401, "this request does not carry the attempt's token", "token", method, target, "refused_token")
+            self.refuse(
+                401, "this request does not carry the attempt's token", "token", method, target, "refused_token"
+            )
             return keep
         encoding = head.get("content-encoding").lower()
         if encoding == "gzip":
             raw = gzip.decompress(raw)
         elif encoding not in ("", "identity"):
-            self.refuse(415, f"request bodies encoded with {encoding} are not supported; turn off the CLI's request "
-                        "compression", "encoding", method, target, "refused_target")
+            self.refuse(
+                415,
+                f"request bodies encoded with {encoding} are not supported; turn off the CLI's request compression",
+                "encoding",
+                method,
+                target,
+                "refused_target",
+            )
             return keep
         if kind == "free":
             with self.proxy.lock:
@@ -189,12 +230,24 @@ class Connection:
         model = fields.get("model") if isinstance(fields.get("model"), str) else ""
         admitted = self.proxy.admit(model)
         if isinstance(admitted, LimitReached):
-            self.proxy.note({"event": "refused", "why": "budget", "method": method, "path": target[:200],
-                             "status": self.proxy.refuse_status})
-            self.reply_json(self.proxy.refuse_status, self.wire.error_body(
-                f"wholeloop proxy: the attempt's {admitted.reason.replace('_', ' ')} is reached ({admitted.detail}); "
-                "no more model calls are allowed", KINDS.get(self.proxy.refuse_status, "api_error")),
-                [("x-should-retry", "false")])
+            self.proxy.note(
+                {
+                    "event": "refused",
+                    "why": "budget",
+                    "method": method,
+                    "path": target[:200],
+                    "status": self.proxy.refuse_status,
+                }
+            )
+            self.reply_json(
+                self.proxy.refuse_status,
+                self.wire.error_body(
+                    f"wholeloop proxy: the attempt's {admitted.reason.replace('_', ' ')} is reached ({admitted.detail}); "
+                    "no more model calls are allowed",
+                    KINDS.get(self.proxy.refuse_status, "api_error"),
+                ),
+                [("x-should-retry", "false")],
+            )
             return keep
         step, out_left = admitted
         before = dict(fields)
@@ -218,8 +271,12 @@ class Connection:
     def forward(self, method: str, target: str, head: Head, raw: bytes, exchange: Exchange | None) -> bool:
         proxy = self.proxy
         headers = head.forwardable()
-        headers += [("host", proxy.up_host_header), *self.wire.upstream_auth(proxy.api_key).items(),
-                    ("accept-encoding", "identity"), ("content-length", str(len(raw)))]
+        headers += [
+            ("host", proxy.up_host_header),
+            *self.wire.upstream_auth(proxy.api_key).items(),
+            ("accept-encoding", "identity"),
+            ("content-length", str(len(raw))),
+        ]
         request = head_bytes(f"{method} {proxy.up_prefix}{target} HTTP/1.1", headers) + raw
         started = time.monotonic()
         upstream, answer, error = None, None, ""
@@ -241,8 +298,9 @@ class Connection:
             if exchange is not None:
                 exchange.status, exchange.error = 502, f"provider unreachable: {error}"
                 proxy.record(exchange)
-            self.reply_json(502, self.wire.error_body(f"wholeloop proxy: the provider is unreachable ({error})",
-                                                      "api_error"))
+            self.reply_json(
+                502, self.wire.error_body(f"wholeloop proxy: the provider is unreachable ({error})", "api_error")
+            )
             return True
         status = int(answer.line.split(" ", 2)[1])
         line = "HTTP/1.1 " + answer.line.split(" ", 1)[1]
@@ -352,7 +410,15 @@ def count_refusal(stats: ProxyStats, counter: str) -> None:
         stats.refused_token += 1
 
 
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
-            429: "Too Many Requests", 502: "Bad Gateway"}
-
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+    502: "Bad Gateway",
+}

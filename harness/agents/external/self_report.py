@@ -55,9 +55,15 @@ def claude(logs: Path) -> SelfReport | None:
         return None
     usage = result.get("usage") or {}
     read, write = int(usage.get("cache_read_input_tokens") or 0), int(usage.get("cache_creation_input_tokens") or 0)
-    return SelfReport(input_tokens=int(usage.get("input_tokens") or 0) + read + write,
-                      output_tokens=int(usage.get("output_tokens") or 0), cache_read_tokens=read, cache_write_tokens=write,
-                      cost_usd=result.get("total_cost_usd"), calls=result.get("num_turns"), source="stdout.txt")
+    return SelfReport(
+        input_tokens=int(usage.get("input_tokens") or 0) + read + write,
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cost_usd=result.get("total_cost_usd"),
+        calls=result.get("num_turns"),
+        source="stdout.txt",
+    )
 
 
 def codex(logs: Path) -> SelfReport | None:
@@ -81,8 +87,10 @@ def codex(logs: Path) -> SelfReport | None:
     return out if found else None
 
 
-_AIDER = re.compile(r"Tokens: ([\d.]+)(k?) sent(?:, ([\d.]+)(k?) cache write)?(?:, ([\d.]+)(k?) cache hit)?, "
-                    r"([\d.]+)(k?) received\.(?: Cost: \$([\d.]+) message)?")
+_AIDER = re.compile(
+    r"Tokens: ([\d.]+)(k?) sent(?:, ([\d.]+)(k?) cache write)?(?:, ([\d.]+)(k?) cache hit)?, "
+    r"([\d.]+)(k?) received\.(?: Cost: \$([\d.]+) message)?"
+)
 
 
 def aider(logs: Path) -> SelfReport | None:

@@ -108,7 +108,7 @@ class Wire(ABC):
     head_keys: tuple[str, ...] = ("tools",)  # top-level keys that frame it (system prompt, tools)
 
     def route(self, method: str, path: str) -> str | None:
-        """"call", "free", or None when the proxy must refuse this method and path."""
+        """ "call", "free", or None when the proxy must refuse this method and path."""
         if method == "POST" and path in self.counted:
             return "call"
         if method in ("POST", "GET") and path in self.free:
@@ -221,27 +221,45 @@ class Anthropic(Wire):
             content = msg.get("content") if msg.get("role") == "user" else None
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    found.append(Result(str(block.get("tool_use_id", "")), _text_of(block.get("content")),
-                                        bool(block.get("is_error"))))
+                    found.append(
+                        Result(
+                            str(block.get("tool_use_id", "")),
+                            _text_of(block.get("content")),
+                            bool(block.get("is_error")),
+                        )
+                    )
         return found
 
     def usage(self, raw: dict | None) -> Usage:
         raw = raw or {}
         read, write = _int(raw.get("cache_read_input_tokens")), _int(raw.get("cache_creation_input_tokens"))
-        return Usage(input_tokens=_int(raw.get("input_tokens")) + read + write, output_tokens=_int(raw.get("output_tokens")),
-                     cache_read_tokens=read, cache_write_tokens=write)
+        return Usage(
+            input_tokens=_int(raw.get("input_tokens")) + read + write,
+            output_tokens=_int(raw.get("output_tokens")),
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+        )
 
     def reply(self, body: dict) -> Reply:
-        out = Reply(usage=self.usage(body.get("usage")), stop_reason=str(body.get("stop_reason") or ""),
-                    model=str(body.get("model") or ""))
+        out = Reply(
+            usage=self.usage(body.get("usage")),
+            stop_reason=str(body.get("stop_reason") or ""),
+            model=str(body.get("model") or ""),
+        )
         texts = []
         for block in body.get("content") or []:
             if block.get("type") == "text":
                 texts.append(block.get("text", ""))
             elif block.get("type") == "tool_use":
                 args = block.get("input")
-                out.calls.append(Call(str(block.get("id", "")), str(block.get("name", "")),
-                                      args if isinstance(args, dict) else None, orjson.dumps(args).decode()))
+                out.calls.append(
+                    Call(
+                        str(block.get("id", "")),
+                        str(block.get("name", "")),
+                        args if isinstance(args, dict) else None,
+                        orjson.dumps(args).decode(),
+                    )
+                )
         out.text = "".join(texts)
         return out
 
@@ -322,25 +340,39 @@ class OpenAIChat(Wire):
         return head, messages
 
     def results(self, messages: list[dict]) -> list[Result]:
-        return [Result(str(m.get("tool_call_id", "")), _text_of(m.get("content")))
-                for m in messages if m.get("role") == "tool"]
+        return [
+            Result(str(m.get("tool_call_id", "")), _text_of(m.get("content")))
+            for m in messages
+            if m.get("role") == "tool"
+        ]
 
     def usage(self, raw: dict | None) -> Usage:
         raw = raw or {}
         details = raw.get("prompt_tokens_details") or {}
         completion = raw.get("completion_tokens_details") or {}
-        return Usage(input_tokens=_int(raw.get("prompt_tokens")), output_tokens=_int(raw.get("completion_tokens")),
-                     cache_read_tokens=_int(details.get("cached_tokens")),
-                     reasoning_tokens=_int(completion.get("reasoning_tokens")))
+        return Usage(
+            input_tokens=_int(raw.get("prompt_tokens")),
+            output_tokens=_int(raw.get("completion_tokens")),
+            cache_read_tokens=_int(details.get("cached_tokens")),
+            reasoning_tokens=_int(completion.get("reasoning_tokens")),
+        )
 
     def reply(self, body: dict) -> Reply:
         choice = (body.get("choices") or [{}])[0]
         message = choice.get("message") or {}
-        out = Reply(text=_text_of(message.get("content")), usage=self.usage(body.get("usage")),
-                    stop_reason=str(choice.get("finish_reason") or ""), model=str(body.get("model") or ""))
+        out = Reply(
+            text=_text_of(message.get("content")),
+            usage=self.usage(body.get("usage")),
+            stop_reason=str(choice.get("finish_reason") or ""),
+            model=str(body.get("model") or ""),
+        )
         for call in message.get("tool_calls") or []:
             fn = call.get("function") or {}
-            raw = fn.get("arguments") if isinstance(fn.get("arguments"), str) else orjson.dumps(fn.get("arguments")).decode()
+            raw = (
+                fn.get("arguments")
+                if isinstance(fn.get("arguments"), str)
+                else orjson.dumps(fn.get("arguments")).decode()
+            )
             out.calls.append(Call(str(call.get("id", "")), str(fn.get("name", "")), _parse_args(raw), raw))
         return out
 
@@ -377,7 +409,9 @@ class _ChatStream(StreamReader):
 
     def done(self) -> Reply:
         self.out.text = "".join(self.texts)
-        self.out.calls = [Call(c["id"], c["name"], _parse_args(c["args"]), c["args"]) for _, c in sorted(self.calls.items())]
+        self.out.calls = [
+            Call(c["id"], c["name"], _parse_args(c["args"]), c["args"]) for _, c in sorted(self.calls.items())
+        ]
         return self.out
 
 
@@ -399,22 +433,33 @@ class OpenAIResponses(Wire):
         items = items if isinstance(items, list) else []
         head = []
         if body.get("instructions") or body.get("tools"):
-            head.append({"role": "system", "content": _text_of(body.get("instructions")), **tools_head(body.get("tools"))})
+            head.append(
+                {"role": "system", "content": _text_of(body.get("instructions")), **tools_head(body.get("tools"))}
+            )
         return head, items
 
     def results(self, messages: list[dict]) -> list[Result]:
-        return [Result(str(m.get("call_id", "")), _text_of(m.get("output")))
-                for m in messages if m.get("type") in ("function_call_output", "custom_tool_call_output")]
+        return [
+            Result(str(m.get("call_id", "")), _text_of(m.get("output")))
+            for m in messages
+            if m.get("type") in ("function_call_output", "custom_tool_call_output")
+        ]
 
     def usage(self, raw: dict | None) -> Usage:
         raw = raw or {}
-        return Usage(input_tokens=_int(raw.get("input_tokens")), output_tokens=_int(raw.get("output_tokens")),
-                     cache_read_tokens=_int((raw.get("input_tokens_details") or {}).get("cached_tokens")),
-                     reasoning_tokens=_int((raw.get("output_tokens_details") or {}).get("reasoning_tokens")))
+        return Usage(
+            input_tokens=_int(raw.get("input_tokens")),
+            output_tokens=_int(raw.get("output_tokens")),
+            cache_read_tokens=_int((raw.get("input_tokens_details") or {}).get("cached_tokens")),
+            reasoning_tokens=_int((raw.get("output_tokens_details") or {}).get("reasoning_tokens")),
+        )
 
     def reply(self, body: dict) -> Reply:
-        out = Reply(usage=self.usage(body.get("usage")), stop_reason=str(body.get("status") or ""),
-                    model=str(body.get("model") or ""))
+        out = Reply(
+            usage=self.usage(body.get("usage")),
+            stop_reason=str(body.get("status") or ""),
+            model=str(body.get("model") or ""),
+        )
         for item in body.get("output") or []:
             self.add_item(out, item)
         return out
@@ -426,12 +471,14 @@ class OpenAIResponses(Wire):
             out.text += _text_of(item.get("content"))
         elif kind == "function_call":
             raw = item.get("arguments") if isinstance(item.get("arguments"), str) else ""
-            out.calls.append(Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")),
-                                  _parse_args(raw), raw))
+            out.calls.append(
+                Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")), _parse_args(raw), raw)
+            )
         elif kind == "custom_tool_call":
             raw = item.get("input") if isinstance(item.get("input"), str) else ""
-            out.calls.append(Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")),
-                                  {"input": raw}, raw))
+            out.calls.append(
+                Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")), {"input": raw}, raw)
+            )
 
     def stream(self) -> StreamReader:
         return _ResponsesStream(self)

@@ -16,7 +16,12 @@ from alembic import context
 from harness.history.schema import metadata
 
 connection = context.config.attributes["connection"]
-context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
-                  compare_type=True, compare_server_default=False)
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_as_batch=True,
+    compare_type=True,
+    compare_server_default=False,
+)
 with context.begin_transaction():
     context.run_migrations()

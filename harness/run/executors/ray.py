@@ -57,12 +57,22 @@ class RayExecutor:
     `unit_cpus`: CPUs a unit reserves on its node (units mostly wait on Docker and the model).
     """
 
-    def __init__(self, address: str | None = None, *, max_in_flight: int | None = None,
-                 unit_cpus: float | None = None, max_ship_mb: float | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        max_in_flight: int | None = None,
+        unit_cpus: float | None = None,
+        max_ship_mb: float | None = None,
+    ) -> None:
         self.address = address
         self.max_in_flight = max_in_flight
         self.unit_cpus = unit_cpus if unit_cpus is not None else float(os.environ.get("WHOLELOOP_RAY_UNIT_CPUS", "1"))
-        mb = max_ship_mb if max_ship_mb is not None else float(os.environ.get("WHOLELOOP_RAY_MAX_SHIP_MB", DEFAULT_MAX_SHIP_MB))
+        mb = (
+            max_ship_mb
+            if max_ship_mb is not None
+            else float(os.environ.get("WHOLELOOP_RAY_MAX_SHIP_MB", DEFAULT_MAX_SHIP_MB))
+        )
         self.max_ship_bytes = int(mb * 1024 * 1024)
         self._max_retries = 2  # Ray's own retries when a unit's worker process or node dies
         self._inflight: dict[Any, Any] = {}
@@ -92,8 +102,15 @@ class RayExecutor:
 
     def nodes(self) -> list[dict]:
         """The cluster's live nodes: host name, address and CPUs."""
-        return [{"host": n.get("NodeManagerHostname"), "address": n.get("NodeManagerAddress"),
-                 "cpus": n.get("Resources", {}).get("CPU", 0)} for n in self.ray.nodes() if n.get("Alive")]
+        return [
+            {
+                "host": n.get("NodeManagerHostname"),
+                "address": n.get("NodeManagerAddress"),
+                "cpus": n.get("Resources", {}).get("CPU", 0),
+            }
+            for n in self.ray.nodes()
+            if n.get("Alive")
+        ]
 
     # ------------------------------------------------------------------ the Executor protocol
 
@@ -128,12 +145,14 @@ class RayExecutor:
             ray.shutdown()
             self._owns = False
 
-    def _submit(self, fn: Callable[[Any], Any], units: list[Any],
-                tick: Callable[[], None] | None = None) -> Iterator[tuple[Any, Any]]:
+    def _submit(
+        self, fn: Callable[[Any], Any], units: list[Any], tick: Callable[[], None] | None = None
+    ) -> Iterator[tuple[Any, Any]]:
         """(unit, result or exception) per unit, as they complete, at most max_in_flight at once."""
         ray = self.ray
-        remote = ray.remote(fn).options(num_cpus=self.unit_cpus, max_retries=self._max_retries,
-                                        retry_exceptions=False, scheduling_strategy="SPREAD")
+        remote = ray.remote(fn).options(
+            num_cpus=self.unit_cpus, max_retries=self._max_retries, retry_exceptions=False, scheduling_strategy="SPREAD"
+        )
         queue = list(units)
         while queue or self._inflight:
             while queue and (self.max_in_flight is None or len(self._inflight) < self.max_in_flight):
@@ -165,7 +184,9 @@ class RayExecutor:
         self._connect()
         self._max_retries = runner.options.infra_retries
         probe = self._probe()
-        runner.progress("note", "", f"ray: {len(self.nodes())} node(s); wholeloop {probe['version']} on {probe['node']}")
+        runner.progress(
+            "note", "", f"ray: {len(self.nodes())} node(s); wholeloop {probe['version']} on {probe['node']}"
+        )
         if probe["version"] != __version__:
             runner.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
         payloads, hashes = self._payloads(runner, units)
@@ -180,8 +201,10 @@ class RayExecutor:
                 rows = [self._failure_row(runner, task, repeat, outcome)]
             else:
                 self._land(runner, task, repeat, outcome)
-                rows = [ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
-                        for row in outcome["rows"]]
+                rows = [
+                    ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
+                    for row in outcome["rows"]
+                ]
             for row in rows:
                 runner.folder.append(row)
             yield rows
@@ -217,7 +240,11 @@ class RayExecutor:
         agent = {"spec": spec, "config_text": None}
         if spec.get("config_path"):
             agent["config_text"] = Path(spec["config_path"]).read_text()
-        replay = (spec.get("model") or "").removeprefix("replay:") if (spec.get("model") or "").startswith("replay:") else None
+        replay = (
+            (spec.get("model") or "").removeprefix("replay:")
+            if (spec.get("model") or "").startswith("replay:")
+            else None
+        )
         per_task, hashes = {}, {}
         for task in {t.id: t for t, _ in units}.values():
             per_task[task.id] = _task_payload(task, shipper)
@@ -225,15 +252,27 @@ class RayExecutor:
             per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
             hashes[task.id] = task.content_hash()
         options = runner.options
-        common = {"run_id": runner.run_id, "config": runner.label, "agent": agent,
-                  "options": {"repeats": options.repeats, "attempts": options.attempts, "feedback": options.feedback,
-                              "infra_retries": options.infra_retries,
-                              "limits": options.limits.model_dump(exclude_none=True)}}
+        common = {
+            "run_id": runner.run_id,
+            "config": runner.label,
+            "agent": agent,
+            "options": {
+                "repeats": options.repeats,
+                "attempts": options.attempts,
+                "feedback": options.feedback,
+                "infra_retries": options.infra_retries,
+                "limits": options.limits.model_dump(exclude_none=True),
+            },
+        }
         return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units], hashes
 
     def _note_manifest(self, runner) -> None:
-        executor = {"kind": "ray", "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
-                    "nodes": self.nodes(), "unit_cpus": self.unit_cpus}
+        executor = {
+            "kind": "ray",
+            "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
+            "nodes": self.nodes(),
+            "unit_cpus": self.unit_cpus,
+        }
         runner.folder.update_manifest(lambda manifest: manifest.__setitem__("executor", executor))
 
     def _land(self, runner, task, repeat: int, result: dict) -> None:
@@ -272,8 +311,9 @@ def _import_ray():
     try:
         import ray
     except ImportError as exc:
-        raise RayExecutorError("--executor ray needs the ray package",
-                               hint="pip install -e '.[ray]' (bash scripts/setup.sh installs it)") from exc
+        raise RayExecutorError(
+            "--executor ray needs the ray package", hint="pip install -e '.[ray]' (bash scripts/setup.sh installs it)"
+        ) from exc
     return ray
 
 
@@ -331,8 +371,9 @@ class _Shipper:
         if cached is None:
             with tempfile.TemporaryDirectory() as tmp:
                 bundle = Path(tmp) / "repo.bundle"
-                proc = subprocess.run(["git", "-C", str(path), "bundle", "create", str(bundle), "--all"],
-                                      capture_output=True, text=True)
+                proc = subprocess.run(
+                    ["git", "-C", str(path), "bundle", "create", str(bundle), "--all"], capture_output=True, text=True
+                )
                 if proc.returncode != 0:
                     return None  # not a git repository: the node says so, as a local run would
                 data = bundle.read_bytes()
@@ -351,7 +392,9 @@ class _Shipper:
             digest = hashlib.sha256(b"folder\0")
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
                 digest.update(str(file.relative_to(path)).encode() + b"\0" + file.read_bytes())
-            cached = self._done[("folder", str(path))] = self._item(digest.hexdigest()[:24], "tar", "", data, path, what)
+            cached = self._done[("folder", str(path))] = self._item(
+                digest.hexdigest()[:24], "tar", "", data, path, what
+            )
         return cached
 
 
@@ -374,8 +417,12 @@ def _task_payload(task, shipper: _Shipper) -> dict:
         add("hidden_tests.patch_file", shipper.file(path, f"task {task.id}: hidden_tests.patch_file"), path)
     if task.environment.dockerfile:
         path = task.resolve_path(task.environment.dockerfile)
-        add("environment.dockerfile", shipper.folder(path.parent, f"task {task.id}: Dockerfile folder"), path,
-            inner=path.name)
+        add(
+            "environment.dockerfile",
+            shipper.folder(path.parent, f"task {task.id}: Dockerfile folder"),
+            path,
+            inner=path.name,
+        )
     if isinstance(task.environment.trust_ca_bundle, str):
         path = task.resolve_path(task.environment.trust_ca_bundle)
         add("environment.trust_ca_bundle", shipper.file(path, f"task {task.id}: trust_ca_bundle"), path)
@@ -386,7 +433,10 @@ def _recording(source: Path, task_id: str, shipper: _Shipper) -> dict | None:
     """The recording a replay model would read for this task (see ReplayModel.for_task)."""
     if source.is_file():
         return shipper.file(source, "replay recording")
-    candidates = [source / f"{task_id}.jsonl", *sorted((source / "attempts" / task_id).glob("*/rep-0/transcript.jsonl"))]
+    candidates = [
+        source / f"{task_id}.jsonl",
+        *sorted((source / "attempts" / task_id).glob("*/rep-0/transcript.jsonl")),
+    ]
     for path in candidates:
         if path.is_file():
             return shipper.file(path, f"replay recording of {task_id}")

@@ -134,20 +134,35 @@ def run_unit(payload: dict) -> dict:
         task = rebuild_task(payload["task"], workdir)
         agent = rebuild_agent(payload, payload["task"], task.id, workdir)
         opts = payload["options"]
-        options = RunOptions(out=workdir / payload["run_id"], workers=1, repeats=opts["repeats"],
-                             attempts=opts["attempts"], feedback=opts["feedback"],
-                             infra_retries=opts["infra_retries"], limits=LimitsSpec(**opts["limits"]),
-                             label=payload["config"])
+        options = RunOptions(
+            out=workdir / payload["run_id"],
+            workers=1,
+            repeats=opts["repeats"],
+            attempts=opts["attempts"],
+            feedback=opts["feedback"],
+            infra_retries=opts["infra_retries"],
+            limits=LimitsSpec(**opts["limits"]),
+            label=payload["config"],
+        )
         folder = RunFolder(options.out, create=True)
         runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
         rows = runner.run_unit(task, payload["repeat"])
         run_dir = options.out
-        files = {str(p.relative_to(run_dir)): p.read_bytes()
-                 for p in sorted((run_dir / "attempts").rglob("*")) if p.is_file()}
+        files = {
+            str(p.relative_to(run_dir)): p.read_bytes()
+            for p in sorted((run_dir / "attempts").rglob("*"))
+            if p.is_file()
+        }
         log = folder.image_log_path
         images = folder.manifest().get("images", {}).get(task.id, {})
-        return {"rows": [row.model_dump(mode="json") for row in rows], "files": files,
-                "log": log.read_text() if log.exists() else "", "images": images, "node": host, "version": __version__}
+        return {
+            "rows": [row.model_dump(mode="json") for row in rows],
+            "files": files,
+            "log": log.read_text() if log.exists() else "",
+            "images": images,
+            "node": host,
+            "version": __version__,
+        }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0003'
-down_revision = '0002'
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('attempts', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('retried', sa.Boolean(), nullable=False, server_default=sa.false()))
+    with op.batch_alter_table("attempts", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("retried", sa.Boolean(), nullable=False, server_default=sa.false()))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('attempts', schema=None) as batch_op:
-        batch_op.drop_column('retried')
+    with op.batch_alter_table("attempts", schema=None) as batch_op:
+        batch_op.drop_column("retried")
