@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .scrub import scrub_bytes
 
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -29,15 +29,15 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .jsonl import append_line, complete_lines, drop_torn_tail, escape_surrogates, text_bytes
-from .usage import Usage  # one token accounting for models, rows and reports (no model adapter import)
 from .scrub import scrub
+from .usage import Usage  # one token accounting for models, rows and reports (no model adapter import)
 
 RESULT_SCHEMA = 1
 
@@ -346,7 +346,7 @@ class RunFolder:
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
                 "command": sys.argv,
-                "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "since": datetime.now(UTC).isoformat(timespec="seconds"),
             }
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode(), 0)

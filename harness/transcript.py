@@ -14,7 +14,7 @@ import json
 import os
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -263,8 +263,8 @@ class TranscriptWriter:
             event.seq = self._seq
             now = time.monotonic()
             happened = now if at is None else min(at, now)
-            stamp = datetime.now(timezone.utc).timestamp() - (now - happened)
-            event.time = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+            stamp = datetime.now(UTC).timestamp() - (now - happened)
+            event.time = datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds")
             event.elapsed_s = round(happened - self._t0, 3)
             data = scrub(event.model_dump(mode="json"), self._secrets)
             self._fh.write(

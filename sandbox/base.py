@@ -17,7 +17,6 @@ from typing import Protocol, runtime_checkable
 
 from .patch import Change, TreeEntry
 
-
 DEFAULT_DISK = "2g"  # what agents write with the network off (builds, caches, scratch) fits; 16 workers need 32 GB free
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 

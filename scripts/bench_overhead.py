@@ -32,7 +32,7 @@ import tempfile
 import textwrap
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,11 +47,11 @@ from harness.history import listing  # noqa: E402
 from harness.history.db import HistoryFilter, HistoryIndex  # noqa: E402
 from harness.history.live import attach  # noqa: E402
 from harness.history.url import sqlite_url  # noqa: E402
-from harness.records import ResultRow, RunFolder, write_atomic, write_json  # noqa: E402
-from harness.transcript import TranscriptWriter, read_transcript  # noqa: E402
 from harness.models import ScriptedModel, tool_turn  # noqa: E402
-from harness.run import RunOptions, Runner  # noqa: E402
+from harness.records import ResultRow, RunFolder, write_atomic, write_json  # noqa: E402
+from harness.run import Runner, RunOptions  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
+from harness.transcript import TranscriptWriter, read_transcript  # noqa: E402
 from sandbox import DockerSandbox, Limits, cached_snapshot, tar_directory  # noqa: E402
 from sandbox.docker import API_VERSION, engine_version  # noqa: E402
 
@@ -403,7 +403,7 @@ def _fabricate_history_runs(root: Path, runs: int, tasks: int) -> None:
     for i in range(runs):
         run_dir = root / f"run-{i:04d}"
         suite, config = f"suite-{i % 3}", f"agent+model-{i % 2}"
-        started = (datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=7 * i)).isoformat()
+        started = (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=7 * i)).isoformat()
         lines = []
         for t in range(tasks):
             for attempt in (1, 2) if (i + t) % 10 == 0 else (1,):
@@ -842,7 +842,7 @@ def bench_proxy(reps: int) -> list[Row]:
                 1 for line in (Path(tmp) / "transcript.jsonl").read_text().splitlines() if '"model_response"' in line
             )
         transcript.close()
-    rows.append(Row(f"  model calls recorded in the transcript meanwhile", recorded, unit=""))
+    rows.append(Row("  model calls recorded in the transcript meanwhile", recorded, unit=""))
     cli_end.send(None)
     client.join(timeout=10)
     provider.terminate()
@@ -995,9 +995,9 @@ def make_bench_repo(path: Path, k: int) -> Path:
 def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
     """`tasks check` of K candidates of one repository: each distinct environment is built once,
     and each checked test run costs about what the same command costs raw (`docker run --rm`)."""
-    from harness.tasks.check import CheckOptions, check_task
-    from harness.tasks.images import existing_task_images
-    from harness.tasks.mine import MineOptions, mine
+    from harness.authoring.check import CheckOptions, check_task
+    from harness.authoring.mine import MineOptions, mine
+    from harness.run.images import existing_task_images
 
     repo = make_bench_repo(tmp / "benchpkg", k)
     env_file = tmp / "bench.wholeloop.yaml"

@@ -50,10 +50,9 @@ from fixturelib import sync_files
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_demo_repos as demo  # noqa: E402  (the sibling script: git, overlays, bundles)
 
+from harness.parsers import get_parser  # noqa: E402
 from sandbox import REPO_DIR, FileOpError, Limits, make_snapshot  # noqa: E402
 from sandbox.docker import BuiltImage, DockerSandbox, EnvSpec, env_image, task_image  # noqa: E402
-
-from harness.parsers import get_parser  # noqa: E402
 
 ROOT = demo.ROOT
 TASKS = ROOT / "tasks" / "polyglot"

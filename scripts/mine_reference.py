@@ -141,7 +141,7 @@ import sys
 import tempfile
 import time
 import venv
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
@@ -211,7 +211,7 @@ def parse_date(text: str, end_of_day: bool) -> datetime:
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         text += "T23:59:59+00:00" if end_of_day else "T00:00:00+00:00"
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def commits_in_range(repo: Path, since: datetime | None, until: datetime | None) -> list[dict]:
@@ -476,7 +476,7 @@ def _quarantine_with(reason: str, detail: str, result: dict) -> Quarantine:
 def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
     out = {
         "commit": c["commit"],
-        "committed_at": c["date"].astimezone(timezone.utc).isoformat(),
+        "committed_at": c["date"].astimezone(UTC).isoformat(),
         "subject": c["subject"],
     }
     if len(c["parents"]) > 1:

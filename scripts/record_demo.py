@@ -47,10 +47,11 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -61,7 +62,7 @@ from harness.models import ReplayModel, ScriptedModel, ToolCall, ToolSpec, Turn,
 from harness.models.openai_format import to_openai_messages, to_openai_tools  # noqa: E402
 from harness.models.pricing import lookup_price, turn_cost  # noqa: E402
 from harness.records import ResultRow  # noqa: E402
-from harness.run import RunOptions, Runner  # noqa: E402
+from harness.run import Runner, RunOptions  # noqa: E402
 from harness.tasks import Task, load_tasks  # noqa: E402
 from harness.transcript import ToolResultEvent, read_transcript  # noqa: E402
 

@@ -152,7 +152,7 @@ def polyglot_images(tmp_path_factory) -> dict:
     per session (and once per machine: tags are content hashes; cold, the three environment images
     take 30-200 s each). {task id: (task, task image tag, snapshot base commit)}."""
     from harness.agents import get_agent
-    from harness.run import RunOptions, Runner
+    from harness.run import Runner, RunOptions
     from harness.tasks import load_tasks
 
     tasks = load_tasks([ROOT / "tasks" / "polyglot"])

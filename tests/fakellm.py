@@ -26,9 +26,10 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 # Streamed text and arguments are cut into pieces this small so delta assembly is really exercised.
 CHUNK = 5

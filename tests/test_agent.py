@@ -1,16 +1,15 @@
 """The tool-calling loop and its tools, driven by scripted models (fakes, not mocks)."""
 
 import pytest
+from fakesandbox import LocalSandbox
 
 from harness.agents import AgentContext
 from harness.agents.config import AgentConfigError, load_agent_config
 from harness.agents.loop import ToolAgent
-from harness.models import AuthError, ContextLengthExceeded, ScriptedModel, Turn, Usage, tool_turn
-from harness.tasks import Task
 from harness.agents.tools import Toolbox, ToolFailure
+from harness.models import AuthError, ContextLengthExceeded, ScriptedModel, Usage, tool_turn
+from harness.tasks import Task
 from harness.transcript import TranscriptWriter, read_transcript
-
-from fakesandbox import LocalSandbox
 
 
 @pytest.fixture

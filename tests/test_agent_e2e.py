@@ -3,20 +3,18 @@
 What a run records must equal what the provider reported: tokens exactly, cost at litellm's price.
 """
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fakellm import Call, Error, FakeLLM, Reply, Tokens
 
-from harness.models.pricing import lookup_price, cost_usd
+from harness.models.pricing import cost_usd, lookup_price
 from harness.models.types import Usage
 from harness.records import read_results
 from harness.transcript import read_transcript
-
-from fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent

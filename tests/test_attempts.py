@@ -7,7 +7,7 @@ from harness.agents.config import load_agent_config
 from harness.agents.loop import ToolAgent
 from harness.models import ScriptedModel, tool_turn
 from harness.records import read_results
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import read_transcript
 from sandbox.docker.engine import client
@@ -97,9 +97,9 @@ def test_an_environment_that_cannot_be_built_is_infra_error_and_the_run_goes_on(
         )
     )
     (tiny_task["dir"] / "broken.yaml").write_text(broken)
-    from harness.tasks import load_tasks
-
     from test_run import ScriptAgent
+
+    from harness.tasks import load_tasks
 
     agent = ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py")
     rows = Runner(

@@ -14,7 +14,7 @@ from harness.agents import AgentResult
 from harness.agents.config import load_agent_config
 from harness.agents.loop import ToolAgent
 from harness.models import ScriptedModel, tool_turn
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import read_transcript
 from sandbox.docker.engine import LABEL_ROLE, LABEL_RUN, client

@@ -8,12 +8,11 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
-
 from test_history import outcomes, write_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +96,7 @@ def run_gitlab(work: Path, env: dict, job: str, source: str, pipeline: int) -> t
 
 def fabricate_main(history_url: str, work: Path, config: str, resolved: set[int]) -> None:
     """A finished run of main, indexed: the baseline a pull request is gated against."""
-    when = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    when = datetime(2026, 6, 1, tzinfo=UTC)
     write_run(work / "runs" / "main-1", outcomes(30, resolved, config), started=when, url=history_url)
 
 
@@ -117,7 +116,7 @@ def test_a_pull_request_that_loses_six_tasks_fails_and_an_identical_one_passes(t
     config = github_steps()[0]["CONFIG"] if ci == "github" else gitlab_jobs()[0]["CONFIG"]
     fabricate_main(url, work, config, set(range(20)))
     env = {"WHOLELOOP_HISTORY_URL": url}
-    when = datetime(2026, 6, 2, tzinfo=timezone.utc)
+    when = datetime(2026, 6, 2, tzinfo=UTC)
     for run_id, resolved, passes in ((7, set(range(6, 20)), False), (8, set(range(20)), True)):
         # the candidate as the run step would leave it (fabricated: the run step itself is the docker test's)
         write_run(work / "runs" / str(run_id), outcomes(30, resolved, config), started=when + timedelta(hours=run_id))

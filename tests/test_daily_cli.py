@@ -11,17 +11,16 @@ import csv
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-
-from harness.records import PhaseTimes, ResultRow, RunFolder, Usage, write_json
-from harness.transcript import AttemptStart, GradeEvent, ModelResponse, Stop, ToolCallEvent, TranscriptWriter
 from test_html_report import fabricate_run
+
+from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
+from harness.transcript import AttemptStart, Stop, TranscriptWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "tasks" / "demo"

@@ -13,16 +13,15 @@ import os
 import pty
 import re
 import select
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from test_daily_cli import DEMO, ROOT, WHOLELOOP, wl
 
 from harness.records import RunFolder, read_results
-from test_daily_cli import DEMO, ROOT, WHOLELOOP, lines, wl
 
 pytestmark = pytest.mark.docker
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
@@ -124,7 +123,7 @@ def test_show_json_gives_one_attempt_as_data(demo_run):
     assert (
         fail["test"] == "tests/test_parse_errors.py::test_load_reports_the_file" and "AssertionError" in fail["message"]
     )
-    assert len([s for s in attempt["steps"]]) == row.steps
+    assert len(list(attempt["steps"])) == row.steps
     assert all(call["name"] for s in attempt["steps"] for call in s["tool_calls"])
 
 

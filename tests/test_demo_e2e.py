@@ -5,12 +5,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_run import ScriptAgent, our_containers
 
 from harness.records import read_results
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task, load_tasks
-
-from test_run import ScriptAgent, our_containers
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakellm import FakeLLM
+from scripted_cli import Plan
 
 from harness.agents import get_agent
 from harness.agents.external.config import shipped_path
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import read_transcript
-
-from fakellm import FakeLLM
-from scripted_cli import Plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ import pytest
 from harness.agents import get_agent
 from harness.agents.external import ExternalConfigError, InstallError
 from harness.agents.external.config import load_external_config, shipped_configs, shipped_path
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 
 ROOT = Path(__file__).resolve().parent.parent

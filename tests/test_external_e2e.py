@@ -25,17 +25,16 @@ import threading
 from pathlib import Path
 
 import pytest
+from fakellm import FakeLLM
+from scripted_cli import AiderPlan, Plan
 
 from harness.agents import get_agent
 from harness.models.pricing import cost_usd, lookup_price
 from harness.models.types import Usage
 from harness.records import RunFolder
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import read_transcript
-
-from fakellm import FakeLLM
-from scripted_cli import AiderPlan, Plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

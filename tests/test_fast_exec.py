@@ -9,8 +9,8 @@ import pytest
 
 from sandbox import DockerSandbox, Limits
 from sandbox.docker.engine import client
-from sandbox.docker.images import DEFAULT_BASE
 from sandbox.docker.exec_fast import MAX_STARTS
+from sandbox.docker.images import DEFAULT_BASE
 
 pytestmark = pytest.mark.docker
 LIMITS = Limits(output_bytes=4096, command_timeout_s=30)

@@ -7,18 +7,18 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import binomtest
+from test_history import cli, outcomes, row, write_run
 
 from harness.history.url import sqlite_url
+from harness.records import RunFolder
 from harness.report import gate as gate_module
 from harness.report.gate import SideRows, gate, min_tasks, repeats_needed, signflip_p, tasks_needed
-from harness.records import RunFolder
-
-from test_history import cli, outcomes, row, write_run
 
 
 def run_pair(tmp_path: Path, base: list, cand: list, **kw) -> tuple[Path, Path]:
@@ -217,11 +217,11 @@ def test_repeats_needed_gives_about_80_percent_power_in_simulation():
 
 
 def test_a_baseline_from_the_history_latest_or_pinned(tmp_path):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     root = tmp_path / "runs"
     url = sqlite_url(root / "history.sqlite")
-    day = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    day = datetime(2026, 5, 1, tzinfo=UTC)
     write_run(root / "old", outcomes(30, set(range(30))), started=day, url=url)  # everything resolved
     write_run(root / "main", outcomes(30, set(range(20))), started=day + timedelta(days=1), url=url)
     write_run(root / "broken", outcomes(30, set()), started=day + timedelta(days=2), url=url, finished=False)

@@ -16,13 +16,13 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import git
+from test_hostile import RUN_PREFIX, _no_leftovers  # noqa: F401 (autouse fixture)
+from test_redteam import crafted, demo  # noqa: F401 (the shared demo fixture)
+
 from harness.grading import Grade, grade
 from harness.grading.evidence import ABSENT, PYTHON, Hasher, claims, judge
 from sandbox import DockerBackend, Limits
-from test_hostile import RUN_PREFIX, _no_leftovers  # noqa: F401 (autouse fixture)
-from test_redteam import crafted, demo  # noqa: F401 (the shared demo fixture)
 
 HIDDEN = "tests/test_parser.py"  # the file the hidden test patch changes (protected)
 

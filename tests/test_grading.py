@@ -17,15 +17,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, git, write
+
 from harness.agents import AgentResult
 from harness.grading.feedback import scrub_messages
 from harness.grading.patching import decide, parse_patch, touched_files
 from harness.parsers import RunSetup
 from harness.parsers.pytest import PytestParser, parse_pytest
 from harness.records import read_results
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import Task, load_task
 from harness.transcript import Stop
 

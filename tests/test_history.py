@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ from harness.history.live import attach
 from harness.history.schema import HEAD, metadata
 from harness.history.trend import trend
 from harness.history.url import normalize, resolve, shown, sqlite_url
-from harness.records import PhaseTimes, ResultRow, RunFolder, latest_rows, write_json
+from harness.records import PhaseTimes, ResultRow, RunFolder, latest_rows
 from harness.report.stats import ConfigRows, config_stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def write_run(
 ) -> RunFolder:
     """A run folder written the way a run writes it: the manifest first, then each row through the
     one append point - with the history hook attached when `url` is given."""
-    started = started or datetime(2026, 1, 1, tzinfo=timezone.utc)
+    started = started or datetime(2026, 1, 1, tzinfo=UTC)
     folder = RunFolder(run_dir, create=True)
     hook = attach(folder, url, warn or pytest.fail) if url else None
     folder.update_manifest(
@@ -177,7 +177,7 @@ def test_each_row_is_in_the_index_the_moment_it_is_appended(tmp_path, history_ur
     hook = attach(folder, history_url, pytest.fail)
     folder.update_manifest(
         lambda m: m.update(
-            manifest(run_dir, "demo", datetime(2026, 1, 1, tzinfo=timezone.utc), finished=False, tasks=["t00", "t01"])
+            manifest(run_dir, "demo", datetime(2026, 1, 1, tzinfo=UTC), finished=False, tasks=["t00", "t01"])
         )
     )
     with HistoryIndex.open(history_url, create=False) as reader:
@@ -272,7 +272,7 @@ def test_a_resumed_run_brings_in_the_rows_its_earlier_session_could_not_index(tm
 def fabricate_history(root: Path, url: str | None) -> list[Path]:
     """Six runs of two suites and three configurations over a week, a redo, an unknown price,
     infrastructure errors and one unfinished run."""
-    day = datetime(2026, 3, 1, 9, tzinfo=timezone.utc)
+    day = datetime(2026, 3, 1, 9, tzinfo=UTC)
     runs = []
     for i in range(4):
         rows = outcomes(8, set(range(3 + i)), "gold+m1", model="m/1", agent="default")
@@ -345,7 +345,7 @@ def test_listing_filters(tmp_path, history_url):
         assert ids(model="m/2") == ["demo-late"]
         assert ids(agent="noop") == ["other-0"]
         assert ids(config="gold+m1") == ["demo-3", "demo-2", "demo-1", "demo-0"]
-        assert ids(since=datetime(2026, 3, 3, tzinfo=timezone.utc)) == ["demo-late", "demo-3", "other-0", "demo-2"]
+        assert ids(since=datetime(2026, 3, 3, tzinfo=UTC)) == ["demo-late", "demo-3", "other-0", "demo-2"]
         assert ids(finished_only=True, suite="demo", config="cheap+m2") == []
         assert index.count_runs(HistoryFilter(suite="demo")) == 5
         assert [r.run_id for r in index.list_runs(limit=2)] == ["demo-late", "demo-3"]
@@ -361,8 +361,8 @@ FILTERS = [
     {"model": "m/2"},
     {"agent": "noop"},
     {"config": "gold+m1"},
-    {"since": datetime(2026, 3, 3, tzinfo=timezone.utc)},
-    {"suite": "demo", "model": "m/1", "since": datetime(2026, 3, 2, 12, tzinfo=timezone.utc)},
+    {"since": datetime(2026, 3, 3, tzinfo=UTC)},
+    {"suite": "demo", "model": "m/1", "since": datetime(2026, 3, 2, 12, tzinfo=UTC)},
     {"suite": "nothing-like-it"},
 ]
 
@@ -435,7 +435,7 @@ def test_the_sqlalchemy_free_listing_steps_aside_when_its_sql_may_be_stale(tmp_p
         conn.execute("UPDATE alembic_version SET version_num = ?", (HEAD,))
     assert listing(url, root) == expected
     # a time bound the way SQLAlchemy's SQLite dialect binds it
-    when = datetime(2026, 3, 2, 12, 30, 5, 123, tzinfo=timezone.utc)
+    when = datetime(2026, 3, 2, 12, 30, 5, 123, tzinfo=UTC)
     bind = runs.c.started_at.type.dialect_impl(sqlite.dialect()).bind_processor(sqlite.dialect())
     assert fast.sqlite_value(when) == bind(when)
 
@@ -748,14 +748,15 @@ def write_regrade(source: RunFolder, out: Path, changes: dict[str, dict], url: s
 
 
 def test_a_regraded_run_is_a_run_of_its_own_standing_in_for_its_source(tmp_path, history_url):
-    from harness.history.query import Query, resolve as resolve_query
+    from harness.history.query import Query
+    from harness.history.query import resolve as resolve_query
 
     root = tmp_path / "runs"
-    day = datetime(2026, 3, 1, 9, tzinfo=timezone.utc)
+    day = datetime(2026, 3, 1, 9, tzinfo=UTC)
     older = write_run(root / "main-0", outcomes(10, set(range(4))), started=day - timedelta(days=1), url=history_url)
     source = write_run(root / "main-1", outcomes(10, set(range(6))), started=day, url=history_url)
     # grader v2: t00 was a forged pass (tampering), t09 resolves now
-    regrade = write_regrade(
+    write_regrade(
         source,
         root / "main-1-regraded-v2",
         {
@@ -825,9 +826,9 @@ def test_an_index_of_the_first_schema_is_upgraded_keeping_its_runs(tmp_path, his
                 uid="old-run",
                 run_id="old",
                 path="/x/old",
-                started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
-                finished_at=datetime(2026, 1, 1, 1, tzinfo=timezone.utc),
-                indexed_at=datetime.now(timezone.utc),
+                started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                finished_at=datetime(2026, 1, 1, 1, tzinfo=UTC),
+                indexed_at=datetime.now(UTC),
             )
         )
         conn.execute(

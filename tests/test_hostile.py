@@ -27,11 +27,11 @@ from pathlib import Path
 
 import docker.errors
 import pytest
-
 from conftest import ROOT, git, write
+
 from harness.agents import AgentResult, get_agent
 from harness.records import RunFolder
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import LimitsSpec, load_task
 from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
 from sandbox import DockerSandbox, Limits
@@ -406,7 +406,7 @@ def test_a_process_rewriting_files_while_the_patch_is_taken(hostile, tmp_path):
     the fix). Whatever moment the patch catches, it applies in grading and never resolves."""
     churn = (
         "i=0\nwhile :; do i=$((i+1)); printf 'churn %s\\n' $i > notes.txt; head -c 20000 /dev/urandom > blob.bin\n"
-        f"  printf '%s  # %s\\n' \"$BUGGY\" $i > calc/__init__.py\ndone\n"
+        "  printf '%s  # %s\\n' \"$BUGGY\" $i > calc/__init__.py\ndone\n"
     )
     agent = Script(
         _files(**{"/tmp/churn.sh": churn}),

@@ -34,13 +34,13 @@ from pathlib import Path
 
 import docker.errors
 import pytest
-
 from conftest import ROOT, git
+
 from harness.agents import AgentResult
 from harness.grading import grade
 from harness.parsers import PARSERS
 from harness.parsers.cargo import CargoParser
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import Task, load_task
 from harness.transcript import Stop
 from sandbox import Limits

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import transcript as events  # events.TestRun: a name pytest would try to collect
 from harness.records import PhaseTimes, ResultRow, RunFolder, Usage, write_json
 from harness.report.figures import compute_figures
 from harness.report.html import build_payload, collect, write_html
@@ -41,7 +42,6 @@ from harness.transcript import (
     ToolResultEvent,
     TranscriptWriter,
 )
-from harness import transcript as events  # events.TestRun: a name pytest would try to collect
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WORDS = (

@@ -55,11 +55,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 from harness.records import ResultRow, latest_rows, read_results
 from harness.transcript import read_transcript
-
-from fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 N_TASKS, WORKERS, ATTEMPTS = 6, 2, 2
@@ -565,7 +564,7 @@ def _landed(sess: Session, provider: Provider, out: Path, run_name: str) -> None
         sess.landed.append("grading")
     written = {r.dir for r in sess.new_rows}
     half = [p for p in fresh_grade_files(out, sess.started) if str(p.parent.relative_to(out)) not in written]
-    litter = [p for p in out.rglob(f".*.{sess.pid}.*.tmp")]
+    litter = list(out.rglob(f".*.{sess.pid}.*.tmp"))
     if litter:
         sess.landed.append(
             "write (inside an atomic file write: " + ", ".join(p.name.split(".")[1] for p in litter) + ")"
@@ -721,7 +720,7 @@ def _print_summary(
 def _warm_images(spec: Path, out: Path) -> None:
     """Build (or find) the task image once, so no session spends its life in an image build."""
     from harness.agents.controls import CONTROLS
-    from harness.run import RunOptions, Runner
+    from harness.run import Runner, RunOptions
     from harness.tasks import load_task
 
     task = load_task(spec)

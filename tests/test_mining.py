@@ -9,21 +9,20 @@ import json
 import shutil
 import subprocess
 import sys
-import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from conftest import git, write
+
+from harness.authoring.check import Verdict, check_status, rewrite_spec, verdict_path
+from harness.authoring.environment import RepoConfig, infer_environment, load_config
+from harness.authoring.gitrepo import GitRepo, MineError
+from harness.authoring.mine import MineOptions, classify, judge
+from harness.authoring.secrets import SecretScanner, hashed, redact
+from harness.authoring.statements import load_issues, model_statement, referenced_issue
 from harness.parsers import get_parser
 from harness.tasks import load_task, load_tasks
-from harness.tasks.check import Verdict, check_status, rewrite_spec, verdict_path
-from harness.tasks.environment import RepoConfig, infer_environment, load_config
-from harness.tasks.gitrepo import GitRepo, MineError
-from harness.tasks.mine import MineOptions, classify, judge, mine
-from harness.tasks.secrets import SecretScanner, hashed, redact
-from harness.tasks.statements import load_issues, model_statement, referenced_issue
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = get_parser("pytest")
@@ -192,7 +191,7 @@ def test_a_model_written_statement_is_marked_with_model_and_prompt(monkeypatch):
 
 def test_environment_inferred_from_the_base_commit_and_overridden(small_repo, tmp_path):
     repo = GitRepo.open(small_repo["repo"])
-    when = datetime(2024, 2, 1, 12, tzinfo=timezone.utc)
+    when = datetime(2024, 2, 1, 12, tzinfo=UTC)
     plan = infer_environment(repo, small_repo["root"], when, RepoConfig())
     assert plan.requirements == ["setuptools>=61", "attrs>=21", "pytest>=7", "hypothesis"]
     assert plan.install == ["pip install --no-build-isolation --no-deps -e ."]
@@ -230,7 +229,7 @@ def test_every_kind_of_dependency_file_is_read(tmp_path):
             "legacy.py": "X = 1\n",
         },
     )
-    plan = infer_environment(GitRepo.open(repo_dir), base, datetime(2020, 1, 1, tzinfo=timezone.utc), RepoConfig())
+    plan = infer_environment(GitRepo.open(repo_dir), base, datetime(2020, 1, 1, tzinfo=UTC), RepoConfig())
     # build, then runtime (setup.cfg, setup.py, requirements/base.txt), then test requirements; tox's
     # factor-conditional lines and substitutions are left out; pytest is added since nothing names it
     assert plan.requirements == [

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, git
+
 from harness.parsers import (
     ERROR,
     FAILED,
@@ -140,10 +139,10 @@ def test_every_task_of_the_polyglot_suite_lists_ids_its_parser_reports():
     for task_id, key in runs.items():
         task = load_task(ROOT / "tasks" / "polyglot" / f"{task_id}.yaml")
         output, report_bytes, code = fixture(key)
-        report = parse_run(task.hidden_tests.parsers(), output, lambda path: report_bytes)
-        assert {t: report.statuses.get(t) for t in task.fail_to_pass + task.pass_to_pass} == {
-            t: PASSED for t in task.fail_to_pass + task.pass_to_pass
-        }
+        report = parse_run(task.hidden_tests.parsers(), output, lambda path, report_bytes=report_bytes: report_bytes)
+        assert {t: report.statuses.get(t) for t in task.fail_to_pass + task.pass_to_pass} == dict.fromkeys(
+            task.fail_to_pass + task.pass_to_pass, PASSED
+        )
         assert report.consistent_with(code) == (True, "")
 
 
@@ -234,7 +233,7 @@ def test_vitest_a_rewritten_report_contradicts_the_verbose_output_and_the_summar
     data["numPassedTests"], data["numFailedTests"] = 51, 0
     ok, why = (
         get_parser("vitest")
-        .parse("\n".join(l for l in output.splitlines() if "×" not in l), json.dumps(data).encode())
+        .parse("\n".join(line for line in output.splitlines() if "×" not in line), json.dumps(data).encode())
         .consistent_with(0)
     )
     assert not ok and "summary line says 8" in why

@@ -9,16 +9,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from conftest import ROOT
+from test_hostile_polyglot import craft
+
 from harness.grading import grade
 from harness.parsers import get_parser
 from harness.records import read_results
 from harness.tasks import load_tasks
 from sandbox import Limits
 from sandbox.docker.engine import LABEL_RUN, client
-
-from test_hostile_polyglot import craft
 
 pytestmark = pytest.mark.docker
 POLYGLOT = ROOT / "tasks" / "polyglot"

@@ -20,6 +20,7 @@ import httpx
 import httpx2
 import openai
 import pytest
+from fakellm import Call, FakeLLM, Reply, Tokens
 
 from harness.agents.budget import AgentLimits, Budget
 from harness.agents.external.config import ToolRules
@@ -29,8 +30,6 @@ from harness.agents.external.wire import get_wire
 from harness.models.pricing import cost_usd, lookup_price
 from harness.models.types import Usage
 from harness.transcript import TranscriptWriter, read_transcript
-
-from fakellm import Call, FakeLLM, Reply, Tokens
 
 KEY = "sk-real-key-for-the-provider-0123456789"
 TOKEN = "wl-attempt-token-abcdefghijklmnop"

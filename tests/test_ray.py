@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from harness.agents import build_agent, get_agent
-from harness.run.executors import LocalExecutor
 from harness.records import read_results
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
+from harness.run.executors import LocalExecutor
 from harness.tasks import TaskSpecError, load_task, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 
 from harness.agents.external.config import ToolRules
-from harness.agents.external.relay import Exchange
 from harness.agents.external.recorder import Recorder
+from harness.agents.external.relay import Exchange
 from harness.agents.external.wire import Call, Reply, get_wire
 from harness.models.types import Usage
 from harness.report.recovery import AttemptRecovery, analyse_attempt

@@ -21,13 +21,13 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from conftest import ROOT, git
+from test_hostile import EVIL_PLUGIN, FORCE_PASS_CONFTEST, RUN_PREFIX, Script, _no_leftovers  # noqa: F401 (autouse fixture)
+
 from harness.grading import grade
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from sandbox import Limits
-from test_hostile import EVIL_PLUGIN, FORCE_PASS_CONFTEST, RUN_PREFIX, Script, _no_leftovers  # noqa: F401 (autouse fixture)
 
 pytestmark = pytest.mark.docker
 

@@ -5,7 +5,6 @@ a strict xfail whose reason says what it does."""
 from __future__ import annotations
 
 import pytest
-
 from test_hostile import EVIL_PLUGIN, _no_leftovers  # noqa: F401 (autouse fixture)
 from test_redteam import BUGGY_FILE, assert_not_resolved, base_text, crafted, demo, grade_all, non_fix, traditional  # noqa: F401
 

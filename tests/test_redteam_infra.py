@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_attribution import _folder, _run
 
 from harness.agents import AgentResult
 from harness.tasks import load_task
-from test_attribution import _folder, _run
 
 pytestmark = pytest.mark.docker
 
@@ -127,7 +127,7 @@ def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_
     that what it is (a structured report it cannot read: suspected tampering, never resolved),
     not raise out of grading into an infra_error row."""
     code = REWRITE_REPORT.format(line=line)
-    agent = Agent(FIXED, f"cat /tmp/rewrite.py >> calc/__init__.py", files={"/tmp/rewrite.py": code})
+    agent = Agent(FIXED, "cat /tmp/rewrite.py >> calc/__init__.py", files={"/tmp/rewrite.py": code})
     rows = _run(load_task(tiny_task["spec"]), agent, tmp_path)
     _no_infra(rows)
     assert [(r.outcome in ("unresolved", "regression"), r.resolved) for r in rows] == [(True, False)]
@@ -232,6 +232,7 @@ def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, t
     import textwrap
 
     from fakellm import FakeLLM, Reply
+
     from harness.agents import get_agent
 
     path = tmp_path / "exits-97.yaml"
@@ -274,10 +275,11 @@ def test_tool_calls_with_unusable_arguments_are_tool_errors_the_model_sees(tiny_
     the wrong types (four of these raised TypeError out of the agent: an infra_error row), or paths
     no file can have. Each is a tool error the model reads; the attempt goes on to the fix. On both
     exec paths (the in-container helper, and one Engine API call per operation)."""
+    from test_attribution import FIX
+
     from harness.agents.config import load_agent_config
     from harness.agents.loop import ToolAgent
     from harness.models import ScriptedModel, tool_turn
-    from test_attribution import FIX
 
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast_exec else "0")
     model = ScriptedModel([tool_turn(t, a) for t, a in UNUSABLE] + [tool_turn("edit", FIX), tool_turn("submit", {})])
@@ -398,6 +400,7 @@ def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task
     import textwrap
 
     from fakellm import Error, FakeLLM, Reply
+
     from harness.agents import get_agent
 
     def provider(request):

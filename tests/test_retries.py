@@ -11,7 +11,7 @@ from harness.agents.loop import ToolAgent
 from harness.models import ScriptedModel, Usage, tool_turn
 from harness.records import RunFolder
 from harness.report.figures import compute_figures
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from sandbox.docker.engine import LABEL_ROLE, LABEL_RUN, client
 

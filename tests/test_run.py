@@ -2,8 +2,8 @@
 
 import json
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from harness.agents import AgentResult
 from harness.cli import main
 from harness.records import read_results
-from harness.run import RunOptions, Runner
+from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from sandbox.docker.engine import client
 

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from sandbox import BaseRules, DockerSandbox, FileOpError, Limits, Mount, take_patch
-from sandbox.docker.images import DEFAULT_BASE
 from sandbox.docker.engine import client, prune_containers
+from sandbox.docker.images import DEFAULT_BASE
 
 pytestmark = pytest.mark.docker
 
@@ -104,7 +104,7 @@ def test_prune_removes_only_containers_of_dead_owners():
         labels={
             "wholeloop": "1",
             "wholeloop.role": "agent",
-            "wholeloop.owner": "%s:999999999" % __import__("socket").gethostname(),
+            "wholeloop.owner": "{}:999999999".format(__import__("socket").gethostname()),
         },
     )
     try:

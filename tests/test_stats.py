@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness import transcript as tr
 from harness.cli import main
 from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
 from harness.report.compare import SAME_TIER, compare_pair, mcnemar_exact
@@ -31,7 +32,6 @@ from harness.report.stats import (
     pass_hat_k,
     wilson,
 )
-from harness import transcript as tr
 from harness.transcript import AttemptStart, Stop, ToolCallEvent, ToolResultEvent, TranscriptWriter
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.tasks.swebench import (
+from harness.authoring.swebench import (
     SWEBenchError,
     export_predictions,
     hidden_test_files,
@@ -462,12 +462,12 @@ def test_real_package_fixture_grades_correctly_on_the_host(swebench_fixture, tmp
         subprocess.run(["git", "checkout", "-q", task.base_commit], cwd=work, check=True)
         subprocess.run(["git", "apply", "-"], input=task.test_patch(), text=True, cwd=work, check=True)
         before = run_hidden_tests(task, work, plugin_dir)
-        assert {t: before.get(t) for t in task.fail_to_pass} == {t: "failed" for t in task.fail_to_pass}, task.id
+        assert {t: before.get(t) for t in task.fail_to_pass} == dict.fromkeys(task.fail_to_pass, "failed"), task.id
         assert all(before.get(t) == "passed" for t in task.pass_to_pass), task.id
         subprocess.run(["git", "apply", "-"], input=task.gold(), text=True, cwd=work, check=True)
         after = run_hidden_tests(task, work, plugin_dir)
         wanted = [*task.fail_to_pass, *task.pass_to_pass]
-        assert {t: after.get(t) for t in wanted} == {t: "passed" for t in wanted}, task.id
+        assert {t: after.get(t) for t in wanted} == dict.fromkeys(wanted, "passed"), task.id
         assert "failed" not in after.values(), task.id
 
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import yaml
 from pydantic import BaseModel, Field
@@ -147,7 +148,7 @@ class ContainerAgent(Protocol):
         a clear message when that is impossible."""
         ...
 
-    def workspace(self, task: Task, folder: Path) -> ContextManager[Workspace]:
+    def workspace(self, task: Task, folder: Path) -> AbstractContextManager[Workspace]:
         """The mounts for one unit's container; `folder` is the unit's folder in the run (its
         transcript's), where the agent's own logs are kept. Cleaned up when the block ends."""
         ...
@@ -159,7 +160,7 @@ def prepare_agent(agent: Agent, log: Callable[[str], None] | None = None) -> Non
         agent.prepare(log)
 
 
-def agent_workspace(agent: Agent, task: Task, folder: Path) -> ContextManager[Workspace]:
+def agent_workspace(agent: Agent, task: Task, folder: Path) -> AbstractContextManager[Workspace]:
     """The workspace of one unit's container: the agent's own, or nothing to arrange."""
     if isinstance(agent, ContainerAgent):
         return agent.workspace(task, folder)

@@ -78,10 +78,10 @@ def _user_error(exc: BaseException) -> InputProblem | None:
     if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
         return os_error_problem(exc)
     from ..models.errors import ModelConfigError
-    from ..registry import UnknownName
 
     # ValueError: our typed input errors are ValueErrors (TaskSpecError, UnknownAgent, UnknownName...).
     from ..records import RunFolderBusy
+    from ..registry import UnknownName
 
     ours: tuple[type[BaseException], ...] = (ModelConfigError, UnknownName, RunFolderBusy, ValueError)
     if "sandbox.errors" in sys.modules:  # a SandboxError can only come from a loaded sandbox
@@ -102,7 +102,6 @@ def crash_log_dir() -> Path:
 def write_crash_log(exc: BaseException) -> Path | None:
     """The traceback of a bug, with the command line and versions, in a log of its own."""
     from .. import __version__
-
     from ..redact import hide_url_passwords
 
     text = hide_url_passwords(

@@ -81,7 +81,8 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
     hash; a one-sided paired sign-flip test. Exit 1: worse by more than --margin at --alpha;
     4: not enough evidence to decide (says how many tasks or repeats would be); 0: no regression."""
     from ..history.query import QueryError, parse, resolve
-    from ..report.gate import SideRows, gate as decide
+    from ..report.gate import SideRows
+    from ..report.gate import gate as decide
 
     queries = {"baseline": parse(baseline), "candidate": parse(candidate)}
     sides: dict[str, SideRows] = {}

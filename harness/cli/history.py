@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
@@ -25,14 +25,14 @@ def parse_since(text: str | None) -> datetime | None:
     span = re.fullmatch(r"(\d+)\s*([hdw])", text.strip())
     if span:
         hours = int(span[1]) * {"h": 1, "d": 24, "w": 168}[span[2]]
-        return datetime.now(timezone.utc) - timedelta(hours=hours)
+        return datetime.now(UTC) - timedelta(hours=hours)
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise click.BadParameter(
             f"{text!r}: give a date (2026-01-31), a date and time, or a span (7d, 12h, 2w)", param_hint="--since"
         ) from None
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 def open_index(url: str | None, runs_root: Path, *, create: bool = False):
@@ -104,7 +104,7 @@ def _filter(suite, model, agent, config_label, since, parent: dict | None = None
 
 
 def _when(value: datetime | None) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M") if value else "?"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else "?"
 
 
 @main.group(invoke_without_command=True)

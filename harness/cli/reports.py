@@ -8,7 +8,6 @@ import click
 
 from . import console, main
 
-
 _SCORING_HELP = "YAML mapping outcomes to costs (e.g. regression: 3); default: every failure costs 1"
 
 
@@ -232,7 +231,7 @@ def export_inspect(run_dir, out):
 def export_predictions(run_dir, out, model_name, repeat, config_label):
     """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run
     (also `wholeloop export-predictions`, its older name)."""
-    from ..tasks.swebench import export_predictions as export_
+    from ..authoring.swebench import export_predictions as export_
 
     if out is not None:
         _check_outputs(files=(out,))

@@ -166,7 +166,7 @@ def run(
     Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
     from ..agents import ContainerAgent, get_agent
     from ..records import slug
-    from ..run import EngineDown, RunOptions, Runner
+    from ..run import EngineDown, Runner, RunOptions
     from ..run.preflight import Problem, preflight
     from ..tasks import LimitsSpec, load_tasks
     from . import InputProblem
@@ -354,7 +354,7 @@ def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
 def _checked_tasks(tasks, suite, include_quarantined, out_console):
     """Say which tasks have no current `tasks check` verdict or are quarantined, and what to run;
     leave the quarantined out unless asked. Returns the tasks to run and each one's status."""
-    from ..tasks.check import check_status
+    from ..authoring.check import check_status
     from . import InputProblem
 
     statuses = {t.id: check_status(t) for t in tasks}

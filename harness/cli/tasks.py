@@ -19,11 +19,10 @@ def tasks():
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 def tasks_validate(paths):
     """Check task specs without running them: schema, files, repository and commit."""
-    from sandbox.errors import SandboxError
     from sandbox import find_commit
+    from sandbox.errors import SandboxError
 
     from ..tasks import TaskSpecError, load_task, spec_files
-
     from . import InputProblem
     from .exit_codes import NEGATIVE
 
@@ -69,7 +68,7 @@ def tasks_validate(paths):
 )
 def tasks_import_swebench(jsonl, out, specs, redact, secrets_baseline):
     """Import SWE-bench instances (JSONL) as wholeloop task specs (format: docs/tasks.md)."""
-    from ..tasks.swebench import import_swebench
+    from ..authoring.swebench import import_swebench
 
     written = import_swebench(jsonl, out, specs_file=specs, redact=redact, secrets_baseline=secrets_baseline)
     click.echo(f"wrote {len(written)} task spec(s) to {out}; check them with `wholeloop tasks check {out}`")
@@ -154,7 +153,7 @@ def _mine_options(f):
 
 
 def _run_mine(repo, commits, since, until, paths, max_candidates, **kw):
-    from ..tasks.mine import MineOptions, mine
+    from ..authoring.mine import MineOptions, mine
     from . import console
 
     out_console = console()
@@ -266,8 +265,8 @@ def tasks_from_commit(repo, commits, **kw):
 def tasks_check(paths, repeats, discover, force, workers):
     """Run every task in the sandbox, with the same images and grading as a run, and write the
     verdict beside each spec: quarantine what fails, drop flaky tests, fill expected xfails."""
+    from ..authoring.check import CheckOptions, check_tasks, plan_checks
     from ..tasks import load_tasks
-    from ..tasks.check import CheckOptions, check_tasks, plan_checks
     from . import console
 
     out_console = console()

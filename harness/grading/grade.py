@@ -83,7 +83,7 @@ def grade(
             resolved=False,
             note="the patch is empty",
         )
-        empty.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
+        empty.tests = dict.fromkeys([*task.fail_to_pass, *task.pass_to_pass], NOT_RUN)
         empty.fail_to_pass = TestTally(total=len(task.fail_to_pass), ran=False)
         empty.pass_to_pass = TestTally(total=len(task.pass_to_pass), ran=False)
         return empty, output, None
@@ -314,7 +314,7 @@ def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, s
         result = Grade(
             task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.unresolved, resolved=False, note=run.refused
         )
-        result.tests = {t: NOT_RUN for t in [*task.fail_to_pass, *task.pass_to_pass]}
+        result.tests = dict.fromkeys([*task.fail_to_pass, *task.pass_to_pass], NOT_RUN)
         result.fail_to_pass = TestTally(total=len(task.fail_to_pass), failed=len(task.fail_to_pass))
         result.pass_to_pass = TestTally(total=len(task.pass_to_pass))
         return result, output, None

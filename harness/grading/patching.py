@@ -388,7 +388,7 @@ def _leaves(link: str, target: str, links: dict[str, str] | None = None) -> bool
     if not target or target.startswith("/") or "\n" in target or "\0" in target:
         return True
     links = links or {}
-    queue = [c for c in posixpath.dirname(link).split("/") + target.split("/")]
+    queue = list(posixpath.dirname(link).split("/") + target.split("/"))
     queue.reverse()  # a stack: the next component last
     resolved: list[str] = []
     hops = 0

@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -194,7 +194,7 @@ def _run_values(folder: RunFolder, manifest: dict, rows: list[ResultRow]) -> dic
         min((r.started_at for r in rows if r.started_at), default=None)
     )
     if started is None and folder.results_path.exists():
-        started = datetime.fromtimestamp(folder.results_path.stat().st_mtime, timezone.utc)
+        started = datetime.fromtimestamp(folder.results_path.stat().st_mtime, UTC)
     wl = manifest.get("wholeloop") or {}
     return {
         "uid": run_uid(folder, manifest),
@@ -209,7 +209,7 @@ def _run_values(folder: RunFolder, manifest: dict, rows: list[ResultRow]) -> dic
         "git_commit": (wl.get("git_commit") or None),
         "regraded_from": regraded_source(manifest),
         "grader_version": _int(manifest.get("grader_version")),
-        "indexed_at": datetime.now(timezone.utc),
+        "indexed_at": datetime.now(UTC),
     }
 
 
@@ -365,7 +365,7 @@ class HistoryIndex:
 
     def _upsert_run(self, conn: Connection, values: dict, provisional: str) -> int:
         key = conn.execute(
-            select(runs.c.id).where(runs.c.uid.in_([values["uid"], provisional])).order_by((runs.c.uid == provisional))
+            select(runs.c.id).where(runs.c.uid.in_([values["uid"], provisional])).order_by(runs.c.uid == provisional)
         ).scalar()
         if key is None:
             return conn.execute(insert(runs).values(**values).returning(runs.c.id)).scalar_one()

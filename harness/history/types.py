@@ -5,7 +5,7 @@ through `harness.history.listing` with these alone (its start-up time is measure
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -71,7 +71,7 @@ def utc(value: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes: every time in the index is UTC."""
     if value is None:
         return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def summary_of(x) -> RunSummary:

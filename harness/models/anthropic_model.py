@@ -13,8 +13,18 @@ import os
 from typing import Any
 
 from .base import HTTPModel, field
-from .errors import AuthError, ConnectionFailed, ModelConfigError, ModelError, ModelTimeout
-from .errors import Overloaded, RateLimited, ServerError, from_status, parse_retry_after
+from .errors import (
+    AuthError,
+    ConnectionFailed,
+    ModelConfigError,
+    ModelError,
+    ModelTimeout,
+    Overloaded,
+    RateLimited,
+    ServerError,
+    from_status,
+    parse_retry_after,
+)
 from .types import Message, Settings, ToolCall, ToolSpec, Turn, Usage
 
 _STOP = {

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import scrub
 from .errors import AuthError, ConnectionFailed, ModelError, ModelTimeout
@@ -110,7 +111,7 @@ class HTTPModel(ABC):
 
     # --- for subclasses ---------------------------------------------------------------------
 
-    def _prepare(self) -> None:
+    def _prepare(self) -> None:  # noqa: B027 -- optional hook: adapters without an SDK client skip it
         """Import the SDK and build the client (raises AuthError without credentials)."""
 
     @abstractmethod

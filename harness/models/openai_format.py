@@ -7,11 +7,19 @@ objects, litellm's ModelResponse and plain dicts all work.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .base import field, translate_transport
-from .errors import AuthError, ConnectionFailed, ContextLengthExceeded, ModelError, ModelTimeout
-from .errors import from_status, parse_retry_after
+from .errors import (
+    AuthError,
+    ConnectionFailed,
+    ContextLengthExceeded,
+    ModelError,
+    ModelTimeout,
+    from_status,
+    parse_retry_after,
+)
 from .types import Message, Settings, ToolCall, ToolSpec, Turn, Usage
 
 _STOP = {

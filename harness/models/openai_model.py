@@ -11,8 +11,7 @@ from typing import Any
 
 from .base import HTTPModel
 from .errors import ModelConfigError, ModelError
-from .openai_format import base_request, translate_openai_error, turn_from_chunks
-from .openai_format import turn_from_response
+from .openai_format import base_request, translate_openai_error, turn_from_chunks, turn_from_response
 from .types import Message, Settings, ToolSpec, Turn
 
 

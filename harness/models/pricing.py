@@ -15,8 +15,9 @@ import functools
 import importlib.util
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 

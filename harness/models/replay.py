@@ -9,8 +9,9 @@ today's (none), so time limits and phase times stay true.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, Union
+from typing import Any
 
 from .errors import ModelError, ReplayExhausted
 from .types import Message, Settings, ToolCall, ToolSpec, Turn
@@ -112,7 +113,7 @@ class ReplayModel:
 
 #: A script step: a Turn; a str (a text-only turn); an exception to raise; or a callable
 #: (messages, tools, settings) -> one of those, to answer depending on what the agent sent.
-Step = Union[Turn, str, BaseException, Callable[..., Any]]
+Step = Turn | str | BaseException | Callable[..., Any]
 
 
 class ScriptedModel:

@@ -10,7 +10,7 @@ exponential backoff, or exactly as long as the server's Retry-After asks, capped
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter

@@ -19,11 +19,10 @@ cache_write_tokens are subsets of it); ``output_tokens`` includes reasoning toke
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Literal, Protocol, TypedDict, Union, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from typing_extensions import NotRequired
 
 from ..usage import Usage  # noqa: F401  (a leaf of its own: run records and reports import it without the models)
 
@@ -65,7 +64,7 @@ class ToolMessage(TypedDict):
     is_error: bool
 
 
-Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
 
 
 # --- tools and calls ------------------------------------------------------------------------

@@ -176,10 +176,6 @@ class Parser(Protocol):
     #: Exit codes of the test command that mean the tests ran to the end (only those can resolve).
     exit_codes_ran: ClassVar[tuple[int, ...] | None]
 
-    #: Basenames of this ecosystem's test-runner and packaging configuration (at any depth): a
-    #: commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
-    config_files: ClassVar[tuple[str, ...]]
-
     def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
         """What the hidden test run needs: its environment, files to place, where the structured
         report goes (a path holding `token`, a secret of this grading, or the parser's fixed

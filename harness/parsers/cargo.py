@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .base import FAILED, PASSED, ParserBase, SKIPPED, TestReport, strip_ansi
+from .base import FAILED, PASSED, SKIPPED, ParserBase, TestReport, strip_ansi
 
 TEST_PATHS = (
     "**/tests/**",  # integration tests, their helper modules and data

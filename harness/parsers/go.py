@@ -34,7 +34,7 @@ import json
 import re
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, ParserBase, SKIPPED, TestReport, shell_quote
+from .base import ERROR, FAILED, PASSED, SKIPPED, ParserBase, TestReport, shell_quote
 
 TEST_PATHS = (
     "**/*_test.go",

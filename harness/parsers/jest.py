@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .base import ParserBase, REPORTS_DIR, TestReport, shell_quote
+from .base import REPORTS_DIR, ParserBase, TestReport, shell_quote
 from .jsreport import config_names, is_js_test_module, parse_js_report
 from .vitest import CONFIG_PATHS as _JS_CONFIG
 from .vitest import TEST_PATHS as _JS_TESTS

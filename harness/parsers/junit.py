@@ -29,7 +29,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, ParserBase, REPORTS_DIR, SKIPPED, TestReport
+from .base import ERROR, FAILED, PASSED, REPORTS_DIR, SKIPPED, ParserBase, TestReport
 
 RESULTS_FILE = f"{REPORTS_DIR}/junit.xml"
 TEST_PATHS = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .base import ParserBase, REPORTS_DIR, TestReport, shell_quote
+from .base import REPORTS_DIR, ParserBase, TestReport, shell_quote
 from .jsreport import config_names, is_js_test_module, parse_js_report
 
 RESULTS_FILE = f"{REPORTS_DIR}/vitest.json"

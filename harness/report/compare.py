@@ -24,7 +24,6 @@ the percentile bootstrap interval is too narrow, and a reader should see both.
 from __future__ import annotations
 
 from itertools import combinations
-
 from math import comb
 
 from pydantic import BaseModel, Field

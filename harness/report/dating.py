@@ -15,7 +15,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from importlib import resources
 from pathlib import Path
@@ -58,14 +58,14 @@ def parse_cutoff(text: str) -> datetime:
     text = str(text).strip()
     if re.fullmatch(r"\d{4}-\d{2}", text):
         year, month = map(int, text.split("-"))
-        return datetime(year, month, calendar.monthrange(year, month)[1], 23, 59, 59, tzinfo=timezone.utc)
+        return datetime(year, month, calendar.monthrange(year, month)[1], 23, 59, 59, tzinfo=UTC)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         return datetime.fromisoformat(text + "T23:59:59+00:00")
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"not a training cutoff: {text!r} (use YYYY-MM, YYYY-MM-DD or an ISO time)") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def load_table(path: Path | str | None = None) -> list[Cutoff]:
@@ -147,7 +147,7 @@ def dating_split(
             key = "undated"
         else:
             stamp = datetime.fromisoformat(str(when).replace("Z", "+00:00"))
-            stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+            stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
             key = "after" if stamp > limit else "before"
         side, tasks = sides[key]
         side.trials += 1

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -213,7 +213,7 @@ def compute_figures(
         scoring = load_scoring(scoring)
     run_dirs = [Path(d) for d in run_dirs]
     configs = load_configs(run_dirs)
-    figures = Figures(generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), bootstrap=settings)
+    figures = Figures(generated_at=datetime.now(UTC).isoformat(timespec="seconds"), bootstrap=settings)
     for run_dir in run_dirs:
         mine = [c for c in configs if c.run_dir == run_dir]
         manifest = mine[0].manifest if mine else _manifest(run_dir)

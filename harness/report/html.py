@@ -17,7 +17,7 @@ import gzip
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -302,7 +302,7 @@ def _charts(view: dict, reps: list[Rep]) -> dict:
         rows = rows_of[cfg["label"]] or []
         n = max(len(rows), 1)
 
-        def mean(f) -> float:
+        def mean(f, rows=rows, n=n) -> float:
             return sum(f(r.phases) for r in rows) / n
 
         phases.append(
@@ -410,7 +410,7 @@ def write_trend_html(trend: dict, path: Path) -> Path:
         .render(
             trend=trend,
             css=(TEMPLATES / "report.css").read_text(),
-            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         )
     )
     write_atomic(path, page)
@@ -447,7 +447,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),
         js=(TEMPLATES / "report.js").read_text(),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         n_attempts=sum(len(r.rows) for r in reps),
         n_reps=len(reps),
     )

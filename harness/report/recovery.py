@@ -111,7 +111,7 @@ def bash_modifies_files(command: str) -> bool:
         return True
     for target in _REDIRECT.findall(command):
         target = target.strip("'\"")
-        if target == "/dev/null" or target.startswith("/tmp/") or target.startswith("&"):
+        if target == "/dev/null" or target.startswith(("/tmp/", "&")):
             continue
         return True
     return False

@@ -19,11 +19,10 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
-
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
-from .format import status_label, seconds, tally, usd, visible, visible_value
+from .format import seconds, status_label, tally, usd, visible, visible_value
 
 TAIL_LINES = 25
 

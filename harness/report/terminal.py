@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.markup import escape
 from rich.text import Text
 
 from ..records import ResultRow
@@ -458,7 +458,7 @@ def flipped_lines(cmp: Comparison) -> list[Text]:
     transcripts to open on both sides."""
     out: list[Text] = []
     single = all(p.trials_a == 1 and p.trials_b == 1 for p in cmp.tasks)
-    for side, name, other in (("a", cmp.a, cmp.b), ("b", cmp.b, cmp.a)):
+    for side, name in (("a", cmp.a), ("b", cmp.b)):
         won = [p for p in cmp.tasks if p.result == side]
         if not won:
             continue

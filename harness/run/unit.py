@@ -44,9 +44,9 @@ from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspac
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
-from ..tasks.images import build_task_images
 from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, Stop, TranscriptWriter
 from .attribution import next_feedback, recurring_place, run_agent
+from .images import build_task_images
 from .manifest import now
 
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
@@ -86,7 +86,7 @@ class Prepared:
 
 def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepared:
     """A task's environment and task images (built once per distinct input, the same way as for
-    `tasks check`: see `harness.tasks.images`) and its snapshot. The task image ends with the test
+    `tasks check`: see `harness.run.images`) and its snapshot. The task image ends with the test
     parser's image setup (facts recorded for grading)."""
     t0 = time.monotonic()
     built = build_task_images(task, log=log)

@@ -1,4 +1,7 @@
-"""Tasks: the spec format (`spec.py`, a leaf of the harness), SWE-bench import and export."""
+"""The task model: the spec format (`spec.py`, a leaf of the harness) that grading, agents and runs read.
+
+The pipelines that write specs (mining, checking, environments, secrets, statements, SWE-bench import)
+are `harness.authoring`."""
 
 from .spec import (
     SYSTEM_CA_BUNDLES,

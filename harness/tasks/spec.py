@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -160,7 +160,7 @@ class Origin(_Strict):
 def _parse_date(value: str) -> datetime:
     """An ISO 8601 date or time; a bare date is that day at 00:00 UTC, a naive time is UTC."""
     when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class Task(_Strict):

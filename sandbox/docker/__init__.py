@@ -4,6 +4,7 @@ The harness imports Docker-specific things from here (never from the modules ins
 docker SDK itself): the backend that starts containers, image builds, pruning, engine facts.
 """
 
+from . import native
 from .container import MAX_PATCH_BYTES, DockerBackend, DockerSandbox
 from .disk import check_room
 from .engine import (
@@ -17,7 +18,6 @@ from .engine import (
     pid_alive,
     prune_containers,
 )
-from . import native
 from .images import (
     CACHE_PATTERNS,
     DEFAULT_BASE,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import socket
 import time
 
-from .engine import client, translate
 from ..errors import SandboxError
+from .engine import client, translate
 from .exec_fast import MARKER_ENV, raise_if_stopped
 
 TERM_GRACE_S = 0.5  # on a timeout: SIGTERM, then SIGKILL this much later (both paths)
@@ -138,7 +138,7 @@ def _drain(container_id: str, raw: socket.socket, deadline: float, out, err, mar
             target.add(chunk)
             if time.monotonic() > deadline:
                 raise TimeoutError
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             if hit:  # still streaming after the kill and the grace: give up on this stream
                 return True
             hit = True

@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine import client, translate
 from ..errors import ContainerGone, FileOpError, SandboxError
+from .engine import client, translate
 
 PROTOCOL = 1  # must match in_container.PROTOCOL
 MARKER_ENV = "WHOLELOOP_EXEC"
@@ -119,7 +119,7 @@ class _Conn:
         self.raw.settimeout(max(timeout, 0.0))
         try:
             chunk = self.raw.recv(1 << 18)
-        except (TimeoutError, socket.timeout, BlockingIOError):
+        except (TimeoutError, BlockingIOError):
             return False
         except OSError as exc:
             raise _Dead(f"the helper's stream failed: {exc}") from exc

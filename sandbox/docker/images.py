@@ -28,10 +28,10 @@ from pathlib import Path
 
 import docker.errors
 
-from .engine import client, translate
 from ..errors import ImageBuildError, ImageNotFound, InputError
 from ..patch import CACHE_PATTERNS
 from ..snapshot import SNAPSHOT_FORMAT, Snapshot, cache_dir, tar_directory
+from .engine import client, translate
 
 IMAGE_FORMAT = 2  # bump when the build recipes below change: forces rebuilds everywhere
 DEFAULT_BASE = "wholeloop/base:bookworm"

@@ -48,7 +48,7 @@ from .config import (
     load_external_config,
     shipped_path,
 )
-from .install import InstallError, Installed, ensure_install
+from .install import Installed, InstallError, ensure_install
 from .proxy import MeteringProxy
 from .recorder import Recorder
 from .self_report import READERS

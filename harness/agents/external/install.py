@@ -204,16 +204,10 @@ def _build(config: ExternalConfig, work: Path, build_log: Path, log: LogFn, back
     if ca.is_file():
         mounts.append(Mount(str(ca), CA_IN_BUILD))
         env.update(
-            {
-                name: CA_IN_BUILD
-                for name in (
-                    "SSL_CERT_FILE",
-                    "PIP_CERT",
-                    "REQUESTS_CA_BUNDLE",
-                    "NODE_EXTRA_CA_CERTS",
-                    "npm_config_cafile",
-                )
-            }
+            dict.fromkeys(
+                ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "npm_config_cafile"),
+                CA_IN_BUILD,
+            )
         )
     uses_npm = any(s.npm for s in config.install)
     if uses_npm or config.bundle_node:

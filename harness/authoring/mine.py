@@ -21,10 +21,10 @@ implementation the tests compare against):
    --allow-config); hidden tests = its test part; docs dropped; task id = <repository folder
    name>-<first 10 hex digits>, so mining again later adds only new commits; created_at = the
    committer date.
-5. Refused before anything runs when the secret scanner finds something (harness.tasks.secrets).
+5. Refused before anything runs when the secret scanner finds something (harness.authoring.secrets).
 6. Hidden test command: the parser's command over the touched test modules that exist after the
    commit (`--test-scope all`: the whole suite); none: quarantined "no test file to run".
-7. The environment is inferred at the base commit (harness.tasks.environment); then `tasks check
+7. The environment is inferred at the base commit (harness.authoring.environment); then `tasks check
    --discover` decides FAIL_TO_PASS / PASS_TO_PASS, keeps the task or quarantines it.
 
 Specs go to OUT/<task id>.yaml with OUT/<task id>/{gold,test}.diff; the verdict of every commit
@@ -41,18 +41,19 @@ import shlex
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from ..parsers import PARSERS, Parser, get_parser
+from ..tasks.spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
 from .check import NOT_CHECKED, NOT_CHECKED_PREFIX, CheckOptions, check_tasks, plan_checks, read_verdict, up_to_date
 from .environment import (
     EnvironmentNotInferred,
     EnvPlan,
     MineError,
-    ResolutionFailed,
     RepoConfig,
+    ResolutionFailed,
     infer_environment,
     load_config,
     resolve,
@@ -60,7 +61,6 @@ from .environment import (
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
-from .spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
 from .statements import load_issues, model_statement, referenced_issue
 
 DEFAULT_MAX_LINES = 800
@@ -554,5 +554,5 @@ def _parameters(options: MineOptions, parser: str) -> dict:
         "test_scope": options.test_scope or "touched",
         "dependencies_as_of": options.dependencies_as_of or "commit",
         "checked": options.check,
-        "mined_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "mined_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

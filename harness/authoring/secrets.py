@@ -144,7 +144,7 @@ class SecretScanner:
                     results[path] = hit
             contents = repo.blobs([blob for blob, _ in todo])
             scanned = self._scan_files({path: contents.get(blob, b"") for blob, path in todo})
-            for blob, path in todo:
+            for _blob, path in todo:
                 rows = [_stored(f) for f in scanned.get(path, [])]
                 self._put(blob_keys[path], rows)
                 results[path] = rows

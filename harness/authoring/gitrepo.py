@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sandbox import SandboxError, open_repository
@@ -36,7 +36,7 @@ class CommitInfo:
 
     @property
     def date_iso(self) -> str:
-        return self.committed_at.astimezone(timezone.utc).isoformat()
+        return self.committed_at.astimezone(UTC).isoformat()
 
 
 @dataclass
@@ -225,12 +225,12 @@ def parse_date(text: str, end_of_day: bool = False) -> datetime:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise MineError(f"{text!r} is not a date: use YYYY-MM-DD or an ISO 8601 time") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _commit_info(line: str) -> CommitInfo:
     sha, parents, date, subject = line.split("\x00", 3)
-    return CommitInfo(sha, parents.split(), datetime.fromisoformat(date).astimezone(timezone.utc), subject)
+    return CommitInfo(sha, parents.split(), datetime.fromisoformat(date).astimezone(UTC), subject)
 
 
 def _run(cmd: list[str], input: bytes | None = None) -> subprocess.CompletedProcess:

@@ -49,7 +49,7 @@ left out), then those the FAIL_TO_PASS and PASS_TO_PASS ids name (`tests/test_x.
 a FAIL_TO_PASS that is not a list, no specs for its repo) is skipped with a message naming the
 line and the field; the others still import.
 
-Every imported task is scanned for secrets (harness.tasks.secrets): the problem statement, the
+Every imported task is scanned for secrets (harness.authoring.secrets): the problem statement, the
 added lines of both patches and, when the repository is a local path, its files at the base
 commit. A finding skips the instance, naming file, line and rule, unless `redact` (then the
 statement and patches carry `<redacted:RULE>` instead). A repository given only as `owner/name`
@@ -70,7 +70,7 @@ import re
 import shlex
 import subprocess
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +80,10 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from ..parsers import get_parser
 from ..records import latest_of
 from ..scrub import scrub_text
+from ..tasks.spec import Environment, HiddenTests, Origin, Task, TaskSpecError, dump_task, load_task
 from .gitrepo import GitRepo, MineError
 from .secrets import Finding, SecretScanner
 from .secrets import redact as redact_findings
-from .spec import Environment, HiddenTests, Origin, Task, TaskSpecError, dump_task, load_task
 
 REQUIRED_FIELDS = (
     "instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS",
@@ -387,7 +387,7 @@ def _iso(value: Any) -> str | None:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).isoformat()
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
 def _reachable(url: str, cache: dict[str, str | None]) -> str | None:

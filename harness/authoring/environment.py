@@ -29,7 +29,7 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -198,7 +198,7 @@ def _requirement_lines(text: str, read: Callable[[str], str | None], here: str, 
                 if included is not None:
                     out += _requirement_lines(included, read, path, seen)
             continue
-        if line.startswith(("-", ".", "/")) or line.startswith(("file:", "git+")) or "{" in line:
+        if line.startswith(("-", ".", "/", "file:", "git+")) or "{" in line:
             continue  # options, the project itself, local paths, VCS URLs, tox substitutions
         out.append(line)
     return out
@@ -436,9 +436,9 @@ def infer_environment(
     if choice == "latest":
         when = None
     elif choice == "commit":
-        when = created_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        when = created_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
     else:
-        when = parse_date(choice, end_of_day=True).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        when = parse_date(choice, end_of_day=True).astimezone(UTC).isoformat().replace("+00:00", "Z")
     return EnvPlan(
         requirements=requirements,
         install=install,
@@ -548,7 +548,7 @@ def resolve(
                             "as_of": plan.as_of,
                             "uv": UV_PIN,
                             "pins": pins,
-                            "resolved_at": datetime.now(timezone.utc).isoformat(),
+                            "resolved_at": datetime.now(UTC).isoformat(),
                         }
                     )
                 )

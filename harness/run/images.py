@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sandbox import BuiltImage, Snapshot, cached_snapshot
 from sandbox.docker import env_image, existing_task_image, task_image
 
-from .spec import Task
+from ..tasks import Task
 
 
 @dataclass

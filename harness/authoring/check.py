@@ -1,6 +1,6 @@
 """`wholeloop tasks check`: run every task in the sandbox and decide whether it can be trusted.
 
-The same images as a run (`harness.tasks.images`) and the same grading code (`harness.grading`):
+The same images as a run (`harness.run.images`) and the same grading code (`harness.grading`):
 
 - base phase: ONE fresh container from the task image; the hidden tests are applied (exactly, as
   grading does) and the hidden test command runs `repeats` times in that same container;
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -53,8 +53,8 @@ from sandbox import (
 from .. import __version__
 from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_hidden_tests
 from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS
-from .images import build_task_images, existing_task_images
-from .spec import Task, TaskSpecError, dump_yaml, load_task
+from ..run.images import build_task_images, existing_task_images
+from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
 
 VERDICT_FORMAT = 1
 DEFAULT_REPEATS = 3
@@ -217,7 +217,7 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         task_id=task.id,
         repeats=options.repeats,
         discovered=discover,
-        checked_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
         findings=options.findings.get(task.id, []),
     )
     backend = options.backend or DockerBackend()
