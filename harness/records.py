@@ -35,9 +35,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import UserError
 from .jsonl import append_line, complete_lines, drop_torn_tail, escape_surrogates, text_bytes
 from .scrub import scrub
 from .usage import Usage  # one token accounting for models, rows and reports (no model adapter import)
+from .vocabulary import REDO_OUTCOMES, Outcome
 
 RESULT_SCHEMA = 1
 
@@ -58,7 +60,9 @@ class PhaseTimes(BaseModel):
 
 
 class ResultRow(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # validate_assignment: a field set after construction (`row.outcome = "resolved"`) is validated
+    # (and typed) like one given to the constructor.
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     schema_version: int = RESULT_SCHEMA
     run_id: str
@@ -70,9 +74,9 @@ class ResultRow(BaseModel):
     repeat: int = 0
     attempt: int = 1
     final: bool = True  # the last attempt of this (task, config, repeat)
-    outcome: str
+    outcome: Outcome
     resolved: bool
-    stop_reason: str = ""
+    stop_reason: str = ""  # a StopReason; an agent of another package may report its own
     tests: dict[str, str] = Field(default_factory=dict)
     fail_to_pass: dict[str, int | bool] = Field(default_factory=dict)  # passed, failed, total; ran (False: no test ran)
     pass_to_pass: dict[str, int | bool] = Field(default_factory=dict)
@@ -241,7 +245,7 @@ def retried_tries(rows: list[ResultRow]) -> list[list[ResultRow]]:
     for found in tries_of(rows, ResultRow.unit, lambda row: row.attempt, lambda row: row.retried).values():
         for i, one in enumerate(found):
             end = one[-1]
-            if end.retried or (i < len(found) - 1 and end.final and end.outcome == "infra_error"):
+            if end.retried or (i < len(found) - 1 and end.final and end.outcome == Outcome.infra_error):
                 out.append(one)
     return out
 
@@ -249,7 +253,6 @@ def retried_tries(rows: list[ResultRow]) -> list[list[ResultRow]]:
 #: Final outcomes that do not finish a unit: a resume does it again, because what caused them
 #: (the machine, a missing key, a task's inputs) may have been fixed since. The old rows stay in
 #: results.jsonl, superseded by the new try (`latest_of`).
-REDO_OUTCOMES: frozenset[str] = frozenset({"infra_error"})
 
 
 def redo_on_resume(row: ResultRow) -> bool:
@@ -261,7 +264,7 @@ def redo_on_resume(row: ResultRow) -> bool:
 RowListener = Callable[["ResultRow"], None]
 
 
-class RunFolderBusy(RuntimeError):
+class RunFolderBusy(UserError):
     """Another process (or another RunFolder of this one) is writing this run folder."""
 
     hint = "wait for that run to end (or stop it), or give this run another --out"

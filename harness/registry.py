@@ -15,8 +15,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .errors import UserError
 
-class UnknownName(ValueError):
+
+class UnknownName(UserError):
     """No plug-in of that name is registered (built in or through an entry point)."""
 
 

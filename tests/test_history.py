@@ -719,12 +719,13 @@ def write_regrade(source: RunFolder, out: Path, changes: dict[str, dict], url: s
     for r in source.latest():
         change = changes.get(r.task_id, {})
         target.append(
-            r.model_copy(
-                update={
+            ResultRow.model_validate(
+                {
+                    **r.model_dump(),
                     "run_id": out.name,
                     "grader_version": 2,
                     **change,
-                    "regraded_from": {"outcome": r.outcome, "grader_version": 1},
+                    "regraded_from": {"outcome": r.outcome.value, "grader_version": 1},
                 }
             )
         )

@@ -34,6 +34,7 @@ from harness.records import RunFolder
 from harness.run import Runner, RunOptions
 from harness.tasks import LimitsSpec, load_task
 from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
+from harness.vocabulary import Outcome
 from sandbox import DockerSandbox, Limits
 from sandbox.docker.container import MAX_PATCH_BYTES
 from sandbox.docker.engine import LABEL_OWNER, LABEL_RUN, client, owner_id
@@ -1228,7 +1229,7 @@ def test_regrade_gives_a_run_new_verdicts_in_a_new_folder(hostile, tmp_path):
     row = run(hostile["spec"](tmp_path), agent, out)["hostile-task"]
     assert json.loads((out / row.dir / "grade.json").read_text())["grader_version"] == GRADER_VERSION
     # what a grader before this version wrote
-    old = row.model_copy(update={"outcome": "resolved", "resolved": True})
+    old = row.model_copy(update={"outcome": Outcome.resolved, "resolved": True})
     (out / "results.jsonl").write_text(old.model_dump_json() + "\n")
     stale = json.loads((out / row.dir / "grade.json").read_text())
     stale.pop("grader_version")

@@ -19,6 +19,7 @@ from harness import transcript as tr
 from harness.cli import main
 from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
 from harness.report.compare import SAME_TIER, compare_pair, mcnemar_exact
+from harness.report.errors import ReportInputError
 from harness.report.evidence import write_evidence
 from harness.report.figures import compute_figures
 from harness.report.recovery import across_attempts, bash_modifies_files, config_recovery
@@ -273,10 +274,10 @@ def test_scoring_file_costs_and_expected_cost(tmp_path):
     assert Scoring().cost("regression", False) == 1 and Scoring().cost("resolved", True) == 0
     bad = tmp_path / "bad.yaml"
     bad.write_text("infra_error: 5\n")
-    with pytest.raises(ValueError, match="infra_error"):
+    with pytest.raises(ReportInputError, match="infra_error"):
         load_scoring(bad)
     bad.write_text("regression: lots\n")
-    with pytest.raises(ValueError, match="number"):
+    with pytest.raises(ReportInputError, match="number"):
         load_scoring(bad)
 
 

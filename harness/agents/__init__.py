@@ -31,10 +31,12 @@ from pydantic import BaseModel, Field
 
 from sandbox import Mount, Sandbox
 
+from ..errors import UserError
 from ..models.types import Usage
 from ..registry import Registry, UnknownName
 from ..tasks import Task
 from ..transcript import TranscriptWriter
+from ..vocabulary import StopReason
 from .budget import Budget
 
 CONTROL_NAMES = ("gold", "noop")
@@ -83,7 +85,7 @@ class AgentContext:
 
 @dataclass
 class AgentResult:
-    stop_reason: str
+    stop_reason: StopReason  # records keep it as a string (docs/outcomes.md)
     steps: int = 0
     model_calls: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -97,7 +99,7 @@ class AgentResult:
     detail: str = ""  # why the turn ended, when the runner decided it (a memory limit, a broken container)
 
     @classmethod
-    def from_budget(cls, budget: Budget, stop_reason: str, **extra: Any) -> AgentResult:
+    def from_budget(cls, budget: Budget, stop_reason: StopReason, **extra: Any) -> AgentResult:
         """The result of an attempt that spent `budget`."""
         return cls(
             stop_reason=stop_reason,
@@ -167,7 +169,7 @@ def agent_workspace(agent: Agent, task: Task, folder: Path) -> AbstractContextMa
     return contextlib.nullcontext(Workspace())
 
 
-class UnknownAgent(ValueError):
+class UnknownAgent(UserError):
     pass
 
 

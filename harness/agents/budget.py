@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models.types import Usage
+from ..vocabulary import StopReason
 
 
 class AgentLimits(BaseModel):
@@ -27,7 +28,7 @@ class AgentLimits(BaseModel):
 class AgentStopped(Exception):
     """The attempt's agent phase ends; `reason` says why (every transcript ends saying it)."""
 
-    def __init__(self, reason: str, detail: str = "", *, infra: bool = False, rerun: bool = False) -> None:
+    def __init__(self, reason: StopReason, detail: str = "", *, infra: bool = False, rerun: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.detail = reason, detail
         self.infra = infra  # not the agent's failure (the setup or the provider)
@@ -37,7 +38,7 @@ class AgentStopped(Exception):
 class LimitReached(AgentStopped):
     """A limit of the budget was reached: reason is step_limit, time_limit, token_limit or cost_limit."""
 
-    def __init__(self, reason: str, value: float, maximum: float) -> None:
+    def __init__(self, reason: StopReason, value: float, maximum: float) -> None:
         super().__init__(reason, f"{value:g} reached the limit of {maximum:g}")
         self.value, self.maximum = value, maximum
 
@@ -68,13 +69,13 @@ class Budget:
         """Raise LimitReached if any limit is reached (called before every model call)."""
         lim = self.limits
         checks = [
-            ("step_limit", self.steps, lim.max_steps),
-            ("time_limit", self.working_s(), self.wall_limit_s),
-            ("token_limit", self.usage.input_tokens, lim.max_input_tokens),
-            ("token_limit", self.usage.output_tokens, lim.max_output_tokens),
+            (StopReason.step_limit, self.steps, lim.max_steps),
+            (StopReason.time_limit, self.working_s(), self.wall_limit_s),
+            (StopReason.token_limit, self.usage.input_tokens, lim.max_input_tokens),
+            (StopReason.token_limit, self.usage.output_tokens, lim.max_output_tokens),
         ]
         if lim.max_cost_usd is not None and self.cost_known:
-            checks.append(("cost_limit", self.cost, lim.max_cost_usd))
+            checks.append((StopReason.cost_limit, self.cost, lim.max_cost_usd))
         for reason, value, maximum in checks:
             if value >= maximum:
                 raise LimitReached(reason, round(value, 6), maximum)

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import yaml
 from jinja2 import Environment, StrictUndefined, TemplateError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..errors import UserError
 from ..models.types import Settings
 from .budget import AgentLimits
 from .tools import SCHEMAS, tool_specs
 
 
-class AgentConfigError(ValueError):
+class AgentConfigError(UserError):
     hint = "Start from harness/data/agents/default.yaml; unknown keys are rejected."
 
 
@@ -33,6 +34,12 @@ class AgentConfig(BaseModel):
     limits: AgentLimits = Field(default_factory=AgentLimits)
     settings: Settings = Field(default_factory=Settings)
     output_chars: int = Field(12_000, gt=100, description="characters of one tool result shown to the model")
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, names: list[str]) -> list[str]:
+        tool_specs(names)  # raises ValueError naming the unknown ones (pydantic reports it as this field's)
+        return names
 
     def render(self, template: str, **values: object) -> str:
         try:

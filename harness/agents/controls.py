@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from ..transcript import Stop, ToolCallEvent, ToolResultEvent
+from ..vocabulary import StopReason
 from . import AgentContext, AgentResult, AgentSpec, UnknownAgent
 
 GOLD_PATH = "/tmp/wholeloop-gold.diff"
@@ -19,8 +20,8 @@ class GoldAgent:
     def run(self, ctx: AgentContext) -> AgentResult:
         patch = ctx.task.gold()
         if not patch.strip():
-            ctx.transcript.write(Stop(reason="no_gold_patch", detail="the task has no gold patch"))
-            return AgentResult(stop_reason="no_gold_patch")
+            ctx.transcript.write(Stop(reason=StopReason.no_gold_patch, detail="the task has no gold patch"))
+            return AgentResult(stop_reason=StopReason.no_gold_patch)
         started = time.monotonic()
         ctx.sandbox.write_file(GOLD_PATH, patch if patch.endswith("\n") else patch + "\n")
         cmd = f"git apply --binary --whitespace=nowarn {GOLD_PATH} && rm -f {GOLD_PATH}"
@@ -37,7 +38,7 @@ class GoldAgent:
                 duration_s=result.duration_s,
             )
         )
-        reason = "submitted" if result.ok else "gold_patch_failed"
+        reason = StopReason.submitted if result.ok else StopReason.gold_patch_failed
         why = (
             None
             if result.ok
@@ -60,8 +61,8 @@ class NoopAgent:
     model = None
 
     def run(self, ctx: AgentContext) -> AgentResult:
-        ctx.transcript.write(Stop(reason="noop", detail="the noop control makes no change"))
-        return AgentResult(stop_reason="noop")
+        ctx.transcript.write(Stop(reason=StopReason.noop, detail="the noop control makes no change"))
+        return AgentResult(stop_reason=StopReason.noop)
 
     def describe(self) -> dict:
         return {"agent": self.name}

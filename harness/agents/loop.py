@@ -29,6 +29,7 @@ from ..transcript import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from ..vocabulary import StopReason
 from . import AgentContext, AgentResult, AgentSpec, UnknownAgent
 from .budget import AgentStopped, Budget, LimitReached
 from .config import AgentConfig
@@ -60,8 +61,8 @@ class ToolAgent:
         try:
             model = self.model_obj.for_task(ctx.task.id)
         except ModelError as exc:  # e.g. no recording for this task: the setup's fault, not the agent's
-            ctx.transcript.write(Stop(reason="model_error", detail=str(exc)))
-            return AgentResult(stop_reason="model_error", infra_error=f"model_error: {exc}")
+            ctx.transcript.write(Stop(reason=StopReason.model_error, detail=str(exc)))
+            return AgentResult(stop_reason=StopReason.model_error, infra_error=f"model_error: {exc}")
         if not ctx.messages:
             values = {
                 "repo_dir": REPO_DIR,
@@ -78,7 +79,9 @@ class ToolAgent:
         try:
             while True:
                 if ctx.cancel.is_set():
-                    raise AgentStopped("interrupted", "the run is being stopped; this attempt will be redone on resume")
+                    raise AgentStopped(
+                        StopReason.interrupted, "the run is being stopped; this attempt will be redone on resume"
+                    )
                 try:
                     budget.check()
                 except LimitReached as hit:
@@ -86,10 +89,10 @@ class ToolAgent:
                     raise
                 turn = self._ask(model, budget, sent, ctx)
                 if not turn.tool_calls:
-                    raise AgentStopped("no_tool_call", "the model answered without calling a tool")
+                    raise AgentStopped(StopReason.no_tool_call, "the model answered without calling a tool")
                 for call in turn.tool_calls:
                     if self._run_tool(call, tools, budget, ctx).stop:
-                        raise AgentStopped("submitted")
+                        raise AgentStopped(StopReason.submitted)
         except AgentStopped as stop:
             ctx.transcript.write(Stop(reason=stop.reason, detail=stop.detail))
             return AgentResult.from_budget(
@@ -113,11 +116,13 @@ class ToolAgent:
             for event in exc.retries:
                 ctx.transcript.write(ModelRetry(step=step, **event.model_dump()))
             if isinstance(exc, ContextLengthExceeded):
-                raise AgentStopped("context_length", str(exc)) from exc
+                raise AgentStopped(StopReason.context_length, str(exc)) from exc
             if isinstance(exc, ReplayExhausted):
-                raise AgentStopped("model_error", str(exc)) from exc
+                raise AgentStopped(StopReason.model_error, str(exc)) from exc
             # A bad key or model name will not get better; a provider that kept failing might.
-            raise AgentStopped("model_error", f"{type(exc).__name__}: {exc}", infra=exc.infra, rerun=exc.rerun) from exc
+            raise AgentStopped(
+                StopReason.model_error, f"{type(exc).__name__}: {exc}", infra=exc.infra, rerun=exc.rerun
+            ) from exc
         for event in turn.retries:
             ctx.transcript.write(ModelRetry(step=step, **event.model_dump()))
         budget.charge(turn.usage, turn.cost_usd, turn.latency_s, turn.retry_wait_s)
@@ -158,7 +163,7 @@ class ToolAgent:
         except ToolFailure as exc:
             out = ToolOutput(f"error: {exc}", is_error=True)
         except InfraError as exc:  # the container or engine died: not the agent's doing
-            raise AgentStopped("infra_error", f"{type(exc).__name__}: {exc}", infra=True, rerun=True) from exc
+            raise AgentStopped(StopReason.infra_error, f"{type(exc).__name__}: {exc}", infra=True, rerun=True) from exc
         except DiskLimitReached as exc:  # the agent filled its disk: what ran is recorded, then the attempt ends
             full, done = exc, exc.result
             out = ToolOutput(
@@ -208,8 +213,8 @@ class ToolAgent:
             }
         )
         if full is not None:
-            ctx.transcript.write(LimitHit(limit="disk_limit", value=full.used, maximum=full.limit))
-            raise AgentStopped("disk_limit", str(full))
+            ctx.transcript.write(LimitHit(limit=StopReason.disk_limit, value=full.used, maximum=full.limit))
+            raise AgentStopped(StopReason.disk_limit, str(full))
         return out
 
 

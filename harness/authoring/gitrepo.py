@@ -17,10 +17,12 @@ from pathlib import Path
 
 from sandbox import SandboxError, open_repository
 
+from ..errors import UserError
+
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
 
 
-class MineError(ValueError):
+class MineError(UserError):
     """Bad input to mining (not a repository, unknown commit, nothing to mine): the message says
     what was wrong and what to pass instead. Raised before anything is written."""
 

@@ -77,6 +77,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
+from ..errors import UserError
 from ..parsers import get_parser
 from ..records import latest_of
 from ..scrub import scrub_text
@@ -101,7 +102,7 @@ _NON_TEST_SUFFIXES = (
 _TASK_ID_BAD = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
-class SWEBenchError(ValueError):
+class SWEBenchError(UserError):
     """SWE-bench data cannot be read or written; the message names the file, line and field."""
 
     hint = "Check the file against SWE-bench's field names (see `harness/swebench.py`)."

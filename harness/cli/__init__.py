@@ -77,13 +77,11 @@ def _user_error(exc: BaseException) -> InputProblem | None:
     """The one-line message for an error that is the user's to fix, or None (a bug of ours)."""
     if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
         return os_error_problem(exc)
-    from ..models.errors import ModelConfigError
+    # Every typed input error of ours is a UserError (TaskSpecError, UnknownAgent, UnknownName,
+    # ModelConfigError, RunFolderBusy...); a bare ValueError is a bug of ours, not the user's mistake.
+    from ..errors import UserError
 
-    # ValueError: our typed input errors are ValueErrors (TaskSpecError, UnknownAgent, UnknownName...).
-    from ..records import RunFolderBusy
-    from ..registry import UnknownName
-
-    ours: tuple[type[BaseException], ...] = (ModelConfigError, UnknownName, RunFolderBusy, ValueError)
+    ours: tuple[type[BaseException], ...] = (UserError,)
     if "sandbox.errors" in sys.modules:  # a SandboxError can only come from a loaded sandbox
         from sandbox.errors import SandboxError
 

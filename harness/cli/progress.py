@@ -19,8 +19,9 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from ..records import ResultRow
 from ..report.format import usd
+from ..vocabulary import Outcome
 
-OUTCOME_COLOUR = {"resolved": "green", "infra_error": "bold red", "regression": "red"}
+OUTCOME_COLOUR = {Outcome.resolved: "green", Outcome.infra_error: "bold red", Outcome.regression: "red"}
 
 
 def clock(seconds: float) -> str:
@@ -71,7 +72,7 @@ class RunProgress:
         done = self._before + self._finished_now
         finals = list(self._final.values())
         resolved = sum(r.resolved for r in finals)
-        infra = sum(r.outcome == "infra_error" for r in finals)
+        infra = sum(r.outcome == Outcome.infra_error for r in finals)
         failed = len(finals) - resolved - infra
         parts = [f"{done}/{self.total}", f"{resolved} resolved", f"{failed} failed"]
         if infra:

@@ -96,6 +96,7 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
     honoured); what does not fit is named, and --json / --csv have everything."""
     from ..records import open_run, write_json
     from ..report.dating import parse_cutoff
+    from ..report.errors import ReportInputError
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
@@ -110,7 +111,7 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
             raise click.BadParameter(f"{item!r}: use MODEL=DATE, e.g. claude-sonnet-4-5=2025-07", param_hint="--cutoff")
         try:
             parse_cutoff(date)
-        except ValueError as exc:
+        except ReportInputError as exc:
             raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
     figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table, strict=strict)

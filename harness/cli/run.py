@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..vocabulary import Outcome
 from . import console, main
 
 
@@ -185,10 +186,11 @@ def run(
         )
     if training_cutoff:
         from ..report.dating import parse_cutoff
+        from ..report.errors import ReportInputError
 
         try:
             parse_cutoff(training_cutoff)  # a bad value fails now, not in the report
-        except ValueError as exc:
+        except ReportInputError as exc:
             raise InputProblem(f"--training-cutoff {training_cutoff!r}: {exc}", "give YYYY-MM or YYYY-MM-DD") from None
     tasks, checks = _checked_tasks(tasks, suite, include_quarantined, out_console)
     agent_name = agent_name or ("default" if model or agent_config else "gold")
@@ -296,7 +298,7 @@ def run(
     out_console.print(
         f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)"
     )
-    infra = sum(r.final and r.outcome == "infra_error" for r in rows)
+    infra = sum(r.final and r.outcome == Outcome.infra_error for r in rows)
     if infra and not allow_infra_errors:
         out_console.print(
             f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: exit {INFRA} "

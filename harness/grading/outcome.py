@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from pydantic import BaseModel, Field, PrivateAttr
 
 from ..parsers import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, XFAIL
 from ..tasks import Task
+from ..vocabulary import NOT_SCORED, Outcome
 from .evidence import TreeEvidence
+
+__all__ = ["NOT_SCORED", "Outcome"]  # the vocabulary's, re-exported: grading decides them
 
 GRADE_SCHEMA = 1
 # The grader's version, recorded in every grade.json: bump it whenever grading changes meaning (what
@@ -22,23 +23,6 @@ GRADE_SCHEMA = 1
 # 5: every revert and strip the grade claims is checked with content hashes of the graded tree
 # (`evidence`); a claim that does not hold is never resolved (issue 10, rule 3).
 GRADER_VERSION = 5
-
-
-class Outcome(str, Enum):
-    resolved = "resolved"
-    unresolved = "unresolved"
-    regression = "regression"  # a PASS_TO_PASS test broke
-    empty_patch = "empty_patch"
-    patch_apply_failed = "patch_apply_failed"
-    test_timeout = "test_timeout"
-    environment_broken = "environment_broken"  # the patch made one of grading's own steps fail (it passes on the base)
-    infra_error = "infra_error"  # the machine failed: never counted as the agent's failure, retried
-    task_error = "task_error"  # the task's own inputs are wrong (its gold or test patch does not apply):
-    #                            never counted as the agent's failure, never retried; the task author's to fix
-
-
-#: Outcomes that say nothing about the agent: left out of every rate.
-NOT_SCORED = (Outcome.infra_error.value, Outcome.task_error.value)
 
 
 class TestTally(BaseModel):

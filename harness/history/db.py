@@ -49,6 +49,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from ..errors import UserError
+from ..vocabulary import Outcome
 from . import listing
 from . import url as urls
 from .schema import HEAD, attempts, runs
@@ -92,7 +94,7 @@ RESULTS_FILE = "results.jsonl"  # RunFolder.RESULTS (tests/test_history.py check
 _alembic_version = Table("alembic_version", MetaData(), Column("version_num", String(32), primary_key=True))
 
 
-class HistoryError(ValueError):
+class HistoryError(UserError):
     """The history database cannot be used (down, refused, a wrong password, a missing driver): an
     input error, not a bug. The message names the database without its password."""
 
@@ -359,7 +361,7 @@ class HistoryIndex:
         for row in rows:
             if id(row) in current:
                 live.units[row.unit()] = max(live.units.get(row.unit(), 0), row.attempt)
-                if row.final and row.outcome == "infra_error":
+                if row.final and row.outcome == Outcome.infra_error:
                     live.infra_final.add(row.unit())
         return live
 
@@ -410,7 +412,7 @@ class HistoryIndex:
                     live.units.pop(unit, None)
                 else:
                     live.units[unit] = row.attempt
-                    if row.final and row.outcome == "infra_error":
+                    if row.final and row.outcome == Outcome.infra_error:
                         live.infra_final.add(unit)
                 live.seq += 1
         except (SQLAlchemyError, sqlite3.Error) as exc:
@@ -482,7 +484,7 @@ class HistoryIndex:
         elif only_runs is not None:
             where.append(a.run.in_(select(only_runs.c.id)))
         final = and_(a.current, a.final)
-        final_infra = and_(final, a.outcome == "infra_error")
+        final_infra = and_(final, a.outcome == Outcome.infra_error.value)
         # `cost`: the trial's money, its unit's retried tries included (as stats.Trial.cost);
         # `retried_cost`: those tries alone (a unit with no complete trial still spent it)
         return (

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import UserError
 from ..records import ResultRow
 from .db import HistoryFilter, HistoryIndex, RunSummary, superseded
 
 
-class QueryError(ValueError):
+class QueryError(UserError):
     """A history query that names no run, or more than one."""
 
 

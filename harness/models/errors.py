@@ -15,6 +15,8 @@ import re
 import time
 from typing import Any
 
+from ..errors import UserError
+
 
 class ModelError(Exception):
     """Root of every error raised by the models layer."""
@@ -142,7 +144,7 @@ class ReplayExhausted(ModelError):
     """A replayed recording has no turn left for the request."""
 
 
-class ModelConfigError(ModelError, ValueError):
+class ModelConfigError(ModelError, UserError):
     """A model spec or option is invalid (unknown prefix, unsupported setting)."""
 
     infra = True

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .errors import ReportInputError
 from .stats import ConfigRows, Interval, trials_of, wilson
 
 TABLE = "cutoffs.yaml"
@@ -64,7 +65,7 @@ def parse_cutoff(text: str) -> datetime:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"not a training cutoff: {text!r} (use YYYY-MM, YYYY-MM-DD or an ISO time)") from None
+        raise ReportInputError(f"not a training cutoff: {text!r} (use YYYY-MM, YYYY-MM-DD or an ISO time)") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
@@ -77,7 +78,7 @@ def load_table(path: Path | str | None = None) -> list[Cutoff]:
         try:
             text, where = Path(path).read_text(), str(path)
         except OSError as exc:
-            raise ValueError(f"{path}: cannot read the cutoff table: {exc.strerror}") from None
+            raise ReportInputError(f"{path}: cannot read the cutoff table: {exc.strerror}") from None
     import yaml  # here, not at import: what imports this module for its types parses no table
 
     try:
@@ -87,7 +88,7 @@ def load_table(path: Path | str | None = None) -> list[Cutoff]:
     data = yaml.load(text, Loader=Loader) or {}
     entries = data.get("models") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        raise ValueError(f"{where}: a cutoff table is `models: [{{match: [...], cutoff: YYYY-MM, source: ...}}]`")
+        raise ReportInputError(f"{where}: a cutoff table is `models: [{{match: [...], cutoff: YYYY-MM, source: ...}}]`")
     table = [Cutoff.model_validate(e) for e in entries]
     for entry in table:
         parse_cutoff(entry.cutoff)

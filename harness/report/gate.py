@@ -52,6 +52,7 @@ from scipy.stats import norm
 
 from ..records import ResultRow
 from .compare import infra_shares_differ
+from .errors import ReportInputError
 from .stats import SEED, Trial, by_task, trials_of
 
 METRICS = ("resolve", "cost", "time")
@@ -282,11 +283,13 @@ def gate(
 ) -> GateResult:
     """The decision; `margin` is a fraction (0.05: 5 points of resolve rate, or 5 % more cost/time)."""
     if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
+        raise ReportInputError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, not {alpha}")
+        raise ReportInputError(f"alpha must be between 0 and 1, not {alpha}")
     if margin < 0 or (metric == "resolve" and margin > 1):
-        raise ValueError(f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense")
+        raise ReportInputError(
+            f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense"
+        )
     base, b_tasks, b_all = _side(baseline)
     cand, c_tasks, c_all = _side(candidate)
     out = GateResult(

@@ -29,6 +29,7 @@ from ..transcript import read_transcript
 from . import format as fmt
 from . import html_view
 from .attempt import PASSING, fail_to_pass, failing_tests, failure_messages, problem_statement
+from .errors import ReportInputError
 from .svgplot import Point, Series, TrendLine, box_strip_svg, colour, cost_rate_svg, phase_bars_svg, trend_svg
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "report"
@@ -423,7 +424,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     run_dirs = [Path(d) for d in run_dirs]
     reps = collect(run_dirs)
     if not reps:
-        raise ValueError("no results to report in " + ", ".join(str(d) for d in run_dirs))
+        raise ReportInputError("no results to report in " + ", ".join(str(d) for d in run_dirs))
     figs = _figures_dict(run_dirs, figures)
     view = html_view.build(reps, figs)
     charts = _charts(view, reps)

@@ -9,27 +9,19 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-OUTCOMES = [
-    "resolved",
-    "unresolved",
-    "regression",
-    "empty_patch",
-    "patch_apply_failed",
-    "test_timeout",
-    "environment_broken",
-    "infra_error",
-    "task_error",
-]
+from ..vocabulary import Outcome
+
+OUTCOMES = list(Outcome)
 SHORT = {
-    "resolved": "✓",
-    "unresolved": "unres",
-    "regression": "regr",
-    "empty_patch": "empty",
-    "patch_apply_failed": "apply",
-    "test_timeout": "timeout",
-    "environment_broken": "env",
-    "infra_error": "infra",
-    "task_error": "task err",
+    Outcome.resolved: "✓",
+    Outcome.unresolved: "unres",
+    Outcome.regression: "regr",
+    Outcome.empty_patch: "empty",
+    Outcome.patch_apply_failed: "apply",
+    Outcome.test_timeout: "timeout",
+    Outcome.environment_broken: "env",
+    Outcome.infra_error: "infra",
+    Outcome.task_error: "task err",
 }
 
 
@@ -243,7 +235,7 @@ def build(reps: list, figs: dict) -> dict:
             outcomes = [r.final.outcome for r in group]
             k = sum(r.final.resolved for r in group)
             solved_by += k > 0
-            worst = Counter(o for o in outcomes if o != "resolved").most_common(1)
+            worst = Counter(o for o in outcomes if o != Outcome.resolved).most_common(1)
             state = "all" if k == len(group) else ("none" if k == 0 else "some")
             row_cells.append(
                 {
@@ -252,7 +244,7 @@ def build(reps: list, figs: dict) -> dict:
                     "k": k,
                     "n": len(group),
                     "state": state,
-                    "main": "resolved" if state == "all" else worst[0][0],
+                    "main": Outcome.resolved.value if state == "all" else worst[0][0],
                     "short": SHORT.get(outcomes[0], outcomes[0][:6]),
                     "attempts": max(len(r.rows) for r in group),
                 }

@@ -30,6 +30,7 @@ from typing import Any
 from .. import __version__
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
+from ..vocabulary import Outcome
 from .attempt import fail_to_pass, failing_tests, problem_statement
 
 SCORER = "hidden_tests"
@@ -134,7 +135,7 @@ def build_log(run_dir: Path | str):
         usage = _usage(rows, model_api)
         _add_usage(total_usage, name, usage, model_api)
         score, error = None, None
-        if final.outcome == "infra_error":
+        if final.outcome == Outcome.infra_error:
             error = EvalError(message=final.error or "infrastructure error", traceback="", traceback_ansi="")
         else:
             failing = ", ".join(t for t, _, _ in failing_tests(final))

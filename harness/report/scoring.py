@@ -23,6 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ..vocabulary import NOT_SCORED, Outcome
+from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, bootstrap_mean, by_task, trials_of
 
 
@@ -61,23 +63,23 @@ def load_scoring(path: Path | str | None) -> Scoring:
 
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+        raise ReportInputError(f"{path}: not valid YAML: {exc}") from exc
     if isinstance(data, dict) and isinstance(data.get("costs"), dict):
         data = {**data["costs"], **{k: v for k, v in data.items() if k != "costs"}}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a scoring file maps outcomes to costs, e.g. 'regression: 3'")
+        raise ReportInputError(f"{path}: a scoring file maps outcomes to costs, e.g. 'regression: 3'")
     costs: dict[str, float] = {}
     default, resolved = 1.0, 0.0
     for key, value in data.items():
         try:
             value = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{path}: the cost of {key!r} must be a number, not {value!r}") from None
-        if key in ("infra_error", "task_error"):
-            raise ValueError(f"{path}: {key} cannot be scored (those trials are left out of every figure)")
+            raise ReportInputError(f"{path}: the cost of {key!r} must be a number, not {value!r}") from None
+        if key in NOT_SCORED:
+            raise ReportInputError(f"{path}: {key} cannot be scored (those trials are left out of every figure)")
         if key == "default":
             default = value
-        elif key == "resolved":
+        elif key == Outcome.resolved:
             resolved = value
         else:
             costs[str(key)] = value

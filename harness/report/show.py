@@ -21,6 +21,7 @@ from rich.text import Text
 
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
+from ..vocabulary import Outcome
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
 from .format import seconds, status_label, tally, usd, visible, visible_value
 
@@ -113,7 +114,7 @@ def render_problem(console: Console, problem: str, full: bool) -> None:
 
 
 def render_outcome(console: Console, row: ResultRow) -> None:
-    colour = "green" if row.resolved else ("bold red" if row.outcome == "infra_error" else "red")
+    colour = "green" if row.resolved else ("bold red" if row.outcome == Outcome.infra_error else "red")
     cost = usd(row.cost_usd)
     f2p = row.fail_to_pass or {}
     p2p = row.pass_to_pass or {}
@@ -256,7 +257,9 @@ def _events_of_attempt(events: list, attempt: int) -> list:
 
 
 def _visible_row(row: ResultRow) -> ResultRow:
-    return row.model_copy(update={k: visible(v) for k, v in row.model_dump().items() if isinstance(v, str)})
+    # The outcome is a word of ours (an Outcome), never text to make visible.
+    fields = row.model_dump(exclude={"outcome"})
+    return row.model_copy(update={k: visible(v) for k, v in fields.items() if isinstance(v, str)})
 
 
 def render_attempt(

@@ -41,11 +41,10 @@ from statistics import fmean
 from pydantic import BaseModel, Field
 
 from ..records import ResultRow, latest_rows, open_run, retried_tries
+from ..vocabulary import NOT_SCORED, Outcome
 from . import memo
 
 CONFIDENCE = 0.95
-#: Final outcomes that say nothing about the agent: left out of every rate (as in grading.outcome).
-NOT_SCORED = ("infra_error", "task_error")
 SEED = 20240917
 N_RESAMPLES = 9999
 
@@ -157,11 +156,11 @@ class Trial:
 
     @property
     def infra_error(self) -> bool:
-        return self.final is not None and self.final.outcome == "infra_error"
+        return self.final is not None and self.final.outcome == Outcome.infra_error
 
     @property
     def task_error(self) -> bool:
-        return self.final is not None and self.final.outcome == "task_error"
+        return self.final is not None and self.final.outcome == Outcome.task_error
 
     @property
     def scored(self) -> bool:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..records import ResultRow
+from ..vocabulary import Outcome
 from .fit import Col, fit_table
 from .format import pct, seconds, tally, usd
 
@@ -20,15 +21,15 @@ if TYPE_CHECKING:
     from .stats import Interval
 
 OUTCOME_STYLE = {
-    "resolved": "green",
-    "unresolved": "yellow",
-    "regression": "red",
-    "empty_patch": "dim",
-    "patch_apply_failed": "magenta",
-    "test_timeout": "magenta",
-    "environment_broken": "red",
-    "infra_error": "bold red",
-    "task_error": "bold magenta",
+    Outcome.resolved: "green",
+    Outcome.unresolved: "yellow",
+    Outcome.regression: "red",
+    Outcome.empty_patch: "dim",
+    Outcome.patch_apply_failed: "magenta",
+    Outcome.test_timeout: "magenta",
+    Outcome.environment_broken: "red",
+    Outcome.infra_error: "bold red",
+    Outcome.task_error: "bold magenta",
 }
 
 
@@ -116,7 +117,7 @@ def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
         console.print(f"[bold red]infra_error[/] {row.task_id}: {escape(row.error.splitlines()[0][:800])}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
-    task_errors = [r for r in rows if r.final and r.outcome == "task_error"]
+    task_errors = [r for r in rows if r.final and r.outcome == Outcome.task_error]
     for row in task_errors[:10]:
         console.print(
             f"[bold magenta]task_error[/] {row.task_id}: {(row.note or row.error or '').splitlines()[0][:300]}"

@@ -16,6 +16,7 @@ from ..agents import Agent, AgentContext, AgentResult
 from ..grading import Grade, feedback_text
 from ..tasks import Task
 from ..transcript import ErrorEvent, LimitHit, Stop, TranscriptWriter
+from ..vocabulary import StopReason
 
 
 def run_agent(agent: Agent, ctx: AgentContext, sb: Sandbox, limits: Limits) -> AgentResult:
@@ -27,32 +28,36 @@ def run_agent(agent: Agent, ctx: AgentContext, sb: Sandbox, limits: Limits) -> A
     try:
         result = agent.run(ctx)
     except DiskLimitReached as exc:
-        ctx.transcript.write(LimitHit(limit="disk_limit", value=exc.used, maximum=exc.limit))
-        ctx.transcript.write(Stop(reason="disk_limit", detail=str(exc)))
-        return AgentResult(stop_reason="disk_limit")
+        ctx.transcript.write(LimitHit(limit=StopReason.disk_limit, value=exc.used, maximum=exc.limit))
+        ctx.transcript.write(Stop(reason=StopReason.disk_limit, detail=str(exc)))
+        return AgentResult(stop_reason=StopReason.disk_limit)
     except SandboxError as exc:  # let through by the agent (a script, a CLI's runner)
-        result = AgentResult(stop_reason="error", detail=f"{type(exc).__name__}: {exc}")
+        result = AgentResult(stop_reason=StopReason.error, detail=f"{type(exc).__name__}: {exc}")
         reason = whose(sb, infra=isinstance(exc, InfraError))
         if reason is None:
             if isinstance(exc, InfraError):
                 raise
             raise InfraError(result.detail) from exc
         return agents_doing(ctx, result, reason, limits)
-    if result.stop_reason == "infra_error" and result.infra_retryable:  # the agent caught the sandbox's InfraError
+    if (
+        result.stop_reason == StopReason.infra_error and result.infra_retryable
+    ):  # the agent caught the sandbox's InfraError
         reason = whose(sb, infra=True)
         if reason is not None:
             result.detail = (result.infra_error or "").removeprefix("infra_error: ")
             result.infra_error, result.infra_retryable = None, False
             return agents_doing(ctx, result, reason, limits)
     if (
-        result.stop_reason not in ("disk_limit", "interrupted")
+        result.stop_reason not in (StopReason.disk_limit, StopReason.interrupted)
         and not result.infra_error
-        and sb.limit_reached() == "disk_limit"
+        and sb.limit_reached() == StopReason.disk_limit
     ):
         ctx.transcript.write(
-            LimitHit(limit="disk_limit", value=float(limits.disk_bytes or 0), maximum=float(limits.disk_bytes or 0))
+            LimitHit(
+                limit=StopReason.disk_limit, value=float(limits.disk_bytes or 0), maximum=float(limits.disk_bytes or 0)
+            )
         )
-        result.stop_reason = "disk_limit"
+        result.stop_reason = StopReason.disk_limit
     return result
 
 
@@ -67,16 +72,18 @@ def whose(sb: Sandbox, *, infra: bool) -> str | None:
     except SandboxError:
         return None
     if state.get("OOMKilled"):
-        return "memory_limit"
+        return StopReason.memory_limit
     if state.get("Running") and not infra:
-        return "container_broken"
+        return StopReason.container_broken
     return None
 
 
 def agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Limits) -> AgentResult:
     """End the turn as the agent's doing (`reason`): the limit hit and the stop, in the transcript."""
-    if reason == "memory_limit":
-        ctx.transcript.write(LimitHit(limit="memory_limit", value=0.0, maximum=float(parse_size(limits.memory) or 0)))
+    if reason == StopReason.memory_limit:
+        ctx.transcript.write(
+            LimitHit(limit=StopReason.memory_limit, value=0.0, maximum=float(parse_size(limits.memory) or 0))
+        )
     ctx.transcript.write(Stop(reason=reason, detail=result.detail))
     result.stop_reason = reason
     return result
@@ -95,7 +102,7 @@ def next_feedback(mode: str, task: Task, grade_: Grade, report, sb: Sandbox, tra
         reason = whose(sb, infra=isinstance(exc, InfraError))
         if reason is None:
             raise
-        said = {"memory_limit": "they exhausted the container's memory and the kernel stopped it"}.get(
+        said = {StopReason.memory_limit: "they exhausted the container's memory and the kernel stopped it"}.get(
             reason, "they left the container unusable"
         )
         feedback = (

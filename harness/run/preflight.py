@@ -21,6 +21,7 @@ from sandbox import SandboxError, find_commit
 from ..models.preflight import ModelCheck, check_model
 from ..records import RunFolder, check_writable, latest_rows, read_results
 from ..tasks import Task, TaskSpecError
+from ..vocabulary import Outcome
 
 MAX_EARLIER_RUNS = 50  # the most recent run folders an estimate reads
 
@@ -134,7 +135,7 @@ def estimate(
             trials.setdefault(row.unit(), []).append(row)
         for group in trials.values():
             final = [r for r in group if r.final]
-            if not final or final[-1].outcome == "infra_error":
+            if not final or final[-1].outcome == Outcome.infra_error:
                 continue
             tid = group[0].task_id
             times[tid].append(sum(r.phases.total_s for r in group))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sandbox import Backend, Limits
 
+from ..errors import UserError
 from ..grading import GRADER_VERSION, Outcome, grade
 from ..records import ResultRow, RunFolder, open_run, write_atomic, write_json
 from ..tasks import LimitsSpec, Task, TaskSpecError, load_task
@@ -28,7 +29,7 @@ from .unit import Prepared, prepare_task
 ProgressFn = Callable[[str], None]
 
 
-class RegradeError(ValueError):
+class RegradeError(UserError):
     """A run cannot be re-graded as asked (no such tasks, a target folder that is already a run)."""
 
     hint = "Give the task specs with --tasks when the manifest's spec paths are gone or changed."
@@ -81,7 +82,7 @@ def regrade(
         return row.model_copy(
             update={
                 "run_id": target.path.name,
-                "outcome": new.outcome.value,
+                "outcome": new.outcome,
                 "resolved": new.resolved,
                 "tests": new.tests,
                 "fail_to_pass": new.fail_to_pass.model_dump(),
@@ -90,7 +91,7 @@ def regrade(
                 "tampering": new.tampering,
                 "grader_version": new.grader_version,
                 "phases": phases,
-                "regraded_from": {"outcome": row.outcome, "grader_version": old.get("grader_version")},
+                "regraded_from": {"outcome": row.outcome.value, "grader_version": old.get("grader_version")},
             }
         )
 

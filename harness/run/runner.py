@@ -14,8 +14,10 @@ from sandbox import Backend, DiskSpaceError, Limits, SandboxError
 from sandbox.docker import check_room, prune_containers
 
 from ..agents import Agent, prepare_agent
+from ..errors import UserError
 from ..records import ResultRow, RunFolder
 from ..tasks import Task
+from ..vocabulary import Outcome
 from .executors import Executor, LocalExecutor
 from .manifest import build_manifest, command_line, now
 from .unit import ProgressFn, RunOptions, UnitRunner
@@ -49,7 +51,7 @@ class Runner(UnitRunner):
         self.redo = set(redo)
         unknown = self.redo - {t.id for t in tasks}
         if unknown:
-            raise ValueError(
+            raise UserError(
                 f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
                 f"its tasks: {', '.join(sorted(t.id for t in tasks))}"
             )
@@ -100,7 +102,7 @@ class Runner(UnitRunner):
                 for row in rows:
                     if row.final:
                         self.progress("done", self.unit_name(row.task_id, row.repeat), row.outcome)
-                        engine = row.outcome == "infra_error" and "EngineUnavailable" in (row.error or "")
+                        engine = row.outcome == Outcome.infra_error and "EngineUnavailable" in (row.error or "")
                         streak = streak + 1 if engine else 0
                 if streak >= ENGINE_DOWN_AFTER:
                     self.cancel.set()

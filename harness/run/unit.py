@@ -45,6 +45,7 @@ from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, Stop, TranscriptWriter
+from ..vocabulary import StopReason
 from .attribution import next_feedback, recurring_place, run_agent
 from .images import build_task_images
 from .manifest import now
@@ -277,15 +278,15 @@ class UnitRunner:
                 workspace=workspace,
             )
             if broken:  # the agent's doing: its container's files keep it from starting
-                transcript.write(Stop(reason="container_broken", detail=broken))
-                result = AgentResult(stop_reason="container_broken", detail=broken)
+                transcript.write(Stop(reason=StopReason.container_broken, detail=broken))
+                result = AgentResult(stop_reason=StopReason.container_broken, detail=broken)
             else:
                 result = run_agent(self.agent, ctx, sb, limits)
             phases.agent_s = round(time.monotonic() - t1, 3)
             phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
             phases.retry_wait_s = round(result.retry_wait_s, 3)
             at.result = result
-            if result.stop_reason == "interrupted":
+            if result.stop_reason == StopReason.interrupted:
                 raise Interrupted()
             if result.infra_error:
                 raise (InfraError if result.infra_retryable else NotRetryable)(result.infra_error)
@@ -335,9 +336,9 @@ class UnitRunner:
                 at.step = grade_.failed_step.step if grade_.failed_step else ""
                 raise InfraError(grade_.note)
             said = {
-                "disk_limit": f"the container's disk limit ({limits.disk}) was reached",
-                "memory_limit": f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
-                "container_broken": f"the agent left its container unusable: {result.detail}",
+                StopReason.disk_limit: f"the container's disk limit ({limits.disk}) was reached",
+                StopReason.memory_limit: f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
+                StopReason.container_broken: f"the agent left its container unusable: {result.detail}",
             }
             note = "; ".join(x for x in (said.get(result.stop_reason, ""), note) if x)
             grade_.note = "; ".join(x for x in (note, grade_.note) if x)
@@ -459,7 +460,7 @@ class UnitRunner:
         """The row of a unit that ended in an error before it could be graded (not appended); with
         `result`, what its agent had spent; `retried`: the row of an abandoned try (never final)."""
         adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
-        spent = replace(result, stop_reason="error") if result else AgentResult(stop_reason="error")
+        spent = replace(result, stop_reason=StopReason.error) if result else AgentResult(stop_reason=StopReason.error)
         row = self.row(
             task,
             repeat,

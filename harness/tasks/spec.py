@@ -27,12 +27,13 @@ from pydantic import (
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, parse_size
 
+from ..errors import UserError
 from ..parsers import PARSERS, Parser, get_parsers, protected_union
 
 SYSTEM_CA_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
 
 
-class TaskSpecError(ValueError):
+class TaskSpecError(UserError):
     """A task spec is malformed; the message names the file and each bad field."""
 
     hint = "Fix the spec, then check it with `wholeloop tasks validate PATH`."

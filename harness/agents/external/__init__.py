@@ -35,6 +35,7 @@ from sandbox.docker import native
 
 from ...models.pricing import lookup_price
 from ...transcript import ExternalRun, LimitHit, Stop
+from ...vocabulary import StopReason
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
 from ..budget import Budget, LimitReached
 from .config import (
@@ -252,9 +253,9 @@ class ExternalAgent:
         except InfraError as exc:
             stopper.done()
             _copy_logs(ctx.sandbox, LOGS_DIR, ws.logs_dir)  # what can still be read of them (best effort)
-            ctx.transcript.write(Stop(reason="infra_error", detail=str(exc)))
+            ctx.transcript.write(Stop(reason=StopReason.infra_error, detail=str(exc)))
             return AgentResult.from_budget(
-                budget, "infra_error", infra_error=f"infra_error: {exc}", infra_retryable=True
+                budget, StopReason.infra_error, infra_error=f"infra_error: {exc}", infra_retryable=True
             )
         finally:
             proxy_log.close()
@@ -307,18 +308,23 @@ class ExternalAgent:
         *,
         forwarder_failed: bool = False,
         started: Callable[[], bool] = lambda: False,
-    ) -> tuple[str, str, bool, bool]:
+    ) -> tuple[StopReason, str, bool, bool]:
         """(stop reason, detail, infra, retryable) of a finished CLI run; `forwarder_failed`: the
         script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's);
         `started`: did the CLI change the repository (then it did start, however fast it failed)?"""
         if stopper.interrupted:
-            return "interrupted", "the run is being stopped; this attempt will be redone on resume", False, False
+            return (
+                StopReason.interrupted,
+                "the run is being stopped; this attempt will be redone on resume",
+                False,
+                False,
+            )
         if proxy.limit is not None:
             return proxy.limit.reason, proxy.limit.detail, False, False
         if timed_out:
-            return "time_limit", "the CLI ran past the attempt's time limit and was killed", False, False
+            return StopReason.time_limit, "the CLI ran past the attempt's time limit and was killed", False, False
         if code == 97 and forwarder_failed:
-            return "agent_error", "the loopback forwarder could not start in the container", True, False
+            return StopReason.agent_error, "the loopback forwarder could not start in the container", True, False
         stats = proxy.stats
         if stats.last_upstream_error and code != 0:
             status = re.match(r"HTTP (\d+)", stats.last_upstream_error)
@@ -326,15 +332,15 @@ class ExternalAgent:
             asked = stats.last_upstream_model.split("/", 1)[-1]
             configured = asked in ("", self.model.split("/", 1)[-1])  # a 404 for a model the CLI named is its own
             if number in (401, 403) or (number == 404 and configured):  # the real key or model name is wrong
-                return "model_error", f"the provider refused: {stats.last_upstream_error}", True, False
+                return StopReason.model_error, f"the provider refused: {stats.last_upstream_error}", True, False
             if number == 429 or number >= 500:
-                return "model_error", f"the provider kept failing: {stats.last_upstream_error}", True, True
-            return "model_error", stats.last_upstream_error, False, False
+                return StopReason.model_error, f"the provider kept failing: {stats.last_upstream_error}", True, True
+            return StopReason.model_error, stats.last_upstream_error, False, False
         if code == 0:
-            return "submitted", "the CLI finished", False, False
+            return StopReason.submitted, "the CLI finished", False, False
         if stats.calls == 0 and seconds < QUICK_EXIT_S and not started():
             return (
-                "agent_error",
+                StopReason.agent_error,
                 (
                     f"{self.config.cli} exited at once (exit code {code}) without calling the model; "
                     f"check the config's command and env. The end of its stderr:\n{stderr[-1500:]}"
@@ -342,7 +348,7 @@ class ExternalAgent:
                 True,
                 False,
             )
-        return "agent_error", f"the CLI exited with code {code}: {stderr[-500:]}", False, False
+        return StopReason.agent_error, f"the CLI exited with code {code}: {stderr[-500:]}", False, False
 
 
 class _Stopper:

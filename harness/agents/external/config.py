@@ -15,6 +15,7 @@ from typing import Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ...errors import UserError
 from ..budget import AgentLimits
 from .wire import WIRES
 
@@ -28,7 +29,7 @@ _PIP_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Z
 _NPM_PIN = re.compile(r"^(@[a-z0-9._-]+/)?[a-z0-9._-]+@\d+\.\d+\.\d+[0-9A-Za-z.+-]*$")
 
 
-class ExternalConfigError(ValueError):
+class ExternalConfigError(UserError):
     hint = "See docs/agents.md (external agents); unknown keys are rejected."
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from sandbox import DEFAULT_BASE, Backend, DockerBackend, InfraError, Limits, Mount, SandboxError, cache_dir
 from sandbox.docker import image_id
 
+from ...errors import UserError
 from .config import INSTALL_DIR, ExternalConfig, InstallStep
 
 ENGINE_RETRIES = 2  # builds started again when the Docker engine went away under them
@@ -52,7 +53,7 @@ NODE_IN_BUILD = "/wl-build/node"
 LogFn = Callable[[str], None]
 
 
-class InstallError(ValueError):
+class InstallError(UserError):
     """An install (or its check) failed: the message names the step and ends with its output."""
 
     hint = "Fix the install steps of the agent config (docs/agents.md); the output above is the end of the step's."

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from ...models.pricing import Price, PriceTable, cost_usd, lookup_price
 from ...models.types import Usage
 from ..budget import Budget, LimitReached
+from .config import ExternalConfigError
 from .http1 import Upstream
 from .relay import Connection, Exchange, ProxyStats, feed_events
 from .wire import Wire
@@ -66,7 +67,9 @@ class MeteringProxy:
         self.api_key = api_key
         parts = urllib.parse.urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the provider's base URL must be http(s)://host[:port][/prefix], not {upstream!r}")
+            raise ExternalConfigError(
+                f"the provider's base URL must be http(s)://host[:port][/prefix], not {upstream!r}"
+            )
         self.up_https = parts.scheme == "https"
         self.up_host, self.up_port = parts.hostname, parts.port or (443 if self.up_https else 80)
         self.up_prefix = parts.path.rstrip("/").removesuffix("/v1")

@@ -35,12 +35,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ...errors import UserError
 from .ray_node import ProgressBox, node_info, run_unit
 
 DEFAULT_MAX_SHIP_MB = 256
 
 
-class RayExecutorError(ValueError):
+class RayExecutorError(UserError):
     """The Ray executor cannot run this: no ray package, no cluster, an input too large to ship."""
 
     def __init__(self, message: str, hint: str = "") -> None:

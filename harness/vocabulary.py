@@ -1,0 +1,75 @@
+"""The words a result is told in: outcomes (grading) and stop reasons (the agent). A leaf.
+
+Four layers describe one attempt, each with its own vocabulary and type (docs/outcomes.md); a
+word of one layer is never used to mean something in another (the one spelling two layers share,
+`infra_error`, names the same event in both: the machine failed under the agent):
+
+- **outcome** -- what grading decided about the patch (`Outcome`); the only layer rates count.
+- **stop reason** -- why the agent's turn ended (`StopReason`); says nothing about the patch.
+- **acceptance** -- whether a reviewer's policy accepts a resolved patch: a policy applied at
+  report time over facts recorded at grading (not a value stored in a row).
+- **cause** -- why an attempt that did not resolve failed: analysis that refines an outcome and a
+  stop reason, never repeats them.
+
+Records store the values as plain strings (`results.jsonl` is read by other tools), so both are
+`StrEnum`s: a member *is* its value (`Outcome.resolved == "resolved"`, `f"{Outcome.resolved}"` is
+"resolved").
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    """What grading decided about one attempt's patch (docs/outcomes.md, "Outcomes")."""
+
+    resolved = "resolved"
+    unresolved = "unresolved"
+    regression = "regression"  # a PASS_TO_PASS test broke
+    empty_patch = "empty_patch"
+    patch_apply_failed = "patch_apply_failed"
+    test_timeout = "test_timeout"
+    environment_broken = "environment_broken"  # the patch made one of grading's own steps fail (it passes on the base)
+    infra_error = "infra_error"  # the machine failed: never counted as the agent's failure, retried
+    task_error = "task_error"  # the task's own inputs are wrong (its gold or test patch does not apply):
+    #                            never counted as the agent's failure, never retried; the task author's to fix
+
+
+#: Outcomes that say nothing about the agent: left out of every rate.
+NOT_SCORED: frozenset[Outcome] = frozenset({Outcome.infra_error, Outcome.task_error})
+#: Final outcomes a resume tries again (the machine's failures; a task's own error would fail again).
+REDO_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.infra_error})
+
+
+class StopReason(StrEnum):
+    """Why an agent's turn ended (docs/outcomes.md, "Stop reasons").
+
+    Records keep the reason as a string: an agent registered from another package may end with a
+    reason of its own, which reports show as it is.
+    """
+
+    submitted = "submitted"  # the agent said it is done (submit tool, a CLI that exited 0, gold)
+    no_tool_call = "no_tool_call"  # the model answered without calling a tool
+    step_limit = "step_limit"
+    time_limit = "time_limit"
+    token_limit = "token_limit"
+    cost_limit = "cost_limit"
+    context_length = "context_length"  # the conversation outgrew the model's context
+    disk_limit = "disk_limit"  # the agent's processes filled the container's disk limit
+    memory_limit = "memory_limit"  # ...or its memory: the kernel's OOM killer stopped the container
+    container_broken = "container_broken"  # the agent left its container unusable
+    agent_error = "agent_error"  # an external CLI failed
+    model_error = "model_error"  # the provider refused or kept failing
+    infra_error = "infra_error"  # the container or engine failed under the agent
+    error = "error"  # the unit failed before the agent's turn could be graded
+    interrupted = "interrupted"  # the run was stopped (Ctrl-C): no row, redone on resume
+    no_gold_patch = "no_gold_patch"  # the gold control on a task without a gold patch
+    gold_patch_failed = "gold_patch_failed"  # the gold control's patch did not apply
+    noop = "noop"  # the noop control
+
+
+#: The budget's limits, as stop reasons.
+LIMITS: frozenset[StopReason] = frozenset(
+    {StopReason.step_limit, StopReason.time_limit, StopReason.token_limit, StopReason.cost_limit}
+)
