@@ -225,7 +225,7 @@ class Helper:
         """Read or write one file, with the archive API's semantics (the host's fallback): a read
         takes regular files only, not what a symlink points to; a write replaces whatever is at
         the path (a symlink too, never its target) by a new file, creating parents. Bytes exact."""
-        path, end = req["path"], {"code": 0}
+        path, end = req["path"], {"code": 0}  # type: str, dict[str, object]
         try:
             if req["op"] == "read":
                 st = os.lstat(path)
@@ -321,7 +321,8 @@ class Helper:
             if code is None:
                 code = proc.poll()
                 ended_at = now if code is not None else None
-            if code is not None and (not streams or (not timed_out and now - ended_at >= AFTER_EXIT_S)):
+            # ended_at is set together with code (from the same poll): it says the command has exited
+            if ended_at is not None and (not streams or (not timed_out and now - ended_at >= AFTER_EXIT_S)):
                 break  # done; background jobs may keep the pipes (drained, not waited for)
             if not timed_out and code is None and now >= deadline:
                 timed_out = True
@@ -331,7 +332,7 @@ class Helper:
                 termed |= kill_marked(req["marker"], signal.SIGKILL, termed, since, before)
             if killed_at is not None and now - killed_at >= DRAIN_S:
                 break
-            if code is not None and not timed_out:
+            if ended_at is not None and not timed_out:
                 until = ended_at + AFTER_EXIT_S
             elif killed_at is not None:
                 until = killed_at + DRAIN_S
@@ -356,7 +357,7 @@ class Helper:
                         del streams[fd]
                 else:
                     self.drain_orphan(fd)
-            if writable:
+            if writable and writer is not None:  # (writable is only ever [writer])
                 try:
                     pending = pending[os.write(writer, pending[:CHUNK]) :]
                 except OSError:  # the command closed its stdin: the rest is not wanted
