@@ -156,11 +156,11 @@ class ScrubbingStream(io.TextIOBase):
         return True
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # the wrapped stream's, read-only (an attribute in typeshed)
         return self.stream.encoding
 
     @property
-    def errors(self) -> str | None:  # type: ignore[override]
+    def errors(self) -> str | None:  # type: ignore[override]  # the wrapped stream's, read-only (an attribute in typeshed)
         return self.stream.errors
 
     @property
