@@ -26,7 +26,7 @@ import json
 import os
 import re
 import threading
-from typing import Any
+from typing import Any, overload
 
 REDACTED = "[REDACTED]"
 MIN_SECRET = 8  # shorter values (flags, "true") are not secrets worth the false positives
@@ -100,6 +100,10 @@ def scrub_bytes(data: bytes, secrets: list[str] | None = None) -> bytes:
     return data
 
 
+@overload
+def scrub(data: str, secrets: list[str] | None = None) -> str: ...
+@overload
+def scrub(data: bytes, secrets: list[str] | None = None) -> bytes: ...
 def scrub(data: str | bytes, secrets: list[str] | None = None) -> str | bytes:
     return scrub_bytes(data, secrets) if isinstance(data, bytes) else scrub_text(data, secrets)
 
@@ -152,11 +156,11 @@ class ScrubbingStream(io.TextIOBase):
         return True
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # the wrapped stream's, read-only (an attribute in typeshed)
         return self.stream.encoding
 
     @property
-    def errors(self) -> str | None:  # type: ignore[override]
+    def errors(self) -> str | None:  # type: ignore[override]  # the wrapped stream's, read-only (an attribute in typeshed)
         return self.stream.errors
 
     @property

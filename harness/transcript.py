@@ -288,9 +288,9 @@ class TranscriptWriter:
         self.close()
 
 
-def read_transcript(path: Path) -> list[_Event]:
+def read_transcript(path: Path) -> list[Event]:
     """All complete events of a transcript; a torn last line (a crash mid-write) is skipped."""
-    events: list[_Event] = []
+    events: list[Event] = []
     for line in complete_lines(Path(path)):
         try:
             events.append(_adapter.validate_python(json.loads(line)))

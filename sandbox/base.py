@@ -13,7 +13,7 @@ Every method says what it raises; everything raised is a `sandbox.errors.Sandbox
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .patch import Change, TreeEntry
 
@@ -55,7 +55,7 @@ class Limits:
     step_timeout_s: float = 120.0  # one grading step: applying a patch, reverting files, a probe
     stop_timeout_s: float = 30.0  # waiting for a killed container to stop before it restarts
 
-    def with_(self, **changes: object) -> Limits:
+    def with_(self, **changes: Any) -> Limits:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @property

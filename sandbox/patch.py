@@ -267,7 +267,7 @@ class _Ignorer:
         home.mkdir(parents=True, exist_ok=True)
         self.git = HostGit(rules_dir / ".git", home, work_tree=rules_dir)
         self.git.run("init", "-q", "--template=", str(rules_dir), git_dir=False)
-        self._prefixes = None
+        self._prefixes: set[str] | None = None
 
     def tracks_below(self, path: str) -> bool:
         if self._prefixes is None:
@@ -315,7 +315,7 @@ def _diff(base: dict[str, TreeEntry], new: dict[str, TreeEntry], scratch: Path, 
     if len(sha_list) != len(entries):
         raise InfraError("git hash-object did not hash every file")
     sha = {id(e): s for e, s in zip(entries, sha_list)}
-    trees = []
+    trees: list[str] = []
     for side in (base, new):
         index = scratch / f"index-{len(trees)}"
         records = b"".join(_index_record(e, sha[id(e)]) for e in side.values())
@@ -406,9 +406,10 @@ class HostGit:
 
     def __init__(self, git_dir: Path, home: Path | str, work_tree: Path | None = None) -> None:
         self.git_dir, self.work_tree = Path(git_dir), work_tree
-        self.exe = shutil.which("git")
-        if self.exe is None:
+        exe = shutil.which("git")
+        if exe is None:
             raise InfraError("git is not installed on this host", hint="Install git (apt-get install git).")
+        self.exe = exe
         home = str(home)
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +118,13 @@ class Toolbox:
         if name not in self.enabled:
             raise ToolFailure(f"there is no tool named {name!r}; the tools are: {', '.join(self.enabled)}")
         started = time.monotonic()
-        handler = {"bash": self._bash, "edit": self._edit, "run_tests": self._run_tests, "submit": self._submit}[name]
-        out = handler(**_check_args(name, args))
+        handlers: dict[str, Callable[..., ToolOutput]] = {
+            "bash": self._bash,
+            "edit": self._edit,
+            "run_tests": self._run_tests,
+            "submit": self._submit,
+        }
+        out = handlers[name](**_check_args(name, args))
         out.duration_s = time.monotonic() - started
         return out
 
@@ -198,9 +204,9 @@ class Toolbox:
                     "including whitespace and indentation"
                 )
             if count > 1:
-                lines = [text[:m].count("\n") + 1 for m in _find_all(text, old_str)]
+                numbers = [text[:m].count("\n") + 1 for m in _find_all(text, old_str)]
                 raise ToolFailure(
-                    f"old_str occurs {count} times in {path} (lines {lines}); "
+                    f"old_str occurs {count} times in {path} (lines {numbers}); "
                     "include more surrounding lines so it matches exactly once"
                 )
             updated = text.replace(old_str, new_str or "", 1)
@@ -295,7 +301,7 @@ def _is(value: Any, prop: dict[str, Any]) -> bool:
             if "items" in prop
             else isinstance(value, list)
         )
-    checks = {
+    checks: dict[object, Callable[[Any], bool]] = {  # keyed by what the schema says, whatever it is
         "string": lambda v: isinstance(v, str),
         "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
         "boolean": lambda v: isinstance(v, bool),

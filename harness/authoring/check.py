@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import yaml
 from pydantic import BaseModel, Field
@@ -156,7 +156,7 @@ def up_to_date(task: Task) -> bool:
     if status == "checked":
         return True
     verdict = read_verdict(task.spec_path) if task.spec_path else None
-    if status == "quarantined" and verdict is None:
+    if status == "quarantined" and verdict is None and task.quarantined:  # quarantined by the spec itself
         return not task.quarantined.startswith(NOT_CHECKED_PREFIX)
     return status == "quarantined" and verdict is not None and verdict.spec_hash == task.content_hash()
 
@@ -251,7 +251,7 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
     verdict.seconds["total"] = round(time.monotonic() - started, 3)
     verdict.test_runs = len(verdict.run_seconds)
     verdict.passed = verdict.quarantined is None
-    task = _write_back(task, verdict, discover)
+    task = _write_back(task, spec, verdict, discover)
     verdict.spec_hash = task.content_hash()
     _write_json(verdict_path(spec), verdict.model_dump(mode="json"))
     return CheckResult(task, verdict, images_built=built)
@@ -393,8 +393,9 @@ def _judge(
         )
 
 
-def _write_back(task: Task, verdict: Verdict, discover: bool) -> Task:
-    """Rewrite the spec when the check changed what it says; returns the task as now on disk."""
+def _write_back(task: Task, spec: Path, verdict: Verdict, discover: bool) -> Task:
+    """Rewrite the spec (the task's file) when the check changed what it says; returns the task as
+    now on disk."""
     changes: dict[str, object] = {}
     if verdict.passed:
         if discover or verdict.pass_to_pass != task.pass_to_pass:
@@ -404,15 +405,18 @@ def _write_back(task: Task, verdict: Verdict, discover: bool) -> Task:
         if task.quarantined:
             changes["quarantined"] = None
     else:
-        reason = verdict.quarantined + (f" ({verdict.detail})" if verdict.detail and len(verdict.detail) < 300 else "")
+        # a failed check always says why (passed is quarantined is None)
+        reason = cast(str, verdict.quarantined) + (
+            f" ({verdict.detail})" if verdict.detail and len(verdict.detail) < 300 else ""
+        )
         if task.quarantined != reason:
             changes["quarantined"] = reason
         if discover and verdict.fail_to_pass != task.fail_to_pass:
             changes["FAIL_TO_PASS"], changes["PASS_TO_PASS"] = verdict.fail_to_pass, verdict.pass_to_pass
     if not changes:
         return task
-    rewrite_spec(task.spec_path, changes)
-    return load_task(task.spec_path)
+    rewrite_spec(spec, changes)
+    return load_task(spec)
 
 
 def rewrite_spec(path: Path, changes: dict[str, object]) -> None:

@@ -232,7 +232,7 @@ def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
     tests: list[str] = []
     build: list[str] = []
     for node in ast.walk(tree):
-        if _called(node) == "setup":
+        if _called(node) == "setup" and isinstance(node, ast.Call):
             for kw in node.keywords:
                 value = _literal(kw.value)
                 if kw.arg == "install_requires":
@@ -313,7 +313,7 @@ def infer_environment(
         project_name = _req_name(str(project.get("name", "")))
         if "dependencies" in (project.get("dynamic") or []):
             runtime = None
-        else:
+        elif runtime is not None:
             runtime += list(project.get("dependencies") or [])
         extras = project.get("optional-dependencies") or {}
         groups = data.get("dependency-groups") or {}
@@ -395,11 +395,12 @@ def infer_environment(
         try:
             parser.read_string(read("tox.ini") or "")
         except configparser.Error:
-            parser = None
-        if parser is not None and parser.has_option("testenv", "deps"):
-            sources.append("tox.ini")
-            deps = [d for d in _lines(parser.get("testenv", "deps")) if not re.match(r"^[\w,.-]+:\s", d)]
-            tests += _requirement_lines("\n".join(deps), read, "tox.ini", seen)
+            pass
+        else:
+            if parser.has_option("testenv", "deps"):
+                sources.append("tox.ini")
+                deps = [d for d in _lines(parser.get("testenv", "deps")) if not re.match(r"^[\w,.-]+:\s", d)]
+                tests += _requirement_lines("\n".join(deps), read, "tox.ini", seen)
     if "noxfile.py" in names:
         installed = _noxfile(read("noxfile.py") or "")
         if installed:

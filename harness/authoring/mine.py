@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, cast
 
 from ..parsers import PARSERS, Parser, get_parser
 from ..tasks.spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
@@ -148,7 +148,7 @@ class Judged:
             out["refused"] = self.refused
             out["findings"] = [{"file": f.file, "line": f.line, "rule": f.rule} for f in self.findings]
         elif self.task is not None:
-            cand = self.candidate
+            cand = cast(Candidate, self.candidate)  # a task is only ever made of a candidate
             out["spec"] = f"{self.task.id}.yaml"
             if self.already:
                 out["already_mined"] = True
@@ -349,7 +349,7 @@ def mine(
     scanner = SecretScanner(options.secrets_baseline or _baseline(repo, options))
     new: list[tuple[Judged, str, bytes, bytes, dict, list[Finding]]] = []
     for j in candidates:
-        cand = j.candidate
+        cand = cast(Candidate, j.candidate)  # candidates: those with one
         spec_path = out / f"{cand.task_id}.yaml"
         if spec_path.exists():
             existing = load_task(spec_path)
@@ -384,7 +384,7 @@ def mine(
     plans: dict[str, EnvPlan | MineError] = {}
     configs: dict[str, RepoConfig] = {}
     for j, *_ in new:
-        cand = j.candidate
+        cand = cast(Candidate, j.candidate)  # new: candidates
         cfg = config or load_config(None, repo, cand.parent)
         configs[cand.task_id] = cfg
         try:
@@ -403,7 +403,7 @@ def mine(
     pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=log) if ok_plans else {}
     # write the specs (nothing was written before this point)
     for j, statement, gold_patch, test_patch, origin, findings in new:
-        cand = j.candidate
+        cand = cast(Candidate, j.candidate)  # new: candidates
         plan, cfg = plans[cand.task_id], configs[cand.task_id]
         reason, detail = NOT_CHECKED, ""
         if isinstance(plan, MineError):
@@ -442,8 +442,8 @@ def mine(
             environment=environment,
             test_command=cfg.visible_test_command or parser.test_command(None),
             hidden_tests=HiddenTests(command=command, patch_file=f"{cand.task_id}/{TEST_NAME}", parser=parser.name),
-            FAIL_TO_PASS=[],
-            PASS_TO_PASS=[],
+            fail_to_pass=[],
+            pass_to_pass=[],
             gold_patch_file=f"{cand.task_id}/{GOLD_NAME}",
             timeouts=Timeouts(tests_s=cfg.tests_timeout_s) if cfg.tests_timeout_s else Timeouts(),
             allowed_paths=list(cand.protected_files),
@@ -485,17 +485,18 @@ def mine(
         if j.task is not None and j.task.quarantined in (None, NOT_CHECKED) and not (j.already and up_to_date(j.task))
     ]
     if options.check and to_check:
-        findings = {j.task.id: [f.record() for f in j.findings] for j in to_check if j.findings}
+        tasks = [j.task for j in to_check if j.task is not None]  # (all of them)
+        check_findings = {t.id: [f.record() for f in j.findings] for j, t in zip(to_check, tasks) if j.findings}
         check_options = CheckOptions(
             repeats=options.repeats,
             discover=True,
             workers=options.workers,
             progress=options.progress,
-            findings=findings,
+            findings=check_findings,
         )
         if options.announce:
-            options.announce(plan_checks([j.task for j in to_check], check_options).describe(options.repeats))
-        results = check_tasks([j.task for j in to_check], check_options)
+            options.announce(plan_checks(tasks, check_options).describe(options.repeats))
+        results = check_tasks(tasks, check_options)
         report.checked = results
         for j, result in zip(to_check, results):
             j.task = result.task
@@ -505,7 +506,7 @@ def mine(
     for j in judged:
         if j.task is None:
             continue
-        verdict = read_verdict(j.task.spec_path)
+        verdict = read_verdict(j.task.spec_path) if j.task.spec_path else None  # (always: loaded from its spec)
         if verdict is not None and verdict.spec_hash == j.task.content_hash():
             j.kept, j.quarantined, j.detail = verdict.passed, verdict.quarantined, verdict.detail
             j.dropped_flaky = verdict.dropped_flaky

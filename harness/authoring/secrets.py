@@ -91,7 +91,7 @@ class SecretScanner:
                 dest = Path(tmp) / "f" / path
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(data)
-                found = {}
+                found: dict[tuple[int, str, str], str | None] = {}
                 for secret in scan_file(str(dest)):
                     key = (secret.line_number, secret.type, secret.secret_hash)
                     found.setdefault(key, secret.secret_value)
@@ -194,8 +194,9 @@ def _stored(f: Finding) -> dict:
 
 def redact(text: str, findings: list[Finding]) -> str:
     """`text` with each finding's secret value replaced by <redacted:RULE>."""
-    for f in sorted((f for f in findings if f.value), key=lambda f: -len(f.value or "")):
-        text = text.replace(f.value, f"<redacted:{f.rule.replace(' ', '-')}>")
+    values = [(f.value, f.rule) for f in findings if f.value]
+    for value, rule in sorted(values, key=lambda v: -len(v[0])):
+        text = text.replace(value, f"<redacted:{rule.replace(' ', '-')}>")
     return text
 
 

@@ -191,7 +191,8 @@ def _repo_spec(specs: dict[str, dict[str, RepoSpec]], repo: str, version: str | 
     if not versions:
         return None
     default, own = versions.get("*"), versions.get(str(version)) if version is not None else None
-    if default is None and own is None:
+    source = own or default  # the location's base: both come from the same specs file
+    if source is None:
         return None
     merged = default.model_dump(exclude_none=True) if default else {}
     if own:
@@ -199,7 +200,7 @@ def _repo_spec(specs: dict[str, dict[str, RepoSpec]], repo: str, version: str | 
         if own.repo_path or own.repo_url:  # a version's own location replaces the default one
             merged.pop("repo_url" if own.repo_path else "repo_path", None)
     spec = RepoSpec.model_validate(merged)
-    spec._base_dir = (own or default)._base_dir  # both come from the same specs file
+    spec._base_dir = source._base_dir
     return spec
 
 
@@ -366,8 +367,8 @@ def _build_task(
             environment=Environment(**env_args),
             test_command=spec.visible_test_command,
             hidden_tests=HiddenTests(command=command, patch_file=TEST_PATCH_NAME),
-            FAIL_TO_PASS=fail_to_pass,
-            PASS_TO_PASS=pass_to_pass,
+            fail_to_pass=fail_to_pass,
+            pass_to_pass=pass_to_pass,
             gold_patch_file=GOLD_NAME,
             created_at=created_at,
             origin=Origin(kind="swebench", repository=repo, statement="swebench"),

@@ -60,7 +60,7 @@ def regrade(run_dir, out, task_paths, workers, history_url, use_history):
     )
     for row in changed:
         out_console.print(
-            f"  {row.task_id} #{row.repeat} attempt {row.attempt}: {row.regraded_from['outcome']} -> "
+            f"  {row.task_id} #{row.repeat} attempt {row.attempt}: {(row.regraded_from or {})['outcome']} -> "
             f"{row.outcome}" + (f"  [suspected tampering: {row.tampering}]" if row.tampering else "")
         )
     if use_history:  # a run of its own in the history, standing in for RUN_DIR in trends and `gate latest`

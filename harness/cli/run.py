@@ -246,7 +246,7 @@ def run(
         base_url=base_url,
         allow_unknown_model=allow_unknown_model,
     )
-    if container_agent:
+    if isinstance(agent, ContainerAgent):  # (container_agent)
         checked.problems += [Problem(p, "") for p in agent.check(allow_unknown_price=allow_unknown_model)]
     if not checked.ok:  # every problem is said, one line each; nothing was started
         if len(checked.problems) == 1:

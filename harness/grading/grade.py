@@ -28,6 +28,7 @@ import json
 import secrets
 import tarfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sandbox import Backend, DockerBackend, FileOpError, Limits, Sandbox, SandboxError
@@ -51,6 +52,7 @@ from .patching import (
     restore_inline_tests,
     shadowing_modules,
 )
+from .patching import Stripped as StrippedPath
 
 TEST_OUTPUT_BYTES = 5_000_000  # kept per stream; head and tail, so the summary at the end survives
 REPORT_BYTES = 100_000_000  # the structured report, at most
@@ -352,7 +354,7 @@ def _structured_report(sb: Sandbox, path: str | None) -> bytes | None:
         return None
 
 
-def _record(result: Grade, decision: Decision, inline: list = ()) -> None:
+def _record(result: Grade, decision: Decision, inline: Sequence[StrippedPath] = ()) -> None:
     result.stripped = [Stripped(path=s.path, reason=s.reason) for s in [*decision.stripped, *inline]]
     result.reverted = list(decision.reverted) + [f"{s.path} ({s.reason.rsplit(': ', 1)[-1]})" for s in inline]
     extra = []

@@ -23,6 +23,8 @@ from __future__ import annotations
 import codecs
 import posixpath
 import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from sandbox import FileOpError, InfraError, Sandbox
@@ -274,8 +276,8 @@ def _git_names(rest: str) -> tuple[str | None, str | None]:
             if rest[half] == " " and rest[2:half] == rest[half + 3 :]
             else rest.split(" ", 1)
         )
-    names = [n.split("/", 1)[1] if "/" in n else n for n in names] + [None, None]
-    return names[0], names[1]
+    padded = [n.split("/", 1)[1] if "/" in n else n for n in names] + [None, None]
+    return padded[0], padded[1]
 
 
 def _unquote(name: str) -> str:
@@ -310,7 +312,7 @@ def decide(
     task: Task,
     sections: list[Section],
     unparsed: int = 0,
-    shadowing: dict[str, str] | set[str] = frozenset(),
+    shadowing: dict[str, str] | AbstractSet[str] = frozenset(),
     base_links: dict[str, str] | None = None,
 ) -> Decision:
     """Which sections grading applies; the others are stripped, each path with its reason.
@@ -336,7 +338,8 @@ def decide(
     links = dict(base_links or {})
     for section in sections:  # the tree's symlinks after the patch
         for path in (section.old, section.new):
-            links.pop(path, None)
+            if path is not None:
+                links.pop(path, None)
     links.update({s.new: t for s in sections if s.new is not None and (t := s.symlink_target()) is not None})
     kept, stripped, reverted = [], [], []
     for section in sections:
@@ -359,7 +362,11 @@ def decide(
 
 
 def _refused(
-    path: str, protected: list[re.Pattern], hidden: set[str], shadowing: dict[str, str], allowed: set[str] = frozenset()
+    path: str,
+    protected: list[re.Pattern],
+    hidden: set[str],
+    shadowing: dict[str, str],
+    allowed: AbstractSet[str] = frozenset(),
 ) -> str:
     parts = path.split("/")
     lower = [p.lower() for p in parts]
@@ -588,7 +595,9 @@ def shadowing_modules(
 # ----------------------------------------------------------------------------------- applying
 
 
-def apply_patch(sb: Sandbox, patch: str, name: str, method: str = "git apply", sections: list[Section] = ()) -> bool:
+def apply_patch(
+    sb: Sandbox, patch: str, name: str, method: str = "git apply", sections: Sequence[Section] = ()
+) -> bool:
     """Apply `patch` (text grading rendered from parsed sections) in the container's repository
     with one applier; True when it applied. `patch --fuzz=5` only for plain text changes of regular
     files whose folders are no symlinks (checked in this container)."""
@@ -617,7 +626,7 @@ def apply_patch(sb: Sandbox, patch: str, name: str, method: str = "git apply", s
     return sb.exec(cmd, timeout=sb.limits.step_timeout_s).ok
 
 
-def _no_symlinks(sb: Sandbox, sections: list[Section]) -> bool:
+def _no_symlinks(sb: Sandbox, sections: Sequence[Section]) -> bool:
     """Is every touched path, and every folder above it, free of symlinks in this container?"""
     paths = sorted({p for s in sections for p in s.paths})
     script = (

@@ -21,7 +21,7 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -536,7 +536,7 @@ class HistoryIndex:
 
     def _attempt_filter(self, flt: HistoryFilter) -> list:
         a = attempts.c
-        where = [a.current]
+        where: list = [a.current]  # SQLAlchemy clauses
         for name, value in bound_values(flt).items():
             if name in ("model", "agent", "config"):
                 where.append(a[name] == bindparam(name, value))
@@ -771,15 +771,21 @@ class _SqliteWriter:
 
     # (statement, parameter names) -> (SQL, each position's parameter name or constant): the statements
     # are module constants, so they are compiled once per process, as SQLAlchemy's own cache would
-    compiled: dict[tuple, tuple[str, list[tuple[str | None, object]]]] = {}
+    # (and its bind processor, or None)
+    compiled: dict[tuple, tuple[str, list[tuple[str | None, object, Callable | None]]]] = {}
     _compiling = threading.Lock()
+    # in a `with`: the first statement, held until a second one opens a transaction; whether one is open
+    waiting: tuple[str, list] | None
+    open: bool
 
     def __init__(self, path: Path, dialect) -> None:
         self.conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)  # used under the index's lock
         _configure_sqlite(self.conn)
         self.dialect = dialect
 
-    def _compiled(self, statement, names: tuple[str, ...]) -> tuple[str, list[tuple[str | None, object]]]:
+    def _compiled(
+        self, statement, names: tuple[str, ...]
+    ) -> tuple[str, list[tuple[str | None, object, Callable | None]]]:
         key = (id(statement), names)
         with self._compiling:
             if key not in self.compiled:
@@ -809,7 +815,8 @@ class _SqliteWriter:
         if not self.open:
             self.conn.execute("BEGIN IMMEDIATE")
             self.open = True
-            self.conn.execute(*self.waiting)
+            if self.waiting is not None:  # (always: not open, so the first statement waits)
+                self.conn.execute(*self.waiting)
             self.waiting = None
         self.conn.execute(sql, values)
 

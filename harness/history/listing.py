@@ -49,7 +49,7 @@ def _load(index: Path) -> dict:
     return data if isinstance(data, dict) and data.get("key") == code_key() else {}
 
 
-def known(index: Path, name: str, shape: str) -> bool:
+def known(index: Path, name: str, shape: str | None) -> bool:  # (None: a shape never kept)
     return shape in (_load(index).get("statements", {}).get(name) or {})
 
 
@@ -106,7 +106,7 @@ def list_runs(index: Path | None, flt: HistoryFilter, *, limit: int | None) -> t
             return None
         found = [summary_of(dict(zip(listing["columns"], row))) for row in _run(conn, listing, values)]
         total = len(found)
-        if limit and len(found) == limit:
+        if limit and counting and len(found) == limit:  # (a limit has its count: see above)
             total = int(_run(conn, counting, values)[0][0] or 0)
         return found, total
     except (sqlite3.Error, KeyError, IndexError, TypeError, ValueError):

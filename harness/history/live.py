@@ -59,7 +59,7 @@ class RunHook:
     def finish(self) -> None:
         """The run's end as its manifest says; closes the connection."""
         with self._lock:
-            if self.live is not None and not self.failed:
+            if self.live is not None and self.index is not None and not self.failed:  # (live: an index too)
                 try:
                     self.index.refresh_run(self.live)
                 except Exception as exc:  # noqa: BLE001

@@ -63,7 +63,9 @@ def point_of(run: RunSummary, tasks: list[TaskAggregate], settings: BootstrapSet
         point.cost_per_resolved = Interval(unknown=True, n=len(rated), note="a price is unknown for some attempts")
     else:
         point.cost_per_resolved = bootstrap_ratio(
-            [t.cost_usd for t in rated], [t.resolved for t in rated], settings=settings
+            [t.cost_usd for t in rated if t.cost_usd is not None],  # (all: every price is known)
+            [t.resolved for t in rated],
+            settings=settings,
         )
     point.time_per_task = bootstrap_ratio([t.time_s for t in rated], [t.scored for t in rated], settings=settings)
     return point

@@ -87,6 +87,6 @@ def scrub(text: str, url: str) -> str:
         password = urlsplit(url).password
     except ValueError:
         password = None
-    for secret in {password, unquote(password) if password else None} - {None, ""}:
+    for secret in {s for s in (password, unquote(password) if password else None) if s}:
         text = text.replace(secret, "***")
     return text

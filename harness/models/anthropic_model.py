@@ -175,11 +175,11 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict]]:
 
     for m in messages:
         role = m["role"]
-        if role == "system":
+        if m["role"] == "system":
             system.append(m["content"])
-        elif role == "user":
+        elif m["role"] == "user":
             add("user", [{"type": "text", "text": m["content"]}])
-        elif role == "tool":
+        elif m["role"] == "tool":
             add(
                 "user",
                 [
@@ -191,7 +191,7 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict]]:
                     }
                 ],
             )
-        elif role == "assistant":
+        elif m["role"] == "assistant":
             blocks: list[dict] = list(m.get("thinking") or [])  # signed; must come back first
             if m.get("content"):
                 blocks.append({"type": "text", "text": m["content"]})

@@ -29,6 +29,7 @@ def import_litellm() -> Any:
 
 class LiteLLMModel(HTTPModel):
     provider = "litellm"
+    env_key: str  # always set: <PROVIDER>_API_KEY
 
     def __init__(self, model: str, *, drop_params: bool = False, **kw: Any) -> None:
         if "/" not in model:

@@ -37,7 +37,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         role = m["role"]
         if role in ("system", "user"):
             out.append({"role": role, "content": m["content"]})
-        elif role == "assistant":
+        elif m["role"] == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": m.get("content") or None}
             calls = m.get("tool_calls") or []
             if calls:
@@ -56,7 +56,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             elif msg["content"] is None:
                 msg["content"] = ""
             out.append(msg)
-        elif role == "tool":
+        elif m["role"] == "tool":
             # The format has no error flag; the tool's text says what went wrong.
             out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
         else:

@@ -48,7 +48,7 @@ class ReplayModel:
     """
 
     provider = "replay"
-    base_url = None
+    base_url: str | None = None
 
     def __init__(
         self,
@@ -120,7 +120,7 @@ class ScriptedModel:
     """A model built from a Python list of steps, for tests. Records every call it received."""
 
     provider = "scripted"
-    base_url = None
+    base_url: str | None = None
 
     def __init__(self, steps: Iterable[Step], *, name: str = "scripted") -> None:
         self.name = name

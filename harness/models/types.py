@@ -19,7 +19,7 @@ cache_write_tokens are subsets of it); ``output_tokens`` includes reasoning toke
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -186,13 +186,16 @@ class Turn(BaseModel):
 
 @runtime_checkable
 class Model(Protocol):
-    """What the agent loop needs from a model. ``complete`` raises only ``ModelError``s."""
+    """What the agent loop needs from a model. ``complete`` raises only ``ModelError``s; its tools
+    are ToolSpecs or their dicts (the loop passes an agent config's schemas as dicts)."""
 
     name: str  # e.g. "anthropic/claude-sonnet-4-5"; recorded in manifests
     provider: str  # "anthropic", "openai", "litellm", "replay", "scripted"
     base_url: str | None
 
-    def complete(self, messages: list[Message], tools: list[ToolSpec], settings: Settings) -> Turn: ...
+    def complete(
+        self, messages: list[Message], tools: Sequence[ToolSpec | dict[str, Any]], settings: Settings
+    ) -> Turn: ...
 
     def for_task(self, task_id: str) -> Model:
         """The model to use for one task: itself, or (a replay of a folder) that task's recording.

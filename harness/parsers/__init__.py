@@ -79,15 +79,15 @@ def parse_run(
     and its structured report (`read(path)`, None when the command wrote none) at the path its
     setup named (grading) or at its results_file (the run_tests tool); with `exit_code`, the
     channels are cross-checked (`consistent`, `why`, `disagreement`, `channels`)."""
-    setups = list(setups) if setups is not None else [None] * len(parsers)
+    each: list[RunSetup | None] = list(setups) if setups is not None else [None] * len(parsers)
 
     def report_of(parser: Parser, setup: RunSetup | None) -> bytes | None:
         path = setup.report_path if setup is not None else parser.results_file
         return read(path) if path else None
 
     if len(parsers) == 1:
-        return parsers[0].parse(output, report_of(parsers[0], setups[0]), setup=setups[0], exit_code=exit_code)
-    reports = [p.parse(output, report_of(p, s), setup=s) for p, s in zip(parsers, setups)]
+        return parsers[0].parse(output, report_of(parsers[0], each[0]), setup=each[0], exit_code=exit_code)
+    reports = [p.parse(output, report_of(p, s), setup=s) for p, s in zip(parsers, each)]
     merged = merge(reports, [p.name for p in parsers])
     return merged if exit_code is None else finish(merged, exit_code)
 

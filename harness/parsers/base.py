@@ -223,6 +223,7 @@ class ParserBase:
     built-in parsers do); a parser still declares name, protected_paths and test_paths and
     defines parse_output (or read) and test_command."""
 
+    name: ClassVar[str]  # each parser's own
     results_file: ClassVar[str | None] = None
     image_setup: ClassVar[str | None] = None
     exit_codes_ran: ClassVar[tuple[int, ...] | None] = None
@@ -235,7 +236,7 @@ class ParserBase:
     def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
         if self.results_file:
             return RunSetup(report_path=self.results_file)
-        return RunSetup(no_report=self.no_report or f"the {self.name} parser has no structured report")  # type: ignore[attr-defined]
+        return RunSetup(no_report=self.no_report or f"the {self.name} parser has no structured report")
 
     def parse(
         self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None, exit_code: int | None = None

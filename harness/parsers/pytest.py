@@ -189,8 +189,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
             if status in (FAILED, ERROR) and (message := _message(rest, node)):
                 report.messages[node] = message
     _messages_from_sections(lines, report)
-    if closing is not None:
-        match = _CLOSING.match(lines[closing].strip())
+    if closing is not None and (match := _CLOSING.match(lines[closing].strip())):  # (it matched: found so)
         for num, word in _COUNT.findall(match.group("body")):
             key = "errors" if word.startswith("error") else word
             report.counts[key] = int(num)
@@ -214,7 +213,8 @@ def _messages_from_sections(lines: list[str], report: TestReport) -> None:
     by_name: dict[str, list[str]] = {}
     for node in failing:
         by_name.setdefault(".".join(node.split("::")[1:]), []).append(node)
-    section, name, block = False, None, []
+    section, name = False, None
+    block: list[str] = []
 
     def close() -> None:
         if name is None:
@@ -358,7 +358,7 @@ class PytestParser(ParserBase):
     protected_paths: ClassVar[tuple[str, ...]] = PROTECTED_PATHS
     config_files: ClassVar[tuple[str, ...]] = CONFIG_FILES
     image_setup: ClassVar[str | None] = IMAGE_SETUP
-    exit_codes_ran: ClassVar[tuple[int, ...] | None] = (0, 1)  # all passed; some failed
+    exit_codes_ran: ClassVar[tuple[int, ...]] = (0, 1)  # all passed; some failed
 
     def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
         facts = facts or {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import ResultRow
-from ..transcript import read_transcript
+from ..transcript import Event, read_transcript
 
 PASSING = ("PASSED", "XFAIL")
 
@@ -79,7 +79,9 @@ def failure_messages(run_dir: Path, row: ResultRow, manifest: dict | None = None
     return {t: m for t, m in report.messages.items() if t in wanted}
 
 
-def problem_statement(run_dir: Path, row: ResultRow, events: list | None = None, manifest: dict | None = None) -> str:
+def problem_statement(
+    run_dir: Path, row: ResultRow, events: list[Event] | None = None, manifest: dict | None = None
+) -> str:
     """What the agent was asked: the transcript's attempt_start, else the task spec the manifest
     names, else the first user message the model was sent."""
     if events is None:

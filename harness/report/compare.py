@@ -110,7 +110,8 @@ def _side(
     if any(c is None for cs in costs for c in cs):
         out.cost_per_resolved = Interval(unknown=True, n=len(shared), note="a price is unknown for some attempts")
     else:
-        out.cost_per_resolved = bootstrap_ratio([sum(cs) for cs in costs], resolved, settings=settings)
+        task_costs = [sum(c for c in cs if c is not None) for cs in costs]  # (every price is known here)
+        out.cost_per_resolved = bootstrap_ratio(task_costs, resolved, settings=settings)
     out.time_per_resolved = bootstrap_ratio([sum(x.time_s for x in ts) for ts in trials], resolved, settings=settings)
     return out
 
@@ -171,7 +172,7 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         )
     cmp.infra_shares = _infra_shares(a, b)
     diff = cmp.difference
-    if diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
+    if diff.value is None or diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
         cmp.same_tier, cmp.better, cmp.verdict = True, None, SAME_TIER
         if diff.value is not None and diff.low is None:
             cmp.verdict += f" ({diff.note or 'no interval'})"

@@ -58,7 +58,7 @@ def show_command(run_dir: str, task_id: str, config: str | None = None, repeat: 
 
 
 def config_failures(cfg: ConfigRows) -> ConfigFailures:
-    finals = [t.final for t in trials_of(cfg.rows) if t.complete]
+    finals = [t.final for t in trials_of(cfg.rows) if t.final is not None]  # the complete trials
     return ConfigFailures(
         config=cfg.name,
         outcomes=dict(Counter(r.outcome for r in finals).most_common()),
@@ -72,7 +72,7 @@ def hardest_failures(configs: list[ConfigRows]) -> list[HardFailure]:
     solved: set[str] = set()
     for cfg in configs:
         for trial in trials_of(cfg.rows):
-            if not trial.scored:
+            if not trial.scored or trial.final is None:  # (scored: it has a final row)
                 continue
             if trial.resolved:
                 solved.add(trial.task_id)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def _scaffold(external: dict) -> str | None:
     )
 
 
-def recipe_of(manifest: dict, rows_models: list[str] | None = None) -> Recipe:
+def recipe_of(manifest: dict, rows_models: list[str | None] | None = None) -> Recipe:
     """The recipe block of one manifest; tolerant of older or partial manifests."""
     agent = manifest.get("agent") or {}
     external = agent.get("external") or {}
@@ -195,7 +196,7 @@ def _cells(cfg: ConfigRows) -> list[Cell]:
 
 
 def compute_figures(
-    run_dirs: list[Path | str],
+    run_dirs: Sequence[Path | str],
     scoring: Scoring | Path | str | None = None,
     *,
     settings: BootstrapSettings | None = None,
@@ -211,10 +212,10 @@ def compute_figures(
     settings = settings or BootstrapSettings()
     if not isinstance(scoring, Scoring):
         scoring = load_scoring(scoring)
-    run_dirs = [Path(d) for d in run_dirs]
-    configs = load_configs(run_dirs)
+    dirs = [Path(d) for d in run_dirs]
+    configs = load_configs(dirs)
     figures = Figures(generated_at=datetime.now(UTC).isoformat(timespec="seconds"), bootstrap=settings)
-    for run_dir in run_dirs:
+    for run_dir in dirs:
         mine = [c for c in configs if c.run_dir == run_dir]
         manifest = mine[0].manifest if mine else _manifest(run_dir)
         models = [r.model for c in mine for r in c.rows]

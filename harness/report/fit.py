@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -21,7 +22,7 @@ PADDING = 2  # rich's default cell padding, one each side
 @dataclass
 class Col:
     header: str
-    justify: str = "right"
+    justify: JustifyMethod = "right"
     drop: int = 0  # 0: never left out; otherwise the higher, the sooner it is left out
 
 

@@ -210,7 +210,8 @@ class _Task:
 
     def mean(self, metric: str) -> float | None:
         values = self.values(metric)
-        return None if any(v is None for v in values) else float(np.mean(values))
+        known = [v for v in values if v is not None]
+        return None if len(known) < len(values) else float(np.mean(known))
 
     def resolved(self) -> int:
         return sum(t.resolved for t in self.trials)
@@ -221,7 +222,7 @@ def _side(rows: SideRows) -> tuple[Side, dict[str, _Task], set[str]]:
     complete = [t for t in trials if t.complete]
     infra = sum(t.infra_error for t in complete)
     scored = {tid: ts for tid, ts in by_task([t for t in complete if t.scored]).items() if ts}
-    tasks = {tid: _Task(ts, {t.final.task_hash for t in ts}) for tid, ts in scored.items()}
+    tasks = {tid: _Task(ts, {t.final.task_hash for t in ts if t.final is not None}) for tid, ts in scored.items()}
     side = Side(
         name=rows.name,
         config=rows.config,

@@ -277,7 +277,8 @@ def _recovery_index(figs: dict) -> dict[tuple, dict]:
 
 def _charts(view: dict, reps: list[Rep]) -> dict:
     """The cost/resolve-rate plot (one point per configuration) and the time distributions."""
-    points, series = [], {k: [] for k in ("total_s", "agent_s", "model_s", "grading_s")}
+    points = []
+    series: dict[str, list[Series]] = {k: [] for k in ("total_s", "agent_s", "model_s", "grading_s")}
     rows_of: dict[str, list[ResultRow]] = defaultdict(list)
     for rep in reps:
         rows_of[rep.config] += rep.rows

@@ -8,6 +8,7 @@ it next to what is read from the rows (the matrix, time medians) for the templat
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Any
 
 from ..vocabulary import Outcome
 
@@ -226,7 +227,8 @@ def build(reps: list, figs: dict) -> dict:
         cells[(rep.final.task_id, rep.config)].append(rep)
     matrix = []
     for task in tasks:
-        row_cells, solved_by = [], 0
+        row_cells: list[dict[str, Any] | None] = []  # a configuration's cell (None: it did not run the task)
+        solved_by = 0
         for cfg in configs:
             group = sorted(cells.get((task, cfg["label"]), []), key=lambda r: (r.final.repeat, r.index))
             if not group:

@@ -90,6 +90,7 @@ def _messages(events: list, model_api: Any, tool_api: Any) -> list:
 def _usage(rows: list[ResultRow], model_api: Any):
     u = [r.usage for r in rows]
     costs = [r.cost_usd for r in rows]
+    known_costs = [c for c in costs if c is not None]
     tin, tout = sum(x.input_tokens for x in u), sum(x.output_tokens for x in u)
     return model_api.ModelUsage(
         input_tokens=tin,
@@ -98,7 +99,7 @@ def _usage(rows: list[ResultRow], model_api: Any):
         input_tokens_cache_read=sum(x.cache_read_tokens for x in u) or None,
         input_tokens_cache_write=sum(x.cache_write_tokens for x in u) or None,
         reasoning_tokens=sum(x.reasoning_tokens for x in u) or None,
-        total_cost=None if any(c is None for c in costs) else float(sum(costs)),
+        total_cost=None if len(known_costs) < len(costs) else float(sum(known_costs)),
     )
 
 
@@ -125,7 +126,9 @@ def build_log(run_dir: Path | str):
     units: dict[tuple, list[ResultRow]] = defaultdict(list)
     for row in folder.latest():
         units[row.unit()].append(row)
-    samples, total_usage, scored = [], {}, []
+    samples: list[Any] = []  # inspect_ai EvalSample objects
+    total_usage: dict[str, Any] = {}  # model name -> inspect_ai's ModelUsage
+    scored: list[float] = []
     for (task_id, config, repeat), rows in sorted(units.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         rows.sort(key=lambda r: r.attempt)
         final = rows[-1]

@@ -18,6 +18,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Literal
 
 from ..paths import cache_dir
 
@@ -26,7 +27,7 @@ FILE = "intervals.json"
 LIMIT = 4096
 
 _lock = threading.Lock()
-_path: Path | None | bool = True  # True: the default file, found on first use; None: no memo
+_path: Path | Literal[True] | None = True  # True: the default file, found on first use; None: no memo
 _known: dict[str, list[float]] | None = None
 _new: dict[str, list[float]] = {}
 _registered = False
@@ -52,7 +53,7 @@ def _file() -> Path | None:
     global _path
     if _path is True:
         _path = default_path()
-    return _path  # type: ignore[return-value]
+    return _path
 
 
 def get(k: str) -> tuple[float, float] | None:

@@ -227,8 +227,11 @@ def summarise(attempts: list[AttemptRecovery]) -> RecoverySummary:
         out.tool_error_recovery_rate = out.tool_errors_recovered / out.tool_errors
     greens = [a for a in found if a.reached_green]
     if greens:
-        out.median_steps_to_green = float(median(a.steps_to_green for a in greens))
-        out.median_seconds_to_green = float(median(a.seconds_to_green for a in greens))
+        # (both are set when green is reached)
+        out.median_steps_to_green = float(median(a.steps_to_green for a in greens if a.steps_to_green is not None))
+        out.median_seconds_to_green = float(
+            median(a.seconds_to_green for a in greens if a.seconds_to_green is not None)
+        )
     return out
 
 

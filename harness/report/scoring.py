@@ -20,9 +20,11 @@ interval that resamples tasks.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel, Field
 
+from ..records import ResultRow
 from ..vocabulary import NOT_SCORED, Outcome
 from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, bootstrap_mean, by_task, trials_of
@@ -91,10 +93,11 @@ def config_score(cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings 
     out = ConfigScore(config=cfg.name, tasks=len(tasks), trials=sum(len(v) for v in tasks.values()))
     per_task = []
     for trials in tasks.values():
-        costs = [scoring.cost(t.final.outcome, t.resolved) for t in trials]
+        outcomes = [cast(ResultRow, t.final).outcome for t in trials]  # scored, so complete: a final row each
+        costs = [scoring.cost(o, t.resolved) for o, t in zip(outcomes, trials)]
         per_task.append(sum(costs) / len(costs))
-        for t, c in zip(trials, costs):
-            out.by_outcome[t.final.outcome] = out.by_outcome.get(t.final.outcome, 0.0) + c
+        for o, c in zip(outcomes, costs):
+            out.by_outcome[o] = out.by_outcome.get(o, 0.0) + c
     out.expected_cost_per_task = bootstrap_mean(per_task, settings=settings)
     return out
 

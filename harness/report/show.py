@@ -79,15 +79,15 @@ def _call(event) -> Text | Syntax | Group:
         head = f"{event.name}: " if event.name != "bash" else ""
         return Syntax(f"{head}$ {command}", "bash", theme="ansi_dark", word_wrap=True)
     if event.name == "edit":
-        head = Text(f"edit {args.get('command', '?')} {args.get('path', '')}", style="bold")
+        title = Text(f"edit {args.get('command', '?')} {args.get('path', '')}", style="bold")
         if args.get("command") == "str_replace":
             diff = "".join(f"-{line}\n" for line in str(args.get("old_str", "")).splitlines())
             diff += "".join(f"+{line}\n" for line in str(args.get("new_str", "")).splitlines())
-            return Group(head, Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
+            return Group(title, Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True))
         if args.get("command") in ("create", "insert"):
             body = str(args.get("file_text") or args.get("new_str") or "")
-            return Group(head, Text(_tail(body, False), style="green"))
-        return head
+            return Group(title, Text(_tail(body, False), style="green"))
+        return title
     return Text(f"{event.name} {json.dumps(args)[:300] if args else ''}", style="bold")
 
 

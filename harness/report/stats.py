@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -164,7 +165,7 @@ class Trial:
 
     @property
     def scored(self) -> bool:
-        return self.complete and self.final.outcome not in NOT_SCORED
+        return self.final is not None and self.final.outcome not in NOT_SCORED  # complete, and scored
 
     @property
     def resolved(self) -> bool:
@@ -175,7 +176,8 @@ class Trial:
         """Money for the whole trial (all its attempts and its unit's retried tries); None when any
         price is unknown."""
         costs = [r.cost_usd for r in self.attempts + self.retried]
-        return None if any(c is None for c in costs) else float(sum(costs))
+        known = [c for c in costs if c is not None]
+        return None if len(known) < len(costs) else float(sum(known))
 
     @property
     def time_s(self) -> float:
@@ -312,7 +314,11 @@ def percentile_bootstrap(num, den, settings: BootstrapSettings) -> tuple[float, 
 
 
 def bootstrap_ratio(
-    numerators: list[float], denominators: list[float], *, settings: BootstrapSettings | None = None, method: str = ""
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    *,
+    settings: BootstrapSettings | None = None,
+    method: str = "",
 ) -> Interval:
     """sum(numerators) / sum(denominators) with a percentile bootstrap interval; each list holds
     one value per task, and a resample draws tasks with replacement (the pair stays together).
@@ -416,9 +422,8 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
     # the retried tries' spend: the configuration's, and their unit's trial's (a trial costs what it took to get it)
     retried_rows = [r for one in cfg.retried for r in one]
     out.retried_tries = len(cfg.retried)
-    out.retried_cost_usd = (
-        None if any(r.cost_usd is None for r in retried_rows) else float(sum(r.cost_usd for r in retried_rows))
-    )
+    retried_costs = [r.cost_usd for r in retried_rows if r.cost_usd is not None]
+    out.retried_cost_usd = None if len(retried_costs) < len(retried_rows) else float(sum(retried_costs))
     out.retried_tokens_in = sum(r.usage.input_tokens for r in retried_rows)
     out.retried_tokens_out = sum(r.usage.output_tokens for r in retried_rows)
     out.tokens_in += out.retried_tokens_in
@@ -437,7 +442,7 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
         out.cost_per_trial = Interval(unknown=True, n=len(task_ids), note=note)
         out.cost_per_resolved = Interval(unknown=True, n=len(task_ids), note=note)
     else:
-        task_costs = [float(sum(cs)) for cs in costs]
+        task_costs = [float(sum(c for c in cs if c is not None)) for cs in costs]  # (every price is known here)
         # everything spent: the scored trials (their units' retried tries included), and the rest --
         # trials left out of the rates (infra and task errors), retried tries of units with no complete trial
         counted = {id(t) for t in scored}
@@ -446,7 +451,8 @@ def config_stats(cfg: ConfigRows, settings: BootstrapSettings | None = None, *, 
         ]
         with_trial = {(t.task_id, t.repeat) for t in trials}
         rest += [r.cost_usd for r in retried_rows if (r.task_id, r.repeat) not in with_trial]
-        out.total_cost_usd = None if any(c is None for c in rest) else float(sum(task_costs) + sum(rest))
+        rest_known = [c for c in rest if c is not None]
+        out.total_cost_usd = None if len(rest_known) < len(rest) else float(sum(task_costs) + sum(rest_known))
         out.cost_per_trial = bootstrap_ratio(task_costs, n_trials, settings=settings)
         out.cost_per_resolved = bootstrap_ratio(task_costs, n_resolved, settings=settings)
     out.time_per_trial = bootstrap_ratio(times, n_trials, settings=settings)

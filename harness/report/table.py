@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import ResultRow, open_run, write_atomic
@@ -98,7 +99,7 @@ def flat(row: ResultRow, run_dir: Path | str) -> dict:
     }
 
 
-def attempt_records(run_dirs: list[Path | str]) -> list[dict]:
+def attempt_records(run_dirs: Sequence[Path | str]) -> list[dict]:
     """Every attempt that counts (the latest-row rule) of every run, in a stable order."""
     out = []
     for run_dir in run_dirs:

@@ -58,7 +58,7 @@ def task_table(rows: list[ResultRow], width: int = 150, checks: dict[str, str] |
         Col("grading", drop=9),
         Col("cost", drop=3),
     ]
-    cells = []
+    cells: list[list[str | Text]] = []
     unchecked = 0
     for row in sorted(rows, key=lambda r: (r.task_id, r.config, r.repeat, r.attempt)):
         if not row.final:
@@ -105,7 +105,7 @@ def _print_tampering(rows: list[ResultRow], console: Console) -> None:
     flagged = [r for r in rows if r.tampering]
     for row in flagged[:10]:
         line = Text("suspected tampering ", style="bold red")
-        line.append(f"{row.task_id} ({row.config} #{row.repeat} attempt {row.attempt}): {row.tampering[:300]}")
+        line.append(f"{row.task_id} ({row.config} #{row.repeat} attempt {row.attempt}): {(row.tampering or '')[:300]}")
         console.print(line)
     if len(flagged) > 10:
         console.print(f"... and {len(flagged) - 10} more attempts with suspected tampering (see results.jsonl)")
@@ -114,7 +114,7 @@ def _print_tampering(rows: list[ResultRow], console: Console) -> None:
 def _print_infra_errors(rows: list[ResultRow], console: Console) -> None:
     errors = [r for r in rows if r.final and r.error]
     for row in errors[:10]:
-        console.print(f"[bold red]infra_error[/] {row.task_id}: {escape(row.error.splitlines()[0][:800])}")
+        console.print(f"[bold red]infra_error[/] {row.task_id}: {escape((row.error or '').splitlines()[0][:800])}")
     if len(errors) > 10:
         console.print(f"... and {len(errors) - 10} more infra errors (see results.jsonl)")
     task_errors = [r for r in rows if r.final and r.outcome == Outcome.task_error]
@@ -196,7 +196,7 @@ def stats_table(figures: Figures, width: int = 150) -> Table:
         Col("expected cost / task", drop=9),
     ]
     scores = {s.config: s for s in figures.scoring.configs}
-    cells = []
+    cells: list[list[str | Text]] = []
     for c in figures.configs:
         score = scores.get(c.name)
         cells.append(
@@ -248,7 +248,7 @@ def passk_table(figures: Figures, width: int = 150) -> Table | None:
     cols = [Col("config", "left"), Col("rate over tasks", drop=1)]
     cols += [Col(f"pass@{k}", drop=drop(k) * 2) for k in range(1, kmax + 1)]
     cols += [Col(f"pass^{k}", drop=drop(k) * 2 + 1 if drop(k) else 2) for k in range(1, kmax + 1)]
-    cells = []
+    cells: list[list[str | Text]] = []
     for c in rows:
         at = {v.k: pct(v.value) for v in c.pass_at_k}
         hat = {v.k: pct(v.value) for v in c.pass_hat_k}
@@ -275,12 +275,11 @@ def task_rate_table(figures: Figures, width: int = 150) -> Table | None:
     if not any(c.repeats > 1 for c in figures.configs):
         return None
     cols = [Col("task", "left")] + [Col(escape(c.name), drop=1 + i) for i, c in enumerate(figures.configs)]
-    cells = []
     tasks = sorted({t.task_id for c in figures.configs for t in c.per_task})
     rates = {(c.name, t.task_id): t for c in figures.configs for t in c.per_task}
-    rows_ = cells
+    rows_: list[list[str | Text]] = []
     for tid in tasks:
-        cells = []
+        cells: list[str | Text] = []
         for c in figures.configs:
             t = rates.get((c.name, tid))
             if t is None:
@@ -310,7 +309,7 @@ def recovery_table(figures: Figures, width: int = 150) -> Table:
         Col("pass@att-K", drop=1),
         Col("recovered later"),
     ]
-    cells = []
+    cells: list[list[str | Text]] = []
     for r in figures.recovery:
         i, a = r.inside, r.across
         steps = (
@@ -347,7 +346,7 @@ def recovery_table(figures: Figures, width: int = 150) -> Table:
 
 
 def failures_block(figures: Figures, width: int = 150) -> Group:
-    cells = []
+    cells: list[list[str | Text]] = []
     for f in figures.failures.configs:
         outcomes = ", ".join(f"[{OUTCOME_STYLE.get(k) or 'default'}]{k}[/] {v}" for k, v in f.outcomes.items())
         cells.append([Text(f.config), outcomes, Text(", ".join(f"{k} {v}" for k, v in f.stop_reasons.items()))])

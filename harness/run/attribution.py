@@ -14,6 +14,7 @@ from sandbox import DiskLimitReached, InfraError, Limits, Sandbox, SandboxError,
 
 from ..agents import Agent, AgentContext, AgentResult
 from ..grading import Grade, feedback_text
+from ..grading.feedback import FeedbackMode
 from ..tasks import Task
 from ..transcript import ErrorEvent, LimitHit, Stop, TranscriptWriter
 from ..vocabulary import StopReason
@@ -89,16 +90,21 @@ def agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Li
     return result
 
 
-def next_feedback(mode: str, task: Task, grade_: Grade, report, sb: Sandbox, transcript: TranscriptWriter) -> str:
+def next_feedback(
+    mode: FeedbackMode, task: Task, grade_: Grade, report, sb: Sandbox | None, transcript: TranscriptWriter
+) -> str:
     """What the next attempt hears, the visible tests run in the agent's (restarted) container.
     Visible tests that fill the disk, or that (the agent's code) get the container OOM-killed or
     leave it unusable, are the agent's: the feedback says so and the container is started again.
-    The machine failing under them raises (SandboxError: the unit is retried)."""
+    The machine failing under them raises (SandboxError: the unit is retried). Without a container
+    (it cannot start again) the feedback runs no tests."""
     try:
         return feedback_text(mode, task, grade_, report, sb)
     except DiskLimitReached as exc:  # the visible tests filled the disk: the next turn starts full
         return f"{feedback_text(mode, task, grade_, report, None)}\n({exc})".strip()
     except SandboxError as exc:  # the visible tests (the agent's code) broke its container, or the machine failed
+        if sb is None:  # (no container, no tests run: not theirs)
+            raise
         reason = whose(sb, infra=isinstance(exc, InfraError))
         if reason is None:
             raise

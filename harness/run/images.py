@@ -29,7 +29,7 @@ class TaskImages:
 
     def record(self) -> dict:
         """What a manifest or a check verdict records of them."""
-        out = {
+        out: dict[str, str | list[str]] = {
             "env": self.env.tag,
             "env_id": self.env.id,
             "task": self.task.tag,

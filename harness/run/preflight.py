@@ -156,9 +156,9 @@ def estimate(
     if known:
         fill = statistics.median(known)
         by_id = {t.task_id: t for t in per_task}
-        total = sum(by_id[t.id].seconds if by_id[t.id].seconds is not None else fill for t, _ in units)
+        total = sum(s if (s := by_id[t.id].seconds) is not None else fill for t, _ in units)
         result.seconds = total / max(1, min(workers, len(units) or 1))
-        priced = [by_id[t.id].cost_usd for t, _ in units if by_id[t.id].cost_usd is not None]
+        priced = [c for t, _ in units if (c := by_id[t.id].cost_usd) is not None]
         if priced:
             result.cost_usd = sum(priced) / len(priced) * len(units)
             result.cost_tasks = len({t.id for t, _ in units if by_id[t.id].cost_usd is not None})

@@ -22,7 +22,7 @@ import json
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from sandbox import (
 
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
+from ..grading.feedback import FeedbackMode
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, Stop, TranscriptWriter
@@ -59,7 +60,7 @@ class RunOptions:
     workers: int = 1
     repeats: int = 1
     attempts: int = 1  # tries per (task, repeat); a later one continues the conversation
-    feedback: str = "none"  # none | visible | hidden: what the agent hears between attempts
+    feedback: FeedbackMode = "none"  # none | visible | hidden: what the agent hears between attempts
     infra_retries: int = 2  # extra tries of a unit that failed for the machine's reasons
     limits: LimitsSpec = field(default_factory=LimitsSpec)  # run-level overrides, above the task's
     label: str = ""  # the configuration's name in reports; defaults to the agent's name (+ model)
@@ -247,9 +248,9 @@ class UnitRunner:
         feedback: str | None = None
         rules = replace(prepared.rules, exclude=prepared.rules.exclude + workspace.own_files)
         broken = ""  # why the container cannot start again (ContainerBroken): no more turns, the tree is graded
+        unit = self.unit_name(task.id, repeat)
         for attempt in range(1, self.options.attempts + 1):
             last = attempt == self.options.attempts
-            unit = self.unit_name(task.id, repeat)
             transcript.write(
                 AttemptStart(
                     task_id=task.id,
@@ -274,7 +275,7 @@ class UnitRunner:
                 deadline_s=task.timeouts.agent_s,
                 messages=messages,
                 cancel=self.cancel,
-                on_step=lambda step, unit=unit: self.progress("step", unit, str(step)),
+                on_step=lambda step: self.progress("step", unit, str(step)),
                 workspace=workspace,
             )
             if broken:  # the agent's doing: its container's files keep it from starting
@@ -400,7 +401,7 @@ class UnitRunner:
         transcript: TranscriptWriter,
         at: TryState,
         *,
-        failed: list[RetryUnit] = (),
+        failed: Sequence[RetryUnit] = (),
         retried_to: str = "",
     ) -> ResultRow:
         """The row of a try that ended in an error before its attempt could be graded, with what

@@ -373,7 +373,9 @@ def spec_files(paths: list[str | Path]) -> list[Path]:
 
 def load_tasks(paths: list[str | Path]) -> list[Task]:
     """All tasks under `paths`; raises TaskSpecError listing every bad file, or duplicate ids."""
-    tasks, problems, seen = [], [], {}
+    tasks: list[Task] = []
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
     for file in spec_files(paths):
         try:
             task = load_task(file)

@@ -48,6 +48,7 @@ import secrets
 import tarfile
 import time
 from pathlib import PurePosixPath
+from typing import IO, cast
 
 from ..base import ExecResult, Limits, Mount, OutputCap
 from ..errors import (
@@ -388,7 +389,7 @@ class DockerSandbox:
             member = tar.next()
             if member is None or not member.isfile():
                 raise FileOpError(f"{path} is not a regular file")
-            return tar.extractfile(member).read()
+            return cast(IO[bytes], tar.extractfile(member)).read()  # a regular file: never None
 
     def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
         """Create or replace a file (parents are created). Raises FileOpError."""
@@ -646,7 +647,10 @@ def _read_archive(container: str, rel: str, path: str, max_file_bytes: int) -> l
                             "cannot be part of a patch"
                         )
                     entry = TreeEntry(
-                        full, "file", tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644
+                        full,
+                        "file",
+                        cast(IO[bytes], tar.extractfile(member)).read(),  # a regular file: never None
+                        0o755 if member.mode & 0o111 else 0o644,
                     )
                     files[member.name] = entry
                     out.append(entry)

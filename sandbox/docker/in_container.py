@@ -46,7 +46,7 @@ def write_frame(kind, payload=b""):
 
 def _stat(pid):
     """(ppid, session, start time in clock ticks) of a process."""
-    with open(f"/proc/{pid}/stat", "rb") as fh:
+    with open("/proc/%s/stat" % pid, "rb") as fh:
         fields = fh.read().rsplit(b")", 1)[1].split()
     return int(fields[1]), int(fields[3]), int(fields[19])
 
@@ -57,7 +57,7 @@ def command_pids(marker, since=None, before=()):
     command's start time and the pids that existed then, processes adopted by PID 1 that appeared
     since (a daemon that cleared its environment and double-forked, the one link left) -- except
     PID 1's own, in its session. Start times tick every 10 ms, hence the pids as well."""
-    needle = (f"{MARKER_ENV}={marker}\0").encode()
+    needle = ("%s=%s\0" % (MARKER_ENV, marker)).encode()
     found, parent = set(), {}
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (1, os.getpid()):
@@ -66,7 +66,7 @@ def command_pids(marker, since=None, before=()):
         try:
             ppid, session, start = _stat(pid)
             parent[pid] = ppid
-            with open(f"/proc/{pid}/environ", "rb") as fh:  # empty for zombies
+            with open("/proc/%s/environ" % pid, "rb") as fh:  # empty for zombies
                 if needle in fh.read():
                     found.add(pid)
             if since is not None and ppid == 1 and session != 1 and start >= since and pid not in before:
@@ -207,7 +207,7 @@ class Helper:
         while True:
             kind, payload = self.frame()
             if kind != b"r":
-                raise ValueError(f"unexpected frame {kind!r}")
+                raise ValueError("unexpected frame %r" % kind)
             req = json.loads(payload.decode())
             stdin = self.frame()[1] if req.get("stdin") else None
             if req.get("op", "exec") != "exec":
@@ -225,7 +225,7 @@ class Helper:
         """Read or write one file, with the archive API's semantics (the host's fallback): a read
         takes regular files only, not what a symlink points to; a write replaces whatever is at
         the path (a symlink too, never its target) by a new file, creating parents. Bytes exact."""
-        path, end = req["path"], {"code": 0}
+        path, end = req["path"], {"code": 0}  # type: str, dict[str, object]
         try:
             if req["op"] == "read":
                 st = os.lstat(path)
@@ -244,7 +244,7 @@ class Helper:
                 if os.path.isdir(path) and not os.path.islink(path):
                     end = {"code": 1, "error": "dir"}
                 else:
-                    tmp = os.path.join(parent, f".wholeloop-write-{os.getpid()}")
+                    tmp = os.path.join(parent, ".wholeloop-write-%d" % os.getpid())
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
                     try:
                         view = memoryview(data)
@@ -258,7 +258,7 @@ class Helper:
             end = {
                 "code": 1,
                 "error": "missing" if isinstance(exc, FileNotFoundError) else "os",
-                "message": f"{type(exc).__name__}: {exc.strerror or exc}",
+                "message": "%s: %s" % (type(exc).__name__, exc.strerror or exc),
             }
         write_frame(b"x", json.dumps(end).encode())
 
@@ -270,7 +270,7 @@ class Helper:
         env[MARKER_ENV] = req["marker"]
         cwd = req.get("cwd") or "/"
         if not os.path.isdir(cwd):
-            return None, 126, f"wholeloop: cannot change to directory {cwd}: No such directory\n"
+            return None, 126, "wholeloop: cannot change to directory %s: No such directory\n" % cwd
         try:
             # A new session: `kill 0` in the command hits the command, never the helper.
             proc = subprocess.Popen(
@@ -289,7 +289,7 @@ class Helper:
             return (
                 None,
                 code,
-                "wholeloop: failed to run command {!r}: {}\n".format(what, getattr(exc, "strerror", None) or exc),
+                "wholeloop: failed to run command %r: %s\n" % (what, getattr(exc, "strerror", None) or exc),
             )
         return proc, None, ""
 
@@ -321,7 +321,8 @@ class Helper:
             if code is None:
                 code = proc.poll()
                 ended_at = now if code is not None else None
-            if code is not None and (not streams or (not timed_out and now - ended_at >= AFTER_EXIT_S)):
+            # ended_at is set together with code (from the same poll): it says the command has exited
+            if ended_at is not None and (not streams or (not timed_out and now - ended_at >= AFTER_EXIT_S)):
                 break  # done; background jobs may keep the pipes (drained, not waited for)
             if not timed_out and code is None and now >= deadline:
                 timed_out = True
@@ -331,7 +332,7 @@ class Helper:
                 termed |= kill_marked(req["marker"], signal.SIGKILL, termed, since, before)
             if killed_at is not None and now - killed_at >= DRAIN_S:
                 break
-            if code is not None and not timed_out:
+            if ended_at is not None and not timed_out:
                 until = ended_at + AFTER_EXIT_S
             elif killed_at is not None:
                 until = killed_at + DRAIN_S
@@ -356,7 +357,7 @@ class Helper:
                         del streams[fd]
                 else:
                     self.drain_orphan(fd)
-            if writable:
+            if writable and writer is not None:  # (writable is only ever [writer])
                 try:
                     pending = pending[os.write(writer, pending[:CHUNK]) :]
                 except OSError:  # the command closed its stdin: the rest is not wanted
@@ -397,7 +398,7 @@ def main():
         return
     except Exception as exc:  # tell the host why, then go: it falls back or restarts us
         try:
-            write_frame(b"z", (f"{type(exc).__name__}: {exc}").encode())
+            write_frame(b"z", ("%s: %s" % (type(exc).__name__, exc)).encode())
         except OSError:
             pass
         sys.exit(2)

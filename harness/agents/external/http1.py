@@ -14,6 +14,7 @@ import re
 import socket
 import ssl
 from collections.abc import Iterator
+from typing import cast
 
 MAX_HEAD = 64 * 1024  # bytes of a request or status line plus headers
 HOP = frozenset(
@@ -151,7 +152,8 @@ class Upstream:
         if https:
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         self.sock = sock
-        self.rf = sock.makefile("rb", buffering=1 << 18)
+        # "rb" with a buffer is a BufferedReader (typeshed says IOBase for any buffer size but -1 and 1)
+        self.rf = cast(io.BufferedReader, sock.makefile("rb", buffering=1 << 18))
 
     def close(self) -> None:
         try:

@@ -59,7 +59,7 @@ class MeteringProxy:
         provider: str = "",
         record: Callable[[Exchange], None] | None = None,
         on_limit: Callable[[LimitReached], None] | None = None,
-        log: Callable[[dict], None] | None = None,
+        log: Callable[[dict], object] | None = None,  # (what it returns is not used)
     ) -> None:
         self.socket_path, self.wire, self.token, self.budget = socket_path, wire, token, budget
         self.refuse_status, self.prices, self.provider = refuse_status, prices, provider
@@ -250,7 +250,8 @@ class MeteringProxy:
                     item.reply = reader.done()
                     if item.settled_usage is not None:
                         item.reply.usage = item.settled_usage  # what was charged, to the token
-                self._record(item)
+                if self._record is not None:  # (always: exchanges are queued only then)
+                    self._record(item)
             except Exception as exc:  # a recording bug must not stop the relay
                 self.note({"event": "record_failed", "error": f"{type(exc).__name__}: {exc}"})
 

@@ -109,8 +109,8 @@ class Recorder:
         self.test_patterns = [re.compile(p) for p in tests]
         self.edit_patterns = [re.compile(p) for p in rules.edit_commands]
         self.exit_pattern = re.compile(rules.exit_code) if rules.exit_code else None
-        # first message -> the latest messages sent, and the chained hash after each
-        self.conversations: dict[str, tuple[list[dict], list[bytes]]] = {}
+        # first message -> the latest conversation sent (raw, and its messages), and the chained hash after each
+        self.conversations: dict[str, tuple[bytes, list[dict], list[bytes]]] = {}
         self.heads: dict[str, str] = {}  # first message -> digest of its system prompt and tools
         self.calls: dict[str, _Call] = {}
         self.answered: set[str] = set()

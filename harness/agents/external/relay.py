@@ -13,10 +13,12 @@ import contextlib
 import functools
 import gzip
 import hmac
+import io
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 import orjson
@@ -98,7 +100,8 @@ class Connection:
 
     def __init__(self, proxy: MeteringProxy, sock: socket.socket) -> None:
         self.proxy, self.wire, self.sock = proxy, proxy.wire, sock
-        self.rf = sock.makefile("rb", buffering=1 << 18)
+        # "rb" with a buffer is a BufferedReader (typeshed says IOBase for any buffer size but -1 and 1)
+        self.rf = cast(io.BufferedReader, sock.makefile("rb", buffering=1 << 18))
         self.send = sock.sendall
 
     def serve(self) -> None:
@@ -127,7 +130,7 @@ class Connection:
 
     # -------------------------------------------------------------- refusals
 
-    def reply_json(self, status: int, payload: dict, headers: list[tuple[str, str]] = ()) -> None:
+    def reply_json(self, status: int, payload: dict, headers: Sequence[tuple[str, str]] = ()) -> None:
         data = orjson.dumps(payload)
         self.send(
             head_bytes(
@@ -227,7 +230,7 @@ class Connection:
             fields = {k: orjson.loads(bytes(top[k])) for k in FIELDS if k in top}
         except orjson.JSONDecodeError:
             fields = {}
-        model = fields.get("model") if isinstance(fields.get("model"), str) else ""
+        model = given if isinstance(given := fields.get("model"), str) else ""
         admitted = self.proxy.admit(model)
         if isinstance(admitted, LimitReached):
             self.proxy.note(
@@ -320,7 +323,8 @@ class Connection:
             else:  # delimited by the provider closing the connection
                 data = upstream.rf.read()
                 proxy.drop_upstream()
-            if counted:  # charged before the CLI sees the reply, so its next call is checked against it
+            # charged before the CLI sees the reply, so its next call is checked against it
+            if counted and exchange is not None:  # (counted says there is one)
                 try:
                     if sse:
                         exchange.events = event_blocks(data + b"\n\n")[0]

@@ -331,11 +331,11 @@ class OpenAIChat(Wire):
     def prepare(self, body: dict, out_left: int | None, model_max: int | None = None) -> None:
         super().prepare(body, out_left, model_max)
         if body.get("stream"):  # the API leaves usage out of streams unless asked
-            options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+            options = given if isinstance(given := body.get("stream_options"), dict) else {}
             body["stream_options"] = {**options, "include_usage": True}
 
     def conversation(self, body: dict) -> tuple[list[dict], list[dict]]:
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        messages = sent if isinstance(sent := body.get("messages"), list) else []
         head = [{"role": "system", "content": "", **tools_head(body.get("tools"))}] if body.get("tools") else []
         return head, messages
 
@@ -368,11 +368,7 @@ class OpenAIChat(Wire):
         )
         for call in message.get("tool_calls") or []:
             fn = call.get("function") or {}
-            raw = (
-                fn.get("arguments")
-                if isinstance(fn.get("arguments"), str)
-                else orjson.dumps(fn.get("arguments")).decode()
-            )
+            raw = arguments if isinstance(arguments := fn.get("arguments"), str) else orjson.dumps(arguments).decode()
             out.calls.append(Call(str(call.get("id", "")), str(fn.get("name", "")), _parse_args(raw), raw))
         return out
 
@@ -470,12 +466,12 @@ class OpenAIResponses(Wire):
         if kind == "message":
             out.text += _text_of(item.get("content"))
         elif kind == "function_call":
-            raw = item.get("arguments") if isinstance(item.get("arguments"), str) else ""
+            raw = arguments if isinstance(arguments := item.get("arguments"), str) else ""
             out.calls.append(
                 Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")), _parse_args(raw), raw)
             )
         elif kind == "custom_tool_call":
-            raw = item.get("input") if isinstance(item.get("input"), str) else ""
+            raw = given if isinstance(given := item.get("input"), str) else ""
             out.calls.append(
                 Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")), {"input": raw}, raw)
             )
@@ -515,7 +511,12 @@ class _ResponsesStream(StreamReader):
 
 def get_wire(name: str) -> Wire:
     """The wire format called `name` (one of WIRES)."""
-    return {"anthropic": Anthropic, "openai-chat": OpenAIChat, "openai-responses": OpenAIResponses}[name]()
+    wires: dict[str, type[Wire]] = {
+        "anthropic": Anthropic,
+        "openai-chat": OpenAIChat,
+        "openai-responses": OpenAIResponses,
+    }
+    return wires[name]()
 
 
 def sse_payloads(block: bytes) -> list[bytes]:

@@ -12,10 +12,11 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from alembic import command
 from alembic.config import Config
-from alembic.script import ScriptDirectory
+from alembic.script import Script, ScriptDirectory
 
 from harness.history.db import MIGRATIONS, HistoryIndex
 from harness.history.url import sqlite_url
@@ -31,7 +32,8 @@ def main(message: str) -> Path:
     with tempfile.TemporaryDirectory() as tmp, HistoryIndex.open(sqlite_url(Path(tmp) / "h.sqlite")) as index:
         with index.engine.begin() as conn:
             config.attributes["connection"] = conn
-            script = command.revision(config, message, autogenerate=True, rev_id=rev_id)
+            # one head, so one revision (a list is for several heads, None for none written)
+            script = cast(Script, command.revision(config, message, autogenerate=True, rev_id=rev_id))
     return Path(script.path)
 
 

@@ -57,7 +57,10 @@ def materialise(desc: dict) -> Path:
             (tmp / desc["name"]).write_bytes(data)
         else:
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+                if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                    tar.extractall(tmp, filter="data")
+                else:
+                    tar.extractall(tmp)
         try:
             os.replace(tmp, root)
         except OSError:  # another process on this node got there first; same content
