@@ -21,7 +21,7 @@ from ..records import ResultRow
 from ..report.format import usd
 from ..vocabulary import Outcome
 
-OUTCOME_COLOUR = {Outcome.resolved: "green", Outcome.infra_error: "bold red", Outcome.regression: "red"}
+OUTCOME_COLOUR: dict[str, str] = {Outcome.resolved: "green", Outcome.infra_error: "bold red", Outcome.regression: "red"}
 
 
 def clock(seconds: float) -> str:

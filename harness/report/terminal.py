@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .figures import Figures, Recipe
     from .stats import Interval
 
-OUTCOME_STYLE = {
+OUTCOME_STYLE: dict[str, str] = {
     Outcome.resolved: "green",
     Outcome.unresolved: "yellow",
     Outcome.regression: "red",

@@ -62,7 +62,7 @@ def run_agent(agent: Agent, ctx: AgentContext, sb: Sandbox, limits: Limits) -> A
     return result
 
 
-def whose(sb: Sandbox, *, infra: bool) -> str | None:
+def whose(sb: Sandbox, *, infra: bool) -> StopReason | None:
     """Whose failure a sandbox error of the agent's turn is, by the engine's evidence: the kernel
     OOM-killed the container -> "memory_limit"; it still runs and the engine answers, yet a
     command or file operation could not be done (not an engine error) -> "container_broken";
@@ -79,7 +79,7 @@ def whose(sb: Sandbox, *, infra: bool) -> str | None:
     return None
 
 
-def agents_doing(ctx: AgentContext, result: AgentResult, reason: str, limits: Limits) -> AgentResult:
+def agents_doing(ctx: AgentContext, result: AgentResult, reason: StopReason, limits: Limits) -> AgentResult:
     """End the turn as the agent's doing (`reason`): the limit hit and the stop, in the transcript."""
     if reason == StopReason.memory_limit:
         ctx.transcript.write(
