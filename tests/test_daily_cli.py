@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,12 +59,10 @@ def test_help_and_readme_carry_one_table_of_exit_codes():
 
 
 def test_missing_credentials_stop_the_run_before_any_container(tmp_path):
-    t0 = time.monotonic()
     out = wl("run", DEMO, "--model", "anthropic/claude-sonnet-4-5", "--out", tmp_path / "run")
-    took = time.monotonic() - t0
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "ANTHROPIC_API_KEY" in out.stderr and took < 30, (took, out.stderr)
-    assert not (tmp_path / "run" / "results.jsonl").exists()
+    assert "ANTHROPIC_API_KEY" in out.stderr, out.stderr
+    assert not (tmp_path / "run").exists()  # stopped before the run folder, so before any image or container
 
 
 def test_a_misspelt_model_is_refused_with_close_names_unless_allowed(tmp_path):

