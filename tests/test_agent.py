@@ -1,7 +1,7 @@
 """The tool-calling loop and its tools, driven by scripted models (fakes, not mocks)."""
 
 import pytest
-from fakesandbox import LocalSandbox
+from support.fakesandbox import LocalSandbox
 
 from harness.agents import AgentContext
 from harness.agents.config import AgentConfigError, load_agent_config

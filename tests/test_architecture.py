@@ -224,3 +224,24 @@ def test_every_edge_into_sandbox_is_listed_with_what_it_is_for():
     )
     wrong = {part: (sorted(real[part]), sorted(listed[part])) for part in real if real[part] != listed[part]}
     assert not wrong, f"sandbox parts each part imports (real, listed): {wrong}"
+
+
+# ------------------------------------------------------------------------------------ the tests' own layering
+
+
+def test_no_test_module_imports_another_or_the_conftest():
+    """Shared helpers live in tests/support (fixtures in tests/conftest.py): a test module imported
+    by another runs its autouse fixtures and module-level code where nobody asked for them."""
+    tests = ROOT / "tests"
+    ours = {p.stem for p in tests.glob("test_*.py")} | {"conftest"}
+    found = []
+    for path in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            found += [f"{path.name}:{node.lineno}: {name}" for name in names if name.split(".")[0] in ours]
+    assert not found, "test modules importing test modules (move the helper to tests/support):\n" + "\n".join(found)

@@ -16,28 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_html_report import fabricate_run
+from support import ROOT
+from support.cli import DEMO, wl
+from support.fabricate import fabricate_run
 
 from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
 from harness.transcript import AttemptStart, Stop, TranscriptWriter
-
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "tasks" / "demo"
-WHOLELOOP = str(Path(sys.executable).parent / "wholeloop")
-SECRET = re.compile(r"(KEY|TOKEN|SECRET)", re.I)
-
-
-def wl(*args, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The real command, with no model credentials from this environment unless given."""
-    base = {k: v for k, v in os.environ.items() if not SECRET.search(k)}
-    return subprocess.run(
-        [WHOLELOOP, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env={**base, **(env or {})},
-        timeout=timeout,
-    )
 
 
 def lines(text: str) -> list[str]:

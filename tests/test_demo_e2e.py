@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_run import ScriptAgent, our_containers
+from support.runs import ScriptAgent, our_containers
 
 from harness.records import read_results
 from harness.run import Runner, RunOptions

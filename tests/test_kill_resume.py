@@ -55,7 +55,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fakellm import Call, Error, FakeLLM, Reply, Tokens
+from support.fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 from harness.records import ResultRow, latest_rows, read_results
 from harness.transcript import read_transcript

@@ -1,4 +1,4 @@
-"""harness.models end to end: the real anthropic / openai / litellm SDKs against tests/fakellm.py.
+"""harness.models end to end: the real anthropic / openai / litellm SDKs against tests/support/fakellm.py.
 
 No network and no keys: every request goes to a local server that speaks the providers' wire
 formats, and tests assert both what came back and what the SDK actually sent.
@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from fakellm import Call, Error, FakeLLM, Reply, Tokens
+from support.fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 from harness.models import (
     AuthError,
