@@ -557,6 +557,7 @@ def cheat_rows(hostile, tmp_path_factory) -> dict:
     return {name: (rows[f"cheat-{name.replace('_', '-')}"], out) for name in CHEATS}
 
 
+@pytest.mark.slow  # about 35 s: one run of every cheat (cheat_rows), charged to the first case
 @pytest.mark.parametrize(
     "cheat",
     [

@@ -225,6 +225,7 @@ def _our_containers(run_id: str) -> list[dict]:
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # about 40 s: a Ray cluster and the demo suite run twice (the first user of both fixtures)
 @pytest.mark.timeout(300)
 def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_cluster, local_demo, tmp_path):
     from harness.run.executors.ray import RayExecutor
@@ -265,6 +266,7 @@ def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_clus
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # about 30 s: a Ray run killed midway and resumed
 @pytest.mark.timeout(300)
 def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_cluster, local_demo, tmp_path):
     out = tmp_path / "ray-killed"
