@@ -220,8 +220,9 @@ def test_fork_bomb_is_held_by_the_pids_limit_and_the_attempt_ends_cleanly(hostil
     )
     out = out_dir(tmp_path, "forkbomb")
     row = run(hostile["spec"](tmp_path), agent, out, pids=64)["hostile-task"]
-    alive = agent.outputs[3]
-    assert alive.stdout == "alive\n" and not alive.timed_out  # a later command returns on its own
+    # the bomb's command and the one after it returned (a hang would end in pytest-timeout): whether
+    # the later one ran or met a process table still full is a race, so neither is asserted
+    assert len(agent.outputs) == 4
     assert counts and counts[0] <= 64 + 2  # the limit holds (docker top may count the exec being set up)
     assert row.outcome == "unresolved", (row.outcome, row.note, row.error)
     assert "# touched" in (out / row.patch_path).read_text()
