@@ -1,5 +1,6 @@
-"""Shared fixtures. Tests marked `docker` use the real engine: in CI (CI=true) a missing engine is
-a failure, elsewhere those tests are skipped with the command that would make them run."""
+"""Shared fixtures (their helpers live in tests/support). Tests marked `docker` use the real engine:
+in CI (CI=true) a missing engine is a failure, elsewhere those tests are skipped with the command
+that would make them run."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT, git, write
 
 
 def _engine_ok() -> str | None:
@@ -38,26 +38,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.skip(reason=problem))
-
-
-def git(cwd: Path, *args: str, env: dict | None = None) -> str:
-    full_env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        **(env or {}),
-    }
-    out = subprocess.run(["git", *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=True)
-    return out.stdout.strip()
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
 
 
 @pytest.fixture
@@ -166,9 +146,9 @@ def polyglot_images(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server (tests/pgserver.py) for the session, torn down after. Without the
+    """A real PostgreSQL server (tests/support/pgserver.py) for the session, torn down after. Without the
     `postgresql` package the tests that need it are skipped locally and fail in CI."""
-    from pgserver import PostgresServer, find_bindir
+    from support.pgserver import PostgresServer, find_bindir
 
     bindir = find_bindir()
     if bindir is None:
@@ -181,3 +161,24 @@ def postgres():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def no_leftovers():
+    """After the test, no container of this process's hostile runs (`support.hostile.RUN_PREFIX`) or
+    made by this process is left. The modules of hostile agents apply it to each of their tests."""
+    from support.hostile import remove_leftovers
+
+    yield
+    left = remove_leftovers()  # clean up first, so one failure does not cascade into the next test
+    assert not left, "containers left behind"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> dict:
+    """The demo task inikit-001 as the red team attacks it (tests/support/redteam.py): the task, its
+    image and snapshot base, and a clone at its base. Once per module (tags are hashes: one build,
+    then lookups)."""
+    from support.redteam import prepare_demo
+
+    return prepare_demo(tmp_path_factory)

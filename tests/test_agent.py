@@ -1,7 +1,7 @@
 """The tool-calling loop and its tools, driven by scripted models (fakes, not mocks)."""
 
 import pytest
-from fakesandbox import LocalSandbox
+from support.fakesandbox import LocalSandbox
 
 from harness.agents import AgentContext
 from harness.agents.config import AgentConfigError, load_agent_config
@@ -123,15 +123,17 @@ def test_time_limit_counts_work_not_waiting(task, box, tmp_path):
     import time
 
     def rate_limited_then_answered(*_):
-        time.sleep(0.6)  # as if the adapter had waited out a 429 for 0.6 s
+        time.sleep(1.2)  # as if the adapter had waited out a 429 for 1.2 s
         turn = tool_turn("bash", {"command": "true"})
-        turn.retry_wait_s = 0.6
+        turn.retry_wait_s = 1.2
         return turn
 
-    slow = [tool_turn("bash", {"command": "sleep 0.2"}) for _ in range(10)]
-    result, _, _ = run([rate_limited_then_answered, *slow], task, box, tmp_path, max_wall_s=0.5)
-    # the 0.6 s of waiting alone would have exceeded 0.5 s; only work counts, so 2-4 steps happen
-    assert result.stop_reason == "time_limit" and result.retry_wait_s == 0.6 and 3 <= result.steps <= 5
+    slow = [tool_turn("bash", {"command": "sleep 0.25"}) for _ in range(10)]
+    result, _, _ = run([rate_limited_then_answered, *slow], task, box, tmp_path, max_wall_s=1.0)
+    # The 1.2 s of waiting alone exceed the 1 s limit: counted, the attempt would end after one
+    # step. Only work counts, so a second step happens; each one works at least 0.25 s, so the
+    # limit ends the attempt after at most five (a slower machine makes fewer, never more).
+    assert result.stop_reason == "time_limit" and result.retry_wait_s == 1.2 and 2 <= result.steps <= 5
 
 
 def test_unknown_price_makes_cost_unknown_not_zero(task, box, tmp_path):

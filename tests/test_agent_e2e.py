@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakellm import Call, Error, FakeLLM, Reply, Tokens
+from support.fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 from harness.models.pricing import cost_usd, lookup_price
 from harness.models.types import Usage

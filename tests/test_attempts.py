@@ -97,7 +97,7 @@ def test_an_environment_that_cannot_be_built_is_infra_error_and_the_run_goes_on(
         )
     )
     (tiny_task["dir"] / "broken.yaml").write_text(broken)
-    from test_run import ScriptAgent
+    from support.runs import ScriptAgent
 
     from harness.tasks import load_tasks
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.runs import FIX, run_folder, run_rows
 
 from harness.agents import AgentResult
 from harness.agents.config import load_agent_config
@@ -20,17 +21,6 @@ from harness.transcript import read_transcript
 from sandbox.docker.engine import LABEL_ROLE, LABEL_RUN, client
 
 pytestmark = pytest.mark.docker
-
-FIX = {"command": "str_replace", "path": "calc/__init__.py", "old_str": "return a - b", "new_str": "return a + b"}
-
-
-def _run(task, agent, tmp_path, **options):
-    options.setdefault("infra_retries", 1)
-    return Runner([task], agent, RunOptions(out=_folder(tmp_path), **options)).run()
-
-
-def _folder(tmp_path):
-    return tmp_path / f"run-{tmp_path.name}"  # its name is the run id: unique among parallel test sessions
 
 
 def _with_limits(tiny_task, limits: str):
@@ -52,11 +42,11 @@ def test_an_agent_whose_memory_use_gets_its_container_oom_killed_ends_as_memory_
     task = _with_limits(tiny_task, "memory: 48m")
     oom = {"command": "echo 1000 > /proc/1/oom_score_adj; head -c 60m /dev/zero > /dev/shm/fill; echo done"}
     model = ScriptedModel([tool_turn("edit", FIX), tool_turn("bash", oom), tool_turn("submit", {})])
-    rows = _run(task, ToolAgent(model, load_agent_config()), tmp_path)
+    rows = run_rows(task, ToolAgent(model, load_agent_config()), tmp_path)
     assert [(r.outcome, r.stop_reason, r.attempt) for r in rows] == [("resolved", "memory_limit", 1)], rows[0].error
     assert "memory" in rows[0].note
-    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
-    events = read_transcript(_folder(tmp_path) / rows[0].transcript_path)
+    assert not list(run_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    events = read_transcript(run_folder(tmp_path) / rows[0].transcript_path)
     assert [e.limit for e in events if e.type == "limit"] == ["memory_limit"]
 
 
@@ -77,7 +67,7 @@ class BreaksItsContainer:
 
 
 def test_an_agent_that_breaks_its_container_ends_as_container_broken_and_is_graded(tiny_task, tmp_path):
-    rows = _run(load_task(tiny_task["spec"]), BreaksItsContainer(), tmp_path)
+    rows = run_rows(load_task(tiny_task["spec"]), BreaksItsContainer(), tmp_path)
     assert [(r.stop_reason, r.attempt) for r in rows] == [("container_broken", 1)], rows[0].error
     assert rows[0].outcome not in ("infra_error", "resolved") and rows[0].error is None
     assert "FileOpError" in rows[0].note
@@ -94,14 +84,14 @@ def test_a_tool_agent_whose_container_is_removed_from_outside_is_retried_and_lef
         return tool_turn("bash", {"command": "true"})
 
     model = ScriptedModel([remove_it_once, tool_turn("edit", FIX), tool_turn("submit", {})] * 2)
-    rows = _run(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path, infra_retries=0)
+    rows = run_rows(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path, infra_retries=0)
     assert [(r.outcome, r.stop_reason) for r in rows] == [("infra_error", "error")]
     assert "ContainerGone" in rows[0].error
 
 
 def _agent_container(tmp_path) -> str:
     (found,) = client().containers.list(
-        filters={"label": [f"{LABEL_RUN}={_folder(tmp_path).name}", f"{LABEL_ROLE}=agent"]}
+        filters={"label": [f"{LABEL_RUN}={run_folder(tmp_path).name}", f"{LABEL_ROLE}=agent"]}
     )
     return found.id
 
@@ -116,15 +106,15 @@ def test_a_patch_whose_code_gets_the_grading_container_oom_killed_is_environment
     PID 1 the OOM killer's first choice: the grading container dies under the hidden test run (a
     grading step). The step passes on the base (re-run in a fresh container), so the failure is
     the patch's: counted, never retried."""
-    from test_run import ScriptAgent
+    from support.runs import ScriptAgent
 
     task = _with_limits(tiny_task, "memory: 48m")
     hog = "open('/proc/1/oom_score_adj', 'w').write('1000'); open('/dev/shm/fill', 'wb').write(bytes(60 * 2**20))"
     agent = ScriptAgent(f"sed -i 's/a - b/a + b/' calc/__init__.py && echo \"{hog}\" >> calc/__init__.py")
-    rows = _run(task, agent, tmp_path)
+    rows = run_rows(task, agent, tmp_path)
     assert [(r.outcome, r.resolved, r.attempt) for r in rows] == [("environment_broken", False, 1)], rows[0].error
-    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
-    graded = json.loads((_folder(tmp_path) / rows[0].dir / "grade.json").read_text())
+    assert not list(run_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    graded = json.loads((run_folder(tmp_path) / rows[0].dir / "grade.json").read_text())
     assert graded["failed_step"]["step"] == "run the hidden tests" and "OOM" in graded["failed_step"]["output"]
     assert "passes on the base" in rows[0].note
 
@@ -154,17 +144,17 @@ class _RemovedUnderTheTests:
 
 
 def test_a_grading_container_removed_from_outside_under_the_tests_stays_infra_error_and_is_retried(tiny_task, tmp_path):
-    from test_run import ScriptAgent
+    from support.runs import ScriptAgent
 
     backend = _RemovedUnderTheTests()
     rows = Runner(
         [load_task(tiny_task["spec"])],
         ScriptAgent("sed -i 's/a - b/a + b/' calc/__init__.py"),
-        RunOptions(out=_folder(tmp_path), infra_retries=1),
+        RunOptions(out=run_folder(tmp_path), infra_retries=1),
         backend=backend,
     ).run()
     assert backend.removed == 1 and [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
-    assert list(_folder(tmp_path).rglob("transcript.unfinished-1.jsonl"))  # the first try, kept apart
+    assert list(run_folder(tmp_path).rglob("transcript.unfinished-1.jsonl"))  # the first try, kept apart
 
 
 def test_visible_feedback_whose_tests_get_the_agents_container_oom_killed_is_the_agents_and_the_next_attempt_goes_on(
@@ -190,7 +180,7 @@ def test_visible_feedback_whose_tests_get_the_agents_container_oom_killed_is_the
             tool_turn("submit", {}),
         ]
     )
-    rows = _run(task, ToolAgent(model, load_agent_config()), tmp_path, attempts=2, feedback="visible")
+    rows = run_rows(task, ToolAgent(model, load_agent_config()), tmp_path, attempts=2, feedback="visible")
     assert [(r.attempt, r.outcome, r.final) for r in rows] == [
         (1, "environment_broken", False),
         (2, "resolved", True),
@@ -216,13 +206,13 @@ def test_whatever_the_model_and_its_tools_say_is_recorded_never_an_infra_error(t
         tool_turn("edit", FIX),
         odd,
     ]
-    rows = _run(load_task(tiny_task["spec"]), ToolAgent(ScriptedModel(steps), load_agent_config()), tmp_path)
+    rows = run_rows(load_task(tiny_task["spec"]), ToolAgent(ScriptedModel(steps), load_agent_config()), tmp_path)
     assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "no_tool_call")], rows[0].error
-    events = read_transcript(_folder(tmp_path) / rows[0].transcript_path)
+    events = read_transcript(run_folder(tmp_path) / rows[0].transcript_path)
     outputs = "".join(e.output for e in events if e.type == "tool_result")
     assert "bad" in outputs and "latin.txt" in outputs and "nul\x00byte" in outputs and "yyyy" in outputs
     assert any(e.type == "model_response" and "surrogate" in e.text for e in events)
-    patch = (_folder(tmp_path) / rows[0].patch_path).read_bytes()
+    patch = (run_folder(tmp_path) / rows[0].patch_path).read_bytes()
     assert b"latin.txt" in patch and b"ame.txt" in patch
 
 
@@ -243,7 +233,7 @@ def test_a_run_whose_engine_is_down_stops_after_a_few_units_and_exits_infra(tiny
     for n in range(2, 7):
         (tiny_task["dir"] / f"tiny{n}.yaml").write_text(spec.replace("id: tiny-001", f"id: tiny-00{n}"))
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock", "WHOLELOOP_DOCKER_TIMEOUT": "5"}
-    out = _folder(tmp_path)
+    out = run_folder(tmp_path)
     done = subprocess.run(
         [
             sys.executable,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_history import outcomes, write_run
+from support.history import outcomes, write_run
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "ci.md"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from fakesandbox import LocalSandbox
+from support.fakesandbox import LocalSandbox
 
 from sandbox import DEFAULT_BASE, DockerSandbox, EnvSpec, Limits
 from sandbox.conformance import BASE_TREE, CORE, ISOLATION, base_tree_script

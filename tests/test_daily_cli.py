@@ -13,32 +13,15 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_html_report import fabricate_run
+from support import ROOT
+from support.cli import DEMO, wl
+from support.fabricate import fabricate_run
 
 from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
 from harness.transcript import AttemptStart, Stop, TranscriptWriter
-
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "tasks" / "demo"
-WHOLELOOP = str(Path(sys.executable).parent / "wholeloop")
-SECRET = re.compile(r"(KEY|TOKEN|SECRET)", re.I)
-
-
-def wl(*args, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The real command, with no model credentials from this environment unless given."""
-    base = {k: v for k, v in os.environ.items() if not SECRET.search(k)}
-    return subprocess.run(
-        [WHOLELOOP, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env={**base, **(env or {})},
-        timeout=timeout,
-    )
 
 
 def lines(text: str) -> list[str]:
@@ -60,12 +43,10 @@ def test_help_and_readme_carry_one_table_of_exit_codes():
 
 
 def test_missing_credentials_stop_the_run_before_any_container(tmp_path):
-    t0 = time.monotonic()
     out = wl("run", DEMO, "--model", "anthropic/claude-sonnet-4-5", "--out", tmp_path / "run")
-    took = time.monotonic() - t0
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "ANTHROPIC_API_KEY" in out.stderr and took < 30, (took, out.stderr)
-    assert not (tmp_path / "run" / "results.jsonl").exists()
+    assert "ANTHROPIC_API_KEY" in out.stderr, out.stderr
+    assert not (tmp_path / "run").exists()  # stopped before the run folder, so before any image or container
 
 
 def test_a_misspelt_model_is_refused_with_close_names_unless_allowed(tmp_path):

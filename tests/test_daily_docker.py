@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_daily_cli import DEMO, ROOT, WHOLELOOP, wl
+from support import ROOT
+from support.cli import DEMO, WHOLELOOP, wl
 
 from harness.records import RunFolder, read_results
 
@@ -167,7 +168,7 @@ def test_export_inspect_is_read_back_by_the_real_inspect_ai(demo_run, tmp_path):
     dumped = subprocess.run([str(inspect), "log", "dump", str(target)], capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0 and json.loads(dumped.stdout)["eval"]["task"], dumped.stderr[-2000:]
     # and `inspect view` shows it: the viewer's page, in headless chromium, renders a sample's messages
-    from test_html_report import CHROMIUM, Browser
+    from support.browser import CHROMIUM, Browser
 
     if not CHROMIUM:
         pytest.fail("chromium is needed to look at `inspect view` (bash scripts/setup.sh installs it)")

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_run import ScriptAgent, our_containers
+from support.runs import ScriptAgent, our_containers
 
 from harness.records import read_results
 from harness.run import Runner, RunOptions
@@ -20,6 +20,7 @@ def wholeloop(*args):
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT)
 
 
+@pytest.mark.slow  # about 30 s: the seven demo tasks, gold and noop
 def test_gold_resolves_every_demo_task_and_noop_none(tmp_path):
     ids = {t.id for t in load_tasks([DEMO])}
     for agent, expected in (("gold", True), ("noop", False)):

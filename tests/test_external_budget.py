@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fakellm import FakeLLM
-from scripted_cli import Plan
+from support.fakellm import FakeLLM
+from support.scripted_cli import Plan
 
 from harness.agents import get_agent
 from harness.agents.external.config import shipped_path

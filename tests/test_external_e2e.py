@@ -1,7 +1,7 @@
 """Real agent CLIs, installed from the registries, run on demo tasks through the metering proxy.
 
 mini-swe-agent (PyPI), Claude Code and Codex CLI (npm) each solve demo tasks, and aider (PyPI) one, against the scripted provider
-(tests/scripted_cli.py, which this test starts): the CLI runs for real inside a `--network none`
+(tests/support/scripted_cli.py, which this test starts): the CLI runs for real inside a `--network none`
 container with its install mounted read-only and reaches the provider only through our forwarder
 and the proxy. Checked: the patch is graded; the tokens the provider reported = the run's rows =
 what the CLI itself reports; the cost = litellm's price for them; the API key (and its base64) is
@@ -25,8 +25,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakellm import FakeLLM
-from scripted_cli import AiderPlan, Plan
+from support.fakellm import FakeLLM
+from support.scripted_cli import AiderPlan, Plan
 
 from harness.agents import get_agent
 from harness.models.pricing import cost_usd, lookup_price

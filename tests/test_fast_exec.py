@@ -94,10 +94,9 @@ def test_cwd_env_and_failures_match_the_engine_path(sb):
 
 
 def test_timeout_kills_the_whole_tree_including_setsid_daemons(sb):
-    started = time.monotonic()
+    # A daemon the kill missed would hold the output: the call would not return (pytest-timeout).
     result = sb.exec("setsid sleep 1000 & (sleep 1000 &) ; trap '' TERM; sleep 1000", timeout=1)
     assert result.timed_out and result.returncode in (124, 137)
-    assert time.monotonic() - started < 8
     assert "timed out" in result.stderr
     assert sb.exec("ps -eo args | grep -c '^sleep 1000' || true").stdout.strip() == "0"
     assert sb.exec_path == "helper"  # the helper survived its command's kill
@@ -122,10 +121,10 @@ def test_timeout_kills_unmarked_term_proof_daemons_but_not_earlier_jobs(fast):
 
 
 def test_background_jobs_do_not_hold_the_command_and_are_not_killed(sb):
-    started = time.monotonic()
     result = sb.exec("sleep 60 & echo started")
-    assert result.stdout == "started\n" and result.ok and time.monotonic() - started < 5
-    assert sb.exec("pgrep -fx 'sleep 60'").ok  # not a timeout: the job lives on, as with the engine
+    assert result.stdout == "started\n" and result.ok and not result.timed_out
+    # the job lives on (as with the engine): the call did not wait for it to end
+    assert sb.exec("pgrep -fx 'sleep 60'").ok
     # done just before its deadline while a job still holds the output: done, not timed out
     late = sb.exec("sleep 0.9; sleep 61 & echo x", timeout=1)
     assert (late.stdout, late.timed_out, late.returncode) == ("x\n", False, 0)

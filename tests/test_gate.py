@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import binomtest
-from test_history import cli, outcomes, row, write_run
+from support.history import cli, outcomes, row, write_run
 
 from harness.history.url import sqlite_url
 from harness.records import RunFolder

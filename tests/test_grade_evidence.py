@@ -16,9 +16,9 @@ import json
 import subprocess
 
 import pytest
-from conftest import git
-from test_hostile import RUN_PREFIX, _no_leftovers  # noqa: F401 (autouse fixture)
-from test_redteam import crafted, demo  # noqa: F401 (the shared demo fixture)
+from support import git
+from support.hostile import RUN_PREFIX
+from support.redteam import crafted
 
 from harness.grading import Grade, grade
 from harness.grading.evidence import ABSENT, PYTHON, Hasher, claims, judge
@@ -67,6 +67,8 @@ def graded_hidden_sha(demo) -> str:
         git(clone, "checkout", "-q", "--", HIDDEN)
 
 
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
 def test_an_honest_patchs_stripped_paths_are_recorded_with_evidence_that_holds(demo, graded_hidden_sha):
     """The gold fix plus a change to the hidden test file and a new root conftest.py (both
     protected, so stripped and reverted): resolved, and the evidence shows both as at the base."""
@@ -83,11 +85,15 @@ def test_an_honest_patchs_stripped_paths_are_recorded_with_evidence_that_holds(d
     assert not result.tampering
 
 
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
 def test_a_gold_patch_claims_nothing_and_reads_no_hashes(demo):
     result, _, _ = _grade(demo, demo["task"].gold())
     assert result.resolved and result.evidence is None and not result.stripped
 
 
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
 def test_a_kept_symlink_that_makes_a_stripped_path_exist_is_never_resolved(demo, graded_hidden_sha):
     """The attack, written first: the patch adds `alias/test_parser.py` (protected: stripped and reverted,
     claimed absent as at the base) and a symlink `alias -> tests` (inside the repository, named
@@ -107,6 +113,8 @@ def test_a_kept_symlink_that_makes_a_stripped_path_exist_is_never_resolved(demo,
     assert (claim.claim, claim.expected, claim.found) == ("reverted", ABSENT, graded_hidden_sha)  # protected
 
 
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
 def test_both_tools_read_the_same_hashes_in_one_container(demo, graded_hidden_sha):
     """The archive API (for an image without the interpreter) and the interpreter agree on files,
     symlinks and missing paths; a folder is compared only with itself (read the same way both sides)."""

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, git, write
+from support import ROOT, git, write
 
 from harness.agents import AgentResult
 from harness.grading.feedback import scrub_messages

@@ -14,103 +14,21 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import MetaData, create_engine
+from support.history import cli, manifest, outcomes, row, write_run
 
 from harness.history.db import HistoryFilter, HistoryIndex, find_runs
 from harness.history.live import attach
 from harness.history.schema import HEAD, metadata
 from harness.history.trend import trend
 from harness.history.url import normalize, resolve, shown, sqlite_url
-from harness.records import PhaseTimes, ResultRow, RunFolder, latest_rows
+from harness.records import RunFolder, latest_rows
 from harness.report.stats import ConfigRows, config_stats
 
 ROOT = Path(__file__).resolve().parent.parent
-WHOLELOOP = Path(sys.executable).with_name("wholeloop")
 DEMO_TASK = ROOT / "tasks" / "demo" / "inikit-001.yaml"
 
 
 # ---------------------------------------------------------------------------- fabricated runs
-
-
-def row(
-    task: str,
-    config: str = "A",
-    outcome: str = "resolved",
-    *,
-    repeat: int = 0,
-    attempt: int = 1,
-    final: bool = True,
-    cost: float | None = 0.1,
-    seconds: float = 10.0,
-    model: str = "m/1",
-    agent: str = "fake",
-    task_hash: str | None = None,
-) -> ResultRow:
-    return ResultRow(
-        run_id="x",
-        task_id=task,
-        task_hash=task_hash or f"h-{task}",
-        config=config,
-        agent=agent,
-        model=model,
-        repeat=repeat,
-        attempt=attempt,
-        final=final,
-        outcome=outcome,
-        resolved=outcome == "resolved",
-        cost_usd=cost,
-        phases=PhaseTimes(total_s=seconds),
-        stop_reason="submitted",
-    )
-
-
-def manifest(run_dir: Path, suite: str, started: datetime, *, finished: bool = True, tasks: list[str] = ()) -> dict:
-    specs = {
-        t: {"content_hash": f"h-{t}", "spec": str(run_dir.parent.parent / "tasks" / suite / f"{t}.yaml")} for t in tasks
-    }
-    return {
-        "schema_version": 1,
-        "run_id": run_dir.name,
-        "run_uid": f"uid-{run_dir.name}-{started:%H%M%S%f}",
-        "command": ["wholeloop", "run", f"tasks/{suite}"],
-        "cwd": str(run_dir.parent.parent),
-        "wholeloop": {"version": "0.1.0", "git_commit": "abc"},
-        "tasks": specs,
-        "started_at": started.isoformat(),
-        "finished_at": (started + timedelta(minutes=5)).isoformat() if finished else None,
-    }
-
-
-def write_run(
-    run_dir: Path,
-    rows: list[ResultRow],
-    *,
-    suite: str = "demo",
-    started: datetime | None = None,
-    url: str | None = None,
-    finished: bool = True,
-    warn=None,
-) -> RunFolder:
-    """A run folder written the way a run writes it: the manifest first, then each row through the
-    one append point - with the history hook attached when `url` is given."""
-    started = started or datetime(2026, 1, 1, tzinfo=UTC)
-    folder = RunFolder(run_dir, create=True)
-    hook = attach(folder, url, warn or pytest.fail) if url else None
-    folder.update_manifest(
-        lambda m: m.update(
-            manifest(run_dir, suite, started, finished=finished, tasks=sorted({r.task_id for r in rows}))
-        )
-    )
-    for r in rows:
-        r.run_id = run_dir.name
-        r.transcript_path = str(folder.relative(folder.transcript_path(r.task_id, r.config, r.repeat)))
-        folder.append(r)
-    if hook:
-        hook.finish()
-    return folder
-
-
-def outcomes(n: int, resolved: set[int], config: str = "A", **kw) -> list[ResultRow]:
-    return [row(f"t{i:02d}", config, "resolved" if i in resolved else "unresolved", **kw) for i in range(n)]
 
 
 # ---------------------------------------------------------------------------- backends
@@ -121,16 +39,6 @@ def history_url(request, tmp_path):
     if request.param == "sqlite":
         return sqlite_url(tmp_path / "runs" / "history.sqlite")
     return request.getfixturevalue("postgres").create_database()
-
-
-def cli(
-    *args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess:
-    """The real `wholeloop` command in a subprocess."""
-    full = {**os.environ, "COLUMNS": "200"}
-    full.pop("WHOLELOOP_HISTORY_URL", None)
-    full.update(env or {})
-    return subprocess.run([str(WHOLELOOP), *args], capture_output=True, text=True, env=full, cwd=cwd, timeout=timeout)
 
 
 # ---------------------------------------------------------------------------- schema and migrations
@@ -553,7 +461,7 @@ def test_trend_in_the_terminal_and_as_html(tmp_path, history_url):
 
 
 def test_a_history_that_is_down_only_warns(tmp_path):
-    from pgserver import free_port
+    from support.pgserver import free_port
 
     url = f"postgresql://wl:hunter2-{os.getpid()}@127.0.0.1:{free_port()}/wl"  # nothing listens there
     warnings: list[str] = []
@@ -641,7 +549,7 @@ def test_a_real_demo_run_indexes_its_rows_and_keeps_the_password_out(tmp_path, p
         assert set(found) == {"gold", "gold-regraded"}
         assert found["gold-regraded"].regraded_from == found["gold"].uid and found["gold-regraded"].resolved == 1
 
-    from pgserver import free_port
+    from support.pgserver import free_port
 
     dead = postgres.url(password=postgres.password).replace(f":{postgres.port}/", f":{free_port()}/")
     down = cli(
@@ -673,7 +581,7 @@ def test_find_runs_does_not_descend_into_run_folders(tmp_path):
 def test_the_over_time_section_renders_in_a_browser(tmp_path):
     """The HTML report with its "Over time" section, opened in headless chromium: no script
     errors, three charts drawn with a point per run, the per-run table in the page."""
-    from test_html_report import CHROMIUM, Browser
+    from support.browser import CHROMIUM, Browser
 
     if not CHROMIUM:
         if os.environ.get("CI"):

@@ -5,7 +5,7 @@ Scripted agents (no model) run shell commands in the agent container through the
 repository with a bug and its future fix, is shared by every case: image tags are hashes, so
 each `Runner.prepare` after the first is a lookup.
 
-After every test, none of the containers this file made is left (`_no_leftovers`).
+After every test, none of the containers this file made is left (the `no_leftovers` fixture of tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -27,21 +27,28 @@ from pathlib import Path
 
 import docker.errors
 import pytest
-from conftest import ROOT, git, write
+from support import ROOT, git, write
+from support.hostile import (
+    EVIL_PLUGIN,
+    FORCE_PASS_CONFTEST,
+    RUN_PREFIX,
+    Script,
+    our_containers,
+    run,
+)
 
 from harness.agents import AgentResult, get_agent
 from harness.records import RunFolder
 from harness.run import Runner, RunOptions
-from harness.tasks import LimitsSpec, load_task
-from harness.transcript import Stop, ToolCallEvent, ToolResultEvent
+from harness.tasks import load_task
+from harness.transcript import Stop
 from harness.vocabulary import Outcome
 from sandbox import DockerSandbox, Limits
 from sandbox.docker.container import MAX_PATCH_BYTES
-from sandbox.docker.engine import LABEL_OWNER, LABEL_RUN, client, owner_id
+from sandbox.docker.engine import LABEL_RUN, client
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftovers")]
 
-RUN_PREFIX = f"hostile-{os.getpid()}-"  # this process's runs (other copies of this file may run meanwhile)
 FUTURE = "zq-future-" + "c0ffee7e51"  # only in the fix commit: must never be readable by the agent
 HIDDEN = "zq-hidden-" + "5eed1e55a7"  # only in the hidden tests: must never be readable either
 ADD_ID, MUL_ID = "tests/test_add.py::test_add", "tests/test_mul.py::test_mul"
@@ -49,38 +56,6 @@ BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\
 
 
 # ------------------------------------------------------------------------------------ fixtures
-
-
-class _Found:
-    """A container as the engine lists it (no per-container inspect: others come and go meanwhile)."""
-
-    def __init__(self, raw: dict):
-        self.id, self.labels = raw["Id"], raw.get("Labels") or {}
-        self.name = raw["Names"][0].lstrip("/")
-
-    def remove(self) -> None:
-        with contextlib.suppress(docker.errors.NotFound):
-            client().api.remove_container(self.id, force=True, v=True)
-
-
-def _our_containers() -> list[_Found]:
-    """Containers of this process's runs (its `wholeloop run` subprocesses' included) or made by it."""
-    found = [_Found(raw) for raw in client().api.containers(all=True, filters={"label": "wholeloop=1"})]
-    return [
-        c
-        for c in found
-        if c.labels.get(LABEL_RUN, "").startswith(RUN_PREFIX) or c.labels.get(LABEL_OWNER) == owner_id()
-    ]
-
-
-@pytest.fixture(autouse=True)
-def _no_leftovers():
-    """After every test, no container of this file's runs (or of this process) is left."""
-    yield
-    left = _our_containers()
-    for container in left:  # clean up first, so one failure does not cascade into the next test
-        container.remove()
-    assert not [c.name for c in left], "containers left behind"
 
 
 @pytest.fixture(scope="module")
@@ -173,46 +148,6 @@ def image(hostile) -> tuple[str, str]:
 # ------------------------------------------------------------------------------------ agents
 
 
-class Script:
-    """A scripted agent: each step is a shell command, `(command, timeout)`, or a callable given
-    the sandbox. Tool calls and results go to the transcript as a model-driven agent's would."""
-
-    model = None
-
-    def __init__(self, *steps, name: str = "hostile"):
-        self.steps, self.name = steps, name
-        self.outputs: list = []
-
-    def run(self, ctx) -> AgentResult:
-        started = time.monotonic()
-        for i, step in enumerate(self.steps, 1):
-            if callable(step):
-                self.outputs.append(step(ctx.sandbox))
-                continue
-            cmd, timeout = step if isinstance(step, tuple) else (step, None)
-            ctx.transcript.write(ToolCallEvent(step=i, call_id=f"s{i}", name="bash", arguments={"command": cmd}))
-            result = ctx.sandbox.exec(cmd, timeout=timeout)
-            self.outputs.append(result)
-            ctx.transcript.write(
-                ToolResultEvent(
-                    step=i,
-                    call_id=f"s{i}",
-                    name="bash",
-                    output=result.combined(),
-                    is_error=not result.ok,
-                    exit_code=result.returncode,
-                    truncated=result.truncated,
-                    timed_out=result.timed_out,
-                    duration_s=result.duration_s,
-                )
-            )
-        ctx.transcript.write(Stop(reason="submitted"))
-        return AgentResult(stop_reason="submitted", steps=len(self.steps), tool_s=time.monotonic() - started)
-
-    def describe(self) -> dict:
-        return {"agent": self.name, "steps": [s if isinstance(s, (str, tuple)) else repr(s) for s in self.steps]}
-
-
 class PerTask:
     """One scripted agent per task id, for running many hostile tasks in one parallel run."""
 
@@ -227,16 +162,6 @@ class PerTask:
 
     def describe(self) -> dict:
         return {tid: s.describe() for tid, s in self.scripts.items()}
-
-
-def run(spec_paths, agent, out: Path, workers: int = 1, **limits):
-    """Run the tasks through the real Runner; {task id: final row}. Infra retries are off: an
-    infra_error must show as one, at once."""
-    paths = spec_paths if isinstance(spec_paths, list) else [spec_paths]
-    options = RunOptions(out=out, workers=workers, infra_retries=0, limits=LimitsSpec(**limits))
-    rows = Runner([load_task(p) for p in paths], agent, options).run()
-    assert len(rows) == len(paths)
-    return {r.task_id: r for r in rows}
 
 
 def out_dir(tmp_path: Path, case: str) -> Path:
@@ -294,15 +219,14 @@ def test_fork_bomb_is_held_by_the_pids_limit_and_the_attempt_ends_cleanly(hostil
         lambda sb: counts.append(len(client().api.top(sb.id)["Processes"])),
         ("echo alive", 3),
     )
-    started = time.monotonic()
     out = out_dir(tmp_path, "forkbomb")
     row = run(hostile["spec"](tmp_path), agent, out, pids=64)["hostile-task"]
-    bomb, alive = agent.outputs[1], agent.outputs[3]
-    assert bomb.duration_s < 3 + 10 and alive.duration_s < 3 + 10
+    # the bomb's command and the one after it returned (a hang would end in pytest-timeout): whether
+    # the later one ran or met a process table still full is a race, so neither is asserted
+    assert len(agent.outputs) == 4
     assert counts and counts[0] <= 64 + 2  # the limit holds (docker top may count the exec being set up)
     assert row.outcome == "unresolved", (row.outcome, row.note, row.error)
     assert "# touched" in (out / row.patch_path).read_text()
-    assert time.monotonic() - started < 90
     assert host_process_count() < host_before + 50
 
 
@@ -319,7 +243,7 @@ def test_memory_bomb_is_killed_inside_the_container_and_recorded(hostile, tmp_pa
     out = out_dir(tmp_path, "membomb")
     row = run(hostile["spec"](tmp_path), agent, out, memory="256m")["hostile-task"]
     oom, alive, events = agent.outputs[1:]
-    assert oom.returncode == 137 and not oom.timed_out and oom.duration_s < 30
+    assert oom.returncode == 137 and not oom.timed_out
     assert alive.stdout == "alive\n"
     assert re.search(r"oom_kill [1-9]", events.stdout), events.stdout  # the kernel's own count
     recorded = [json.loads(line) for line in (out / row.transcript_path).read_text().splitlines()]
@@ -360,8 +284,8 @@ def test_timeout_kills_sleepers_background_jobs_setsid_and_nohup_daemons(image, 
         image[0], limits=Limits(command_timeout_s=2), role="agent", run_id=f"{RUN_PREFIX}sleep"
     ) as sb:
         _on_path(sb, fast)
-        result = sb.exec(DAEMONS + "sleep infinity")
-        assert result.timed_out and result.duration_s < 2 + 8
+        result = sb.exec(DAEMONS + "sleep infinity")  # a daemon left holding the output: no return
+        assert result.timed_out
         assert "timed out" in result.stderr
         assert _sleepers(sb) == []
         assert sb.exec("echo alive").stdout == "alive\n"
@@ -525,25 +449,6 @@ def test_invalid_utf8_and_latin1_files_round_trip_through_the_patch(hostile, tmp
 # ------------------------------------------------------------------------------------ gaming the grader
 
 
-EVIL_PLUGIN = textwrap.dedent("""\
-    # Rewrites every test report to "passed" (and so pytest's exit status to 0).
-    import _pytest.reports as _r
-
-    _orig = _r.TestReport.from_item_and_call.__func__
-
-
-    def _fake(cls, item, call):
-        rep = _orig(cls, item, call)
-        rep.outcome, rep.longrepr = "passed", None
-        return rep
-
-
-    _r.TestReport.from_item_and_call = classmethod(_fake)
-    """)
-FORCE_PASS_CONFTEST = (
-    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
-    "    out = yield\n    out.get_result().outcome = 'passed'\n"
-)
 FAKE_PYTEST = textwrap.dedent(f"""\
     print("=" * 20 + " short test summary info " + "=" * 20)
     print("PASSED {ADD_ID}")
@@ -654,6 +559,7 @@ def cheat_rows(hostile, tmp_path_factory) -> dict:
     return {name: (rows[f"cheat-{name.replace('_', '-')}"], out) for name in CHEATS}
 
 
+@pytest.mark.slow  # about 35 s: one run of every cheat (cheat_rows), charged to the first case
 @pytest.mark.parametrize(
     "cheat",
     [
@@ -1318,14 +1224,12 @@ def test_no_network_egress_from_the_agent_or_grading_container(hostile, tmp_path
         "python -m pytest -rA -p no:cacheprovider tests; code=$?; echo interfaces: $(cat /tmp/ifaces); exit $code"
     )
     out = out_dir(tmp_path, "network")
-    started = time.monotonic()
     row = run(hostile["spec"](tmp_path, command=command), probes, out)["hostile-task"]
     pip, urllib, curl, ip, gateway, dns, ifaces, sock, _ = probes.outputs
-    for result in (pip, urllib, curl, ip, gateway, dns):
-        assert result.returncode != 0 and not result.timed_out and result.duration_s < 5, result
+    for result in (pip, urllib, curl, ip, gateway, dns):  # each fails on its own, before the 5 s timeout
+        assert result.returncode != 0 and not result.timed_out, result
     assert ifaces.stdout.split("\n")[0].split() == ["lo"], ifaces.stdout
     assert "No such file" in sock.stdout
-    assert time.monotonic() - started < 60
     test_output = (out / row.dir / "test_output.txt").read_text()
     assert "interfaces: lo" in test_output and "GRADING-DNS-WORKS" not in test_output
     assert row.outcome == "unresolved"
@@ -1406,7 +1310,7 @@ def _kill_a_run_mid_grading(hostile, tmp_path: Path, case: str) -> tuple[Path, l
                 raise AssertionError(
                     f"wholeloop run ended ({proc.returncode}) before grading: {log.read_text()[-2000:]}"
                 )
-            found = [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
+            found = [c for c in our_containers() if c.labels.get(LABEL_RUN) == out.name]
             return found if any(c.labels.get("wholeloop.role") == "grading" for c in found) else None
 
         try:
@@ -1424,18 +1328,18 @@ def test_containers_of_a_killed_run_are_pruned_and_a_live_ones_are_kept(hostile,
     with DockerSandbox.start(image[0], role="agent", run_id=f"{RUN_PREFIX}live") as live:
         out, orphans = _kill_a_run_mid_grading(hostile, tmp_path, "killed")
         names = {c.name for c in orphans}
-        assert names <= {c.name for c in _our_containers()}  # the SIGKILL left them
+        assert names <= {c.name for c in our_containers()}  # the SIGKILL left them
         pruned = subprocess.run(
             [sys.executable, "-m", "harness.cli", "prune"], cwd=ROOT, capture_output=True, text=True
         )
         assert pruned.returncode == 0, pruned.stderr
-        left = {c.name for c in _our_containers()}
+        left = {c.name for c in our_containers()}
         assert not names & left, "the killed run's containers are still there"
         assert live.name in left and live.exec("echo alive").stdout == "alive\n"
         # a new run cleans up after a killed one, too, and leaves the live container alone
         out, orphans = _kill_a_run_mid_grading(hostile, tmp_path, "killed-again")
         run(hostile["spec"](tmp_path / "next"), Script(), out_dir(tmp_path, "next"))
-        left = {c.name for c in _our_containers()}
+        left = {c.name for c in our_containers()}
         assert not {c.name for c in orphans} & left and live.name in left
 
 
@@ -1531,7 +1435,7 @@ def test_a_colour_terminal_gets_only_wholeloops_own_styles(escape_run, what):
 
 
 def test_the_html_report_shows_escapes_as_visible_characters(escape_run, tmp_path):
-    from test_html_report import CHROMIUM, Browser
+    from support.browser import CHROMIUM, Browser
 
     if not CHROMIUM:
         pytest.skip("chromium not installed")
@@ -1581,14 +1485,13 @@ def test_a_second_run_into_a_folder_being_written_is_refused_at_once(hostile, tm
             assert first.poll() is None, log.read_text()[-2000:]
             return any(
                 c.labels.get(LABEL_RUN) == out.name and c.labels.get("wholeloop.role") == "grading"
-                for c in _our_containers()
+                for c in our_containers()
             )
 
         _wait_for(grading, 90, "the first run's grading container")
-        started = time.monotonic()
         second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
-        took = time.monotonic() - started
-        assert second.returncode != 0 and took < 15, (second.returncode, took, second.stdout[-1500:])
+        assert second.returncode != 0, (second.returncode, second.stdout[-1500:])
+        # refused at once, not after waiting for the lock: it names the other run, which goes on
         assert "another wholeloop run" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
         assert first.poll() is None  # the first one was not disturbed
     finally:
@@ -1616,7 +1519,7 @@ def test_two_runners_in_one_process_cannot_share_a_run_folder(hostile, tmp_path)
     thread.start()
     try:
         _wait_for(
-            lambda: any(c.labels.get(LABEL_RUN) == out.name for c in _our_containers()),
+            lambda: any(c.labels.get(LABEL_RUN) == out.name for c in our_containers()),
             60,
             "the first runner's container",
         )
@@ -1645,7 +1548,7 @@ def test_a_key_echoed_by_the_provider_reaches_no_file_and_no_console(hostile, tm
     """A provider answers 401 with the key it was sent in the body (plain, base64, in a Basic
     credential). Through the real CLI (run, report, report --html, show), neither the key nor its
     base64 is in any file of the run folder or on stdout/stderr; the error still says 401."""
-    from fakellm import FakeLLM, echo_key_401
+    from support.fakellm import FakeLLM, echo_key_401
 
     canary = f"sk-canary-{provider}-{secrets.token_hex(16)}"
     env_key = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[provider]
@@ -1992,11 +1895,10 @@ def test_a_run_whose_workers_times_the_disk_limit_exceed_the_free_space_is_refus
     args = many if shape == "many-workers" else ["--disk", f"{n}g"]
     spec = hostile["spec"](tmp_path / "preflight")
     out = out_dir(tmp_path, "preflight")
-    started = time.monotonic()
     done = _cli("run", str(spec), "--agent", "gold", "--out", str(out), *args)
-    assert done.returncode == 2 and time.monotonic() - started < 30, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert b"disk" in done.stderr and b"free" in done.stderr, done.stderr
-    assert not [c for c in _our_containers() if c.labels.get(LABEL_RUN) == out.name]
+    assert not [c for c in our_containers() if c.labels.get(LABEL_RUN) == out.name]
 
 
 def test_prune_deletes_a_backing_file_a_killed_run_left():

@@ -55,7 +55,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fakellm import Call, Error, FakeLLM, Reply, Tokens
+from support.fakellm import Call, Error, FakeLLM, Reply, Tokens
 
 from harness.records import ResultRow, latest_rows, read_results
 from harness.transcript import read_transcript
@@ -302,6 +302,7 @@ def test_pruning_at_start_survives_a_container_that_vanishes_meanwhile(vanishes,
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # about 80 s: sessions of a run killed at random moments, then resumed
 @pytest.mark.timeout(420)
 def test_sigkill_at_random_moments_then_resume_loses_nothing_and_bills_nothing_twice(tiny_task, tmp_path):
     seed = int(os.environ.get("WHOLELOOP_KILL_SEED") or random.SystemRandom().randrange(1, 2**31))

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import git, write
+from support import git, write
 
 from harness.authoring.check import Verdict, check_status, rewrite_spec, verdict_path
 from harness.authoring.environment import RepoConfig, infer_environment, load_config
@@ -174,7 +174,7 @@ def test_issue_references_and_exports(tmp_path):
 
 
 def test_a_model_written_statement_is_marked_with_model_and_prompt(monkeypatch):
-    from fakellm import FakeLLM, Reply
+    from support.fakellm import FakeLLM, Reply
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeLLM() as server:

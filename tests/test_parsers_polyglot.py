@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, git
+from support import ROOT, git
 
 from harness.parsers import (
     ERROR,

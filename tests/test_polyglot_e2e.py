@@ -9,8 +9,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT
-from test_hostile_polyglot import craft
+from support import ROOT
+from support.polyglot import craft
 
 from harness.grading import grade
 from harness.parsers import get_parser

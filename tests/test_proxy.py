@@ -20,7 +20,7 @@ import httpx
 import httpx2
 import openai
 import pytest
-from fakellm import Call, FakeLLM, Reply, Tokens
+from support.fakellm import Call, FakeLLM, Reply, Tokens
 
 from harness.agents.budget import AgentLimits, Budget
 from harness.agents.external.config import ToolRules

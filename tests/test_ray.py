@@ -225,6 +225,7 @@ def _our_containers(run_id: str) -> list[dict]:
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # about 40 s: a Ray cluster and the demo suite run twice (the first user of both fixtures)
 @pytest.mark.timeout(300)
 def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_cluster, local_demo, tmp_path):
     from harness.run.executors.ray import RayExecutor
@@ -265,6 +266,7 @@ def test_ray_runs_the_demo_suite_with_the_results_of_the_local_executor(ray_clus
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # about 30 s: a Ray run killed midway and resumed
 @pytest.mark.timeout(300)
 def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_cluster, local_demo, tmp_path):
     out = tmp_path / "ray-killed"
@@ -291,10 +293,10 @@ def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_clus
     while len(read_results(results)) < 2:
         assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
-    # the Ray driver holds the run folder: a second run into it (any executor) is refused at once
-    started = time.monotonic()
+    # the Ray driver holds the run folder: a second run into it (any executor) is refused at once,
+    # naming the driver (it did not wait for the lock)
     rival = subprocess.run([*cmd[: cmd.index("--executor")]], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert rival.returncode == 2 and time.monotonic() - started < 30, rival.stdout[-2000:] + rival.stderr[-2000:]
+    assert rival.returncode == 2, rival.stdout[-2000:] + rival.stderr[-2000:]
     assert "another wholeloop run" in rival.stderr and f"pid {first.pid}" in rival.stderr, rival.stderr
     first.kill()  # SIGKILL: no clean-up of any kind in the driver
     first.wait()

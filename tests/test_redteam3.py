@@ -5,10 +5,10 @@ a strict xfail whose reason says what it does."""
 from __future__ import annotations
 
 import pytest
-from test_hostile import EVIL_PLUGIN, _no_leftovers  # noqa: F401 (autouse fixture)
-from test_redteam import BUGGY_FILE, assert_not_resolved, base_text, crafted, demo, grade_all, non_fix, traditional  # noqa: F401
+from support.hostile import EVIL_PLUGIN
+from support.redteam import assert_not_resolved, base_text, crafted, grade_all, non_fix, traditional
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("no_leftovers")]
 
 
 def _attacks(demo) -> dict[str, str]:

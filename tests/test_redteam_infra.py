@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_attribution import _folder, _run
+from support.runs import run_folder, run_rows
 
 from harness.agents import AgentResult
 from harness.tasks import load_task
@@ -52,7 +52,7 @@ def _no_infra(rows):
 
 
 def _grade(tmp_path, row) -> dict:
-    return json.loads((_folder(tmp_path) / row.dir / "grade.json").read_text())
+    return json.loads((run_folder(tmp_path) / row.dir / "grade.json").read_text())
 
 
 # ---------------------------------------------------------------- between attempts
@@ -75,9 +75,9 @@ def test_an_agent_that_keeps_its_container_from_starting_again_is_the_agents_doi
     same image starts: the agent's doing. Attempt 2 is graded on the tree as it is, stop reason
     `container_broken`; never an infra_error row, never a retry. (Moving /etc, whose files are bind
     mounts of the lower layer, is refused: held.)"""
-    rows = _run(load_task(tiny_task["spec"]), Agent(blocker), tmp_path, attempts=2, infra_retries=1)
+    rows = run_rows(load_task(tiny_task["spec"]), Agent(blocker), tmp_path, attempts=2, infra_retries=1)
     _no_infra(rows)
-    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    assert not list(run_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
     assert [(r.attempt, r.final) for r in rows] == [(1, False), (2, True)]
     assert rows[0].outcome == rows[1].outcome != "resolved"
     assert rows[1].stop_reason == "container_broken" and "start" in rows[1].note
@@ -128,7 +128,7 @@ def test_code_under_test_that_writes_a_malformed_structured_report_is_suspected_
     not raise out of grading into an infra_error row."""
     code = REWRITE_REPORT.format(line=line)
     agent = Agent(FIXED, "cat /tmp/rewrite.py >> calc/__init__.py", files={"/tmp/rewrite.py": code})
-    rows = _run(load_task(tiny_task["spec"]), agent, tmp_path)
+    rows = run_rows(load_task(tiny_task["spec"]), agent, tmp_path)
     _no_infra(rows)
     assert [(r.outcome in ("unresolved", "regression"), r.resolved) for r in rows] == [(True, False)]
     assert rows[0].tampering and "structured report" in rows[0].tampering
@@ -148,9 +148,9 @@ def test_an_agent_that_nests_folders_past_path_max_gets_its_own_outcome_not_a_re
     name too long"), an InfraError by type, so the unit was retried and then left out. A fresh
     container of the same image lists its changes fine: what the agent's tree holds is its own
     doing (no patch can be taken: `empty_patch`, counted)."""
-    rows = _run(load_task(tiny_task["spec"]), Agent(FIXED, DEEP), tmp_path, infra_retries=1)
+    rows = run_rows(load_task(tiny_task["spec"]), Agent(FIXED, DEEP), tmp_path, infra_retries=1)
     _no_infra(rows)
-    assert not list(_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
+    assert not list(run_folder(tmp_path).rglob("transcript.unfinished-*.jsonl"))  # never retried
     assert [(r.outcome, r.attempt) for r in rows] == [("empty_patch", 1)]
     assert "no patch could be taken" in rows[0].note and "changes" in rows[0].note
 
@@ -182,7 +182,7 @@ def test_a_patch_with_many_new_files_does_not_time_out_the_shadowing_probe(tiny_
         prepared.image,
         base=prepared.base_commit,
         limits=Limits(command_timeout_s=60, step_timeout_s=4),
-        run_id=_folder(tmp_path).name,
+        run_id=run_folder(tmp_path).name,
     )
     assert (graded.outcome.value, graded.resolved) == ("resolved", True), graded.note
 
@@ -231,7 +231,7 @@ def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, t
     after the forwarder started is the agent's: graded, `agent_error`."""
     import textwrap
 
-    from fakellm import FakeLLM, Reply
+    from support.fakellm import FakeLLM, Reply
 
     from harness.agents import get_agent
 
@@ -242,7 +242,7 @@ def test_an_external_cli_that_exits_97_is_graded_not_an_infra_error(tiny_task, t
         monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
         monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
         agent = get_agent("exits-97", config_path=str(path))
-        rows = _run(load_task(tiny_task["spec"]), agent, tmp_path, infra_retries=0)
+        rows = run_rows(load_task(tiny_task["spec"]), agent, tmp_path, infra_retries=0)
         assert len(fake.requests) == 1
     _no_infra(rows)
     assert [(r.outcome, r.stop_reason, r.model_calls) for r in rows] == [("resolved", "agent_error", 1)]
@@ -275,7 +275,7 @@ def test_tool_calls_with_unusable_arguments_are_tool_errors_the_model_sees(tiny_
     the wrong types (four of these raised TypeError out of the agent: an infra_error row), or paths
     no file can have. Each is a tool error the model reads; the attempt goes on to the fix. On both
     exec paths (the in-container helper, and one Engine API call per operation)."""
-    from test_attribution import FIX
+    from support.runs import FIX
 
     from harness.agents.config import load_agent_config
     from harness.agents.loop import ToolAgent
@@ -283,12 +283,12 @@ def test_tool_calls_with_unusable_arguments_are_tool_errors_the_model_sees(tiny_
 
     monkeypatch.setenv("WHOLELOOP_FAST_EXEC", "1" if fast_exec else "0")
     model = ScriptedModel([tool_turn(t, a) for t, a in UNUSABLE] + [tool_turn("edit", FIX), tool_turn("submit", {})])
-    rows = _run(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path)
+    rows = run_rows(load_task(tiny_task["spec"]), ToolAgent(model, load_agent_config()), tmp_path)
     _no_infra(rows)
     assert [(r.outcome, r.stop_reason) for r in rows] == [("resolved", "submitted")]
     from harness.transcript import read_transcript
 
-    results = [e for e in read_transcript(_folder(tmp_path) / rows[0].transcript_path) if e.type == "tool_result"]
+    results = [e for e in read_transcript(run_folder(tmp_path) / rows[0].transcript_path) if e.type == "tool_result"]
     assert all(e.is_error for e in results[:6]), [e.output[:80] for e in results[:6]]  # the wrong types: said so
 
 
@@ -305,10 +305,10 @@ ODD_NAMES = (
 def test_odd_names_and_special_files_in_the_tree_are_taken_and_graded(tiny_task, tmp_path):
     """Names with a newline, a TAB, a CR, a backslash, quotes, a leading space, 250 bytes; a FIFO, a
     socket, a device node, a folder and a file of mode 000: the patch is taken and graded (held)."""
-    rows = _run(load_task(tiny_task["spec"]), Agent(FIXED, ODD_NAMES), tmp_path)
+    rows = run_rows(load_task(tiny_task["spec"]), Agent(FIXED, ODD_NAMES), tmp_path)
     _no_infra(rows)
     assert [(r.outcome, r.attempt) for r in rows] == [("resolved", 1)]
-    patch = (_folder(tmp_path) / rows[0].patch_path).read_text()
+    patch = (run_folder(tmp_path) / rows[0].patch_path).read_text()
     assert '"a/calc/new\\nline"' in patch and "calc/mode000" in patch and "calc/closed/f" in patch
     assert "calc/fifo" not in patch and "calc/sock" not in patch and "calc/chr" not in patch
 
@@ -345,7 +345,7 @@ def test_an_external_cli_that_worked_on_the_repository_and_crashed_at_once_is_gr
     path.write_text(textwrap.dedent(CLI_QUICK))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
-    rows = _run(
+    rows = run_rows(
         load_task(tiny_task["spec"]), get_agent("quick-crash", config_path=str(path)), tmp_path, infra_retries=0
     )
     _no_infra(rows)
@@ -386,8 +386,8 @@ def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folde
     path.write_text(textwrap.dedent(CLI_LOGS))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
-    rows = _run(load_task(spec), get_agent("fills-logs", config_path=str(path)), tmp_path, infra_retries=0)
-    written = sum(p.stat().st_size for p in _folder(tmp_path).rglob("fill-*"))
+    rows = run_rows(load_task(spec), get_agent("fills-logs", config_path=str(path)), tmp_path, infra_retries=0)
+    written = sum(p.stat().st_size for p in run_folder(tmp_path).rglob("fill-*"))
     assert written <= 20 * 2**20, f"{written / 2**20:.0f} MB written on the host through the logs mount"
     assert rows[0].outcome != "infra_error"
 
@@ -399,7 +399,7 @@ def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task
     the CLI's: graded."""
     import textwrap
 
-    from fakellm import Error, FakeLLM, Reply
+    from support.fakellm import Error, FakeLLM, Reply
 
     from harness.agents import get_agent
 
@@ -413,7 +413,7 @@ def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task
     with FakeLLM(responder=provider) as fake:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam2-key-123456789")
         monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
-        rows = _run(
+        rows = run_rows(
             load_task(tiny_task["spec"]), get_agent("exits-97", config_path=str(path)), tmp_path, infra_retries=0
         )
         assert len(fake.requests) == 2

@@ -143,7 +143,7 @@ class _GradingRemoved:
 
 
 def test_an_infra_error_that_recurs_in_the_same_grading_step_says_so(tiny_task, tmp_path):
-    from test_run import ScriptAgent
+    from support.runs import ScriptAgent
 
     backend = _GradingRemoved()
     folder = _folder(tmp_path)

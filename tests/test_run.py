@@ -3,49 +3,23 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.runs import ScriptAgent, our_containers
 
-from harness.agents import AgentResult
 from harness.cli import main
 from harness.records import read_results
 from harness.run import Runner, RunOptions
 from harness.tasks import load_task
-from sandbox.docker.engine import client
 
 pytestmark = pytest.mark.docker
-
-
-class ScriptAgent:
-    """Runs shell commands in the agent container: a scripted stand-in for a model."""
-
-    model = None
-
-    def __init__(self, *commands, name="script"):
-        self.commands, self.name, self.outputs = commands, name, []
-
-    def run(self, ctx):
-        for cmd in self.commands:
-            self.outputs.append(ctx.sandbox.exec(cmd))
-        return AgentResult(stop_reason="submitted", steps=len(self.commands))
-
-    def describe(self):
-        return {"agent": self.name, "commands": list(self.commands)}
 
 
 def run_one(spec, agent, out):
     rows = Runner([load_task(spec)], agent, RunOptions(out=out)).run()
     assert len(rows) == 1
     return rows[0]
-
-
-def our_containers(*run_dirs):
-    """Containers of these runs (other processes on this machine may be running their own)."""
-    found = client().containers.list(all=True, filters={"label": "wholeloop=1"})
-    names = {Path(d).name for d in run_dirs}
-    return [c for c in found if c.labels.get("wholeloop.run") in names]
 
 
 def test_gold_resolves_and_noop_does_not_and_report_reads_disk(tiny_task, tmp_path):

@@ -1,7 +1,6 @@
 """The sandbox contract against the real Docker engine."""
 
 import os
-import time
 
 import pytest
 
@@ -28,10 +27,9 @@ def test_exec_returns_code_and_separate_streams(sb):
 
 
 def test_timeout_kills_the_whole_tree_including_setsid_daemons(sb):
-    started = time.monotonic()
+    # A daemon the kill missed would hold the output: the call would not return (pytest-timeout).
     result = sb.exec("setsid sleep 1000 & (sleep 1000 &) ; sleep 1000", timeout=1)
     assert result.timed_out and result.returncode in (124, 137)
-    assert time.monotonic() - started < 8
     assert "timed out" in result.stderr
     left = sb.exec("ps -eo args | grep -c '^sleep 1000' || true").stdout.strip()
     assert left == "0"

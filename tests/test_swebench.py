@@ -447,6 +447,9 @@ def import_fixture(fixture: Path, out: Path) -> list:
     return [load_task(p) for p in written]
 
 
+# The three real-package tests share the session's SWE-bench fixture, built from PyPI on first use
+# (about 2 minutes; cached after): each of them is slow, whichever runs first.
+@pytest.mark.slow  # 20 s with the fixture cached: the hidden tests of three instances, twice, on the host
 def test_real_package_fixture_grades_correctly_on_the_host(swebench_fixture, tmp_path):
     """Catches fixture rot without Docker: per instance, base + test patch fails every FAIL_TO_PASS
     test, and + gold passes every FAIL_TO_PASS and PASS_TO_PASS test."""
@@ -486,6 +489,7 @@ def _final_rows(run_dir: Path) -> dict[str, dict]:
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # the PyPI-built fixture; 20 s cached
 @pytest.mark.timeout(3600)
 def test_real_package_instances_gold_resolves_each_noop_none(swebench_fixture, tmp_path):
     if shutil.which("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
@@ -539,6 +543,7 @@ class _TouchReadme:
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # the PyPI-built fixture; 10 s cached
 @pytest.mark.timeout(3600)
 def test_real_package_base_fails_fail_to_pass_in_the_container(swebench_fixture, tmp_path):
     """noop is not graded (its patch is empty); a harmless patch is, in the real task image: every

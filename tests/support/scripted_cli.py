@@ -16,7 +16,7 @@ import textwrap
 import threading
 from dataclasses import dataclass, field
 
-from fakellm import Call, Error, Reply, Tokens
+from support.fakellm import Call, Error, Reply, Tokens
 
 # Runs inside the agent's container (python3 of the task image). Every target but the proxy with
 # the attempt's own token must fail; the output is one JSON line.
