@@ -21,7 +21,7 @@ from harness.history.live import attach
 from harness.history.schema import HEAD, metadata
 from harness.history.trend import trend
 from harness.history.url import normalize, resolve, shown, sqlite_url
-from harness.records import RunFolder, latest_rows
+from harness.records import ResultRow, RunFolder, latest_rows
 from harness.report.stats import ConfigRows, config_stats
 
 ROOT = Path(__file__).resolve().parent.parent
