@@ -308,7 +308,8 @@ def test_secrets_are_found_with_file_line_and_rule_cached_baselined_and_redacted
     out = tmp_path / "out"
     monkeypatch.setenv("COLUMNS", "200")  # the reason on one line of the table
     result = wholeloop("tasks", "from-commit", str(repo_dir), sha, "--out", str(out), "--no-check")
-    assert result.returncode == 0 and "refused: secret found: smallpkg/__init__.py:1 AWS Access Key" in result.stdout
+    assert result.returncode == 1  # mine keeps nothing: exit 1 (exit_codes.NEGATIVE)
+    assert "refused: secret found: smallpkg/__init__.py:1 AWS Access Key" in result.stdout
     assert not list(out.glob("*.yaml"))
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections import Counter
 from collections.abc import Callable
@@ -47,7 +48,16 @@ from typing import Literal, cast
 
 from ..parsers import PARSERS, Parser, get_parser
 from ..tasks.spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
-from .check import NOT_CHECKED, NOT_CHECKED_PREFIX, CheckOptions, check_tasks, plan_checks, read_verdict, up_to_date
+from .check import (
+    NOT_CHECKED,
+    NOT_CHECKED_PREFIX,
+    CheckOptions,
+    check_tasks,
+    plan_checks,
+    read_verdict,
+    rewrite_spec,
+    up_to_date,
+)
 from .environment import (
     EnvironmentNotInferred,
     EnvPlan,
@@ -64,6 +74,7 @@ from .secrets import Finding, SecretScanner, redact
 from .statements import load_issues, model_statement, referenced_issue
 
 DEFAULT_MAX_LINES = 800
+MAX_LISTED_WARNINGS = 100  # secret-scan warnings listed per commit in the report (the total is given)
 REPORT_NAME = "mine-report.json"
 DOCS_DIRS = ("docs", "doc", ".github")
 DOCS_SUFFIXES = (".md", ".rst", ".txt")
@@ -88,6 +99,25 @@ def classify(path: str, parser: Parser) -> str:
     return "source"
 
 
+_CONVENTIONAL = re.compile(r"^\s*(\w+)(\([^)]*\))?!?:\s")
+_FIX_WORDS = re.compile(r"\b(fix(es|ed)?|bug|crash(es)?|error|regression|wrong|broken|incorrect|handle)\b", re.I)
+_FEATURE_WORDS = re.compile(r"\b(add(s|ed)?|support|implement|new|allow|introduce)\b", re.I)
+
+
+def commit_kind(subject: str) -> str:
+    """What a commit looks like from its subject, to help pick (`mine --list`): the conventional-
+    commit type when it has one (fix, feat, ...), else fix / feature / change by its words. A
+    guess for the reader; no rule depends on it."""
+    match = _CONVENTIONAL.match(subject)
+    if match:
+        return match.group(1).lower()
+    if _FIX_WORDS.search(subject):
+        return "fix"
+    if _FEATURE_WORDS.search(subject):
+        return "feature"
+    return "change"
+
+
 @dataclass
 class MineOptions:
     since: str | None = None
@@ -110,6 +140,10 @@ class MineOptions:
     workers: int = 1
     progress: Callable[[str, str], None] | None = None  # (task id, text) during checks
     announce: Callable[[str], None] | None = None  # told what the check will do before it starts
+    only: list[str] = field(default_factory=list)  # --only: these commits (prefixes) of the range
+    strict_secrets: bool = False  # every secret-scan finding refuses, warnings included
+    refresh_env: bool = False  # re-apply wholeloop.yaml to the specs mined before
+    detail: Callable[[str], None] | None = None  # what is under way (build output): a progress line, not a log
 
 
 @dataclass
@@ -131,17 +165,38 @@ class Judged:
     commit: CommitInfo
     skipped: str | None = None
     refused: str | None = None
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # those that refuse (or were redacted)
+    warnings: list[Finding] = field(default_factory=list)  # listed, refusing nothing
+    skip_key: str | None = None  # the skip reason without this commit's particulars (the table's counts)
     candidate: Candidate | None = None
     quarantined: str | None = None
     detail: str = ""
     kept: bool = False
     already: bool = False  # mined before: its spec was there
+    refreshed: bool = False  # mined before, its environment re-applied from wholeloop.yaml (--refresh-env)
     task: Task | None = None
     dropped_flaky: dict[str, str] = field(default_factory=dict)
 
+    def reason(self) -> str:
+        """What became of the commit, without its particulars: the key the table counts by."""
+        if self.kept:
+            return "kept"
+        if self.skipped:
+            return f"skipped: {self.skip_key or self.skipped}"
+        if self.refused:
+            return "refused: secret found"
+        if self.task is not None and (self.quarantined or self.task.quarantined or "").startswith(NOT_CHECKED_PREFIX):
+            return "not checked yet"
+        if self.task is not None:
+            return f"quarantined: {_reason_key(self.quarantined or self.task.quarantined or '')}"
+        return "?"
+
     def record(self) -> dict:
         out: dict = {"commit": self.commit.sha, "committed_at": self.commit.date_iso, "subject": self.commit.subject}
+        if self.warnings:
+            out["secret_warnings"] = [f.record() for f in self.warnings[:MAX_LISTED_WARNINGS]]
+            if len(self.warnings) > MAX_LISTED_WARNINGS:
+                out["secret_warnings_total"] = len(self.warnings)
         if self.skipped:
             out["skipped"] = self.skipped
         elif self.refused:
@@ -152,6 +207,8 @@ class Judged:
             out["spec"] = f"{self.task.id}.yaml"
             if self.already:
                 out["already_mined"] = True
+            if self.refreshed:
+                out["environment_refreshed"] = True
             if self.kept:
                 out["kept"] = {
                     "task_id": self.task.id,
@@ -202,12 +259,14 @@ def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOption
         out.skipped = "no source change"
     elif kinds["protected"] and not options.allow_config:
         out.skipped = f"changes protected file {kinds['protected'][0]}"
+        out.skip_key = "changes a protected file (--allow-config takes it)"
     if out.skipped:
         return out
     gold = sorted(kinds["source"] + (kinds["protected"] if options.allow_config else []))
     n = sum(lines[p] for p in gold + kinds["test"])
     if n > options.max_lines:
         out.skipped = f"diff too large ({n} changed lines > {options.max_lines})"
+        out.skip_key = f"diff too large (> {options.max_lines} changed lines: --max-lines)"
         return out
     out.candidate = Candidate(
         commit,
@@ -306,23 +365,9 @@ def _write(path: Path, data: bytes | str) -> None:
     os.replace(tmp, path)
 
 
-def mine(
-    source: str | Path, out: Path, options: MineOptions, *, commits: list[str] | None = None, log: LogFn | None = None
-) -> MineReport:
-    """Mine `source` (or only `commits`, for `tasks from-commit`) into specs under `out`. Raises
-    MineError for bad input before anything is written."""
-    log = log or (lambda _: None)
-    repo = GitRepo.open(source)
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise MineError(f"{out}: exists and is not a folder; pass a folder for the task specs")
-    issues = load_issues(options.issues) if options.issues else {}
-    found = load_config(options.env_file, repo)  # --env-file, or one in or beside the repository
-    config = found if found.found_at else None  # else each base commit's own (committed), if any
-    parser_name = options.parser or found.parser or "pytest"
-    if parser_name not in PARSERS:
-        raise MineError(f"unknown parser {parser_name!r}; known: {', '.join(PARSERS.names())}")
-    parser = get_parser(parser_name)
+def select(repo: GitRepo, parser: Parser, options: MineOptions, commits: list[str] | None) -> tuple[list[Judged], str]:
+    """The commits in range (or `commits`), each judged (rules 1-4); `--only` and `--max` applied.
+    Raises MineError when nothing is in range, or an `--only` commit is not in it."""
     since = parse_date(options.since) if options.since else None
     until = parse_date(options.until, end_of_day=True) if options.until else None
     if commits is not None:
@@ -334,6 +379,16 @@ def mine(
     if not walk:
         raise MineError(f"{repo.source}: no commits in {where}")
     judged = [judge(repo, c, parser, options) for c in walk]
+    if options.only:
+        picked = set()
+        for wanted in options.only:
+            sha = repo.commit(wanted).sha  # MineError naming it when it is no commit at all
+            if not any(j.commit.sha == sha for j in judged):
+                raise MineError(f"--only {wanted}: commit {sha[:10]} is not in {where}")
+            picked.add(sha)
+        for j in judged:
+            if j.candidate and j.commit.sha not in picked:
+                j.skipped, j.skip_key, j.candidate = "not picked (--only)", "not picked (--only)", None
     candidates = [j for j in judged if j.candidate]
     if options.max_candidates is not None and len(candidates) > options.max_candidates:
         for j in candidates[: len(candidates) - options.max_candidates]:
@@ -341,13 +396,49 @@ def mine(
                 f"not mined: beyond --max {options.max_candidates} (the most recent are kept)",
                 None,
             )
-        candidates = candidates[-options.max_candidates :]
-    if not candidates:
-        reasons = Counter(j.skipped for j in judged)
+            j.skip_key = f"beyond --max {options.max_candidates}"
+    if not any(j.candidate for j in judged):
+        reasons = Counter(j.skip_key or j.skipped for j in judged)
         listed = "; ".join(f"{n} {r}" for r, n in reasons.most_common())
         raise MineError(f"{repo.source}: no candidate commit in {where} ({len(judged)} commit(s): {listed})")
-    scanner = SecretScanner(options.secrets_baseline or _baseline(repo, options))
-    new: list[tuple[Judged, str, bytes, bytes, dict, list[Finding]]] = []
+    return judged, where
+
+
+def _open(source: str | Path, options: MineOptions) -> tuple[GitRepo, RepoConfig, Parser]:
+    repo = GitRepo.open(source)
+    found = load_config(options.env_file, repo)  # --env-file, or one in or beside the repository
+    parser_name = options.parser or found.parser or "pytest"
+    if parser_name not in PARSERS:
+        raise MineError(f"unknown parser {parser_name!r}; known: {', '.join(PARSERS.names())}")
+    return repo, found, get_parser(parser_name)
+
+
+def list_candidates(source: str | Path, options: MineOptions, *, commits: list[str] | None = None) -> MineReport:
+    """`mine --list`: the commits judged (candidates with their files and size), nothing built,
+    scanned or written. Raises MineError as `mine` does."""
+    repo, _found, parser = _open(source, options)
+    judged, _ = select(repo, parser, options, commits)
+    report = MineReport(repo.name, repo.resolve("HEAD"), Path(), judged, _parameters(options, parser.name))
+    return report
+
+
+def mine(
+    source: str | Path, out: Path, options: MineOptions, *, commits: list[str] | None = None, log: LogFn | None = None
+) -> MineReport:
+    """Mine `source` (or only `commits`, for `tasks from-commit`) into specs under `out`. Raises
+    MineError for bad input before anything is written."""
+    log = log or (lambda _: None)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise MineError(f"{out}: exists and is not a folder; pass a folder for the task specs")
+    repo, found, parser = _open(source, options)
+    config = found if found.found_at else None  # else each base commit's own (committed), if any
+    issues = load_issues(options.issues) if options.issues else {}
+    judged, _where = select(repo, parser, options, commits)
+    candidates = [j for j in judged if j.candidate]
+    scanner = SecretScanner(_baseline(repo, options, found), strict=options.strict_secrets)
+    new: list[tuple[Judged, str, bytes, bytes, dict]] = []
+    refresh: list[Judged] = []
     for j in candidates:
         cand = cast(Candidate, j.candidate)  # candidates: those with one
         spec_path = out / f"{cand.task_id}.yaml"
@@ -361,6 +452,8 @@ def mine(
                 and not existing.quarantined.startswith(NOT_CHECKED_PREFIX)
             ):
                 j.task, j.already = existing, True
+                if options.refresh_env:
+                    refresh.append(j)
                 continue
         gold_patch = repo.diff(cand.parent, cand.commit.sha, cand.gold_files)
         test_patch = repo.diff(cand.parent, cand.commit.sha, cand.test_files)
@@ -368,23 +461,23 @@ def mine(
         keep = tuple(config.env_files) if config else ()
         findings = scanner.scan_commit(repo, cand.parent, cand.commit.sha, statement, cand.gold_files, cand.test_files)
         findings += scanner.scan_tree(repo, cand.parent, keep)
-        j.findings = findings
-        if findings:
-            blocking = [f for f in findings if not options.redact or f.where == "snapshot"]
+        j.findings, j.warnings = scanner.refusing(findings), scanner.warnings(findings)
+        if j.findings:
+            blocking = [f for f in j.findings if not options.redact or f.where == "snapshot"]
             if blocking:
                 j.refused = f"secret found: {blocking[0].label()}"
                 if options.redact:
                     j.refused += " (in the repository at the base commit: cannot be redacted)"
                 continue
-            statement = redact(statement, findings)
-            gold_patch = _redact_added(gold_patch, findings)
-            test_patch = _redact_added(test_patch, findings)
-        new.append((j, statement, gold_patch, test_patch, origin, findings))
+            statement = redact(statement, j.findings)
+            gold_patch = _redact_added(gold_patch, j.findings)
+            test_patch = _redact_added(test_patch, j.findings)
+        new.append((j, statement, gold_patch, test_patch, origin))
     # environments: inferred per base commit, resolved once per distinct input
     plans: dict[str, EnvPlan | MineError] = {}
     configs: dict[str, RepoConfig] = {}
-    for j, *_ in new:
-        cand = cast(Candidate, j.candidate)  # new: candidates
+    for j in [n[0] for n in new] + refresh:
+        cand = cast(Candidate, j.candidate)  # new and refreshed: candidates
         cfg = config or load_config(None, repo, cand.parent)
         configs[cand.task_id] = cfg
         try:
@@ -393,59 +486,34 @@ def mine(
             )
         except EnvironmentNotInferred as exc:
             plans[cand.task_id] = exc
-    if new and all(isinstance(p, MineError) for p in plans.values()):
-        first = next(iter(plans.values()))
+    if new and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], MineError) for n in new):
+        first = plans[cast(Candidate, new[0][0].candidate).task_id]
         raise EnvironmentNotInferred(str(first))
     ok_plans = [p for p in plans.values() if isinstance(p, EnvPlan)]
     distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
     if distinct:
         log(f"resolving {distinct} distinct environment(s) for {len(ok_plans)} candidate(s)")
-    pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=log) if ok_plans else {}
+    pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=options.detail) if ok_plans else {}
     # write the specs (nothing was written before this point)
-    for j, statement, gold_patch, test_patch, origin, findings in new:
+    for j, statement, gold_patch, test_patch, origin in new:
         cand = cast(Candidate, j.candidate)  # new: candidates
-        plan, cfg = plans[cand.task_id], configs[cand.task_id]
-        reason, detail = NOT_CHECKED, ""
-        if isinstance(plan, MineError):
-            reason, detail = "environment cannot be inferred", str(plan)
-            environment = Environment()
-        else:
-            resolved = pins.get(plan.resolution_key()) if plan.setup is None else None
-            if isinstance(resolved, ResolutionFailed):
-                reason, detail = "environment build failed", str(resolved)
-                resolved = None
-            environment = Environment(
-                image=plan.image,
-                dockerfile=plan.dockerfile,
-                setup=setup_commands(plan, resolved),
-                install=plan.install,
-                env=plan.env,
-                env_files=list(cfg.env_files),
-            )
-        scope = options.test_scope or cfg.test_scope or "touched"
-        runnable = sorted(p for p in cand.test_files if parser.is_test_module(p) and repo.exists(cand.commit.sha, p))
-        if not runnable and scope == "touched" and reason == NOT_CHECKED:
-            reason = "no test file to run"
-        files = runnable if scope == "touched" else None
-        if cfg.test_command:
-            command = cfg.test_command.replace("{files}", " ".join(shlex.quote(f) for f in files or [])).strip()
-        else:
-            command = parser.test_command(files)
-        sources = [] if isinstance(plan, MineError) else plan.sources
-        as_of = None if isinstance(plan, MineError) else plan.as_of
+        made = _environment(repo, cand, plans[cand.task_id], configs[cand.task_id], pins, parser, options)
+        reason, detail = made.reason, made.detail
         task = Task(
             id=cand.task_id,
             quarantined=reason if not detail else f"{reason} ({detail.splitlines()[0][:200]})",
             repo=_location(repo, out),
             base_commit=cand.parent,
             problem_statement=statement if statement.strip() else cand.commit.subject or cand.commit.sha,
-            environment=environment,
-            test_command=cfg.visible_test_command or parser.test_command(None),
-            hidden_tests=HiddenTests(command=command, patch_file=f"{cand.task_id}/{TEST_NAME}", parser=parser.name),
+            environment=made.environment,
+            test_command=made.visible_command,
+            hidden_tests=HiddenTests(
+                command=made.command, patch_file=f"{cand.task_id}/{TEST_NAME}", parser=parser.name
+            ),
             fail_to_pass=[],
             pass_to_pass=[],
             gold_patch_file=f"{cand.task_id}/{GOLD_NAME}",
-            timeouts=Timeouts(tests_s=cfg.tests_timeout_s) if cfg.tests_timeout_s else Timeouts(),
+            timeouts=made.timeouts,
             allowed_paths=list(cand.protected_files),
             created_at=cand.commit.date_iso,
             origin=Origin(
@@ -453,8 +521,8 @@ def mine(
                 repository=str(repo.source),
                 commit=cand.commit.sha,
                 subject=cand.commit.subject,
-                environment_from=sources,
-                dependencies_as_of=as_of,
+                environment_from=made.sources,
+                dependencies_as_of=made.as_of,
                 **origin,
             ),
             metadata={
@@ -462,7 +530,7 @@ def mine(
                 "test_files": cand.test_files,
                 "docs_files": cand.docs_files,
                 "changed_lines": cand.lines,
-                **({"secrets_redacted": [f.record() for f in findings]} if findings else {}),
+                **({"secrets_redacted": [f.record() for f in j.findings]} if j.findings else {}),
             },
         )
         _write(out / cand.task_id / GOLD_NAME, gold_patch)
@@ -471,9 +539,11 @@ def mine(
         j.task = load_task(out / f"{cand.task_id}.yaml")
         if reason != NOT_CHECKED:
             j.quarantined, j.detail = reason, detail
+    for j in refresh:
+        _refresh(j, repo, plans, configs, pins, parser, options)
     report = MineReport(
         repo.name,
-        repo.resolve("HEAD") if commits is None else walk[-1].sha,
+        repo.resolve("HEAD") if commits is None else judged[-1].commit.sha,
         out,
         judged,
         _parameters(options, parser.name),
@@ -486,7 +556,11 @@ def mine(
     ]
     if options.check and to_check:
         tasks = [j.task for j in to_check if j.task is not None]  # (all of them)
-        check_findings = {t.id: [f.record() for f in j.findings] for j, t in zip(to_check, tasks) if j.findings}
+        check_findings = {
+            t.id: [f.record() for f in j.findings + j.warnings[:MAX_LISTED_WARNINGS]]
+            for j, t in zip(to_check, tasks)
+            if j.findings or j.warnings
+        }
         check_options = CheckOptions(
             repeats=options.repeats,
             discover=True,
@@ -516,6 +590,117 @@ def mine(
     return report
 
 
+@dataclass
+class _Made:
+    """What a candidate's spec takes from its environment plan and wholeloop.yaml."""
+
+    environment: Environment
+    command: str  # the hidden test command
+    visible_command: str
+    timeouts: Timeouts
+    sources: list[str]  # origin.environment_from
+    as_of: str | None
+    reason: str = NOT_CHECKED
+    detail: str = ""
+
+
+def _environment(
+    repo: GitRepo,
+    cand: Candidate,
+    plan: EnvPlan | MineError,
+    cfg: RepoConfig,
+    pins: dict,
+    parser: Parser,
+    options: MineOptions,
+) -> _Made:
+    reason, detail = NOT_CHECKED, ""
+    if isinstance(plan, MineError):
+        reason, detail = "environment cannot be inferred", str(plan)
+        environment = Environment()
+    else:
+        resolved = pins.get(plan.resolution_key()) if plan.setup is None else None
+        if isinstance(resolved, ResolutionFailed):
+            reason, detail = "environment build failed", str(resolved)
+            resolved = None
+        environment = Environment(
+            image=plan.image,
+            dockerfile=plan.dockerfile,
+            setup=setup_commands(plan, resolved),
+            install=plan.install,
+            env=plan.env,
+            env_files=list(cfg.env_files),
+        )
+    scope = options.test_scope or cfg.test_scope or "touched"
+    runnable = sorted(p for p in cand.test_files if parser.is_test_module(p) and repo.exists(cand.commit.sha, p))
+    if not runnable and scope == "touched" and reason == NOT_CHECKED:
+        reason = "no test file to run"
+    files = runnable if scope == "touched" else None
+    if cfg.test_command:
+        command = cfg.test_command.replace("{files}", " ".join(shlex.quote(f) for f in files or [])).strip()
+    else:
+        command = parser.test_command(files)
+    sources = [] if isinstance(plan, MineError) else list(plan.sources)
+    if cfg.found_at and cfg.found_at not in sources:
+        sources.insert(0, cfg.found_at)  # the wholeloop.yaml used, first
+    return _Made(
+        environment=environment,
+        command=command,
+        visible_command=cfg.visible_test_command or parser.test_command(None),
+        timeouts=Timeouts(tests_s=cfg.tests_timeout_s) if cfg.tests_timeout_s else Timeouts(),
+        sources=sources,
+        as_of=None if isinstance(plan, MineError) else plan.as_of,
+        reason=reason,
+        detail=detail,
+    )
+
+
+def _refresh(
+    j: Judged,
+    repo: GitRepo,
+    plans: dict[str, EnvPlan | MineError],
+    configs: dict[str, RepoConfig],
+    pins: dict,
+    parser: Parser,
+    options: MineOptions,
+) -> None:
+    """--refresh-env: rewrite what a spec mined before takes from wholeloop.yaml (environment, test
+    commands, timeout, origin.environment_from) when the file now says otherwise; the spec then
+    needs a new check (its content hash changed)."""
+    task, cand = cast(Task, j.task), cast(Candidate, j.candidate)
+    made = _environment(repo, cand, plans[cand.task_id], configs[cand.task_id], pins, parser, options)
+    origin = (
+        task.origin.model_copy(update={"environment_from": made.sources, "dependencies_as_of": made.as_of})
+        if task.origin
+        else None
+    )
+    changes: dict[str, object] = {
+        "environment": made.environment.model_dump(mode="json", exclude_defaults=True),
+        "test_command": made.visible_command,
+        "hidden_tests": task.hidden_tests.model_copy(update={"command": made.command}).model_dump(
+            mode="json", exclude_defaults=True
+        ),
+        "timeouts": made.timeouts.model_dump(mode="json", exclude_defaults=True) or None,
+        "origin": origin.model_dump(mode="json", exclude_defaults=True) if origin else None,
+    }
+    current = task.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    if all(current.get(key) == value for key, value in changes.items()):
+        return
+    quarantined = made.reason if not made.detail else f"{made.reason} ({made.detail.splitlines()[0][:200]})"
+    changes["quarantined"] = quarantined  # not checked yet, or why the new environment cannot be had
+    rewrite_spec(cast(Path, task.spec_path), changes)
+    j.task, j.refreshed = load_task(cast(Path, task.spec_path)), True
+    if made.reason != NOT_CHECKED:
+        j.quarantined, j.detail = made.reason, made.detail
+
+
+def _reason_key(reason: str) -> str:
+    """A quarantine reason without the test ids or paths it names (the table counts by it)."""
+    head, sep, rest = reason.partition(": ")
+    if sep and ("::" in rest or "/" in rest or "," in rest):
+        return head
+    return reason.split(" (", 1)[0] if len(reason) > 90 else reason
+
+
 def _redact_added(patch: bytes, findings: list[Finding]) -> bytes:
     text = patch.decode("utf-8", "surrogateescape")
     lines = [
@@ -525,7 +710,13 @@ def _redact_added(patch: bytes, findings: list[Finding]) -> bytes:
     return "".join(lines).encode("utf-8", "surrogateescape")
 
 
-def _baseline(repo: GitRepo, options: MineOptions) -> Path | None:
+def _baseline(repo: GitRepo, options: MineOptions, config: RepoConfig) -> Path | None:
+    """--secrets-baseline, else wholeloop.yaml's secrets_baseline (relative to that file), else the
+    repository's own .secrets.baseline (in its folder)."""
+    if options.secrets_baseline:
+        return Path(options.secrets_baseline)
+    if config.secrets_baseline and config.found_at and Path(config.found_at).is_file():
+        return Path(config.found_at).parent / config.secrets_baseline
     local = Path(repo.source).expanduser()
     candidate = local / ".secrets.baseline"
     return candidate if local.is_dir() and candidate.is_file() else None

@@ -454,7 +454,7 @@ def import_swebench(
     try:
         scanner = SecretScanner(secrets_baseline)
     except MineError as exc:
-        raise SWEBenchError(str(exc)) from None
+        raise SWEBenchError(str(exc), exc.hint) from None
     urls: dict[str, str | None] = {}
     warned: set[str] = set()
     for number, inst in _read_instances(jsonl_path):
@@ -476,7 +476,13 @@ def import_swebench(
         except ValueError as exc:
             result.skipped.append(f"{label}: {exc}")
             continue
-        findings = _secrets(scanner, task, gold, test_patch, spec_dir)
+        found = _secrets(scanner, task, gold, test_patch, spec_dir)
+        findings = scanner.refusing(found)  # entropy and keyword guesses are warnings (secrets module)
+        if len(found) > len(findings):
+            result.warnings.append(
+                f"{label}: {len(found) - len(findings)} secret-scan warning(s), refusing nothing: "
+                + ", ".join(f.label() for f in scanner.warnings(found)[:3])
+            )
         if findings and not redact:
             result.skipped.append(
                 f"{label}: refused: secret found: {findings[0].label()}"

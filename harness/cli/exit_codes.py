@@ -10,7 +10,7 @@ from __future__ import annotations
 #: Success; for `gate`: no regression.
 OK = 0
 #: A negative verdict: `gate` found a regression; `tasks validate` / `tasks check` found invalid
-#: tasks; `doctor`: this machine cannot run tasks.
+#: tasks; `mine`: no task kept; `doctor`: this machine cannot run tasks.
 NEGATIVE = 1
 #: A usage or input error: a wrong option, a path that is not what it should be, a task spec that
 #: does not load, a model without credentials, nothing to check. Nothing was run.
@@ -29,7 +29,7 @@ TABLE: tuple[tuple[int, str], ...] = (
     (
         NEGATIVE,
         "a negative verdict (gate: a regression; tasks validate/check: invalid tasks; "
-        "doctor: this machine cannot run tasks)",
+        "mine: no task kept; doctor: this machine cannot run tasks)",
     ),
     (USAGE, "usage or input error (nothing was run)"),
     (INFRA, "a run in which units ended in infrastructure errors (--allow-infra-errors accepts them)"),

@@ -6,8 +6,11 @@ import sys
 from pathlib import Path
 
 import click
+from rich.text import Text
 
 from . import main
+from .exit_codes import NEGATIVE
+from .mining import ProgressLine, print_candidates, print_mine_report
 
 
 @main.group()
@@ -86,7 +89,7 @@ def tasks_import_swebench(jsonl, out, specs, redact, secrets_baseline):
 def _mine_options(f):
     """The options `mine` and `tasks from-commit` share."""
     options = [
-        click.option("--out", required=True, type=click.Path(path_type=Path), help="folder for the task specs"),
+        click.option("--out", type=click.Path(path_type=Path), help="folder for the task specs (required)"),
         click.option(
             "--allow-config",
             is_flag=True,
@@ -116,7 +119,20 @@ def _mine_options(f):
         click.option(
             "--secrets-baseline",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="detect-secrets baseline of known false positives (default: the repository's .secrets.baseline)",
+            help="detect-secrets baseline: known false positives and its scan filters (default: wholeloop.yaml's "
+            "secrets_baseline, else the repository's .secrets.baseline)",
+        ),
+        click.option(
+            "--strict-secrets",
+            is_flag=True,
+            help="refuse on every secret-scan finding, entropy and keyword guesses included (default: only on "
+            "credentials with a verifiable structure; the guesses are listed as warnings)",
+        ),
+        click.option(
+            "--refresh-env",
+            is_flag=True,
+            help="re-apply wholeloop.yaml to the specs mined before (their content hashes change: gate then pairs "
+            "nothing across the old and new suite)",
         ),
         click.option(
             "--env-file",
@@ -152,11 +168,12 @@ def _mine_options(f):
     return f
 
 
-def _run_mine(repo, commits, since, until, paths, max_candidates, **kw):
-    from ..authoring.mine import MineOptions, mine
+def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listing=False, **kw):
+    from ..authoring.mine import MineOptions, list_candidates, mine
     from . import console
 
     out_console = console()
+    line = ProgressLine(out_console)
     options = MineOptions(
         since=since,
         until=until,
@@ -176,11 +193,23 @@ def _run_mine(repo, commits, since, until, paths, max_candidates, **kw):
         check=kw["check"],
         repeats=kw["repeats"],
         workers=kw["workers"],
-        progress=_check_progress(out_console),
-        announce=lambda text: out_console.print(f"[bold]{text}[/]"),
+        progress=line.task,
+        announce=lambda text: line.say(Text(text, style="bold")),
+        only=[c for given in only for c in given.replace(",", " ").split()],
+        strict_secrets=kw["strict_secrets"],
+        refresh_env=kw["refresh_env"],
+        detail=line.detail,
     )
-    report = mine(repo, kw["out"], options, commits=commits, log=lambda line: out_console.print(f"[dim]{line}[/]"))
-    _print_mine_report(report, out_console)
+    if listing:
+        print_candidates(list_candidates(repo, options, commits=commits), out_console)
+        return None
+    if kw["out"] is None:
+        raise click.UsageError("Missing option '--out' (the folder for the task specs).")
+    with line:
+        report = mine(repo, kw["out"], options, commits=commits, log=lambda text: line.say(Text(text, style="dim")))
+    print_mine_report(report, out_console)
+    if not report.counts().get("kept") and not (report.counts().get("unchecked") and not options.check):
+        sys.exit(NEGATIVE)  # nothing kept (with --no-check: no spec to check either)
     return report
 
 
@@ -195,37 +224,6 @@ def _check_progress(out_console):
     return progress
 
 
-def _print_mine_report(report, out_console) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"{report.repository}: {len(report.judged)} commit(s)", title_justify="left")
-    for col in ("commit", "subject", "result"):
-        table.add_column(col, overflow="fold")
-    for j in report.judged:
-        if j.kept:
-            result = (
-                f"[green]kept[/] {j.task.id}: {len(j.task.fail_to_pass)} FAIL_TO_PASS, "
-                f"{len(j.task.pass_to_pass)} PASS_TO_PASS"
-                + (f", {len(j.dropped_flaky)} flaky dropped" if j.dropped_flaky else "")
-            )
-        elif j.skipped:
-            result = f"[dim]skipped: {j.skipped}[/]"
-        elif j.refused:
-            result = f"[red]refused: {j.refused}[/]"
-        elif j.task is not None:
-            result = f"[yellow]quarantined: {j.quarantined or j.task.quarantined}[/]" + (
-                f" [dim]({j.detail[:160]})[/]" if j.detail else ""
-            )
-        else:
-            result = "?"
-        table.add_row(j.commit.sha[:10], j.commit.subject[:60], result)
-    out_console.print(table)
-    counts = report.counts()
-    out_console.print(", ".join(f"{n} {k}" for k, n in counts.most_common()) + f"  -> {report.out}")
-    if counts.get("unchecked"):
-        out_console.print(f"not checked: run [bold]wholeloop tasks check --discover {report.out}[/]")
-
-
 @main.command("mine")
 @click.argument("repo")
 @click.option("--since", default=None, help="committer date, inclusive (YYYY-MM-DD or ISO time)")
@@ -234,11 +232,24 @@ def _print_mine_report(report, out_console) -> None:
 @click.option(
     "--max", "max_candidates", type=click.IntRange(1), default=None, help="at most N (most recent) candidates"
 )
+@click.option(
+    "--list",
+    "listing",
+    is_flag=True,
+    help="only list the candidates (kind, size, touched files) and the skip reasons: nothing is built or written",
+)
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="COMMIT[,COMMIT...]",
+    help="mine only these commits of the range (repeatable; prefixes as --list shows them)",
+)
 @_mine_options
-def mine_command(repo, since, until, paths, max_candidates, **kw):
+def mine_command(repo, since, until, paths, max_candidates, listing, only, **kw):
     """Turn REPO's history into tasks: fix commits that change source and tests together, split into
-    gold patch and hidden tests, environments inferred, then checked in the sandbox (docs/tasks.md)."""
-    _run_mine(repo, None, since, until, paths, max_candidates, **kw)
+    gold patch and hidden tests, environments inferred, then checked in the sandbox (docs/tasks.md).
+    Exits 1 when it keeps no task."""
+    _run_mine(repo, None, since, until, paths, max_candidates, only=only, listing=listing, **kw)
 
 
 @tasks.command("from-commit")

@@ -1,0 +1,182 @@
+"""What `wholeloop mine` shows: the candidates before anything is built (`--list`), one progress
+line while it works (never the build output itself), and at the end the tasks it made and what
+became of every commit, counted per reason (the per-commit detail is in mine-report.json).
+
+Commit subjects are shown verbatim (rich Text, never markup: `[pre-commit.ci]` stays), and every
+table fits the terminal: long cells are cut with an ellipsis, not wrapped.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+
+from rich.console import Console
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+# check progress lines kept in a log when there is no terminal for the progress line
+_PHASES = ("base run 1/", "gold run 1/", "infrastructure")
+
+
+class ProgressLine:
+    """One transient line saying what is under way (rich's status, on a terminal). Lines that
+    must stay (`say`) are printed above it. Off a terminal (CI logs) there is no such line: only
+    `say` lines and the start of each task's base and gold runs are printed."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._status: Status | None = None
+        self._lock = threading.Lock()  # check progress comes from every worker thread
+        self._tasks: dict[str, str] = {}
+
+    def __enter__(self) -> ProgressLine:
+        if self.console.is_terminal:
+            self._status = self.console.status("", spinner="dots")
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(None, None, None)
+            self._status = None
+
+    def say(self, text: Text | str) -> None:
+        self.console.print(text)
+
+    def detail(self, text: str) -> None:
+        """Build and resolver output: the progress line only, never a line of its own."""
+        if self._status is not None:
+            self._status.update(Text(_ANSI.sub("", text).strip()[:120], style="dim"))
+
+    def task(self, task_id: str, text: str) -> None:
+        """A check's progress (harness.authoring.check): `task id: phase` on the progress line."""
+        with self._lock:
+            before = self._tasks.get(task_id)
+            self._tasks[task_id] = text
+            if self._status is not None:
+                line = Text(f"checking {task_id}: ", style="bold")
+                line.append(_ANSI.sub("", text).strip()[:100], style="dim")
+                self._status.update(line)
+            elif text.startswith(_PHASES) and before != text:
+                self.console.print(Text(f"  {task_id}: {text}", style="dim"))
+
+
+def print_candidates(report, console: Console) -> None:
+    """`mine --list`: each candidate with its kind, size and touched files; the rest counted."""
+    from ..authoring.mine import commit_kind
+
+    candidates = [j for j in report.judged if j.candidate is not None]
+    table = Table(
+        title=Text(f"{report.repository}: {len(candidates)} candidate(s) in {len(report.judged)} commit(s)"),
+        title_justify="left",
+    )
+    table.add_column("commit", no_wrap=True)
+    table.add_column("date", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("lines", justify="right", no_wrap=True)
+    table.add_column("subject", no_wrap=True, overflow="ellipsis", ratio=3)
+    table.add_column("touched files (source; tests)", no_wrap=True, overflow="ellipsis", ratio=4)
+    for j in candidates:
+        cand = j.candidate
+        files = Text(", ".join(cand.gold_files))
+        files.append("; ", style="dim")
+        files.append(", ".join(cand.test_files), style="cyan")
+        table.add_row(
+            cand.commit.sha[:10],
+            cand.commit.date_iso[:10],
+            commit_kind(cand.commit.subject),
+            str(cand.lines),
+            Text(cand.commit.subject),
+            files,
+        )
+    console.print(table)
+    _print_counts(report, console, only_skipped=True)
+    if candidates:
+        console.print(
+            Text(
+                "nothing was built or written; mine some with `wholeloop mine REPO --only COMMIT,COMMIT --out DIR`",
+                style="dim",
+            )
+        )
+
+
+def print_mine_report(report, console: Console) -> None:
+    """The tasks made (one row per candidate), then every commit counted by what became of it."""
+    made = [j for j in report.judged if j.task is not None or j.refused]
+    table = Table(
+        title=Text(f"{report.repository}: {len(made)} task(s) from {len(report.judged)} commit(s)"),
+        title_justify="left",
+    )
+    table.add_column("commit", no_wrap=True)
+    table.add_column("subject", no_wrap=True, overflow="ellipsis", ratio=2)
+    table.add_column("result", overflow="fold", ratio=3)
+    for j in made:
+        table.add_row(j.commit.sha[:10], Text(j.commit.subject), _result(j))
+    if made:
+        console.print(table)
+    _print_counts(report, console)
+    warned = [j for j in report.judged if j.warnings]
+    if warned:
+        total = sum(len(j.warnings) for j in warned)
+        rules = Counter(f.rule for j in warned for f in j.warnings)
+        console.print(
+            Text(
+                f"secret scan: {total} warning(s) in {len(warned)} candidate(s) "
+                f"({', '.join(f'{n} {r}' for r, n in rules.most_common(4))}): guesses, refusing nothing; "
+                f"each with its file and line in {report.out / 'mine-report.json'} (--strict-secrets refuses them)",
+                style="yellow",
+            )
+        )
+    refreshed = [j for j in report.judged if j.refreshed]
+    if refreshed:
+        console.print(
+            Text(
+                f"--refresh-env re-made {len(refreshed)} spec(s) from wholeloop.yaml: their content hashes changed, "
+                "so `gate` and `compare` pair nothing between runs of the old specs and runs of these "
+                "(run the baseline again on the new suite)",
+                style="yellow",
+            )
+        )
+    counts = report.counts()
+    console.print(Text(f"{counts.get('kept', 0)} kept -> {report.out}", style="bold"))
+    if counts.get("unchecked"):
+        console.print(Text(f"not checked: run `wholeloop tasks check --discover {report.out}`"))
+
+
+def _result(j) -> Text:
+    if j.kept:
+        text = Text("kept ", style="green")
+        text.append(
+            f"{j.task.id}: {len(j.task.fail_to_pass)} FAIL_TO_PASS, {len(j.task.pass_to_pass)} PASS_TO_PASS"
+            + (f", {len(j.dropped_flaky)} flaky dropped" if j.dropped_flaky else "")
+        )
+        return text
+    if j.refused:
+        return Text(f"refused: {j.refused}", style="red")
+    reason = j.quarantined or j.task.quarantined or ""
+    if reason.startswith("not checked yet"):
+        return Text("not checked yet", style="dim")
+    text = Text(f"quarantined: {reason}", style="yellow")
+    if j.detail:
+        text.append(f" ({_ANSI.sub('', j.detail).strip()[:160]})", style="dim")
+    return text
+
+
+def _print_counts(report, console: Console, *, only_skipped: bool = False) -> None:
+    counts = Counter(j.reason() for j in report.judged if not only_skipped or j.skipped)
+    if not counts:
+        return
+    order = {"kept": 0, "quarantined": 1, "refused": 2, "not checked yet": 3, "skipped": 4}
+    table = Table(
+        title=Text("skipped commits, by reason" if only_skipped else "what became of each commit, by reason"),
+        title_justify="left",
+    )
+    table.add_column("commits", justify="right", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    for reason, n in sorted(counts.items(), key=lambda kv: (order.get(kv[0].split(":")[0], 5), -kv[1], kv[0])):
+        table.add_row(str(n), Text(reason))
+    console.print(table)
