@@ -6,6 +6,7 @@ and checked on the real engine at the end (tests marked docker)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -602,3 +603,89 @@ def test_a_statement_comes_from_the_issue_the_commit_names(small_repo, tmp_path)
     assert task.quarantined.startswith("not checked yet") and (out / "mine-report.json").exists()
     setup = "\n".join(task.environment.setup)
     assert "uv pip install" in setup and "attrs==" in setup and "hypothesis==" in setup  # pinned, as of the date
+
+
+# ----------------------------------------------------------------------------- steering a mine
+
+
+def test_list_shows_candidates_and_skip_counts_without_docker_and_writes_nothing(small_repo, tmp_path):
+    repo_dir = small_repo["repo"]
+    commit(repo_dir, "[pre-commit.ci] fix [bold]the[/bold] adder", {
+        "smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
+        "tests/test_add.py": "def test_add():\n    pass\n",
+    }, "2024-05-01T12:00:00+00:00")  # fmt: skip
+    env = {"DOCKER_HOST": "unix:///nonexistent/docker.sock", "COLUMNS": "150"}  # nothing may reach an engine
+    work = tmp_path / "work"
+    work.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "mine", str(repo_dir), "--list"],
+        capture_output=True, text=True, cwd=work, env={**os.environ, **env},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "2 candidate(s) in 5 commit(s)" in out
+    assert "[pre-commit.ci] fix [bold]the[/bold]" in out  # verbatim, not read as markup
+    assert "smallpkg/__init__.py; tests/test_add.py" in out and "fix " in out
+    assert "1 │ skipped: root commit (no parent)" in out and "1 │ skipped: no source change" in out
+    assert max(len(line) for line in out.splitlines()) <= 150  # the table fits the terminal
+    assert not list(work.iterdir())  # nothing written
+
+
+def test_only_picks_commits_and_the_table_counts_per_reason(small_repo, tmp_path):
+    repo_dir = small_repo["repo"]
+    second = commit(repo_dir, "Fix add again", {
+        "smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
+        "tests/test_add.py": "def test_add():\n    pass\n",
+    }, "2024-05-01T12:00:00+00:00")  # fmt: skip
+    out = tmp_path / "out"
+    result = wholeloop("mine", str(repo_dir), "--out", str(out), "--no-check", "--only", small_repo["fix"][:8])
+    assert result.returncode == 0, result.stdout + result.stderr  # a spec to check: --no-check is no failure
+    assert [p.name for p in out.glob("*.yaml")] == [f"smallpkg-{small_repo['fix'][:10]}.yaml"]
+    report = json.loads((out / "mine-report.json").read_text())
+    by_commit = {c["commit"]: c for c in report["commits"]}
+    assert by_commit[second]["skipped"] == "not picked (--only)"
+    assert "1 │ skipped: not picked (--only)" in result.stdout and "1 │ not checked yet" in result.stdout
+    bad = wholeloop("mine", str(repo_dir), "--out", str(tmp_path / "x"), "--since", "2024-02-15", "--only",
+                    small_repo["fix"][:8])  # fmt: skip
+    assert bad.returncode == 2 and "is not in the range since 2024-02-15" in bad.stderr
+
+
+def test_mine_exits_1_when_it_keeps_nothing(small_repo, tmp_path):
+    repo_dir = small_repo["repo"]
+    sha = commit(repo_dir, "fix with a key", {
+        "smallpkg/__init__.py": f"KEY = '{FAKE_KEY}'\n",
+        "tests/test_add.py": "def test_k():\n    pass\n",
+    })  # fmt: skip
+    result = wholeloop("tasks", "from-commit", str(repo_dir), sha, "--out", str(tmp_path / "out"), "--no-check")
+    assert result.returncode == 1 and "0 kept" in result.stdout
+    assert "1 │ refused: secret found" in result.stdout
+
+
+def test_refresh_env_reapplies_a_changed_wholeloop_yaml_and_origin_names_it(small_repo, tmp_path):
+    repo_dir = small_repo["repo"]
+    config = tmp_path / "smallpkg.wholeloop.yaml"  # beside the repository
+    config.write_text("setup: ['echo one']\ninstall: ['true']\n")
+    out = tmp_path / "out"
+    first = wholeloop("mine", str(repo_dir), "--out", str(out), "--no-check")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (spec,) = out.glob("*.yaml")
+    task = load_task(spec)
+    assert task.origin.environment_from[0] == str(config) and task.environment.setup == ["echo one"]
+    before = task.content_hash()
+    config.write_text("setup: ['echo two']\ninstall: ['true']\ntests_timeout_s: 120\n")
+    again = wholeloop("mine", str(repo_dir), "--out", str(out), "--no-check")
+    assert load_task(spec).content_hash() == before  # without --refresh-env a mined spec stays as it was
+    refreshed = wholeloop("mine", str(repo_dir), "--out", str(out), "--no-check", "--refresh-env")
+    assert again.returncode == refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    task = load_task(spec)
+    assert task.environment.setup == ["echo two"] and task.timeouts.tests_s == 120
+    assert task.content_hash() != before and task.quarantined.startswith("not checked yet")
+    said = " ".join(refreshed.stdout.split())
+    assert "their content hashes changed, so `gate` and `compare` pair nothing" in said
+    report = json.loads((out / "mine-report.json").read_text())
+    assert [c.get("environment_refreshed") for c in report["commits"] if "spec" in c] == [True]
+    unchanged = wholeloop("mine", str(repo_dir), "--out", str(out), "--no-check", "--refresh-env")
+    assert (
+        "content hashes changed" not in " ".join(unchanged.stdout.split())
+        and load_task(spec).content_hash() == task.content_hash()
+    )

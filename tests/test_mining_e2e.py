@@ -165,6 +165,11 @@ def test_mining_again_checks_only_the_commits_it_adds(mined):
     assert len(again) == 5 and len(new) == 3  # 4 kept + 1 quarantined before; 3.1.0, 3.3.0, b-protected new
     output = mined["outputs"]["pyflakes-allow-config"]
     assert "checking 3 task(s): 18 test runs" in output
+    # counts per reason, and no build output (the image builds of this pass print nothing of their own)
+    assert "what became of each commit, by reason" in output
+    assert not any(
+        line.lstrip().startswith(("Step ", "---> ", "#1 ", "Successfully built")) for line in output.splitlines()
+    )
 
 
 def test_gold_resolves_every_kept_task_and_noop_none(mined, tmp_path):

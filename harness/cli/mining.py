@@ -74,12 +74,14 @@ def print_candidates(report, console: Console) -> None:
         title=Text(f"{report.repository}: {len(candidates)} candidate(s) in {len(report.judged)} commit(s)"),
         title_justify="left",
     )
-    table.add_column("commit", no_wrap=True)
-    table.add_column("date", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("lines", justify="right", no_wrap=True)
-    table.add_column("subject", no_wrap=True, overflow="ellipsis", ratio=3)
-    table.add_column("touched files (source; tests)", no_wrap=True, overflow="ellipsis", ratio=4)
+    # the short columns keep their width; subject and files share what is left (cut with an ellipsis)
+    table.add_column("commit", no_wrap=True, min_width=10)
+    table.add_column("date", no_wrap=True, min_width=10)
+    table.add_column("kind", no_wrap=True, min_width=6)
+    table.add_column("lines", justify="right", no_wrap=True, min_width=5)
+    left = max(24, console.width - (10 + 10 + 6 + 5) - 19)  # 19: the borders and padding of 6 columns
+    table.add_column("subject", no_wrap=True, overflow="ellipsis", max_width=left * 2 // 5)
+    table.add_column("touched files (source; tests)", no_wrap=True, overflow="ellipsis", max_width=left * 3 // 5)
     for j in candidates:
         cand = j.candidate
         files = Text(", ".join(cand.gold_files))
@@ -111,9 +113,10 @@ def print_mine_report(report, console: Console) -> None:
         title=Text(f"{report.repository}: {len(made)} task(s) from {len(report.judged)} commit(s)"),
         title_justify="left",
     )
-    table.add_column("commit", no_wrap=True)
-    table.add_column("subject", no_wrap=True, overflow="ellipsis", ratio=2)
-    table.add_column("result", overflow="fold", ratio=3)
+    left = max(30, console.width - 10 - 10)  # 10: the borders and padding of 3 columns
+    table.add_column("commit", no_wrap=True, min_width=10)
+    table.add_column("subject", no_wrap=True, overflow="ellipsis", max_width=left * 2 // 5)
+    table.add_column("result", overflow="fold", max_width=left * 3 // 5)
     for j in made:
         table.add_row(j.commit.sha[:10], Text(j.commit.subject), _result(j))
     if made:
