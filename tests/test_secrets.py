@@ -138,6 +138,21 @@ def test_uuids_test_urls_and_keyword_guesses_are_warnings_never_refusals(tmp_pat
     }
 
 
+def test_a_jwt_refuses_in_source_and_is_an_example_in_docs():
+    """Found mining pallets/itsdangerous as a user would: its docs/jws.rst shows a JWT, and that
+    refused every candidate."""
+    import base64
+
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
+    body = base64.urlsafe_b64encode(b'{"sub":"bot"}').rstrip(b"=").decode()
+    token = f"{header}.{body}.{'x9' * 21}X"
+    found = SecretScanner().scan_files(
+        {"docs/jws.rst": f"    >>> s.loads('{token}')\n".encode(), "app/auth.py": f"T = '{token}'\n".encode()}
+    )
+    assert [(f.rule, f.severity) for f in found["docs/jws.rst"]] == [("JSON Web Token", "warning")]
+    assert [(f.rule, f.severity) for f in found["app/auth.py"]] == [("JSON Web Token", "secret")]
+
+
 def test_a_url_with_real_looking_credentials_outside_tests_refuses():
     scanner = SecretScanner()
     found = scanner.scan_files(

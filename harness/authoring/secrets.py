@@ -11,8 +11,8 @@ secrets.sqlite), so mining again scans only what changed.
 Two kinds of finding (`Finding.severity`):
 
 - `secret` refuses the task: a credential with a structure a detector verifies (cloud keys, provider
-  tokens, private keys, JWTs, ...), and a URL with credentials outside tests and docs whose host
-  and password are not placeholders (`https://user:pass@example.com` in a test is not one);
+  tokens, private keys, ...), and a JWT or a URL with credentials outside tests and docs (for a URL:
+  whose host and password are not placeholders; `https://user:pass@example.com` in a test is not one);
 - `warning` is listed (file, line, rule) and refuses nothing: the entropy and keyword detectors,
   public IP addresses, a placeholder credential (AWS's documented `...EXAMPLE` keys). A team that
   wants every finding to refuse opts in with `strict`.
@@ -52,7 +52,7 @@ from sandbox import cache_dir, env_like
 from .gitrepo import GitRepo, MineError
 from .lockfiles import blank, is_pin_file, pinned_values
 
-SCAN_FORMAT = 2  # 2: severities, any encoding, lock files parsed, baseline filters
+SCAN_FORMAT = 3  # 2: severities, any encoding, lock files parsed, baseline filters; 3: JWTs in tests/docs warn
 _lock = threading.Lock()  # the cache database
 _scan_lock = threading.Lock()  # detect-secrets' settings are one global object
 
@@ -61,6 +61,10 @@ Severity = Literal["secret", "warning"]
 # public IP): their findings are warnings. Every other plugin verifies a credential's structure.
 GUESSING_PLUGINS = ("Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector")
 BASIC_AUTH = "Basic Auth Credentials"
+JWT = "JSON Web Token"
+# What tests and documentation show as examples: a URL with credentials, a JWT (a JWT library's docs
+# and tests are full of them: itsdangerous' docs/jws.rst refused every commit). Elsewhere they refuse.
+EXAMPLE_PRONE = (BASIC_AUTH, JWT)
 # Hosts that are never real (RFC 2606 and 6761) and passwords that say they are not one.
 PLACEHOLDER_HOSTS = re.compile(
     r"(^|\.)(example\.(com|org|net)|example|test|invalid|localhost|local)$|^(127\.|0\.0\.0\.0$|\[?::1\]?$)", re.I
@@ -188,6 +192,8 @@ def severity(rule: str, path: str, where: str, value: str | None, line_text: str
     """`secret` (refuses) or `warning` for one finding (the rules of the module docstring)."""
     if rule in guessing:
         return "warning"
+    if rule == JWT:
+        return "warning" if where == "tests" or test_or_docs(path) else "secret"
     if rule == BASIC_AUTH:
         found = _url_with(line_text, value or "")
         placeholder = bool(value and PLACEHOLDER_PASSWORDS.match(value)) or bool(
@@ -311,8 +317,8 @@ class SecretScanner:
             for f in scanned.get(path, []):
                 if f.line in added:
                     f.where = where
-                    if where == "tests" and f.rule == BASIC_AUTH:
-                        f.severity = "warning"  # a URL with credentials in a test is an example
+                    if where == "tests" and f.rule in EXAMPLE_PRONE:
+                        f.severity = "warning"  # a URL with credentials or a JWT in a test is an example
                     findings.append(f)
         return self._known_out(findings)
 
@@ -354,7 +360,7 @@ class SecretScanner:
         lines = patch.splitlines()
         found = [f for f in found if 0 < f.line <= len(lines) and lines[f.line - 1].startswith("+")]
         for f in found:
-            if f.rule == BASIC_AUTH and (where == "tests" or _patch_path(lines, f.line, test_or_docs)):
+            if f.rule in EXAMPLE_PRONE and (where == "tests" or _patch_path(lines, f.line, test_or_docs)):
                 f.severity = "warning"
         return found
 

@@ -129,7 +129,8 @@ def print_mine_report(report, console: Console) -> None:
         console.print(
             Text(
                 f"secret scan: {total} warning(s) in {len(warned)} candidate(s) "
-                f"({', '.join(f'{n} {r}' for r, n in rules.most_common(4))}): guesses, refusing nothing; "
+                f"({', '.join(f'{n} {r}' for r, n in rules.most_common(4))}): entropy and keyword guesses and "
+                "examples in tests and docs, refusing nothing; "
                 f"each with its file and line in {report.out / 'mine-report.json'} (--strict-secrets refuses them)",
                 style="yellow",
             )
