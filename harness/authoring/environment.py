@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir
 from sandbox.docker import DockerBackend, env_image
 
+from .. import pysyntax
 from .gitrepo import GitRepo, MineError, parse_date
 
 UV_PIN = "uv==0.9.5"  # the resolver and installer, from PyPI inside the image build
@@ -225,7 +226,7 @@ def _literal(node: ast.AST) -> object:
 def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
     """(install_requires or None when not a literal, tests_require + test extras, setup_requires)."""
     try:
-        tree = ast.parse(text)
+        tree = pysyntax.parse(text)
     except SyntaxError:
         return None, [], []
     runtime: list[str] | None = []
@@ -251,7 +252,7 @@ def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
 
 def _noxfile(text: str) -> list[str]:
     try:
-        tree = ast.parse(text)
+        tree = pysyntax.parse(text)
     except SyntaxError:
         return []
     out = []
