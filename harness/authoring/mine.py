@@ -71,7 +71,17 @@ from .environment import (
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
-from .statements import load_issues, model_statement, referenced_issue
+from .statements import classify as classify_statement
+from .statements import (
+    clean_issue,
+    clean_message,
+    fix_names,
+    leaked_names,
+    load_issues,
+    model_statement,
+    names_tests_use,
+    referenced_issue,
+)
 
 DEFAULT_MAX_LINES = 800
 MAX_LISTED_WARNINGS = 100  # secret-scan warnings listed per commit in the report (the total is given)
@@ -332,21 +342,36 @@ def _location(repo: GitRepo, out: Path) -> str:
     return os.path.relpath(path, out)
 
 
-def _statement(repo: GitRepo, cand: Candidate, issues: dict, options: MineOptions, gold_patch: str) -> tuple[str, dict]:
+def _statement(
+    repo: GitRepo, cand: Candidate, issues: dict, options: MineOptions, gold_patch: str, test_patch: str
+) -> tuple[str, dict]:
+    """The statement (cleaned) and the origin fields saying what it came from and its class."""
     message = repo.message(cand.commit.sha)
     origin: dict = {"statement": "commit_message"}
     ref = referenced_issue(message)
     if ref and ref in issues:
         origin.update(statement="issue", issue=ref)
-        statement = issues[ref].statement()
+        cleaned = clean_issue(issues[ref].statement())
     else:
-        statement = message
+        cleaned = clean_message(message)
+    statement = cleaned.text
     if options.statement_model:
         written, prompt = model_statement(
             options.statement_model, statement, gold_patch, base_url=options.statement_model_url
         )
         origin.update(statement="model", statement_model=options.statement_model, statement_prompt=prompt)
         statement = written
+    base_texts = {}
+    for path in cand.gold_files:
+        blob = repo.read(cand.parent, path)
+        if blob is not None:
+            base_texts[path] = blob.decode("utf-8", "replace")
+    leaked = leaked_names(statement, fix_names(gold_patch, base_texts), names_tests_use(test_patch))
+    origin.update(
+        statement_quality=classify_statement(statement, origin["statement"], leaked),
+        statement_leaks=leaked,
+        statement_removed=cleaned.removed,
+    )
     return statement, origin
 
 
@@ -457,7 +482,9 @@ def mine(
                 continue
         gold_patch = repo.diff(cand.parent, cand.commit.sha, cand.gold_files)
         test_patch = repo.diff(cand.parent, cand.commit.sha, cand.test_files)
-        statement, origin = _statement(repo, cand, issues, options, gold_patch.decode("utf-8", "replace"))
+        statement, origin = _statement(
+            repo, cand, issues, options, gold_patch.decode("utf-8", "replace"), test_patch.decode("utf-8", "replace")
+        )
         keep = tuple(config.env_files) if config else ()
         findings = scanner.scan_commit(repo, cand.parent, cand.commit.sha, statement, cand.gold_files, cand.test_files)
         findings += scanner.scan_tree(repo, cand.parent, keep)

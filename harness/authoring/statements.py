@@ -12,7 +12,24 @@ An issue export (`--issues FILE`) is one of:
 A commit names an issue with `#123`, `GH-123`, `gh-123` or a Jira-style key `PROJ-123`; a closing
 keyword (`fixes #123`, `closes PROJ-7`, `resolves GH-9`) wins over a plain mention, else the
 first mention counts. When the issue is in the export, the statement is its title and body
-(the commit message describes the fix, the issue the problem); otherwise the whole commit message.
+(the commit message describes the fix, the issue the problem); otherwise the commit message.
+
+Either is cleaned first (`clean_message`, `clean_issue`): trailers (`Co-authored-by`,
+`Signed-off-by`, any `*-by:`, `Change-Id`, ...), "Generated with ..." lines, pre-commit.ci's autofix
+lines, `[skip ci]` markers, the squashed-commit list GitHub writes into a squash merge's body, a
+trailing pull-request number in the subject, and an issue template's HTML comments are removed;
+what was removed is named.
+
+Then the statement is classified (`classify`), one class of `QUALITIES`:
+
+- `leaks_fix`: it names an identifier the gold patch adds (absent from the changed files at base) or
+  changes (a definition the patch edits or assigns), other than those the hidden tests use (those
+  are the interface a user must be told); a name counts when it is written as code: backticked,
+  called (`name(`), or shaped like code (an underscore, a capital after a small letter, or four or
+  more capitals). The names are recorded.
+- `thin`: a subject line only, nothing else once cleaned.
+- `issue`: made from an issue export's issue.
+- `commit_message`: the commit message, more than a subject.
 """
 
 from __future__ import annotations
@@ -23,6 +40,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from .gitrepo import MineError
 
@@ -140,3 +158,233 @@ def model_statement(model_spec: str, message: str, diff: str, *, base_url: str |
     if not text:
         raise MineError(f"{model_spec} returned an empty statement")
     return text + "\n", prompt
+
+
+# ----------------------------------------------------------------------------- cleaning
+
+StatementQuality = Literal["issue", "commit_message", "thin", "leaks_fix"]
+QUALITIES: tuple[str, ...] = get_args(StatementQuality)
+UNCLASSIFIED = "unclassified"  # a task whose spec has no class (written by hand, or mined before classes)
+
+# git trailers and their kin: any `Something-by:`, and the tokens tools add
+_TRAILER = re.compile(
+    r"^\s*(?:[\w-]+-by|change-id|reviewed-on|git-svn-id|piperorigin-revid|cc|x-[\w-]+)\s*:\s*\S", re.I
+)
+_GENERATED = re.compile(r"^\s*(?:\W{0,3}\s*)?(?:\[?generated (?:with|by)\b|co-authored with\b)", re.I)
+_PRECOMMIT = re.compile(
+    r"^\s*(?:[*-]\s*)?(?:\[pre-commit\.ci\].*|for more information, see https?://pre-commit\.ci\S*)\s*$", re.I
+)
+_SKIP_CI = re.compile(r"\s*\[(?:skip ci|ci skip|no ci|skip actions)\]", re.I)
+_SEPARATOR = re.compile(r"^\s*-{3,}\s*$")
+_PR_NUMBER = re.compile(r"\s*\((?:#|GH-)\d+\)\s*$", re.I)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+@dataclass
+class Cleaned:
+    text: str
+    removed: list[str]  # what kinds of lines were removed, in order of first removal
+
+
+def _paragraphs(lines: list[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            out[-1].append(line)
+        elif out[-1]:
+            out.append([])
+    return [p for p in out if p]
+
+
+def _squash_list(body: list[list[str]]) -> bool:
+    """GitHub's squash merge body: the squashed commits' subjects, each `* subject` in a paragraph of
+    its own (a hand-written list has its items on consecutive lines)."""
+    return len(body) >= 2 and all(len(p) == 1 and p[0].lstrip().startswith("* ") for p in body)
+
+
+def clean_message(message: str) -> Cleaned:
+    """A commit message without trailers, tool lines and squash noise (see the module docstring)."""
+    removed: list[str] = []
+
+    def note(kind: str) -> None:
+        if kind not in removed:
+            removed.append(kind)
+
+    kept: list[str] = []
+    for line in message.replace("\r\n", "\n").split("\n"):
+        if _TRAILER.match(line):
+            note(line.split(":", 1)[0].strip().lower())
+        elif _GENERATED.match(line):
+            note("generated-with")
+        elif _PRECOMMIT.match(line):
+            note("pre-commit.ci")
+        else:
+            if _SKIP_CI.search(line):
+                note("skip-ci")
+                line = _SKIP_CI.sub("", line)
+            kept.append(line.rstrip())
+    paragraphs = _paragraphs(kept)
+    while paragraphs and all(_SEPARATOR.match(line) for line in paragraphs[-1]):
+        paragraphs.pop()
+        note("separator")
+    if paragraphs and _squash_list(paragraphs[1:]):
+        paragraphs = paragraphs[:1]
+        note("squashed commits")
+    if paragraphs:
+        subject = _PR_NUMBER.sub("", paragraphs[0][0])
+        if subject != paragraphs[0][0] and subject.strip():
+            paragraphs[0][0] = subject
+            note("pull request number")
+    text = "\n\n".join("\n".join(p) for p in paragraphs).strip()
+    return Cleaned(text + "\n" if text else "", removed)
+
+
+def clean_issue(text: str) -> Cleaned:
+    """An issue's text without its template's HTML comments (and trailers, as a message)."""
+    bare = _HTML_COMMENT.sub("", text)
+    cleaned = clean_message(bare)
+    if bare != text:
+        cleaned.removed.insert(0, "html comments")
+    return cleaned
+
+
+# ----------------------------------------------------------------------------- classifying
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEF = re.compile(
+    r"^(\s*)(?:export\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?"
+    r"(?:def|class|func|function|fn|struct|interface|type|enum|trait)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
+)
+_ASSIGNED = re.compile(r"^\s*(?:(?:export\s+)?(?:const|let|var|static)\s+)?([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
+# words of the languages mining reads, never a name a statement leaks
+_KEYWORDS = frozenset(
+    "and as assert async await break case catch class const continue def default defer del elif else enum "
+    "except export extends false final finally fn for from func function go if impl import in interface is "
+    "lambda let match mod mut new nil nonlocal none not null or package pass pub raise range return self "
+    "static struct super switch this throw trait true try type typeof use var void while with yield "
+    "True False None".split()
+)
+
+
+@dataclass
+class FixNames:
+    """Identifiers a gold patch adds (absent from its files at base) and changes (definitions it
+    edits or assigns)."""
+
+    added: set[str]
+    changed: set[str]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _enclosing(lines: list[str], index: int, indent: int) -> str | None:
+    """The definition enclosing line `index` of `lines` (0-based): the nearest one above it that is
+    indented less."""
+    for line in reversed(lines[:index]):
+        match = _DEF.match(line)
+        if match and len(match.group(1)) < indent:
+            return match.group(2)
+    return None
+
+
+def fix_names(gold_patch: str, base_texts: dict[str, str] | None = None) -> FixNames:
+    """What the gold patch adds and changes. `base_texts` (path -> the file at base) makes "added"
+    exact and finds the definitions a change sits in; without them the diff's context stands in."""
+    base_texts = base_texts or {}
+    added_idents: set[str] = set()
+    known: set[str] = set()  # on removed and context lines, and in the base files
+    changed: set[str] = set()
+    path: str | None = None
+    old_no = 0
+    hunk: list[str] = []  # the hunk's old-side lines so far (context and removed)
+    for line in gold_patch.splitlines():
+        if line.startswith("diff --git "):
+            path, hunk = None, []
+            continue
+        if line.startswith("--- "):
+            continue
+        if line.startswith("+++ "):
+            target = line[4:].strip()
+            path = target[2:] if target.startswith("b/") else target
+            known.update(_IDENT.findall(base_texts.get(path, "")))
+            continue
+        match = _HUNK.match(line)
+        if match:
+            old_no, hunk = int(match.group(1)), []
+            header_def = _DEF.match(match.group(2))
+            if header_def:
+                hunk.append(match.group(2))
+            continue
+        if not line or line[0] not in " +-":
+            continue
+        body = line[1:]
+        if line[0] in "+-":
+            for pattern in (_DEF, _ASSIGNED):
+                defined = pattern.match(body)
+                if defined:
+                    changed.add(defined.group(defined.lastindex or 1))
+            base = (base_texts.get(path or "") or "").splitlines()
+            where = _enclosing(base, old_no - 1, _indent(body)) if base else _enclosing(hunk, len(hunk), _indent(body))
+            if where:
+                changed.add(where)
+        if line[0] == "+":
+            added_idents.update(_IDENT.findall(_code_part(body)))
+        else:
+            known.update(_IDENT.findall(body))
+            hunk.append(body)
+            old_no += 1
+    return FixNames(added=added_idents - known - _KEYWORDS, changed=changed - _KEYWORDS)
+
+
+def _code_part(line: str) -> str:
+    """A line without its string literals and trailing comment (a name in a message is not code)."""
+    line = re.sub(r"(['\"`]).*?(?<!\\)\1", " ", line)
+    return re.split(r"\s(?:#|//)\s", line, maxsplit=1)[0]
+
+
+def names_tests_use(test_patch: str) -> set[str]:
+    """Every identifier on the hidden tests' added and context lines: the interface they use."""
+    names: set[str] = set()
+    for line in test_patch.splitlines():
+        if line.startswith(("+++", "---")) or not line or line[0] not in " +":
+            continue
+        names.update(_IDENT.findall(line[1:]))
+    return names
+
+
+def _code_shaped(name: str) -> bool:
+    return (
+        ("_" in name.strip("_") and len(name) >= 3)
+        or name.startswith("_")
+        or bool(re.search(r"[a-z][A-Z]", name))
+        or sum(c.isupper() for c in name) >= 4
+    )
+
+
+def leaked_names(statement: str, names: FixNames, tests: set[str]) -> list[str]:
+    """The names of the fix (added or changed, not used by the hidden tests) the statement writes as
+    code, in the order it names them."""
+    secret = (names.added | names.changed) - tests
+    if not secret:
+        return []
+    quoted = set()
+    for span in re.findall(r"`([^`\n]+)`", statement):
+        quoted.update(_IDENT.findall(span))
+    called = set(re.findall(r"([A-Za-z_]\w*)\s*\(", statement))
+    found: list[str] = []
+    for name in _IDENT.findall(statement):
+        if name in secret and name not in found and (name in quoted or name in called or _code_shaped(name)):
+            found.append(name)
+    return found
+
+
+def classify(statement: str, made_from: str, leaked: list[str]) -> StatementQuality:
+    """The statement's class (see the module docstring): leaks_fix, then thin, then its source."""
+    if leaked:
+        return "leaks_fix"
+    if len(_paragraphs(statement.strip().splitlines())) <= 1 and len(statement.strip().splitlines()) <= 1:
+        return "thin"
+    return "issue" if made_from == "issue" else "commit_message"
