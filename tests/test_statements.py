@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import ROOT, git, write
+from support.cli import DEMO, wl
 
 from harness.authoring.statements import (
     classify,
@@ -241,10 +242,11 @@ def commit(repo: Path, message: str, files: dict[str, str]) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture
-def history(tmp_path: Path) -> dict:
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A package whose fixes carry the statements issue 24 found: a trailer-laden leak, a thin
     feature subject, a message with a body, and one naming an issue."""
+    tmp_path = tmp_path_factory.mktemp("history")
     repo = tmp_path / "lockpkg"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -304,6 +306,16 @@ def history(tmp_path: Path) -> dict:
     return {"repo": repo, "leak": leak, "thin": thin, "body": body, "issue": issue, "issues": issues}
 
 
+@pytest.fixture(scope="module")
+def mined(history: dict) -> Path:
+    out = history["repo"].parent / "out"
+    result = wholeloop(
+        "mine", str(history["repo"]), "--out", str(out), "--issues", str(history["issues"]), "--no-check"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
 def test_mined_statements_are_cleaned_classified_and_recorded(history, tmp_path):
     out = tmp_path / "out"
     result = wholeloop(
@@ -358,3 +370,19 @@ def test_a_spec_mined_before_classes_loads_unclassified_and_keeps_its_content_ha
     assert task.origin is not None and task.origin.statement_quality is None and task.origin.statement_leaks == []
     # the hash main gave this spec before the statement fields existed (gate and compare pair by it)
     assert task.content_hash() == "2650c6678740b761"
+
+
+def test_a_run_takes_only_the_statement_classes_asked_for(mined):
+    thin = wl(
+        "run", mined, "--agent", "gold", "--dry-run", "--include-quarantined", "--statement-quality", "thin,leaks_fix"
+    )
+    assert thin.returncode == 0, thin.stdout + thin.stderr
+    assert "2 of 4 task(s) with a statement of class leaks_fix, thin" in thin.stdout
+    ids = {t.id: t.origin.statement_quality for t in load_tasks([mined])}
+    planned = {task_id for task_id in ids if task_id in thin.stdout}
+    assert {ids[t] for t in planned} == {"thin", "leaks_fix"}, thin.stdout
+    unknown = wl("run", mined, "--agent", "gold", "--dry-run", "--statement-quality", "vague")
+    assert unknown.returncode == 2 and "vague: no such class" in unknown.stderr + unknown.stdout
+    # hand-written specs have no class: they are `unclassified`, and a filter that leaves nothing says so
+    demo = wl("run", DEMO, "--agent", "gold", "--dry-run", "--statement-quality", "thin")
+    assert demo.returncode == 2 and "the tasks' classes: unclassified" in demo.stderr + demo.stdout

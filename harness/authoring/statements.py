@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from ..tasks.spec import Task
 from .gitrepo import MineError
 
 _REF = re.compile(r"(?<![\w/])(?:#(\d+)|GH-(\d+)|([A-Z][A-Z0-9]{1,9}-\d+))\b", re.I)
@@ -178,6 +179,11 @@ _SKIP_CI = re.compile(r"\s*\[(?:skip ci|ci skip|no ci|skip actions)\]", re.I)
 _SEPARATOR = re.compile(r"^\s*-{3,}\s*$")
 _PR_NUMBER = re.compile(r"\s*\((?:#|GH-)\d+\)\s*$", re.I)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def quality_of(task: Task) -> str:
+    """A task's statement class as recorded, `unclassified` when it has none."""
+    return (task.origin.statement_quality if task.origin else None) or UNCLASSIFIED
 
 
 @dataclass

@@ -277,6 +277,7 @@ def tasks_check(paths, repeats, discover, force, workers):
     """Run every task in the sandbox, with the same images and grading as a run, and write the
     verdict beside each spec: quarantine what fails, drop flaky tests, fill expected xfails."""
     from ..authoring.check import CheckOptions, check_tasks, plan_checks
+    from ..authoring.statements import quality_of
     from ..tasks import load_tasks
     from . import console
 
@@ -301,7 +302,8 @@ def tasks_check(paths, repeats, discover, force, workers):
             extra += f", {len(v.expected_xfail)} expected xfail" if v.expected_xfail else ""
             out_console.print(
                 f"[green]ok[/]          {result.task.id}: {len(v.fail_to_pass)} FAIL_TO_PASS, "
-                f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s)"
+                f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s), "
+                f"statement: {quality_of(result.task)}"
             )
         else:
             bad += 1
@@ -318,7 +320,7 @@ def tasks_check(paths, repeats, discover, force, workers):
             bad += 1
             out_console.print(f"[yellow]quarantined[/] {task.id}: {task.quarantined} [dim](up to date)[/]")
         else:
-            out_console.print(f"[dim]up to date  {task.id}[/]")
+            out_console.print(f"[dim]up to date  {task.id}, statement: {quality_of(task)}[/]")
     if bad:
         out_console.print(f"{bad} task(s) quarantined or not checked; `wholeloop run` skips the quarantined ones")
         sys.exit(1)
