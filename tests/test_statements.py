@@ -386,3 +386,46 @@ def test_a_run_takes_only_the_statement_classes_asked_for(mined):
     # hand-written specs have no class: they are `unclassified`, and a filter that leaves nothing says so
     demo = wl("run", DEMO, "--agent", "gold", "--dry-run", "--statement-quality", "thin")
     assert demo.returncode == 2 and "the tasks' classes: unclassified" in demo.stderr + demo.stdout
+
+
+def test_a_report_splits_the_resolve_rate_by_statement_class(mined, tmp_path):
+    from harness.records import PhaseTimes, ResultRow, RunFolder
+    from harness.report.figures import compute_figures
+    from harness.run.manifest import build_manifest
+
+    tasks = load_tasks([mined])
+    manifest = build_manifest(run_id="run", agent={"agent": "gold"}, tasks=tasks, options={})
+    quality = {t.id: t.origin.statement_quality for t in tasks}
+    assert {tid: info.get("statement_quality") for tid, info in manifest["tasks"].items()} == quality
+    run = tmp_path / "run"
+    folder = RunFolder(run, create=True)
+    folder.update_manifest(lambda m: m.update(manifest))
+    for task in tasks:
+        ok = quality[task.id] in ("issue", "leaks_fix")
+        folder.append(
+            ResultRow(
+                run_id="run",
+                task_id=task.id,
+                task_hash="h",
+                config="gold",
+                agent="gold",
+                outcome="resolved" if ok else "unresolved",
+                resolved=ok,
+                final=True,
+                phases=PhaseTimes(),
+            )
+        )
+    split = compute_figures([run]).statements[0]
+    assert {name: (side.resolved, side.trials) for name, side in split.classes.items()} == {
+        "issue": (1, 1),
+        "commit_message": (0, 1),
+        "thin": (0, 1),
+        "leaks_fix": (1, 1),
+    }
+    shown = wl("report", run)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "Resolve rate by problem statement class" in shown.stdout and "leaks_fix" in shown.stdout
+    # a run of hand-written tasks (every one unclassified) shows no such table
+    folder.update_manifest(lambda m: m.update({"tasks": {t.id: {} for t in tasks}}))
+    assert compute_figures([run]).statements[0].classes.keys() == {"unclassified"}
+    assert "Resolve rate by problem statement class" not in wl("report", run).stdout

@@ -16,6 +16,8 @@ Shape (stable; fields are only ever added):
     cells[]:       one per attempt row: task x configuration matrix with paths to open it
     dating[]:      DatingSplit per configuration (dating.py): resolve rate after / before the model's
                    training cutoff, and of undated tasks
+    statements[]:  StatementSplit per configuration (by_statement.py): resolve rate per class of the
+                   tasks' problem statements
 
 Pure functions over run folders: no Docker, no network.
 """
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
 from .dating import DatingSplit, dating_figures, load_table
 from .failures import FailureFigures, failure_figures
@@ -112,6 +115,7 @@ class Figures(BaseModel):
     failures: FailureFigures = Field(default_factory=FailureFigures)
     cells: list[Cell] = Field(default_factory=list)
     dating: list[DatingSplit] = Field(default_factory=list)  # resolve rate split by the model's training cutoff
+    statements: list[StatementSplit] = Field(default_factory=list)  # resolve rate split by statement class
 
 
 def _sha(data) -> str | None:
@@ -238,6 +242,7 @@ def compute_figures(
     figures.dating = dating_figures(
         configs, table=load_table(cutoff_table) if cutoff_table else None, overrides=cutoffs
     )
+    figures.statements = statement_figures(configs)
     return figures
 
 
