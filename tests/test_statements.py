@@ -15,6 +15,7 @@ from support import ROOT, git, write
 from support.cli import DEMO, wl
 
 from harness.authoring.statements import (
+    FixNames,
     classify,
     clean_issue,
     clean_message,
@@ -221,11 +222,51 @@ def test_a_statement_naming_the_private_function_the_fix_changes_leaks():
     assert classify(report, "issue", []) == "issue" and classify(report, "commit_message", []) == "commit_message"
 
 
+def test_a_signature_of_what_the_tests_call_is_the_interface_a_body_saying_what_now_happens_leaks():
+    # the demo repository inikit's own messages (repos/inikit.bundle)
+    gold = "\n".join(
+        [
+            "diff --git a/inikit/core.py b/inikit/core.py",
+            "--- a/inikit/core.py",
+            "+++ b/inikit/core.py",
+            "@@ -10,2 +10,6 @@ class Config:",
+            " ",
+            "+def load(*paths):",
+            "+    config = Config()",
+            "+    for path in paths:",
+            "+        config.update(loads(open(path).read()))",
+        ]
+    )
+    tests = (
+        "+++ b/tests/test_load.py\n@@ -0,0 +1,2 @@\n+def test_load(tmp_path):\n+    assert load(tmp_path / 'a.ini')\n"
+    )
+    names = fix_names(gold)
+    assert {"paths", "load"} <= names.added
+    feature = "Add load() for reading files\n\n`load(*paths)` reads one or more files in order.\n"
+    assert leaked_names(feature, names, names_tests_use(tests)) == []
+    fix = fix_names(
+        "+++ b/inikit/interp.py\n@@ -3,3 +3,4 @@ def expand(value, seen):\n     for ref in refs(value):\n"
+        "+        if ref in seen: raise InterpolationError(ref)\n"
+    )
+    cycles = (
+        "Report reference cycles\n\n`a = ${b}` with `b = ${a}` made get() recurse. expand() now tracks the chain.\n"
+    )
+    assert leaked_names(cycles, fix, names_tests_use("+    with raises(InterpolationError): cfg.get('a')\n")) == [
+        "expand"
+    ]
+
+
 def test_a_name_in_prose_is_not_a_leak_unless_written_as_code():
     names = fix_names(WEAKREF_GOLD)  # adds `weakref`, an ordinary word in a sentence
     assert "weakref" in names.added
     assert leaked_names("Locks should be held by weakref\n\nso they go.\n", names, set()) == []
     assert leaked_names("Locks should use `weakref`\n", names, set()) == ["weakref"]
+    # a name the gold writes only in a comment or a string (verkit's `vermax [-c RANGE]` usage) is not code
+    usage = fix_names('+++ b/main.go\n@@ -1 +1,3 @@\n+//\tvermax [-c RANGE]\n+\tfmt.Println("usage: [-c RANGE]")\n')
+    assert "RANGE" not in usage.added and "Println" in usage.added
+    # "precedence (Compare, Less)": a word before a parenthesis is prose, `name(` is a call
+    assert leaked_names("semver: precedence (Compare)\n", FixNames({"precedence"}, set()), set()) == []
+    assert leaked_names("precedence() was wrong\n", FixNames({"precedence"}, set()), set()) == ["precedence"]
 
 
 # ----------------------------------------------------------------------------- mined and recorded

@@ -41,7 +41,7 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal, cast
@@ -445,6 +445,26 @@ def list_candidates(source: str | Path, options: MineOptions, *, commits: list[s
     judged, _ = select(repo, parser, options, commits)
     report = MineReport(repo.name, repo.resolve("HEAD"), Path(), judged, _parameters(options, parser.name))
     return report
+
+
+def candidate_statements(source: str | Path, options: MineOptions) -> list[tuple[Judged, str, dict]]:
+    """Each candidate of the range with the statement mining would give it and its origin fields
+    (class included): nothing built, scanned or written (scripts/statement_classes.py). Raises
+    MineError as `mine` does. A `--statement-model` is not asked: the statements are the repository's."""
+    repo, _found, parser = _open(source, options)
+    issues = load_issues(options.issues) if options.issues else {}
+    judged, _ = select(repo, parser, options, None)
+    plain = replace(options, statement_model=None)
+    out = []
+    for j in judged:
+        if j.candidate is None:
+            continue
+        cand = j.candidate
+        gold = repo.diff(cand.parent, cand.commit.sha, cand.gold_files).decode("utf-8", "replace")
+        tests = repo.diff(cand.parent, cand.commit.sha, cand.test_files).decode("utf-8", "replace")
+        statement, origin = _statement(repo, cand, issues, plain, gold, tests)
+        out.append((j, statement, origin))
+    return out
 
 
 def mine(

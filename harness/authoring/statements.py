@@ -346,9 +346,11 @@ def fix_names(gold_patch: str, base_texts: dict[str, str] | None = None) -> FixN
 
 
 def _code_part(line: str) -> str:
-    """A line without its string literals and trailing comment (a name in a message is not code)."""
+    """A line without its string literals and comments (a name in a message is not code)."""
+    if line.lstrip().startswith(("#", "//", "/*", "*", "--")):
+        return ""
     line = re.sub(r"(['\"`]).*?(?<!\\)\1", " ", line)
-    return re.split(r"\s(?:#|//)\s", line, maxsplit=1)[0]
+    return re.split(r"\s(?:#|//)", line, maxsplit=1)[0]
 
 
 def names_tests_use(test_patch: str) -> set[str]:
@@ -376,10 +378,13 @@ def leaked_names(statement: str, names: FixNames, tests: set[str]) -> list[str]:
     secret = (names.added | names.changed) - tests
     if not secret:
         return []
-    quoted = set()
+    quoted: set[str] = set()
+    interface: set[str] = set()  # named in a code span that shows what the tests use (`load(*paths)`)
     for span in re.findall(r"`([^`\n]+)`", statement):
-        quoted.update(_IDENT.findall(span))
-    called = set(re.findall(r"([A-Za-z_]\w*)\s*\(", statement))
+        idents = set(_IDENT.findall(span))
+        (interface if idents & tests else quoted).update(idents)
+    secret -= interface
+    called = set(re.findall(r"([A-Za-z_]\w*)\(", statement))
     found: list[str] = []
     for name in _IDENT.findall(statement):
         if name in secret and name not in found and (name in quoted or name in called or _code_shaped(name)):
