@@ -15,11 +15,15 @@ from support import ROOT, git, write
 from support.cli import DEMO, wl
 
 from harness.authoring.statements import (
+    ADDITIONS_HEADER,
     FixNames,
+    added_api,
+    change_kind,
     classify,
     clean_issue,
     clean_message,
     fix_names,
+    interface_additions,
     leaked_names,
     names_tests_use,
 )
@@ -205,6 +209,14 @@ def test_a_feature_subject_naming_the_interface_its_tests_use_is_thin_not_a_leak
     assert "Compare" in names.added and "cmpInt" in names.added  # cmpInt exists at base, unseen without it
     leaked = leaked_names(statement, names, names_tests_use(COMPARE_TESTS))
     assert leaked == [] and classify(statement, "commit_message", leaked) == "thin"
+    api = added_api(COMPARE_GOLD, {}, {})
+    assert api == {"Compare": "func Compare(a, b Version) int"}
+    assert change_kind("feat", api, names_tests_use(COMPARE_TESTS)) == "feature"
+    assert interface_additions(statement, api, names_tests_use(COMPARE_TESTS)) == []  # it names Compare
+    assert interface_additions("semver: precedence\n", api, names_tests_use(COMPARE_TESTS)) == [
+        "func Compare(a, b Version) int"
+    ]
+    assert change_kind("fix", {}, names_tests_use(COMPARE_TESTS)) == "fix"
 
 
 def test_a_statement_naming_the_private_function_the_fix_changes_leaks():
@@ -299,6 +311,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "    return WRITE_LOCKS.setdefault(obj, threading.Lock())\n",
             "tests/test_locks.py": "from lockpkg import lock_for\n\n\ndef test_same():\n"
             "    o = object()\n    assert lock_for(o) is lock_for(o)\n",
+            "lockpkg/windows.py": "def windows(n, size):\n    return list(range(0, n - size, size))\n",
+            "tests/test_windows.py": "from lockpkg.windows import windows\n\n\ndef test_one():\n"
+            "    assert windows(4, 4) == []\n",
         },
     )
     leak = commit(
@@ -339,12 +354,34 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "    assert windows(4, 2) == [0, 2]\n\n\ndef test_empty():\n    assert windows(0, 2) == []\n",
         },
     )
+    feature = commit(
+        repo,
+        "Say where a window ends\n\nCallers need the end of each window, not only its start.",
+        {
+            "lockpkg/windows.py": "def windows(n, size):\n    if not n:\n        return []\n"
+            "    return list(range(0, n, size))\n\n\nclass Window:\n"
+            "    def __init__(self, start: int, size: int) -> None:\n        self.start, self.size = start, size\n\n"
+            "    def end(self) -> int:\n        return self._last() + 1\n\n"
+            "    def _last(self) -> int:\n        return self.start + self.size - 1\n",
+            "tests/test_windows.py": "from lockpkg.windows import Window, windows\n\n\ndef test_exact():\n"
+            "    assert windows(4, 2) == [0, 2]\n\n\ndef test_empty():\n    assert windows(0, 2) == []\n\n\n"
+            "def test_end():\n    assert Window(2, 3).end() == 5\n",
+        },
+    )
     (tmp_path / "lockpkg.wholeloop.yaml").write_text("setup: ['true']\ninstall: ['true']\n")
     issues = tmp_path / "issues.json"
     issues.write_text(
         json.dumps([{"number": 7, "title": "windows(0, 2) fails", "body": "<!-- template -->\nIt should give []."}])
     )
-    return {"repo": repo, "leak": leak, "thin": thin, "body": body, "issue": issue, "issues": issues}
+    return {
+        "repo": repo,
+        "leak": leak,
+        "thin": thin,
+        "body": body,
+        "issue": issue,
+        "feature": feature,
+        "issues": issues,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -380,6 +417,9 @@ def test_mined_statements_are_cleaned_classified_and_recorded(history, tmp_path)
         assert "Co-authored-by" not in task.problem_statement and "Generated with" not in task.problem_statement
     assert tasks[history["leak"]].origin.statement_leaks == ["WeakKeyDictionary", "WRITE_LOCKS"]
     assert "co-authored-by" in tasks[history["thin"]].origin.statement_removed
+    kinds = {name: tasks[history[name]].origin.change for name in expected}
+    assert kinds == {"leak": "fix", "thin": "feature", "body": "fix", "issue": "fix"}
+    assert tasks[history["thin"]].origin.statement_additions == []  # it names unlock_all
     spec = (out / f"{tasks[history['body']].id}.yaml").read_text()
     assert "statement: commit_message" in spec  # written although it is the default: the reader sees it
 
@@ -418,7 +458,7 @@ def test_a_run_takes_only_the_statement_classes_asked_for(mined):
         "run", mined, "--agent", "gold", "--dry-run", "--include-quarantined", "--statement-quality", "thin,leaks_fix"
     )
     assert thin.returncode == 0, thin.stdout + thin.stderr
-    assert "2 of 4 task(s) with a statement of class leaks_fix, thin" in thin.stdout
+    assert "2 of 5 task(s) with a statement of class leaks_fix, thin" in thin.stdout
     ids = {t.id: t.origin.statement_quality for t in load_tasks([mined])}
     planned = {task_id for task_id in ids if task_id in thin.stdout}
     assert {ids[t] for t in planned} == {"thin", "leaks_fix"}, thin.stdout
@@ -459,7 +499,7 @@ def test_a_report_splits_the_resolve_rate_by_statement_class(mined, tmp_path):
     split = compute_figures([run]).statements[0]
     assert {name: (side.resolved, side.trials) for name, side in split.classes.items()} == {
         "issue": (1, 1),
-        "commit_message": (0, 1),
+        "commit_message": (0, 2),
         "thin": (0, 1),
         "leaks_fix": (1, 1),
     }
@@ -470,3 +510,30 @@ def test_a_report_splits_the_resolve_rate_by_statement_class(mined, tmp_path):
     folder.update_manifest(lambda m: m.update({"tasks": {t.id: {} for t in tasks}}))
     assert compute_figures([run]).statements[0].classes.keys() == {"unclassified"}
     assert "Resolve rate by problem statement class" not in wl("report", run).stdout
+
+
+def test_a_feature_statement_gets_the_interface_its_tests_use_signatures_not_bodies(history, mined):
+    task = next(t for t in load_tasks([mined]) if t.origin.commit == history["feature"])
+    assert task.origin.change == "feature" and task.origin.statement_quality == "commit_message"
+    signatures = [
+        "class Window",
+        "Window: def __init__(self, start: int, size: int) -> None",
+        "Window: def end(self) -> int",
+    ]
+    assert task.origin.statement_additions == signatures  # `_last` is private, `windows` was there before
+    assert task.problem_statement == (
+        "Say where a window ends\n\nCallers need the end of each window, not only its start.\n\n"
+        f"{ADDITIONS_HEADER}\n\n" + "".join(f"    {s}\n" for s in signatures)
+    )
+    assert "return" not in task.problem_statement and "_last" not in task.problem_statement
+
+
+def test_mine_takes_only_the_kind_asked_for(history, tmp_path):
+    out = tmp_path / "features"
+    result = wholeloop("mine", str(history["repo"]), "--out", str(out), "--kind", "feature", "--no-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    kept = {t.origin.commit for t in load_tasks([out])}
+    assert kept == {history["thin"], history["feature"]}
+    report = json.loads((out / "mine-report.json").read_text())
+    skipped = {c["commit"]: c.get("skipped") for c in report["commits"]}
+    assert skipped[history["leak"]] == "a fix (--kind feature)"

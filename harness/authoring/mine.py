@@ -71,17 +71,21 @@ from .environment import (
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
-from .statements import classify as classify_statement
 from .statements import (
+    added_api,
+    change_kind,
     clean_issue,
     clean_message,
     fix_names,
+    interface_additions,
     leaked_names,
     load_issues,
     model_statement,
     names_tests_use,
     referenced_issue,
+    with_additions,
 )
+from .statements import classify as classify_statement
 
 DEFAULT_MAX_LINES = 800
 MAX_LISTED_WARNINGS = 100  # secret-scan warnings listed per commit in the report (the total is given)
@@ -153,6 +157,7 @@ class MineOptions:
     only: list[str] = field(default_factory=list)  # --only: these commits (prefixes) of the range
     strict_secrets: bool = False  # every secret-scan finding refuses, warnings included
     refresh_env: bool = False  # re-apply wholeloop.yaml to the specs mined before
+    kind: Literal["fix", "feature", "all"] = "all"  # --kind: only fixes, only features
     detail: Callable[[str], None] | None = None  # what is under way (build output): a progress line, not a log
 
 
@@ -361,18 +366,40 @@ def _statement(
         )
         origin.update(statement="model", statement_model=options.statement_model, statement_prompt=prompt)
         statement = written
-    base_texts = {}
-    for path in cand.gold_files:
-        blob = repo.read(cand.parent, path)
-        if blob is not None:
-            base_texts[path] = blob.decode("utf-8", "replace")
-    leaked = leaked_names(statement, fix_names(gold_patch, base_texts), names_tests_use(test_patch))
+    change = _change(repo, cand, gold_patch, test_patch)
+    leaked = leaked_names(statement, fix_names(gold_patch, change.base_texts), change.tests)
+    # the class is the statement's as written; the interface appended after is recorded apart
+    additions = interface_additions(statement, change.api, change.tests) if change.kind == "feature" else []
     origin.update(
         statement_quality=classify_statement(statement, origin["statement"], leaked),
         statement_leaks=leaked,
         statement_removed=cleaned.removed,
+        change=change.kind,
+        statement_additions=additions,
     )
-    return statement, origin
+    return with_additions(statement, additions), origin
+
+
+@dataclass
+class Change:
+    kind: str  # fix | feature
+    api: dict[str, str]  # public definitions the gold adds -> signature
+    tests: set[str]  # names the hidden tests use
+    base_texts: dict[str, str]  # gold files at base
+
+
+def _change(repo: GitRepo, cand: Candidate, gold_patch: str, test_patch: str) -> Change:
+    """Fix or feature (statements.change_kind), from the subject and the public API the gold adds."""
+    base_texts: dict[str, str] = {}
+    after_texts: dict[str, str] = {}
+    for path in cand.gold_files:
+        for sha, texts in ((cand.parent, base_texts), (cand.commit.sha, after_texts)):
+            blob = repo.read(sha, path)
+            if blob is not None:
+                texts[path] = blob.decode("utf-8", "replace")
+    api = added_api(gold_patch, base_texts, after_texts)
+    tests = names_tests_use(test_patch)
+    return Change(change_kind(commit_kind(cand.commit.subject), api, tests), api, tests, base_texts)
 
 
 def _ca_bundle() -> str | None:
@@ -414,6 +441,16 @@ def select(repo: GitRepo, parser: Parser, options: MineOptions, commits: list[st
         for j in judged:
             if j.candidate and j.commit.sha not in picked:
                 j.skipped, j.skip_key, j.candidate = "not picked (--only)", "not picked (--only)", None
+    if options.kind != "all":
+        for j in judged:
+            cand = j.candidate
+            if cand is None:
+                continue
+            gold = repo.diff(cand.parent, cand.commit.sha, cand.gold_files).decode("utf-8", "replace")
+            tests = repo.diff(cand.parent, cand.commit.sha, cand.test_files).decode("utf-8", "replace")
+            kind = _change(repo, cand, gold, tests).kind
+            if kind != options.kind:
+                j.skipped, j.skip_key, j.candidate = f"a {kind} (--kind {options.kind})", f"not a {options.kind}", None
     candidates = [j for j in judged if j.candidate]
     if options.max_candidates is not None and len(candidates) > options.max_candidates:
         for j in candidates[: len(candidates) - options.max_candidates]:

@@ -399,3 +399,109 @@ def classify(statement: str, made_from: str, leaked: list[str]) -> StatementQual
     if len(_paragraphs(statement.strip().splitlines())) <= 1 and len(statement.strip().splitlines()) <= 1:
         return "thin"
     return "issue" if made_from == "issue" else "commit_message"
+
+
+# ----------------------------------------------------------------------------- fix or feature
+
+ChangeKind = Literal["fix", "feature"]
+KINDS: tuple[str, ...] = get_args(ChangeKind)
+# a public definition on an added line, per language: Go (exported), TypeScript/JavaScript (export),
+# Rust (pub); Python is read with ast
+_PUBLIC_LINE = (
+    re.compile(r"^func\s+(?:\([^)]*\)\s*)?([A-Z]\w*)\s*(\([^{]*)"),
+    re.compile(
+        r"^export\s+(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|interface|type)\s+(\w+)(.*?)\s*[{=]?\s*$"
+    ),
+    re.compile(r"^\s*pub\s+(?:async\s+)?(?:fn|struct|enum|trait|type)\s+(\w+)(.*?)\s*[{;]?\s*$"),
+)
+ADDITIONS_HEADER = (
+    "The hidden tests use this interface, which the change adds (listed by wholeloop from the "
+    "reference solution's signatures; the bodies are yours to write):"
+)
+
+
+def _python_api(source: str) -> dict[str, str]:
+    """Public names of a Python module -> their signature line: functions, classes and the public
+    methods of its public classes (`Class.method`). {} when it does not parse."""
+    import ast
+
+    from ..pysyntax import parse
+
+    try:
+        tree = parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+
+    def signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
+
+    api: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+            api[node.name] = signature(node)
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            bases = ", ".join(ast.unparse(b) for b in node.bases)
+            api[node.name] = f"class {node.name}({bases})" if bases else f"class {node.name}"
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    not item.name.startswith("_") or item.name == "__init__"
+                ):
+                    api[f"{node.name}.{item.name}"] = f"{node.name}: {signature(item)}"
+    return api
+
+
+def added_api(gold_patch: str, base_texts: dict[str, str], after_texts: dict[str, str]) -> dict[str, str]:
+    """Public definitions the gold patch adds -> their signature (no body): Python files compared
+    by ast before and after, other languages read from the added lines."""
+    added: dict[str, str] = {}
+    for path, after in after_texts.items():
+        if path.endswith(".py"):
+            before = _python_api(base_texts.get(path, ""))
+            added.update({k: v for k, v in _python_api(after).items() if k not in before})
+    path = ""
+    for line in gold_patch.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:].strip().removeprefix("b/")
+            continue
+        if path.endswith(".py") or not line.startswith("+") or line.startswith("+++"):
+            continue
+        for pattern in _PUBLIC_LINE:
+            match = pattern.match(line[1:])
+            if match and match.group(1) not in base_texts.get(path, ""):
+                added[match.group(1)] = line[1:].strip().rstrip("{").strip()
+    return added
+
+
+def change_kind(subject_kind: str, api: dict[str, str], tests: set[str]) -> ChangeKind:
+    """A feature when the gold adds public API the hidden tests use, or the subject says it is one
+    (`feat`, `feature`, adds/supports/implements... words) and the gold adds public API; else a fix."""
+    used = {name for name in api if name.split(".")[-1] in tests}
+    if used or (api and subject_kind in ("feat", "feature")):
+        return "feature"
+    return "fix"
+
+
+def interface_additions(statement: str, api: dict[str, str], tests: set[str]) -> list[str]:
+    """The signatures of added public names the tests use that the statement never names."""
+    named = set(_IDENT.findall(statement))
+    out, classes = [], set()
+    for name, sig in api.items():
+        owner, _, leaf = name.rpartition(".")
+        if leaf == "__init__":
+            wanted = owner in classes  # a class listed: how to make one
+        else:
+            wanted = leaf in tests and (leaf not in named or owner in classes)
+        if wanted:
+            out.append(sig)
+            if not owner and sig.startswith("class "):
+                classes.add(name)
+    return out
+
+
+def with_additions(statement: str, additions: list[str]) -> str:
+    if not additions:
+        return statement
+    listed = "\n".join(f"    {sig}" for sig in additions)
+    return f"{statement.rstrip()}\n\n{ADDITIONS_HEADER}\n\n{listed}\n"

@@ -168,7 +168,7 @@ def _mine_options(f):
     return f
 
 
-def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listing=False, **kw):
+def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listing=False, kind="all", **kw):
     from ..authoring.mine import MineOptions, list_candidates, mine
     from . import console
 
@@ -198,6 +198,7 @@ def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listi
         only=[c for given in only for c in given.replace(",", " ").split()],
         strict_secrets=kw["strict_secrets"],
         refresh_env=kw["refresh_env"],
+        kind=kind,
         detail=line.detail,
     )
     if listing:
@@ -244,12 +245,19 @@ def _check_progress(out_console):
     metavar="COMMIT[,COMMIT...]",
     help="mine only these commits of the range (repeatable; prefixes as --list shows them)",
 )
+@click.option(
+    "--kind",
+    type=click.Choice(["fix", "feature", "all"]),
+    default="all",
+    show_default=True,
+    help="only fixes, or only features (the gold adds public API its tests use, or the subject says feature)",
+)
 @_mine_options
-def mine_command(repo, since, until, paths, max_candidates, listing, only, **kw):
+def mine_command(repo, since, until, paths, max_candidates, listing, only, kind, **kw):
     """Turn REPO's history into tasks: fix commits that change source and tests together, split into
     gold patch and hidden tests, environments inferred, then checked in the sandbox (docs/tasks.md).
     Exits 1 when it keeps no task."""
-    _run_mine(repo, None, since, until, paths, max_candidates, only=only, listing=listing, **kw)
+    _run_mine(repo, None, since, until, paths, max_candidates, only=only, listing=listing, kind=kind, **kw)
 
 
 @tasks.command("from-commit")

@@ -161,6 +161,13 @@ class Origin(_Strict):
     statement_removed: list[str] = Field(
         default_factory=list, description="what cleaning removed from the statement (trailers, tool lines, ...)"
     )
+    change: Literal["fix", "feature"] | None = Field(
+        None, description="fix, or feature: the gold adds public API its tests use (or the subject says feature)"
+    )
+    statement_additions: list[str] = Field(
+        default_factory=list,
+        description="signatures of the added public API the tests use that the statement did not name, appended to it",
+    )
     environment_from: list[str] = Field(default_factory=list, description="files the environment was inferred from")
     dependencies_as_of: str | None = Field(
         None, description="dependencies resolved as of this date (uv --exclude-newer)"
@@ -168,7 +175,7 @@ class Origin(_Strict):
 
 
 # origin fields added after specs were written: unset, they leave a task's content hash as it was
-_LATER_ORIGIN = ("statement_quality", "statement_leaks", "statement_removed")
+_LATER_ORIGIN = ("statement_quality", "statement_leaks", "statement_removed", "change", "statement_additions")
 
 
 def _parse_date(value: str) -> datetime:
