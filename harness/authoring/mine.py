@@ -46,6 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
+from ..egress import Egress, endpoint_of
+from ..egress import check as egress_check
 from ..parsers import PARSERS, Parser, get_parser
 from ..tasks.spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
 from .check import (
@@ -72,6 +74,7 @@ from .environment import (
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
 from .statements import (
+    STATEMENT_DIFF_CHARS,
     added_api,
     change_kind,
     clean_issue,
@@ -158,6 +161,7 @@ class MineOptions:
     strict_secrets: bool = False  # every secret-scan finding refuses, warnings included
     refresh_env: bool = False  # re-apply wholeloop.yaml to the specs mined before
     kind: Literal["fix", "feature", "all"] = "all"  # --kind: only fixes, only features
+    egress_notice: Callable[[str], None] | None = None  # told what a model is about to be sent
     detail: Callable[[str], None] | None = None  # what is under way (build output): a progress line, not a log
 
 
@@ -361,10 +365,25 @@ def _statement(
         cleaned = clean_message(message)
     statement = cleaned.text
     if options.statement_model:
+        sending = Egress(
+            "--statement-model",
+            options.statement_model,
+            endpoint_of(options.statement_model, options.statement_model_url),
+        )
+        source = f"issue {ref}" if origin["statement"] == "issue" else "the commit message"
+        sending.add(f"{source} of {cand.commit.sha[:10]}", statement)
+        sending.add("the gold patch (to be kept out of the statement)", gold_patch[:STATEMENT_DIFF_CHARS])
+        if options.egress_notice:
+            options.egress_notice(sending.announce())  # said before it is sent
         written, prompt = model_statement(
             options.statement_model, statement, gold_patch, base_url=options.statement_model_url
         )
-        origin.update(statement="model", statement_model=options.statement_model, statement_prompt=prompt)
+        origin.update(
+            statement="model",
+            statement_model=options.statement_model,
+            statement_prompt=prompt,
+            egress=[sending.record()],
+        )
         statement = written
     change = _change(repo, cand, gold_patch, test_patch)
     leaked = leaked_names(statement, fix_names(gold_patch, change.base_texts), change.tests)
@@ -514,6 +533,13 @@ def mine(
     if out.exists() and not out.is_dir():
         raise MineError(f"{out}: exists and is not a folder; pass a folder for the task specs")
     repo, found, parser = _open(source, options)
+    if options.statement_model:  # refused before anything is sent, built or written
+        egress_check(
+            "--statement-model",
+            options.statement_model,
+            suite_setting=found.egress,
+            suite_source=found.found_at or "wholeloop.yaml",
+        )
     config = found if found.found_at else None  # else each base commit's own (committed), if any
     issues = load_issues(options.issues) if options.issues else {}
     judged, _where = select(repo, parser, options, commits)

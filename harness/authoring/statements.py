@@ -51,6 +51,7 @@ _CLOSING = re.compile(
     r"(#\d+|GH-\d+|[A-Z][A-Z0-9]{1,9}-\d+)\b",
     re.I,
 )
+STATEMENT_DIFF_CHARS = 20000  # of the gold diff, in the prompt
 STATEMENT_PROMPT = """\
 You turn a fix commit into the issue a user would have filed before the fix existed.
 
@@ -152,7 +153,7 @@ def model_statement(model_spec: str, message: str, diff: str, *, base_url: str |
     """(statement, prompt) written by a model; raises the model's errors."""
     from ..models import Settings, UserMessage, get_model
 
-    prompt = STATEMENT_PROMPT.format(message=message.strip(), diff=diff[:20000])
+    prompt = STATEMENT_PROMPT.format(message=message.strip(), diff=diff[:STATEMENT_DIFF_CHARS])
     model = get_model(model_spec, base_url=base_url)
     turn = model.complete([UserMessage(role="user", content=prompt)], [], Settings(max_tokens=1200))
     text = (turn.text or "").strip()

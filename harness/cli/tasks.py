@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.text import Text
 
 from . import main
@@ -200,6 +201,7 @@ def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listi
         refresh_env=kw["refresh_env"],
         kind=kind,
         detail=line.detail,
+        egress_notice=lambda text: out_console.print(f"[yellow]{escape(text)}[/]"),
     )
     if listing:
         print_candidates(list_candidates(repo, options, commits=commits), out_console)

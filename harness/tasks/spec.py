@@ -164,6 +164,10 @@ class Origin(_Strict):
     change: Literal["fix", "feature"] | None = Field(
         None, description="fix, or feature: the gold adds public API its tests use (or the subject says feature)"
     )
+    egress: list[dict] = Field(
+        default_factory=list,
+        description="what was sent to a model for this task: feature, model, endpoint, what, chars, sha256",
+    )
     statement_additions: list[str] = Field(
         default_factory=list,
         description="signatures of the added public API the tests use that the statement did not name, appended to it",
@@ -175,7 +179,7 @@ class Origin(_Strict):
 
 
 # origin fields added after specs were written: unset, they leave a task's content hash as it was
-_LATER_ORIGIN = ("statement_quality", "statement_leaks", "statement_removed", "change", "statement_additions")
+_LATER_ORIGIN = ("statement_quality", "statement_leaks", "statement_removed", "change", "statement_additions", "egress")
 
 
 def _parse_date(value: str) -> datetime:
