@@ -54,11 +54,15 @@ def main() -> int:
                 "candidates": len(found),
                 "classes": {q: counts.get(q, 0) for q in QUALITIES},
                 "cleaned": cleaned,
+                "features": sum(1 for _, _, origin in found if origin["change"] == "feature"),
+                "with_additions": sum(1 for _, _, origin in found if origin["statement_additions"]),
                 "tasks": [
                     {
                         "commit": j.commit.sha[:10],
                         "subject": j.commit.subject,
                         "class": origin["statement_quality"],
+                        "change": origin["change"],
+                        "additions": origin["statement_additions"],
                         "leaks": origin["statement_leaks"],
                         "removed": origin["statement_removed"],
                         "statement": statement,
@@ -73,12 +77,15 @@ def main() -> int:
     for r in results:
         n = r["candidates"] or 1
         shares = ", ".join(f"{q} {c} ({c / n:.0%})" for q, c in r["classes"].items())
-        print(f"{r['repository']}: {r['candidates']} candidate(s): {shares}; cleaned {r['cleaned']}")
+        print(
+            f"{r['repository']}: {r['candidates']} candidate(s): {shares}; cleaned {r['cleaned']}; "
+            f"features {r['features']} ({r['with_additions']} given an interface)"
+        )
         if args.show:
             for t in r["tasks"]:
                 leaks = f" leaks: {', '.join(t['leaks'])}" if t["leaks"] else ""
                 removed = f" removed: {', '.join(t['removed'])}" if t["removed"] else ""
-                print(f"  {t['commit']} {t['class']:<14} {t['subject'][:70]}{leaks}{removed}")
+                print(f"  {t['commit']} {t['class']:<14} {t['change']:<7} {t['subject'][:70]}{leaks}{removed}")
     return 0
 
 

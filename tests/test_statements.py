@@ -177,6 +177,17 @@ def test_noise_of_squashed_commits_leaves_the_subject_alone():
     assert cleaned.text == "Monotonicity\n" and classify(cleaned.text, "commit_message", []) == "thin"
 
 
+def test_a_squash_of_one_commit_loses_its_repeated_subject():
+    # filelock's: GitHub repeats the one squashed commit's subject as a bullet before its body
+    message = (
+        "fix: handle missing `sqlite3` (#480)\n\n* fix: handle missing `sqlite3`\n\n"
+        "`ReadWriteLock` imported sqlite3 unconditionally.\n"
+    )
+    cleaned = clean_message(message)
+    assert cleaned.text == "fix: handle missing `sqlite3`\n\n`ReadWriteLock` imported sqlite3 unconditionally.\n"
+    assert cleaned.removed == ["squashed commits", "pull request number"]
+
+
 def test_a_written_body_and_a_hand_made_list_are_kept():
     message = "Fix parsing of empty ranges\n\nTwo cases were wrong:\n* an empty range\n* a range ending at 0\n"
     assert clean_message(message).text == message and clean_message(message).removed == []
@@ -279,6 +290,9 @@ def test_a_name_in_prose_is_not_a_leak_unless_written_as_code():
     # "precedence (Compare, Less)": a word before a parenthesis is prose, `name(` is a call
     assert leaked_names("semver: precedence (Compare)\n", FixNames({"precedence"}, set()), set()) == []
     assert leaked_names("precedence() was wrong\n", FixNames({"precedence"}, set()), set()) == ["precedence"]
+    # filelock's "respect POSIX default ACLs" and "__class__": a capitalised word and a dunder are not the fix's names
+    assert leaked_names("feat(mode): respect POSIX default ACLs\n", FixNames({"POSIX"}, set()), set()) == []
+    assert leaked_names("set `__class__` right\n", FixNames({"__class__"}, set()), set()) == []
 
 
 # ----------------------------------------------------------------------------- mined and recorded

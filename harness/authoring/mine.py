@@ -74,6 +74,7 @@ from .environment import (
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
 from .statements import (
+    IDENTIFIER,
     STATEMENT_DIFF_CHARS,
     added_api,
     change_kind,
@@ -418,6 +419,10 @@ def _change(repo: GitRepo, cand: Candidate, gold_patch: str, test_patch: str) ->
                 texts[path] = blob.decode("utf-8", "replace")
     api = added_api(gold_patch, base_texts, after_texts)
     tests = names_tests_use(test_patch)
+    for path in cand.test_files:  # the whole test files: a name they use anywhere is interface
+        blob = repo.read(cand.commit.sha, path)
+        if blob is not None:
+            tests |= set(IDENTIFIER.findall(blob.decode("utf-8", "replace")))
     return Change(change_kind(commit_kind(cand.commit.subject), api, tests), api, tests, base_texts)
 
 

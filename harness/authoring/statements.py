@@ -25,8 +25,9 @@ Then the statement is classified (`classify`), one class of `QUALITIES`:
 - `leaks_fix`: it names an identifier the gold patch adds (absent from the changed files at base) or
   changes (a definition the patch edits or assigns), other than those the hidden tests use (those
   are the interface a user must be told); a name counts when it is written as code: backticked,
-  called (`name(`), or shaped like code (an underscore, a capital after a small letter, or four or
-  more capitals). The names are recorded.
+  called (`name(`), or shaped like code (an underscore inside or in front, or a capital after a
+  small letter); dunders never count. The names the tests use are those of the hidden test files
+  after the fix. The names are recorded.
 - `thin`: a subject line only, nothing else once cleaned.
 - `issue`: made from an issue export's issue.
 - `commit_message`: the commit message, more than a subject.
@@ -237,6 +238,12 @@ def clean_message(message: str) -> Cleaned:
     if paragraphs and _squash_list(paragraphs[1:]):
         paragraphs = paragraphs[:1]
         note("squashed commits")
+    if len(paragraphs) > 1 and len(paragraphs[1]) == 1:
+        # a squash of one commit: its subject again as `* subject`, before its body
+        bullet = paragraphs[1][0].strip()
+        if bullet.startswith("* ") and bullet[2:].strip() == _PR_NUMBER.sub("", paragraphs[0][0]).strip():
+            del paragraphs[1]
+            note("squashed commits")
     if paragraphs:
         subject = _PR_NUMBER.sub("", paragraphs[0][0])
         if subject != paragraphs[0][0] and subject.strip():
@@ -257,7 +264,7 @@ def clean_issue(text: str) -> Cleaned:
 
 # ----------------------------------------------------------------------------- classifying
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IDENTIFIER = _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEF = re.compile(
     r"^(\s*)(?:export\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?"
     r"(?:def|class|func|function|fn|struct|interface|type|enum|trait)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
@@ -365,18 +372,13 @@ def names_tests_use(test_patch: str) -> set[str]:
 
 
 def _code_shaped(name: str) -> bool:
-    return (
-        ("_" in name.strip("_") and len(name) >= 3)
-        or name.startswith("_")
-        or bool(re.search(r"[a-z][A-Z]", name))
-        or sum(c.isupper() for c in name) >= 4
-    )
+    return ("_" in name.strip("_") and len(name) >= 3) or name.startswith("_") or bool(re.search(r"[a-z][A-Z]", name))
 
 
 def leaked_names(statement: str, names: FixNames, tests: set[str]) -> list[str]:
     """The names of the fix (added or changed, not used by the hidden tests) the statement writes as
     code, in the order it names them."""
-    secret = (names.added | names.changed) - tests
+    secret = {n for n in (names.added | names.changed) - tests if not (n.startswith("__") and n.endswith("__"))}
     if not secret:
         return []
     quoted: set[str] = set()
