@@ -90,7 +90,8 @@ def test_forbidden_egress_is_refused_before_any_request(repo, tmp_path, env_file
 
 
 def test_allowed_egress_is_said_before_and_recorded_in_the_spec(repo, tmp_path):
-    with FakeLLM(lambda _: Reply(text="add() returns the difference of its arguments.")) as server:
+    reply = "add() returns the difference of its arguments.\n\nadd(2, 3) gives -1; it should give 5."
+    with FakeLLM(lambda _: Reply(text=reply)) as server:
         result = mine(repo, tmp_path / "out", "allow.yaml", server.base_url)
         requests = len(server.requests)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -103,6 +104,8 @@ def test_allowed_egress_is_said_before_and_recorded_in_the_spec(repo, tmp_path):
     assert record["endpoint"] == server.base_url and record["chars"] > 0 and len(record["sha256"]) == 64
     assert record["sent"][0].startswith("the commit message of") and "gold patch" in record["sent"][1]
     assert task.origin.statement == "model" and task.problem_statement.startswith("add() returns the difference")
+    # "Fix add / It subtracted." was a commit message with a body; the model's text is an issue report
+    assert task.origin.statement_replaced_quality == "commit_message" and task.origin.statement_quality == "issue"
 
 
 def test_without_a_statement_model_nothing_is_sent_and_nothing_recorded(repo, tmp_path):

@@ -365,7 +365,11 @@ def _statement(
     else:
         cleaned = clean_message(message)
     statement = cleaned.text
+    change = _change(repo, cand, gold_patch, test_patch)
+    names = fix_names(gold_patch, change.base_texts)
     if options.statement_model:
+        replaced = leaked_names(statement, names, change.tests)
+        origin["statement_replaced_quality"] = classify_statement(statement, origin["statement"], replaced)
         sending = Egress(
             "--statement-model",
             options.statement_model,
@@ -386,8 +390,7 @@ def _statement(
             egress=[sending.record()],
         )
         statement = written
-    change = _change(repo, cand, gold_patch, test_patch)
-    leaked = leaked_names(statement, fix_names(gold_patch, change.base_texts), change.tests)
+    leaked = leaked_names(statement, names, change.tests)
     # the class is the statement's as written; the interface appended after is recorded apart
     additions = interface_additions(statement, change.api, change.tests) if change.kind == "feature" else []
     origin.update(

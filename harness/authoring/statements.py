@@ -29,7 +29,8 @@ Then the statement is classified (`classify`), one class of `QUALITIES`:
   small letter); dunders never count. The names the tests use are those of the hidden test files
   after the fix. The names are recorded.
 - `thin`: a subject line only, nothing else once cleaned.
-- `issue`: made from an issue export's issue.
+- `issue`: made from an issue export's issue (or written by `--statement-model` as an issue report;
+  `origin.statement_replaced_quality` keeps the class of what it replaced).
 - `commit_message`: the commit message, more than a subject.
 """
 
@@ -401,7 +402,8 @@ def classify(statement: str, made_from: str, leaked: list[str]) -> StatementQual
         return "leaks_fix"
     if len(_paragraphs(statement.strip().splitlines())) <= 1 and len(statement.strip().splitlines()) <= 1:
         return "thin"
-    return "issue" if made_from == "issue" else "commit_message"
+    # a model writes an issue report (origin.statement: model says who wrote it)
+    return "issue" if made_from in ("issue", "model") else "commit_message"
 
 
 # ----------------------------------------------------------------------------- fix or feature

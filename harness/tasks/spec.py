@@ -155,6 +155,9 @@ class Origin(_Strict):
     statement_quality: Literal["issue", "commit_message", "thin", "leaks_fix"] | None = Field(
         None, description="the statement's class (harness.authoring.statements.classify); none: not classified"
     )
+    statement_replaced_quality: Literal["issue", "commit_message", "thin", "leaks_fix"] | None = Field(
+        None, description="statement: model: the class of the statement the model replaced"
+    )
     statement_leaks: list[str] = Field(
         default_factory=list, description="the names of the fix the statement gives away (statement_quality: leaks_fix)"
     )
@@ -179,7 +182,15 @@ class Origin(_Strict):
 
 
 # origin fields added after specs were written: unset, they leave a task's content hash as it was
-_LATER_ORIGIN = ("statement_quality", "statement_leaks", "statement_removed", "change", "statement_additions", "egress")
+_LATER_ORIGIN = (
+    "statement_replaced_quality",
+    "statement_quality",
+    "statement_leaks",
+    "statement_removed",
+    "change",
+    "statement_additions",
+    "egress",
+)
 
 
 def _parse_date(value: str) -> datetime:
