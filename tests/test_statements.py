@@ -23,6 +23,7 @@ from harness.authoring.statements import (
     clean_issue,
     clean_message,
     fix_names,
+    imported_quality,
     interface_additions,
     leaked_names,
     names_tests_use,
@@ -277,6 +278,16 @@ def test_a_signature_of_what_the_tests_call_is_the_interface_a_body_saying_what_
     assert leaked_names(cycles, fix, names_tests_use("+    with raises(InterpolationError): cfg.get('a')\n")) == [
         "expand"
     ]
+
+
+def test_an_imported_statement_is_classed_from_its_patches_alone():
+    # no base files and no whole test files: a public changed function named as the symptom is not a leak
+    calc = "+++ b/calc/__init__.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    assert "add" in fix_names(calc).changed
+    assert imported_quality("add() subtracts.\n\nIt should add.", calc, "") == ("issue", [])
+    told = "Fix `_remove_plugin` to remove all hookimpls\n\nunregister() leaves them.\n"
+    assert imported_quality(told, PLUGGY_GOLD, PLUGGY_TESTS) == ("leaks_fix", ["_remove_plugin"])
+    assert imported_quality(clean_message(SQUASHED).text, WEAKREF_GOLD, "")[0] == "leaks_fix"
 
 
 def test_a_name_in_prose_is_not_a_leak_unless_written_as_code():

@@ -130,6 +130,7 @@ def test_import_writes_specs_that_load_back_with_patches_and_provenance(tmp_path
     one, two = (load_task(p) for p in written)
     assert one.id == "calc__calc-1" and one.base_commit == instance()["base_commit"]
     assert one.problem_statement == "add() subtracts.\n\nIt should add."
+    assert one.origin.statement_quality == "issue" and one.origin.statement_leaks == []  # every statement classed
     assert one.fail_to_pass == ["tests/test_add.py::test_add"]
     assert one.pass_to_pass == ["tests/test_mul.py::test_mul", "tests/test_mul.py::test_x[a b]"]
     assert one.gold() == GOLD and one.test_patch() == TEST_PATCH

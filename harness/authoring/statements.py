@@ -510,3 +510,14 @@ def with_additions(statement: str, additions: list[str]) -> str:
         return statement
     listed = "\n".join(f"    {sig}" for sig in additions)
     return f"{statement.rstrip()}\n\n{ADDITIONS_HEADER}\n\n{listed}\n"
+
+
+def imported_quality(statement: str, gold_patch: str, test_patch: str) -> tuple[StatementQuality, list[str]]:
+    """The class of an imported instance's statement (SWE-bench's are issues), from its patches
+    alone (no base files: the diff's context stands in for them; no whole test files either, so of
+    the definitions the fix changes only the private ones count: an issue names the public call
+    that misbehaves)."""
+    names = fix_names(gold_patch)
+    names.changed = {n for n in names.changed if n.startswith("_")}
+    leaked = leaked_names(statement, names, names_tests_use(test_patch))
+    return classify(statement, "issue", leaked), leaked

@@ -85,6 +85,7 @@ from ..tasks.spec import Environment, HiddenTests, Origin, Task, TaskSpecError, 
 from .gitrepo import GitRepo, MineError
 from .secrets import Finding, SecretScanner
 from .secrets import redact as redact_findings
+from .statements import imported_quality
 
 REQUIRED_FIELDS = (
     "instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS",
@@ -358,6 +359,7 @@ def _build_task(
         if extra[key]:
             metadata[key] = extra[key]
     created_at = _iso(extra["created_at"])
+    quality, leaks = imported_quality(inst["problem_statement"], inst["patch"], inst["test_patch"])
     try:
         task = Task(
             id=task_id_for(inst["instance_id"]),
@@ -371,7 +373,13 @@ def _build_task(
             pass_to_pass=pass_to_pass,
             gold_patch_file=GOLD_NAME,
             created_at=created_at,
-            origin=Origin(kind="swebench", repository=repo, statement="swebench"),
+            origin=Origin(
+                kind="swebench",
+                repository=repo,
+                statement="swebench",
+                statement_quality=quality,
+                statement_leaks=leaks,
+            ),
             metadata=metadata,
         )
     except ValidationError as exc:
