@@ -305,7 +305,7 @@ class ExternalAgent:
             budget, reason, infra_error=f"{reason}: {detail}" if infra else None, infra_retryable=retry
         )
         out.model_calls = proxy.stats.calls
-        out.tool_s = max(seconds - budget.model_s, 0.0)
+        out.tool_s = max(seconds - budget.model_s - budget.wait_s, 0.0)  # waiting on the provider is neither
         return out
 
     def _stop_reason(
