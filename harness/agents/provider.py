@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..vocabulary import StopReason
@@ -87,11 +87,17 @@ class Attribution:
 
 
 def attribute(
-    calls: Sequence[Call], configured: str, *, exit_code: int | None = None, waited_out: float | None = None
+    calls: Sequence[Call],
+    configured: str,
+    *,
+    exit_code: int | None = None,
+    waited_out: float | None = None,
+    same: Callable[[str, str], bool] = same_model,
 ) -> Attribution | None:
     """The one rule (see the module docstring). `calls`: the attempt's model calls in the order
     they were sent; `configured`: the configured model id; `exit_code`: the CLI's (None for the
-    built-in agent); `waited_out`: seconds waited on the provider when that reached the cap.
+    built-in agent); `waited_out`: seconds waited on the provider when that reached the cap;
+    `same`: the model-id rule (an external CLI's wire's own, when it has one).
     None: the provider had no part in how the attempt ended."""
     ordered = sorted(calls, key=lambda c: (c.sent_at, c.answered_at))
     if waited_out is not None:
@@ -114,7 +120,7 @@ def attribute(
             StopReason.model_error, f"the provider refused the credentials: {said}", infra=True, retryable=False
         )
     if last.status == 404:
-        if same_model(last.model, configured):
+        if same(last.model, configured):
             return Attribution(
                 StopReason.model_error,
                 f"the provider does not know the configured model {model_id(configured)!r}: {said}",
@@ -130,7 +136,7 @@ def attribute(
             infra=False,
             retryable=False,
         )
-    accepted = any(c.ok and model_id(c.model) == model_id(last.model) for c in ordered[:-1])
+    accepted = any(c.ok and (c.model == last.model or same(c.model, last.model)) for c in ordered[:-1])
     if accepted:  # the same model took an earlier request: the conversation the agent built made this one wrong
         if exit_code == 0:
             return None

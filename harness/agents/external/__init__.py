@@ -38,7 +38,7 @@ from ...transcript import ExternalRun, LimitHit, Stop
 from ...vocabulary import StopReason
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
 from ..budget import Budget, LimitReached
-from ..provider import Call, ProviderClock, attribute
+from ..provider import Call, ProviderClock, attribute, same_model
 from .config import (
     INSTALL_DIR,
     LOGS_DIR,
@@ -333,6 +333,8 @@ class ExternalAgent:
                 False,
                 False,
             )
+        # the wire's model-id rule when it has one (the proxy's normaliser), else the attribution's own
+        same = getattr(get_wire(self.config.wire), "same_model", same_model)
         if stopper.waited_out is not None:  # the provider kept failing past max_provider_wait_s
             said = attribute(calls or [], self.model, exit_code=code, waited_out=stopper.waited_out)
             assert said is not None  # (waited_out always attributes)
@@ -343,7 +345,7 @@ class ExternalAgent:
             return StopReason.time_limit, "the CLI ran past the attempt's time limit and was killed", False, False
         if code == 97 and forwarder_failed:
             return StopReason.agent_error, "the loopback forwarder could not start in the container", True, False
-        said = attribute(calls or [], self.model, exit_code=code)
+        said = attribute(calls or [], self.model, exit_code=code, same=same)
         if said is not None:
             return said.reason, said.detail, said.infra, said.retryable
         if code == 0:
