@@ -230,7 +230,7 @@ def compute_figures(
     figures.configs = [config_stats(c, settings, strict=strict) for c in configs]
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
-    figures.comparisons = compare_all(configs, settings)
+    figures.comparisons = compare_all(configs, settings, strict=strict)
     figures.scoring = score_configs(configs, scoring, settings)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]

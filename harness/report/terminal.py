@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -413,6 +414,12 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
         parts.append(Text("caution: " + cmp.caution, style="yellow"))
     if cmp.infra_shares:
         parts.append(Text("caution: " + cmp.infra_shares, style="yellow"))
+    for redo in cmp.redo:  # whole lines (a command is copied from them)
+        where = f"  (in {redo.cwd})" if redo.cwd and redo.cwd != os.getcwd() else ""
+        what = redo.command or f"the command that wrote {redo.run_dir}, with --out {redo.run_dir}"
+        parts.append(
+            Text(f"redo {redo.side}'s {len(redo.tasks)} task(s): {what}{where}", no_wrap=True, overflow="ignore")
+        )
     parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
         parts.append(
