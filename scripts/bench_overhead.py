@@ -795,6 +795,7 @@ def bench_proxy(reps: int) -> list[Row]:
             api_key="sk-bench",
             token="wl-bench-token",
             budget=Budget(limits),
+            model="claude-sonnet-5-5",
             provider="anthropic",
             record=Recorder(transcript, wire, ToolRules()),
         )

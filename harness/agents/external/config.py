@@ -117,6 +117,10 @@ class ExternalConfig(_Strict):
     )
     wire: Literal["anthropic", "openai-chat", "openai-responses"]
     model: str = Field(description="the model the CLI is given unless --model says otherwise")
+    models: list[str] = Field(
+        default_factory=list,
+        description="other models the CLI may call on its own (a side model); the proxy refuses any other",
+    )
     provider: Provider
     command: list[str] = Field(min_length=1)
     prompt: Literal["argument", "file", "stdin"] = "argument"
@@ -149,6 +153,7 @@ class ExternalConfig(_Strict):
             "install": [s.describe() for s in self.install],
             "wire": self.wire,
             "model": self.model,
+            "models": self.models,
             "command": self.command,
             "prompt": self.prompt,
             "env": sorted(self.env),

@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable
 
 from ...models.pricing import Price, PriceTable, cost_usd, lookup_price
@@ -36,10 +37,16 @@ from ...models.types import Usage
 from ..budget import Budget, LimitReached
 from .config import ExternalConfigError
 from .http1 import Upstream
-from .relay import Connection, Exchange, ProxyStats, feed_events
+from .relay import Connection, Exchange, ProxyStats, Scrubber, feed_events
 from .wire import Wire
 
 RECORD_DELAY_S = 2.0  # at most this long does recording wait for the relaying to pause
+CLOSE_WAIT_S = 60.0  # at most this long does closing wait for a reply being relayed or drained
+_TOO_MANY = b'{"error":{"message":"wholeloop proxy: too many connections","type":"overloaded_error"}}'
+TOO_MANY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"x-should-retry: false\r\ncontent-length: %d\r\n\r\n%s" % (len(_TOO_MANY), _TOO_MANY)
+)
 
 
 class MeteringProxy:
@@ -54,6 +61,10 @@ class MeteringProxy:
         api_key: str,
         token: str,
         budget: Budget,
+        model: str,
+        models: list[str] | tuple[str, ...] = (),
+        allow_unknown_model: bool = False,
+        max_connections: int = 64,
         refuse_status: int = 429,
         prices: PriceTable | None = None,
         provider: str = "",
@@ -65,6 +76,12 @@ class MeteringProxy:
         self.refuse_status, self.prices, self.provider = refuse_status, prices, provider
         self.on_limit, self.log = on_limit, log
         self.api_key = api_key
+        # The models a call may name: the configured one and the config's allow-list, by the wire's
+        # model-id rule (each maps to the id whose price a dated alias without its own is charged at).
+        self.models = {wire.model_id(m): m for m in (model, *models) if m}
+        self.allow_unknown_model = allow_unknown_model
+        self.max_connections = max_connections
+        self.scrubber = Scrubber([api_key])
         parts = urllib.parse.urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ExternalConfigError(
@@ -85,6 +102,7 @@ class MeteringProxy:
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._clients: set[socket.socket] = set()
+        self._threads: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         self._upstreams: list[Upstream] = []
         self._model = ""  # the model of the latest call, for the cost clamp
         self._prices: dict[str, Price | None] = {}
@@ -113,8 +131,27 @@ class MeteringProxy:
             except OSError:
                 return  # closed
             with self.lock:
-                self._clients.add(sock)
-            threading.Thread(target=Connection(self, sock).serve, name="wl-proxy-conn", daemon=True).start()
+                full = len(self._clients) >= self.max_connections
+                if not full:
+                    self._clients.add(sock)
+            if full:  # only this attempt's own calls can suffer: its connections are capped
+                self._refuse_connection(sock)
+                continue
+            thread = threading.Thread(target=Connection(self, sock).serve, name="wl-proxy-conn", daemon=True)
+            self._threads.add(thread)
+            thread.start()
+
+    def _refuse_connection(self, sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.setblocking(False)
+            sock.sendall(TOO_MANY)
+        with contextlib.suppress(OSError):
+            sock.close()
+        with self.lock:
+            self.stats.refused_connections += 1
+            first = self.stats.refused_connections == 1
+        if first:
+            self.note({"event": "too_many_connections", "limit": self.max_connections})
 
     def forget(self, sock: socket.socket) -> None:
         with self.lock:
@@ -135,6 +172,10 @@ class MeteringProxy:
         for sock in clients:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+        # A reply still being relayed (or drained after its client hung up) is charged before the
+        # attempt's spend is read: its connection ends once the provider's stream does.
+        for thread in list(self._threads):
+            thread.join(timeout=CLOSE_WAIT_S)
         if self._recorder.is_alive():
             self._queue.put(None)
             self._recorder.join(timeout=60)
@@ -167,6 +208,23 @@ class MeteringProxy:
             self.stats.calls += 1
             return step, self._output_left(model)
 
+    def refusal(self, model: str) -> str:
+        """Why a call naming `model` may not leave ("" when it may): another model than the
+        configured one (and the allow-list), or one without a price unless the attempt allows that."""
+        key = self.wire.model_id(model)
+        if key not in self.models:
+            allowed = ", ".join(sorted(set(self.models.values())))
+            return (
+                f"model {model!r} is not allowed in this attempt (allowed: {allowed}); list the models a CLI "
+                "calls on its own under `models:` in the agent config"
+            )
+        if self._price(model) is None and not self.allow_unknown_model:
+            return (
+                f"model {model!r} has no price, so the cost limit could not hold; add it under `prices:` in the "
+                "agent config, or run with --allow-unknown-model (the token limits still hold)"
+            )
+        return ""
+
     def _output_left(self, model: str) -> int:
         """Output tokens the call may use: what the token limit leaves, and what the money left buys."""
         left = self.budget.output_tokens_left()
@@ -181,7 +239,11 @@ class MeteringProxy:
         if not name:
             return None
         if name not in self._prices:  # a lookup builds a pydantic model: once per model, not per call
-            self._prices[name] = lookup_price(name, self.provider, overrides=self.prices)
+            price = lookup_price(name, self.provider, overrides=self.prices)
+            same = self.models.get(self.wire.model_id(name))
+            if price is None and same and same != name:  # a dated alias: its model's price
+                price = lookup_price(same, self.provider, overrides=self.prices)
+            self._prices[name] = price
         return self._prices[name]
 
     def settle(self, usage: Usage, model: str, latency_s: float) -> float | None:
