@@ -298,6 +298,50 @@ def test_provider_side_tools_are_stripped_and_mcp_servers_refused(sock_dir):
     assert proxy.stats.stripped == 3 and proxy.stats.refused_target == 2
 
 
+def _searched(head: bytes) -> list[bytes]:
+    """An Anthropic reply that used web search three times."""
+    body = json.dumps(
+        {
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5-5",
+            "content": [{"type": "text", "text": "found"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1000, "output_tokens": 10, "server_tool_use": {"web_search_requests": 3}},
+        }
+    ).encode()
+    return [b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)]
+
+
+def test_a_provider_side_tool_the_config_allows_is_kept_and_its_fees_charged(sock_dir):
+    """Cause 4: an agent config may allow a provider-side tool with its fee per use: the tool then
+    reaches the provider, and each use the reply reports is charged at that fee."""
+    from harness.models.pricing import cost_usd, lookup_price
+    from harness.models.types import Usage
+
+    tools = [{"type": "web_search_20250305", "name": "web_search"}, {"type": "web_fetch_20250910", "name": "web_fetch"}]
+    with _Scripted(_searched) as provider:
+        proxy, notes = start(provider.url, sock_dir, "anthropic", server_tools={"web_search": 0.01})
+        with proxy:
+            answer = post(
+                proxy.socket_path,
+                "/v1/messages",
+                {
+                    "model": "claude-sonnet-5-5",
+                    "max_tokens": 50,
+                    "messages": [{"role": "user", "content": "x"}],
+                    "tools": tools,
+                    "tool_choice": {"type": "tool", "name": "web_search"},
+                },
+            )
+    assert status_of(answer) == 200
+    sent = json.loads(provider.seen[0].split(b"\r\n\r\n", 1)[1])
+    assert [t["name"] for t in sent["tools"]] == ["web_search"]  # web_fetch is not allowed: stripped
+    tokens = cost_usd(Usage(input_tokens=1000, output_tokens=10), lookup_price("claude-sonnet-5-5", "anthropic"))
+    assert proxy.budget.cost == pytest.approx(tokens + 0.03)
+    assert [n["what"] for n in notes if n["event"] == "stripped"] == [["web_fetch"]]
+
+
 # ----------------------------------------------------------------------------- 5: the key
 
 

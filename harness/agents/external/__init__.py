@@ -224,6 +224,7 @@ class ExternalAgent:
             model=self.model,
             models=config.models,
             allow_unknown_model=self.allow_unknown_model,
+            server_tools=config.server_tools,
             refuse_status=config.refuse_status,
             prices=config.prices or None,
             provider=PROVIDER_OF[config.wire],

@@ -136,6 +136,10 @@ class ExternalConfig(_Strict):
     )
     grace_s: float = Field(15.0, ge=0, description="after the budget is spent, the CLI is stopped this much later")
     prices: dict[str, dict[str, float]] = Field(default_factory=dict, description="per-token prices litellm lacks")
+    server_tools: dict[str, float] = Field(
+        default_factory=dict,
+        description="provider-side tools allowed (web_search, web_fetch, ...), each with its fee per use in USD",
+    )
 
     @field_validator("wire")
     @classmethod
@@ -154,6 +158,7 @@ class ExternalConfig(_Strict):
             "wire": self.wire,
             "model": self.model,
             "models": self.models,
+            "server_tools": self.server_tools,
             "command": self.command,
             "prompt": self.prompt,
             "env": sorted(self.env),

@@ -65,6 +65,7 @@ class MeteringProxy:
         models: list[str] | tuple[str, ...] = (),
         allow_unknown_model: bool = False,
         max_connections: int = 64,
+        server_tools: dict[str, float] | None = None,
         refuse_status: int = 429,
         prices: PriceTable | None = None,
         provider: str = "",
@@ -81,6 +82,7 @@ class MeteringProxy:
         self.models = {wire.model_id(m): m for m in (model, *models) if m}
         self.allow_unknown_model = allow_unknown_model
         self.max_connections = max_connections
+        self.server_tools = dict(server_tools or {})  # provider-side tools allowed: kind -> USD per use
         self.scrubber = Scrubber([api_key])
         parts = urllib.parse.urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -246,10 +248,14 @@ class MeteringProxy:
             self._prices[name] = price
         return self._prices[name]
 
-    def settle(self, usage: Usage, model: str, latency_s: float) -> float | None:
-        """After a model call: charge its usage and cost; a limit reached now refuses every later call."""
+    def settle(self, usage: Usage, model: str, latency_s: float, uses: dict[str, int] | None = None) -> float | None:
+        """After a model call: charge its usage and cost (with the fees of the provider-side tools
+        it used, at the config's price per use); a limit reached now refuses every later call."""
         price = self._price(model)
         cost = cost_usd(usage, price)
+        for kind, count in (uses or {}).items():
+            fee = self.server_tools.get(kind)
+            cost = None if cost is None or fee is None else cost + fee * count
         with self.lock:
             self._model = model or self._model
             self.budget.charge(usage, cost, latency_s)

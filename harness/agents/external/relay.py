@@ -380,11 +380,14 @@ class Connection:
                 gone.append(key)
         tools_raw = bytes(top["tools"]) if "tools" in top else b""
         stripped: dict[str, str] = {}
-        if tools_raw and any(kind.encode() in tools_raw for kind in wire.server_tools):
+        if tools_raw and any(kind.encode() in tools_raw for kind in wire.server_tools):  # (else nothing to parse)
             tools = orjson.loads(tools_raw)
             keep = []
             for tool in tools if isinstance(tools, list) else []:
                 kind = wire.tool_kind(tool)
+                if kind in self.proxy.server_tools:  # allowed by the agent config, and priced
+                    keep.append(tool)
+                    continue
                 if kind in wire.refused_tools:
                     return False, f"a `{kind}` tool is refused: the provider would reach out on the agent's behalf"
                 if kind:
@@ -402,7 +405,7 @@ class Connection:
             choice_raw = bytes(top["tool_choice"])
             if stripped or any(kind.encode() in choice_raw for kind in wire.server_tools):
                 forced = wire.forced_tool(orjson.loads(choice_raw), stripped)
-                if forced:
+                if forced and forced not in self.proxy.server_tools:
                     return False, f"a tool_choice forcing the provider-side tool `{forced}` is refused"
                 if "tools" not in top:  # nothing left to choose from
                     del top["tool_choice"]
@@ -510,7 +513,7 @@ class Connection:
     def settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
         exchange.reply, exchange.latency_s = reply, time.monotonic() - started
         model = exchange.model or reply.model
-        exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s)
+        exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s, reply.server_uses)
 
     def relay_stream(self, upstream: Upstream, exchange: Exchange | None, started: float) -> None:
         """Forward a chunked stream frame for frame. Only events that carry usage are read on the

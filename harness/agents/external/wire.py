@@ -45,6 +45,7 @@ class Reply:
     stop_reason: str = ""
     model: str = ""
     error: str = ""  # an error event inside a 200 stream
+    server_uses: dict[str, int] = field(default_factory=dict)  # provider-side tool uses by kind (web_search: 2)
 
 
 @dataclass
@@ -294,6 +295,7 @@ class Anthropic(Wire):
             usage=self.usage(body.get("usage")),
             stop_reason=str(body.get("stop_reason") or ""),
             model=str(body.get("model") or ""),
+            server_uses=_anthropic_uses(body.get("usage")),
         )
         texts = []
         for block in body.get("content") or []:
@@ -361,7 +363,16 @@ class _AnthropicStream(StreamReader):
                 self.out.calls.append(Call(str(block.get("id", "")), str(block.get("name", "")), args, raw))
         self.out.text = "".join(texts)
         self.out.usage = self.wire.usage(self.raw_usage)
+        self.out.server_uses = _anthropic_uses(self.raw_usage)
         return self.out
+
+
+def _anthropic_uses(raw: Any) -> dict[str, int]:
+    """Provider-side tool uses in Anthropic's usage (`server_tool_use.web_search_requests: 2`)."""
+    found = (raw or {}).get("server_tool_use") if isinstance(raw, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {k.removesuffix("_requests"): v for k, v in found.items() if isinstance(v, int) and v > 0}
 
 
 # ----------------------------------------------------------------------------- OpenAI Chat Completions
@@ -532,6 +543,8 @@ class OpenAIResponses(Wire):
             out.calls.append(
                 Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")), _parse_args(raw), raw)
             )
+        elif isinstance(kind, str) and kind.endswith("_call") and kind[:-5] in OpenAIResponses.server_tools:
+            out.server_uses[kind[:-5]] = out.server_uses.get(kind[:-5], 0) + 1  # web_search_call: one use
         elif kind == "custom_tool_call":
             raw = given if isinstance(given := item.get("input"), str) else ""
             out.calls.append(
