@@ -7,15 +7,24 @@ request it:
 
 - refuses CONNECT, absolute-form targets ("http://elsewhere/..."), and any method or path the
   wire format does not have (403/404/405); forwards only to the one configured provider;
+- refuses a request head that is not strict HTTP/1.1 (a bare CR or LF, folding, two framings),
+  and connections past the attempt's cap (`max_connections`, 503);
 - refuses a request without the attempt's token (401): a container cannot spend another's budget;
-- swaps the token for the real key, which never enters the container;
+- refuses a call naming another model than the configured one and its allow-list (by the wire's
+  `model_id` rule), or one without a price unless unknown prices are allowed (403); a request for
+  several choices (`n` > 1, 400); MCP servers and a forced provider-side tool (400); strips the
+  provider-side tools the config does not allow (and notes it);
+- swaps the token for the real key, which never enters the container, and scrubs the key from
+  every reply before the CLI gets it (an echo, in any form, across stream chunks);
 - checks the attempt's `Budget` (the same code the built-in agent uses: model calls, wall time,
   tokens, cost) before every model call, clamps `max_tokens` to what is left, and once a limit is
   reached answers every further call with an error in the protocol's shape and the status the
   agent config names (`x-should-retry: false`), forwarding nothing more;
 - relays the reply as it comes (streams are written chunk by chunk before they are read), then
   reads usage from it, charges it with cost from the shared price map, and hands the request and
-  reply to the `Recorder` on its own thread, so writing the transcript is off the relay path.
+  reply to the `Recorder` on its own thread, so writing the transcript is off the relay path. A
+  stream the client hangs up on is drained and charged all the same; one that ends before its
+  usage is charged a tokenizer's estimate (`relay.py`).
 
 The HTTP side (one `Connection` per connection from the container) is in `relay.py`.
 """
@@ -176,8 +185,9 @@ class MeteringProxy:
                 sock.shutdown(socket.SHUT_RDWR)
         # A reply still being relayed (or drained after its client hung up) is charged before the
         # attempt's spend is read: its connection ends once the provider's stream does.
+        deadline = time.monotonic() + CLOSE_WAIT_S  # for all of them together
         for thread in list(self._threads):
-            thread.join(timeout=CLOSE_WAIT_S)
+            thread.join(timeout=max(deadline - time.monotonic(), 0))
         if self._recorder.is_alive():
             self._queue.put(None)
             self._recorder.join(timeout=60)
