@@ -34,6 +34,7 @@ from sandbox import InfraError, Mount, PatchError, SandboxError
 from sandbox.docker import native
 
 from ...models.pricing import lookup_price
+from ...scrub import register, scrub_bytes
 from ...transcript import ExternalRun, LimitHit, Stop
 from ...vocabulary import StopReason
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
@@ -82,6 +83,7 @@ class ExternalAgent:
     def __init__(self, config: ExternalConfig, model: str, config_path: str) -> None:
         self.config, self.model, self.name = config, model, config.name
         self.config_path = config_path
+        self.allow_unknown_model = False  # --allow-unknown-model (set by `check`)
         self.installed: Installed | None = None
         self._lock = threading.Lock()
 
@@ -110,11 +112,13 @@ class ExternalAgent:
                 "API key (the container never sees it). Subscription or OAuth logins cannot be metered, so they "
                 "are not supported."
             )
+        register(key)  # scrubbed wherever it shows, whatever its variable is called
         url = provider.base_url or (os.environ.get(provider.base_url_env, "") if provider.base_url_env else "")
         return (url or DEFAULT_UPSTREAM[self.config.wire]).rstrip("/"), key
 
     def check(self, *, allow_unknown_price: bool = False) -> list[str]:
         """The key is set on the host; the model has a price (else its cost is "unknown")."""
+        self.allow_unknown_model = allow_unknown_price  # the proxy refuses an unpriced model without it
         problems = []
         try:
             self.upstream()
@@ -226,6 +230,10 @@ class ExternalAgent:
             api_key=key,
             token=token,
             budget=budget,
+            model=self.model,
+            models=config.models,
+            allow_unknown_model=self.allow_unknown_model,
+            server_tools=config.server_tools,
             refuse_status=config.refuse_status,
             prices=config.prices or None,
             provider=PROVIDER_OF[config.wire],
@@ -479,7 +487,7 @@ def _copy_logs(sb, inside: str, host: Path, limit: int = LOG_BYTES) -> str:
         target = host / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.unlink(missing_ok=True)  # a symlink planted on the host earlier is replaced, never followed
-        target.write_bytes(entry.data)
+        target.write_bytes(scrub_bytes(entry.data))  # a key a provider echoed into a log: as records are
         total += len(entry.data)
     return (
         f"{len(left)} file(s) of the CLI's logs left out (over {limit} bytes in all): {', '.join(left[:5])}"
