@@ -39,7 +39,7 @@ from ...transcript import ExternalRun, LimitHit, Stop
 from ...vocabulary import StopReason
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
 from ..budget import Budget, LimitReached
-from ..provider import Call, ProviderClock, attribute, same_model
+from ..provider import Call, ProviderClock, attribute
 from .config import (
     INSTALL_DIR,
     LOGS_DIR,
@@ -341,8 +341,8 @@ class ExternalAgent:
                 False,
                 False,
             )
-        # the wire's model-id rule when it has one (the proxy's normaliser), else the attribution's own
-        same = getattr(get_wire(self.config.wire), "same_model", same_model)
+        # the wire's model-id rule (the proxy's normaliser): the one that decided what was allowed
+        same = get_wire(self.config.wire).same_model
         if stopper.waited_out is not None:  # the provider kept failing past max_provider_wait_s
             said = attribute(calls or [], self.model, exit_code=code, waited_out=stopper.waited_out)
             assert said is not None  # (waited_out always attributes)
