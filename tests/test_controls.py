@@ -105,3 +105,47 @@ def test_control_checks_are_one_mechanism():
 )
 def test_run_exit_code_precedence(controls_failed, infra, allow, code):
     assert run_exit(controls_failed=controls_failed, infra_errors=infra, allow_infra_errors=allow) == code
+
+
+@pytest.mark.docker
+def test_run_of_a_gold_that_fails_exits_1_and_says_why(tmp_path):
+    """The real `wholeloop run --agent gold` on a task whose gold patch does not fix it."""
+    import yaml
+    from support import git, write
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo, {"tests/test_shout.py": "from pkg import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n"})
+    git(repo, "add", "-A")
+    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
+    git(repo, "reset", "-q", "--hard")
+    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
+    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text  # not a fix\n"})
+    gold = git(repo, "diff", "HEAD") + "\n"
+    git(repo, "checkout", "-q", ".")
+    spec = tmp_path / "tasks" / "broken.yaml"
+    spec.parent.mkdir()
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "id": "broken-gold",
+                "repo": str(repo),
+                "base_commit": base,
+                "problem_statement": "shout() should upper-case its text",
+                "environment": {"setup": ["pip install pytest==8.3.4"]},
+                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
+                "gold_patch": gold,
+                "FAIL_TO_PASS": ["tests/test_shout.py::test_shout"],
+                "PASS_TO_PASS": [],
+            }
+        )
+    )
+    done = wl("run", spec, "--agent", "gold", "--out", tmp_path / "runs" / "g", "--no-history", env={"COLUMNS": "200"})
+    assert done.returncode == NEGATIVE, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "the control failed: gold" in done.stdout and "task broken-gold, 0 of 1" in done.stdout
+    assert done.stdout.rstrip().splitlines()[-1].endswith(f"exit {NEGATIVE}")
