@@ -199,3 +199,24 @@ def test_new_tests_skipped_for_a_missing_optional_dependency_quarantine_the_task
         "environment unhealthy: 2 of 4 tests skipped: Needs Rich. (add `rich` to extra_requirements?)"
     )
     assert Path(spec).read_text().count("environment unhealthy") == 1  # the spec says why, too
+
+
+def test_a_verdict_written_before_schema_2_reads_and_is_stale(tmp_path):
+    """A check.json of schema 1 (`format: 1`, no seeds, no health) still loads; the task is stale:
+    its check neither varied the hash seed nor read the environment's health."""
+    import json
+
+    from harness.authoring.check import VERDICT_SCHEMA, check_status, verdict_path
+
+    spec = tmp_path / "t.yaml"
+    spec.write_text("id: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {command: pytest}\n"
+                    "FAIL_TO_PASS: [t.py::a]\n")  # fmt: skip
+    task = load_task(spec)
+    old = {"format": 1, "task_id": "t-1", "spec_hash": task.content_hash(), "passed": True, "runs": {"t.py::a": "F P"}}
+    verdict_path(spec).write_text(json.dumps(old))
+    verdict = read_verdict(spec)
+    assert verdict is not None and verdict.schema_version == 1 and verdict.health is None
+    assert check_status(task, look_up_image=False)[0] == "stale"
+    verdict_path(spec).write_text(Verdict(task_id="t-1", spec_hash=task.content_hash(), passed=True).model_dump_json())
+    assert json.loads(verdict_path(spec).read_text())["schema_version"] == VERDICT_SCHEMA
+    assert check_status(task, look_up_image=False)[0] == "checked"

@@ -163,6 +163,8 @@ def check_status(task: Task, *, look_up_image: bool = True) -> tuple[CheckStatus
         return "stale", "the spec changed since it was checked"
     if not verdict.passed:
         return "quarantined", verdict.quarantined or "failed its check"
+    if verdict.schema_version < VERDICT_SCHEMA:
+        return "stale", "checked before the check varied the hash seed and read the environment's health"
     if look_up_image:
         try:
             image = existing_task_images(task)
@@ -459,9 +461,7 @@ _MISSING = (
     re.compile(r"No module named '([\w.]+)'"),
     re.compile(r"could not import '([\w.]+)'"),  # pytest.importorskip
     re.compile(r"\b(?:[Nn]eeds?|[Rr]equires?|[Rr]equiring|[Ii]nstall)\s+(?:the\s+)?[`'\"]?([A-Za-z][\w.-]*)"),
-    re.compile(
-        r"[`'\"]?([A-Za-z][\w.-]*)[`'\"]?\s+(?:is\s+|are\s+)?(?:not installed|not available|unavailable|missing)"
-    ),
+    re.compile(r"[`'\"]?([A-Za-z][\w.-]*)[`'\"]?\s+(?:is\s+|are\s+)?not installed"),
 )
 _NOT_MODULES = {
     "a", "an", "the", "this", "it", "test", "tests", "network", "internet", "root", "gpu", "cuda", "docker",
