@@ -449,7 +449,7 @@ def infer_environment(
         setup=list(config.setup) if config.setup is not None else None,
         image=config.image or DEFAULT_BASE,
         dockerfile=config.dockerfile,
-        env=dict(config.env),
+        env={"PYTHONHASHSEED": "0", **config.env},  # as grading's (grading.determinism): the agent's runs agree
         notes=notes,
     )
 

@@ -83,6 +83,10 @@ class TestReport:
     # framework never reports one): each makes the run inconsistent.
     problems: list[str] = field(default_factory=list)
     exception_types: dict[str, str] = field(default_factory=dict)  # test id -> the type of what it raised
+    # Why each skipped test (or module skipped whole at collection) was skipped, and what each file
+    # that failed to load said, as the framework reported it (the environment's health: tasks check)
+    skip_reasons: dict[str, str] = field(default_factory=dict)
+    collection_messages: dict[str, str] = field(default_factory=dict)
     # The channels: what each said ("found", "missing", "agrees", "disagrees", "unavailable: why"), keyed
     # "summary" (the printed results), "structured" (a report file), "exit_code", and for a parser with
     # more ("verbose": Vitest's per-test lines); a task with several parsers prefixes each with its name.
@@ -145,6 +149,18 @@ class RunSetup:
     no_report: str = ""  # why this environment gives no structured report (graded on one channel)
     anchor: str = ""  # text the runner prints itself just before its own summary
     imports: tuple[str, ...] = ()  # top-level modules the run imports before any test (its plugins)
+    # options that seed the environment's test-order randomisers ("{seed}" in them), appended to the
+    # environment variable `seed_var` of `env` (pytest: PYTEST_ADDOPTS); see harness.grading.determinism
+    seed_options: tuple[str, ...] = ()
+    seed_var: str = ""
+
+    def env_for(self, seed: int) -> dict[str, str]:
+        """`env` with the randomisers seeded with `seed`."""
+        env = dict(self.env)
+        if self.seed_options and self.seed_var:
+            seeded = [option.format(seed=seed) for option in self.seed_options]
+            env[self.seed_var] = " ".join(x for x in (env.get(self.seed_var, ""), *seeded) if x)
+        return env
 
 
 class Parser(Protocol):

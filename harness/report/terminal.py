@@ -480,6 +480,12 @@ def flipped_lines(cmp: Comparison) -> list[Text]:
     return out
 
 
+def print_controls(figures: Figures, console: Console) -> None:
+    """The failed control checks (`controls`), first and loud: the numbers after them are suspect."""
+    for failure in figures.controls:
+        console.print(Panel(Text(failure.message, style="bold red"), border_style="red", title="control failed"))
+
+
 def print_figures(
     figures: Figures,
     rows: list[ResultRow],
@@ -492,6 +498,7 @@ def print_figures(
     pass@k, recovery, failure analysis (and the comparisons when asked)."""
     console = console or Console()
     width = console.width
+    print_controls(figures, console)
     if per_task:
         checks = {tid: status for run in figures.runs for tid, status in run.recipe.task_checks.items()}
         console.print(task_table(rows, width, checks))
