@@ -488,7 +488,8 @@ def mine(
             plans[cand.task_id] = exc
     if new and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], MineError) for n in new):
         first = plans[cast(Candidate, new[0][0].candidate).task_id]
-        raise EnvironmentNotInferred(str(first))
+        assert isinstance(first, MineError)  # (all of them are)
+        raise first  # its own kind (ToolchainMissing, ...), with its own hint
     ok_plans = [p for p in plans.values() if isinstance(p, EnvPlan)]
     distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
     if distinct:
