@@ -18,6 +18,9 @@ PLANTED, on top of the release:
   rich-width   RichTracebackFormatter rejects width 0 when it is made, with a test in
                TestRichTracebackFormatter (skipped unless Rich is installed): it fails at base and
                passes with the fix only when the environment has Rich.
+  key-order    an hour later, KeyValueRenderer rejects a string as key_order, with its test: its
+               dependencies resolve (as of its own date) to the same pins, so it shares the
+               environment image of rich-width.
 
 The machinery (sdists, commits, planted edits) is scripts/make_mining_fixture.py's.
 OUT_DIR/structlog is the repository; OUT_DIR/fixture.json is written last.
@@ -72,6 +75,27 @@ _WIDTH_TEST = """
             dev.RichTracebackFormatter(width=0)
 """
 
+_KEY_ORDER_OLD = """        repr_native_str: bool = True,
+    ):
+        self._ordered_items = _items_sorter(sort_keys, key_order, drop_missing)
+"""
+_KEY_ORDER_NEW = """        repr_native_str: bool = True,
+    ):
+        if isinstance(key_order, str):
+            msg = "key_order must be a sequence of keys, not a string"
+            raise TypeError(msg)
+        self._ordered_items = _items_sorter(sort_keys, key_order, drop_missing)
+"""
+_KEY_ORDER_TEST = """class TestKeyValueRenderer:
+    def test_key_order_string_is_rejected(self):
+        \"\"\"
+        A string as key_order would be read as one key per character.
+        \"\"\"
+        with pytest.raises(TypeError, match="not a string"):
+            KeyValueRenderer(key_order="event")
+
+"""
+
 STRUCTLOG = Package(
     name="structlog",
     sdist_prefix="structlog",
@@ -94,6 +118,21 @@ STRUCTLOG = Package(
                     "tests/test_dev.py",
                     old="        assert 42 == rtf.width\n",
                     new="        assert 42 == rtf.width\n" + _WIDTH_TEST,
+                ),
+            ),
+        ),
+        Planted(
+            label="key-order",
+            case="a second fix an hour later: the same resolved pins, so the same environment image",
+            expect="kept, on the environment image of rich-width",
+            message="processors: KeyValueRenderer rejects a string as key_order\n",
+            date="2024-07-20T10:00:00+00:00",
+            edits=(
+                Edit("src/structlog/processors.py", old=_KEY_ORDER_OLD, new=_KEY_ORDER_NEW),
+                Edit(
+                    "tests/processors/test_renderers.py",
+                    old="class TestKeyValueRenderer:\n",
+                    new=_KEY_ORDER_TEST,
                 ),
             ),
         ),

@@ -715,3 +715,31 @@ def setup_commands(plan: EnvPlan, pins: list[str] | None) -> list[str]:
         return list(plan.setup)
     body = "\n".join(pins or [])
     return [f"pip install -q {UV_PIN}", f"uv pip install --quiet --no-cache -r /dev/stdin <<'PINS'\n{body}\nPINS"]
+
+
+def environment_builds(checked: list[tuple[str, str | None, list[str]]]) -> dict[str, dict[str, int]]:
+    """Per repository, from (repository, env image tag used or None, tags built) of each checked
+    task: how many tasks were checked, on how many distinct environment images (tasks whose
+    resolved pins are the same share one), and how many of those this check had to build."""
+    out: dict[str, dict[str, int]] = {}
+    envs: dict[str, set[str]] = {}
+    built: dict[str, set[str]] = {}
+    for repository, env, tags in checked:
+        row = out.setdefault(repository, {"tasks": 0, "environments": 0, "built": 0})
+        row["tasks"] += 1
+        if env:
+            envs.setdefault(repository, set()).add(env)
+        built.setdefault(repository, set()).update(t for t in tags if t.startswith("wholeloop-env:"))
+    for repository, row in out.items():
+        row["environments"] = len(envs.get(repository, set()))
+        row["built"] = len(built.get(repository, set()))
+    return out
+
+
+def describe_builds(builds: dict[str, dict[str, int]]) -> list[str]:
+    """One line a repository: "structlog: 3 task(s) on 1 environment image (1 built now, 0 existed)"."""
+    return [
+        f"{repository}: {row['tasks']} task(s) checked on {row['environments']} environment image(s) "
+        f"({row['built']} built now, {row['environments'] - row['built']} existed)"
+        for repository, row in sorted(builds.items())
+    ]
