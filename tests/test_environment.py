@@ -178,7 +178,10 @@ def test_tox_names_and_conditions():
 
 
 def test_test_dependencies_of_other_tools():
-    tox_toml = '[env_run_base]\ndeps = ["pytest>=8"]\nextras = ["testing"]\n[env.docs]\ndeps = ["sphinx"]\n'
+    tox_toml = (
+        '[env_run_base]\ndeps = ["pytest>=8"]\nextras = ["testing"]\ndependency_groups = ["test"]\n'
+        '[env.docs]\ndeps = ["sphinx"]\ndependency_groups = ["docs"]\n'
+    )
     poetry = {
         "tool": {
             "poetry": {
@@ -208,7 +211,7 @@ def test_test_dependencies_of_other_tools():
         "pytest-xdist",
         "freezegun>=1.2",
     ]
-    assert got.extras == ["testing"]
+    assert got.extras == ["testing"] and got.groups == ["test"]
     assert got.sources == [
         "tox.toml",
         "pyproject.toml [tool.hatch.envs]",
@@ -222,3 +225,16 @@ def test_test_dependencies_of_other_tools():
         poetry_requirement("attrs", "^0.3.1") == "attrs>=0.3.1,<0.4"
         and poetry_requirement("six", "1.16") == "six==1.16"
     )
+
+
+def test_dependency_groups_that_tox_installs_are_expanded(tmp_path):
+    pyproject = (
+        '[project]\nname = "demo"\nversion = "1.0"\n'
+        '[dependency-groups]\nci = ["hypothesis>=6", {include-group = "base"}]\nbase = ["pytest-mock"]\n'
+        'lint = ["ruff"]\n'
+    )
+    tox_toml = '[env_run_base]\ndependency_groups = ["ci"]\n[env.lint]\ndependency_groups = ["lint"]\n'
+    repo, head = _project(tmp_path, {"pyproject.toml": pyproject, "tox.toml": tox_toml, "demo.py": ""})
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    assert {"hypothesis", "pytest-mock", "pytest"} <= names(plan.requirements)
+    assert "ruff" not in names(plan.requirements) and "tox.toml" in plan.sources

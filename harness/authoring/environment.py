@@ -350,6 +350,7 @@ def infer_environment(
     project_name = ""
     data: dict = {}
     known_extras: dict[str, Callable[[], list[str]]] = {}  # the project's extras, by name
+    known_groups: dict[str, Callable[[], list[str]]] = {}  # its dependency groups (PEP 735), by name
 
     pyproject = read("pyproject.toml") if "pyproject.toml" in names else None
     if pyproject is not None:
@@ -385,6 +386,8 @@ def infer_environment(
 
         for name, items in extras.items():
             known_extras[str(name)] = partial(expand, items)
+        for name, items in groups.items():
+            known_groups[str(name)] = partial(expand, items)
         for extra in [e for e in TEST_EXTRAS if e in extras] or (["dev"] if "dev" in extras else []):
             tests += expand(extras.get(extra) or [])
         chosen = [g for g in TEST_EXTRAS if g in groups] or (["dev"] if "dev" in groups else [])
@@ -453,6 +456,8 @@ def infer_environment(
     tests += _requirement_lines("\n".join(tools.requirements), read, "", seen)
     for extra in _dedupe(tools.extras):  # the project's own extras, installed by tox or hatch
         tests += known_extras.get(extra, list)()
+    for group in _dedupe(tools.groups):  # the project's dependency groups, installed by tox (dependency_groups)
+        tests += known_groups.get(group, list)()
     if "noxfile.py" in names:
         installed = _noxfile(read("noxfile.py") or "")
         if installed:

@@ -39,6 +39,7 @@ _PY_FACTOR = re.compile(r"^(?:py|pypy|python)(\d)\.?(\d*)$")
 class ToolDeps:
     requirements: list[str] = field(default_factory=list)  # PEP 508 strings
     extras: list[str] = field(default_factory=list)  # the project's own extras these tools install
+    groups: list[str] = field(default_factory=list)  # the project's dependency groups (PEP 735) they install
     sources: list[str] = field(default_factory=list)  # "tox.ini", "pyproject.toml [tool.poetry]", ...
 
 
@@ -151,7 +152,7 @@ def _tox_ini(text: str, out: ToolDeps) -> bool:
                 continue
         else:
             continue
-        for key, target in (("deps", out.requirements), ("extras", out.extras)):
+        for key, target in (("deps", out.requirements), ("extras", out.extras), ("dependency_groups", out.groups)):
             if not parser.has_option(section, key):
                 continue
             for raw in parser.get(section, key).splitlines():
@@ -160,7 +161,7 @@ def _tox_ini(text: str, out: ToolDeps) -> bool:
                     continue
                 value = _conditional(line)
                 if value and "{" not in value and not value.startswith((".", "/")):
-                    if key == "extras":
+                    if key != "deps":
                         target += [e.strip() for e in value.split(",") if e.strip()]
                     else:
                         target.append(value)
@@ -179,10 +180,11 @@ def _tox_toml(data: dict, out: ToolDeps) -> bool:
             if isinstance(dep, str) and not dep.startswith(("-", ".", "/")) and "{" not in dep:
                 out.requirements.append(dep)
                 found = True
-        for extra in env.get("extras") or []:
-            if isinstance(extra, str):
-                out.extras.append(extra)
-                found = True
+        for key, target in (("extras", out.extras), ("dependency_groups", out.groups)):
+            for name in env.get(key) or []:
+                if isinstance(name, str):
+                    target.append(name)
+                    found = True
     return found
 
 
