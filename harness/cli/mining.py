@@ -145,6 +145,10 @@ def print_mine_report(report, console: Console) -> None:
                 style="yellow",
             )
         )
+    from ..authoring.environment import describe_builds
+
+    for line in describe_builds(report.environments):
+        console.print(Text(line))
     counts = report.counts()
     console.print(Text(f"{counts.get('kept', 0)} kept -> {report.out}", style="bold"))
     if counts.get("unchecked"):
