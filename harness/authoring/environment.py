@@ -81,6 +81,9 @@ class RepoConfig(BaseModel):
     env_files: list[str] = Field(default_factory=list, description=".env-like files that may enter the image")
     tests_timeout_s: float | None = Field(None, gt=0, description="wall time for one hidden test run")
     secrets_baseline: str | None = Field(None, description="detect-secrets baseline of known false positives")
+    egress: Literal["allow", "forbid"] | None = Field(
+        None, description="forbid: no feature may send this repository's content to a model (docs/privacy.md)"
+    )
 
     _path: str | None = PrivateAttr(None)
 

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..records import ResultRow
 from ..vocabulary import Outcome
+from .by_statement import ORDER
 from .fit import Col, fit_table
 from .format import pct, seconds, tally, usd
 
@@ -460,6 +461,27 @@ def dating_table(figures: Figures) -> Table | None:
     return table
 
 
+def statement_table(figures: Figures) -> Table | None:
+    """Each configuration's resolve rate per class of the tasks' statements (when any is classified)."""
+    splits = [s for s in figures.statements if s.classified()]
+    if not splits:
+        return None
+    names = [n for n in ORDER if any(n in s.classes for s in splits)]
+    table = Table(title="Resolve rate by problem statement class (95% Wilson)", title_justify="left")
+    table.add_column("config", overflow="fold")
+    for name in names:
+        table.add_column(name, justify="right", overflow="fold")
+    for split in splits:
+        cells = [
+            f"{fmt_interval(side.rate)} ({side.resolved}/{side.trials})" if (side := split.classes.get(n)) else "-"
+            for n in names
+        ]
+        table.add_row(split.config, *cells)
+    table.caption = "thin: a subject line only; leaks_fix: names what the fix adds or changes (docs/tasks.md)"
+    table.caption_justify = "left"
+    return table
+
+
 def flipped_lines(cmp: Comparison) -> list[Text]:
     """The tasks one side resolved (more often) and the other did not, each way, with the
     transcripts to open on both sides."""
@@ -527,9 +549,9 @@ def print_figures(
     tbl = passk_table(figures, width)
     if tbl is not None:
         console.print(tbl)
-    tbl = dating_table(figures)
-    if tbl is not None:
-        console.print(tbl)
+    for tbl in (dating_table(figures), statement_table(figures)):
+        if tbl is not None:
+            console.print(tbl)
     if figures.recovery:
         console.print(recovery_table(figures, width))
     console.print(failures_block(figures, width))
