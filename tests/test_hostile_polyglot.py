@@ -741,6 +741,18 @@ def other_grades(targets) -> dict:
     )
     fake_module = craft(linefold, {"src/wrap.rs": lambda old: hidden_in_wrap.replace(*RUST_FAKE_MODULES)})
     moved_module = craft(linefold, {"src/wrap.rs": None, "src/wrap/mod.rs": hidden_in_wrap})
+    # test builds compile another file as `wrap` (with the edited test module), the library the
+    # integration tests link keeps the real one (with the regression they do not see)
+    cfg_alternative = craft(
+        linefold,
+        {
+            "src/lib.rs": lambda old: old.replace(
+                "mod wrap;", '#[cfg(test)]\n#[path = "wrap_for_tests.rs"]\nmod wrap;\n#[cfg(not(test))]\nmod wrap;'
+            ),
+            "src/wrap.rs": lambda old: hidden_in_wrap.replace(*RUST_UNIT_TEST_EDIT[::-1]),
+            "src/wrap_for_tests.rs": hidden_in_wrap,
+        },
+    )
     wljs_deps = craft(
         wljs,
         {
@@ -758,6 +770,7 @@ def other_grades(targets) -> dict:
         "rust_unit_test_edit/defended": (linefold, *targets["linefold-001"][1:], hidden_regression),
         "rust_fake_test_module_in_a_comment": (linefold, *targets["linefold-001"][1:], fake_module),
         "rust_test_module_moved_to_another_file": (linefold, *targets["linefold-001"][1:], moved_module),
+        "rust_test_build_declares_the_module_elsewhere": (linefold, *targets["linefold-001"][1:], cfg_alternative),
         "jest_gold_with_a_dependency_added": (wljs, *targets["wljs"][1:], wljs_deps),
         "go_printed_pass_line": (wlgo, *targets["wlgo"][1:], craft(wlgo, {"calc/calc.go": GO_PRINTS_PASS})),
         "limit/go_init_forges_a_whole_run": (
@@ -803,14 +816,24 @@ def test_a_unit_test_edited_inside_a_source_file_is_put_back_and_the_regression_
     ]
 
 
-@pytest.mark.parametrize("attack", ["rust_fake_test_module_in_a_comment", "rust_test_module_moved_to_another_file"])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "rust_fake_test_module_in_a_comment",
+        "rust_test_module_moved_to_another_file",
+        "rust_test_build_declares_the_module_elsewhere",
+    ],
+)
 def test_the_real_test_module_is_put_back_wherever_the_patch_moved_or_disguised_it(attack, other_grades):
     """The same hidden regression (the gold fix, a regression only a unit test sees, that unit test
     edited), with the real test module out of reach of a text search: a fake `#[cfg(test)] mod tests
     {}` in a block comment and in a raw string before it (the text search took the first for the
-    real one and "put back" the comment), or the module moved with its file to src/wrap/mod.rs
-    (nothing was put back: the file was new). Grading reads the files with a Rust parser and finds
-    `crate::wrap::tests` where the module tree puts it: the regression shows."""
+    real one and "put back" the comment), the module moved with its file to src/wrap/mod.rs
+    (nothing was put back: the file was new), or `mod wrap` declared twice in src/lib.rs, for test
+    builds from another file (`#[cfg(test)] #[path = ...]`; src/wrap.rs, which the integration
+    tests link, keeps its tests and the regression). Grading reads the files with a Rust parser and
+    finds `crate::wrap::tests` where the module tree puts it, with `mod wrap` declared as it was:
+    the regression shows."""
     result, output = other_grades[attack]
     unit = "src/lib.rs::wrap::tests::paragraphs_split_at_blank_lines"
     assert result.outcome == "regression" and result.tests[unit] == "FAILED", (
@@ -819,9 +842,15 @@ def test_the_real_test_module_is_put_back_wherever_the_patch_moved_or_disguised_
         output[-2000:],
     )
     assert result.fail_to_pass.failed == 0  # the fix itself was kept
-    where = "src/wrap.rs" if attack == "rust_fake_test_module_in_a_comment" else "src/wrap/mod.rs"
+    expected = {
+        "rust_fake_test_module_in_a_comment": [("src/wrap.rs", "#[cfg(test)] mod tests")],
+        "rust_test_module_moved_to_another_file": [("src/wrap/mod.rs", "#[cfg(test)] mod tests")],
+        "rust_test_build_declares_the_module_elsewhere": [
+            ("src/lib.rs", "mod wrap (a second declaration, refused), mod wrap (its declaration, as it was)")
+        ],
+    }[attack]
     assert [(s.path, s.reason) for s in result.stripped] == [
-        (where, "inline tests put back as at the base: #[cfg(test)] mod tests")
+        (path, "inline tests put back as at the base: " + what) for path, what in expected
     ], result.stripped
 
 

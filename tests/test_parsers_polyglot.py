@@ -722,6 +722,20 @@ def test_putting_back_keeps_the_fix_and_finds_the_tests_wherever_the_patch_put_t
         files, {**files, "src/lib.rs": added.encode(), "src/extra.rs": b"#[test] fn e() {}\n"}
     )
     assert writes["src/lib.rs"].decode().rstrip() == LIB.rstrip() and "refused" in done[0][1]
+    # the way to a test module declared otherwise for test builds: cfg alternatives, cfg_attr(test, path)
+    twice = LIB.replace("mod a;", '#[cfg(test)]\n#[path = "evil.rs"]\nmod a;\n#[cfg(not(test))]\nmod a;')
+    writes, done = put_back_tests(files, {**files, "src/lib.rs": twice.encode(), "src/evil.rs": weakened.encode()})
+    assert writes["src/lib.rs"].decode().replace("\n\n", "\n") == LIB.replace("\n\n", "\n"), done
+    assert [d for _, d in done] == ["mod a (a second declaration, refused)", "mod a (its declaration, as it was)"]
+    swapped = LIB.replace("mod a;", '#[cfg_attr(test, path = "evil.rs")]\nmod a;')
+    writes, _ = put_back_tests(files, {**files, "src/lib.rs": swapped.encode(), "src/evil.rs": weakened.encode()})
+    assert writes == {"src/lib.rs": files["src/lib.rs"]}
+    # a fix that adds a module and a re-export beside them keeps them
+    grown = LIB + "mod extra;\npub use extra::thing;\n"
+    assert put_back_tests(files, {**files, "src/lib.rs": grown.encode(), "src/extra.rs": b"pub fn thing() {}\n"}) == (
+        {},
+        [],
+    )
     # a module file only `read` finds (a folder reached through a symlink): found and put back
     hidden = {k: v for k, v in files.items() if k != "src/a.rs"}
     writes, _ = put_back_tests(files, hidden, {"src/a/mod.rs": weakened.encode()}.get)

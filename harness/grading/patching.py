@@ -670,8 +670,8 @@ def clear_bytecode(sb: Sandbox) -> str:
 
 # ----------------------------------------------------------------------------------- inline tests
 
-# Folders never read for them: git's, the installed dependencies, cargo's build output.
-_NOT_SOURCES = (".git", "node_modules", "target")
+# Folders never read for them (find tests): git's, the installed dependencies, cargo's build output.
+_NOT_SOURCES = (("-name", ".git"), ("-name", "node_modules"), ("-path", "./target"))
 GUARDED_TAR = f"{WORK}/guarded.tar"
 
 
@@ -705,8 +705,8 @@ def _read_matching(sb: Sandbox, globs: tuple[str, ...]) -> dict[str, bytes]:
     for name in sorted({g.rsplit("/", 1)[-1] for g in globs}):
         names += [*(["-o"] if names else []), "-name", name]
     pruned: list[str] = []
-    for name in _NOT_SOURCES:
-        pruned += [*(["-o"] if pruned else []), "-name", name]
+    for test, name in _NOT_SOURCES:
+        pruned += [*(["-o"] if pruned else []), test, name]
     script = 'out=$1; shift; find . "$@" -print0 | tar -c -h --null -T - -f "$out"; [ -f "$out" ]'
     argv = ["sh", "-c", script, "sh", GUARDED_TAR, "(", *pruned, ")", "-prune", "-o"]
     argv += ["(", "-type", "f", "-o", "-type", "l", ")", "(", *names, ")", "-print0"]

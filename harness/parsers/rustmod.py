@@ -21,11 +21,16 @@ edited module, a `mod tests;` pointing elsewhere) or added to its parent when th
 a test module of its own file (`#[cfg(test)] mod tests;`) has its declaration put back and every
 file of its subtree restored as it was, wherever `after` resolves them. A test module the patch
 adds as a file of its own (`#[cfg(test)] mod x;` that `before` does not have) is refused: its
-declaration is removed. The rest of the patch's changes to these files are kept (restoring whole
+declaration is removed. The modules on the way to a test module keep their declarations as they
+were: a second declaration of one (cfg alternatives: `#[cfg(test)] #[path = "evil.rs"] mod wrap;`
+beside `#[cfg(not(test))] mod wrap;`) is removed, and changed attributes (`#[cfg_attr(test, path =
+...)]`) are put back. The rest of the patch's changes to these files are kept (restoring whole
 files would revert a fix in them).
 
-Limits: modules made by macros (`macro_rules!` expanding to a `mod`) and `#[cfg_attr(..., path =
-...)]` are not followed; `#[test]` functions outside a `#[cfg(test)]` module are not put back.
+Limits: modules made by macros (`macro_rules!` expanding to a `mod`) are not followed; `#[test]`
+functions outside a `#[cfg(test)]` module are not put back; code that is compiled differently for
+test builds (`#[cfg(test)]` items or `cfg!(test)` in the code under test) is code under test,
+running in the test binary (docs/grading.md, known limits).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ class Module:
     test: bool  # the item itself is `#[cfg(...)]` with `test` in the predicate (not `not(test)`)
     inline: bool  # `mod x { ... }` (else `mod x;`)
     children_at: int | None  # inline: where an item is added inside it (before its closing brace)
+    header_end: int = 0  # the end of its declaration: its body's `{` (inline), else `end`
     candidates: tuple[str, ...] = ()  # `mod x;`: the files it may resolve to, in rustc's order
     target: str | None = None  # `mod x;`: the file it resolves to (None: no such file)
 
@@ -102,18 +108,25 @@ def _norm(folder: str, path: str) -> str | None:
 def module_tree(files: Mapping[str, bytes], roots: Iterable[str]) -> dict[Key, Module]:
     """Every module item reachable from `roots` (repository-relative paths of crate roots), by key
     (the root, then the module names); a key seen twice keeps its first item (rustc refuses it)."""
+    return _items(files, roots)[0]
+
+
+def _items(files: Mapping[str, bytes], roots: Iterable[str]) -> tuple[dict[Key, Module], list[Module]]:
+    """`module_tree`, and the items that declare a module a second time (cfg alternatives:
+    `#[cfg(not(test))] mod wrap;` and `#[cfg(test)] #[path = "other.rs"] mod wrap;`)."""
     out: dict[Key, Module] = {}
+    more: list[Module] = []
     for root in roots:
         if root in files:
-            _walk_file(files, root, (root,), posixpath.dirname(root), True, out, {root})
-    return out
+            _walk_file(files, root, (root,), posixpath.dirname(root), True, out, {root}, more)
+    return out, more
 
 
 def _walk_file(
-    files: Mapping[str, bytes], path: str, key: Key, folder: str, mod_rs: bool, out: dict, seen: set
+    files: Mapping[str, bytes], path: str, key: Key, folder: str, mod_rs: bool, out: dict, seen: set, more: list
 ) -> None:
     children = folder if mod_rs else path[: -len(".rs")] if path.endswith(".rs") else path
-    _walk_items(files, path, _parse(files[path]), key, children, folder, out, seen)
+    _walk_items(files, path, _parse(files[path]), key, children, folder, out, seen, more)
 
 
 def _walk_items(
@@ -125,6 +138,7 @@ def _walk_items(
     path_base: str,  # the folder `#[path]` is relative to
     out: dict,
     seen: set,
+    more: list,
 ) -> None:
     attrs: list[Node] = []
     for node in container.named_children:
@@ -139,13 +153,14 @@ def _walk_items(
             start = attrs[0].start_byte if attrs else node.start_byte
             test = any(_is_cfg_test(a) for a in attrs)
             body = node.child_by_field_name("body")
-            if body is not None:
-                module = Module(mkey, path, start, node.end_byte, test, True, body.end_byte - 1)
-                if mkey not in out:
-                    out[mkey] = module
-                    sub = posixpath.join(children, name)
-                    _walk_items(files, path, body, mkey, sub, sub, out, seen)
-            elif mkey not in out:
+            if mkey in out:
+                header_end = body.start_byte if body is not None else node.end_byte
+                more.append(Module(mkey, path, start, node.end_byte, test, body is not None, None, header_end))
+            elif body is not None:
+                out[mkey] = Module(mkey, path, start, node.end_byte, test, True, body.end_byte - 1, body.start_byte)
+                sub = posixpath.join(children, name)
+                _walk_items(files, path, body, mkey, sub, sub, out, seen, more)
+            else:
                 given = next((v for a in attrs if (v := _path_value(a)) is not None), None)
                 if given is not None:
                     candidates = tuple(p for p in (_norm(path_base, given),) if p)
@@ -154,10 +169,12 @@ def _walk_items(
                         p for p in (_norm(children, name + ".rs"), _norm(children, name + "/mod.rs")) if p
                     )
                 target = next((c for c in candidates if c in files), None)
-                out[mkey] = Module(mkey, path, start, node.end_byte, test, False, None, candidates, target)
+                out[mkey] = Module(
+                    mkey, path, start, node.end_byte, test, False, None, node.end_byte, candidates, target
+                )
                 if target is not None and target not in seen:
                     mod_rs = given is not None or posixpath.basename(target) == "mod.rs"
-                    _walk_file(files, target, mkey, posixpath.dirname(target), mod_rs, out, seen | {target})
+                    _walk_file(files, target, mkey, posixpath.dirname(target), mod_rs, out, seen | {target}, more)
         attrs = []
 
 
@@ -217,6 +234,11 @@ def put_back_tests(
     complete(now, roots, read)
     after = dict(now)
     done: list[tuple[str, str]] = []
+    for _ in range(100):  # one change at a time (offsets move), until the declarations are as they were
+        change = _declarations_as_before(before, ref, roots, now)
+        if change is None:
+            break
+        done.append(change)
     for test in _topmost_tests(ref):
         what = f"#[cfg(test)] mod {test.key[-1]}"
         item = before[test.file][test.start : test.end]
@@ -248,6 +270,38 @@ def put_back_tests(
         done.append((module.file, f"#[cfg(test)] mod {module.key[-1]}; (a new test module file, refused)"))
     changed_files = {p: t for p, t in now.items() if after.get(p) != t}
     return changed_files, list(dict.fromkeys(done))
+
+
+def _declarations_as_before(
+    before: Mapping[str, bytes], ref: dict[Key, Module], roots: list[str], files: dict[str, bytes]
+) -> tuple[str, str] | None:
+    """One change that makes the modules on the way to a test module of `ref` declared in `files`
+    as they were: a second declaration of one of them (cfg alternatives, `#[cfg(test)] #[path =
+    "other.rs"] mod wrap;` beside the real one) removed, or a declaration whose attributes changed
+    (`#[cfg_attr(test, path = ...)]`, a new `#[path]`) put back; None when there is none left."""
+    guarded = {t.key[:i] for t in _topmost_tests(ref) for i in range(2, len(t.key) + 1)}
+    ref_more = {m.key for m in _items(before, roots)[1]}
+    first, more = _items(files, roots)
+    for extra in more:
+        key = extra.key
+        if key not in guarded or key in ref_more or key not in first:
+            continue
+        was = before[ref[key].file][ref[key].start : ref[key].header_end]
+        # the one declared as before stays; when neither is, the first (put back as it was next)
+        victim = first[key] if files[extra.file][extra.start : extra.header_end] == was else extra
+        text = files[victim.file]
+        files[victim.file] = text[: victim.start] + text[victim.end :]
+        return victim.file, f"mod {key[-1]} (a second declaration, refused)"
+    for key in sorted(guarded):
+        if key not in first or key not in ref or ref[key].test:
+            continue  # the test modules themselves are put back whole
+        now, was_module = first[key], ref[key]
+        was = before[was_module.file][was_module.start : was_module.header_end]
+        text = files[now.file]
+        if text[now.start : now.header_end] != was:
+            files[now.file] = text[: now.start] + was + text[now.header_end :]
+            return now.file, f"mod {key[-1]} (its declaration, as it was)"
+    return None
 
 
 def _put_item(files: dict[str, bytes], roots: list[str], key: Key, item: bytes) -> str | None:
