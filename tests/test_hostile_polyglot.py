@@ -38,6 +38,7 @@ from support.polyglot import Content, craft
 
 from harness.agents import AgentResult
 from harness.grading import grade
+from harness.grading.patching import _read_matching, _read_one_by_one
 from harness.parsers import PARSERS
 from harness.parsers.cargo import CargoParser
 from harness.parsers.jest import JestParser
@@ -45,10 +46,10 @@ from harness.parsers.vitest import VitestParser
 from harness.run import Runner, RunOptions
 from harness.tasks import Task, load_task
 from harness.transcript import Stop
-from sandbox import Limits
+from sandbox import DockerBackend, Limits
 from sandbox.docker.engine import LABEL_RUN, client
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 26 gradings and a run of 4 units
+pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 31 gradings and a run of 4 units
 
 RUN_PREFIX = f"hostile-polyglot-{os.getpid()}-"
 DATA = ROOT / "tests" / "data" / "hostile"
@@ -930,3 +931,20 @@ def test_an_agent_that_edits_test_files_is_reverted_like_a_python_one(targets, t
     assert "src/parse.test.ts" in reverted["timespan-001"] and not rows["timespan-001"].resolved
     for key in EDITS:
         assert rows[key].outcome == "unresolved" and rows[key].error is None, (key, rows[key].outcome, rows[key].note)
+
+
+def test_the_guarded_files_are_read_alike_by_tar_and_one_by_one(targets):
+    """What grading reads of a Rust tree before and after a patch (every .rs file outside .git,
+    node_modules and the top-level target/, a symlink read through): one archive made by the image's
+    tar, or, where that tar cannot (busybox), a find listing read file by file -- the same bytes."""
+    _, image, _ = targets["linefold-001"]
+    with DockerBackend().start(
+        image, limits=Limits(network=False), role="grading", run_id=f"{RUN_PREFIX}guarded"
+    ) as sb:
+        sb.exec(["sh", "-c", "ln -s wrap.rs src/alias.rs && mkdir -p target/x sub/target && echo 1 > target/x/a.rs"])
+        sb.exec(["sh", "-c", "echo 'fn f() {}' > sub/target/kept.rs && ln -s /nowhere src/dangling.rs"])
+        by_tar = _read_matching(sb, ("**/*.rs",))
+        by_one = _read_one_by_one(sb, ("**/*.rs",))
+    assert by_tar == by_one and by_tar["src/alias.rs"] == by_tar["src/wrap.rs"]
+    assert {"src/lib.rs", "tests/wrap.rs", "sub/target/kept.rs"} <= set(by_tar)
+    assert not any(p.startswith("target/") for p in by_tar) and "src/dangling.rs" not in by_tar
