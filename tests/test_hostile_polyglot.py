@@ -49,7 +49,7 @@ from harness.transcript import Stop
 from sandbox import DockerBackend, Limits
 from sandbox.docker.engine import LABEL_RUN, client
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 31 gradings and a run of 4 units
+pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 32 gradings and a run of 4 units
 
 RUN_PREFIX = f"hostile-polyglot-{os.getpid()}-"
 DATA = ROOT / "tests" / "data" / "hostile"
@@ -754,6 +754,20 @@ def other_grades(targets) -> dict:
             "src/wrap_for_tests.rs": hidden_in_wrap,
         },
     )
+    # the unit tests' assert! shadowed in textual scope by a macro_rules! defined before `mod wrap;`
+    # (asserts with a message still check: the library's own `assert!(width > 0, ...)` must panic)
+    shadowed_assert = craft(
+        linefold,
+        {
+            "src/lib.rs": lambda old: old.replace(
+                "mod indent;",
+                "// checks only the asserts that say why (the library's own), not the unit tests'\n"
+                "macro_rules! assert {\n    ($c:expr $(,)?) => {};\n"
+                "    ($c:expr, $($m:tt)+) => { if !$c { panic!($($m)+) } };\n}\n\nmod indent;",
+            ),
+            "src/wrap.rs": lambda old: hidden_in_wrap.replace(*RUST_UNIT_TEST_EDIT[::-1]),
+        },
+    )
     wljs_deps = craft(
         wljs,
         {
@@ -772,6 +786,7 @@ def other_grades(targets) -> dict:
         "rust_fake_test_module_in_a_comment": (linefold, *targets["linefold-001"][1:], fake_module),
         "rust_test_module_moved_to_another_file": (linefold, *targets["linefold-001"][1:], moved_module),
         "rust_test_build_declares_the_module_elsewhere": (linefold, *targets["linefold-001"][1:], cfg_alternative),
+        "rust_macro_shadows_the_unit_tests_assert": (linefold, *targets["linefold-001"][1:], shadowed_assert),
         "jest_gold_with_a_dependency_added": (wljs, *targets["wljs"][1:], wljs_deps),
         "go_printed_pass_line": (wlgo, *targets["wlgo"][1:], craft(wlgo, {"calc/calc.go": GO_PRINTS_PASS})),
         "limit/go_init_forges_a_whole_run": (
@@ -823,6 +838,7 @@ def test_a_unit_test_edited_inside_a_source_file_is_put_back_and_the_regression_
         "rust_fake_test_module_in_a_comment",
         "rust_test_module_moved_to_another_file",
         "rust_test_build_declares_the_module_elsewhere",
+        "rust_macro_shadows_the_unit_tests_assert",
     ],
 )
 def test_the_real_test_module_is_put_back_wherever_the_patch_moved_or_disguised_it(attack, other_grades):
@@ -832,9 +848,11 @@ def test_the_real_test_module_is_put_back_wherever_the_patch_moved_or_disguised_
     real one and "put back" the comment), the module moved with its file to src/wrap/mod.rs
     (nothing was put back: the file was new), or `mod wrap` declared twice in src/lib.rs, for test
     builds from another file (`#[cfg(test)] #[path = ...]`; src/wrap.rs, which the integration
-    tests link, keeps its tests and the regression). Grading reads the files with a Rust parser and
-    finds `crate::wrap::tests` where the module tree puts it, with `mod wrap` declared as it was:
-    the regression shows."""
+    tests link, keeps its tests and the regression), or the unit tests left as they are and their
+    `assert!` shadowed by a `macro_rules! assert` defined before `mod wrap;` in src/lib.rs (textual
+    scope). Grading reads the files with a Rust parser and finds `crate::wrap::tests` where the
+    module tree puts it, with `mod wrap` declared as it was and no new macro named like one its
+    tests invoke: the regression shows."""
     result, output = other_grades[attack]
     unit = "src/lib.rs::wrap::tests::paragraphs_split_at_blank_lines"
     assert result.outcome == "regression" and result.tests[unit] == "FAILED", (
@@ -848,6 +866,9 @@ def test_the_real_test_module_is_put_back_wherever_the_patch_moved_or_disguised_
         "rust_test_module_moved_to_another_file": [("src/wrap/mod.rs", "#[cfg(test)] mod tests")],
         "rust_test_build_declares_the_module_elsewhere": [
             ("src/lib.rs", "mod wrap (a second declaration, refused), mod wrap (its declaration, as it was)")
+        ],
+        "rust_macro_shadows_the_unit_tests_assert": [
+            ("src/lib.rs", "assert! (named like a macro the unit tests use, defined anew: refused)")
         ],
     }[attack]
     assert [(s.path, s.reason) for s in result.stripped] == [

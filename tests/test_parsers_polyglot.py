@@ -736,6 +736,13 @@ def test_putting_back_keeps_the_fix_and_finds_the_tests_wherever_the_patch_put_t
         {},
         [],
     )
+    # a macro named like one the unit tests invoke, defined or imported anew: refused (textual scope)
+    shadowing = "macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\nuse crate::b::g as assert;\n" + LIB
+    writes, done = put_back_tests(files, {**files, "src/lib.rs": shadowing.encode()})
+    assert writes == {"src/lib.rs": b"\n\n" + files["src/lib.rs"]} and [p for p, _ in done] == ["src/lib.rs"] * 2
+    assert {d.split("!")[0] for _, d in done} == {"assert", "assert_eq"}
+    kept = LIB + "use std::fmt::Write;\nmacro_rules! other { () => {} }\n"  # not named like the tests' macros
+    assert put_back_tests(files, {**files, "src/lib.rs": kept.encode()}) == ({}, [])
     # a module file only `read` finds (a folder reached through a symlink): found and put back
     hidden = {k: v for k, v in files.items() if k != "src/a.rs"}
     writes, _ = put_back_tests(files, hidden, {"src/a/mod.rs": weakened.encode()}.get)

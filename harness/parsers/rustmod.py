@@ -24,8 +24,10 @@ adds as a file of its own (`#[cfg(test)] mod x;` that `before` does not have) is
 declaration is removed. The modules on the way to a test module keep their declarations as they
 were: a second declaration of one (cfg alternatives: `#[cfg(test)] #[path = "evil.rs"] mod wrap;`
 beside `#[cfg(not(test))] mod wrap;`) is removed, and changed attributes (`#[cfg_attr(test, path =
-...)]`) are put back. The rest of the patch's changes to these files are kept (restoring whole
-files would revert a fix in them).
+...)]`) are put back. A `macro_rules!` or `use` the patch adds under the name of a macro the test
+modules invoke is removed (defined before their module, it shadows `assert!` in textual scope).
+The rest of the patch's changes to these files are kept (restoring whole files would revert a fix
+in them).
 
 Limits: modules made by macros (`macro_rules!` expanding to a `mod`) are not followed; `#[test]`
 functions outside a `#[cfg(test)]` module are not put back; code that is compiled differently for
@@ -268,8 +270,93 @@ def put_back_tests(
         text = now[module.file]
         now[module.file] = text[: module.start] + text[module.end :]
         done.append((module.file, f"#[cfg(test)] mod {module.key[-1]}; (a new test module file, refused)"))
+    done += _refuse_new_macros(before, ref, now)
     changed_files = {p: t for p, t in now.items() if after.get(p) != t}
     return changed_files, list(dict.fromkeys(done))
+
+
+def _descendants(node: Node, kinds: tuple[str, ...]) -> Iterable[Node]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in kinds:
+            yield current
+        stack.extend(reversed(current.children))
+
+
+def _macros_the_tests_use(before: Mapping[str, bytes], ref: dict[Key, Module]) -> set[str]:
+    """The names of the macros the test modules of `ref` invoke (`assert_eq`, a crate's `check`)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for test in _topmost_tests(ref):
+        spans.setdefault(test.file, []).append((test.start, test.end))
+        for path in _subtree_files(ref, test.key).values():
+            spans.setdefault(path, []).append((0, len(before[path])))
+    names: set[str] = set()
+    for path, ranges in spans.items():
+        for call in _descendants(_parse(before[path]), ("macro_invocation",)):
+            macro = call.child_by_field_name("macro")
+            if macro is not None and any(a <= call.start_byte < b for a, b in ranges):
+                name = macro.child_by_field_name("name") if macro.type == "scoped_identifier" else macro
+                names.add(_text(name) if name is not None else "")
+    return names - {""}
+
+
+def _macro_items(text: bytes, used: set[str]) -> list[tuple[int, int, str]]:
+    """The `macro_rules!` definitions and `use` declarations of a file that name a macro of `used`."""
+    found = []
+    for node in _descendants(_parse(text), ("macro_definition", "use_declaration")):
+        if node.type == "macro_definition":
+            name_node = node.child_by_field_name("name")
+            names = {_text(name_node)} if name_node is not None else set()
+        else:
+            argument = node.child_by_field_name("argument")
+            names = _imported(argument) if argument is not None else set()
+        for name in sorted(names & used):
+            found.append((node.start_byte, node.end_byte, name))
+            break
+    return found
+
+
+def _imported(node: Node) -> set[str]:
+    """The names a `use` brings into scope (the last segment, or the alias), not its path's."""
+    if node.type == "use_as_clause":
+        alias = node.child_by_field_name("alias")
+        return {_text(alias)} if alias is not None else set()
+    if node.type == "identifier":
+        return {_text(node)}
+    if node.type == "scoped_identifier":
+        name = node.child_by_field_name("name")
+        return {_text(name)} if name is not None else set()
+    if node.type == "scoped_use_list":
+        inner = node.child_by_field_name("list")
+        return _imported(inner) if inner is not None else set()
+    if node.type == "use_list":
+        return {n for child in node.named_children for n in _imported(child)}
+    return set()
+
+
+def _refuse_new_macros(before: Mapping[str, bytes], ref: dict[Key, Module], files: dict[str, bytes]) -> list:
+    """A macro the unit tests invoke can be shadowed in textual scope by a `macro_rules!` of the
+    same name defined before their module (`macro_rules! assert_eq { ($($t:tt)*) => {} }` at the
+    top of lib.rs), or by a `use` that imports one under that name. Such a definition or `use` that
+    the tree before did not have (the same text, in the same file) is removed."""
+    used = _macros_the_tests_use(before, ref)
+    done = []
+    for path in sorted(files):
+        text = files[path]
+        if not used or text == before.get(path):
+            continue
+        old = before.get(path, b"")
+        known = [old[a:b] for a, b, _ in _macro_items(old, used)] if old else []
+        for start, end, name in sorted(_macro_items(text, used), reverse=True):
+            item = text[start:end]
+            if item in known:
+                known.remove(item)
+                continue
+            text = text[:start] + text[end:]
+            done.append((path, f"{name}! (named like a macro the unit tests use, defined anew: refused)"))
+        files[path] = text
+    return done
 
 
 def _declarations_as_before(
