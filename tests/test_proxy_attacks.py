@@ -13,6 +13,7 @@ import socket
 import socketserver
 import tempfile
 import threading
+from pathlib import Path
 
 import anthropic
 import httpx
@@ -128,9 +129,15 @@ def test_a_client_hanging_up_mid_stream_is_charged_what_was_served(sock_dir):
 def test_a_stream_the_provider_cut_before_its_usage_is_charged_an_estimate(sock_dir):
     """Cause 1: the stream ends before its usage chunk (the provider dropped it): what was served
     is counted with a tokenizer, marked estimated, never 0."""
+    from harness.agents.external.config import ToolRules
+    from harness.agents.external.recorder import Recorder
+    from harness.transcript import TranscriptWriter, read_transcript
+
+    transcript = TranscriptWriter(Path(sock_dir) / "t.jsonl", secrets=[], fsync=False)
     with FakeLLM() as fake:
         fake.script(Reply(text="word " * 300, usage=Tokens(5000, 300), cut_after=40))
-        proxy, notes = start(fake.base_url, sock_dir, "openai-chat")
+        recorder = Recorder(transcript, get_wire("openai-chat"), ToolRules())
+        proxy, notes = start(fake.base_url, sock_dir, "openai-chat", record=recorder)
         with proxy:
             client = openai_client(proxy)
             with pytest.raises((httpx.HTTPError, openai.APIError)):
@@ -143,6 +150,11 @@ def test_a_stream_the_provider_cut_before_its_usage_is_charged_an_estimate(sock_
     assert 20 <= usage.output_tokens <= 80 and usage.input_tokens >= 50
     assert proxy.stats.estimated == 1 and proxy.budget.cost > 0
     assert any(n["event"] == "estimated" for n in notes)
+    transcript.close()
+    events = read_transcript(Path(sock_dir) / "t.jsonl")
+    response = next(e for e in events if e.type == "model_response")
+    assert response.usage["output_tokens"] == usage.output_tokens  # the transcript has what was charged
+    assert any(e.type == "error" and "estimated" in e.message for e in events)
 
 
 # ----------------------------------------------------------------------------- 2: models

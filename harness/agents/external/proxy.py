@@ -328,6 +328,10 @@ class MeteringProxy:
                     item.reply = reader.done()
                     if item.settled_usage is not None:
                         item.reply.usage = item.settled_usage  # what was charged, to the token
+                    if item.estimated:  # said in the transcript too (an `error` event of the provider's)
+                        item.reply.error = item.reply.error or (
+                            "the stream ended before its usage event; its usage was estimated with a tokenizer"
+                        )
                 if self._record is not None:  # (always: exchanges are queued only then)
                     self._record(item)
             except Exception as exc:  # a recording bug must not stop the relay
