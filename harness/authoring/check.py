@@ -7,6 +7,10 @@ The same images as a run (`harness.run.images`) and the same grading code (`harn
 - gold phase: `repeats` times `grading.grade(task, gold patch)`, each in its own fresh container,
   exactly as a run grades a patch.
 
+The n-th run of each phase runs with hash seed and test-order seed `check_seed(n)` (the first is
+grading's, see `harness.grading.determinism`): varied on purpose, so a task whose test ids change
+with them is quarantined ("test ids depend on the hash seed or the test order").
+
 The verdict keeps every test's status in every run of both phases (so each test's status with
 gold), compactly: see `Verdict.runs`.
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from sandbox import (
     Backend,
@@ -52,11 +57,13 @@ from sandbox import (
 
 from .. import __version__
 from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_hidden_tests
-from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS
+from ..grading.determinism import check_seed, hash_seed_fixed_by_task
+from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport
 from ..run.images import build_task_images, existing_task_images
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
 
-VERDICT_FORMAT = 1
+# 1: before issue 20 (written as `format`); 2: per-run seeds, the environment's health at base.
+VERDICT_SCHEMA = 2
 DEFAULT_REPEATS = 3
 NOT_CHECKED = "not checked yet: FAIL_TO_PASS and PASS_TO_PASS are unknown (run `wholeloop tasks check --discover`)"
 NOT_CHECKED_PREFIX = "not checked yet"
@@ -66,10 +73,26 @@ CheckStatus = Literal["checked", "stale", "unchecked", "quarantined"]
 ProgressFn = Callable[[str, str], None]  # (task id, text)
 
 
+class Health(BaseModel):
+    """The test command's health at base (its first run, grading's seed), read against gold's first
+    run: a task counts only in a healthy environment (docs/tasks.md, "Environment health")."""
+
+    collected: int = 0  # tests reported, plus modules skipped whole
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+    collection_errors: dict[str, str] = Field(default_factory=dict)  # file -> its last line, at base
+    skip_reasons: dict[str, int] = Field(default_factory=dict)  # reason -> how many tests it skipped
+    import_errors: dict[str, int] = Field(default_factory=dict)  # missing module -> tests it broke or skipped
+    healthy: bool = True
+    summary: str = ""  # why not, one line: "12 of 80 tests skipped: Needs Rich. (add `rich` to ...)"
+
+
 class Verdict(BaseModel):
     """What `tasks check` found for one spec, written beside it as <spec>.check.json."""
 
-    format: int = VERDICT_FORMAT
+    schema_version: int = Field(VERDICT_SCHEMA, validation_alias=AliasChoices("schema_version", "format"))
     task_id: str
     spec_hash: str = ""  # content hash of the spec as written after the check
     image: dict = Field(default_factory=dict)  # env/task tags and ids, the tree, files left out
@@ -88,8 +111,12 @@ class Verdict(BaseModel):
     # e.g. "FFF PPP" = failed in the 3 base runs, passed in the 3 gold runs; "-" = not reported.
     runs: dict[str, str] = Field(default_factory=dict)
     run_seconds: list[float] = Field(default_factory=list)  # each test run, base then gold
+    # what fixed each test run's hash seed and test order, base then gold (grading.determinism): the
+    # check varies them on purpose; the first run of each phase is grading's
+    seeds: list[dict[str, str]] = Field(default_factory=list)
     seconds: dict[str, float] = Field(default_factory=dict)  # images, base, gold, total
     findings: list[dict] = Field(default_factory=list)  # secrets found (kept by --redact or in a baseline)
+    health: Health | None = None  # the test command's health at base (None: no base run finished)
     test_runs: int = 0
 
 
@@ -136,6 +163,8 @@ def check_status(task: Task, *, look_up_image: bool = True) -> tuple[CheckStatus
         return "stale", "the spec changed since it was checked"
     if not verdict.passed:
         return "quarantined", verdict.quarantined or "failed its check"
+    if verdict.schema_version < VERDICT_SCHEMA:
+        return "stale", "checked before the check varied the hash seed and read the environment's health"
     if look_up_image:
         try:
             image = existing_task_images(task)
@@ -231,7 +260,9 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         except RepositoryError as exc:
             raise Quarantine("repository or base commit not found", str(exc)) from None
         except (ImageBuildError, ImageNotFound, InputError) as exc:
-            raise Quarantine("environment build failed", str(exc)[-2000:]) from None
+            # the first lines say why and where the whole log is; the end of the log after them
+            head, _, rest = str(exc).partition("\n")
+            raise Quarantine("environment build failed", head + "\n" + rest[-1800:]) from None
         verdict.seconds["images"] = round(time.monotonic() - t0, 3)
         verdict.image = images.record()
         built = [b.tag for b in (images.env, images.task) if not b.cached]
@@ -269,6 +300,8 @@ def _run_phases(
     progress: ProgressFn,
 ) -> tuple[list[dict], list[dict]]:
     base_runs: list[dict[str, str]] = []
+    first_base: TestReport | None = None  # the health of the environment is read from the first runs
+    first_gold: TestReport | None = None
     t0 = time.monotonic()
     with backend.start(image, limits=limits, role="check", run_id=f"check-{os.getpid()}") as sb:
         try:
@@ -279,8 +312,9 @@ def _run_phases(
             ) from None
         for n in range(repeats):
             progress(task.id, f"base run {n + 1}/{repeats}")
-            run = run_hidden_tests(sb, task, prepared)
+            run = run_hidden_tests(sb, task, prepared, seed=check_seed(n))
             verdict.run_seconds.append(round(run.seconds, 3))
+            verdict.seeds.append(run.seeds)
             if run.timed_out or run.report is None:
                 raise Quarantine("tests timed out", f"a base run took more than {task.timeouts.tests_s:g} s")
             if run.report.disagreement:
@@ -291,6 +325,7 @@ def _run_phases(
                     f"{run.report.missing_hint} (exit {run.exit_code}): {_tail(run.output)}",
                 )
             base_runs.append(_statuses(run.report.statuses))
+            first_base = first_base or run.report
     verdict.seconds["base"] = round(time.monotonic() - t0, 3)
     gold_runs: list[dict[str, str]] = []
     t0 = time.monotonic()
@@ -298,9 +333,17 @@ def _run_phases(
         progress(task.id, f"gold run {n + 1}/{repeats}")
         t1 = time.monotonic()
         result, output, report = grade(
-            task, gold, image, base=base_commit, limits=limits, backend=backend, run_id=f"check-{os.getpid()}"
+            task,
+            gold,
+            image,
+            base=base_commit,
+            limits=limits,
+            backend=backend,
+            run_id=f"check-{os.getpid()}",
+            seed=check_seed(n),
         )
         verdict.run_seconds.append(round(time.monotonic() - t1, 3))
+        verdict.seeds.append(result.seeds)
         if result.outcome is Outcome.patch_apply_failed:
             raise Quarantine("gold patch does not apply", result.note)
         if result.outcome is Outcome.task_error:
@@ -315,7 +358,10 @@ def _run_phases(
         if not report.consistent:  # grading would never resolve this task, whatever its lists
             raise Quarantine("test results cannot be trusted", f"with the gold patch: {report.why}")
         gold_runs.append(_statuses(report.statuses))
+        first_gold = first_gold or report
     verdict.seconds["gold"] = round(time.monotonic() - t0, 3)
+    if first_base is not None and first_gold is not None:
+        verdict.health = environment_health(first_base, first_gold)
     return base_runs, gold_runs
 
 
@@ -323,6 +369,9 @@ def _judge(
     task: Task, verdict: Verdict, discover: bool, base_runs: list[dict[str, str]], gold_runs: list[dict[str, str]]
 ) -> None:
     """Fill the verdict's lists from the runs, or raise Quarantine."""
+    if verdict.health is not None and not verdict.health.healthy:
+        raise Quarantine(f"environment unhealthy: {verdict.health.summary}", _health_detail(verdict.health))
+    _same_ids(task, verdict, base_runs, gold_runs)
     tests = sorted(set().union(*base_runs, *gold_runs) | set(task.fail_to_pass) | set(task.pass_to_pass))
     flaky: dict[str, str] = {}
     stable_base: dict[str, str] = {}
@@ -351,6 +400,11 @@ def _judge(
                 detail = f"already passes at base: all {len(p2p)} tests that pass with gold pass at base too"
             else:
                 detail = f"{len(passing)} tests pass with gold and none of them fails at base"
+            skipped = sorted(t for t in stable_gold if SKIPPED in (stable_gold[t], stable_base[t]))
+            if skipped:  # neither failing nor passing: never "already passes"
+                detail += f"; {len(skipped)} test(s) skipped at base or with gold, neither failing nor passing: " + (
+                    ", ".join(skipped[:3]) + (" ..." if len(skipped) > 3 else "")
+                )
             if flaky:
                 detail += f"; {len(flaky)} flaky tests dropped"
             raise Quarantine("FAIL_TO_PASS is empty: no test fails at base and passes with gold", detail)
@@ -369,6 +423,12 @@ def _judge(
     flaky_f2p = [t for t in task.fail_to_pass if t in flaky]
     if flaky_f2p:
         raise Quarantine(f"flaky FAIL_TO_PASS test: {', '.join(flaky_f2p)}", "; ".join(flaky[t] for t in flaky_f2p))
+    skipped = [t for t in task.fail_to_pass if stable_base[t] == SKIPPED]
+    if skipped:  # a skipped test is neither failing nor passing
+        raise Quarantine(
+            f"FAIL_TO_PASS test is skipped at base: {', '.join(skipped)}",
+            "a skipped test neither fails nor passes: its fix cannot be seen (a missing optional dependency?)",
+        )
     passes_at_base = [t for t in task.fail_to_pass if stable_base[t] not in FAILING]
     if passes_at_base:
         raise Quarantine(
@@ -381,15 +441,139 @@ def _judge(
             f"PASS_TO_PASS test does not pass at base: {', '.join(failing_at_base)}",
             ", ".join(f"{t}: {_show(stable_base[t])}" for t in failing_at_base),
         )
+    listed_ok = verdict.fail_to_pass + verdict.pass_to_pass
+    skipped_gold = [t for t in listed_ok if stable_gold[t] == SKIPPED]
+    if skipped_gold:
+        raise Quarantine(
+            f"listed tests are skipped with gold: {', '.join(skipped_gold)}",
+            "a skipped test neither fails nor passes (a missing optional dependency?)",
+        )
     broken = [
-        t
-        for t in verdict.fail_to_pass + verdict.pass_to_pass
-        if not (stable_gold[t] == PASSED or (stable_gold[t] == XFAIL and t in task.expected_xfail))
+        t for t in listed_ok if not (stable_gold[t] == PASSED or (stable_gold[t] == XFAIL and t in task.expected_xfail))
     ]
     if broken:
         raise Quarantine(
             f"gold leaves tests failing: {', '.join(broken)}",
             ", ".join(f"{t}: {_show(stable_gold[t])}" for t in broken),
+        )
+
+
+HEALTH_LIMIT = 0.05  # at most this share of collected tests may error (with gold too) or skip for a missing module
+_MISSING = (
+    re.compile(r"No module named '([\w.]+)'"),
+    re.compile(r"could not import '([\w.]+)'"),  # pytest.importorskip
+    re.compile(r"\b(?:[Nn]eeds?|[Rr]equires?|[Rr]equiring|[Ii]nstall)\s+(?:the\s+)?[`'\"]?([A-Za-z][\w.-]*)"),
+    re.compile(r"[`'\"]?([A-Za-z][\w.-]*)[`'\"]?\s+(?:is\s+|are\s+)?not installed"),
+)
+_NOT_MODULES = {
+    "a", "an", "the", "this", "it", "test", "tests", "network", "internet", "root", "gpu", "cuda", "docker",
+    "display", "tty", "windows", "linux", "macos", "darwin", "posix", "unix", "win32", "python", "pypy", "cpython",
+}  # fmt: skip
+
+
+def missing_module(text: str) -> str | None:
+    """The module a skip reason or an error says is missing ("Needs Rich." -> rich), or None."""
+    for pattern in _MISSING:
+        found = pattern.search(text)
+        if found:
+            name = found.group(1).rstrip(".-").split(".")[0].lower()
+            if name and name not in _NOT_MODULES and not re.fullmatch(r"(python|py|pypy)?[\d.]*", name):
+                return name
+    return None
+
+
+def environment_health(base: TestReport, gold: TestReport) -> Health:
+    """The test command's health at base: counts, skip reasons, import errors; unhealthy when a test
+    file cannot be collected with gold either, or when more than HEALTH_LIMIT of the collected tests
+    error with gold too or are skipped for a missing module."""
+    statuses = base.statuses
+    module_skips = {n: r for n, r in base.skip_reasons.items() if "::" not in n}
+    health = Health(
+        collected=len(statuses) + len(module_skips),
+        passed=sum(s == PASSED for s in statuses.values()),
+        failed=sum(s == FAILED for s in statuses.values()),
+        errored=sum(s == ERROR for s in statuses.values()),
+        skipped=sum(s == SKIPPED for s in statuses.values()) + len(module_skips),
+        collection_errors={f: _last_line(base.collection_messages.get(f, "")) for f in base.collection_errors},
+    )
+    reasons = {n: r for n, r in base.skip_reasons.items() if "::" not in n or statuses.get(n) == SKIPPED}
+    for reason in reasons.values():
+        health.skip_reasons[reason] = health.skip_reasons.get(reason, 0) + 1
+    modules: dict[str, int] = {}
+    skipped_missing = 0
+    for reason in reasons.values():
+        if module := missing_module(reason):
+            modules[module] = modules.get(module, 0) + 1
+            skipped_missing += 1
+    # errors the fix does not explain: with gold too (at base alone, a new test's import of what the
+    # fix adds fails, as it must)
+    stuck_files = [f for f in base.collection_errors if f in gold.collection_errors]
+    stuck_tests = [t for t, s in statuses.items() if s == ERROR and gold.statuses.get(t) == ERROR]
+    for text in [base.collection_messages.get(f, "") for f in stuck_files] + [
+        base.messages.get(t, "") for t in stuck_tests
+    ]:
+        if module := missing_module(text):
+            modules[module] = modules.get(module, 0) + 1
+    health.import_errors = dict(sorted(modules.items(), key=lambda kv: -kv[1]))
+    hint = (
+        " (add " + ", ".join(f"`{m}`" for m in health.import_errors) + " to extra_requirements?)"
+        if health.import_errors
+        else ""
+    )
+    limit = HEALTH_LIMIT * max(health.collected, 1)
+    if stuck_files:
+        shown = "; ".join(f"{f}: {health.collection_errors[f]}" for f in stuck_files[:3])
+        health.healthy = False
+        health.summary = f"{len(stuck_files)} test file(s) cannot be collected, with gold either: {shown}{hint}"
+    elif skipped_missing + len(stuck_tests) > limit:
+        parts = []
+        if skipped_missing:
+            why = [r for r, _ in sorted(health.skip_reasons.items(), key=lambda kv: -kv[1]) if missing_module(r)]
+            parts.append(f"{skipped_missing} of {health.collected} tests skipped: {' / '.join(why[:3])}")
+        if stuck_tests:
+            message = _last_line(base.messages.get(stuck_tests[0], ""))
+            parts.append(f"{len(stuck_tests)} of {health.collected} tests error, with gold too: {message}")
+        health.healthy = False
+        health.summary = "; ".join(parts) + hint
+    return health
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _health_detail(health: Health) -> str:
+    return (
+        f"at base: {health.collected} collected, {health.passed} passed, {health.failed} failed, "
+        f"{health.errored} errored, {health.skipped} skipped"
+    )
+
+
+def _same_ids(task: Task, verdict: Verdict, base_runs: list[dict[str, str]], gold_runs: list[dict[str, str]]) -> None:
+    """The runs of one phase, each with its own hash seed and test order, must report the same test
+    ids: otherwise a test grading lists may not exist in the run that grades it (parametrized ids
+    built by iterating a set, say). Raises Quarantine naming the ids and the runs that had them."""
+    for phase, runs, seeds in (
+        ("base", base_runs, verdict.seeds[: len(base_runs)]),
+        ("gold", gold_runs, verdict.seeds[len(base_runs) :]),
+    ):
+        ids = [set(run) for run in runs]
+        if not ids or all(i == ids[0] for i in ids):
+            continue
+        every, some = set.intersection(*ids), set.union(*ids)
+        odd = sorted(some - every)
+        said = [
+            f"{t} (in run(s) {', '.join(str(n + 1) for n, i in enumerate(ids) if t in i)} of {len(ids)})"
+            for t in odd[:5]
+        ]
+        what = "the hash seed or the test order" if not hash_seed_fixed_by_task(task) else "the test order"
+        seeds_said = "; ".join(
+            f"run {n + 1}: {', '.join(f'{k}={v}' for k, v in s.items())}" for n, s in enumerate(seeds)
+        )
+        raise Quarantine(
+            f"test ids depend on {what}: {len(odd)} of {len(some)} test ids of the {phase} runs are not in every run",
+            "; ".join(said) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "") + f" ({seeds_said})",
         )
 
 

@@ -66,6 +66,7 @@ from .environment import (
     MineError,
     RepoConfig,
     ResolutionFailed,
+    environment_builds,
     infer_environment,
     load_config,
     resolve,
@@ -313,6 +314,7 @@ class MineReport:
     parameters: dict
     checked: list = field(default_factory=list)  # CheckResults
     images_built: list[str] = field(default_factory=list)
+    environments: dict[str, dict[str, int]] = field(default_factory=dict)  # environment_builds of the check
 
     def counts(self) -> Counter:
         c: Counter = Counter()
@@ -338,6 +340,7 @@ class MineReport:
             "head": self.head,
             "parameters": self.parameters,
             "commits": [j.record() for j in self.judged],
+            **({"environments": self.environments} if self.environments else {}),
         }
 
 
@@ -606,7 +609,8 @@ def mine(
             plans[cand.task_id] = exc
     if new and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], MineError) for n in new):
         first = plans[cast(Candidate, new[0][0].candidate).task_id]
-        raise EnvironmentNotInferred(str(first))
+        assert isinstance(first, MineError)  # (all of them are)
+        raise first  # its own kind (ToolchainMissing, ...), with its own hint
     ok_plans = [p for p in plans.values() if isinstance(p, EnvPlan)]
     distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
     if distinct:
@@ -695,6 +699,9 @@ def mine(
             report.images_built += result.images_built
             if result.error:
                 j.detail = f"not checked: {result.error}"
+        report.environments = environment_builds(
+            [(repo.name, r.verdict.image.get("env") if r.verdict else None, r.images_built) for r in results]
+        )
     for j in judged:
         if j.task is None:
             continue

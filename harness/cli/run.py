@@ -173,14 +173,15 @@ def run(
     resumes: finished units are kept, units that ended in an infrastructure error are tried again.
     Tasks `wholeloop tasks check` quarantined are skipped (--include-quarantined runs them); the
     unchecked ones are named at the start and marked in the results.
-    Exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
+    Exit 1 when a control failed (gold did not resolve every task, noop resolved one; before 3),
+    exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
     from ..agents import ContainerAgent, get_agent
     from ..records import slug
     from ..run import EngineDown, Runner, RunOptions
     from ..run.preflight import Problem, preflight
     from ..tasks import LimitsSpec, load_tasks
     from . import InputProblem
-    from .exit_codes import INFRA, INTERRUPTED, OK
+    from .exit_codes import INFRA, INTERRUPTED, NEGATIVE, run_exit
     from .progress import RunProgress
 
     if use_history:  # before anything is printed or written: the URL's password is a secret of the scrub boundary
@@ -302,21 +303,27 @@ def run(
         finally:
             if hook is not None:
                 hook.finish()
+    from rich.markup import escape
+
     from ..report.figures import compute_figures
     from ..report.terminal import print_figures
 
-    print_figures(compute_figures([options.out], strict=strict), rows, out_console)  # what `wholeloop report` prints
+    figures = compute_figures([options.out], strict=strict)
+    print_figures(figures, rows, out_console)  # what `wholeloop report` prints
     out_console.print(
         f"run folder: {options.out}   (wholeloop report {options.out}; wholeloop show {options.out} TASK)"
     )
     infra = sum(r.final and r.outcome == Outcome.infra_error for r in rows)
+    code = run_exit(controls_failed=bool(figures.controls), infra_errors=infra, allow_infra_errors=allow_infra_errors)
+    for failure in figures.controls:  # a control that failed says more than infra errors do (1 before 3)
+        out_console.print(f"[bold red]{escape(failure.message)}[/]: exit {NEGATIVE}", highlight=False)
     if infra and not allow_infra_errors:
         out_console.print(
-            f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: exit {INFRA} "
-            f"(fix the cause and run the same command again to redo them; --allow-infra-errors accepts them)"
+            f"[bold red]{infra} unit(s) ended in infrastructure errors[/]: "
+            + (f"exit {INFRA} " if code == INFRA else "")
+            + "(fix the cause and run the same command again to redo them; --allow-infra-errors accepts them)"
         )
-        sys.exit(INFRA)
-    sys.exit(OK)
+    sys.exit(code)
 
 
 def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:

@@ -325,6 +325,11 @@ def tasks_check(paths, repeats, discover, force, workers):
             out_console.print(
                 f"  secret {finding['file']}:{finding['line']} {finding['rule']} ({finding.get('where', '')})"
             )
+    from ..authoring.environment import describe_builds, environment_builds
+
+    checked = [(r.task.repo, r.verdict.image.get("env") if r.verdict else None, r.images_built) for r in results]
+    for line in describe_builds(environment_builds(checked)):
+        out_console.print(line)
     for task in plan.up_to_date:
         if task.quarantined:
             bad += 1

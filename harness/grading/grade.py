@@ -29,13 +29,14 @@ import secrets
 import tarfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sandbox import Backend, DockerBackend, FileOpError, Limits, Sandbox, SandboxError
 from sandbox.docker import FACTS_DIR
 
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
 from ..tasks import Task
+from .determinism import GRADING_SEED, HASH_SEED_VAR, hash_seed
 from .evidence import Hasher, TreeEvidence, claims, judge
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
@@ -49,6 +50,7 @@ from .patching import (
     clear_bytecode,
     decide,
     parse_patch,
+    read_guarded,
     restore_inline_tests,
     shadowing_modules,
 )
@@ -68,12 +70,14 @@ def grade(
     backend: Backend | None = None,
     run_id: str = "",
     hasher: Hasher | None = None,
+    seed: int = GRADING_SEED,
 ) -> tuple[Grade, str, TestReport | None]:
     """Grade `patch` for `task` in fresh containers from `image` started by `backend` (default:
     Docker); returns the grade, the test output and the parsed report (None when no tests ran),
     whose failure messages have every line of the hidden tests removed. Infrastructure problems
     become an `infra_error` grade, never an exception. (`base` is the snapshot's commit; `hasher`
-    reads the content hashes that check what the grade claims it stripped, see `evidence`.)"""
+    reads the content hashes that check what the grade claims it stripped, see `evidence`; `seed`:
+    the hash seed and test-order seed, grading's unless `tasks check` varies it, see `determinism`.)"""
     backend = backend or DockerBackend()
     started = time.monotonic()
     output = ""
@@ -114,19 +118,21 @@ def grade(
                 hasher = hasher or Hasher()
                 at.step = "read the base's hashes of the claimed paths"
                 base_hashes = hasher.hashes(sb, list(claimed))  # nothing of the patch is in the tree yet
+                at.step = "read the files whose inline tests are put back"
+                guarded = read_guarded(sb, task, decision.kept) if text else None
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
                         break
                     continue
                 try:
                     at.step = "restore the inline hidden tests"
-                    inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
+                    inline = restore_inline_tests(sb, guarded)
                     at.step = "read the graded tree's hashes of the claimed paths"
                     evidence = (
                         judge(claimed, base_hashes, hasher.hashes(sb, list(claimed)), hasher.tool) if claimed else None
                     )
                     at.step = "run the hidden tests"
-                    result, output, parsed = _run_tests(sb, task, prepared)
+                    result, output, parsed = _run_tests(sb, task, prepared, seed)
                 except SandboxError:
                     at.patchs_doing = bool(text) and _by_itself(sb)
                     raise
@@ -232,6 +238,7 @@ class HiddenRun:
     timed_out: bool
     seconds: float
     refused: str = ""  # why the run could not start on this tree (bytecode not cleared): the patch's failure
+    seeds: dict[str, str] = field(default_factory=dict)  # what fixed its hash seed and test order (`determinism`)
 
 
 def prepare_hidden_tests(sb: Sandbox, task: Task, parsers: list[Parser] | None = None) -> HiddenTests:
@@ -254,22 +261,28 @@ def prepare_hidden_tests(sb: Sandbox, task: Task, parsers: list[Parser] | None =
     return HiddenTests(parsers, setups, _hidden_lines(task))
 
 
-def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> HiddenRun:
+def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests, seed: int = GRADING_SEED) -> HiddenRun:
     """Run the hidden test command once (bytecode cleared, the parsers' environment, fresh
-    structured reports) and read its results with the parsers, cross-checked with the exit code."""
+    structured reports; PYTHONHASHSEED and the test-order randomisers fixed by `seed`, see
+    `determinism`) and read its results with the parsers, cross-checked with the exit code."""
     refused = clear_bytecode(sb)
     if refused:  # never an InfraError: what the tree holds is the patch's (see clear_bytecode)
         return HiddenRun(refused, None, None, False, 0.0, refused)
     stale = [s.report_path for s in prepared.setups if s.report_path]
     if stale:  # a report left by an earlier run in this container is not this run's
         sb.exec(["rm", "-f", "--", *stale], timeout=sb.limits.step_timeout_s)
-    env = {k: v for s in prepared.setups for k, v in s.env.items()}
+    env = {k: v for s in prepared.setups for k, v in s.env_for(seed).items()}
     if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
         env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
+    env[HASH_SEED_VAR] = hash_seed(task, seed)
+    seeds = {HASH_SEED_VAR: env[HASH_SEED_VAR]}
+    seeds.update(
+        {s.seed_var: " ".join(o.format(seed=seed) for o in s.seed_options) for s in prepared.setups if s.seed_options}
+    )
     run = sb.exec(task.hidden_tests.command, env=env, timeout=task.timeouts.tests_s, output_bytes=TEST_OUTPUT_BYTES)
     output = run.stdout + (("\n[stderr]\n" + run.stderr) if run.stderr.strip() else "")
     if run.timed_out:
-        return HiddenRun(output, None, run.returncode, True, run.duration_s)
+        return HiddenRun(output, None, run.returncode, True, run.duration_s, seeds=seeds)
     parsed = parse_run(
         prepared.parsers,
         run.stdout + "\n" + run.stderr,
@@ -277,7 +290,7 @@ def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> HiddenRu
         setups=prepared.setups,
         exit_code=run.returncode,
     )
-    return HiddenRun(output, parsed, run.returncode, False, run.duration_s)
+    return HiddenRun(output, parsed, run.returncode, False, run.duration_s, seeds=seeds)
 
 
 def _hidden_lines(task: Task) -> list[str]:
@@ -309,8 +322,8 @@ def _facts(sb: Sandbox, name: str) -> dict | None:
         return None
 
 
-def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, str, TestReport | None]:
-    run = run_hidden_tests(sb, task, prepared)
+def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests, seed: int) -> tuple[Grade, str, TestReport | None]:
+    run = run_hidden_tests(sb, task, prepared, seed)
     output = run.output
     if run.refused:  # the tree the patch left cannot be cleaned: the patch's failure, not the infrastructure's
         result = Grade(
@@ -322,10 +335,12 @@ def _run_tests(sb: Sandbox, task: Task, prepared: HiddenTests) -> tuple[Grade, s
         return result, output, None
     if run.timed_out or run.report is None:
         result = Grade(task_id=task.id, grader_version=GRADER_VERSION, outcome=Outcome.test_timeout, resolved=False)
+        result.seeds = run.seeds
         result.note = f"the hidden tests did not finish within {task.timeouts.tests_s:g}s"
         return result, output, None
     parsed = run.report
     result = classify(task, parsed.statuses, run.exit_code, parsed.consistent, parsed.why)
+    result.seeds = run.seeds
     result.messages = {t: parsed.messages[t] for t in result.failing() if t in parsed.messages}  # for reviewers
     parsed.messages = scrub_messages(parsed.messages, prepared.hidden_text)  # what feedback may use
     result.channels, result.tampering = dict(parsed.channels), parsed.disagreement or None

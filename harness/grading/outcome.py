@@ -22,7 +22,13 @@ GRADE_SCHEMA = 1
 # the hidden tests are, hidden literals kept out of feedback.
 # 5: every revert and strip the grade claims is checked with content hashes of the graded tree
 # (`evidence`); a claim that does not hold is never resolved (issue 10, rule 3).
-GRADER_VERSION = 5
+# 6: the hidden tests run with PYTHONHASHSEED fixed (0, or the task's) and the environment's
+# test-order randomisers (pytest-randomly, pytest-random-order) seeded with 0, recorded in `seeds`
+# (`determinism`; issue 20, item 3): a grade no longer depends on the run's hash seed or order.
+# 7: Rust's `#[cfg(test)]` modules found with a real parser through the module tree (a decoy in a
+# comment, a moved module, a new test module file), package.json's bin/scripts/jest/... put back
+# with the rest of the file kept (issue 21).
+GRADER_VERSION = 7
 
 
 class TestTally(BaseModel):
@@ -74,6 +80,11 @@ class Grade(BaseModel):
     tampering: str | None = Field(None, description="channels that contradict each other: suspected tampering")
     failed_step: FailedStep | None = Field(
         None, description="environment_broken: the step the patch made fail, and its output"
+    )
+    seeds: dict[str, str] = Field(
+        default_factory=dict,
+        description="what fixed the hidden run's hash seed and test order: PYTHONHASHSEED, the randomisers' "
+        "options (empty: a grade from before grader 6, or no tests ran)",
     )
     note: str = ""
     seconds: float = 0.0

@@ -103,6 +103,8 @@ def merge(reports: Sequence[TestReport], names: Sequence[str]) -> TestReport:
                 merged.statuses[test_id] = status
         merged.messages.update({k: v for k, v in report.messages.items() if k not in merged.messages})
         merged.collection_errors += report.collection_errors
+        merged.skip_reasons.update(report.skip_reasons)
+        merged.collection_messages.update(report.collection_messages)
         merged.problems += [f"{name}: {p}" for p in report.problems]
         merged.channels.update({f"{name}: {k}": v for k, v in report.channels.items()})
         merged.listed.update({k: v for k, v in report.listed.items() if k not in merged.listed})

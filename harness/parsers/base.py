@@ -30,7 +30,7 @@ checked against the exit code, and the grade says so.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar, Protocol
@@ -83,6 +83,10 @@ class TestReport:
     # framework never reports one): each makes the run inconsistent.
     problems: list[str] = field(default_factory=list)
     exception_types: dict[str, str] = field(default_factory=dict)  # test id -> the type of what it raised
+    # Why each skipped test (or module skipped whole at collection) was skipped, and what each file
+    # that failed to load said, as the framework reported it (the environment's health: tasks check)
+    skip_reasons: dict[str, str] = field(default_factory=dict)
+    collection_messages: dict[str, str] = field(default_factory=dict)
     # The channels: what each said ("found", "missing", "agrees", "disagrees", "unavailable: why"), keyed
     # "summary" (the printed results), "structured" (a report file), "exit_code", and for a parser with
     # more ("verbose": Vitest's per-test lines); a task with several parsers prefixes each with its name.
@@ -145,6 +149,18 @@ class RunSetup:
     no_report: str = ""  # why this environment gives no structured report (graded on one channel)
     anchor: str = ""  # text the runner prints itself just before its own summary
     imports: tuple[str, ...] = ()  # top-level modules the run imports before any test (its plugins)
+    # options that seed the environment's test-order randomisers ("{seed}" in them), appended to the
+    # environment variable `seed_var` of `env` (pytest: PYTEST_ADDOPTS); see harness.grading.determinism
+    seed_options: tuple[str, ...] = ()
+    seed_var: str = ""
+
+    def env_for(self, seed: int) -> dict[str, str]:
+        """`env` with the randomisers seeded with `seed`."""
+        env = dict(self.env)
+        if self.seed_options and self.seed_var:
+            seeded = [option.format(seed=seed) for option in self.seed_options]
+            env[self.seed_var] = " ".join(x for x in (env.get(self.seed_var, ""), *seeded) if x)
+        return env
 
 
 class Parser(Protocol):
@@ -165,9 +181,11 @@ class Parser(Protocol):
     #: Basenames of this ecosystem's test-runner, build and packaging configuration (at any depth):
     #: a commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
     config_files: ClassVar[tuple[str, ...]]
-    #: Globs of source files that may hold tests inline, which no path rule can protect (Rust's
-    #: `#[cfg(test)]` modules): grading gives each such file the patch touched to
-    #: `restore_inline_tests`. Empty for frameworks whose tests live in files of their own.
+    #: Globs of files parts of which are the tests' or decide what the test command runs, while a
+    #: fix may change the rest of them, so no path rule can protect them (Rust's source files, which
+    #: hold `#[cfg(test)]` modules; package.json, whose `bin` and `scripts` pick the program `npx`
+    #: runs): when the patch touches one, grading reads every file they match before and after
+    #: applying it and gives both trees to `restore_inline_tests`. Empty for most frameworks.
     inline_tests: ClassVar[tuple[str, ...]]
     #: A shell script run as the last step of building a task image (before any agent): its standard
     #: output (JSON) is recorded outside the repository and handed to `run_setup` as `facts` when
@@ -208,9 +226,14 @@ class Parser(Protocol):
         """The repository-relative file a test id lives in, None when the id does not say."""
         ...
 
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        """For a file matching `inline_tests` that the patch changed: its text with the tests it
-        held at the base commit put back (the rest of the patch kept), and what was put back."""
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        """`before` and `after`: every file of the repository matching `inline_tests` (path ->
+        bytes) as the patch found it and as it left it; `read(path)`: one more file of `after` (None:
+        there is none). Returns the files to write so that the parts that are the tests' are back as
+        they were, the rest of the patch kept (path -> bytes; None: remove it), and what was put
+        back, as (path, what) pairs."""
         ...
 
 
@@ -272,8 +295,10 @@ class ParserBase:
     def test_file(self, test_id: str) -> str | None:
         return None
 
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        return {}, []
 
 
 # ------------------------------------------------------------------------------------ paths

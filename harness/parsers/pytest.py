@@ -13,7 +13,7 @@ repository. Its files are placed in the grading container under TOOLS_DIR, which
 Python has on its path (a .pth file written at image build). Plugins never load from entry points
 found at test time (`PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`): only those the environment had when its
 image was built (recorded then, outside the repository), named with `-p`, plus those the task
-names. The test run writes no bytecode.
+names; test-order randomisers among them are seeded (`RANDOMISERS`). The test run writes no bytecode.
 
 Both channels, and the exit code, must say the same; when they do not, the results are not
 trusted and the disagreement is reported (suspected tampering). An environment whose pytest cannot
@@ -67,6 +67,14 @@ CONFIG_FILES = (
     "noxfile.py",
     "MANIFEST.in",
 )
+# Test-order randomisers, by the name of their pytest11 entry point, and the options that seed them
+# ("{seed}": grading's, or a check run's; see harness.grading.determinism). Seeded rather than
+# disabled, so a repository's own options for them stay valid. pytest-rng needs nothing: its seeds
+# come from each test's node id. pytest-random-order's seed option also turns its shuffling on.
+RANDOMISERS = {
+    "randomly": ("--randomly-seed={seed}",),  # pytest-randomly: the order, and random/numpy/faker reseeded per test
+    "random_order": ("--random-order-seed={seed}",),  # pytest-random-order
+}
 TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
@@ -253,6 +261,8 @@ class ReportLog:
         self.listed: dict[str, set[str]] = {}
         self.counts = dict.fromkeys(COUNTED, 0)
         self.collection_errors: list[str] = []
+        self.collection_messages: dict[str, str] = {}
+        self.skip_reasons: dict[str, str] = {}
         self.messages: dict[str, str] = {}
         self.exception_types: dict[str, str] = {}
         self.exit_status: int | None = None
@@ -282,8 +292,13 @@ class ReportLog:
             self.exit_status = entry.get("exitstatus")
         elif kind == "CollectReport":
             if entry.get("outcome") == "failed":
-                self.collection_errors.append(str(entry.get("nodeid", "")))
+                node = str(entry.get("nodeid", ""))
+                self.collection_errors.append(node)
+                self.collection_messages[node] = str(entry.get("longrepr") or "")[-2000:]
                 self.counts["errors"] += 1
+            elif entry.get("outcome") == "skipped":  # a module skipped whole (importorskip): pytest counts it
+                self.counts["skipped"] += 1
+                self.skip_reasons[str(entry.get("nodeid", ""))] = _skip_reason(entry.get("longrepr"))
         elif kind in ("TestReport", "SubTestReport"):
             self._test(entry, sub=kind == "SubTestReport")
 
@@ -315,10 +330,18 @@ class ReportLog:
             ] += 1
         if status != SKIPPED:
             self.listed.setdefault(node, set()).add(status)
+        elif not sub:
+            self.skip_reasons[node] = _skip_reason(entry.get("longrepr"))
         if self.statuses.get(node) not in (FAILED, ERROR):  # the first failure wins
             self.statuses[node] = status
             if status in (FAILED, ERROR):
                 self.messages[node], self.exception_types[node] = _failure(entry.get("longrepr"))
+
+
+def _skip_reason(longrepr) -> str:
+    """A skip's reason from its serialized longrepr ([path, line, "Skipped: reason"])."""
+    text = str(longrepr[-1]) if isinstance(longrepr, (list, tuple)) and longrepr else str(longrepr or "")
+    return text.removeprefix("Skipped: ").strip()
 
 
 def _failure(longrepr) -> tuple[str, str]:
@@ -366,6 +389,9 @@ class PytestParser(ParserBase):
         names = [str(p["name"]) for p in recorded] + [p for p in plugins if p]
         opts = shlex.split(str(facts.get("env_addopts") or "")) + [x for n in dict.fromkeys(names) for x in ("-p", n)]
         setup = RunSetup(env={"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        loaded = _loaded_plugins(opts)
+        setup.seed_options = tuple(o for name, options in RANDOMISERS.items() if name in loaded for o in options)
+        setup.seed_var = "PYTEST_ADDOPTS"
         if not facts.get("pytest"):
             setup.no_report = "the environment records no pytest (no facts from its image build)"
         elif _version(facts["pytest"]) < REPORTLOG_MIN_PYTEST:
@@ -431,6 +457,7 @@ class PytestParser(ParserBase):
             return report
         log = ReportLog(results)
         report.exception_types = log.exception_types
+        report.skip_reasons, report.collection_messages = log.skip_reasons, log.collection_messages
         why = log.problem or _contradiction(report, log, exit_code)
         # messages: the structured report's; where the channels agree, the fuller ones pytest printed
         # (its FAILURES sections) -- printed lines that contradict the report can be anyone's
@@ -441,6 +468,24 @@ class PytestParser(ParserBase):
         if log.statuses:
             report.statuses = dict(log.statuses)  # the same when they agree; the more trusted one when not
         return report
+
+
+def _loaded_plugins(opts: list[str]) -> set[str]:
+    """The plugins `-p NAME` loads in these options, as pytest reads them: the last of `-p NAME` and
+    `-p no:NAME` wins (a blocked randomiser takes no options)."""
+    loaded: set[str] = set()
+    for i, opt in enumerate(opts):
+        if opt == "-p" and i + 1 < len(opts):
+            value = opts[i + 1]
+        elif opt.startswith("-p") and len(opt) > 2 and opts[i - 1 : i] != ["-p"]:
+            value = opt[2:]
+        else:
+            continue
+        if value.startswith("no:"):
+            loaded.discard(value[3:])
+        else:
+            loaded.add(value)
+    return loaded
 
 
 def _contradiction(summary: TestReport, log: ReportLog, exit_code: int) -> str:

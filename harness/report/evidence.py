@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..records import write_atomic, write_json
+from .controls import markdown as controls_markdown
 from .failures import hardest_failures_markdown
 from .figures import Figures
 
@@ -32,7 +33,10 @@ def write_evidence(figures: Figures, run_dirs: list[Path | str], out_dir: Path |
             done.append(f"copied {src} -> {target}")
         else:
             done.append(f"no manifest.json in {run_dir}")
-    write_atomic(out / "hardest_failures.md", hardest_failures_markdown(figures.failures.hardest, len(figures.configs)))
+    write_atomic(
+        out / "hardest_failures.md",
+        controls_markdown(figures.controls) + hardest_failures_markdown(figures.failures.hardest, len(figures.configs)),
+    )
     done.append(f"wrote {out / 'hardest_failures.md'} ({len(figures.failures.hardest)} task(s))")
     path = html.write_html([Path(d) for d in run_dirs], out / "report.html", figures=figures)
     done.append(f"wrote {path}")

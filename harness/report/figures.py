@@ -16,6 +16,8 @@ Shape (stable; fields are only ever added):
     cells[]:       one per attempt row: task x configuration matrix with paths to open it
     dating[]:      DatingSplit per configuration (dating.py): resolve rate after / before the model's
                    training cutoff, and of undated tasks
+    controls[]:    ControlFailure per failed control check (controls.py): gold that did not resolve
+                   every task, noop that resolved one; shown first, before any number
     statements[]:  StatementSplit per configuration (by_statement.py): resolve rate per class of the
                    tasks' problem statements
 
@@ -35,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
+from .controls import ControlFailure, control_checks
 from .dating import DatingSplit, dating_figures, load_table
 from .failures import FailureFigures, failure_figures
 from .recovery import ConfigRecovery, config_recovery
@@ -115,6 +118,7 @@ class Figures(BaseModel):
     failures: FailureFigures = Field(default_factory=FailureFigures)
     cells: list[Cell] = Field(default_factory=list)
     dating: list[DatingSplit] = Field(default_factory=list)  # resolve rate split by the model's training cutoff
+    controls: list[ControlFailure] = Field(default_factory=list)  # failed control checks: shown before any number
     statements: list[StatementSplit] = Field(default_factory=list)  # resolve rate split by statement class
 
 
@@ -232,9 +236,10 @@ def compute_figures(
             )
         )
     figures.configs = [config_stats(c, settings, strict=strict) for c in configs]
+    figures.controls = control_checks(figures.configs)
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
-    figures.comparisons = compare_all(configs, settings)
+    figures.comparisons = compare_all(configs, settings, strict=strict)
     figures.scoring = score_configs(configs, scoring, settings)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]

@@ -446,6 +446,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         payloads=payloads,
         trend=trend,
         tampering=tampering,
+        controls=figs.get("controls") or [],
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),
         js=(TEMPLATES / "report.js").read_text(),

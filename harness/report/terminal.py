@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -414,6 +415,12 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
         parts.append(Text("caution: " + cmp.caution, style="yellow"))
     if cmp.infra_shares:
         parts.append(Text("caution: " + cmp.infra_shares, style="yellow"))
+    for redo in cmp.redo:  # whole lines (a command is copied from them)
+        where = f"  (in {redo.cwd})" if redo.cwd and redo.cwd != os.getcwd() else ""
+        what = redo.command or f"the command that wrote {redo.run_dir}, with --out {redo.run_dir}"
+        parts.append(
+            Text(f"redo {redo.side}'s {len(redo.tasks)} task(s): {what}{where}", no_wrap=True, overflow="ignore")
+        )
     parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
         parts.append(
@@ -495,6 +502,12 @@ def flipped_lines(cmp: Comparison) -> list[Text]:
     return out
 
 
+def print_controls(figures: Figures, console: Console) -> None:
+    """The failed control checks (`controls`), first and loud: the numbers after them are suspect."""
+    for failure in figures.controls:
+        console.print(Panel(Text(failure.message, style="bold red"), border_style="red", title="control failed"))
+
+
 def print_figures(
     figures: Figures,
     rows: list[ResultRow],
@@ -507,6 +520,7 @@ def print_figures(
     pass@k, recovery, failure analysis (and the comparisons when asked)."""
     console = console or Console()
     width = console.width
+    print_controls(figures, console)
     if per_task:
         checks = {tid: status for run in figures.runs for tid, status in run.recipe.task_checks.items()}
         console.print(task_table(rows, width, checks))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -199,6 +200,20 @@ def _parse_date(value: str) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
+def test_id_problem(test_id: str) -> str:
+    """Why a test id cannot be one ("" when it can): it is empty (or only spaces), or it holds a
+    control character or a line or paragraph separator. A parser reads ids from lines of a test
+    report, so an id with a newline, CR or NUL could match a line forged by the code under test."""
+    if not test_id.strip():
+        return "is empty"
+    for ch in test_id:
+        if unicodedata.category(ch) == "Cc":
+            return f"holds the control character U+{ord(ch):04X}; a test id is one line of printable text"
+        if ch in "\u2028\u2029":
+            return f"holds the {unicodedata.name(ch).lower()} U+{ord(ch):04X}; a test id is one line of printable text"
+    return ""
+
+
 class Task(_Strict):
     id: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     quarantined: str | None = Field(
@@ -237,6 +252,15 @@ class Task(_Strict):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty")
+        return value
+
+    @field_validator("fail_to_pass", "pass_to_pass", "expected_xfail")
+    @classmethod
+    def _clean_ids(cls, value: list[str]) -> list[str]:
+        for test_id in value:
+            problem = test_id_problem(test_id)
+            if problem:
+                raise ValueError(f"test id {test_id!r}: {problem}")
         return value
 
     @field_validator("fail_to_pass")

@@ -1,0 +1,222 @@
+"""An environment is proven before a task counts (issue 20, item 2; docs/tasks.md "Environment
+health"): the check records the test command's health at base and quarantines a task whose
+environment is unhealthy, naming the modules; a skipped test is neither failing nor passing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from support import git, write
+
+from harness.authoring.check import (
+    NOT_CHECKED,
+    CheckOptions,
+    Quarantine,
+    Verdict,
+    _judge,
+    check_task,
+    environment_health,
+    missing_module,
+    read_verdict,
+)
+from harness.parsers import ERROR, FAILED, PASSED, SKIPPED, RunSetup, TestReport, get_parser
+from harness.tasks import load_task
+
+PYTEST = get_parser("pytest")
+
+RICH_TESTS = """\
+import pytest
+
+from pkg import shout
+
+try:
+    import rich
+except ImportError:
+    rich = None
+
+
+@pytest.mark.skipif(rich is None, reason="Needs Rich.")
+def test_shout_in_colour():
+    assert shout("a") == "A"
+
+
+@pytest.mark.skipif(rich is None, reason="Needs Rich.")
+def test_shout_in_a_table():
+    assert shout("b") == "B"
+
+
+def test_plain():
+    assert shout("a") == "A"
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "module"),
+    [
+        ("Needs Rich.", "rich"),
+        ("could not import 'yaml': No module named 'yaml'", "yaml"),
+        ("ModuleNotFoundError: No module named 'rich.console'", "rich"),
+        ("requires numpy", "numpy"),
+        ("pandas is not installed", "pandas"),
+        ("requires python3.12", None),
+        ("needs the network", None),
+        ("slow test", None),
+    ],
+)
+def test_missing_modules_are_read_from_skip_reasons_and_errors(text, module):
+    assert missing_module(text) == module
+
+
+def _report(statuses: dict[str, str], skips: dict[str, str] | None = None, **kw) -> TestReport:
+    return TestReport(statuses=statuses, skip_reasons=skips or {}, **kw)
+
+
+def test_health_names_the_missing_module_beyond_five_percent():
+    base = _report(
+        {"t.py::a": PASSED, "t.py::b": FAILED, "t.py::c": SKIPPED, "t.py::d": SKIPPED},
+        {"t.py::c": "Needs Rich.", "t.py::d": "Needs Rich."},
+    )
+    health = environment_health(base, base)
+    assert (health.collected, health.passed, health.failed, health.skipped) == (4, 1, 1, 2)
+    assert not health.healthy and health.import_errors == {"rich": 2}
+    assert health.summary == "2 of 4 tests skipped: Needs Rich. (add `rich` to extra_requirements?)"
+
+
+def test_a_few_skips_and_errors_the_fix_explains_are_healthy():
+    many = {f"t.py::p{i}": PASSED for i in range(40)}
+    base = _report({**many, "t.py::s": SKIPPED, "t.py::e": ERROR}, {"t.py::s": "Needs Rich."})
+    gold = _report({**many, "t.py::s": SKIPPED, "t.py::e": PASSED})  # the error is the fix's to mend
+    assert environment_health(base, gold).healthy
+    # a new test file that cannot import what the fix adds is expected at base; with gold it collects
+    broken = _report(many, collection_errors=["t_new.py"], collection_messages={"t_new.py": "E ImportError: x"})
+    assert environment_health(broken, _report(many)).healthy
+    stuck = environment_health(broken, _report(many, collection_errors=["t_new.py"]))
+    assert not stuck.healthy and "cannot be collected" in stuck.summary
+
+
+def test_a_skipped_test_is_never_said_to_already_pass():
+    task = load_task_stub(fail_to_pass=["t.py::new"], pass_to_pass=["t.py::old"])
+    runs_base = [{"t.py::new": SKIPPED, "t.py::old": PASSED}] * 2
+    runs_gold = [{"t.py::new": SKIPPED, "t.py::old": PASSED}] * 2
+    with pytest.raises(Quarantine) as listed:
+        _judge(task, Verdict(task_id="x"), False, runs_base, runs_gold)
+    assert "already passes" not in listed.value.reason and "skipped at base" in listed.value.reason
+    with pytest.raises(Quarantine) as found:
+        _judge(task, Verdict(task_id="x"), True, runs_base, runs_gold)
+    assert "skipped at base or with gold, neither failing nor passing: t.py::new" in found.value.detail
+
+
+def load_task_stub(**lists):
+    from harness.tasks import Task
+
+    return Task.model_validate(
+        {
+            "id": "x",
+            "repo": ".",
+            "base_commit": "0" * 40,
+            "problem_statement": "p",
+            "hidden_tests": {"command": "python -m pytest -rA"},
+            "gold_patch": "diff",
+            "FAIL_TO_PASS": lists["fail_to_pass"],
+            "PASS_TO_PASS": lists["pass_to_pass"],
+        }
+    )
+
+
+def test_a_module_skipped_whole_is_counted_as_pytest_counts_it(tmp_path):
+    """pytest counts a module that importorskip skips in its closing line; the structured report
+    must too, or every such run reads as channels that disagree (suspected tampering)."""
+    write(
+        tmp_path,
+        {
+            "tests/test_mod.py": 'import pytest\n\nrich = pytest.importorskip("no_such_rich")\n\n\ndef test_a():\n    pass\n',
+            "tests/test_b.py": "def test_b():\n    pass\n",
+        },
+    )
+    log = tmp_path / "r.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", f"--report-log={log}", "tests"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    setup = RunSetup(report_path=str(log), anchor=f"generated report log file: {log}")
+    report = PYTEST.parse(done.stdout, log.read_bytes(), setup=setup, exit_code=done.returncode)
+    assert report.consistent, report.why
+    assert report.skip_reasons == {
+        "tests/test_mod.py": "could not import 'no_such_rich': No module named 'no_such_rich'"
+    }
+
+
+@pytest.mark.docker
+def test_new_tests_skipped_for_a_missing_optional_dependency_quarantine_the_task(tmp_path):
+    repo = tmp_path / "rich"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(
+        repo,
+        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo, {"tests/test_shout.py": RICH_TESTS})
+    git(repo, "add", "-A")
+    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
+    git(repo, "reset", "-q", "--hard")
+    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
+    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
+    gold = git(repo, "diff", "HEAD") + "\n"
+    git(repo, "checkout", "-q", ".")
+    spec = tmp_path / "rich.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "id": "rich",
+                "quarantined": NOT_CHECKED,
+                "repo": str(repo),
+                "base_commit": base,
+                "problem_statement": "shout() should upper-case its text",
+                "environment": {"setup": ["pip install pytest==8.3.4"]},
+                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
+                "gold_patch": gold,
+                "FAIL_TO_PASS": [],
+                "PASS_TO_PASS": [],
+            }
+        )
+    )
+    check_task(load_task(spec), CheckOptions(discover=True, repeats=1))
+    verdict = read_verdict(spec)
+    assert verdict is not None and verdict.health is not None
+    health = verdict.health
+    assert (health.collected, health.passed, health.failed, health.skipped) == (4, 1, 1, 2)
+    assert health.skip_reasons == {"Needs Rich.": 2} and health.import_errors == {"rich": 2}
+    assert verdict.quarantined == (
+        "environment unhealthy: 2 of 4 tests skipped: Needs Rich. (add `rich` to extra_requirements?)"
+    )
+    assert Path(spec).read_text().count("environment unhealthy") == 1  # the spec says why, too
+
+
+def test_a_verdict_written_before_schema_2_reads_and_is_stale(tmp_path):
+    """A check.json of schema 1 (`format: 1`, no seeds, no health) still loads; the task is stale:
+    its check neither varied the hash seed nor read the environment's health."""
+    import json
+
+    from harness.authoring.check import VERDICT_SCHEMA, check_status, verdict_path
+
+    spec = tmp_path / "t.yaml"
+    spec.write_text("id: t-1\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {command: pytest}\n"
+                    "FAIL_TO_PASS: [t.py::a]\n")  # fmt: skip
+    task = load_task(spec)
+    old = {"format": 1, "task_id": "t-1", "spec_hash": task.content_hash(), "passed": True, "runs": {"t.py::a": "F P"}}
+    verdict_path(spec).write_text(json.dumps(old))
+    verdict = read_verdict(spec)
+    assert verdict is not None and verdict.schema_version == 1 and verdict.health is None
+    assert check_status(task, look_up_image=False)[0] == "stale"
+    verdict_path(spec).write_text(Verdict(task_id="t-1", spec_hash=task.content_hash(), passed=True).model_dump_json())
+    assert json.loads(verdict_path(spec).read_text())["schema_version"] == VERDICT_SCHEMA
+    assert check_status(task, look_up_image=False)[0] == "checked"
