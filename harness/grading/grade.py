@@ -12,8 +12,9 @@ grade, with evidence that it holds in the tree the tests ran on (content hashes 
 path before the patch and before the tests, `evidence`); a disagreement, or a claim the evidence
 does not bear out, is recorded as suspected tampering and is never resolved. A task may name
 several parsers (one per framework its hidden command runs): each gets its own setup and report,
-and their results are joined (`harness.parsers.parse_run`). Source files that hold tests inline
-(Rust) have those tests put back after the patch is applied.
+and their results are joined (`harness.parsers.parse_run`). Files parts of which are the tests'
+or pick what runs (Rust's `#[cfg(test)]` modules, package.json's bin and scripts) are read before
+the patch is applied and have those parts put back after it.
 A hidden test patch that does not apply to the base is the task's fault: `task_error`, never the
 agent's.
 

@@ -64,7 +64,7 @@ class Module:
     target: str | None = None  # `mod x;`: the file it resolves to (None: no such file)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=8192)  # the trees are walked again after every change put back
 def _parse(text: bytes) -> Node:
     return Parser(_RUST).parse(text).root_node
 
@@ -113,14 +113,18 @@ def module_tree(files: Mapping[str, bytes], roots: Iterable[str]) -> dict[Key, M
     return _items(files, roots)[0]
 
 
-def _items(files: Mapping[str, bytes], roots: Iterable[str]) -> tuple[dict[Key, Module], list[Module]]:
+def _items(
+    files: Mapping[str, bytes], roots: Iterable[str], follow: bool = True
+) -> tuple[dict[Key, Module], list[Module]]:
     """`module_tree`, and the items that declare a module a second time (cfg alternatives:
-    `#[cfg(not(test))] mod wrap;` and `#[cfg(test)] #[path = "other.rs"] mod wrap;`)."""
+    `#[cfg(not(test))] mod wrap;` and `#[cfg(test)] #[path = "other.rs"] mod wrap;`). Without
+    `follow`, only the roots' own items (their `mod x;` resolved, not read)."""
     out: dict[Key, Module] = {}
     more: list[Module] = []
     for root in roots:
         if root in files:
-            _walk_file(files, root, (root,), posixpath.dirname(root), True, out, {root}, more)
+            seen = {root} if follow else set(files)
+            _walk_file(files, root, (root,), posixpath.dirname(root), True, out, seen, more)
     return out, more
 
 
@@ -184,8 +188,8 @@ def crate_roots(files: Mapping[str, bytes]) -> list[str]:
     """The files of `files` that no `mod` item resolves to, sorted: the crate roots (lib.rs,
     main.rs, bin/*.rs, tests/*.rs, build.rs, ...)."""
     targets: set[str] = set()
-    for path in files:  # each file read as a root of its own, then what the real roots reach
-        targets |= {m.target for m in module_tree(files, [path]).values() if m.target and m.target != path}
+    for path in files:  # each file's own `mod` items, then what the real roots reach
+        targets |= {m.target for m in _items(files, [path], follow=False)[0].values() if m.target and m.target != path}
     roots = sorted(set(files) - targets)
     reached = {m.target for m in module_tree(files, roots).values() if m.target}
     return [r for r in roots if r not in reached]
@@ -236,20 +240,22 @@ def put_back_tests(
     complete(now, roots, read)
     after = dict(now)
     done: list[tuple[str, str]] = []
+    ref_more = {m.key for m in _items(before, roots)[1]}
     for _ in range(100):  # one change at a time (offsets move), until the declarations are as they were
-        change = _declarations_as_before(before, ref, roots, now)
+        change = _declarations_as_before(before, ref, ref_more, roots, now)
         if change is None:
             break
         done.append(change)
+    tree = module_tree(now, roots)  # walked again only after a change
     for test in _topmost_tests(ref):
         what = f"#[cfg(test)] mod {test.key[-1]}"
         item = before[test.file][test.start : test.end]
-        where = _put_item(now, roots, test.key, item)
+        where = _put_item(now, tree, test.key, item)
         if where:
             done.append((where, what))
+            tree = module_tree(now, roots)
         if not test.inline:  # its own file, and those of its submodules, as they were
             for _ in range(8):  # a restored file can declare modules of its own: until nothing changes
-                tree = module_tree(now, roots)
                 changed = False
                 for key, old_file in _subtree_files(ref, test.key).items():
                     module = tree.get(key)
@@ -262,7 +268,7 @@ def put_back_tests(
                         changed = True
                 if not changed:
                     break
-    tree = module_tree(now, roots)
+                tree = module_tree(now, roots)
     known = {m.target for m in ref.values() if m.target}
     for module in sorted(_topmost_tests(tree), key=lambda m: -m.start):  # from the end: spans stay valid
         if module.key in ref or module.inline or module.target is None or module.target in known:
@@ -360,14 +366,13 @@ def _refuse_new_macros(before: Mapping[str, bytes], ref: dict[Key, Module], file
 
 
 def _declarations_as_before(
-    before: Mapping[str, bytes], ref: dict[Key, Module], roots: list[str], files: dict[str, bytes]
+    before: Mapping[str, bytes], ref: dict[Key, Module], ref_more: set[Key], roots: list[str], files: dict[str, bytes]
 ) -> tuple[str, str] | None:
     """One change that makes the modules on the way to a test module of `ref` declared in `files`
     as they were: a second declaration of one of them (cfg alternatives, `#[cfg(test)] #[path =
     "other.rs"] mod wrap;` beside the real one) removed, or a declaration whose attributes changed
     (`#[cfg_attr(test, path = ...)]`, a new `#[path]`) put back; None when there is none left."""
     guarded = {t.key[:i] for t in _topmost_tests(ref) for i in range(2, len(t.key) + 1)}
-    ref_more = {m.key for m in _items(before, roots)[1]}
     first, more = _items(files, roots)
     for extra in more:
         key = extra.key
@@ -391,10 +396,10 @@ def _declarations_as_before(
     return None
 
 
-def _put_item(files: dict[str, bytes], roots: list[str], key: Key, item: bytes) -> str | None:
+def _put_item(files: dict[str, bytes], tree: dict[Key, Module], key: Key, item: bytes) -> str | None:
     """Make the module item at `key` be `item` in `files` (in place of the patch's, or added to
-    its parent); the file written, or None when it already was (or its parent is gone)."""
-    tree = module_tree(files, roots)
+    its parent; `tree` is `files`' module tree); the file written, or None when it already was (or
+    its parent is gone)."""
     module = tree.get(key)
     if module is not None:
         text = files[module.file]
