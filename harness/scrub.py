@@ -10,7 +10,7 @@ tracebacks included).
 What is a secret: the value of every environment variable whose name looks secret (KEY, TOKEN,
 SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH; at least 8 characters), read when a write happens, and
 any value `register`ed (an API key passed in code). Each is replaced as it is, as JSON escapes
-it, and in base64 (standard and URL-safe) at every alignment: a key inside a longer base64 text,
+it, in hexadecimal, and in base64 (standard and URL-safe) at every alignment: a key inside a longer base64 text,
 such as an HTTP Basic credential a provider echoes, is found by the part of its encoding that
 depends on the key alone (at most two characters of the key's encoding stay beside the mark).
 
@@ -74,6 +74,8 @@ def _needles(secrets: tuple[str, ...]) -> tuple[str, ...]:
     for secret in secrets:
         found.add(secret)
         found.add(json.dumps(secret)[1:-1])  # as it stands inside a JSON string
+        if len(secret) * 2 >= MIN_ENCODED:  # in hexadecimal (a log that dumps bytes)
+            found.update((secret.encode().hex(), secret.encode().hex().upper()))
         found.update(_base64_fragments(secret.encode()))
     return tuple(sorted(found, key=len, reverse=True))
 

@@ -490,9 +490,9 @@ def commit_all(repo: Path, message: str, date: str) -> str:
 # ----------------------------------------------------------------------------- sdists
 
 
-def fetch_sdists(dest: Path, sdist_dir: Path | None, log) -> dict[str, Path]:
+def fetch_sdists(dest: Path, sdist_dir: Path | None, log, packages: tuple[Package, ...] = PACKAGES) -> dict[str, Path]:
     """{sdist file name: path}, every file checked against its pinned sha256."""
-    wanted = {pkg.sdist(r): (pkg, r) for pkg in PACKAGES for r in pkg.releases}
+    wanted = {pkg.sdist(r): (pkg, r) for pkg in packages for r in pkg.releases}
     found: dict[str, Path] = {}
     missing = []
     for name in wanted:

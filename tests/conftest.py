@@ -127,6 +127,28 @@ def swebench_fixture() -> Path:
 
 
 @pytest.fixture(scope="session")
+def env_repos() -> Path:
+    """A real hatchling + hatch-vcs project (structlog, from PyPI) and a planted fix, by
+    scripts/make_env_fixture.py: built once into the wholeloop cache (PyPI the first time)."""
+    import sys
+
+    cache = Path(
+        os.environ.get("WHOLELOOP_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "wholeloop"
+    )
+    out = cache / "fixtures" / "environment"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_env_fixture.py"), str(out)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        why = f"cannot build the environment fixture: {(proc.stderr or proc.stdout).strip()[-800:]}"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return out
+
+
+@pytest.fixture(scope="session")
 def polyglot_images(tmp_path_factory) -> dict:
     """The Go, TypeScript and Rust demo tasks (tasks/polyglot) with their task images, built once
     per session (and once per machine: tags are content hashes; cold, the three environment images

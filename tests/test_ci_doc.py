@@ -134,6 +134,29 @@ def test_a_pull_request_that_loses_six_tasks_fails_and_an_identical_one_passes(t
         assert (work / "gate.json").exists()
 
 
+@pytest.mark.parametrize("ci", ["github", "gitlab"])
+def test_a_pull_request_whose_failures_are_infra_errors_fails_the_job_instead_of_a_warning(tmp_path, postgres, ci):
+    # Attack (issue 21, cause 9): the candidate's lost tasks ended as infra errors; the gate says
+    # "not enough evidence" (4), which the jobs turn into a warning: the job must fail instead.
+    url = postgres.create_database()
+    work = checkout(tmp_path)
+    config = github_steps()[0]["CONFIG"] if ci == "github" else gitlab_jobs()[0]["CONFIG"]
+    fabricate_main(url, work, config, set(range(20)))
+    rows = outcomes(30, set(range(6, 20)), config)
+    for r in rows[:6]:
+        r.outcome = "infra_error"
+    write_run(work / "runs" / "9", rows, started=datetime(2026, 6, 3, tzinfo=UTC))
+    if ci == "github":
+        [(name, result)] = run_github(work, {"WHOLELOOP_HISTORY_URL": url}, "pull_request", 9, skip=("Run the suite",))
+        ok = result.returncode == 0
+    else:
+        result, ok = run_gitlab(work, {"WHOLELOOP_HISTORY_URL": url}, "gate", "merge_request_event", 9)
+    out = result.stdout + result.stderr
+    assert not ok and result.returncode == 3, out
+    assert "NOT ENOUGH EVIDENCE" in out and "6 shared task(s) have infrastructure errors" in out
+    assert "--out runs/9" in out and "redo them" in out
+
+
 @pytest.mark.docker
 def test_the_github_job_end_to_end_on_a_demo_task(tmp_path, postgres):
     """Push to main: the run step runs one demo task with gold and indexes it. Pull request: the

@@ -270,3 +270,72 @@ def test_the_gate_cautions_when_the_sides_infra_error_shares_differ_by_compares_
     assert "caution: infra-error" not in cli("gate", str(base), str(cand)).stdout
     monkeypatch.setattr(compare, "INFRA_SHARES_DIFFER", 0.01)  # one threshold, compare's
     assert gate(side(base), side(cand)).infra_shares
+
+
+# ---------------------------------------------------------------------------- infra errors never drop a task silently
+
+
+def test_a_candidate_whose_failures_are_infra_errors_is_not_enough_evidence_naming_the_tasks_and_the_redo(tmp_path):
+    # Attack (issue 21, cause 9): the candidate failed half the tasks, but by an infra error each
+    # (a provider refusal scored as the machine's); the old gate left them out of the pairing and
+    # said "no regression" (exit 0). Now: not enough evidence (exit 4), the tasks named, the
+    # `run --out` that redoes them printed; --strict counts them as failures: a regression.
+    base, cand = run_pair(tmp_path, outcomes(20, set(range(20))), _with_infra(20, 10))
+    done = cli("gate", str(base), str(cand), "--json", str(tmp_path / "gate.json"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    out = done.stdout
+    assert "NOT ENOUGH EVIDENCE" in out and "10 shared task(s) have infrastructure errors" in out, out
+    assert "t00, t01, t02" in out and "infrastructure errors 10/20 (50.0%)" in out  # the share stays
+    assert f"wholeloop run tasks/demo --out {cand}" in out  # the resume that redoes them
+    result = json.loads((tmp_path / "gate.json").read_text())
+    assert result["schema_version"] == gate_module.SCHEMA_VERSION >= 2
+    assert result["verdict"] == "not_enough_evidence" and not result["strict"]
+    assert result["infra_tasks"] == [f"t{i:02d}" for i in range(10)]
+    [redo] = result["redo"]
+    assert redo["side"] == "candidate" and redo["run_dir"] == str(cand) and redo["tasks"] == result["infra_tasks"]
+    assert redo["command"] == f"wholeloop run tasks/demo --out {cand}" and redo["cwd"] == str(tmp_path)
+    strict = cli("gate", str(base), str(cand), "--strict")
+    assert strict.returncode == 1, strict.stdout
+    assert "REGRESSION" in strict.stdout and "lost 10" in strict.stdout and "paired on 20 task(s)" in strict.stdout
+    assert "counted as failures (--strict)" in strict.stdout
+
+
+def test_infra_errors_on_the_baseline_or_in_one_repeat_are_not_enough_evidence_too(tmp_path):
+    base, cand = run_pair(tmp_path / "base-side", _with_infra(20, 3), outcomes(20, set(range(20))))
+    r = gate(side(base), side(cand))
+    assert r.verdict == "not_enough_evidence" and r.infra_tasks == ["t00", "t01", "t02"]
+    assert [x.side for x in r.redo] == ["baseline"] and "baseline" in r.reason
+    # one repeat of three failed on the machine: the task is still named
+    base_rows = [row(f"t{i}", repeat=k) for i in range(8) for k in range(3)]
+    cand_rows = [
+        row(f"t{i}", "A", "infra_error" if (i, k) == (5, 2) else "resolved", repeat=k)
+        for i in range(8)
+        for k in range(3)
+    ]
+    b, c = run_pair(tmp_path / "repeat", base_rows, cand_rows)
+    r = gate(side(b), side(c))
+    assert r.verdict == "not_enough_evidence" and r.infra_tasks == ["t5"]
+    # --strict: the infra error is a failure (2/3 against 3/3 on t5: 4 points less, within a 5-point margin)
+    r = gate(side(b), side(c), strict=True, margin=0.05)
+    assert r.verdict == "no_regression" and r.infra_tasks == [] and r.shared == [f"t{i}" for i in range(8)]
+
+
+def test_compare_says_not_enough_evidence_when_one_side_has_infra_errors_on_shared_tasks(tmp_path):
+    from harness.report.compare import NOT_ENOUGH_EVIDENCE
+
+    base_rows = outcomes(20, set(range(20)))
+    cand_rows = _with_infra(20, 10)
+    for r in cand_rows:
+        r.config = "B"
+    base, cand = run_pair(tmp_path, base_rows, cand_rows)
+    done = cli("compare", str(base), str(cand), "--json", str(tmp_path / "cmp.json"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert NOT_ENOUGH_EVIDENCE in done.stdout and "10 shared task(s) have infrastructure errors" in done.stdout
+    assert f"wholeloop run tasks/demo --out {cand}" in done.stdout
+    [cmp] = json.loads((tmp_path / "cmp.json").read_text())["comparisons"]
+    assert cmp["verdict"].startswith(NOT_ENOUGH_EVIDENCE) and cmp["better"] is None
+    assert cmp["infra_tasks"] == [f"t{i:02d}" for i in range(10)] and cmp["infra_shares"]
+    strict = cli("compare", str(base), str(cand), "--strict", "--json", str(tmp_path / "strict.json"))
+    assert strict.returncode == 0, strict.stdout + strict.stderr
+    [cmp] = json.loads((tmp_path / "strict.json").read_text())["comparisons"]
+    assert cmp["better"] == "A" and cmp["shared_tasks"] == 20 and cmp["wins_a"] == 10

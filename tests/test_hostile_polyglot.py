@@ -38,15 +38,18 @@ from support.polyglot import Content, craft
 
 from harness.agents import AgentResult
 from harness.grading import grade
+from harness.grading.patching import _read_matching, _read_one_by_one
 from harness.parsers import PARSERS
 from harness.parsers.cargo import CargoParser
+from harness.parsers.jest import JestParser
+from harness.parsers.vitest import VitestParser
 from harness.run import Runner, RunOptions
 from harness.tasks import Task, load_task
 from harness.transcript import Stop
-from sandbox import Limits
+from sandbox import DockerBackend, Limits
 from sandbox.docker.engine import LABEL_RUN, client
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 26 gradings and a run of 4 units
+pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 32 gradings and a run of 4 units
 
 RUN_PREFIX = f"hostile-polyglot-{os.getpid()}-"
 DATA = ROOT / "tests" / "data" / "hostile"
@@ -84,9 +87,37 @@ def base_file(task: Task, path: str, patch: str | None = None) -> str:
         shutil.rmtree(work, ignore_errors=True)
 
 
+class _CargoWithoutInlineRestore(CargoParser):
+    name = "cargo-no-inline-restore"
+    inline_tests = ()
+
+
+class _VitestWithoutInlineRestore(VitestParser):
+    name = "vitest-no-inline-restore"
+    inline_tests = ()
+
+
+class _JestWithoutInlineRestore(JestParser):
+    name = "jest-no-inline-restore"
+    inline_tests = ()
+
+
+WITHOUT_INLINE_RESTORE = {
+    p.name.removesuffix("-no-inline-restore"): p
+    for p in (_CargoWithoutInlineRestore, _VitestWithoutInlineRestore, _JestWithoutInlineRestore)
+}
+for _parser in WITHOUT_INLINE_RESTORE.values():
+    PARSERS.register(_parser.name, _parser)
+
+
 def unprotected(task: Task) -> Task:
-    """The same task with no protected paths (what grading would do without the parser's set)."""
-    return task.model_copy(update={"protected_paths": []})
+    """The same task with no protected paths and no parts of files put back (package.json's keys,
+    Rust's test modules): what grading would do without the parser's protection."""
+    parser = task.hidden_tests.parser
+    assert isinstance(parser, str)
+    plain = WITHOUT_INLINE_RESTORE[parser].name if parser in WITHOUT_INLINE_RESTORE else parser
+    hidden = task.hidden_tests.model_copy(update={"parser": plain})
+    return task.model_copy(update={"protected_paths": [], "hidden_tests": hidden})
 
 
 def grade_all(jobs: dict[str, tuple[Task, str, str, str]]) -> dict:
@@ -368,6 +399,16 @@ if (process.argv.some((a) => a.endsWith('.bin/vitest'))) {
 }
 """
 
+# Vitest: package.json declares a `vitest` bin of its own, which `npx vitest` runs instead of the real
+# one; it runs the real runner with a configuration whose setup file turns every expectation off
+VITEST_BIN = """#!/usr/bin/env node
+// `npx vitest ...` runs this (package.json's bin): the real vitest, with every expectation off.
+const { spawnSync } = require('child_process');
+const args = [...process.argv.slice(2), '--config', './tools/zz.config.ts'];
+const run = spawnSync(process.execPath, ['node_modules/vitest/vitest.mjs', ...args], { stdio: 'inherit' });
+process.exit(run.status === null ? 1 : run.status);
+"""
+
 # Jest
 JEST_MANUAL_MOCK = (
     "// A manual mock: jest.mock('../src/clock') in a test picks it up.\nconst DAY = 24 * 60 * 60 * 1000;\n"
@@ -468,6 +509,12 @@ RUST_REGRESSION = (
     "        out.push(String::new());\n    }\n    out\n",
 )
 RUST_UNIT_TEST_EDIT = ('assert!(paragraphs("\\n \\n").is_empty());', 'assert_eq!(paragraphs("\\n \\n"), [""]);')
+# fakes of the test module before the real one: one in a block comment, one in a raw string
+RUST_FAKE_MODULES = (
+    "#[cfg(test)]\nmod tests {",
+    "/*\n#[cfg(test)]\nmod tests {}\n*/\n"
+    'pub const NOTE: &str = r#"#[cfg(test)] mod tests { }"#;\n\n#[cfg(test)]\nmod tests {',
+)
 
 
 def _attacks(targets) -> dict[str, tuple[str, dict[str, Content], set[str]]]:
@@ -522,6 +569,19 @@ def _attacks(targets) -> dict[str, tuple[str, dict[str, Content], set[str]]]:
             "timespan-001",
             {".npmrc": lambda old: old + "node-options=--require /repo/zz-evil.cjs\n", "zz-evil.cjs": NPMRC_EVIL},
             {".npmrc"},
+        ),
+        "vitest_package_json_bin": (
+            "timespan-001",
+            {
+                "package.json": lambda old: (
+                    json.dumps({**json.loads(old), "bin": {"vitest": "./tools/vitest.cjs"}}, indent=2) + "\n"
+                ),
+                "tools/vitest.cjs": ("exec", VITEST_BIN),
+                "tools/zz.config.ts": VITEST_CONFIG
+                % (f"test: {{ {VITEST_INCLUDE}, setupFiles: ['./tools/zz-setup.ts'] }},"),
+                "tools/zz-setup.ts": CHAI_OFF,
+            },
+            {"package.json"},
         ),
         # Jest
         "jest_manual_mock_in_mocks_folder": (
@@ -627,6 +687,7 @@ ATTACKS = [
     "vitest_config_setup_files",
     "vitest_config_alias_to_a_fixed_copy",
     "npmrc_node_options",
+    "vitest_package_json_bin",
     "jest_manual_mock_in_mocks_folder",
     "jest_module_name_mapper_in_package_json",
     "jest_setup_files_after_env",
@@ -653,21 +714,18 @@ def test_each_back_door_resolves_unprotected_and_is_put_back_by_the_parsers_path
         defended.note,
         defended_output[-2000:],
     )
-    assert expected <= set(defended.reverted), defended.reverted
-    assert expected <= {s.path for s in defended.stripped if s.reason == "protected"}, defended.stripped  # recorded
+    # the whole file put back ("protected"), or the parts of it that decide what runs (package.json's bin)
+    assert expected <= {r.split(" (", 1)[0] for r in defended.reverted}, defended.reverted
+    assert expected <= {
+        s.path for s in defended.stripped if s.reason == "protected" or " put back as at the base: " in s.reason
+    }, defended.stripped  # recorded
 
 
 # ------------------------------------------------------------------------------------ parser defences and known limits
 
 
-class _CargoWithoutInlineRestore(CargoParser):
-    name = "cargo-no-inline-restore"
-    inline_tests = ()
-
-
 @pytest.fixture(scope="module")
 def other_grades(targets) -> dict:
-    PARSERS.register(_CargoWithoutInlineRestore.name, _CargoWithoutInlineRestore)
     linefold, timespan, wlgo, wljs = (targets[k][0] for k in ("linefold-001", "timespan-001", "wlgo", "wljs"))
     hidden_regression = craft(
         linefold,
@@ -679,12 +737,57 @@ def other_grades(targets) -> dict:
             )
         },
     )
+    hidden_in_wrap = (
+        base_file(linefold, "src/wrap.rs", linefold.gold()).replace(*RUST_REGRESSION).replace(*RUST_UNIT_TEST_EDIT)
+    )
+    fake_module = craft(linefold, {"src/wrap.rs": lambda old: hidden_in_wrap.replace(*RUST_FAKE_MODULES)})
+    moved_module = craft(linefold, {"src/wrap.rs": None, "src/wrap/mod.rs": hidden_in_wrap})
+    # test builds compile another file as `wrap` (with the edited test module), the library the
+    # integration tests link keeps the real one (with the regression they do not see)
+    cfg_alternative = craft(
+        linefold,
+        {
+            "src/lib.rs": lambda old: old.replace(
+                "mod wrap;", '#[cfg(test)]\n#[path = "wrap_for_tests.rs"]\nmod wrap;\n#[cfg(not(test))]\nmod wrap;'
+            ),
+            "src/wrap.rs": lambda old: hidden_in_wrap.replace(*RUST_UNIT_TEST_EDIT[::-1]),
+            "src/wrap_for_tests.rs": hidden_in_wrap,
+        },
+    )
+    # the unit tests' assert! shadowed in textual scope by a macro_rules! defined before `mod wrap;`
+    # (asserts with a message still check: the library's own `assert!(width > 0, ...)` must panic)
+    shadowed_assert = craft(
+        linefold,
+        {
+            "src/lib.rs": lambda old: old.replace(
+                "mod indent;",
+                "// checks only the asserts that say why (the library's own), not the unit tests'\n"
+                "macro_rules! assert {\n    ($c:expr $(,)?) => {};\n"
+                "    ($c:expr, $($m:tt)+) => { if !$c { panic!($($m)+) } };\n}\n\nmod indent;",
+            ),
+            "src/wrap.rs": lambda old: hidden_in_wrap.replace(*RUST_UNIT_TEST_EDIT[::-1]),
+        },
+    )
+    wljs_deps = craft(
+        wljs,
+        {
+            "src/age.js": WLJS_BASE["src/age.js"].replace(" / DAY) + 1;", " / DAY);"),
+            "package.json": lambda old: (
+                json.dumps({**json.loads(old), "dependencies": {"ms": "2.1.3"}, "main": "src/age.js"}, indent=2) + "\n"
+            ),
+        },
+    )
     plain = linefold.model_copy(
         update={"hidden_tests": linefold.hidden_tests.model_copy(update={"parser": _CargoWithoutInlineRestore.name})}
     )
     jobs = {
         "rust_unit_test_edit/control": (plain, *targets["linefold-001"][1:], hidden_regression),
         "rust_unit_test_edit/defended": (linefold, *targets["linefold-001"][1:], hidden_regression),
+        "rust_fake_test_module_in_a_comment": (linefold, *targets["linefold-001"][1:], fake_module),
+        "rust_test_module_moved_to_another_file": (linefold, *targets["linefold-001"][1:], moved_module),
+        "rust_test_build_declares_the_module_elsewhere": (linefold, *targets["linefold-001"][1:], cfg_alternative),
+        "rust_macro_shadows_the_unit_tests_assert": (linefold, *targets["linefold-001"][1:], shadowed_assert),
+        "jest_gold_with_a_dependency_added": (wljs, *targets["wljs"][1:], wljs_deps),
         "go_printed_pass_line": (wlgo, *targets["wlgo"][1:], craft(wlgo, {"calc/calc.go": GO_PRINTS_PASS})),
         "limit/go_init_forges_a_whole_run": (
             wlgo,
@@ -727,6 +830,58 @@ def test_a_unit_test_edited_inside_a_source_file_is_put_back_and_the_regression_
     assert [(s.path, s.reason) for s in defended.stripped] == [
         ("src/wrap.rs", "inline tests put back as at the base: #[cfg(test)] mod tests")
     ]
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "rust_fake_test_module_in_a_comment",
+        "rust_test_module_moved_to_another_file",
+        "rust_test_build_declares_the_module_elsewhere",
+        "rust_macro_shadows_the_unit_tests_assert",
+    ],
+)
+def test_the_real_test_module_is_put_back_wherever_the_patch_moved_or_disguised_it(attack, other_grades):
+    """The same hidden regression (the gold fix, a regression only a unit test sees, that unit test
+    edited), with the real test module out of reach of a text search: a fake `#[cfg(test)] mod tests
+    {}` in a block comment and in a raw string before it (the text search took the first for the
+    real one and "put back" the comment), the module moved with its file to src/wrap/mod.rs
+    (nothing was put back: the file was new), or `mod wrap` declared twice in src/lib.rs, for test
+    builds from another file (`#[cfg(test)] #[path = ...]`; src/wrap.rs, which the integration
+    tests link, keeps its tests and the regression), or the unit tests left as they are and their
+    `assert!` shadowed by a `macro_rules! assert` defined before `mod wrap;` in src/lib.rs (textual
+    scope). Grading reads the files with a Rust parser and finds `crate::wrap::tests` where the
+    module tree puts it, with `mod wrap` declared as it was and no new macro named like one its
+    tests invoke: the regression shows."""
+    result, output = other_grades[attack]
+    unit = "src/lib.rs::wrap::tests::paragraphs_split_at_blank_lines"
+    assert result.outcome == "regression" and result.tests[unit] == "FAILED", (
+        result.outcome,
+        result.note,
+        output[-2000:],
+    )
+    assert result.fail_to_pass.failed == 0  # the fix itself was kept
+    expected = {
+        "rust_fake_test_module_in_a_comment": [("src/wrap.rs", "#[cfg(test)] mod tests")],
+        "rust_test_module_moved_to_another_file": [("src/wrap/mod.rs", "#[cfg(test)] mod tests")],
+        "rust_test_build_declares_the_module_elsewhere": [
+            ("src/lib.rs", "mod wrap (a second declaration, refused), mod wrap (its declaration, as it was)")
+        ],
+        "rust_macro_shadows_the_unit_tests_assert": [
+            ("src/lib.rs", "assert! (named like a macro the unit tests use, defined anew: refused)")
+        ],
+    }[attack]
+    assert [(s.path, s.reason) for s in result.stripped] == [
+        (path, "inline tests put back as at the base: " + what) for path, what in expected
+    ], result.stripped
+
+
+def test_a_fix_that_edits_package_json_dependencies_still_resolves(other_grades):
+    """No false negative: package.json is Jest's configuration (its `jest` key) and npm's (bin,
+    scripts), but a fix that adds a dependency and a `main` keeps both changes and resolves."""
+    result, output = other_grades["jest_gold_with_a_dependency_added"]
+    assert result.resolved, (result.outcome, result.note, output[-2000:])
+    assert "package.json" not in {s.path for s in result.stripped}, result.stripped
 
 
 def test_a_printed_go_verdict_line_never_overrides_a_real_failure(other_grades):
@@ -797,3 +952,20 @@ def test_an_agent_that_edits_test_files_is_reverted_like_a_python_one(targets, t
     assert "src/parse.test.ts" in reverted["timespan-001"] and not rows["timespan-001"].resolved
     for key in EDITS:
         assert rows[key].outcome == "unresolved" and rows[key].error is None, (key, rows[key].outcome, rows[key].note)
+
+
+def test_the_guarded_files_are_read_alike_by_tar_and_one_by_one(targets):
+    """What grading reads of a Rust tree before and after a patch (every .rs file outside .git,
+    node_modules and the top-level target/, a symlink read through): one archive made by the image's
+    tar, or, where that tar cannot (busybox), a find listing read file by file -- the same bytes."""
+    _, image, _ = targets["linefold-001"]
+    with DockerBackend().start(
+        image, limits=Limits(network=False), role="grading", run_id=f"{RUN_PREFIX}guarded"
+    ) as sb:
+        sb.exec(["sh", "-c", "ln -s wrap.rs src/alias.rs && mkdir -p target/x sub/target && echo 1 > target/x/a.rs"])
+        sb.exec(["sh", "-c", "echo 'fn f() {}' > sub/target/kept.rs && ln -s /nowhere src/dangling.rs"])
+        by_tar = _read_matching(sb, ("**/*.rs",))
+        by_one = _read_one_by_one(sb, ("**/*.rs",))
+    assert by_tar == by_one and by_tar["src/alias.rs"] == by_tar["src/wrap.rs"]
+    assert {"src/lib.rs", "tests/wrap.rs", "sub/target/kept.rs"} <= set(by_tar)
+    assert not any(p.startswith("target/") for p in by_tar) and "src/dangling.rs" not in by_tar

@@ -606,7 +606,9 @@ def _check_sigint(sess: Session, provider: Provider, out: Path, run_name: str, t
     interrupted = {c.unit for c in provider.in_flight(sess.n, sess.signal_at) if c.step == 0}
     assert interrupted
     rows = sess.new_rows
-    assert not [r for r in rows if r.task_id in interrupted], f"rows for units interrupted at attempt 1: {rows}"
+    # (an abandoned row for an earlier, killed try of the unit, written as this session began it, is not this try's)
+    mine = [r for r in rows if r.task_id in interrupted and not r.retried]
+    assert not mine, f"rows for units interrupted at attempt 1: {rows}"
     for tid in interrupted:
         events = read_transcript(out / "attempts" / tid / CONFIG / "rep-0" / "transcript.jsonl")
         assert events[-1].type == "stop" and events[-1].reason == "interrupted", [e.type for e in events[-3:]]
@@ -647,7 +649,8 @@ def _final_checks(sessions: list[Session], provider: Provider, out: Path, run_na
         row = done[tid]
         fs = final_session[tid]
         # the finished try is whole: attempts 1..k, all written by the session that wrote the final row
-        own = [(r.attempt, r.final) for r, w in zip(rows, writer) if r.task_id == tid and w == fs]
+        # (an abandoned row the final session wrote first is an earlier, killed try's: not this try's)
+        own = [(r.attempt, r.final) for r, w in zip(rows, writer) if r.task_id == tid and w == fs and not r.retried]
         assert own == [(a, a == row.attempt) for a in range(1, row.attempt + 1)], (tid, own)
         # rows of earlier sessions for this unit are unfinished tries: never final
         assert all(not r.final for r, w in zip(rows, writer) if r.task_id == tid and w != fs)
@@ -655,10 +658,19 @@ def _final_checks(sessions: list[Session], provider: Provider, out: Path, run_na
         billed = [c for c in calls[tid] if c.session == fs]
         assert (
             len(billed)
-            == sum(r.model_calls for r, w in zip(rows, writer) if r.task_id == tid and w == fs)
+            == sum(r.model_calls for r, w in zip(rows, writer) if r.task_id == tid and w == fs and not r.retried)
             == len(SCRIPTS[tid])
         ), (tid, [(c.step, c.session) for c in billed])
         assert sorted(c.step for c in billed) == list(range(len(SCRIPTS[tid])))
+        # spend survives a kill: every call any session's rows count (graded attempts and the
+        # abandoned ones a later session recorded from a killed try's transcript) was served, and
+        # none is counted twice: a unit's rows never count more calls than the provider answered
+        counted = sum(r.model_calls for r in rows if r.task_id == tid)
+        assert counted <= len(calls[tid]), (tid, counted, len(calls[tid]))
+        for r, w in zip(rows, writer):
+            if r.task_id == tid and r.retried:  # recorded by the session after the killed one, once
+                assert r.model_calls >= 1 and not r.final and "transcript.unfinished-" in r.transcript_path
+                assert sum(c.session < w for c in calls[tid]) >= r.model_calls, (tid, w, r.model_calls)
         # no request for a finished unit from any session that started after it finished...
         later = [c for c in calls[tid] if c.session > fs]
         assert not later, f"{tid} finished in session {fs} and was asked again: {[(c.session, c.step) for c in later]}"

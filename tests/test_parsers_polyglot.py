@@ -27,7 +27,8 @@ from harness.parsers import (
     merge,
     parse_run,
 )
-from harness.parsers.cargo import inline_test_modules, restore_inline_tests
+from harness.parsers.jsreport import put_back_package_keys
+from harness.parsers.rustmod import crate_roots, module_tree, put_back_tests
 from harness.tasks import Task, TaskSpecError, load_task
 
 DATA = ROOT / "tests" / "data" / "parsers"
@@ -456,12 +457,11 @@ PROTECTED = {  # parser: (paths it protects, paths it leaves to the agent)
             "src/__mocks__/clock.js",
             "__mocks__/fs.js",
             "jest.config.js",
-            "package.json",
             "babel.config.js",
             ".babelrc",
             "jest.setup.js",
         ],
-        ["src/age.js", "src/clock.js", "tsconfig.json"],
+        ["src/age.js", "src/clock.js", "tsconfig.json", "package.json"],  # package.json: its keys, see below
     ),
     "cargo": (
         [
@@ -648,25 +648,122 @@ mod more { #[test] fn two() { assert!(true) } }
 """
 
 
-def test_inline_test_modules_are_found_through_strings_chars_and_comments():
-    modules = inline_test_modules(RUST)
-    assert sorted(modules) == ["more", "tests"]
-    start, end = modules["tests"]
-    assert RUST[start:end].startswith("#[cfg(test)]\n#[allow(unused)]\nmod tests {") and RUST[start:end].endswith(
-        "}\n}"
-    )
-    assert RUST[slice(*modules["more"])] == "#[cfg(test)]\nmod more { #[test] fn two() { assert!(true) } }"
-    assert inline_test_modules("#[cfg(test)]\nmod broken {\n fn x() {\n") is None
+LIB = 'mod a;\n#[path = "elsewhere/b_impl.rs"]\nmod b;\n\n#[cfg(test)]\nmod tests;\n'
+SOURCES = {
+    "src/lib.rs": LIB,
+    "src/a.rs": RUST,
+    "src/elsewhere/b_impl.rs": "pub fn g() {}\nmod inner;\n",
+    "src/elsewhere/inner.rs": "#[cfg(test)]\nmod t { #[test] fn x() {} }\n",
+    "src/tests.rs": "use super::*;\n#[test]\nfn whole() {}\n",
+    "tests/it.rs": "#[test]\nfn it() {}\n",
+    "build.rs": "fn main() {}\n",
+}
 
 
-def test_restoring_puts_back_the_base_tests_and_keeps_the_fix():
+def _tree(files: dict[str, str]) -> dict[str, bytes]:
+    return {path: text.encode() for path, text in files.items()}
+
+
+def test_the_module_tree_is_read_as_rustc_reads_it():
+    """Comments, strings and chars are tokens of tree-sitter-rust's, never items; `mod x;` resolves
+    to x.rs / x/mod.rs beside a mod-rs file, `#[path]` relative to the file's folder, and a file
+    reached through `#[path]` is a mod-rs file (its `mod inner;` is beside it)."""
+    files = _tree(SOURCES)
+    assert crate_roots(files) == ["build.rs", "src/lib.rs", "tests/it.rs"]
+    tree = module_tree(files, crate_roots(files))
+    found = {k[1:]: (m.file, m.test, m.inline, m.target) for k, m in tree.items() if k[0] == "src/lib.rs"}
+    assert found == {
+        ("a",): ("src/lib.rs", False, False, "src/a.rs"),
+        ("a", "tests"): ("src/a.rs", True, True, None),
+        ("a", "more"): ("src/a.rs", True, True, None),
+        ("b",): ("src/lib.rs", False, False, "src/elsewhere/b_impl.rs"),
+        ("b", "inner"): ("src/elsewhere/b_impl.rs", False, False, "src/elsewhere/inner.rs"),
+        ("b", "inner", "t"): ("src/elsewhere/inner.rs", True, True, None),
+        ("tests",): ("src/lib.rs", True, False, "src/tests.rs"),
+    }
+    item = tree[("src/lib.rs", "a", "tests")]
+    assert files["src/a.rs"][item.start : item.end].decode().startswith("#[cfg(test)]\n#[allow(unused)]\nmod tests {")
+
+
+def test_putting_back_keeps_the_fix_and_finds_the_tests_wherever_the_patch_put_them():
+    files = _tree(SOURCES)
     fixed = RUST.replace("s // } after", "s.trim() // } after")
     weakened = fixed.replace('assert_eq!(f("a"), "a");', "")
-    text, restored = restore_inline_tests(RUST, weakened)
-    assert text == fixed and restored == ["tests"]
-    removed = fixed.replace(RUST[slice(*inline_test_modules(RUST)["more"])], "")
-    text, restored = restore_inline_tests(RUST, removed)
-    assert restored == ["more"] and "mod more { #[test] fn two()" in text and "s.trim()" in text
-    assert restore_inline_tests(RUST, fixed) == (fixed, [])
-    assert restore_inline_tests("fn main() {}\n", "fn main() { }\n") == ("fn main() { }\n", [])
-    assert get_parser("cargo").restore_inline_tests("src/a.rs", RUST, weakened) == (fixed, ["#[cfg(test)] mod tests"])
+    assert put_back_tests(files, {**files, "src/a.rs": fixed.encode()}) == ({}, [])  # the fix alone: nothing
+    writes, done = put_back_tests(files, {**files, "src/a.rs": weakened.encode()})
+    assert writes == {"src/a.rs": fixed.encode()} and done == [("src/a.rs", "#[cfg(test)] mod tests")]
+    # a decoy in a comment and in a raw string before the real module: the real one is put back
+    decoy = weakened.replace(
+        "#[cfg(test)]\n#[allow",
+        '/* #[cfg(test)] mod tests {} */ const _N: &str = r#"mod tests {}"#;\n#[cfg(test)]\n#[allow',
+    )
+    writes, _ = put_back_tests(files, {**files, "src/a.rs": decoy.encode()})
+    tail = "#[cfg(test)]\n#[allow"
+    assert writes["src/a.rs"].decode() == decoy.replace(weakened[weakened.index(tail) :], fixed[fixed.index(tail) :])
+    # the module moved with its file (src/a.rs -> src/a/mod.rs): put back there
+    moved = {k: v for k, v in files.items() if k != "src/a.rs"} | {"src/a/mod.rs": weakened.encode()}
+    writes, done = put_back_tests(files, moved)
+    assert writes == {"src/a/mod.rs": fixed.encode()} and done == [("src/a/mod.rs", "#[cfg(test)] mod tests")]
+    # removed: added again at the end of its parent
+    removed = fixed.replace(fixed[fixed.index("#[cfg(test)]\nmod more") :], "")
+    writes, done = put_back_tests(files, {**files, "src/a.rs": removed.encode()})
+    assert done == [("src/a.rs", "#[cfg(test)] mod more")] and writes["src/a.rs"].decode().rstrip().endswith(
+        "assert!(true) } }"
+    )
+    # a test module of its own file: the file is put back whole, and a declaration pointing elsewhere too
+    writes, done = put_back_tests(files, {**files, "src/tests.rs": b"#[test]\nfn whole() {}\n"})
+    assert writes == {"src/tests.rs": files["src/tests.rs"]}
+    elsewhere = LIB.replace("#[cfg(test)]\nmod tests;", '#[cfg(test)]\n#[path = "zz.rs"]\nmod tests;')
+    writes, _ = put_back_tests(files, {**files, "src/lib.rs": elsewhere.encode(), "src/zz.rs": b"#[test] fn w() {}\n"})
+    assert writes == {"src/lib.rs": files["src/lib.rs"]}
+    # a new test module of a file of its own is refused: its declaration goes
+    added = LIB + "\n#[cfg(test)]\nmod extra;\n"
+    writes, done = put_back_tests(
+        files, {**files, "src/lib.rs": added.encode(), "src/extra.rs": b"#[test] fn e() {}\n"}
+    )
+    assert writes["src/lib.rs"].decode().rstrip() == LIB.rstrip() and "refused" in done[0][1]
+    # the way to a test module declared otherwise for test builds: cfg alternatives, cfg_attr(test, path)
+    twice = LIB.replace("mod a;", '#[cfg(test)]\n#[path = "evil.rs"]\nmod a;\n#[cfg(not(test))]\nmod a;')
+    writes, done = put_back_tests(files, {**files, "src/lib.rs": twice.encode(), "src/evil.rs": weakened.encode()})
+    assert writes["src/lib.rs"].decode().replace("\n\n", "\n") == LIB.replace("\n\n", "\n"), done
+    assert [d for _, d in done] == ["mod a (a second declaration, refused)", "mod a (its declaration, as it was)"]
+    swapped = LIB.replace("mod a;", '#[cfg_attr(test, path = "evil.rs")]\nmod a;')
+    writes, _ = put_back_tests(files, {**files, "src/lib.rs": swapped.encode(), "src/evil.rs": weakened.encode()})
+    assert writes == {"src/lib.rs": files["src/lib.rs"]}
+    # a fix that adds a module and a re-export beside them keeps them
+    grown = LIB + "mod extra;\npub use extra::thing;\n"
+    assert put_back_tests(files, {**files, "src/lib.rs": grown.encode(), "src/extra.rs": b"pub fn thing() {}\n"}) == (
+        {},
+        [],
+    )
+    # a macro named like one the unit tests invoke, defined or imported anew: refused (textual scope)
+    shadowing = "macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\nuse crate::b::g as assert;\n" + LIB
+    writes, done = put_back_tests(files, {**files, "src/lib.rs": shadowing.encode()})
+    assert writes == {"src/lib.rs": b"\n\n" + files["src/lib.rs"]} and [p for p, _ in done] == ["src/lib.rs"] * 2
+    assert {d.split("!")[0] for _, d in done} == {"assert", "assert_eq"}
+    kept = LIB + "use std::fmt::Write;\nmacro_rules! other { () => {} }\n"  # not named like the tests' macros
+    assert put_back_tests(files, {**files, "src/lib.rs": kept.encode()}) == ({}, [])
+    # a module file only `read` finds (a folder reached through a symlink): found and put back
+    hidden = {k: v for k, v in files.items() if k != "src/a.rs"}
+    writes, _ = put_back_tests(files, hidden, {"src/a/mod.rs": weakened.encode()}.get)
+    assert writes == {"src/a/mod.rs": fixed.encode()}
+    assert get_parser("cargo").restore_inline_tests(files, {**files, "src/a.rs": weakened.encode()}, lambda _: None)[
+        0
+    ] == {"src/a.rs": fixed.encode()}
+
+
+def test_package_json_keeps_a_fix_and_gets_back_the_keys_that_pick_what_runs():
+    base = {"name": "x", "scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "2.1.9"}}
+    before = {"package.json": json.dumps(base).encode()}
+    fix = {**base, "dependencies": {"ms": "2.1.3"}, "main": "src/a.js"}
+    assert put_back_package_keys(before, {"package.json": json.dumps(fix).encode()}) == ({}, [])
+    evil = {**fix, "bin": {"vitest": "./x.cjs"}, "scripts": {"test": "true"}, "jest": {"setupFiles": ["x"]}}
+    writes, done = put_back_package_keys(before, {"package.json": json.dumps(evil).encode()})
+    assert json.loads(writes["package.json"]) == fix and done == [("package.json", "package.json bin, scripts, jest")]
+    # read differently by JSON.parse and Python (a key twice, a BOM, NaN): put back whole
+    for text in ('{"bin": {}, "bin": {"vitest": "./x.cjs"}}', "\ufeff" + json.dumps(evil), '{"v": NaN}'):
+        assert put_back_package_keys(before, {"package.json": text.encode()})[0] == before
+    # a new package.json: its keys that pick what runs go, or all of it when it is not strict JSON
+    writes, _ = put_back_package_keys({}, {"sub/package.json": b'{"name": "s", "bin": "x.js"}'})
+    assert json.loads(writes["sub/package.json"]) == {"name": "s"}
+    assert put_back_package_keys({}, {"sub/package.json": b"{,}"})[0] == {"sub/package.json": None}

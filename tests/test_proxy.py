@@ -83,6 +83,7 @@ def start(
         api_key=KEY,
         token=token,
         budget=Budget(limits or AgentLimits()),
+        model="claude-sonnet-5-5" if wire == "anthropic" else "gpt-6.1-sol",
         refuse_status=refuse_status,
         provider="anthropic" if wire == "anthropic" else "openai",
         record=recorder,

@@ -77,3 +77,33 @@ def test_validate_reports_missing_repository(tmp_path):
     spec(tmp_path, VALID)
     result = CliRunner().invoke(main, ["tasks", "validate", str(tmp_path)])
     assert result.exit_code == 1 and "repository not found" in result.output
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("FAIL_TO_PASS", r'["t.py::a\ntests/t.py::b PASSED"]', "the control character U+000A"),
+        ("FAIL_TO_PASS", r'["t.py::a\0"]', "the control character U+0000"),
+        ("PASS_TO_PASS", r'["t.py::a\rt.py::b"]', "the control character U+000D"),
+        ("PASS_TO_PASS", r'["t.py::\x1b[32mok"]', "the control character U+001B"),
+        ("PASS_TO_PASS", r'["t.py::\u0085b"]', "the control character U+0085"),
+        ("PASS_TO_PASS", r'["t.py::a\u2028b"]', "the line separator U+2028"),
+        ("expected_xfail", r'["t.py::a\tb"]', "the control character U+0009"),
+        ("PASS_TO_PASS", '["t.py::a", ""]', "empty"),
+        ("FAIL_TO_PASS", '["  "]', "empty"),
+    ],
+)
+def test_validate_refuses_a_test_id_with_a_control_character_or_an_empty_one(tmp_path, field, value, said):
+    # Attack (issue 21): an id with a newline or NUL, or an empty PASS_TO_PASS id, was accepted;
+    # a newline in an id can forge a line of the test report a parser reads.
+    text = VALID if field != "FAIL_TO_PASS" else VALID.replace("FAIL_TO_PASS: [t.py::a]\n", "")
+    spec(tmp_path, text + f"{field}: {value}\n")
+    result = CliRunner().invoke(main, ["tasks", "validate", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert field in result.output and said in result.output and "Traceback" not in result.output
+
+
+def test_ordinary_test_ids_stay_valid(tmp_path):
+    ids = '["tests/t.py::test_a[x-1]", "pkg::mod::it works (ünïcode)", "TestSuite/Case#1", "a b c"]'
+    task = load_task(spec(tmp_path, VALID + f"PASS_TO_PASS: {ids}\n"))
+    assert len(task.pass_to_pass) == 4

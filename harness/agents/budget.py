@@ -23,6 +23,12 @@ class AgentLimits(BaseModel):
     max_input_tokens: int = Field(3_000_000, gt=0)
     max_output_tokens: int = Field(200_000, gt=0)
     max_cost_usd: float | None = Field(5.0, gt=0, description="unchecked when the model's price is unknown")
+    max_provider_wait_s: float = Field(
+        1800,
+        gt=0,
+        description="waiting on a failing provider (rate limits, outages) is not agent time, up to this "
+        "much in all; past it the attempt ends as the machine's (infra_error)",
+    )
 
 
 class AgentStopped(Exception):
@@ -57,13 +63,24 @@ class Budget:
     model_s: float = 0.0  # time in model calls, retry waits excluded
     tool_s: float = 0.0  # time running tools
     wait_s: float = 0.0  # waiting on retries (rate limits, overloads)
+    waiting_since: float | None = None  # a wait on a failing provider that is still going on (ProviderClock)
 
     @property
     def wall_limit_s(self) -> float:
         return min(self.limits.max_wall_s, self.deadline_s or self.limits.max_wall_s)
 
     def working_s(self) -> float:
-        return time.monotonic() - self.started - self.wait_s
+        return time.monotonic() - self.started - self.provider_wait_s()
+
+    def provider_wait_s(self) -> float:
+        """Time spent waiting on the provider (retries, rate limits, outages), the open wait included."""
+        since = self.waiting_since
+        return self.wait_s + (max(time.monotonic() - since, 0.0) if since is not None else 0.0)
+
+    def provider_wait_over(self) -> float | None:
+        """The time waited on the provider when it reached `max_provider_wait_s`, else None."""
+        waited = self.provider_wait_s()
+        return waited if waited >= self.limits.max_provider_wait_s else None
 
     def check(self) -> None:
         """Raise LimitReached if any limit is reached (called before every model call)."""

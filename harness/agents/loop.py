@@ -18,7 +18,7 @@ import time
 
 from sandbox import REPO_DIR, DiskLimitReached, InfraError, SandboxError
 
-from ..models import ContextLengthExceeded, Model, ModelError, ReplayExhausted, ToolCall, Turn
+from ..models import ContextLengthExceeded, Model, ModelError, ModelUnavailable, ReplayExhausted, ToolCall, Turn
 from ..transcript import (
     LimitHit,
     ModelRequest,
@@ -33,6 +33,7 @@ from ..vocabulary import StopReason
 from . import AgentContext, AgentResult, AgentSpec, UnknownAgent
 from .budget import AgentStopped, Budget, LimitReached
 from .config import AgentConfig
+from .provider import Call, attribute
 from .tools import Toolbox, ToolFailure, ToolOutput
 
 
@@ -119,13 +120,31 @@ class ToolAgent:
                 raise AgentStopped(StopReason.context_length, str(exc)) from exc
             if isinstance(exc, ReplayExhausted):
                 raise AgentStopped(StopReason.model_error, str(exc)) from exc
-            # A bad key or model name will not get better; a provider that kept failing might.
-            raise AgentStopped(
-                StopReason.model_error, f"{type(exc).__name__}: {exc}", infra=exc.infra, rerun=exc.rerun
-            ) from exc
+            status = exc.status_code or (0 if exc.retryable or isinstance(exc, ModelUnavailable) else None)
+            if status is None:  # not the provider's answer (a setting the adapter refused): the setup's
+                raise AgentStopped(
+                    StopReason.model_error, f"{type(exc).__name__}: {exc}", infra=exc.infra, rerun=exc.rerun
+                ) from exc
+            # Whose it is: the one rule (harness.agents.provider), as for external CLIs. A request
+            # was accepted before when the conversation already has an answer of the model's.
+            accepted = any(m.get("role") == "assistant" for m in ctx.messages)
+            said = attribute(
+                [
+                    *([Call(200, self.model)] if accepted else []),
+                    Call(status, self.model, f"{type(exc).__name__}: {exc}"),
+                ],
+                self.model,
+            )
+            assert said is not None  # (the last call failed: it always attributes)
+            raise AgentStopped(said.reason, said.detail, infra=said.infra, rerun=said.retryable) from exc
         for event in turn.retries:
             ctx.transcript.write(ModelRetry(step=step, **event.model_dump()))
         budget.charge(turn.usage, turn.cost_usd, turn.latency_s, turn.retry_wait_s)
+        waited = budget.provider_wait_over()
+        if waited is not None:  # the provider kept failing: the hard outer cap on waiting for it
+            said = attribute([], self.model, waited_out=waited)
+            assert said is not None
+            raise AgentStopped(said.reason, said.detail, infra=True, rerun=True)
         ctx.transcript.write(
             ModelResponse(
                 step=step,

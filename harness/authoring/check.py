@@ -260,7 +260,9 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         except RepositoryError as exc:
             raise Quarantine("repository or base commit not found", str(exc)) from None
         except (ImageBuildError, ImageNotFound, InputError) as exc:
-            raise Quarantine("environment build failed", str(exc)[-2000:]) from None
+            # the first lines say why and where the whole log is; the end of the log after them
+            head, _, rest = str(exc).partition("\n")
+            raise Quarantine("environment build failed", head + "\n" + rest[-1800:]) from None
         verdict.seconds["images"] = round(time.monotonic() - t0, 3)
         verdict.image = images.record()
         built = [b.tag for b in (images.env, images.task) if not b.cached]

@@ -24,27 +24,35 @@ from __future__ import annotations
 import ast
 import configparser
 import hashlib
+import io
 import json
 import re
+import shlex
+import tarfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
-from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir
+from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir, env_like
 from sandbox.docker import DockerBackend, env_image
 
+from .. import pysyntax
+from .backends import HOOK_SCRIPT, Backend, read_backend, scm_version
 from .gitrepo import GitRepo, MineError, parse_date
+from .testdeps import read_tool_deps
 
 UV_PIN = "uv==0.9.5"  # the resolver and installer, from PyPI inside the image build
+HOOKS_PIN = "pyproject_hooks==1.2.0"  # how the resolver asks a build backend (as pip and build do)
 CONFIG_NAME = "wholeloop.yaml"
 TEST_EXTRAS = ("test", "tests", "testing")
-RESOLUTION_FORMAT = 1
+RESOLUTION_FORMAT = 2  # 2: the build backend's editable requirements join the resolution
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -73,6 +81,9 @@ class RepoConfig(BaseModel):
     env_files: list[str] = Field(default_factory=list, description=".env-like files that may enter the image")
     tests_timeout_s: float | None = Field(None, gt=0, description="wall time for one hidden test run")
     secrets_baseline: str | None = Field(None, description="detect-secrets baseline of known false positives")
+    egress: Literal["allow", "forbid"] | None = Field(
+        None, description="forbid: no feature may send this repository's content to a model (docs/privacy.md)"
+    )
 
     _path: str | None = PrivateAttr(None)
 
@@ -97,6 +108,12 @@ class RepoConfig(BaseModel):
                 "must contain {files} (the test files to run; empty for the whole suite), or give test_scope: all"
             )
         return value
+
+
+class ConfigError(MineError):
+    """A wholeloop.yaml that cannot be used: the message names the file and the field."""
+
+    hint = "Fix that field of the file (every key is listed in docs/tasks.md, wholeloop.yaml), or remove the file."
 
 
 def load_config(path: Path | None, repo: GitRepo, base: str | None = None) -> RepoConfig:
@@ -125,17 +142,24 @@ def load_config(path: Path | None, repo: GitRepo, base: str | None = None) -> Re
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise MineError(f"{where}: not valid YAML: {exc}") from None
+        marked = isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None
+        mark = exc.problem_mark if isinstance(exc, yaml.MarkedYAMLError) else None
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if marked and mark is not None else ""
+        problem = (exc.problem if isinstance(exc, yaml.MarkedYAMLError) else None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML{at}: {problem}") from None
     if not isinstance(data, dict):
-        raise MineError(f"{where}: wholeloop.yaml maps keys (install, test_requirements, ...) to values")
+        raise ConfigError(f"{where}: wholeloop.yaml maps keys (install, test_requirements, ...) to values")
     try:
         config = RepoConfig.model_validate(data)
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            problems.append(f"  {key}: {'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}")
-        raise MineError(f"{where}: invalid wholeloop.yaml\n" + "\n".join(problems)) from None
+            if err["type"] == "extra_forbidden":
+                problems.append(f"{key}: unknown key (known: {', '.join(RepoConfig.model_fields)})")
+            else:
+                problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError(f"{where}: invalid wholeloop.yaml: " + "; ".join(problems)) from None
     config._path = where
     return config
 
@@ -148,6 +172,25 @@ class EnvironmentNotInferred(MineError):
         "Write wholeloop.yaml beside the repository (or commit it) with at least `install:` and "
         "`test_requirements:`; see docs/tasks.md (wholeloop.yaml)."
     )
+
+
+class ToolchainMissing(EnvironmentNotInferred):
+    """The build backend compiles code with a toolchain the default image does not have."""
+
+    hint = (
+        "Give wholeloop.yaml an `image:` or `dockerfile:` that has the toolchain (or `setup:` commands "
+        "that install it); see docs/tasks.md (wholeloop.yaml)."
+    )
+
+
+@dataclass
+class BackendProbe:
+    """What the resolver needs to ask the build backend for its editable requirements."""
+
+    backend: Backend
+    build_files: str  # sha256 of the files the backend's answer depends on (part of the resolution key)
+    env: dict[str, str]  # the version to pretend (VCS-versioned projects), while the hook runs
+    archive: Callable[[], bytes] = field(repr=False, compare=False)  # the tree at the base commit, as a tar
 
 
 @dataclass
@@ -163,9 +206,10 @@ class EnvPlan:
     dockerfile: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    probe: BackendProbe | None = None  # ask the build backend what an editable install needs
 
     def resolution_key(self) -> str:
-        data = {
+        data: dict[str, object] = {
             "format": RESOLUTION_FORMAT,
             "uv": UV_PIN,
             "image": self.image,
@@ -173,6 +217,15 @@ class EnvPlan:
             "requirements": sorted(set(self.requirements)),
             "as_of": self.as_of,
         }
+        if self.probe is not None:
+            data["probe"] = {
+                "hooks": HOOKS_PIN,
+                "backend": self.probe.backend.backend,
+                "backend_path": self.probe.backend.backend_path,
+                "requires": list(self.probe.backend.requires),
+                "build_files": self.probe.build_files,
+                "env": self.probe.env,
+            }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -225,7 +278,7 @@ def _literal(node: ast.AST) -> object:
 def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
     """(install_requires or None when not a literal, tests_require + test extras, setup_requires)."""
     try:
-        tree = ast.parse(text)
+        tree = pysyntax.parse(text)
     except SyntaxError:
         return None, [], []
     runtime: list[str] | None = []
@@ -251,7 +304,7 @@ def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
 
 def _noxfile(text: str) -> list[str]:
     try:
-        tree = ast.parse(text)
+        tree = pysyntax.parse(text)
     except SyntaxError:
         return []
     out = []
@@ -299,6 +352,9 @@ def infer_environment(
     tests: list[str] = []
     notes: list[str] = []
     project_name = ""
+    data: dict = {}
+    known_extras: dict[str, Callable[[], list[str]]] = {}  # the project's extras, by name
+    known_groups: dict[str, Callable[[], list[str]]] = {}  # its dependency groups (PEP 735), by name
 
     pyproject = read("pyproject.toml") if "pyproject.toml" in names else None
     if pyproject is not None:
@@ -332,7 +388,11 @@ def infer_environment(
                         out.append(item)
             return out
 
-        for extra in TEST_EXTRAS:
+        for name, items in extras.items():
+            known_extras[str(name)] = partial(expand, items)
+        for name, items in groups.items():
+            known_groups[str(name)] = partial(expand, items)
+        for extra in [e for e in TEST_EXTRAS if e in extras] or (["dev"] if "dev" in extras else []):
             tests += expand(extras.get(extra) or [])
         chosen = [g for g in TEST_EXTRAS if g in groups] or (["dev"] if "dev" in groups else [])
         for group in chosen:
@@ -356,6 +416,10 @@ def infer_environment(
                 tests += _lines(parser.get("options", "tests_require"))
             if parser.has_option("options", "setup_requires"):
                 build += _lines(parser.get("options", "setup_requires"))
+            if parser.has_section("options.extras_require"):
+                for name in parser.options("options.extras_require"):
+                    value = parser.get("options.extras_require", name)
+                    known_extras.setdefault(name, partial(_lines, value))
             for extra in TEST_EXTRAS:
                 if parser.has_option("options.extras_require", extra):
                     tests += _lines(parser.get("options.extras_require", extra))
@@ -369,6 +433,7 @@ def infer_environment(
             notes.append("setup.py computes install_requires: runtime dependencies are installed with the project")
         elif runtime is not None:
             runtime += setup_runtime
+    backend = read_backend(data or None, build_fallback=["setuptools", "wheel"])
     if not build and any(s in sources for s in ("pyproject.toml", "setup.cfg", "setup.py")):
         build += ["setuptools", "wheel"]  # no [build-system]: setuptools, as PEP 517 says
     requirement_files = sorted(
@@ -390,17 +455,13 @@ def infer_environment(
             runtime += lines
         else:
             tests += lines  # runtime is installed with the project; these still help
-    if "tox.ini" in names:
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read_string(read("tox.ini") or "")
-        except configparser.Error:
-            pass
-        else:
-            if parser.has_option("testenv", "deps"):
-                sources.append("tox.ini")
-                deps = [d for d in _lines(parser.get("testenv", "deps")) if not re.match(r"^[\w,.-]+:\s", d)]
-                tests += _requirement_lines("\n".join(deps), read, "tox.ini", seen)
+    tools = read_tool_deps(names, read, data)
+    sources += tools.sources
+    tests += _requirement_lines("\n".join(tools.requirements), read, "", seen)
+    for extra in _dedupe(tools.extras):  # the project's own extras, installed by tox or hatch
+        tests += known_extras.get(extra, list)()
+    for group in _dedupe(tools.groups):  # the project's dependency groups, installed by tox (dependency_groups)
+        tests += known_groups.get(group, list)()
     if "noxfile.py" in names:
         installed = _noxfile(read("noxfile.py") or "")
         if installed:
@@ -422,10 +483,37 @@ def infer_environment(
     if not any(_req_name(t) == runner for t in tests + (runtime or [])):
         tests.append(runner)
     packaged = any(s in sources for s in ("pyproject.toml", "setup.cfg", "setup.py"))
+    own_image = config.image is not None or config.dockerfile is not None or config.setup is not None
+    needed = backend.toolchain_needed() if packaged and not own_image else None
+    if needed is not None:
+        raise ToolchainMissing(
+            f"{repo.source} at {base[:10]}: its build backend needs {needed[0]}, which needs {needed[1]}; "
+            f"the default image {DEFAULT_BASE} has none"
+        )
+    probe = None
     if config.install is not None:
         install = list(config.install)
     elif packaged:
-        install = ["pip install --no-build-isolation " + ("--no-deps " if runtime is not None else "") + "-e ."]
+        version_env = backend.version_env(scm_version(repo, base)) if backend.scm else {}
+        prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in version_env.items())
+        install = [
+            prefix + "pip install --no-build-isolation " + ("--no-deps " if runtime is not None else "") + "-e ."
+        ]
+        if version_env:
+            notes.append(
+                f"versioned by {backend.scm} from git tags: installed as version {next(iter(version_env.values()))}"
+            )
+        if config.setup is None:
+            build_files = hashlib.sha256()
+            for path in ("pyproject.toml", "setup.py", "setup.cfg"):
+                if path in names:
+                    build_files.update(path.encode() + b"\0" + (repo.read(base, path) or b"") + b"\0")
+            probe = BackendProbe(
+                backend=backend,
+                build_files=build_files.hexdigest(),
+                env=version_env,
+                archive=lambda: _tree_archive(repo, base),
+            )
     else:
         install = []
     requirements = (
@@ -450,7 +538,20 @@ def infer_environment(
         dockerfile=config.dockerfile,
         env={"PYTHONHASHSEED": "0", **config.env},  # as grading's (grading.determinism): the agent's runs agree
         notes=notes,
+        probe=probe,
     )
+
+
+def _tree_archive(repo: GitRepo, base: str) -> bytes:
+    """The tree at `base` as a tar, without the files snapshots leave out (.env and the like)."""
+    raw = tarfile.open(fileobj=io.BytesIO(repo.git("archive", "--format=tar", base)))
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for member in raw.getmembers():
+            if env_like(member.name):
+                continue
+            tar.addfile(member, raw.extractfile(member) if member.isfile() else None)
+    return out.getvalue()
 
 
 def _lines(value: str) -> list[str]:
@@ -478,7 +579,7 @@ class ResolutionFailed(MineError):
 
 
 def resolver_spec(image: str, ca_bundle: str | None) -> EnvSpec:
-    return EnvSpec(image=image, setup=(f"pip install -q {UV_PIN}",), ca_bundle=ca_bundle, network=True)
+    return EnvSpec(image=image, setup=(f"pip install -q {UV_PIN} {HOOKS_PIN}",), ca_bundle=ca_bundle, network=True)
 
 
 def _cache_path(key: str) -> Path:
@@ -512,6 +613,16 @@ def resolve(
         limits = Limits(network=True, command_timeout_s=timeout_s)
         with DockerBackend().start(resolver.tag, limits=limits, role="resolve", workdir="/tmp") as sb:
             for key, plan in group:
+                editable: list[str] = []
+                if plan.probe is not None:
+                    asked = _ask_backend(sb, key, plan, timeout_s)
+                    if isinstance(asked, ResolutionFailed):
+                        out[key] = asked
+                        continue
+                    editable = asked
+                    if log and editable:
+                        log(f"{plan.probe.backend.name} needs {', '.join(editable)} for an editable install")
+                requirements = _dedupe(plan.requirements + editable)
                 cmd = [
                     "uv",
                     "pip",
@@ -526,12 +637,12 @@ def resolve(
                     cmd += ["--exclude-newer", plan.as_of]
                 cmd.append("-")
                 if log:
-                    log(f"resolving {len(plan.requirements)} requirement(s) as of {plan.as_of or 'now'}")
-                result = sb.exec(cmd, stdin="\n".join(plan.requirements).encode() + b"\n", timeout=timeout_s)
+                    log(f"resolving {len(requirements)} requirement(s) as of {plan.as_of or 'now'}")
+                result = sb.exec(cmd, stdin="\n".join(requirements).encode() + b"\n", timeout=timeout_s)
                 if not result.ok:
                     tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
                     out[key] = ResolutionFailed(
-                        f"uv cannot resolve {', '.join(plan.requirements)} as of {plan.as_of or 'now'}:\n{tail}"
+                        f"uv cannot resolve {', '.join(requirements)} as of {plan.as_of or 'now'}:\n{tail}"
                     )
                     continue
                 pins = [
@@ -546,6 +657,7 @@ def resolve(
                     json.dumps(
                         {
                             "requirements": plan.requirements,
+                            "editable_requirements": editable,
                             "as_of": plan.as_of,
                             "uv": UV_PIN,
                             "pins": pins,
@@ -558,9 +670,85 @@ def resolve(
     return out
 
 
+def _ask_backend(sb, key: str, plan: EnvPlan, timeout_s: float) -> list[str] | ResolutionFailed:
+    """The build backend's own requirements for an editable install (its PEP 660 hook, or the
+    wheel hook when it has none), asked in the resolver container `sb`: the build requirements go
+    into a fresh venv (as of the plan's date), the tree at the base commit beside it."""
+    probe = cast(BackendProbe, plan.probe)
+    work = f"/tmp/wl-{key}"
+    venv_python = f"{work}/venv/bin/python"
+    install = ["uv", "pip", "install", "--quiet", "--python", venv_python]
+    if plan.as_of:
+        install += ["--exclude-newer", plan.as_of]
+    steps: list[tuple[list[str], bytes | None]] = [
+        (["uv", "venv", "--quiet", "--python", "/opt/venv/bin/python", f"{work}/venv"], None),
+        ([*install, "-r", "/dev/stdin"], "\n".join(probe.backend.requires).encode() + b"\n"),
+        (["mkdir", "-p", f"{work}/src"], None),
+    ]
+    for cmd, stdin in steps:
+        result = sb.exec(cmd, stdin=stdin, timeout=timeout_s)
+        if not result.ok:
+            tail = _tail(result.stderr or result.stdout)
+            return ResolutionFailed(
+                f"cannot install the build requirements {', '.join(probe.backend.requires)} "
+                f"as of {plan.as_of or 'now'}:\n{tail}"
+            )
+    sb.put_archive(f"{work}/src", probe.archive())
+    path = json.dumps(list(probe.backend.backend_path) if probe.backend.backend_path is not None else None)
+    result = sb.exec(
+        ["/opt/venv/bin/python", "-c", HOOK_SCRIPT, f"{work}/src", probe.backend.backend, path, venv_python],
+        env=probe.env or None,
+        timeout=timeout_s,
+    )
+    answer = None
+    if result.ok:
+        try:
+            answer = json.loads(result.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            answer = None
+    if not isinstance(answer, dict) or not isinstance(answer.get("requires"), list):
+        return ResolutionFailed(
+            f"the build backend {probe.backend.backend} cannot say what an editable install needs:\n"
+            + _tail(result.stderr or result.stdout)
+        )
+    return [str(r) for r in answer["requires"]]
+
+
+def _tail(text: str, lines: int = 8) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
 def setup_commands(plan: EnvPlan, pins: list[str] | None) -> list[str]:
     """The environment's setup: uv from PyPI, then the exact pins (or the commands given)."""
     if plan.setup is not None:
         return list(plan.setup)
     body = "\n".join(pins or [])
     return [f"pip install -q {UV_PIN}", f"uv pip install --quiet --no-cache -r /dev/stdin <<'PINS'\n{body}\nPINS"]
+
+
+def environment_builds(checked: list[tuple[str, str | None, list[str]]]) -> dict[str, dict[str, int]]:
+    """Per repository, from (repository, env image tag used or None, tags built) of each checked
+    task: how many tasks were checked, on how many distinct environment images (tasks whose
+    resolved pins are the same share one), and how many of those this check had to build."""
+    out: dict[str, dict[str, int]] = {}
+    envs: dict[str, set[str]] = {}
+    built: dict[str, set[str]] = {}
+    for repository, env, tags in checked:
+        row = out.setdefault(repository, {"tasks": 0, "environments": 0, "built": 0})
+        row["tasks"] += 1
+        if env:
+            envs.setdefault(repository, set()).add(env)
+        built.setdefault(repository, set()).update(t for t in tags if t.startswith("wholeloop-env:"))
+    for repository, row in out.items():
+        row["environments"] = len(envs.get(repository, set()))
+        row["built"] = len(built.get(repository, set()))
+    return out
+
+
+def describe_builds(builds: dict[str, dict[str, int]]) -> list[str]:
+    """One line a repository: "structlog: 3 task(s) on 1 environment image (1 built now, 0 existed)"."""
+    return [
+        f"{repository}: {row['tasks']} task(s) checked on {row['environments']} environment image(s) "
+        f"({row['built']} built now, {row['environments'] - row['built']} existed)"
+        for repository, row in sorted(builds.items())
+    ]

@@ -41,11 +41,13 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
+from ..egress import Egress, endpoint_of
+from ..egress import check as egress_check
 from ..parsers import PARSERS, Parser, get_parser
 from ..tasks.spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
 from .check import (
@@ -64,6 +66,7 @@ from .environment import (
     MineError,
     RepoConfig,
     ResolutionFailed,
+    environment_builds,
     infer_environment,
     load_config,
     resolve,
@@ -71,7 +74,23 @@ from .environment import (
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
-from .statements import load_issues, model_statement, referenced_issue
+from .statements import (
+    IDENTIFIER,
+    STATEMENT_DIFF_CHARS,
+    added_api,
+    change_kind,
+    clean_issue,
+    clean_message,
+    fix_names,
+    interface_additions,
+    leaked_names,
+    load_issues,
+    model_statement,
+    names_tests_use,
+    referenced_issue,
+    with_additions,
+)
+from .statements import classify as classify_statement
 
 DEFAULT_MAX_LINES = 800
 MAX_LISTED_WARNINGS = 100  # secret-scan warnings listed per commit in the report (the total is given)
@@ -143,6 +162,8 @@ class MineOptions:
     only: list[str] = field(default_factory=list)  # --only: these commits (prefixes) of the range
     strict_secrets: bool = False  # every secret-scan finding refuses, warnings included
     refresh_env: bool = False  # re-apply wholeloop.yaml to the specs mined before
+    kind: Literal["fix", "feature", "all"] = "all"  # --kind: only fixes, only features
+    egress_notice: Callable[[str], None] | None = None  # told what a model is about to be sent
     detail: Callable[[str], None] | None = None  # what is under way (build output): a progress line, not a log
 
 
@@ -293,6 +314,7 @@ class MineReport:
     parameters: dict
     checked: list = field(default_factory=list)  # CheckResults
     images_built: list[str] = field(default_factory=list)
+    environments: dict[str, dict[str, int]] = field(default_factory=dict)  # environment_builds of the check
 
     def counts(self) -> Counter:
         c: Counter = Counter()
@@ -318,6 +340,7 @@ class MineReport:
             "head": self.head,
             "parameters": self.parameters,
             "commits": [j.record() for j in self.judged],
+            **({"environments": self.environments} if self.environments else {}),
         }
 
 
@@ -332,22 +355,81 @@ def _location(repo: GitRepo, out: Path) -> str:
     return os.path.relpath(path, out)
 
 
-def _statement(repo: GitRepo, cand: Candidate, issues: dict, options: MineOptions, gold_patch: str) -> tuple[str, dict]:
+def _statement(
+    repo: GitRepo, cand: Candidate, issues: dict, options: MineOptions, gold_patch: str, test_patch: str
+) -> tuple[str, dict]:
+    """The statement (cleaned) and the origin fields saying what it came from and its class."""
     message = repo.message(cand.commit.sha)
     origin: dict = {"statement": "commit_message"}
     ref = referenced_issue(message)
     if ref and ref in issues:
         origin.update(statement="issue", issue=ref)
-        statement = issues[ref].statement()
+        cleaned = clean_issue(issues[ref].statement())
     else:
-        statement = message
+        cleaned = clean_message(message)
+    statement = cleaned.text
+    change = _change(repo, cand, gold_patch, test_patch)
+    names = fix_names(gold_patch, change.base_texts)
     if options.statement_model:
+        replaced = leaked_names(statement, names, change.tests)
+        origin["statement_replaced_quality"] = classify_statement(statement, origin["statement"], replaced)
+        sending = Egress(
+            "--statement-model",
+            options.statement_model,
+            endpoint_of(options.statement_model, options.statement_model_url),
+        )
+        source = f"issue {ref}" if origin["statement"] == "issue" else "the commit message"
+        sending.add(f"{source} of {cand.commit.sha[:10]}", statement)
+        sending.add("the gold patch (to be kept out of the statement)", gold_patch[:STATEMENT_DIFF_CHARS])
+        if options.egress_notice:
+            options.egress_notice(sending.announce())  # said before it is sent
         written, prompt = model_statement(
             options.statement_model, statement, gold_patch, base_url=options.statement_model_url
         )
-        origin.update(statement="model", statement_model=options.statement_model, statement_prompt=prompt)
+        origin.update(
+            statement="model",
+            statement_model=options.statement_model,
+            statement_prompt=prompt,
+            egress=[sending.record()],
+        )
         statement = written
-    return statement, origin
+    leaked = leaked_names(statement, names, change.tests)
+    # the class is the statement's as written; the interface appended after is recorded apart
+    additions = interface_additions(statement, change.api, change.tests) if change.kind == "feature" else []
+    origin.update(
+        statement_quality=classify_statement(statement, origin["statement"], leaked),
+        statement_leaks=leaked,
+        statement_removed=cleaned.removed,
+        change=change.kind,
+        statement_additions=additions,
+    )
+    return with_additions(statement, additions), origin
+
+
+@dataclass
+class Change:
+    kind: str  # fix | feature
+    api: dict[str, str]  # public definitions the gold adds -> signature
+    tests: set[str]  # names the hidden tests use
+    base_texts: dict[str, str]  # gold files at base
+
+
+def _change(repo: GitRepo, cand: Candidate, gold_patch: str, test_patch: str) -> Change:
+    """Fix or feature (statements.change_kind), from the subject and the public API the gold adds."""
+    base_texts: dict[str, str] = {}
+    after_texts: dict[str, str] = {}
+    for path in cand.gold_files:
+        for sha, texts in ((cand.parent, base_texts), (cand.commit.sha, after_texts)):
+            blob = repo.read(sha, path)
+            if blob is not None:
+                texts[path] = blob.decode("utf-8", "replace")
+    api = added_api(gold_patch, base_texts, after_texts)
+    tests = names_tests_use(test_patch)
+    for path in cand.test_files:  # the whole test files: a name they use anywhere is interface
+        blob = repo.read(cand.commit.sha, path)
+        if blob is not None:
+            tests |= set(IDENTIFIER.findall(blob.decode("utf-8", "replace")))
+    return Change(change_kind(commit_kind(cand.commit.subject), api, tests), api, tests, base_texts)
 
 
 def _ca_bundle() -> str | None:
@@ -389,6 +471,16 @@ def select(repo: GitRepo, parser: Parser, options: MineOptions, commits: list[st
         for j in judged:
             if j.candidate and j.commit.sha not in picked:
                 j.skipped, j.skip_key, j.candidate = "not picked (--only)", "not picked (--only)", None
+    if options.kind != "all":
+        for j in judged:
+            cand = j.candidate
+            if cand is None:
+                continue
+            gold = repo.diff(cand.parent, cand.commit.sha, cand.gold_files).decode("utf-8", "replace")
+            tests = repo.diff(cand.parent, cand.commit.sha, cand.test_files).decode("utf-8", "replace")
+            kind = _change(repo, cand, gold, tests).kind
+            if kind != options.kind:
+                j.skipped, j.skip_key, j.candidate = f"a {kind} (--kind {options.kind})", f"not a {options.kind}", None
     candidates = [j for j in judged if j.candidate]
     if options.max_candidates is not None and len(candidates) > options.max_candidates:
         for j in candidates[: len(candidates) - options.max_candidates]:
@@ -422,6 +514,26 @@ def list_candidates(source: str | Path, options: MineOptions, *, commits: list[s
     return report
 
 
+def candidate_statements(source: str | Path, options: MineOptions) -> list[tuple[Judged, str, dict]]:
+    """Each candidate of the range with the statement mining would give it and its origin fields
+    (class included): nothing built, scanned or written (scripts/statement_classes.py). Raises
+    MineError as `mine` does. A `--statement-model` is not asked: the statements are the repository's."""
+    repo, _found, parser = _open(source, options)
+    issues = load_issues(options.issues) if options.issues else {}
+    judged, _ = select(repo, parser, options, None)
+    plain = replace(options, statement_model=None)
+    out = []
+    for j in judged:
+        if j.candidate is None:
+            continue
+        cand = j.candidate
+        gold = repo.diff(cand.parent, cand.commit.sha, cand.gold_files).decode("utf-8", "replace")
+        tests = repo.diff(cand.parent, cand.commit.sha, cand.test_files).decode("utf-8", "replace")
+        statement, origin = _statement(repo, cand, issues, plain, gold, tests)
+        out.append((j, statement, origin))
+    return out
+
+
 def mine(
     source: str | Path, out: Path, options: MineOptions, *, commits: list[str] | None = None, log: LogFn | None = None
 ) -> MineReport:
@@ -432,6 +544,13 @@ def mine(
     if out.exists() and not out.is_dir():
         raise MineError(f"{out}: exists and is not a folder; pass a folder for the task specs")
     repo, found, parser = _open(source, options)
+    if options.statement_model:  # refused before anything is sent, built or written
+        egress_check(
+            "--statement-model",
+            options.statement_model,
+            suite_setting=found.egress,
+            suite_source=found.found_at or "wholeloop.yaml",
+        )
     config = found if found.found_at else None  # else each base commit's own (committed), if any
     issues = load_issues(options.issues) if options.issues else {}
     judged, _where = select(repo, parser, options, commits)
@@ -457,7 +576,9 @@ def mine(
                 continue
         gold_patch = repo.diff(cand.parent, cand.commit.sha, cand.gold_files)
         test_patch = repo.diff(cand.parent, cand.commit.sha, cand.test_files)
-        statement, origin = _statement(repo, cand, issues, options, gold_patch.decode("utf-8", "replace"))
+        statement, origin = _statement(
+            repo, cand, issues, options, gold_patch.decode("utf-8", "replace"), test_patch.decode("utf-8", "replace")
+        )
         keep = tuple(config.env_files) if config else ()
         findings = scanner.scan_commit(repo, cand.parent, cand.commit.sha, statement, cand.gold_files, cand.test_files)
         findings += scanner.scan_tree(repo, cand.parent, keep)
@@ -488,7 +609,8 @@ def mine(
             plans[cand.task_id] = exc
     if new and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], MineError) for n in new):
         first = plans[cast(Candidate, new[0][0].candidate).task_id]
-        raise EnvironmentNotInferred(str(first))
+        assert isinstance(first, MineError)  # (all of them are)
+        raise first  # its own kind (ToolchainMissing, ...), with its own hint
     ok_plans = [p for p in plans.values() if isinstance(p, EnvPlan)]
     distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
     if distinct:
@@ -577,6 +699,9 @@ def mine(
             report.images_built += result.images_built
             if result.error:
                 j.detail = f"not checked: {result.error}"
+        report.environments = environment_builds(
+            [(repo.name, r.verdict.image.get("env") if r.verdict else None, r.images_built) for r in results]
+        )
     for j in judged:
         if j.task is None:
             continue

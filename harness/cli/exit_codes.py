@@ -18,7 +18,8 @@ NEGATIVE = 1
 USAGE = 2
 #: A run in which units ended in infrastructure errors (`--allow-infra-errors` accepts them).
 INFRA = 3
-#: Not enough evidence to decide (`gate`).
+#: Not enough evidence to decide (`gate`, `compare`): too few shared tasks, or infrastructure
+#: errors on shared tasks (without `--strict`).
 UNDECIDED = 4
 #: An internal error: a bug of wholeloop's; the traceback is in the log whose path is printed.
 INTERNAL = 70
@@ -35,7 +36,11 @@ TABLE: tuple[tuple[int, str], ...] = (
     ),
     (USAGE, "usage or input error (nothing was run)"),
     (INFRA, "a run in which units ended in infrastructure errors (--allow-infra-errors accepts them)"),
-    (UNDECIDED, "not enough evidence to decide (gate)"),
+    (
+        UNDECIDED,
+        "not enough evidence to decide (gate, compare: too few shared tasks, or infrastructure errors "
+        "on shared tasks, which --strict counts as failures)",
+    ),
     (INTERNAL, "internal error, a bug: the traceback is in the log whose path is printed"),
     (INTERRUPTED, "interrupted (Ctrl-C); finished work is kept"),
 )

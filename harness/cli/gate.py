@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -75,11 +76,22 @@ def _suite_of(path: Path) -> str | None:
     show_default=True,
     help="the runs folder whose history.sqlite answers the queries (without --history-url)",
 )
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the decision as JSON")
-def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, json_out):
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write the decision as JSON (its schema_version says which fields it has)",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="count infra errors as failures; without it, infra errors on shared tasks are not enough evidence (exit 4)",
+)
+def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, json_out, strict):
     """Is CANDIDATE worse than BASELINE? Paired on the tasks both ran with the same task content
     hash; a one-sided paired sign-flip test. Exit 1: worse by more than --margin at --alpha;
-    4: not enough evidence to decide (says how many tasks or repeats would be); 0: no regression."""
+    4: not enough evidence to decide (says how many tasks or repeats would be; or names the shared
+    tasks with infra errors and the `run --out` that redoes them); 0: no regression."""
     from ..history.query import QueryError, parse, resolve
     from ..report.gate import SideRows
     from ..report.gate import gate as decide
@@ -130,7 +142,9 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
     finally:
         if index is not None:
             index.close()
-    result = decide(sides["baseline"], sides["candidate"], metric=metric, margin=margin / 100, alpha=alpha)
+    result = decide(
+        sides["baseline"], sides["candidate"], metric=metric, margin=margin / 100, alpha=alpha, strict=strict
+    )
     print_gate(result, console())
     if json_out:
         from ..records import write_json
@@ -176,6 +190,8 @@ def print_gate(r, out) -> None:
         if tasks:
             notes.append(f"{len(tasks)} {what}" + (f" ({', '.join(tasks[:8])}{', ...' if len(tasks) > 8 else ''})"))
     say(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
+    if r.strict and (r.baseline.infra_errors or r.candidate.infra_errors):
+        say("  infra errors counted as failures (--strict)")
     if r.infra_shares:
         say(f"  [yellow]caution: {r.infra_shares}[/]")
     if r.baseline_value is not None:
@@ -205,6 +221,10 @@ def print_gate(r, out) -> None:
         if r.repeats_needed:
             need.append(f"{r.repeats_needed} repeats of each of the {len(r.shared)} tasks on each side")
         say(f"[bold yellow]NOT ENOUGH EVIDENCE[/]: {r.reason}.")
+        for redo in r.redo:
+            where = f"  (in {redo.cwd})" if redo.cwd and redo.cwd != os.getcwd() else ""
+            what = redo.command or f"the command that wrote {redo.run_dir}, with --out {redo.run_dir}"
+            say(f"  redo the {redo.side}'s {len(redo.tasks)} task(s): {what}{where}")
         if need:
             say(
                 f"  needed for {100 * r.power:.0f}% power at alpha {r.alpha:g}: {' or '.join(need)}"

@@ -145,6 +145,10 @@ def print_mine_report(report, console: Console) -> None:
                 style="yellow",
             )
         )
+    from ..authoring.environment import describe_builds
+
+    for line in describe_builds(report.environments):
+        console.print(Text(line))
     counts = report.counts()
     console.print(Text(f"{counts.get('kept', 0)} kept -> {report.out}", style="bold"))
     if counts.get("unchecked"):
@@ -166,7 +170,11 @@ def _result(j) -> Text:
         return Text("not checked yet", style="dim")
     text = Text(f"quarantined: {reason}", style="yellow")
     if j.detail:
-        text.append(f" ({_ANSI.sub('', j.detail).strip()[:160]})", style="dim")
+        lines = _ANSI.sub("", j.detail).strip().splitlines() or [""]
+        text.append(f" ({lines[0][:200]})", style="dim")
+        log = next((line for line in lines[1:3] if line.startswith("the whole build log: ")), None)
+        if log:  # the real error is in there, not on screen: name the file
+            text.append(f" {log}", style="dim")
     return text
 
 

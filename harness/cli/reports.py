@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -140,16 +141,23 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
 @click.option(
     "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the comparison as JSON"
 )
-def compare(runs, scoring, json_out):
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="count infra errors as failures; without it, infra errors on shared tasks are not enough evidence (exit 4)",
+)
+def compare(runs, scoring, json_out, strict):
     """Compare configurations paired on their shared tasks: wins/losses/ties, exact McNemar, a paired
-    bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them."""
+    bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them.
+    Exit 4 (not enough evidence) when a configuration has infra errors on tasks both ran: the
+    comparison names them and the `run --out` that redoes them (--strict counts them as failures)."""
     from ..records import write_json
     from ..report.figures import compute_figures
     from ..report.terminal import comparison_block, recipe_block, stats_table
 
     _check_outputs(files=(json_out,))
     out = console()
-    figures = compute_figures(list(runs), scoring, recovery=False)
+    figures = compute_figures(list(runs), scoring, recovery=False, strict=strict)
     if len(figures.configs) < 2:
         raise click.UsageError(
             f"compare needs at least two configurations; found {len(figures.configs)} in " + ", ".join(map(str, runs))
@@ -171,6 +179,10 @@ def compare(runs, scoring, json_out):
             },
         )
         out.print(f"wrote {json_out}")
+    if any(c.infra_tasks for c in figures.comparisons):
+        from .exit_codes import UNDECIDED
+
+        sys.exit(UNDECIDED)
 
 
 @main.command()

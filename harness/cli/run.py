@@ -104,6 +104,14 @@ from . import console, main
 )
 @click.option("--include-quarantined", is_flag=True, help="also run tasks `tasks check` quarantined")
 @click.option(
+    "--statement-quality",
+    "statement_quality",
+    multiple=True,
+    metavar="CLASS",
+    help="only tasks whose statement is of these classes (repeatable, or comma-separated): issue, "
+    "commit_message, thin, leaks_fix, unclassified (see docs/tasks.md)",
+)
+@click.option(
     "--training-cutoff",
     default=None,
     help="the model's training cutoff (YYYY-MM or a date) for contamination dating, instead of the table's",
@@ -152,6 +160,7 @@ def run(
     allow_unknown_model,
     allow_infra_errors,
     include_quarantined,
+    statement_quality,
     training_cutoff,
     history_url,
     use_history,
@@ -185,6 +194,8 @@ def run(
         raise InputProblem(
             "no task specs (*.yaml) found in " + ", ".join(map(str, suite)), "give spec files or folders that hold them"
         )
+    if statement_quality:
+        tasks = _of_statement_quality(tasks, statement_quality, out_console)
     if training_cutoff:
         from ..report.dating import parse_cutoff
         from ..report.errors import ReportInputError
@@ -358,6 +369,30 @@ def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
             f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)"
         )
     out.print("nothing was started (--dry-run)")
+
+
+def _of_statement_quality(tasks, wanted, out_console):
+    """The tasks whose statement class (`origin.statement_quality`; `unclassified` without one) is
+    among `wanted`; InputProblem for an unknown class or when none is left."""
+    from ..authoring.statements import QUALITIES, UNCLASSIFIED, quality_of
+    from . import InputProblem
+
+    classes = {c.strip() for item in wanted for c in item.split(",") if c.strip()}
+    unknown = classes - {*QUALITIES, UNCLASSIFIED}
+    if unknown:
+        raise InputProblem(
+            f"--statement-quality {', '.join(sorted(unknown))}: no such class",
+            f"the classes: {', '.join((*QUALITIES, UNCLASSIFIED))}",
+        )
+    kept = [t for t in tasks if quality_of(t) in classes]
+    if not kept:
+        found = sorted({quality_of(t) for t in tasks})
+        raise InputProblem(
+            f"no task's statement is of class {', '.join(sorted(classes))}",
+            f"the tasks' classes: {', '.join(found)}",
+        )
+    out_console.print(f"{len(kept)} of {len(tasks)} task(s) with a statement of class {', '.join(sorted(classes))}")
+    return kept
 
 
 def _checked_tasks(tasks, suite, include_quarantined, out_console):

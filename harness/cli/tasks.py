@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.text import Text
 
 from . import main
@@ -168,7 +169,7 @@ def _mine_options(f):
     return f
 
 
-def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listing=False, **kw):
+def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listing=False, kind="all", **kw):
     from ..authoring.mine import MineOptions, list_candidates, mine
     from . import console
 
@@ -198,7 +199,9 @@ def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listi
         only=[c for given in only for c in given.replace(",", " ").split()],
         strict_secrets=kw["strict_secrets"],
         refresh_env=kw["refresh_env"],
+        kind=kind,
         detail=line.detail,
+        egress_notice=lambda text: out_console.print(f"[yellow]{escape(text)}[/]"),
     )
     if listing:
         print_candidates(list_candidates(repo, options, commits=commits), out_console)
@@ -244,12 +247,19 @@ def _check_progress(out_console):
     metavar="COMMIT[,COMMIT...]",
     help="mine only these commits of the range (repeatable; prefixes as --list shows them)",
 )
+@click.option(
+    "--kind",
+    type=click.Choice(["fix", "feature", "all"]),
+    default="all",
+    show_default=True,
+    help="only fixes, or only features (the gold adds public API its tests use, or the subject says feature)",
+)
 @_mine_options
-def mine_command(repo, since, until, paths, max_candidates, listing, only, **kw):
+def mine_command(repo, since, until, paths, max_candidates, listing, only, kind, **kw):
     """Turn REPO's history into tasks: fix commits that change source and tests together, split into
     gold patch and hidden tests, environments inferred, then checked in the sandbox (docs/tasks.md).
     Exits 1 when it keeps no task."""
-    _run_mine(repo, None, since, until, paths, max_candidates, only=only, listing=listing, **kw)
+    _run_mine(repo, None, since, until, paths, max_candidates, only=only, listing=listing, kind=kind, **kw)
 
 
 @tasks.command("from-commit")
@@ -277,6 +287,7 @@ def tasks_check(paths, repeats, discover, force, workers):
     """Run every task in the sandbox, with the same images and grading as a run, and write the
     verdict beside each spec: quarantine what fails, drop flaky tests, fill expected xfails."""
     from ..authoring.check import CheckOptions, check_tasks, plan_checks
+    from ..authoring.statements import quality_of
     from ..tasks import load_tasks
     from . import console
 
@@ -302,7 +313,8 @@ def tasks_check(paths, repeats, discover, force, workers):
             extra += f", {v.health.skipped} skipped at base" if v.health and v.health.skipped else ""
             out_console.print(
                 f"[green]ok[/]          {result.task.id}: {len(v.fail_to_pass)} FAIL_TO_PASS, "
-                f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s)"
+                f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s), "
+                f"statement: {quality_of(result.task)}"
             )
         else:
             bad += 1
@@ -314,12 +326,17 @@ def tasks_check(paths, repeats, discover, force, workers):
             out_console.print(
                 f"  secret {finding['file']}:{finding['line']} {finding['rule']} ({finding.get('where', '')})"
             )
+    from ..authoring.environment import describe_builds, environment_builds
+
+    checked = [(r.task.repo, r.verdict.image.get("env") if r.verdict else None, r.images_built) for r in results]
+    for line in describe_builds(environment_builds(checked)):
+        out_console.print(line)
     for task in plan.up_to_date:
         if task.quarantined:
             bad += 1
             out_console.print(f"[yellow]quarantined[/] {task.id}: {task.quarantined} [dim](up to date)[/]")
         else:
-            out_console.print(f"[dim]up to date  {task.id}[/]")
+            out_console.print(f"[dim]up to date  {task.id}, statement: {quality_of(task)}[/]")
     if bad:
         out_console.print(f"{bad} task(s) quarantined or not checked; `wholeloop run` skips the quarantined ones")
         sys.exit(1)

@@ -10,12 +10,12 @@ read (see docs/grading.md); lines of the hidden tests never pass through as they
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Literal
 
 from sandbox import Sandbox
 
+from .. import pysyntax
 from ..parsers import MISSING, NOT_RUN, TestReport
 from ..tasks import Task
 from .outcome import Grade
@@ -50,7 +50,7 @@ def hidden_literals(hidden_text: list[str]) -> set[str]:
             forms = {number} if number else {quoted[1:-1]}
             if quoted:
                 try:
-                    value = ast.literal_eval(quoted)
+                    value = pysyntax.literal_eval(quoted)
                     forms |= {str(value), repr(value)[1:-1]} if isinstance(value, str) else set()
                 except (ValueError, SyntaxError):
                     pass

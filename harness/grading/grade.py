@@ -50,6 +50,7 @@ from .patching import (
     clear_bytecode,
     decide,
     parse_patch,
+    read_guarded,
     restore_inline_tests,
     shadowing_modules,
 )
@@ -117,13 +118,15 @@ def grade(
                 hasher = hasher or Hasher()
                 at.step = "read the base's hashes of the claimed paths"
                 base_hashes = hasher.hashes(sb, list(claimed))  # nothing of the patch is in the tree yet
+                at.step = "read the files whose inline tests are put back"
+                guarded = read_guarded(sb, task, decision.kept) if text else None
                 if text and not apply_patch(sb, text, "agent.diff", method, decision.kept):
                     if not decision.kept or method == APPLIERS[-1]:
                         break
                     continue
                 try:
                     at.step = "restore the inline hidden tests"
-                    inline = restore_inline_tests(sb, task, base, decision.kept) if text else []
+                    inline = restore_inline_tests(sb, guarded)
                     at.step = "read the graded tree's hashes of the claimed paths"
                     evidence = (
                         judge(claimed, base_hashes, hasher.hashes(sb, list(claimed)), hasher.tool) if claimed else None

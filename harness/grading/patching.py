@@ -8,9 +8,10 @@ metadata (`*.dist-info/`, `*.egg-info/`), a start-up hook (`*.pth`, `sitecustomi
 runner configuration, hidden test files), or a new top-level module that would shadow one the
 environment has (`pytest.py`, `pluggy/`). What is kept is written out again from the parsed
 sections only (headers, hunks, binary data), so nothing else in the text reaches an applier.
-Source files that may hold tests inline (Rust's `#[cfg(test)]` modules, which no path rule can
-protect) are applied, then have their tests put back as at the base (`restore_inline_tests`),
-recorded in the grade like a stripped path.
+Files parts of which are the tests' or pick what runs, which no path rule can protect (Rust's
+`#[cfg(test)]` modules in source files, package.json's bin and scripts), are read before the patch
+is applied (`read_guarded`) and have those parts put back after it (`restore_inline_tests`, by the
+parsers), recorded in the grade like a stripped path.
 
 Appliers: `git apply` (hooks off), then `git apply --3way`, then `patch --fuzz=5`, each in a fresh
 grading container; the last one only for plain text changes of regular files none of whose folders
@@ -21,15 +22,17 @@ them. Commands here run in containers grading started from the task image, never
 from __future__ import annotations
 
 import codecs
+import io
 import posixpath
 import re
+import tarfile
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from sandbox import FileOpError, InfraError, Sandbox
 
-from ..parsers import matches_any
+from ..parsers import Parser, matches_any
 from ..tasks import Task
 
 WORK = "/tmp/wholeloop-grade"
@@ -667,34 +670,116 @@ def clear_bytecode(sb: Sandbox) -> str:
 
 # ----------------------------------------------------------------------------------- inline tests
 
+# Folders never read for them (find tests): git's, the installed dependencies, cargo's build output.
+_NOT_SOURCES = (("-name", ".git"), ("-name", "node_modules"), ("-path", "./target"))
+GUARDED_TAR = f"{WORK}/guarded.tar"
 
-def restore_inline_tests(sb: Sandbox, task: Task, base: str, kept: list[Section]) -> list[Stripped]:
-    """Put back tests that live inside source files (Rust's `#[cfg(test)]` modules), which no path
-    rule can protect: for each file of the applied patch that a parser says may hold such tests,
-    the parser restores the base commit's tests in it and keeps the rest of the change. Returns
-    what was put back, one entry per file ("inline tests put back: <what>"), for the grade's
-    `stripped` and `reverted`."""
+
+@dataclass
+class Guarded:
+    """The files parts of which the task's parsers put back (`Parser.inline_tests`: Rust source
+    files, package.json), as the patch found them (the hidden tests already in)."""
+
+    parsers: list[Parser]
+    before: dict[str, bytes]
+
+
+def read_guarded(sb: Sandbox, task: Task, kept: Sequence[Section]) -> Guarded | None:
+    """Before the patch is applied: every file of the repository that a parser's `inline_tests`
+    globs match, when the kept patch touches one (or makes a symlink, through which a module file
+    can move); None otherwise (nothing to put back, nothing read)."""
     parsers = [p for p in task.hidden_tests.parsers() if p.inline_tests]
     if not parsers:
-        return []
-    restored = []
-    for path in dict.fromkeys(s.new for s in kept if s.old is not None and s.new is not None):
-        owners = [p for p in parsers if matches_any(p.inline_tests, path)]
-        if not owners:
+        return None
+    globs = tuple(g for p in parsers for g in p.inline_tests)
+    if not any(s.new_mode == "120000" or any(matches_any(globs, p) for p in s.paths) for s in kept):
+        return None
+    return Guarded(parsers, _read_matching(sb, globs))
+
+
+def _read_matching(sb: Sandbox, globs: tuple[str, ...]) -> dict[str, bytes]:
+    """Every regular file (or symlink to one, read through it) of the repository whose path
+    matches `globs`, outside `_NOT_SOURCES`, in one archive: listed by `find` and packed by `tar`
+    (the image's, in a grading container), read out through the engine's archive API. Where that
+    `tar` cannot (busybox's has no --null), listed by `find` and read one by one."""
+    find = _find_args(globs)
+    script = 'out=$1; shift; rm -f "$out"; find . "$@" | tar -c -h --null -T - -f "$out"; [ -f "$out" ]'
+    done = sb.exec(["sh", "-c", script, "sh", GUARDED_TAR, *find], timeout=sb.limits.step_timeout_s)
+    if not done.ok:
+        return _read_one_by_one(sb, globs)
+    data = sb.read_file(GUARDED_TAR, max_bytes=500_000_000)
+    sb.exec(["rm", "-f", GUARDED_TAR], timeout=sb.limits.step_timeout_s)
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar:
+            path = member.name.removeprefix("./")
+            extracted = tar.extractfile(member) if member.isfile() else None
+            if extracted is not None and matches_any(globs, path):
+                files[path] = extracted.read()
+    return files
+
+
+def _find_args(globs: tuple[str, ...]) -> list[str]:
+    """`find .`'s arguments that list the files (and symlinks) named like `globs`' last components,
+    outside `_NOT_SOURCES`, NUL-separated."""
+    names: list[str] = []
+    for name in sorted({g.rsplit("/", 1)[-1] for g in globs}):
+        names += [*(["-o"] if names else []), "-name", name]
+    pruned: list[str] = []
+    for test, name in _NOT_SOURCES:
+        pruned += [*(["-o"] if pruned else []), test, name]
+    return ["(", *pruned, ")", "-prune", "-o", "(", "-type", "f", "-o", "-type", "l", ")", "(", *names, ")", "-print0"]
+
+
+def _read_one_by_one(sb: Sandbox, globs: tuple[str, ...]) -> dict[str, bytes]:
+    listed = sb.exec(["find", ".", *_find_args(globs)], timeout=sb.limits.step_timeout_s)
+    if not listed.ok:
+        raise InfraError(f"cannot list the files whose tests are put back: {listed.stderr.strip()[-300:]}")
+    files: dict[str, bytes] = {}
+    for path in (p.removeprefix("./") for p in listed.stdout.split("\0") if p):
+        if not matches_any(globs, path):
             continue
-        shown = sb.exec([*GIT, "show", f"{base}:{path}"], timeout=sb.limits.step_timeout_s)
-        if not shown.ok:
-            continue  # not in the base commit: it had no tests there
         try:
-            now = sb.read_file(path).decode()
-        except (FileOpError, UnicodeDecodeError):
-            continue  # not text: the build will say what is wrong
-        text, what = now, []
-        for parser in owners:
-            text, names = parser.restore_inline_tests(path, shown.stdout, text)
-            what += names
-        if text != now:
-            sb.write_file(path, text)
-        if what:
-            restored.append(Stripped(path, "inline tests put back as at the base: " + ", ".join(what)))
-    return restored
+            files[path] = sb.read_file(path)
+        except FileOpError:  # a symlink: read through it
+            shown = sb.exec(["cat", "--", path], timeout=sb.limits.step_timeout_s)
+            if shown.ok:
+                files[path] = shown.stdout.encode()
+    return files
+
+
+def restore_inline_tests(sb: Sandbox, guarded: Guarded | None) -> list[Stripped]:
+    """After the patch is applied: put back what the parsers say is the tests' (or picks what
+    runs) in the files `read_guarded` read before it -- Rust's `#[cfg(test)]` modules wherever the
+    module tree now puts them, package.json's bin and scripts -- keeping the rest of the patch.
+    Returns what was put back, one entry per file ("inline tests put back as at the base: <what>"),
+    for the grade's `stripped` and `reverted`."""
+    if guarded is None:
+        return []
+    globs = tuple(g for p in guarded.parsers for g in p.inline_tests)
+    after = _read_matching(sb, globs)
+
+    def read(path: str) -> bytes | None:
+        try:
+            return sb.read_file(path)
+        except FileOpError:
+            return None
+
+    done: dict[str, list[str]] = {}
+    for parser in guarded.parsers:
+        mine = parser.inline_tests
+        writes, what = parser.restore_inline_tests(
+            {p: d for p, d in guarded.before.items() if matches_any(mine, p)},
+            {p: d for p, d in after.items() if matches_any(mine, p)},
+            read,
+        )
+        for path, data in writes.items():
+            if data is None:
+                sb.exec(["rm", "-f", "--", path], timeout=sb.limits.step_timeout_s)
+                after.pop(path, None)
+            else:
+                sb.write_file(path, data)
+                after[path] = data
+        for path, said in what:
+            done.setdefault(path, []).append(said)
+    return [Stripped(path, "inline tests put back as at the base: " + ", ".join(said)) for path, said in done.items()]

@@ -193,7 +193,7 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict]]:
             )
         elif m["role"] == "assistant":
             blocks: list[dict] = list(m.get("thinking") or [])  # signed; must come back first
-            if m.get("content"):
+            if (m.get("content") or "").strip():  # a whitespace-only text block is refused (400): not sent
                 blocks.append({"type": "text", "text": m["content"]})
             for c in m.get("tool_calls") or []:
                 blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("arguments") or {}})

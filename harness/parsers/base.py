@@ -30,7 +30,7 @@ checked against the exit code, and the grade says so.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar, Protocol
@@ -181,9 +181,11 @@ class Parser(Protocol):
     #: Basenames of this ecosystem's test-runner, build and packaging configuration (at any depth):
     #: a commit that changes one is not mined unless allowed (`wholeloop mine --allow-config`).
     config_files: ClassVar[tuple[str, ...]]
-    #: Globs of source files that may hold tests inline, which no path rule can protect (Rust's
-    #: `#[cfg(test)]` modules): grading gives each such file the patch touched to
-    #: `restore_inline_tests`. Empty for frameworks whose tests live in files of their own.
+    #: Globs of files parts of which are the tests' or decide what the test command runs, while a
+    #: fix may change the rest of them, so no path rule can protect them (Rust's source files, which
+    #: hold `#[cfg(test)]` modules; package.json, whose `bin` and `scripts` pick the program `npx`
+    #: runs): when the patch touches one, grading reads every file they match before and after
+    #: applying it and gives both trees to `restore_inline_tests`. Empty for most frameworks.
     inline_tests: ClassVar[tuple[str, ...]]
     #: A shell script run as the last step of building a task image (before any agent): its standard
     #: output (JSON) is recorded outside the repository and handed to `run_setup` as `facts` when
@@ -224,9 +226,14 @@ class Parser(Protocol):
         """The repository-relative file a test id lives in, None when the id does not say."""
         ...
 
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        """For a file matching `inline_tests` that the patch changed: its text with the tests it
-        held at the base commit put back (the rest of the patch kept), and what was put back."""
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        """`before` and `after`: every file of the repository matching `inline_tests` (path ->
+        bytes) as the patch found it and as it left it; `read(path)`: one more file of `after` (None:
+        there is none). Returns the files to write so that the parts that are the tests' are back as
+        they were, the rest of the patch kept (path -> bytes; None: remove it), and what was put
+        back, as (path, what) pairs."""
         ...
 
 
@@ -288,8 +295,10 @@ class ParserBase:
     def test_file(self, test_id: str) -> str | None:
         return None
 
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        return patched, []
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        return {}, []
 
 
 # ------------------------------------------------------------------------------------ paths

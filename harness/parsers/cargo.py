@@ -23,17 +23,20 @@ not match the lines, make the run inconsistent.
 
 Unit tests inside source files (`#[cfg(test)] mod tests` in `src/*.rs`) cannot be protected by
 path, because a fix edits the same file. Grading handles them with `restore_inline_tests`: every
-`#[cfg(test)]` module a source file had at the base commit is put back as it was, whatever the
-patch did to it, and the rest of the patch's changes to that file are kept.
+`#[cfg(test)]` module the tree had before the patch is put back as it was, where the module tree
+after the patch puts its module path, and the rest of the patch's changes are kept (`rustmod`,
+which reads the files with tree-sitter-rust).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .base import FAILED, PASSED, SKIPPED, ParserBase, TestReport, strip_ansi
+from .rustmod import put_back_tests
 
 TEST_PATHS = (
     "**/tests/**",  # integration tests, their helper modules and data
@@ -174,134 +177,6 @@ def parse_cargo(output: str) -> TestReport:
     return report
 
 
-# ------------------------------------------------------------------------------------ unit tests in source files
-
-_CFG_TEST = re.compile(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]")
-_MOD = re.compile(r"\s*(?:pub(?:\s*\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{")
-
-
-def _skip_trivia(text: str, i: int) -> int:
-    """Index after whitespace and comments starting at i."""
-    n = len(text)
-    while i < n:
-        if text[i].isspace():
-            i += 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif text.startswith("/*", i):
-            i = _block_comment_end(text, i)
-        else:
-            break
-    return i
-
-
-def _block_comment_end(text: str, i: int) -> int:
-    depth, i, n = 0, i, len(text)
-    while i < n:
-        if text.startswith("/*", i):
-            depth, i = depth + 1, i + 2
-        elif text.startswith("*/", i):
-            depth, i = depth - 1, i + 2
-            if depth == 0:
-                return i
-        else:
-            i += 1
-    return n
-
-
-_RAW_STRING = re.compile(r'b?r(#*)"')
-_CHAR = re.compile(r"'(?:\\(?:x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f]{1,6}\}|.)|[^\\'\n])'")
-
-
-def _closing_brace(text: str, i: int) -> int | None:
-    """Given text[i] == "{", the index just after its matching "}", skipping strings, chars and
-    comments; None when the file ends first (the code does not parse)."""
-    depth, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if text.startswith("//", i) or text.startswith("/*", i):
-            i = _skip_trivia(text, i)
-            continue
-        raw = (
-            _RAW_STRING.match(text, i)
-            if ch in "br" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
-            else None
-        )
-        if raw:
-            end = text.find('"' + raw.group(1), raw.end())
-            if end < 0:
-                return None
-            i = end + 1 + len(raw.group(1))
-            continue
-        if ch == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            i += 1
-            continue
-        if ch == "'":
-            match = _CHAR.match(text, i)
-            i = match.end() if match else i + 1  # otherwise a lifetime or a label
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
-
-
-def inline_test_modules(text: str) -> dict[str, tuple[int, int]] | None:
-    """The `#[cfg(test)] mod NAME { ... }` modules of a Rust source file, by name: their span
-    (from the attribute to the closing brace). None when the file cannot be read as Rust."""
-    found: dict[str, tuple[int, int]] = {}
-    i = 0
-    while True:
-        match = _CFG_TEST.search(text, i)
-        if not match:
-            return found
-        start = match.start()
-        j = _skip_trivia(text, match.end())
-        while text.startswith("#[", j) or text.startswith("# [", j):  # more attributes (#[allow(...)])
-            close = text.find("]", j)
-            if close < 0:
-                return None
-            j = _skip_trivia(text, close + 1)
-        mod = _MOD.match(text, j)
-        if not mod:
-            i = match.end()
-            continue
-        end = _closing_brace(text, mod.end() - 1)
-        if end is None:
-            return None
-        found.setdefault(mod.group(1), (start, end))
-        i = end
-
-
-def restore_inline_tests(base: str, patched: str) -> tuple[str, list[str]]:
-    """`patched` with every `#[cfg(test)]` module that `base` has put back as it is in `base`
-    (appended at the end when the patch removed it); returns the text and the modules restored."""
-    old = inline_test_modules(base)
-    if not old:
-        return patched, []
-    new = inline_test_modules(patched)
-    if new is None:  # the patched file does not parse: leave it, the build will say so
-        return patched, []
-    restored, text = [], patched
-    for name, (start, end) in sorted(new.items(), key=lambda kv: -kv[1][0]):  # from the end: offsets stay valid
-        if name in old and text[start:end] != base[old[name][0] : old[name][1]]:
-            text = text[:start] + base[old[name][0] : old[name][1]] + text[end:]
-            restored.append(name)
-    for name, (start, end) in old.items():
-        if name not in new:
-            text = text.rstrip("\n") + "\n\n" + base[start:end] + "\n"
-            restored.append(name)
-    return text, sorted(restored)
-
-
 class CargoParser(ParserBase):
     """cargo test's libtest text output (stderr merged), one channel."""
 
@@ -343,6 +218,8 @@ class CargoParser(ParserBase):
         target = test_id.split("::", 1)[0]
         return target if "::" in test_id and target.endswith(".rs") and not target.startswith("doc:") else None
 
-    def restore_inline_tests(self, path: str, base: str, patched: str) -> tuple[str, list[str]]:
-        text, names = restore_inline_tests(base, patched)
-        return text, [f"#[cfg(test)] mod {name}" for name in names]
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        writes, done = put_back_tests(before, after, read)
+        return dict(writes), done

@@ -3,20 +3,23 @@ line Jest prints on stderr (`Tests:       1 failed, 2 passed, 3 total`).
 
     npx jest --ci --json --outputFile=/tmp/wholeloop-grade/reports/jest.json
 
-Jest reads its configuration from jest.config.* or from the "jest" key of package.json, so
-package.json is protected here (unlike for Vitest): moduleNameMapper, setupFiles,
-setupFilesAfterEnv, transform and testMatch can each make the tests test something else or run
-code before them. A root `__mocks__/` folder mocks node_modules packages without any jest.mock()
+Jest reads its configuration from jest.config.* or from the "jest" key of package.json:
+moduleNameMapper, setupFiles, setupFilesAfterEnv, transform and testMatch can each make the tests
+test something else or run code before them. So package.json's `jest` key is put back as it was
+after the patch is applied, with `babel`, `bin`, `scripts` and the other keys that pick what runs
+(`jsreport.PACKAGE_KEYS`, `restore_inline_tests`); the rest of a fix's change to it (a dependency,
+`main`) is kept. A root `__mocks__/` folder mocks node_modules packages without any jest.mock()
 call, and one beside a module replaces it wherever a test mocks it: protected as test files.
 Babel's configuration is protected because babel-jest compiles the test files with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from .base import REPORTS_DIR, ParserBase, TestReport, shell_quote
-from .jsreport import config_names, is_js_test_module, parse_js_report
+from .jsreport import config_names, is_js_test_module, parse_js_report, put_back_package_keys
 from .vitest import CONFIG_PATHS as _JS_CONFIG
 from .vitest import TEST_PATHS as _JS_TESTS
 
@@ -26,7 +29,6 @@ CONFIG_PATHS = tuple(p for p in _JS_CONFIG if "vite" not in p) + (
     "**/jest.config.*",
     "**/jest.setup.*",
     "**/jest.preset.*",
-    "**/package.json",
     "**/babel.config.*",
     "**/.babelrc",
     "**/.babelrc.*",
@@ -40,6 +42,7 @@ class JestParser(ParserBase):
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    inline_tests: ClassVar[tuple[str, ...]] = ("**/package.json",)  # its bin, scripts, jest, ...: PACKAGE_KEYS
     config_files: ClassVar[tuple[str, ...]] = config_names("jest.config", "babel.config") + (
         "package.json",
         ".babelrc",
@@ -66,3 +69,8 @@ class JestParser(ParserBase):
 
     def test_file(self, test_id: str) -> str | None:
         return test_id.split("::", 1)[0] if "::" in test_id else None
+
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        return put_back_package_keys(dict(before), dict(after))

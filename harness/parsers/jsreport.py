@@ -212,3 +212,66 @@ def _from_text(framework: str, text: str, report: TestReport) -> None:
                 report.statuses[test_id] = mark
             report.listed_passed += mark == PASSED
     report.problems.append(f"no {framework} JSON report: the results come from its text output alone")
+
+
+# ------------------------------------------------------------------------------------ package.json
+
+# The keys of package.json that decide which program `npx vitest` / `npx jest` / `npm test` runs
+# and how the runner is configured: `bin` (npx runs the project's own bin of that name first) and
+# `directories.bin` (every file of a folder a bin), `scripts`, `workspaces` and `packageManager`
+# (npm's), `jest` (Jest's whole configuration) and `babel` (how babel-jest compiles the tests).
+# A fix keeps everything else it changes (dependencies, exports, main, version).
+PACKAGE_KEYS = ("bin", "directories", "scripts", "workspaces", "packageManager", "jest", "babel")
+
+
+def _strict_json(data: bytes) -> dict | None:
+    """A package.json's top-level object, read strictly (UTF-8 without a BOM, no NaN, no key twice,
+    which JSON.parse and Python read differently); None when it cannot be."""
+
+    def pairs(items: list) -> dict:
+        keys = [k for k, _ in items]
+        if len(keys) != len(set(keys)):
+            raise ValueError("a key twice")
+        return dict(items)
+
+    def constant(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def put_back_package_keys(
+    before: dict[str, bytes], after: dict[str, bytes]
+) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+    """For each package.json of `after` (path -> bytes, the tree after the patch) that differs from
+    `before` (the tree the patch was applied to): its PACKAGE_KEYS as they were in `before` (absent
+    when they were, or when the file is new), every other change kept; a file that does not read
+    as strict JSON is put back whole (or removed, when new). Returns the files to write (None:
+    remove) and what was put back, as (path, what) pairs."""
+    writes: dict[str, bytes | None] = {}
+    done: list[tuple[str, str]] = []
+    for path, data in sorted(after.items()):
+        old_data = before.get(path)
+        if data == old_data:
+            continue
+        old = _strict_json(old_data) if old_data is not None else {}
+        new = _strict_json(data)
+        if new is None or old is None:
+            writes[path] = old_data
+            done.append((path, "package.json whole (not strict JSON)"))
+            continue
+        keys = [k for k in PACKAGE_KEYS if (k in old, old.get(k)) != (k in new, new.get(k))]
+        if not keys:
+            continue
+        for key in keys:
+            if key in old:
+                new[key] = old[key]
+            else:
+                del new[key]
+        writes[path] = (json.dumps(new, indent=2, ensure_ascii=False) + "\n").encode()
+        done.append((path, "package.json " + ", ".join(keys)))
+    return writes, done

@@ -12,10 +12,11 @@ exit code with every test passing, which grading calls inconsistent (not resolve
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from .base import REPORTS_DIR, ParserBase, TestReport, shell_quote
-from .jsreport import config_names, is_js_test_module, parse_js_report
+from .jsreport import config_names, is_js_test_module, parse_js_report, put_back_package_keys
 
 RESULTS_FILE = f"{REPORTS_DIR}/vitest.json"
 # Tests, their data, snapshots and the manual mocks a test's vi.mock() picks up by folder.
@@ -33,9 +34,10 @@ TEST_PATHS = (
 # run code before the tests or point them elsewhere), the files start-up code is conventionally in,
 # and the package manager's files (.npmrc's node-options puts --require into every node process
 # npx starts; the lock files cannot change what is installed at grading anyway). package.json is
-# NOT protected: Vitest reads no configuration from it, and real fixes change it (exports, main,
-# bin); a task whose hidden command goes through `npm test` or `npm run` lists it in its own
-# protected_paths, because then package.json's scripts are the command.
+# not protected whole (real fixes change its dependencies, exports, main), but the keys that pick
+# the program `npx vitest` runs are put back after the patch: `bin` (npx runs the project's own
+# bin of that name before node_modules/.bin's), `scripts` and the others of
+# `jsreport.PACKAGE_KEYS` (`restore_inline_tests`).
 CONFIG_PATHS = (
     "**/vitest.config.*",
     "**/vitest.workspace.*",
@@ -60,6 +62,7 @@ class VitestParser(ParserBase):
     results_file: ClassVar[str | None] = RESULTS_FILE
     protected_paths: ClassVar[tuple[str, ...]] = TEST_PATHS + CONFIG_PATHS
     test_paths: ClassVar[tuple[str, ...]] = TEST_PATHS
+    inline_tests: ClassVar[tuple[str, ...]] = ("**/package.json",)  # its bin, scripts, jest, ...: PACKAGE_KEYS
     config_files: ClassVar[tuple[str, ...]] = config_names("vitest.config", "vitest.workspace", "vite.config") + (
         ".npmrc",
         ".yarnrc",
@@ -84,3 +87,8 @@ class VitestParser(ParserBase):
 
     def test_file(self, test_id: str) -> str | None:
         return test_id.split("::", 1)[0] if "::" in test_id else None
+
+    def restore_inline_tests(
+        self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
+    ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
+        return put_back_package_keys(dict(before), dict(after))

@@ -15,6 +15,11 @@ of its scored trials (all repeats; infra errors left out) that resolved. Then:
   replacement, the pair of rates staying together (percentile method, fixed seed);
 - cost and time per resolved trial of each configuration on the shared tasks.
 
+Infrastructure errors never drop a task silently: when either configuration has an infra error on
+a task both ran (any repeat), the verdict is "not enough evidence" (no ranking; `wholeloop compare`
+exits 4), naming those tasks and the `run --out` that would redo them, unless `strict` counts them
+as failures (`--strict`). The same rule holds in `wholeloop gate` (`infra_tasks`, `redo`).
+
 Verdict: when the interval contains zero the data does not separate them ("same tier") and no
 ranking is made; otherwise the configuration the interval favours is named, with the interval,
 and a ``caution`` is attached when the exact McNemar test disagrees (p >= 0.05): with few tasks
@@ -23,14 +28,18 @@ the percentile bootstrap interval is too narrow, and a reader should see both.
 
 from __future__ import annotations
 
+import os
+import shlex
 from itertools import combinations
 from math import comb
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
 SAME_TIER = "same tier: the data does not separate them"
+NOT_ENOUGH_EVIDENCE = "not enough evidence"
 INFRA_SHARES_DIFFER = (
     0.05  # infra-error shares this far apart (of all trials) are flagged: the rates left out different trials
 )
@@ -47,6 +56,17 @@ class TaskPair(BaseModel):
     result: str  # "a" | "b" | "tie"
     transcripts_a: list[str] = Field(default_factory=list)  # run folder / transcript of each trial
     transcripts_b: list[str] = Field(default_factory=list)
+
+
+class Redo(BaseModel):
+    """What would redo one side's infrastructure errors: its run, resumed (resume redoes every
+    unit whose final row is an infra error)."""
+
+    side: str  # "baseline" / "candidate" (gate), or the configuration (compare)
+    run_dir: str
+    command: str  # the run's own command with --out RUN_DIR ("" when the manifest has none)
+    cwd: str = ""  # where that command was run (its relative paths are relative to it)
+    tasks: list[str] = Field(default_factory=list)  # the shared tasks with infra errors on this side
 
 
 class SideFigures(BaseModel):
@@ -76,6 +96,9 @@ class Comparison(BaseModel):
     verdict: str = SAME_TIER
     caution: str = ""  # set when the paired test and the interval disagree
     infra_shares: str = ""  # set when the two configurations' infra-error shares differ (INFRA_SHARES_DIFFER)
+    strict: bool = False  # infra errors counted as failures (--strict)
+    infra_tasks: list[str] = Field(default_factory=list)  # shared tasks with an infra error on a side
+    redo: list[Redo] = Field(default_factory=list)  # the runs that would redo them
     side_a: SideFigures
     side_b: SideFigures
     tasks: list[TaskPair] = Field(default_factory=list)
@@ -91,8 +114,61 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail / 2**n)
 
 
-def _scored_by_task(cfg: ConfigRows) -> dict[str, list[Trial]]:
-    return {tid: ts for tid, ts in by_task([t for t in trials_of(cfg.rows) if t.scored]).items() if ts}
+def _scored_by_task(cfg: ConfigRows, strict: bool = False) -> dict[str, list[Trial]]:
+    """Each task's scored trials (`strict`: its infra errors too, as failures)."""
+    kept = [t for t in trials_of(cfg.rows) if t.scored or (strict and t.infra_error)]
+    return {tid: ts for tid, ts in by_task(kept).items() if ts}
+
+
+def infra_by_task(rows) -> set[str]:
+    """The tasks with a trial whose final row is an infrastructure error."""
+    return {t.task_id for t in trials_of(rows) if t.infra_error}
+
+
+def redo_command(run_dir: str | Path) -> tuple[str, str]:
+    """(command, cwd): the command that wrote `run_dir` (its manifest's), with `--out RUN_DIR`: run
+    again, it resumes and redoes every unit whose final row is an infra error. ("", "") without a
+    recorded command."""
+    from ..records import RunFolder
+
+    try:
+        manifest = RunFolder(Path(run_dir)).manifest()
+    except (OSError, ValueError):
+        return "", ""
+    argv = manifest.get("command") or []
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        return "", ""
+    out, skip = ["wholeloop" if os.path.basename(argv[0]) == "wholeloop" else argv[0]], False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("--out", "-o"):
+            skip = True
+        elif not arg.startswith("--out="):
+            out.append(arg)
+    return shlex.join([*out, "--out", str(run_dir)]), str(manifest.get("cwd") or "")
+
+
+def infra_redo(sides: list[tuple[str, str, set[str]]], shared: list[str]) -> list[Redo]:
+    """For each side (name, run folder, its infra tasks) with infra errors on `shared` tasks: the redo."""
+    out = []
+    for name, run_dir, infra in sides:
+        tasks = [t for t in shared if t in infra]
+        if tasks:
+            command, cwd = redo_command(run_dir)
+            out.append(Redo(side=name, run_dir=str(run_dir), command=command, cwd=cwd, tasks=tasks))
+    return out
+
+
+def infra_reason(infra_tasks: list[str], redo: list[Redo]) -> str:
+    """The words of the "not enough evidence" verdict that infra errors on shared tasks give."""
+    names = ", ".join(infra_tasks[:8]) + (", ..." if len(infra_tasks) > 8 else "")
+    sides = " and ".join(r.side for r in redo)
+    return (
+        f"{len(infra_tasks)} shared task(s) have infrastructure errors ({names}) on the {sides} side: "
+        "their outcome is unknown, so they are neither left out nor guessed; redo them "
+        "(resume the run: see below), or count them as failures with --strict"
+    )
 
 
 def _side(
@@ -125,9 +201,14 @@ def _transcripts(cfg: ConfigRows, trials: list[Trial]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None) -> Comparison:
+def compare_pair(
+    a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None, *, strict: bool = False
+) -> Comparison:
     settings = settings or BootstrapSettings()
-    ta, tb = _scored_by_task(a), _scored_by_task(b)
+    ta, tb = _scored_by_task(a, strict), _scored_by_task(b, strict)
+    infra_a, infra_b = (set(), set()) if strict else (infra_by_task(a.rows), infra_by_task(b.rows))
+    ran_a, ran_b = set(ta) | infra_a, set(tb) | infra_b
+    infra_tasks = sorted((infra_a | infra_b) & ran_a & ran_b)
     shared = sorted(set(ta) & set(tb))
     pairs: list[TaskPair] = []
     for tid in shared:
@@ -154,8 +235,8 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
         a=a.name,
         b=b.name,
         shared_tasks=len(shared),
-        only_a=sorted(set(ta) - set(tb)),
-        only_b=sorted(set(tb) - set(ta)),
+        only_a=sorted(ran_a - ran_b),
+        only_b=sorted(ran_b - ran_a),
         wins_a=sum(p.result == "a" for p in pairs),
         wins_b=sum(p.result == "b" for p in pairs),
         ties=sum(p.result == "tie" for p in pairs),
@@ -171,8 +252,13 @@ def compare_pair(a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | Non
             [x - y for x, y in zip(rates_a, rates_b)], settings=settings, method="paired-bootstrap-percentile"
         )
     cmp.infra_shares = _infra_shares(a, b)
+    cmp.strict, cmp.infra_tasks = strict, infra_tasks
     diff = cmp.difference
-    if diff.value is None or diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
+    if infra_tasks:
+        cmp.redo = infra_redo([(a.name, str(a.run_dir), infra_a), (b.name, str(b.run_dir), infra_b)], infra_tasks)
+        cmp.same_tier, cmp.better = True, None
+        cmp.verdict = f"{NOT_ENOUGH_EVIDENCE}: {infra_reason(infra_tasks, cmp.redo)}"
+    elif diff.value is None or diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
         cmp.same_tier, cmp.better, cmp.verdict = True, None, SAME_TIER
         if diff.value is not None and diff.low is None:
             cmp.verdict += f" ({diff.note or 'no interval'})"
@@ -214,6 +300,8 @@ def infra_shares_differ(a: str, share_a: float | None, b: str, share_b: float | 
     return f"infra-error shares differ: {a} {share_a:.0%}, {b} {share_b:.0%} of trials left out of the rates"
 
 
-def compare_all(configs: list[ConfigRows], settings: BootstrapSettings | None = None) -> list[Comparison]:
+def compare_all(
+    configs: list[ConfigRows], settings: BootstrapSettings | None = None, *, strict: bool = False
+) -> list[Comparison]:
     """Every pair of configurations, in the order given (A = the earlier one)."""
-    return [compare_pair(a, b, settings) for a, b in combinations(configs, 2)]
+    return [compare_pair(a, b, settings, strict=strict) for a, b in combinations(configs, 2)]

@@ -18,6 +18,8 @@ Shape (stable; fields are only ever added):
                    training cutoff, and of undated tasks
     controls[]:    ControlFailure per failed control check (controls.py): gold that did not resolve
                    every task, noop that resolved one; shown first, before any number
+    statements[]:  StatementSplit per configuration (by_statement.py): resolve rate per class of the
+                   tasks' problem statements
 
 Pure functions over run folders: no Docker, no network.
 """
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
 from .controls import ControlFailure, control_checks
 from .dating import DatingSplit, dating_figures, load_table
@@ -116,6 +119,7 @@ class Figures(BaseModel):
     cells: list[Cell] = Field(default_factory=list)
     dating: list[DatingSplit] = Field(default_factory=list)  # resolve rate split by the model's training cutoff
     controls: list[ControlFailure] = Field(default_factory=list)  # failed control checks: shown before any number
+    statements: list[StatementSplit] = Field(default_factory=list)  # resolve rate split by statement class
 
 
 def _sha(data) -> str | None:
@@ -235,7 +239,7 @@ def compute_figures(
     figures.controls = control_checks(figures.configs)
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
-    figures.comparisons = compare_all(configs, settings)
+    figures.comparisons = compare_all(configs, settings, strict=strict)
     figures.scoring = score_configs(configs, scoring, settings)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]
@@ -243,6 +247,7 @@ def compute_figures(
     figures.dating = dating_figures(
         configs, table=load_table(cutoff_table) if cutoff_table else None, overrides=cutoffs
     )
+    figures.statements = statement_figures(configs)
     return figures
 
 

@@ -18,7 +18,14 @@ ordinary size - and otherwise a Monte Carlo estimate from 100,000 sign patterns 
 With margin 0 and one repeat per task it is exactly the one-sided exact McNemar (sign) test on the
 tasks that flipped.
 
+Infrastructure errors. A task both sides ran on which either side has an infra error (any repeat)
+has an unknown outcome there: it is neither left out of the pairing silently nor guessed. Then
+the verdict is **not enough evidence** (exit 4) whatever the test says on the other tasks (its
+figures are still shown), naming those tasks and the `run --out` that would redo them
+(`infra_tasks`, `redo`); with `strict` (`--strict`) they count as failures and the test decides.
+
 Decision, in this order:
+0. infra errors on shared tasks, not `strict`: **not enough evidence** (exit 4), as above;
 1. p < alpha: **regression** (exit 1).
 2. fewer shared tasks than the test needs to ever reach p < alpha (n with 2^-n < alpha: 5 at
    alpha 0.05), or the candidate looks worse than allowed (mean(e) < 0) without p < alpha:
@@ -51,7 +58,7 @@ from scipy.special import comb
 from scipy.stats import norm
 
 from ..records import ResultRow
-from .compare import infra_shares_differ
+from .compare import Redo, infra_by_task, infra_reason, infra_redo, infra_shares_differ
 from .errors import ReportInputError
 from .stats import SEED, Trial, by_task, trials_of
 
@@ -62,6 +69,9 @@ EXACT_LIMIT = 200_000  # sign-pattern classes enumerated exactly (product of (co
 MAX_REPEATS = 100
 
 REGRESSION, NOT_ENOUGH, NO_REGRESSION = "regression", "not_enough_evidence", "no_regression"
+#: The version of `gate --json` (CI parses it). 1: no version field (before issue 21); 2: adds
+#: `schema_version`, `strict`, `infra_tasks` and `redo` (infra errors on shared tasks: exit 4).
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -99,6 +109,7 @@ class Flip(BaseModel):
 
 
 class GateResult(BaseModel):
+    schema_version: int = SCHEMA_VERSION
     metric: str
     margin: float  # points (resolve) or a fraction of the baseline (cost, time), as a fraction
     alpha: float
@@ -110,6 +121,9 @@ class GateResult(BaseModel):
     only_baseline: list[str] = Field(default_factory=list)
     only_candidate: list[str] = Field(default_factory=list)
     unscored: list[str] = Field(default_factory=list)  # on both sides, but only infra errors on one
+    strict: bool = False  # infra errors counted as failures (--strict)
+    infra_tasks: list[str] = Field(default_factory=list)  # on both sides, an infra error on one (not strict)
+    redo: list[Redo] = Field(default_factory=list)  # the runs whose resume would redo them
     infra_shares: str = ""  # the sides' infra-error shares differ (compare's rule: compare.infra_shares_differ)
     cost_unknown: list[str] = Field(default_factory=list)  # left out of the cost metric
     baseline_value: float | None = None  # mean rate, or mean cost / time per trial, on the shared tasks
@@ -217,11 +231,12 @@ class _Task:
         return sum(t.resolved for t in self.trials)
 
 
-def _side(rows: SideRows) -> tuple[Side, dict[str, _Task], set[str]]:
+def _side(rows: SideRows, strict: bool = False) -> tuple[Side, dict[str, _Task], set[str]]:
     trials = trials_of(rows.rows)
     complete = [t for t in trials if t.complete]
     infra = sum(t.infra_error for t in complete)
-    scored = {tid: ts for tid, ts in by_task([t for t in complete if t.scored]).items() if ts}
+    kept = [t for t in complete if t.scored or (strict and t.infra_error)]  # strict: infra errors are failures
+    scored = {tid: ts for tid, ts in by_task(kept).items() if ts}
     tasks = {tid: _Task(ts, {t.final.task_hash for t in ts if t.final is not None}) for tid, ts in scored.items()}
     side = Side(
         name=rows.name,
@@ -281,8 +296,43 @@ def gate(
     margin: float = 0.0,
     alpha: float = 0.05,
     power: float = POWER,
+    strict: bool = False,
 ) -> GateResult:
-    """The decision; `margin` is a fraction (0.05: 5 points of resolve rate, or 5 % more cost/time)."""
+    """The decision; `margin` is a fraction (0.05: 5 points of resolve rate, or 5 % more cost/time);
+    `strict`: infra errors count as failures (else, on shared tasks, they make it not enough evidence)."""
+    out = _decide(baseline, candidate, metric=metric, margin=margin, alpha=alpha, power=power, strict=strict)
+    b_infra, c_infra = infra_by_task(baseline.rows), infra_by_task(candidate.rows)
+    if not strict:
+        ran_b, ran_c = {t.task_id for t in trials_of(baseline.rows)}, {t.task_id for t in trials_of(candidate.rows)}
+        out.infra_tasks = sorted((b_infra | c_infra) & ran_b & ran_c)
+    if out.infra_tasks:
+        out.redo = infra_redo(
+            [("baseline", baseline.run_dir, b_infra), ("candidate", candidate.run_dir, c_infra)], out.infra_tasks
+        )
+        without = {
+            REGRESSION: "a regression",
+            NO_REGRESSION: "no regression",
+            NOT_ENOUGH: "not enough evidence either",
+        }[out.verdict]
+        p = "" if out.p_value is None else f", p = {out.p_value:.3g}"
+        out.reason = (
+            f"{infra_reason(out.infra_tasks, out.redo)} (without them, on {len(out.shared)} task(s): {without}{p})"
+        )
+        out.verdict, out.tasks_needed, out.repeats_needed, out.repeats_note = NOT_ENOUGH, None, None, ""
+    return out
+
+
+def _decide(
+    baseline: SideRows,
+    candidate: SideRows,
+    *,
+    metric: str,
+    margin: float,
+    alpha: float,
+    power: float,
+    strict: bool,
+) -> GateResult:
+    """The test's decision on the tasks both sides scored (see the module's docstring)."""
     if metric not in METRICS:
         raise ReportInputError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
     if not 0 < alpha < 1:
@@ -291,9 +341,10 @@ def gate(
         raise ReportInputError(
             f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense"
         )
-    base, b_tasks, b_all = _side(baseline)
-    cand, c_tasks, c_all = _side(candidate)
+    base, b_tasks, b_all = _side(baseline, strict)
+    cand, c_tasks, c_all = _side(candidate, strict)
     out = GateResult(
+        strict=strict,
         metric=metric,
         margin=margin,
         alpha=alpha,

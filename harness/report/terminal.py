@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -12,6 +13,7 @@ from rich.text import Text
 
 from ..records import ResultRow
 from ..vocabulary import Outcome
+from .by_statement import ORDER
 from .fit import Col, fit_table
 from .format import pct, seconds, tally, usd
 
@@ -413,6 +415,12 @@ def comparison_block(cmp: Comparison, width: int = 150) -> Group:
         parts.append(Text("caution: " + cmp.caution, style="yellow"))
     if cmp.infra_shares:
         parts.append(Text("caution: " + cmp.infra_shares, style="yellow"))
+    for redo in cmp.redo:  # whole lines (a command is copied from them)
+        where = f"  (in {redo.cwd})" if redo.cwd and redo.cwd != os.getcwd() else ""
+        what = redo.command or f"the command that wrote {redo.run_dir}, with --out {redo.run_dir}"
+        parts.append(
+            Text(f"redo {redo.side}'s {len(redo.tasks)} task(s): {what}{where}", no_wrap=True, overflow="ignore")
+        )
     parts += flipped_lines(cmp)
     if cmp.only_a or cmp.only_b:
         parts.append(
@@ -449,6 +457,27 @@ def dating_table(figures: Figures) -> Table | None:
     table.caption = "\n".join(
         notes + ["after: created after the cutoff, so not in the training data; undated: the task has no created_at"]
     )
+    table.caption_justify = "left"
+    return table
+
+
+def statement_table(figures: Figures) -> Table | None:
+    """Each configuration's resolve rate per class of the tasks' statements (when any is classified)."""
+    splits = [s for s in figures.statements if s.classified()]
+    if not splits:
+        return None
+    names = [n for n in ORDER if any(n in s.classes for s in splits)]
+    table = Table(title="Resolve rate by problem statement class (95% Wilson)", title_justify="left")
+    table.add_column("config", overflow="fold")
+    for name in names:
+        table.add_column(name, justify="right", overflow="fold")
+    for split in splits:
+        cells = [
+            f"{fmt_interval(side.rate)} ({side.resolved}/{side.trials})" if (side := split.classes.get(n)) else "-"
+            for n in names
+        ]
+        table.add_row(split.config, *cells)
+    table.caption = "thin: a subject line only; leaks_fix: names what the fix adds or changes (docs/tasks.md)"
     table.caption_justify = "left"
     return table
 
@@ -520,9 +549,9 @@ def print_figures(
     tbl = passk_table(figures, width)
     if tbl is not None:
         console.print(tbl)
-    tbl = dating_table(figures)
-    if tbl is not None:
-        console.print(tbl)
+    for tbl in (dating_table(figures), statement_table(figures)):
+        if tbl is not None:
+            console.print(tbl)
     if figures.recovery:
         console.print(recovery_table(figures, width))
     console.print(failures_block(figures, width))

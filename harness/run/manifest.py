@@ -126,6 +126,9 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, chec
                 "repo": t.repo,
                 "base_commit": t.base_commit,
                 "created_at": t.created_at,
+                **(
+                    {"statement_quality": t.origin.statement_quality} if t.origin and t.origin.statement_quality else {}
+                ),
                 **({"check": checks[t.id]} if checks and t.id in checks else {}),
             }
             for t in tasks

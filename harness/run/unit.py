@@ -43,9 +43,22 @@ from sandbox import (
 from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..grading.feedback import FeedbackMode
+from ..models.types import Usage
 from ..records import PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
-from ..transcript import AttemptStart, ErrorEvent, Feedback, GradeEvent, PatchEvent, PhaseEvent, Stop, TranscriptWriter
+from ..transcript import (
+    AttemptStart,
+    ErrorEvent,
+    Event,
+    Feedback,
+    GradeEvent,
+    ModelResponse,
+    PatchEvent,
+    PhaseEvent,
+    Stop,
+    TranscriptWriter,
+    read_transcript,
+)
 from ..vocabulary import StopReason
 from .attribution import next_feedback, recurring_place, run_agent
 from .images import build_task_images
@@ -186,7 +199,9 @@ class UnitRunner:
     def _try_unit(self, task: Task, repeat: int, *, last_try: bool, failed: list[RetryUnit]) -> list[ResultRow]:
         unit = self.unit_name(task.id, repeat)
         transcript_path = self.folder.transcript_path(task.id, self.label, repeat)
-        self.folder.move_aside(transcript_path)  # an unfinished earlier try keeps its story, apart
+        moved = self.folder.move_aside(transcript_path)  # an unfinished earlier try keeps its story, apart
+        if moved is not None:
+            self._record_abandoned(task, repeat, moved)
         transcript = TranscriptWriter(transcript_path)
         rows: list[ResultRow] = []
         at = TryState()
@@ -445,6 +460,33 @@ class UnitRunner:
         self.folder.append(row)
         return row
 
+    def _record_abandoned(self, task: Task, repeat: int, moved: Path) -> None:
+        """A try killed mid-attempt (kill -9, a lost node, Ctrl-C) wrote no row for the attempt it
+        was in; its model calls are in its transcript, written as they happened. Before the unit is
+        redone, that attempt is recorded once, as an abandoned try's row (`retried`, never final)
+        with its spend: the report's cost counts it. Its transcript, moved aside, is never read
+        again for this (the next try moves only transcript.jsonl)."""
+        try:
+            events = read_transcript(moved)
+        except (OSError, ValueError):
+            return
+        found = abandoned_attempt(events)
+        if found is None:
+            return
+        attempt, spent = found
+        row = self.failure_row(
+            task,
+            repeat,
+            attempt,
+            "abandoned: the run stopped (killed, or its node lost) during this attempt; its model calls, "
+            "read from its transcript, are counted in the cost",
+            result=spent,
+            failed_in={"phase": "agent", "step": spent.steps, "error_type": "Abandoned"},
+            retried=True,
+        )
+        row.transcript_path = str(self.folder.relative(moved))
+        self.folder.append(row)
+
     def failure_row(
         self,
         task: Task,
@@ -526,3 +568,32 @@ class UnitRunner:
             started_at=started_at,
             finished_at=now(),
         )
+
+
+def abandoned_attempt(events: list[Event]) -> tuple[int, AgentResult] | None:
+    """(attempt, what it spent) of the attempt a transcript's try was in when it stopped without a
+    row: its last `attempt_start` with no grade and no runner error after it, and at least one
+    model response; None otherwise (every attempt ended in a row, or the last spent nothing)."""
+    start = max((i for i, e in enumerate(events) if isinstance(e, AttemptStart)), default=None)
+    if start is None:
+        return None
+    tail = events[start:]
+    if any(isinstance(e, GradeEvent) or (isinstance(e, ErrorEvent) and e.where == "runner") for e in tail):
+        return None
+    responses = [e for e in tail if isinstance(e, ModelResponse)]
+    if not responses:
+        return None
+    usage = Usage()
+    for e in responses:
+        usage += Usage(**{k: v for k, v in e.usage.items() if k in Usage.model_fields})
+    costs = [e.cost_usd for e in responses]
+    start_event = events[start]
+    assert isinstance(start_event, AttemptStart)
+    return start_event.attempt, AgentResult(
+        stop_reason=StopReason.interrupted,
+        steps=len(responses),
+        model_calls=len(responses),
+        usage=usage,
+        cost_usd=None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None)),
+        model_s=sum(e.latency_s for e in responses),
+    )

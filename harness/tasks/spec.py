@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -152,16 +153,65 @@ class Origin(_Strict):
     issue: str | None = Field(None, description="the issue the statement came from, as the commit names it")
     statement_model: str | None = Field(None, description="the model that wrote the statement (statement: model)")
     statement_prompt: str | None = Field(None, description="the prompt it was given, in full")
+    statement_quality: Literal["issue", "commit_message", "thin", "leaks_fix"] | None = Field(
+        None, description="the statement's class (harness.authoring.statements.classify); none: not classified"
+    )
+    statement_replaced_quality: Literal["issue", "commit_message", "thin", "leaks_fix"] | None = Field(
+        None, description="statement: model: the class of the statement the model replaced"
+    )
+    statement_leaks: list[str] = Field(
+        default_factory=list, description="the names of the fix the statement gives away (statement_quality: leaks_fix)"
+    )
+    statement_removed: list[str] = Field(
+        default_factory=list, description="what cleaning removed from the statement (trailers, tool lines, ...)"
+    )
+    change: Literal["fix", "feature"] | None = Field(
+        None, description="fix, or feature: the gold adds public API its tests use (or the subject says feature)"
+    )
+    egress: list[dict] = Field(
+        default_factory=list,
+        description="what was sent to a model for this task: feature, model, endpoint, what, chars, sha256",
+    )
+    statement_additions: list[str] = Field(
+        default_factory=list,
+        description="signatures of the added public API the tests use that the statement did not name, appended to it",
+    )
     environment_from: list[str] = Field(default_factory=list, description="files the environment was inferred from")
     dependencies_as_of: str | None = Field(
         None, description="dependencies resolved as of this date (uv --exclude-newer)"
     )
 
 
+# origin fields added after specs were written: unset, they leave a task's content hash as it was
+_LATER_ORIGIN = (
+    "statement_replaced_quality",
+    "statement_quality",
+    "statement_leaks",
+    "statement_removed",
+    "change",
+    "statement_additions",
+    "egress",
+)
+
+
 def _parse_date(value: str) -> datetime:
     """An ISO 8601 date or time; a bare date is that day at 00:00 UTC, a naive time is UTC."""
     when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def test_id_problem(test_id: str) -> str:
+    """Why a test id cannot be one ("" when it can): it is empty (or only spaces), or it holds a
+    control character or a line or paragraph separator. A parser reads ids from lines of a test
+    report, so an id with a newline, CR or NUL could match a line forged by the code under test."""
+    if not test_id.strip():
+        return "is empty"
+    for ch in test_id:
+        if unicodedata.category(ch) == "Cc":
+            return f"holds the control character U+{ord(ch):04X}; a test id is one line of printable text"
+        if ch in "\u2028\u2029":
+            return f"holds the {unicodedata.name(ch).lower()} U+{ord(ch):04X}; a test id is one line of printable text"
+    return ""
 
 
 class Task(_Strict):
@@ -202,6 +252,15 @@ class Task(_Strict):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty")
+        return value
+
+    @field_validator("fail_to_pass", "pass_to_pass", "expected_xfail")
+    @classmethod
+    def _clean_ids(cls, value: list[str]) -> list[str]:
+        for test_id in value:
+            problem = test_id_problem(test_id)
+            if problem:
+                raise ValueError(f"test id {test_id!r}: {problem}")
         return value
 
     @field_validator("fail_to_pass")
@@ -313,6 +372,7 @@ class Task(_Strict):
             ("quarantined", data),
             ("allowed_paths", data),
             ("created_at", data),
+            *((key, data["origin"]) for key in _LATER_ORIGIN if data.get("origin") is not None),
             ("origin", data),
             ("env_files", data["environment"]),
         ):
@@ -393,8 +453,12 @@ def load_tasks(paths: list[str | Path]) -> list[Task]:
 
 
 def dump_task(task: Task) -> str:
-    """YAML for a task, keys in the documented order, defaults left out, long text as blocks."""
-    return dump_yaml(task.model_dump(mode="json", by_alias=True, exclude_defaults=True))
+    """YAML for a task, keys in the documented order, defaults left out (but for what the statement
+    was made from: a reader should not have to know the default), long text as blocks."""
+    data = task.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    if task.origin is not None:
+        data.setdefault("origin", {})["statement"] = task.origin.statement
+    return dump_yaml(data)
 
 
 def dump_yaml(data: dict) -> str:

@@ -396,7 +396,8 @@ def _build(
     import time
 
     started = time.monotonic()
-    tail: list[str] = []
+    tail: list[str] = []  # the last lines, escape codes removed: for the error's summary
+    whole: list[str] = []  # the build's output as it came: kept in a file when the build fails
     tier = tag.split(":")[0].removeprefix("wholeloop-")
     with translate(f"building image {tag}"):
         stream = client().api.build(
@@ -412,16 +413,19 @@ def _build(
         )
         for chunk in stream:
             if "error" in chunk:
-                tail.append(chunk["error"].rstrip())
+                whole.append(chunk["error"])
+                tail.append(_plain(chunk["error"]))
                 if log:
-                    log(chunk["error"].rstrip())
-                raise build_failure(tag, tail)
+                    log(tail[-1])
+                raise build_failure(tag, tail, log_file=_keep_log(tag, whole))
             text = chunk.get("stream", "")
-            for line in text.splitlines():
+            if len(whole) < _LOG_CHUNKS:
+                whole.append(text)
+            for line in _plain(text).splitlines():
                 if line.strip():
-                    tail = (tail + [line.rstrip()])[-50:]
+                    tail = (tail + [line])[-50:]
                     if log:
-                        log(line.rstrip())
+                        log(line)
         img = client().images.get(tag)
     return BuiltImage(tag, img.id, cached=False, seconds=time.monotonic() - started, log_tail=tail)
 
@@ -430,6 +434,25 @@ def _build(
 _BUILD_NOISE = re.compile(
     r"^(Step \d+/\d+ :|---> |Removing intermediate container|Successfully |Sending build context)"
 )
+# pip's and uv's framing of a subprocess's failure (matched once the box-drawing characters in
+# front are gone): says that something failed, never what.
+_FRAMING = re.compile(
+    r"^(\[end of output\]|\[\d+ lines of output\]|\[notice\]|hint: See above|See above for output"
+    r"|note: This (error|is an issue)|error: subprocess-exited|error: metadata-generation-failed"
+    r"|Encountered error while|.* did not run successfully|exit code: \d+|Getting requirements to build"
+    r"|Preparing (editable )?metadata|Installing build dependencies|Building (editable|wheel)|Running command"
+    r"|Checking if build backend|Obtaining file:|WARNING: )"
+)
+# A line that names an error: an exception, a tool's `error:` line, a missing module or command, a
+# resolver that found no solution.
+_ERROR_LINE = re.compile(
+    r"(^|\s)(\w+(Error|Exception|Failure)\b:?|error:|ERROR:|E: |fatal:|No matching distribution"
+    r"|Could not find|not found|No such file|no version of|unsatisfiable|No solution found)",
+    re.I,
+)
+_BOX = " │║╰─>▶×┃┗━"
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\r")
+_LOG_CHUNKS = 200_000  # stream chunks kept for the log file (docker sends about one per line)
 _TLS_FAILURE = re.compile(
     r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|x509: certificate|SSL certificate problem"
     r"|unable to get local issuer certificate|self[- ]signed certificate",
@@ -441,15 +464,48 @@ TLS_HINT = (
 )
 
 
-def build_failure(tag: str, tail: list[str]) -> ImageBuildError:
-    """The error of a failed build. Its first line is the summary: the last meaningful lines of the
-    failing step (not the step header, not the 'returned a non-zero code' line alone), so a log or a
-    results row that shows one line still says why; the end of the build log follows."""
+def _plain(text: str) -> str:
+    """Text without terminal escape codes (pip colours its errors even into a pipe) or carriage
+    returns; a line's framing characters kept (the summary drops whole framing lines)."""
+    return _ANSI.sub("", text).rstrip()
+
+
+def _keep_log(tag: str, chunks: list[str]) -> Path | None:
+    """The whole output of a failed build, in wholeloop's log folder (its error names the file)."""
+    import time
+
+    folder = cache_dir() / "logs"
+    path = folder / f"build-{tag.replace(':', '-').replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(_plain(c) + ("\n" if not c.endswith("\n") else "") for c in chunks))
+    except OSError:
+        return None
+    return path
+
+
+def _cause(output: list[str]) -> list[str]:
+    """The lines of a failing step's output that say why: the last lines naming an error (an
+    exception's last line, `error: ...`), framing removed; else the last two lines of substance."""
+    lines = [line.strip().lstrip(_BOX).strip() for line in output]
+    lines = [line for line in lines if line and not _FRAMING.match(line)]
+    errors = [line for line in lines if _ERROR_LINE.search(line)]
+    if errors:
+        return errors[-2:]
+    return lines[-2:]
+
+
+def build_failure(tag: str, tail: list[str], log_file: Path | None = None) -> ImageBuildError:
+    """The error of a failed build. Its first line is the summary: the lines of the failing step that
+    say why (an exception, a tool's error line; not pip's framing, not the step header, not the
+    'returned a non-zero code' line alone), so a log or a results row that shows one line still says
+    why; the end of the build log follows, and the file that holds all of it is named."""
+    tail = [_plain(line) for line in tail]
     last_step = max((i for i, line in enumerate(tail) if line.lstrip().startswith("Step ")), default=-1)
     step = [line.strip() for line in tail[last_step + 1 :] if line.strip() and not _BUILD_NOISE.match(line.strip())]
     *output, error = step or [""]
     code = re.search(r"non-zero code: (\d+)", error)
-    cause = output[-2:] if output else [error]
+    cause = _cause(output) if output else [error]
     summary = " | ".join(cause)[:600] + (f" (exit code {code.group(1)})" if code and output else "")
     tls = any(_TLS_FAILURE.search(line) for line in tail)
     hint = (
@@ -459,7 +515,10 @@ def build_failure(tag: str, tail: list[str]) -> ImageBuildError:
             "fix the setup/install commands in the task's environment (the end of the build log follows the first line)"
         )
     )
-    return ImageBuildError(f"building {tag} failed: {summary or 'no output'}\n" + "\n".join(tail[-25:]), hint=hint)
+    where = f"the whole build log: {log_file}\n" if log_file is not None else ""
+    return ImageBuildError(
+        f"building {tag} failed: {summary or 'no output'}\n{where}" + "\n".join(tail[-25:]), hint=hint
+    )
 
 
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:

@@ -63,6 +63,8 @@ class Reply:
     delay_s: float = 0.0  # sleep before answering (timeout tests)
     stream_error: str | None = None  # Anthropic only: an `error` event of this type mid-stream
     thinking: str = ""  # Anthropic only: a signed thinking block before the text
+    hold: threading.Event | None = None  # streams: after the first event, wait for this before the rest
+    cut_after: int | None = None  # streams: send this many events, then drop the connection (no last chunk)
 
 
 @dataclass
@@ -259,7 +261,7 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 "x-request-id": f"req_fake_{len(fake.requests)}",
             }  # OpenAI's
             if req.get("stream"):
-                return self._sse(proto.stream(entry, model, req), rid)
+                return self._sse(proto.stream(entry, model, req), rid, entry)
             return self._json(200, proto.message(entry, model), rid)
 
         def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -279,17 +281,22 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             body = err.body if err.body is not None else proto.error_body(err)
             self._json(err.status, body, headers)
 
-        def _sse(self, events: list[str], headers: dict[str, str]) -> None:
+        def _sse(self, events: list[str], headers: dict[str, str], entry: Reply) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
-            for ev in events:
+            for n, ev in enumerate(events):
+                if n == entry.cut_after:  # the provider drops the stream here
+                    self.close_connection = True
+                    return
                 data = ev.encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+                if n == 0 and entry.hold is not None:
+                    entry.hold.wait(30)
             self.wfile.write(b"0\r\n\r\n")
 
     return Handler

@@ -34,10 +34,12 @@ from sandbox import InfraError, Mount, PatchError, SandboxError
 from sandbox.docker import native
 
 from ...models.pricing import lookup_price
+from ...scrub import register, scrub_bytes
 from ...transcript import ExternalRun, LimitHit, Stop
 from ...vocabulary import StopReason
 from .. import AgentContext, AgentResult, AgentSpec, UnknownAgent, Workspace
 from ..budget import Budget, LimitReached
+from ..provider import Call, ProviderClock, attribute
 from .config import (
     INSTALL_DIR,
     LOGS_DIR,
@@ -81,6 +83,7 @@ class ExternalAgent:
     def __init__(self, config: ExternalConfig, model: str, config_path: str) -> None:
         self.config, self.model, self.name = config, model, config.name
         self.config_path = config_path
+        self.allow_unknown_model = False  # --allow-unknown-model (set by `check`)
         self.installed: Installed | None = None
         self._lock = threading.Lock()
 
@@ -109,11 +112,13 @@ class ExternalAgent:
                 "API key (the container never sees it). Subscription or OAuth logins cannot be metered, so they "
                 "are not supported."
             )
+        register(key)  # scrubbed wherever it shows, whatever its variable is called
         url = provider.base_url or (os.environ.get(provider.base_url_env, "") if provider.base_url_env else "")
         return (url or DEFAULT_UPSTREAM[self.config.wire]).rstrip("/"), key
 
     def check(self, *, allow_unknown_price: bool = False) -> list[str]:
         """The key is set on the host; the model has a price (else its cost is "unknown")."""
+        self.allow_unknown_model = allow_unknown_price  # the proxy refuses an unpriced model without it
         problems = []
         try:
             self.upstream()
@@ -203,8 +208,16 @@ class ExternalAgent:
             test_command=ctx.task.test_command or "",
             parser=ctx.task.hidden_tests.parser,
         )
-        stopper = _Stopper(ctx, f"{here}/cli.pid", config.grace_s)
+        stopper = _Stopper(ctx, f"{here}/cli.pid", config.grace_s, budget)
         proxy_log = open(host_here / PROXY_LOG, "a", buffering=1)
+        calls: list[Call] = []  # every model call as it ended: the evidence of whose a failure is
+        clock = ProviderClock(budget)  # waiting on a failing provider is not the agent's time
+
+        def on_call(exchange) -> None:  # on the proxy's recording thread, in the order calls ended
+            call = Call(exchange.status, exchange.model, exchange.error, exchange.sent_at, exchange.answered_at)
+            calls.append(call)
+            clock.note(call)
+            recorder(exchange)
 
         def on_limit(hit: LimitReached) -> None:
             ctx.transcript.write(LimitHit(limit=hit.reason, value=hit.value, maximum=hit.maximum))
@@ -217,10 +230,14 @@ class ExternalAgent:
             api_key=key,
             token=token,
             budget=budget,
+            model=self.model,
+            models=config.models,
+            allow_unknown_model=self.allow_unknown_model,
+            server_tools=config.server_tools,
             refuse_status=config.refuse_status,
             prices=config.prices or None,
             provider=PROVIDER_OF[config.wire],
-            record=recorder,
+            record=on_call,
             on_limit=on_limit,
             log=lambda entry: proxy_log.write(_line(entry)),
         )
@@ -247,7 +264,8 @@ class ExternalAgent:
                 result = sb.exec(
                     ["/bin/sh", "-c", script, "wl-agent", *argv],
                     env=env,
-                    timeout=budget.wall_limit_s + config.grace_s + 5,
+                    # the agent's clock pauses while the provider fails (the watch stops it at its limit)
+                    timeout=budget.wall_limit_s + config.limits.max_provider_wait_s + config.grace_s + 5,
                 )
                 stopper.done()
         except InfraError as exc:
@@ -288,13 +306,14 @@ class ExternalAgent:
             stderr,
             forwarder_failed=failed in result.stdout,
             started=lambda: _changed_repository(ctx.sandbox, config.exclude),
+            calls=calls,
         )
         ctx.transcript.write(Stop(reason=reason, detail=detail))
         out = AgentResult.from_budget(
             budget, reason, infra_error=f"{reason}: {detail}" if infra else None, infra_retryable=retry
         )
         out.model_calls = proxy.stats.calls
-        out.tool_s = max(seconds - budget.model_s, 0.0)
+        out.tool_s = max(seconds - budget.model_s - budget.wait_s, 0.0)  # waiting on the provider is neither
         return out
 
     def _stop_reason(
@@ -308,10 +327,13 @@ class ExternalAgent:
         *,
         forwarder_failed: bool = False,
         started: Callable[[], bool] = lambda: False,
+        calls: list[Call] | None = None,
     ) -> tuple[StopReason, str, bool, bool]:
         """(stop reason, detail, infra, retryable) of a finished CLI run; `forwarder_failed`: the
         script said our forwarder could not start (then, and only then, exit code 97 is not the CLI's);
-        `started`: did the CLI change the repository (then it did start, however fast it failed)?"""
+        `started`: did the CLI change the repository (then it did start, however fast it failed)?
+        `calls`: the attempt's model calls as they ended; whose a provider's error is, is decided by
+        the one rule, `harness.agents.provider.attribute`."""
         if stopper.interrupted:
             return (
                 StopReason.interrupted,
@@ -319,26 +341,24 @@ class ExternalAgent:
                 False,
                 False,
             )
+        # the wire's model-id rule (the proxy's normaliser): the one that decided what was allowed
+        same = get_wire(self.config.wire).same_model
+        if stopper.waited_out is not None:  # the provider kept failing past max_provider_wait_s
+            said = attribute(calls or [], self.model, exit_code=code, waited_out=stopper.waited_out)
+            assert said is not None  # (waited_out always attributes)
+            return said.reason, said.detail, said.infra, said.retryable
         if proxy.limit is not None:
             return proxy.limit.reason, proxy.limit.detail, False, False
-        if timed_out:
+        if timed_out or stopper.time_limit:
             return StopReason.time_limit, "the CLI ran past the attempt's time limit and was killed", False, False
         if code == 97 and forwarder_failed:
             return StopReason.agent_error, "the loopback forwarder could not start in the container", True, False
-        stats = proxy.stats
-        if stats.last_upstream_error and code != 0:
-            status = re.match(r"HTTP (\d+)", stats.last_upstream_error)
-            number = int(status.group(1)) if status else 502
-            asked = stats.last_upstream_model.split("/", 1)[-1]
-            configured = asked in ("", self.model.split("/", 1)[-1])  # a 404 for a model the CLI named is its own
-            if number in (401, 403) or (number == 404 and configured):  # the real key or model name is wrong
-                return StopReason.model_error, f"the provider refused: {stats.last_upstream_error}", True, False
-            if number == 429 or number >= 500:
-                return StopReason.model_error, f"the provider kept failing: {stats.last_upstream_error}", True, True
-            return StopReason.model_error, stats.last_upstream_error, False, False
+        said = attribute(calls or [], self.model, exit_code=code, same=same)
+        if said is not None:
+            return said.reason, said.detail, said.infra, said.retryable
         if code == 0:
             return StopReason.submitted, "the CLI finished", False, False
-        if stats.calls == 0 and seconds < QUICK_EXIT_S and not started():
+        if proxy.stats.calls == 0 and seconds < QUICK_EXIT_S and not started():
             return (
                 StopReason.agent_error,
                 (
@@ -354,10 +374,13 @@ class ExternalAgent:
 class _Stopper:
     """Stops the CLI (its process group, TERM then KILL) a grace after a limit, or when the run stops."""
 
-    def __init__(self, ctx: AgentContext, pid_file: str, grace_s: float) -> None:
+    def __init__(self, ctx: AgentContext, pid_file: str, grace_s: float, budget: Budget | None = None) -> None:
         self.ctx, self.pid_file, self.grace_s = ctx, pid_file, grace_s  # pid_file: inside the container
+        self.budget = budget
         self.reason = ""
         self.interrupted = False
+        self.time_limit = False  # the agent's own time (waits on the provider left out) ran out
+        self.waited_out: float | None = None  # the wait on a failing provider reached its cap
         self.finished = threading.Event()
         self.lock = threading.Lock()
 
@@ -365,10 +388,30 @@ class _Stopper:
         threading.Thread(target=self._watch_cancel, daemon=True).start()
 
     def _watch_cancel(self) -> None:
+        """Stop the CLI when the run stops, when its own time is up (the clock pauses while the
+        provider fails), or when waiting on the provider reached `max_provider_wait_s`."""
+        budget = self.budget
         while not self.finished.wait(0.5):
             if self.ctx.cancel.is_set():
                 self.interrupted = True
                 self.stop("the run is being stopped")
+                return
+            if budget is None:
+                continue
+            waited = budget.provider_wait_over()
+            if waited is not None:
+                self.waited_out = waited
+                self.stop(f"the provider kept failing for {waited:.0f} s (max_provider_wait_s)")
+                return
+            working = budget.working_s()
+            if working >= budget.wall_limit_s:
+                self.time_limit = True
+                self.ctx.transcript.write(
+                    LimitHit(limit=StopReason.time_limit, value=round(working, 3), maximum=budget.wall_limit_s)
+                )
+                self.stop(
+                    f"time_limit: {working:.0f} s of the agent's time reached the limit of {budget.wall_limit_s:g}"
+                )
                 return
 
     def after_grace(self, why: str) -> None:
@@ -444,7 +487,7 @@ def _copy_logs(sb, inside: str, host: Path, limit: int = LOG_BYTES) -> str:
         target = host / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.unlink(missing_ok=True)  # a symlink planted on the host earlier is replaced, never followed
-        target.write_bytes(entry.data)
+        target.write_bytes(scrub_bytes(entry.data))  # a key a provider echoed into a log: as records are
         total += len(entry.data)
     return (
         f"{len(left)} file(s) of the CLI's logs left out (over {limit} bytes in all): {', '.join(left[:5])}"

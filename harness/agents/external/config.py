@@ -117,6 +117,10 @@ class ExternalConfig(_Strict):
     )
     wire: Literal["anthropic", "openai-chat", "openai-responses"]
     model: str = Field(description="the model the CLI is given unless --model says otherwise")
+    models: list[str] = Field(
+        default_factory=list,
+        description="other models the CLI may call on its own (a side model); the proxy refuses any other",
+    )
     provider: Provider
     command: list[str] = Field(min_length=1)
     prompt: Literal["argument", "file", "stdin"] = "argument"
@@ -132,6 +136,10 @@ class ExternalConfig(_Strict):
     )
     grace_s: float = Field(15.0, ge=0, description="after the budget is spent, the CLI is stopped this much later")
     prices: dict[str, dict[str, float]] = Field(default_factory=dict, description="per-token prices litellm lacks")
+    server_tools: dict[str, float] = Field(
+        default_factory=dict,
+        description="provider-side tools allowed (web_search, web_fetch, ...), each with its fee per use in USD",
+    )
 
     @field_validator("wire")
     @classmethod
@@ -149,6 +157,8 @@ class ExternalConfig(_Strict):
             "install": [s.describe() for s in self.install],
             "wire": self.wire,
             "model": self.model,
+            "models": self.models,
+            "server_tools": self.server_tools,
             "command": self.command,
             "prompt": self.prompt,
             "env": sorted(self.env),

@@ -17,6 +17,11 @@ from collections.abc import Iterator
 from typing import cast
 
 MAX_HEAD = 64 * 1024  # bytes of a request or status line plus headers
+# A strict header line: a token, a colon, a value without CR, LF or NUL, and CRLF (RFC 9112: no bare
+# CR or LF, no whitespace before the colon, no obsolete folding).
+_STRICT_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\x00]*\r\n")
+_STRICT_START = re.compile(rb"[^\r\n\x00]*\r\n")
+_CHUNK_SIZE = re.compile(rb"([0-9a-fA-F]{1,16})[ \t]*(;[^\r\n]*)?\r?\n")
 HOP = frozenset(
     {
         "connection",
@@ -80,15 +85,22 @@ def _header(name: str) -> re.Pattern[bytes]:
     return re.compile(rb"(?im)^" + re.escape(name.encode()) + rb"[ \t]*:([^\r\n]*)")
 
 
-def read_head(rf: io.BufferedReader) -> Head | None:
+def read_head(rf: io.BufferedReader, *, strict: bool = False) -> Head | None:
     """The next head on the stream, or None at a clean end of stream (the peer closed). Lines are
-    only collected here; a header is parsed when it is asked for."""
+    only collected here; a header is parsed when it is asked for.
+
+    `strict` (a request from an agent's container): every line ends with CRLF and has no other CR
+    or LF, header names are tokens with no space before the colon, no line is folded, and the body's
+    length is said once (one Content-Length, or Transfer-Encoding: chunked alone). A head a lax
+    upstream could read as two requests is refused (BadMessage) rather than forwarded."""
     readline = rf.readline
     line = readline(MAX_HEAD)
     while line in (b"\r\n", b"\n"):  # line breaks between messages are allowed
         line = readline(MAX_HEAD)
     if not line:
         return None
+    if strict and not _STRICT_START.fullmatch(line):
+        raise BadMessage("the request line has a bare CR or LF")
     lines, size = [], len(line)
     while True:
         raw = readline(MAX_HEAD)
@@ -96,9 +108,29 @@ def read_head(rf: io.BufferedReader) -> Head | None:
         if not raw or size > MAX_HEAD:
             raise BadMessage("header block too long or cut off")
         if raw in (b"\r\n", b"\n"):
+            if strict and raw != b"\r\n":
+                raise BadMessage("the head ends with a bare LF")
             break
+        if strict and not _STRICT_LINE.fullmatch(raw):
+            raise BadMessage("a header line is malformed (a bare CR or LF, a folded line, or a space before the colon)")
         lines.append(raw)
-    return Head(line.rstrip(b"\r\n").decode("latin-1"), b"".join(lines))
+    head = Head(line.rstrip(b"\r\n").decode("latin-1"), b"".join(lines))
+    if strict:
+        _check_framing(head)
+    return head
+
+
+def _check_framing(head: Head) -> None:
+    lengths = {v.strip() for v in _all(head, "content-length")}
+    codings = _all(head, "transfer-encoding")
+    if codings and (lengths or [c.strip().lower() for c in codings] != [b"chunked"]):
+        raise BadMessage("the body's length is said twice, or with a transfer coding other than chunked")
+    if len(lengths) > 1 or any(not v.isdigit() for v in lengths):
+        raise BadMessage("Content-Length is given twice or is not a number")
+
+
+def _all(head: Head, name: str) -> list[bytes]:
+    return re.findall(rb"(?im)^" + re.escape(name.encode()) + rb"[ \t]*:([^\r\n]*)", head.raw)
 
 
 def chunks(rf: io.BufferedReader) -> Iterator[tuple[bytes, bytes]]:
@@ -108,7 +140,10 @@ def chunks(rf: io.BufferedReader) -> Iterator[tuple[bytes, bytes]]:
         size_line = rf.readline(1024)
         if not size_line.endswith(b"\n"):
             raise BadMessage("chunk size line cut off")
-        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+        found = _CHUNK_SIZE.fullmatch(size_line)
+        if found is None:
+            raise BadMessage("a chunk size is not a hexadecimal number")
+        size = int(found.group(1), 16)
         if size == 0:
             while rf.readline(MAX_HEAD) not in (b"\r\n", b"\n", b""):
                 pass  # trailers

@@ -7,15 +7,24 @@ request it:
 
 - refuses CONNECT, absolute-form targets ("http://elsewhere/..."), and any method or path the
   wire format does not have (403/404/405); forwards only to the one configured provider;
+- refuses a request head that is not strict HTTP/1.1 (a bare CR or LF, folding, two framings),
+  and connections past the attempt's cap (`max_connections`, 503);
 - refuses a request without the attempt's token (401): a container cannot spend another's budget;
-- swaps the token for the real key, which never enters the container;
+- refuses a call naming another model than the configured one and its allow-list (by the wire's
+  `model_id` rule), or one without a price unless unknown prices are allowed (403); a request for
+  several choices (`n` > 1, 400); MCP servers and a forced provider-side tool (400); strips the
+  provider-side tools the config does not allow (and notes it);
+- swaps the token for the real key, which never enters the container, and scrubs the key from
+  every reply before the CLI gets it (an echo, in any form, across stream chunks);
 - checks the attempt's `Budget` (the same code the built-in agent uses: model calls, wall time,
   tokens, cost) before every model call, clamps `max_tokens` to what is left, and once a limit is
   reached answers every further call with an error in the protocol's shape and the status the
   agent config names (`x-should-retry: false`), forwarding nothing more;
 - relays the reply as it comes (streams are written chunk by chunk before they are read), then
   reads usage from it, charges it with cost from the shared price map, and hands the request and
-  reply to the `Recorder` on its own thread, so writing the transcript is off the relay path.
+  reply to the `Recorder` on its own thread, so writing the transcript is off the relay path. A
+  stream the client hangs up on is drained and charged all the same; one that ends before its
+  usage is charged a tokenizer's estimate (`relay.py`).
 
 The HTTP side (one `Connection` per connection from the container) is in `relay.py`.
 """
@@ -29,6 +38,7 @@ import socket
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable
 
 from ...models.pricing import Price, PriceTable, cost_usd, lookup_price
@@ -36,10 +46,16 @@ from ...models.types import Usage
 from ..budget import Budget, LimitReached
 from .config import ExternalConfigError
 from .http1 import Upstream
-from .relay import Connection, Exchange, ProxyStats, feed_events
+from .relay import Connection, Exchange, ProxyStats, Scrubber, feed_events
 from .wire import Wire
 
 RECORD_DELAY_S = 2.0  # at most this long does recording wait for the relaying to pause
+CLOSE_WAIT_S = 60.0  # at most this long does closing wait for a reply being relayed or drained
+_TOO_MANY = b'{"error":{"message":"wholeloop proxy: too many connections","type":"overloaded_error"}}'
+TOO_MANY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"x-should-retry: false\r\ncontent-length: %d\r\n\r\n%s" % (len(_TOO_MANY), _TOO_MANY)
+)
 
 
 class MeteringProxy:
@@ -54,6 +70,11 @@ class MeteringProxy:
         api_key: str,
         token: str,
         budget: Budget,
+        model: str,
+        models: list[str] | tuple[str, ...] = (),
+        allow_unknown_model: bool = False,
+        max_connections: int = 64,
+        server_tools: dict[str, float] | None = None,
         refuse_status: int = 429,
         prices: PriceTable | None = None,
         provider: str = "",
@@ -65,6 +86,13 @@ class MeteringProxy:
         self.refuse_status, self.prices, self.provider = refuse_status, prices, provider
         self.on_limit, self.log = on_limit, log
         self.api_key = api_key
+        # The models a call may name: the configured one and the config's allow-list, by the wire's
+        # model-id rule (each maps to the id whose price a dated alias without its own is charged at).
+        self.models = {wire.model_id(m): m for m in (model, *models) if m}
+        self.allow_unknown_model = allow_unknown_model
+        self.max_connections = max_connections
+        self.server_tools = dict(server_tools or {})  # provider-side tools allowed: kind -> USD per use
+        self.scrubber = Scrubber([api_key])
         parts = urllib.parse.urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ExternalConfigError(
@@ -85,6 +113,7 @@ class MeteringProxy:
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._clients: set[socket.socket] = set()
+        self._threads: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         self._upstreams: list[Upstream] = []
         self._model = ""  # the model of the latest call, for the cost clamp
         self._prices: dict[str, Price | None] = {}
@@ -113,8 +142,27 @@ class MeteringProxy:
             except OSError:
                 return  # closed
             with self.lock:
-                self._clients.add(sock)
-            threading.Thread(target=Connection(self, sock).serve, name="wl-proxy-conn", daemon=True).start()
+                full = len(self._clients) >= self.max_connections
+                if not full:
+                    self._clients.add(sock)
+            if full:  # only this attempt's own calls can suffer: its connections are capped
+                self._refuse_connection(sock)
+                continue
+            thread = threading.Thread(target=Connection(self, sock).serve, name="wl-proxy-conn", daemon=True)
+            self._threads.add(thread)
+            thread.start()
+
+    def _refuse_connection(self, sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.setblocking(False)
+            sock.sendall(TOO_MANY)
+        with contextlib.suppress(OSError):
+            sock.close()
+        with self.lock:
+            self.stats.refused_connections += 1
+            first = self.stats.refused_connections == 1
+        if first:
+            self.note({"event": "too_many_connections", "limit": self.max_connections})
 
     def forget(self, sock: socket.socket) -> None:
         with self.lock:
@@ -135,6 +183,11 @@ class MeteringProxy:
         for sock in clients:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+        # A reply still being relayed (or drained after its client hung up) is charged before the
+        # attempt's spend is read: its connection ends once the provider's stream does.
+        deadline = time.monotonic() + CLOSE_WAIT_S  # for all of them together
+        for thread in list(self._threads):
+            thread.join(timeout=max(deadline - time.monotonic(), 0))
         if self._recorder.is_alive():
             self._queue.put(None)
             self._recorder.join(timeout=60)
@@ -167,6 +220,23 @@ class MeteringProxy:
             self.stats.calls += 1
             return step, self._output_left(model)
 
+    def refusal(self, model: str) -> str:
+        """Why a call naming `model` may not leave ("" when it may): another model than the
+        configured one (and the allow-list), or one without a price unless the attempt allows that."""
+        key = self.wire.model_id(model)
+        if key not in self.models:
+            allowed = ", ".join(sorted(set(self.models.values())))
+            return (
+                f"model {model!r} is not allowed in this attempt (allowed: {allowed}); list the models a CLI "
+                "calls on its own under `models:` in the agent config"
+            )
+        if self._price(model) is None and not self.allow_unknown_model:
+            return (
+                f"model {model!r} has no price, so the cost limit could not hold; add it under `prices:` in the "
+                "agent config, or run with --allow-unknown-model (the token limits still hold)"
+            )
+        return ""
+
     def _output_left(self, model: str) -> int:
         """Output tokens the call may use: what the token limit leaves, and what the money left buys."""
         left = self.budget.output_tokens_left()
@@ -181,13 +251,21 @@ class MeteringProxy:
         if not name:
             return None
         if name not in self._prices:  # a lookup builds a pydantic model: once per model, not per call
-            self._prices[name] = lookup_price(name, self.provider, overrides=self.prices)
+            price = lookup_price(name, self.provider, overrides=self.prices)
+            same = self.models.get(self.wire.model_id(name))
+            if price is None and same and same != name:  # a dated alias: its model's price
+                price = lookup_price(same, self.provider, overrides=self.prices)
+            self._prices[name] = price
         return self._prices[name]
 
-    def settle(self, usage: Usage, model: str, latency_s: float) -> float | None:
-        """After a model call: charge its usage and cost; a limit reached now refuses every later call."""
+    def settle(self, usage: Usage, model: str, latency_s: float, uses: dict[str, int] | None = None) -> float | None:
+        """After a model call: charge its usage and cost (with the fees of the provider-side tools
+        it used, at the config's price per use); a limit reached now refuses every later call."""
         price = self._price(model)
         cost = cost_usd(usage, price)
+        for kind, count in (uses or {}).items():
+            fee = self.server_tools.get(kind)
+            cost = None if cost is None or fee is None else cost + fee * count
         with self.lock:
             self._model = model or self._model
             self.budget.charge(usage, cost, latency_s)
@@ -250,6 +328,10 @@ class MeteringProxy:
                     item.reply = reader.done()
                     if item.settled_usage is not None:
                         item.reply.usage = item.settled_usage  # what was charged, to the token
+                    if item.estimated:  # said in the transcript too (an `error` event of the provider's)
+                        item.reply.error = item.reply.error or (
+                            "the stream ended before its usage event; its usage was estimated with a tokenizer"
+                        )
                 if self._record is not None:  # (always: exchanges are queued only then)
                     self._record(item)
             except Exception as exc:  # a recording bug must not stop the relay

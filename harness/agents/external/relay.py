@@ -25,9 +25,10 @@ import orjson
 
 from ...models.pricing import litellm_price_map
 from ...models.types import Usage
+from ...scrub import REDACTED, needles
 from ..budget import LimitReached
 from .http1 import BadMessage, Head, Upstream, chunks, head_bytes, read_body, read_head
-from .wire import Reply, StreamReader, sse_payloads
+from .wire import CHOICE_KEYS, Reply, StreamReader, Wire, sse_payloads
 
 if TYPE_CHECKING:
     from .proxy import MeteringProxy
@@ -45,7 +46,10 @@ KINDS = {
 MAX_BODY = 64 * 1024 * 1024
 TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 ENCODER = msgspec.json.Encoder()
-FIELDS = ("model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens")
+FIELDS = ("model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "max_output_tokens", *CHOICE_KEYS)
+#: Bytes a secret's forms (plain, hex, JSON-escaped, base64) are made of: a stream's chunk ending in
+#: them is held back until the next chunk shows whether a secret continues there.
+SECRET_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\\")
 
 
 @dataclass
@@ -60,6 +64,7 @@ class Exchange:
     reply: Reply | None = None
     events: list[bytes] | None = None  # a streamed reply's SSE events, read into `reply` on the recorder's thread
     settled_usage: Usage | None = None
+    estimated: bool = False  # the stream ended before its usage: counted with a tokenizer
     status: int = 0
     error: str = ""
     cost_usd: float | None = None
@@ -73,6 +78,11 @@ class ProxyStats:
     refused_budget: int = 0
     refused_token: int = 0
     refused_target: int = 0
+    refused_model: int = 0  # calls naming a model the attempt does not allow, or one without a price
+    refused_connections: int = 0  # connections past the attempt's cap
+    stripped: int = 0  # provider-side tool declarations removed from requests
+    estimated: int = 0  # calls whose stream ended before its usage (charged a tokenizer's count)
+    client_gone: int = 0  # replies the client hung up on (drained and charged all the same)
     upstream_errors: int = 0
     last_upstream_error: str = ""
     last_upstream_model: str = ""  # the model the refused call named (the CLI's choice, or the configured one)
@@ -84,6 +94,66 @@ def max_output_tokens(model: str) -> int | None:
     entry = litellm_price_map().get(model) or litellm_price_map().get(model.split("/")[-1]) or {}
     value = entry.get("max_output_tokens") or entry.get("max_tokens")
     return value if isinstance(value, int) and value > 0 else None
+
+
+class Scrubber:
+    """Replaces the real key in what the provider answers (an echo), in every form `harness.scrub`
+    knows, before the CLI gets it; `hold` says how much of a chunk's end must wait for the next."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.needles = [n.encode() for n in needles([s for s in secrets if s])] if any(secrets) else []
+        self.longest = max(map(len, self.needles), default=0)
+
+    def __call__(self, data: bytes) -> bytes:
+        for needle in self.needles:
+            if needle in data:
+                data = data.replace(needle, REDACTED.encode())
+        return data
+
+    def hold(self, data: bytes) -> int:
+        """How many bytes at the end of `data` could be the start of a secret's form."""
+        end, stop = len(data), max(len(data) - self.longest + 1, 0)
+        i = end
+        while i > stop and data[i - 1] in SECRET_BYTES:
+            i -= 1
+        return end - i
+
+
+@functools.lru_cache(maxsize=1)
+def _encoding():  # noqa: ANN202 (tiktoken's Encoding)
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("litellm")  # litellm ships tiktoken's files: no download
+    if spec is not None and spec.origin:
+        os.environ.setdefault(
+            "TIKTOKEN_CACHE_DIR", os.path.join(os.path.dirname(spec.origin), "litellm_core_utils", "tokenizers")
+        )
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base")
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text` by cl100k_base (an estimate for any model); a quarter of its bytes if the
+    tokenizer cannot load."""
+    try:
+        return len(_encoding().encode(text, disallowed_special=()))
+    except Exception:  # noqa: BLE001 (an estimate: never fail the relay for it)
+        return (len(text.encode()) + 3) // 4
+
+
+def estimate(raw: bytes, reply: Reply, said: Usage) -> Usage:
+    """The usage of a call whose reply ended before its usage event: what the provider said so far
+    (Anthropic's message_start has the input), each figure at least a tokenizer's count of the
+    request as sent and of the reply's text and tool calls as served."""
+    served = reply.text + "".join(c.name + c.raw for c in reply.calls)
+    return said.model_copy(
+        update={
+            "input_tokens": max(said.input_tokens, count_tokens(raw.decode("utf-8", "replace"))),
+            "output_tokens": max(said.output_tokens, count_tokens(served)),
+        }
+    )
 
 
 def event_blocks(data: bytes) -> tuple[list[bytes], bytes]:
@@ -102,13 +172,26 @@ class Connection:
         self.proxy, self.wire, self.sock = proxy, proxy.wire, sock
         # "rb" with a buffer is a BufferedReader (typeshed says IOBase for any buffer size but -1 and 1)
         self.rf = cast(io.BufferedReader, sock.makefile("rb", buffering=1 << 18))
-        self.send = sock.sendall
+        self.gone = False  # the client hung up: what is still relayed is drained and charged, not sent
+
+    def send(self, data: bytes) -> None:
+        """Write to the client; once it has hung up, nothing (the reply is still read to its end)."""
+        if self.gone:
+            return
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self.gone = True
 
     def serve(self) -> None:
         proxy = self.proxy
         try:
-            while True:
-                head = read_head(self.rf)
+            while not self.gone:
+                try:
+                    head = read_head(self.rf, strict=True)
+                except BadMessage as exc:
+                    self.reply_json(400, {"error": {"message": f"wholeloop proxy: {exc}"}}, [("connection", "close")])
+                    return
                 if head is None:
                     return
                 with proxy.lock:
@@ -231,6 +314,25 @@ class Connection:
         except orjson.JSONDecodeError:
             fields = {}
         model = given if isinstance(given := fields.get("model"), str) else ""
+        choices = next((f"{k}={fields[k]}" for k in CHOICE_KEYS if fields.get(k) not in (None, 1)), "")
+        if choices:
+            self.refuse(
+                400,
+                f"a request for several choices ({choices}) is refused: each would spend past the clamp",
+                "choices",
+                method,
+                target,
+                "refused_target",
+            )
+            return keep
+        refusal = self.proxy.refusal(model)
+        if refusal:
+            self.refuse(403, refusal, "model", method, target, "refused_model")
+            return keep
+        changed, why = self.server_side(top)
+        if why:
+            self.refuse(400, why, "server_tools", method, target, "refused_target")
+            return keep
         admitted = self.proxy.admit(model)
         if isinstance(admitted, LimitReached):
             self.proxy.note(
@@ -255,12 +357,63 @@ class Connection:
         step, out_left = admitted
         before = dict(fields)
         self.wire.prepare(fields, out_left, max_output_tokens(model))
-        if fields != before:  # only then re-encoded, the untouched values copied as they came
+        if fields != before or changed:  # only then re-encoded, the untouched values copied as they came
             for k, v in fields.items():
                 if k not in before or before[k] != v:
                     top[k] = msgspec.Raw(orjson.dumps(v))
             raw = ENCODER.encode(top)
         return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model)) and keep
+
+    def server_side(self, top: dict[str, msgspec.Raw]) -> tuple[bool, str]:
+        """Remove provider-side tools (web search and fetch, code execution, file search) from a
+        request, noting what was removed; (changed, why the request is refused: MCP servers, a
+        container, or a tool choice that forces a provider-side tool)."""
+        wire: Wire = self.wire
+        for key in wire.server_keys:
+            if key in top:
+                return False, f"`{key}` is refused: the provider would reach out on the agent's behalf"
+        changed, gone = False, []
+        for key in wire.strip_keys:
+            if key in top:
+                del top[key]
+                changed = True
+                gone.append(key)
+        tools_raw = bytes(top["tools"]) if "tools" in top else b""
+        stripped: dict[str, str] = {}
+        if tools_raw and any(kind.encode() in tools_raw for kind in wire.server_tools):  # (else nothing to parse)
+            tools = orjson.loads(tools_raw)
+            keep = []
+            for tool in tools if isinstance(tools, list) else []:
+                kind = wire.tool_kind(tool)
+                if kind in self.proxy.server_tools:  # allowed by the agent config, and priced
+                    keep.append(tool)
+                    continue
+                if kind in wire.refused_tools:
+                    return False, f"a `{kind}` tool is refused: the provider would reach out on the agent's behalf"
+                if kind:
+                    stripped[str(tool.get("name") or kind)] = kind
+                    gone.append(kind)
+                else:
+                    keep.append(tool)
+            if stripped:
+                changed = True
+                if keep:
+                    top["tools"] = msgspec.Raw(orjson.dumps(keep))
+                else:
+                    del top["tools"]
+        if "tool_choice" in top and (stripped or wire.server_tools):
+            choice_raw = bytes(top["tool_choice"])
+            if stripped or any(kind.encode() in choice_raw for kind in wire.server_tools):
+                forced = wire.forced_tool(orjson.loads(choice_raw), stripped)
+                if forced and forced not in self.proxy.server_tools:
+                    return False, f"a tool_choice forcing the provider-side tool `{forced}` is refused"
+                if "tools" not in top:  # nothing left to choose from
+                    del top["tool_choice"]
+        if gone:
+            with self.proxy.lock:
+                self.proxy.stats.stripped += len(gone)
+            self.proxy.note({"event": "stripped", "what": gone})
+        return changed, ""
 
     def authorized(self, head: Head) -> bool:
         given = head.get("x-api-key")
@@ -311,8 +464,9 @@ class Connection:
         no_body = method == "HEAD" or status in (204, 304) or status < 200
         counted = exchange is not None and status < 400
         sse = "text/event-stream" in answer.get("content-type")
+        scrub = proxy.scrubber
         if sse and answer.chunked and not no_body:
-            self.send(head_bytes(line, out + [("transfer-encoding", "chunked")]))
+            self.send(scrub(head_bytes(line, out + [("transfer-encoding", "chunked")])))
             data = b""
             self.relay_stream(upstream, exchange if counted else None, started)
         else:
@@ -337,7 +491,8 @@ class Connection:
                     self.settle(exchange, reply, started)
                 except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
                     exchange.error = f"unreadable reply: {exc}"
-            self.send(head_bytes(line, out + [("content-length", str(len(data)))]) + data)
+            data = scrub(data)  # a provider's echo of the key never reaches the CLI
+            self.send(scrub(head_bytes(line, out + [("content-length", str(len(data)))])) + data)
         if answer.get("connection").lower() == "close":
             proxy.drop_upstream()
         if exchange is None:
@@ -358,37 +513,79 @@ class Connection:
     def settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
         exchange.reply, exchange.latency_s = reply, time.monotonic() - started
         model = exchange.model or reply.model
-        exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s)
+        exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s, reply.server_uses)
 
     def relay_stream(self, upstream: Upstream, exchange: Exchange | None, started: float) -> None:
         """Forward a chunked stream frame for frame. Only events that carry usage are read on the
         way (so the reply is charged before its last event reaches the CLI); the rest are read by
-        the recorder's thread afterwards."""
+        the recorder's thread afterwards.
+
+        A client that hangs up does not end the relay: the stream is drained to its end (the
+        provider generates it whether or not anyone reads, up to the clamped max_tokens) and charged
+        the provider's own figure. A stream that ends before its usage event (the provider cut it)
+        is charged what was served, counted with a tokenizer and marked estimated; the client's
+        connection is then closed without the last chunk, so it sees the reply incomplete. The real
+        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one."""
+        proxy = self.proxy
+        scrub = proxy.scrubber
         usage = self.wire.stream()
         blocks: list[bytes] = []
-        pending = b""
+        pending = held = b""
         settled = False
-        for frame, data in chunks(upstream.rf):
-            if exchange is not None:
-                found, pending = event_blocks(pending + data)
-                blocks += found
-                if not settled:
-                    for block in found:
-                        if b"usage" in block or b"error" in block:
-                            feed_events(usage, block)
-                    if usage.complete:
-                        self.settle(exchange, usage.done(), started)
-                        settled = True
-            self.send(frame)
-        self.send(b"0\r\n\r\n")
+        cut = ""
+        try:
+            for frame, data in chunks(upstream.rf):
+                if exchange is not None:
+                    found, pending = event_blocks(pending + data)
+                    blocks += found
+                    if not settled:
+                        for block in found:
+                            if b"usage" in block or b"error" in block:
+                                feed_events(usage, block)
+                        if usage.complete:
+                            self.settle(exchange, usage.done(), started)
+                            settled = True
+                if self.gone:
+                    continue
+                buf = held + data if held else data
+                out = scrub(buf) if scrub.needles else buf
+                keep = scrub.hold(out) if scrub.needles else 0
+                if not held and not keep and out is data:
+                    self.send(frame)  # the common case: the provider's frame as it came
+                else:
+                    held, out = out[len(out) - keep :] if keep else b"", out[: len(out) - keep]
+                    if out:
+                        self.send(b"%x\r\n%s\r\n" % (len(out), out))
+        except (BadMessage, OSError) as exc:
+            cut = f"{type(exc).__name__}: {exc}"
+            proxy.drop_upstream()
+        if held:
+            self.send(b"%x\r\n%s\r\n" % (len(held), scrub(held)))
+        if cut:
+            self.gone = True  # no last chunk: the client must see the reply did not end
+        else:
+            self.send(b"0\r\n\r\n")
+        if self.gone:
+            with proxy.lock:
+                proxy.stats.client_gone += not cut
+            proxy.note({"event": "stream_cut" if cut else "client_gone", "error": cut, "settled": settled})
         if exchange is not None:
             if pending.strip():
                 blocks.append(pending)
             exchange.events = blocks
-            if not settled:  # the stream ended without its final event: charge what it said
-                for block in blocks[-1:]:
-                    feed_events(usage, block)
-                self.settle(exchange, usage.done(), started)
+            if not settled:  # the stream ended without its final event: read all of it, estimate
+                reader = self.wire.stream()
+                for block in blocks:
+                    feed_events(reader, block)
+                reply = reader.done()
+                if not reader.complete:
+                    reply.usage = estimate(exchange.raw, reply, reply.usage)
+                    exchange.estimated = True
+                    with proxy.lock:
+                        proxy.stats.estimated += 1
+                    proxy.note({"event": "estimated", "step": exchange.step, "usage": reply.usage.model_dump()})
+                self.settle(exchange, reply, started)
+                usage.out.usage = reply.usage
             exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
             exchange.settled_usage = usage.out.usage
 
@@ -412,6 +609,8 @@ def count_refusal(stats: ProxyStats, counter: str) -> None:
         stats.refused_target += 1
     elif counter == "refused_token":
         stats.refused_token += 1
+    elif counter == "refused_model":
+        stats.refused_model += 1
 
 
 REASONS = {

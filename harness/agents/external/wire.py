@@ -13,6 +13,7 @@ counts every prompt token, cache reads and writes included.
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,9 @@ from ...models.types import Usage
 
 WIRES = ("anthropic", "openai-chat", "openai-responses")
 LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+#: Request keys that ask for several replies at once (each one more output than the clamp allows).
+CHOICE_KEYS = ("n", "best_of", "num_choices", "candidate_count")
+_DATED = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|@\d{8}|-latest)$")
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Reply:
     stop_reason: str = ""
     model: str = ""
     error: str = ""  # an error event inside a 200 stream
+    server_uses: dict[str, int] = field(default_factory=dict)  # provider-side tool uses by kind (web_search: 2)
 
 
 @dataclass
@@ -101,6 +106,11 @@ class Wire(ABC):
     """One protocol. Subclasses fill in the class attributes and the abstract methods."""
 
     name = ""
+    prefixes: tuple[str, ...] = ()  # litellm's provider prefixes of this wire's models ("anthropic/")
+    server_tools: tuple[str, ...] = ()  # tool types (prefixes) that run at the provider
+    refused_tools: tuple[str, ...] = ()  # server tool kinds refused rather than stripped (MCP)
+    server_keys: tuple[str, ...] = ()  # top-level keys that make the provider reach out (refused)
+    strip_keys: tuple[str, ...] = ()  # top-level keys of provider-side features (stripped)
     counted: tuple[str, ...] = ()  # paths of model calls (charged, clamped, recorded)
     free: tuple[str, ...] = ()  # paths forwarded without charge (POST token counting, GET lists)
     clamp_key = "max_tokens"
@@ -117,6 +127,42 @@ class Wire(ABC):
 
     def upstream_auth(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"}
+
+    def model_id(self, model: str) -> str:
+        """The one model-id rule of this wire: the id a call names, as compared with the configured
+        one. Lower case; one of litellm's prefixes of this wire's provider removed ("anthropic/x"
+        is "x"), any other "/" kept ("evil/x" is not "x"); a date or "-latest" at the end removed
+        (a dated alias is its model)."""
+        value = model.strip().lower()
+        for prefix in self.prefixes:
+            if value.startswith(prefix):
+                value = value[len(prefix) :]
+                break
+        return _DATED.sub("", value)
+
+    def same_model(self, a: str, b: str) -> bool:
+        """Do the two ids name one model under `model_id`?"""
+        return bool(a) and self.model_id(a) == self.model_id(b)
+
+    def tool_kind(self, tool: object) -> str:
+        """The kind of a server-side tool declaration ("web_search"), or "" for a tool the CLI runs."""
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if not isinstance(kind, str):
+            return ""
+        for prefix in self.server_tools:
+            if kind == prefix or kind.startswith(prefix + "_"):
+                return prefix
+        return ""
+
+    def forced_tool(self, choice: object, stripped: dict[str, str]) -> str:
+        """The server tool a `tool_choice` forces ("" when none): `stripped` maps the names of the
+        stripped declarations to their kinds."""
+        if not isinstance(choice, dict):
+            return ""
+        name = choice.get("name")
+        if isinstance(name, str) and name in stripped:
+            return stripped[name]
+        return self.tool_kind(choice)
 
     def prepare(self, body: dict, out_left: int | None, model_max: int | None = None) -> None:
         """Clamp the reply's length to what is left. When the CLI sent no limit (the model's own
@@ -199,6 +245,10 @@ def tools_head(tools: Any) -> dict:
 
 class Anthropic(Wire):
     name = "anthropic"
+    prefixes = ("anthropic/",)
+    server_tools = ("web_search", "web_fetch", "code_execution", "tool_search_tool", "mcp_toolset")
+    refused_tools = ("mcp_toolset",)
+    server_keys = ("mcp_servers", "container")
     head_keys = ("system", "tools")
     counted = ("/v1/messages",)
     free = ("/v1/messages/count_tokens", "/v1/models")
@@ -245,6 +295,7 @@ class Anthropic(Wire):
             usage=self.usage(body.get("usage")),
             stop_reason=str(body.get("stop_reason") or ""),
             model=str(body.get("model") or ""),
+            server_uses=_anthropic_uses(body.get("usage")),
         )
         texts = []
         for block in body.get("content") or []:
@@ -312,7 +363,16 @@ class _AnthropicStream(StreamReader):
                 self.out.calls.append(Call(str(block.get("id", "")), str(block.get("name", "")), args, raw))
         self.out.text = "".join(texts)
         self.out.usage = self.wire.usage(self.raw_usage)
+        self.out.server_uses = _anthropic_uses(self.raw_usage)
         return self.out
+
+
+def _anthropic_uses(raw: Any) -> dict[str, int]:
+    """Provider-side tool uses in Anthropic's usage (`server_tool_use.web_search_requests: 2`)."""
+    found = (raw or {}).get("server_tool_use") if isinstance(raw, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {k.removesuffix("_requests"): v for k, v in found.items() if isinstance(v, int) and v > 0}
 
 
 # ----------------------------------------------------------------------------- OpenAI Chat Completions
@@ -320,6 +380,8 @@ class _AnthropicStream(StreamReader):
 
 class OpenAIChat(Wire):
     name = "openai-chat"
+    prefixes = ("openai/", "openai_like/", "text-completion-openai/")
+    strip_keys = ("web_search_options",)
     counted = ("/v1/chat/completions",)
     free = ("/v1/models",)
     clamp_key = "max_completion_tokens"
@@ -416,6 +478,17 @@ class _ChatStream(StreamReader):
 
 class OpenAIResponses(Wire):
     name = "openai-responses"
+    prefixes = ("openai/", "responses/")
+    server_tools = (
+        "web_search",
+        "web_search_preview",
+        "file_search",
+        "code_interpreter",
+        "image_generation",
+        "mcp",
+        "tool_search",
+    )
+    refused_tools = ("mcp",)
     conversation_key = "input"
     head_keys = ("instructions", "tools")
     counted = ("/v1/responses",)
@@ -470,6 +543,8 @@ class OpenAIResponses(Wire):
             out.calls.append(
                 Call(str(item.get("call_id") or item.get("id") or ""), str(item.get("name", "")), _parse_args(raw), raw)
             )
+        elif isinstance(kind, str) and kind.endswith("_call") and kind[:-5] in OpenAIResponses.server_tools:
+            out.server_uses[kind[:-5]] = out.server_uses.get(kind[:-5], 0) + 1  # web_search_call: one use
         elif kind == "custom_tool_call":
             raw = given if isinstance(given := item.get("input"), str) else ""
             out.calls.append(
