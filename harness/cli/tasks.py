@@ -310,6 +310,7 @@ def tasks_check(paths, repeats, discover, force, workers):
         elif v.passed:
             extra = f", {len(v.dropped_flaky)} flaky dropped" if v.dropped_flaky else ""
             extra += f", {len(v.expected_xfail)} expected xfail" if v.expected_xfail else ""
+            extra += f", {v.health.skipped} skipped at base" if v.health and v.health.skipped else ""
             out_console.print(
                 f"[green]ok[/]          {result.task.id}: {len(v.fail_to_pass)} FAIL_TO_PASS, "
                 f"{len(v.pass_to_pass)} PASS_TO_PASS{extra} ({v.seconds.get('total', 0):.0f} s), "
