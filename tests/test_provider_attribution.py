@@ -25,7 +25,7 @@ from support.fakellm import Error, FakeLLM, Reply
 from support.fakesandbox import LocalSandbox
 
 from harness.agents import AgentContext, get_agent
-from harness.agents.budget import AgentLimits, Budget
+from harness.agents.budget import MAX_BACKOFF_S, AgentLimits, Budget
 from harness.agents.config import load_agent_config
 from harness.agents.loop import ToolAgent
 from harness.agents.provider import Call, ProviderClock, attribute, model_id, same_model
@@ -92,6 +92,18 @@ def test_the_clock_pauses_while_the_provider_fails():
     assert budget.waiting_since is None and budget.wait_s == pytest.approx(6)
     clock.note(Call(400, "m", "", t - 2, t - 1))  # the agent's own error pauses nothing
     assert budget.wait_s == pytest.approx(6) and budget.waiting_since is None
+
+
+def test_one_failed_call_pauses_the_clock_for_a_back_off_at_most():
+    # Attack: one rate-limited call, then work for an hour without calling again, on a paused clock.
+    budget = Budget(AgentLimits(max_wall_s=600))
+    budget.started = time.monotonic() - 3600
+    clock = ProviderClock(budget)
+    clock.note(Call(429, "m", "", budget.started + 1, budget.started + 2))
+    assert clock.waited() == pytest.approx(1 + MAX_BACKOFF_S, abs=0.5)
+    assert budget.working_s() > 3000
+    clock.note(Call(200, "m", "", budget.started + 3000, budget.started + 3001))
+    assert budget.wait_s == pytest.approx(1 + MAX_BACKOFF_S) and budget.waiting_since is None
 
 
 # ---------------------------------------------------------------------------- the built-in agent
