@@ -261,7 +261,8 @@ def test_a_refusal_early_in_an_attempt_is_not_why_a_cli_that_went_on_exited_1(tm
     row, fake = run_cli(
         tmp_path, monkeypatch, {"calls": [model, "gpt-6.1-sol", "gpt-6.1-sol"], "exit": 1}, Provider([first])
     )
-    assert len(fake.requests) == 3
+    # (a call naming another model may be refused by the proxy before it leaves: not counted here)
+    assert sum(r.body.get("model") == "gpt-6.1-sol" for r in fake.requests) == 2 + (model == "gpt-6.1-sol")
     assert row.outcome == "empty_patch" and row.stop_reason == "agent_error", (row.outcome, row.stop_reason, row.error)
 
 
