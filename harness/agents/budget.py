@@ -15,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..models.types import Usage
 from ..vocabulary import StopReason
 
+#: After a call the provider failed, the agent's clock pauses until its next call, but for at most
+#: this long (a CLI's back-off): an agent cannot work on a paused clock by not calling again.
+MAX_BACKOFF_S = 120.0
+
 
 class AgentLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -75,7 +79,7 @@ class Budget:
     def provider_wait_s(self) -> float:
         """Time spent waiting on the provider (retries, rate limits, outages), the open wait included."""
         since = self.waiting_since
-        return self.wait_s + (max(time.monotonic() - since, 0.0) if since is not None else 0.0)
+        return self.wait_s + (min(max(time.monotonic() - since, 0.0), MAX_BACKOFF_S) if since is not None else 0.0)
 
     def provider_wait_over(self) -> float | None:
         """The time waited on the provider when it reached `max_provider_wait_s`, else None."""

@@ -19,7 +19,8 @@ and whose failure it was (docs/outcomes.md, "Whose a provider error is"):
 
 `ProviderClock` keeps waiting on a failing provider out of the agent's time: from the moment a
 call that fails for the provider's reasons is sent until the next call after it is sent (the
-failed call's latency and the CLI's back-off), the budget's clock is paused.
+failed call's latency and the CLI's back-off, at most `MAX_BACKOFF_S` of it: an agent cannot go on
+working on a paused clock by not calling again), the budget's clock is paused.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..vocabulary import StopReason
-from .budget import Budget
+from .budget import MAX_BACKOFF_S, Budget
 
 #: Provider prefixes of a configured model id (wholeloop's and litellm's routing prefixes): the id a
 #: provider sees is the configured one without them. Only these are stripped, never any segment
@@ -168,7 +169,7 @@ class ProviderClock:
         with self.lock:
             b = self.budget
             if b.waiting_since is not None and call.sent_at >= b.waiting_since:
-                b.wait_s += max(call.sent_at - b.waiting_since, 0.0)  # until the next call went out
+                b.wait_s += min(max(call.sent_at - b.waiting_since, 0.0), MAX_BACKOFF_S)  # until the next call
                 b.waiting_since = None
             if transient(call.status):
                 end = call.answered_at or time.monotonic()
