@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 
 import pytest
+from support.hostile import RUN_PREFIX
+from support.polyglot import craft
 
 import harness.agents.external.proxy as proxy_module
 from harness.agents.budget import AgentLimits, Budget
@@ -33,6 +35,8 @@ from harness.agents.external.proxy import MeteringProxy
 from harness.agents.external.relay import Exchange
 from harness.agents.external.wire import get_wire
 from harness.agents.provider import Call, attribute
+from harness.grading import grade
+from sandbox import Limits
 
 KEY = "sk-ant-api03-REDTEAM4redteam4REDTEAM4redteam4-QQ9z"
 TOKEN = "wl-attempt-token-redteam4"
@@ -613,3 +617,67 @@ def test_the_key_is_in_no_recorded_exchange_when_the_provider_echoes_it(rig):
     r.calls()
     recorded = " ".join(f"{e.error} {e.raw!r}" for e in r.exchanges) + json.dumps(r.notes)
     assert KEY not in recorded
+
+
+# ============================================================================= polyglot grading
+
+# A non-fix for linefold-001 (Rust): the bug is left as it is; a function in `.init_array` (run by the
+# loader before libtest's main, in every test binary that links the crate) asks its own binary for
+# its test names (`--list`), prints a whole passing libtest run for them, and exits 0. Nothing is
+# under a protected path (src/lib.rs and src/wrap.rs are the files a fix edits); no dependency,
+# build script or cargo config is needed. `wl_keep`, called from `wrap`, keeps the object holding
+# the static in the integration test binaries too.
+FORGE = r"""
+#[used]
+#[link_section = ".init_array"]
+static WL_EARLY: extern "C" fn() = wl_early;
+
+extern "C" fn wl_early() {
+    use std::io::Write;
+    if std::env::var_os("WL_INNER").is_some() || std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let exe = match std::env::current_exe() { Ok(p) => p, Err(_) => return };
+    let out = match std::process::Command::new(&exe).arg("--list").env("WL_INNER", "1").output() {
+        Ok(o) => o,
+        Err(_) => return,
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_suffix(": test")).collect();
+    if names.is_empty() { return; }
+    let mut s = format!("\nrunning {} tests\n", names.len());
+    for n in &names { s += &format!("test {} ... ok\n", n); }
+    s += &format!("\ntest result: ok. {} passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n", names.len());
+    let mut o = std::io::stdout();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+    std::process::exit(0);
+}
+
+#[doc(hidden)]
+pub fn wl_keep() -> usize { unsafe { std::ptr::read_volatile(&WL_EARLY) as usize } }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="Rust: a function the patch puts in .init_array runs before libtest in every test binary, lists "
+    "the binary's own tests, prints a passing run for them and exits 0; the bug unfixed is graded resolved",
+)
+def test_a_rust_non_fix_that_forges_libtests_run_before_main_is_not_resolved(polyglot_images):
+    task, image, base = polyglot_images["linefold-001"]
+    head = "pub fn wrap(text: &str, width: usize) -> Vec<String> {"
+    patch = craft(
+        task,
+        {
+            "src/lib.rs": lambda text: text + FORGE,
+            "src/wrap.rs": lambda text: text.replace(head, head + "\n    let _ = crate::wl_keep();", 1),
+        },
+    )
+    assert "init_array" in patch and "fn wl_keep" in patch
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam4"
+    )
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
