@@ -36,6 +36,8 @@ from harness.agents.external.relay import Exchange
 from harness.agents.external.wire import get_wire
 from harness.agents.provider import Call, attribute
 from harness.grading import grade
+from harness.records import ResultRow
+from harness.report.gate import NO_REGRESSION, SideRows, gate
 from sandbox import Limits
 
 KEY = "sk-ant-api03-REDTEAM4redteam4REDTEAM4redteam4-QQ9z"
@@ -681,3 +683,69 @@ def test_a_rust_non_fix_that_forges_libtests_run_before_main_is_not_resolved(pol
     )
     assert result.outcome != "infra_error", result.note
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
+
+
+# ============================================================================= the gate
+
+
+def _rows(run: str, outcomes: dict[str, tuple[str, str, bool]]) -> list[ResultRow]:
+    """One row per task: {task: (outcome, task hash, final)}."""
+    return [
+        ResultRow(
+            run_id=run,
+            task_id=task,
+            task_hash=digest,
+            config="c",
+            agent="default",
+            outcome=outcome,
+            resolved=outcome == "resolved",
+            final=final,
+            retried=not final,
+        )
+        for task, (outcome, digest, final) in outcomes.items()
+    ]
+
+
+TASKS = [f"t{i:02d}" for i in range(12)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the candidate touches the spec of the six tasks it now fails (their content hash changes): they "
+    "are listed as changed and left out of the pairing, and the gate says 'no regression' on the other six",
+)
+def test_the_gate_is_not_dodged_by_changing_the_specs_of_the_regressed_tasks():
+    baseline = _rows("base", dict.fromkeys(TASKS, ("resolved", "h", True)))
+    candidate = _rows(
+        "cand", {t: ("unresolved", "h2", True) if i < 6 else ("resolved", "h", True) for i, t in enumerate(TASKS)}
+    )
+    out = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05)
+    assert out.verdict != NO_REGRESSION, out.reason
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a candidate run stopped while its regressed units sat on an abandoned try (infra, never final): "
+    "those trials are incomplete, neither scored nor infra, and drop out of the pairing; 'no regression'",
+)
+def test_the_gate_is_not_dodged_by_abandoned_tries_on_the_regressed_tasks():
+    """The candidate's regressed units end on an abandoned try (an infra failure, never final) and
+    the run stops before their retry: they must not silently leave the pairing."""
+    baseline = _rows("base", dict.fromkeys(TASKS, ("resolved", "h", True)))
+    candidate = _rows(
+        "cand", {t: ("infra_error", "h", False) if i < 6 else ("resolved", "h", True) for i, t in enumerate(TASKS)}
+    )
+    out = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05)
+    assert out.verdict != NO_REGRESSION, out.reason
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a candidate run cut short (it never reached six of the baseline's tasks): the gate pairs the rest, "
+    "lists the six as only-baseline and says 'no regression'; nothing checks the candidate is finished",
+)
+def test_the_gate_is_not_dodged_by_the_regressed_tasks_missing_from_the_candidate():
+    baseline = _rows("base", dict.fromkeys(TASKS, ("resolved", "h", True)))
+    candidate = _rows("cand", dict.fromkeys(TASKS[6:], ("resolved", "h", True)))
+    out = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05)
+    assert out.verdict != NO_REGRESSION, out.reason
