@@ -685,6 +685,30 @@ def test_a_rust_non_fix_that_forges_libtests_run_before_main_is_not_resolved(pol
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
 
 
+# A non-fix for timespan-001 (TypeScript, Vitest): the bug is left as it is; src/units.ts, which every
+# module under test imports, turns chai's `Assertion.prototype.assert` (behind every `expect(...)`
+# matcher Vitest defines) into a no-op in the worker. Every test then really passes: the JSON
+# report, the verbose lines, the summary and the exit code all agree.
+NO_ASSERT = "import { chai } from 'vitest';\n\n(chai as any).Assertion.prototype.assert = function () {};\n"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="Vitest: the code under test imports chai from 'vitest' and makes Assertion.prototype.assert a "
+    "no-op in the worker; every expect() passes, both channels agree, the unfixed bug is graded resolved",
+)
+def test_a_vitest_non_fix_that_disables_the_assertions_is_not_resolved(polyglot_images):
+    task, image, base = polyglot_images["timespan-001"]
+    patch = craft(task, {"src/units.ts": lambda text: NO_ASSERT + text})
+    assert "Assertion.prototype.assert" in patch
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam4"
+    )
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
+
+
 # ============================================================================= the gate
 
 
