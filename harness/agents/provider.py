@@ -25,7 +25,6 @@ working on a paused clock by not calling again), the budget's clock is paused.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,19 +49,10 @@ def model_id(name: str) -> str:
     return name
 
 
-#: A date or "-latest" at the end of an id: a dated alias names its model (the metering proxy's wires
-#: read ids the same way, so what the proxy let through and whose a refusal is agree).
-_DATED = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|@\d{8}|-latest)$")
-
-
 def same_model(asked: str, configured: str) -> bool:
-    """Did a call name the configured model? Ids after `model_id` (no split on "/"), compared
-    without case and without a dated-alias suffix, as the proxy's wires compare them."""
-
-    def key(name: str) -> str:
-        return _DATED.sub("", model_id(name).lower())
-
-    return bool(asked) and key(asked) == key(configured)
+    """Did a call name the configured model? Exact ids after `model_id` (no split on "/", no alias
+    matching: a dated alias the agent chose is another model)."""
+    return bool(asked) and model_id(asked) == model_id(configured)
 
 
 def transient(status: int) -> bool:
