@@ -1,7 +1,7 @@
 """Held-out red team of issue 21: a hostile agent or a hostile provider against the metering proxy
 of external CLIs (the real `MeteringProxy` on its Unix socket, a real provider on TCP) and against
 the attribution of an external attempt's ending (the real proxy's recorded calls, `attribute` with
-the wire's model-id rule, as `harness.agents.external` does).
+its exact model-id rule, as `harness.agents.external` calls it).
 
 Every test asserts the SAFE outcome. An attack that succeeds today is marked
 `xfail(strict=True, reason=...)`: the suite stays green and shows it; once a defence lands, the
@@ -533,12 +533,6 @@ def test_a_flood_of_connections_does_not_starve_the_unit_beside_it(rig):
 # ============================================================================= attribution
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an agent that gives up by calling a made-up dated alias of the configured model (allowed: the "
-    "wire's rule drops the date) gets the provider's 404 read as 'the provider does not know the configured "
-    "model': infra_error, dropped from scores",
-)
 def test_a_dated_alias_404_the_agent_chose_is_not_the_setups(rig):
     def answer(head: bytes, body: bytes, conn: socket.socket) -> bool:
         model = json.loads(body)["model"]
@@ -553,15 +547,10 @@ def test_a_dated_alias_404_the_agent_chose_is_not_the_setups(rig):
     r = rig(answer)
     assert status_of(r.ask(ask_sonnet())) == 200
     assert status_of(r.ask({**ask_sonnet(), "model": SONNET + "-20991231"})) == 404  # the proxy let it through
-    said = attribute(r.calls(), SONNET, exit_code=1, same=get_wire("anthropic").same_model)
+    said = attribute(r.calls(), SONNET, exit_code=1)
     assert said is not None and not said.infra
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an agent whose last call is a malformed request to the allowed side model (never called before) "
-    "gets the provider's 400 read as the setup's: infra_error, dropped from scores",
-)
 def test_a_malformed_last_call_to_the_side_model_is_the_agents(rig):
     def answer(head: bytes, body: bytes, conn: socket.socket) -> bool:
         if json.loads(body).get("bogus"):
@@ -578,7 +567,7 @@ def test_a_malformed_last_call_to_the_side_model_is_the_agents(rig):
     for _ in range(2):
         assert status_of(r.ask(ask_sonnet())) == 200
     assert status_of(r.ask({**ask_sonnet(), "model": HAIKU, "bogus": True})) == 400
-    said = attribute(r.calls(), SONNET, exit_code=1, same=get_wire("anthropic").same_model)
+    said = attribute(r.calls(), SONNET, exit_code=1)
     assert said is not None and not said.infra
 
 
@@ -597,7 +586,7 @@ def test_a_malformed_last_call_to_the_configured_model_is_the_agents(rig):
     r = rig(answer)
     assert status_of(r.ask(ask_sonnet())) == 200
     assert status_of(r.ask(ask_sonnet(bogus=True))) == 400
-    said = attribute(r.calls(), SONNET, exit_code=1, same=get_wire("anthropic").same_model)
+    said = attribute(r.calls(), SONNET, exit_code=1)
     assert said is not None and not said.infra and said.reason.value == "agent_error"
 
 
@@ -607,7 +596,7 @@ def test_a_call_the_proxy_refuses_is_not_evidence_against_the_provider(rig):
     r = rig(always(json_answer(anthropic_message(5))))
     assert status_of(r.ask(ask_sonnet())) == 200
     assert status_of(r.ask({**ask_sonnet(), "model": "claude-opus-5-5"})) == 403
-    said = attribute(r.calls(), SONNET, exit_code=1, same=get_wire("anthropic").same_model)
+    said = attribute(r.calls(), SONNET, exit_code=1)
     assert said is None or not said.infra
 
 

@@ -13,8 +13,8 @@ and whose failure it was (docs/outcomes.md, "Whose a provider error is"):
 - the last call was refused for its credentials (401, 403): the setup's (infra, not retried);
 - the last call was refused with 404 for the configured model (`same_model`, exact ids): the
   setup's; for a model the agent named itself: the agent's;
-- the last call was refused as malformed (400 and other 4xx) after a call of the same model was
-  accepted: what changed is the conversation the agent built (its own output, its tools' results),
+- the last call was refused as malformed (400 and other 4xx) after a call of the attempt (of any
+  model) was accepted: what changed is the conversation the agent built (its own output, its tools' results),
   so the agent's (`agent_error`, graded); with no accepted call before it: the setup's.
 
 `ProviderClock` keeps waiting on a failing provider out of the agent's time: from the moment a
@@ -137,8 +137,11 @@ def attribute(
             infra=False,
             retryable=False,
         )
-    accepted = any(c.ok and (c.model == last.model or same(c.model, last.model)) for c in ordered[:-1])
-    if accepted:  # the same model took an earlier request: the conversation the agent built made this one wrong
+    # Any model took an earlier request of this attempt: the setup works, so what made this one wrong
+    # is what the agent built (its conversation, or a side model's request it shaped; red team 4,
+    # attack 12: a malformed first call to the allowed side model was read as the setup's).
+    accepted = any(c.ok for c in ordered[:-1])
+    if accepted:
         if exit_code == 0:
             return None
         return Attribution(

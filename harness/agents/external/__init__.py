@@ -341,8 +341,6 @@ class ExternalAgent:
                 False,
                 False,
             )
-        # the wire's model-id rule (the proxy's normaliser): the one that decided what was allowed
-        same = get_wire(self.config.wire).same_model
         if stopper.waited_out is not None:  # the provider kept failing past max_provider_wait_s
             said = attribute(calls or [], self.model, exit_code=code, waited_out=stopper.waited_out)
             assert said is not None  # (waited_out always attributes)
@@ -353,7 +351,9 @@ class ExternalAgent:
             return StopReason.time_limit, "the CLI ran past the attempt's time limit and was killed", False, False
         if code == 97 and forwarder_failed:
             return StopReason.agent_error, "the loopback forwarder could not start in the container", True, False
-        said = attribute(calls or [], self.model, exit_code=code, same=same)
+        # exact ids (provider.same_model), not the wire's looser reading that decides what the proxy lets
+        # through: a made-up dated alias the agent called is its own choice (red team 4, attack 11)
+        said = attribute(calls or [], self.model, exit_code=code)
         if said is not None:
             return said.reason, said.detail, said.infra, said.retryable
         if code == 0:
