@@ -233,8 +233,15 @@ def test_dependency_groups_that_tox_installs_are_expanded(tmp_path):
         '[dependency-groups]\nci = ["hypothesis>=6", {include-group = "base"}]\nbase = ["pytest-mock"]\n'
         'lint = ["ruff"]\n'
     )
-    tox_toml = '[env_run_base]\ndependency_groups = ["ci"]\n[env.lint]\ndependency_groups = ["lint"]\n'
+    # as tox-dev/filelock's tox.toml has it: a `dev` environment of every group, a `coverage` one that combines
+    tox_toml = (
+        '[env_run_base]\ndependency_groups = ["ci"]\ncommands = [["pytest", "tests"]]\n'
+        '[env.lint]\ndependency_groups = ["lint"]\n'
+        '[env.dev]\ndependency_groups = ["lint"]\ncommands = [["uv", "pip", "tree"]]\n'
+        '[env.nightly]\ndependency_groups = ["lint"]\ncommands = [["coverage", "combine"]]\n'
+        '[env."3.12"]\ndeps = ["pytest-xdist"]\n'
+    )
     repo, head = _project(tmp_path, {"pyproject.toml": pyproject, "tox.toml": tox_toml, "demo.py": ""})
     plan = infer_environment(repo, head, WHEN, RepoConfig())
-    assert {"hypothesis", "pytest-mock", "pytest"} <= names(plan.requirements)
+    assert {"hypothesis", "pytest-mock", "pytest", "pytest-xdist"} <= names(plan.requirements)
     assert "ruff" not in names(plan.requirements) and "tox.toml" in plan.sources

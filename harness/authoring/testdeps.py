@@ -14,6 +14,7 @@ else): that is what this reader gives. Environments and factor conditions about 
 from __future__ import annotations
 
 import configparser
+import json
 import re
 import tomllib
 from collections.abc import Callable
@@ -26,8 +27,12 @@ NOT_TEST = frozenset(
     "docs doc lint linters linting pre-commit precommit mypy typing type types typecheck pyright pytype "
     "report docset build release publish upload fmt format style flake8 pylint ruff black isort spell "
     "spelling linkcheck clean bandit safety pkg package readme changelog bump codespell manifest "
-    "sponsors watch serve bench benchmark benchmarks profile".split()
+    "sponsors watch serve bench benchmark benchmarks profile dev develop venv fix pkg_meta pkg-meta meta "
+    "coverage upgrade update lock tools".split()
 )
+# What a test environment's `commands` run (an environment with commands of its own that run none
+# of these is not a test environment: `coverage combine`, `pre-commit run`, `uv pip tree`).
+_RUNNER = re.compile(r"\b(pytest|py\.test|unittest|nose2?|trial|stestr|green|ward)\b")
 TEST_GROUPS = ("test", "tests", "testing")
 # The Python of the default image (Debian bookworm's): a tox factor naming another interpreter
 # (py38: backports.zoneinfo) is about that interpreter, and its pins often do not install on this one.
@@ -148,7 +153,8 @@ def _tox_ini(text: str, out: ToolDeps) -> bool:
             env = "testenv"
         elif section.startswith("testenv:"):
             env = section.split(":", 1)[1]
-            if not is_test_env(env):
+            commands = parser.get(section, "commands", fallback=None)
+            if not is_test_env(env) or (commands is not None and not _RUNNER.search(commands)):
                 continue
         else:
             continue
@@ -174,7 +180,10 @@ def _tox_toml(data: dict, out: ToolDeps) -> bool:
     envs += [(name, env) for name, env in (data.get("env") or {}).items() if isinstance(env, dict)]
     found = False
     for name, env in envs:
-        if name != "testenv" and not is_test_env(name):
+        commands = env.get("commands")
+        if name != "testenv" and (
+            not is_test_env(name) or (commands is not None and not _RUNNER.search(json.dumps(commands)))
+        ):
             continue
         for dep in env.get("deps") or []:
             if isinstance(dep, str) and not dep.startswith(("-", ".", "/")) and "{" not in dep:
