@@ -114,3 +114,46 @@ def test_a_parser_given_for_another_ecosystem_adds_nothing(tmp_path):
     repo = make_repo(tmp_path / "m", {"go.mod": GO_MOD.format(version="1.19"), "m.go": "package m\n"})
     cfg = RepoConfig()
     assert complete(cfg, repo, repo.resolve("HEAD"), "pytest") == (cfg, None)
+
+
+VITEST = '"devDependencies": {"vitest": "2.1.9"}'
+
+
+@pytest.mark.parametrize(
+    ("files", "setup", "install"),
+    [
+        ({"package-lock.json": "{}"}, None, "npm ci"),
+        ({}, None, "npm install"),
+        (
+            {"pnpm-lock.yaml": "lockfileVersion: '9.0'\n"},
+            "npm install -g pnpm@latest",
+            "pnpm install --frozen-lockfile",
+        ),
+        ({"yarn.lock": "# yarn lockfile v1\n"}, "npm install -g yarn@1", "yarn install --frozen-lockfile"),
+        ({".nvmrc": "v22.11.0\n", "package-lock.json": "{}"}, "npm install -g node@22", "npm ci"),
+        ({".nvmrc": "18\n", "package-lock.json": "{}"}, None, "npm ci"),
+    ],
+)
+def test_the_javascript_package_manager_and_node_version_come_from_the_repository(tmp_path, files, setup, install):
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + VITEST + "}", "a.test.ts": "x\n", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.install == [install]
+    assert cfg.setup is not None and "nodejs npm" in cfg.setup[0]
+    assert cfg.setup[1:] == ([setup] if setup else [])
+
+
+def test_package_manager_and_engines_in_package_json_win(tmp_path):
+    pkg = '{"packageManager": "pnpm@10.4.1+sha512.abc", "engines": {"node": ">=20"}, ' + VITEST + "}"
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}", ".nvmrc": "22\n"})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None and cfg.setup[1] == "npm install -g node@20 pnpm@10.4.1"
+    assert cfg.install == ["pnpm install --frozen-lockfile"]
+
+
+def test_yarn_berry_is_refused_naming_it_unless_install_is_given(tmp_path):
+    pkg = '{"packageManager": "yarn@4.5.0", ' + VITEST + "}"
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "yarn.lock": "__metadata:\n"})
+    with pytest.raises(UnsupportedRepository, match="yarn berry"):
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    cfg, _ = complete(RepoConfig(install=["corepack yarn install --immutable"]), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.install == ["corepack yarn install --immutable"]

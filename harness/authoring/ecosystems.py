@@ -13,6 +13,10 @@ golang-go, no module proxy (GOPROXY=off), GOTOOLCHAIN=local, CGO_ENABLED=0 (the 
 C compiler), GOFLAGS=-mod=vendor when vendor/modules.txt exists; a go.mod whose `go` line is newer
 than Debian's Go is refused in one line (`ToolchainTooOld`) unless wholeloop.yaml brings its own
 image, Dockerfile or setup.
+JavaScript: the package manager from `packageManager`, else the lockfile (npm ci, pnpm install
+--frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
+the Node major from `engines.node`, `.nvmrc` or `.node-version`: above Debian's, the npm registry's
+`node` package is installed globally in the setup.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from dataclasses import dataclass, field
 from .environment import CONFIG_NAME, EnvironmentNotInferred, RepoConfig
 from .gitrepo import GitRepo
 
+#: Debian bookworm's nodejs: a repository asking for a newer major gets the npm registry's `node`.
+DEBIAN_NODE = 18
 #: Debian bookworm's golang-go (what `defaults` installs): a go.mod asking for more is refused.
 DEBIAN_GO = (1, 19)
 PYTHON_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -177,23 +183,65 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
             "visible_test_command": "cargo test --offline",
         }
     if detected.language == "javascript":
-        other = sorted(OTHER_LOCKS[p] for p in root if p in OTHER_LOCKS)
-        if any(p in root for p in NPM_LOCKS):
-            install = "npm ci"
-        elif other and config.install is None:
-            raise UnsupportedRepository(
-                f"{repo.source} at {commit[:10]}: package.json with a {other[0]} lockfile; "
-                f"only npm's is installed without {CONFIG_NAME} yet"
-            )
-        else:
-            install = "npm install"
-        return {
-            "setup": [_apt("nodejs", "npm")],
-            "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
-            "install": [install],
-            "visible_test_command": f"npx {detected.parser} run" if detected.parser == "vitest" else "npx jest",
-        }
+        return _javascript(repo, commit, root, detected, config)
     return {}
+
+
+def _node_major(repo: GitRepo, commit: str, root: set[str], pkg: dict) -> tuple[int, str] | None:
+    """The lowest Node major the repository asks for, and where: `engines.node`, else `.nvmrc`, else
+    `.node-version` (the first number in it: ">=20" and "v20.11.1" give 20; "lts/*" none)."""
+    engines = pkg.get("engines")
+    candidates = [(str(engines.get("node", "")), "package.json engines.node")] if isinstance(engines, dict) else []
+    for name in (".nvmrc", ".node-version"):
+        if name in root:
+            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace"), name))
+    for text, where in candidates:
+        match = re.search(r"(\d+)", text)
+        if match:
+            return int(match.group(1)), where
+    return None
+
+
+def _package_manager(root: set[str], pkg: dict) -> tuple[str, str | None]:
+    """(npm, pnpm or yarn, the version `packageManager` pins or None), from `packageManager`, else the lockfile."""
+    declared = pkg.get("packageManager")
+    if isinstance(declared, str) and "@" in declared:
+        name, _, version = declared.partition("@")
+        return name, version.split("+", 1)[0] or None
+    for lock, name in OTHER_LOCKS.items():
+        if lock in root:
+            return name, None
+    return "npm", None
+
+
+def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, config: RepoConfig) -> dict:
+    pkg = _package_json(repo, commit)
+    manager, version = _package_manager(root, pkg)
+    berry = manager == "yarn" and (".yarnrc.yml" in root or (version is not None and not version.startswith("1.")))
+    if config.install is None and (manager not in ("npm", "pnpm", "yarn") or berry):
+        raise UnsupportedRepository(
+            f"{repo.source} at {commit[:10]}: package.json installed with {'yarn berry' if berry else manager}; "
+            f"only npm, pnpm and yarn classic are installed without {CONFIG_NAME} yet"
+        )
+    globals_ = []
+    node = _node_major(repo, commit, root, pkg)
+    if node and node[0] > DEBIAN_NODE:
+        globals_.append(f"node@{node[0]}")  # the npm registry's node package: /usr/local/bin first on PATH
+    if manager == "pnpm":
+        globals_.append(f"pnpm@{version or 'latest'}")
+        install = "pnpm install --frozen-lockfile"
+    elif manager == "yarn":
+        globals_.append(f"yarn@{version or '1'}")
+        install = "yarn install --frozen-lockfile"
+    else:
+        install = "npm ci" if any(p in root for p in NPM_LOCKS) else "npm install"
+    setup = [_apt("nodejs", "npm")] + ([f"npm install -g {' '.join(globals_)}"] if globals_ else [])
+    return {
+        "setup": setup,
+        "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
+        "install": [install],
+        "visible_test_command": "npx vitest run" if detected.parser == "vitest" else "npx jest",
+    }
 
 
 def complete(config: RepoConfig, repo: GitRepo, commit: str, parser: str) -> tuple[RepoConfig, str | None]:
