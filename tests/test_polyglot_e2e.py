@@ -111,28 +111,16 @@ def test_a_change_that_does_not_fix_fails_its_tests_one_by_one(polyglot_images, 
         assert what in result.note, result.note
 
 
-VERKIT_ENV = """\
-setup:
-  - apt-get update && apt-get install -y --no-install-recommends golang-go && rm -rf /var/lib/apt/lists/*
-env: {GOPROXY: "off", GOSUMDB: "off", GOTOOLCHAIN: local}
-install:
-  - go build ./... && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null
-test_command: go test -json -count=1 ./...
-visible_test_command: go test ./...
-parser: go
-test_scope: all
-"""
-
-
 def test_mining_a_go_history_finds_the_authored_tasks_fix_with_the_same_tests(polyglot_images, tmp_path):
-    """`wholeloop mine` + `tasks check` on the Go demo repository's history, through the parser
-    registry (`parser: go` in its wholeloop.yaml): the commit that fixed the bug of verkit-001
+    """`wholeloop mine` + `tasks check` on the Go demo repository's history with no wholeloop.yaml
+    (go.mod picks the parser and the environment; docs/tasks.md's example): the commit that fixed the bug of verkit-001
     becomes a checked task whose FAIL_TO_PASS and PASS_TO_PASS are the authored task's."""
     repo = tmp_path / "verkit"
     subprocess.run(["git", "clone", "-q", str(ROOT / "repos" / "verkit.bundle"), str(repo)], check=True)
-    (tmp_path / "verkit.wholeloop.yaml").write_text(VERKIT_ENV)
     out = tmp_path / "mined"
-    done = wholeloop("mine", str(repo), "--out", str(out), "--paths", "semver/compare*.go", "--repeats", "2")
+    done = wholeloop(
+        "mine", str(repo), "--out", str(out), "--paths", "semver/compare*.go", "--test-scope", "all", "--repeats", "2"
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     authored = next(t for t in load_tasks([POLYGLOT]) if t.id == "verkit-001")
     mined = {t.base_commit: t for t in load_tasks([out])}

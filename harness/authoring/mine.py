@@ -60,6 +60,7 @@ from .check import (
     rewrite_spec,
     up_to_date,
 )
+from .ecosystems import UnsupportedRepository, complete, detect
 from .environment import (
     EnvironmentNotInferred,
     EnvPlan,
@@ -499,7 +500,15 @@ def select(repo: GitRepo, parser: Parser, options: MineOptions, commits: list[st
 def _open(source: str | Path, options: MineOptions) -> tuple[GitRepo, RepoConfig, Parser]:
     repo = GitRepo.open(source)
     found = load_config(options.env_file, repo)  # --env-file, or one in or beside the repository
-    parser_name = options.parser or found.parser or "pytest"
+    parser_name = options.parser or found.parser
+    if parser_name is None:  # from the repository's files (go.mod, Cargo.toml, package.json, ...)
+        try:
+            parser_name = detect(repo, repo.resolve("HEAD")).parser
+        except UnsupportedRepository:
+            if found.found_at:
+                parser_name = "pytest"  # a wholeloop.yaml that says how to build, not which parser
+            else:
+                raise
     if parser_name not in PARSERS:
         raise MineError(f"unknown parser {parser_name!r}; known: {', '.join(PARSERS.names())}")
     return repo, found, get_parser(parser_name)
@@ -602,9 +611,14 @@ def mine(
         cfg = config or load_config(None, repo, cand.parent)
         configs[cand.task_id] = cfg
         try:
-            plans[cand.task_id] = infer_environment(
+            cfg, detected = complete(cfg, repo, cand.parent, parser.name)  # Go, Rust, JavaScript
+            configs[cand.task_id] = cfg
+            plan = infer_environment(
                 repo, cand.parent, cand.commit.committed_at, cfg, runner=parser.name, as_of=options.dependencies_as_of
             )
+            if detected:
+                plan.sources.insert(0, detected)
+            plans[cand.task_id] = plan
         except EnvironmentNotInferred as exc:
             plans[cand.task_id] = exc
     if new and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], MineError) for n in new):

@@ -1,0 +1,265 @@
+"""Which ecosystem a repository is, from its files, when no wholeloop.yaml says: the test parser
+mining uses, and for Go, Rust and JavaScript the environment (Python's is environment.py's).
+
+The root of the tree decides, in this order: Python packaging (pyproject.toml, setup.py,
+setup.cfg) -> python; go.mod -> go; Cargo.toml -> rust; package.json -> javascript (Vitest or
+Jest, from its devDependencies, dependencies and `test` script); else requirements*.txt, tox.ini,
+noxfile.py or any .py file -> python. Nothing recognisable is refused (`UnsupportedRepository`)
+naming what was found, with a wholeloop.yaml template to fill in.
+
+What a detected Go, Rust or JavaScript repository gets is what `defaults` returns: every key of it
+is one a wholeloop.yaml could give, and any key the file gives wins (`complete`). Go: Debian's
+golang-go, no module proxy (GOPROXY=off), GOTOOLCHAIN=local, CGO_ENABLED=0 (the image installs no
+C compiler), GOFLAGS=-mod=vendor when vendor/modules.txt exists; a go.mod whose `go` line is newer
+than Debian's Go is refused in one line (`ToolchainTooOld`) unless wholeloop.yaml brings its own
+image, Dockerfile or setup.
+JavaScript: the package manager from `packageManager`, else the lockfile (npm ci, pnpm install
+--frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
+the Node major from `engines.node`, `.nvmrc` or `.node-version`: above Debian's, the npm registry's
+`node` package is installed globally in the setup.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from .environment import CONFIG_NAME, EnvironmentNotInferred, RepoConfig
+from .gitrepo import GitRepo
+
+#: Debian bookworm's nodejs: a repository asking for a newer major gets the npm registry's `node`.
+DEBIAN_NODE = 18
+#: Debian bookworm's golang-go (what `defaults` installs): a go.mod asking for more is refused.
+DEBIAN_GO = (1, 19)
+PYTHON_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
+PYTHON_OTHER = ("tox.ini", "noxfile.py", "Pipfile")
+NPM_LOCKS = ("package-lock.json", "npm-shrinkwrap.json")
+OTHER_LOCKS = {"pnpm-lock.yaml": "pnpm", "yarn.lock": "yarn", "bun.lockb": "bun", "bun.lock": "bun"}
+_GO_LINE = re.compile(r"^go\s+(\d+)\.(\d+)", re.MULTILINE)
+
+TEMPLATE = f"""\
+# {CONFIG_NAME}: beside the repository (or committed in it); every key is in docs/tasks.md
+setup:             # commands that install the toolchain (network on)
+  - apt-get update && apt-get install -y --no-install-recommends TOOLCHAIN
+install:           # commands run in the repository (network on): dependencies, a build
+  - BUILD
+test_command: TEST {{files}}   # {{files}}: the test files a commit touches
+parser: PARSER     # one of: PARSERS
+"""
+
+
+def _apt(*packages: str) -> str:
+    return f"apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} && rm -rf /var/lib/apt/lists/*"
+
+
+class UnsupportedRepository(EnvironmentNotInferred):
+    """Nothing in the repository says which language it is, or it is one mining cannot set up."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        from ..parsers import PARSERS  # (the registry imports nothing of authoring)
+
+        self.hint = f"write {CONFIG_NAME} saying how to build and test it, for example:\n" + TEMPLATE.replace(
+            "PARSERS", ", ".join(PARSERS.names())
+        )
+
+
+class ToolchainTooOld(EnvironmentNotInferred):
+    """The repository asks for a newer toolchain than the one mining would install."""
+
+    hint = (
+        f"Give {CONFIG_NAME} an `image:`, `dockerfile:` or `setup:` with a newer toolchain; "
+        "see docs/tasks.md (Go, TypeScript and Rust)."
+    )
+
+
+@dataclass
+class Detected:
+    language: str  # python, go, rust, javascript
+    parser: str
+    marker: str  # the file that decided
+    found: list[str] = field(default_factory=list)  # what else was seen (for messages)
+
+
+def _root_names(repo: GitRepo, commit: str) -> tuple[set[str], bool]:
+    names = {path for _, path in repo.files(commit)}
+    root = {p for p in names if "/" not in p}
+    return root | {p for p in names if p.startswith("vendor/modules.txt")}, any(p.endswith(".py") for p in names)
+
+
+def _package_json(repo: GitRepo, commit: str) -> dict:
+    blob = repo.read(commit, "package.json")
+    try:
+        data = json.loads(blob or b"{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _js_runner(pkg: dict) -> str | None:
+    deps: dict = {}
+    for key in ("dependencies", "devDependencies"):
+        if isinstance(pkg.get(key), dict):
+            deps.update(pkg[key])
+    scripts = pkg.get("scripts")
+    test = str(scripts.get("test", "")) if isinstance(scripts, dict) else ""
+    for runner in ("vitest", "jest"):
+        if runner in deps or re.search(rf"\b{runner}\b", test):
+            return runner
+    return None
+
+
+def detect(repo: GitRepo, commit: str) -> Detected:
+    """The ecosystem of `repo` at `commit` (see the module docstring). Raises UnsupportedRepository."""
+    root, has_py = _root_names(repo, commit)
+    for marker in PYTHON_PACKAGING:
+        if marker in root:
+            return Detected("python", "pytest", marker)
+    if "go.mod" in root:
+        return Detected("go", "go", "go.mod")
+    if "Cargo.toml" in root:
+        return Detected("rust", "cargo", "Cargo.toml")
+    if "package.json" in root:
+        pkg = _package_json(repo, commit)
+        runner = _js_runner(pkg)
+        if runner is None:
+            test = (pkg.get("scripts") or {}).get("test") if isinstance(pkg.get("scripts"), dict) else None
+            said = f"its test script is {test!r}" if test else "it has no test script"
+            raise UnsupportedRepository(
+                f"{repo.source}: package.json found, but neither Vitest nor Jest in its dependencies "
+                f"or test script ({said}): no test parser for it"
+            )
+        return Detected("javascript", runner, "package.json")
+    requirements = sorted(p for p in root if re.fullmatch(r"requirements[^/]*\.(txt|in)", p))
+    for marker in [*requirements, *PYTHON_OTHER]:
+        if marker in root:
+            return Detected("python", "pytest", marker)
+    if has_py:
+        return Detected("python", "pytest", "*.py")
+    seen = sorted(root)[:8]
+    listed = ", ".join(seen) + (", ..." if len(root) > len(seen) else "") if seen else "no files"
+    raise UnsupportedRepository(
+        f"{repo.source}: no language recognised at {commit[:10]} (none of pyproject.toml, setup.py, "
+        f"setup.cfg, go.mod, Cargo.toml, package.json, requirements*.txt, *.py; found {listed})"
+    )
+
+
+def _go_version(text: str) -> tuple[int, int] | None:
+    match = _GO_LINE.search(text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig) -> dict:
+    """The wholeloop.yaml keys a detected Go, Rust or JavaScript repository gets at `commit`
+    ({} for Python: environment.py infers it). Raises ToolchainTooOld / UnsupportedRepository."""
+    root, _ = _root_names(repo, commit)
+    own_toolchain = config.image is not None or config.dockerfile is not None or config.setup is not None
+    if detected.language == "go":
+        wanted = _go_version((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
+        if wanted and wanted > DEBIAN_GO and not own_toolchain:
+            raise ToolchainTooOld(
+                f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; "
+                f"the image's Go (Debian's golang-go) is {DEBIAN_GO[0]}.{DEBIAN_GO[1]}"
+            )
+        env = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"}
+        if not own_toolchain:
+            env["CGO_ENABLED"] = "0"  # golang-go without its recommends: no C compiler
+        if "vendor/modules.txt" in root:
+            env["GOFLAGS"] = "-mod=vendor"
+        return {
+            "setup": [_apt("golang-go")],
+            "env": env,
+            # compile every package and test binary into the build cache, running no test
+            "install": ["go build ./... && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null"],
+            "visible_test_command": "go test ./...",
+        }
+    if detected.language == "rust":
+        locked = " --locked" if "Cargo.lock" in root else ""
+        return {
+            "setup": [_apt("rustc", "cargo")],
+            "env": {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"},
+            "install": [f"cargo test --offline{locked} --no-run"],
+            "visible_test_command": "cargo test --offline",
+        }
+    if detected.language == "javascript":
+        return _javascript(repo, commit, root, detected, config)
+    return {}
+
+
+def _node_major(repo: GitRepo, commit: str, root: set[str], pkg: dict) -> tuple[int, str] | None:
+    """The lowest Node major the repository asks for, and where: `engines.node`, else `.nvmrc`, else
+    `.node-version` (the first number in it: ">=20" and "v20.11.1" give 20; "lts/*" none)."""
+    engines = pkg.get("engines")
+    candidates = [(str(engines.get("node", "")), "package.json engines.node")] if isinstance(engines, dict) else []
+    for name in (".nvmrc", ".node-version"):
+        if name in root:
+            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace"), name))
+    for text, where in candidates:
+        match = re.search(r"(\d+)", text)
+        if match:
+            return int(match.group(1)), where
+    return None
+
+
+def _package_manager(root: set[str], pkg: dict) -> tuple[str, str | None]:
+    """(npm, pnpm or yarn, the version `packageManager` pins or None), from `packageManager`, else the lockfile."""
+    declared = pkg.get("packageManager")
+    if isinstance(declared, str) and "@" in declared:
+        name, _, version = declared.partition("@")
+        return name, version.split("+", 1)[0] or None
+    for lock, name in OTHER_LOCKS.items():
+        if lock in root:
+            return name, None
+    return "npm", None
+
+
+def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, config: RepoConfig) -> dict:
+    pkg = _package_json(repo, commit)
+    manager, version = _package_manager(root, pkg)
+    berry = manager == "yarn" and (".yarnrc.yml" in root or (version is not None and not version.startswith("1.")))
+    if config.install is None and (manager not in ("npm", "pnpm", "yarn") or berry):
+        raise UnsupportedRepository(
+            f"{repo.source} at {commit[:10]}: package.json installed with {'yarn berry' if berry else manager}; "
+            f"only npm, pnpm and yarn classic are installed without {CONFIG_NAME} yet"
+        )
+    globals_ = []
+    node = _node_major(repo, commit, root, pkg)
+    if node and node[0] > DEBIAN_NODE:
+        globals_.append(f"node@{node[0]}")  # the npm registry's node package: /usr/local/bin first on PATH
+    if manager == "pnpm":
+        globals_.append(f"pnpm@{version or 'latest'}")
+        install = "pnpm install --frozen-lockfile"
+    elif manager == "yarn":
+        globals_.append(f"yarn@{version or '1'}")
+        install = "yarn install --frozen-lockfile"
+    else:
+        install = "npm ci" if any(p in root for p in NPM_LOCKS) else "npm install"
+    setup = [_apt("nodejs", "npm")] + ([f"npm install -g {' '.join(globals_)}"] if globals_ else [])
+    return {
+        "setup": setup,
+        "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
+        "install": [install],
+        "visible_test_command": "npx vitest run" if detected.parser == "vitest" else "npx jest",
+    }
+
+
+def complete(config: RepoConfig, repo: GitRepo, commit: str, parser: str) -> tuple[RepoConfig, str | None]:
+    """`config` with what a detected Go, Rust or JavaScript repository needs filled in where it
+    gives nothing (its env merged under its own), and the file that decided (None: nothing added:
+    Python, or a parser that is not the detected ecosystem's)."""
+    try:
+        detected = detect(repo, commit)
+    except UnsupportedRepository:
+        if config.setup is not None or config.install is not None:
+            return config, None  # the file says how: nothing to detect
+        raise
+    if detected.parser != parser:
+        return config, None
+    keys = defaults(repo, commit, detected, config)
+    if not keys:
+        return config, None
+    given = config.model_dump(exclude_none=True)
+    update = {k: v for k, v in keys.items() if k != "env" and k not in given}
+    update["env"] = {**keys["env"], **config.env}
+    return config.model_copy(update=update), f"{detected.marker} (detected: {detected.language})"

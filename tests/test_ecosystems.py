@@ -1,0 +1,159 @@
+"""Detection: a repository with go.mod, Cargo.toml or package.json and no wholeloop.yaml is mined
+with its own parser and environment; an unrecognisable one is refused naming what was found, with a
+template to write. The polyglot demo repositories (repos/*.bundle) are mined with no configuration."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import ROOT, git, write
+
+from harness.authoring.ecosystems import ToolchainTooOld, UnsupportedRepository, complete, detect
+from harness.authoring.environment import RepoConfig
+from harness.authoring.gitrepo import GitRepo
+from harness.authoring.mine import MineOptions, list_candidates
+
+
+def wholeloop(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def make_repo(path: Path, *commits: dict[str, str]) -> GitRepo:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    for n, files in enumerate(commits):
+        write(path, files)
+        git(path, "add", "-A")
+        git(path, "commit", "-qm", f"commit {n}")
+    return GitRepo.open(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "parser", "install", "wants"),
+    [
+        ("verkit", "go", "go build ./...", {"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOPROXY": "off"}),
+        ("timespan", "vitest", "npm ci", {"NPM_CONFIG_UPDATE_NOTIFIER": "false"}),
+        ("linefold", "cargo", "cargo test --offline --locked --no-run", {"CARGO_NET_OFFLINE": "true"}),
+    ],
+)
+def test_a_polyglot_demo_repository_is_mined_with_no_configuration(tmp_path, name, parser, install, wants):
+    """Before detection, verkit's history gave "no candidate commit (7 no test change...)": its
+    tests are *_test.go, which pytest's rules do not call tests."""
+    repo = tmp_path / name
+    subprocess.run(["git", "clone", "-q", str(ROOT / "repos" / f"{name}.bundle"), str(repo)], check=True)
+    listed = list_candidates(repo, MineOptions())
+    assert listed.parameters["parser"] == parser
+    kept = [j for j in listed.judged if j.candidate]
+    assert len(kept) >= 2, [j.skipped for j in listed.judged]
+    git_repo = GitRepo.open(repo)
+    for j in kept:  # what each candidate's environment gets (mining it end to end: test_polyglot_e2e.py)
+        cfg, why = complete(RepoConfig(), git_repo, j.candidate.parent, parser)
+        assert (
+            why
+            == f"{detect(git_repo, j.candidate.parent).marker} (detected: {'go' if parser == 'go' else 'rust' if parser == 'cargo' else 'javascript'})"
+        )
+        assert cfg.install and install in cfg.install[0]
+        assert wants.items() <= cfg.env.items()
+
+
+def test_the_cli_mines_a_go_module_without_parser_or_config(tmp_path):
+    repo = tmp_path / "verkit"
+    subprocess.run(["git", "clone", "-q", str(ROOT / "repos" / "verkit.bundle"), str(repo)], check=True)
+    done = wholeloop("mine", str(repo), "--list")
+    assert done.returncode == 0, done.stderr
+    assert "verkit: 7 candidate(s) in 8 commit(s)" in done.stdout
+
+
+def test_a_repository_with_nothing_recognisable_is_refused_with_a_template(tmp_path):
+    make_repo(tmp_path / "notes", {"notes.txt": "a\n"}, {"notes.txt": "b\n", "more.md": "c\n"})
+    out = tmp_path / "out"
+    done = wholeloop("mine", str(tmp_path / "notes"), "--out", str(out), "--no-check")
+    assert done.returncode == 2, done.stderr
+    assert "no language recognised" in done.stderr and "found more.md, notes.txt" in done.stderr
+    assert "test_command:" in done.stderr and "parser:" in done.stderr and "go, jest" in done.stderr
+    assert not out.exists()
+
+
+def test_a_package_json_without_a_known_runner_names_its_test_script(tmp_path):
+    repo = make_repo(tmp_path / "js", {"package.json": '{"scripts": {"test": "node --test"}}', "a.test.js": "x\n"})
+    with pytest.raises(UnsupportedRepository, match="'node --test'"):
+        detect(repo, repo.resolve("HEAD"))
+
+
+def test_python_packaging_wins_over_a_package_json(tmp_path):
+    repo = make_repo(tmp_path / "py", {"pyproject.toml": "[project]\nname='p'\n", "package.json": "{}"})
+    assert detect(repo, repo.resolve("HEAD")).parser == "pytest"
+
+
+GO_MOD = "module example.com/m\n\ngo {version}\n"
+
+
+def test_go_vendor_and_a_too_new_go_line(tmp_path):
+    repo = make_repo(
+        tmp_path / "m", {"go.mod": GO_MOD.format(version="1.18"), "vendor/modules.txt": "# x\n", "m.go": "package m\n"}
+    )
+    cfg, why = complete(RepoConfig(), repo, repo.resolve("HEAD"), "go")
+    assert why == "go.mod (detected: go)"
+    assert cfg.env["GOFLAGS"] == "-mod=vendor" and cfg.env["CGO_ENABLED"] == "0"
+    assert cfg.setup and "golang-go" in cfg.setup[0]
+
+    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.22.3"), "n.go": "package n\n"})
+    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.22; the image's Go .* is 1.19"):
+        complete(RepoConfig(), new, new.resolve("HEAD"), "go")
+    # a wholeloop.yaml that brings its own toolchain is trusted, its keys and env win
+    own = RepoConfig(image="golang:1.22", setup=[], env={"GOPROXY": "direct"})
+    cfg, _ = complete(own, new, new.resolve("HEAD"), "go")
+    assert cfg.setup == [] and cfg.image == "golang:1.22" and cfg.env["GOPROXY"] == "direct"
+    assert "CGO_ENABLED" not in cfg.env and "GOFLAGS" not in cfg.env
+
+
+def test_a_parser_given_for_another_ecosystem_adds_nothing(tmp_path):
+    repo = make_repo(tmp_path / "m", {"go.mod": GO_MOD.format(version="1.19"), "m.go": "package m\n"})
+    cfg = RepoConfig()
+    assert complete(cfg, repo, repo.resolve("HEAD"), "pytest") == (cfg, None)
+
+
+VITEST = '"devDependencies": {"vitest": "2.1.9"}'
+
+
+@pytest.mark.parametrize(
+    ("files", "setup", "install"),
+    [
+        ({"package-lock.json": "{}"}, None, "npm ci"),
+        ({}, None, "npm install"),
+        (
+            {"pnpm-lock.yaml": "lockfileVersion: '9.0'\n"},
+            "npm install -g pnpm@latest",
+            "pnpm install --frozen-lockfile",
+        ),
+        ({"yarn.lock": "# yarn lockfile v1\n"}, "npm install -g yarn@1", "yarn install --frozen-lockfile"),
+        ({".nvmrc": "v22.11.0\n", "package-lock.json": "{}"}, "npm install -g node@22", "npm ci"),
+        ({".nvmrc": "18\n", "package-lock.json": "{}"}, None, "npm ci"),
+    ],
+)
+def test_the_javascript_package_manager_and_node_version_come_from_the_repository(tmp_path, files, setup, install):
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + VITEST + "}", "a.test.ts": "x\n", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.install == [install]
+    assert cfg.setup is not None and "nodejs npm" in cfg.setup[0]
+    assert cfg.setup[1:] == ([setup] if setup else [])
+
+
+def test_package_manager_and_engines_in_package_json_win(tmp_path):
+    pkg = '{"packageManager": "pnpm@10.4.1+sha512.abc", "engines": {"node": ">=20"}, ' + VITEST + "}"
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}", ".nvmrc": "22\n"})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None and cfg.setup[1] == "npm install -g node@20 pnpm@10.4.1"
+    assert cfg.install == ["pnpm install --frozen-lockfile"]
+
+
+def test_yarn_berry_is_refused_naming_it_unless_install_is_given(tmp_path):
+    pkg = '{"packageManager": "yarn@4.5.0", ' + VITEST + "}"
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "yarn.lock": "__metadata:\n"})
+    with pytest.raises(UnsupportedRepository, match="yarn berry"):
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    cfg, _ = complete(RepoConfig(install=["corepack yarn install --immutable"]), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.install == ["corepack yarn install --immutable"]
