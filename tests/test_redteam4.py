@@ -253,11 +253,6 @@ def test_gzip_bomb_request_is_refused_before_decompressing_past_the_body_limit(r
     assert r.provider.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Chat Completions: with both max_tokens and max_completion_tokens, only max_completion_tokens is "
-    "clamped; max_tokens goes to the provider as the agent wrote it",
-)
 def test_every_output_limit_key_is_clamped_to_what_is_left(rig):
     r = rig(
         always(json_answer({"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})),

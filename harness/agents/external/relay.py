@@ -361,6 +361,8 @@ class Connection:
             for k, v in fields.items():
                 if k not in before or before[k] != v:
                     top[k] = msgspec.Raw(orjson.dumps(v))
+            for k in before.keys() - fields.keys():  # a limit key that is not a number: removed
+                top.pop(k, None)
             raw = ENCODER.encode(top)
         return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model)) and keep
 

@@ -167,7 +167,9 @@ class Wire(ABC):
     def prepare(self, body: dict, out_left: int | None, model_max: int | None = None) -> None:
         """Clamp the reply's length to what is left. When the CLI sent no limit (the model's own
         maximum applies), one is added only if what is left is below that maximum (or, with the
-        maximum unknown, below 16k), so a provider never sees a limit above what the model allows."""
+        maximum unknown, below 16k), so a provider never sees a limit above what the model allows.
+        Every other limit key the request carries is clamped too (a provider may honour either of
+        `max_tokens` and `max_completion_tokens`): one that is not a positive integer is removed."""
         if out_left is None:
             return
         key = self.limit_key(body)
@@ -176,6 +178,14 @@ class Wire(ABC):
             body[key] = max(1, min(asked, out_left))
         elif out_left < (model_max or 16_384):
             body[key] = max(1, out_left)
+        for other in LIMIT_KEYS:
+            if other == key or other not in body:
+                continue
+            given = body[other]
+            if isinstance(given, int) and given > 0:
+                body[other] = max(1, min(given, out_left))
+            else:
+                del body[other]
 
     def limit_key(self, body: dict) -> str:
         return self.clamp_key
