@@ -280,11 +280,6 @@ def _first_wins(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a body naming `model` twice is checked by its last value (allowed) and forwarded as it came: a "
-    "provider whose JSON reader keeps the first value serves the other model",
-)
 def test_a_duplicate_model_key_is_not_forwarded_ambiguous(rig):
     r = rig(always(json_answer(anthropic_message(5))))
     raw = (

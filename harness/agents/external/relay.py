@@ -357,13 +357,14 @@ class Connection:
         step, out_left = admitted
         before = dict(fields)
         self.wire.prepare(fields, out_left, max_output_tokens(model))
-        if fields != before or changed:  # only then re-encoded, the untouched values copied as they came
-            for k, v in fields.items():
-                if k not in before or before[k] != v:
-                    top[k] = msgspec.Raw(orjson.dumps(v))
-            for k in before.keys() - fields.keys():  # a limit key that is not a number: removed
-                top.pop(k, None)
-            raw = ENCODER.encode(top)
+        for k, v in fields.items():
+            if k not in before or before[k] != v:
+                top[k] = msgspec.Raw(orjson.dumps(v))
+        for k in before.keys() - fields.keys():  # a limit key that is not a number: removed
+            top.pop(k, None)
+        # Always re-encoded (the values copied as they came): a key given twice goes out once, with
+        # the value that was checked, so no provider's JSON reader can take the other one.
+        raw = ENCODER.encode(top)
         return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model)) and keep
 
     def server_side(self, top: dict[str, msgspec.Raw]) -> tuple[bool, str]:
