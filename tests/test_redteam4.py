@@ -374,11 +374,6 @@ def test_a_reply_with_an_odd_content_block_is_still_charged_its_usage(rig):
     assert r.budget.usage.output_tokens >= 5000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`expect: 100-continue` is forwarded: the provider's interim 100 is taken as the call's answer "
-    "(charged nothing, recorded as a success) and its real reply is left on the kept-alive connection",
-)
 def test_an_interim_100_answer_does_not_leave_the_call_uncharged(rig):
     final = json_answer(anthropic_message(5000))
 

@@ -444,6 +444,8 @@ class Connection:
                 upstream = proxy.upstream(fresh)
                 upstream.sock.sendall(request)
                 answer = read_head(upstream.rf)
+                while answer is not None and _interim(answer):  # a 1xx before the answer: skipped
+                    answer = read_head(upstream.rf)
                 if answer is not None:
                     break
                 error = "the provider closed the connection"
@@ -591,6 +593,12 @@ class Connection:
                 usage.out.usage = reply.usage
             exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
             exchange.settled_usage = usage.out.usage
+
+
+def _interim(answer: Head) -> bool:
+    """An interim (1xx) answer, which a real answer follows on the same connection."""
+    parts = answer.line.split(" ", 2)
+    return len(parts) > 1 and len(parts[1]) == 3 and parts[1].startswith("1")
 
 
 def feed_events(reader: StreamReader, block: bytes) -> None:
