@@ -492,7 +492,7 @@ class Connection:
                             feed_events(reader, block)
                         reply = reader.done()
                     else:
-                        reply = self.wire.reply(orjson.loads(data))
+                        reply = self.read_reply(orjson.loads(data))
                     self.settle(exchange, reply, started)
                 except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
                     exchange.error = f"unreadable reply: {exc}"
@@ -514,6 +514,18 @@ class Connection:
             exchange.error = proxy.stats.last_upstream_error
         proxy.record(exchange)
         return True
+
+    def read_reply(self, body: object) -> Reply:
+        """A JSON reply read by the wire; one whose content cannot be read is still its usage."""
+        if not isinstance(body, dict):
+            raise TypeError(f"the reply is a JSON {type(body).__name__}, not an object")
+        try:
+            return self.wire.reply(body)
+        except (AttributeError, TypeError, ValueError):
+            usage = body.get("usage")
+            return Reply(
+                usage=self.wire.usage(usage if isinstance(usage, dict) else None), model=str(body.get("model") or "")
+            )
 
     def settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
         exchange.reply, exchange.latency_s = reply, time.monotonic() - started

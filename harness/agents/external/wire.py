@@ -309,6 +309,8 @@ class Anthropic(Wire):
         )
         texts = []
         for block in body.get("content") or []:
+            if not isinstance(block, dict):  # not a content block: skipped (the usage is read already)
+                continue
             if block.get("type") == "text":
                 texts.append(block.get("text", ""))
             elif block.get("type") == "tool_use":
@@ -430,8 +432,8 @@ class OpenAIChat(Wire):
         )
 
     def reply(self, body: dict) -> Reply:
-        choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
+        choice = first if isinstance(first := (body.get("choices") or [{}])[0], dict) else {}
+        message = given if isinstance(given := choice.get("message"), dict) else {}
         out = Reply(
             text=_text_of(message.get("content")),
             usage=self.usage(body.get("usage")),
@@ -439,6 +441,8 @@ class OpenAIChat(Wire):
             model=str(body.get("model") or ""),
         )
         for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
             fn = call.get("function") or {}
             raw = arguments if isinstance(arguments := fn.get("arguments"), str) else orjson.dumps(arguments).decode()
             out.calls.append(Call(str(call.get("id", "")), str(fn.get("name", "")), _parse_args(raw), raw))
@@ -540,7 +544,8 @@ class OpenAIResponses(Wire):
             model=str(body.get("model") or ""),
         )
         for item in body.get("output") or []:
-            self.add_item(out, item)
+            if isinstance(item, dict):
+                self.add_item(out, item)
         return out
 
     @staticmethod
