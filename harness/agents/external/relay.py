@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
 import hmac
 import io
 import socket
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
@@ -289,7 +289,11 @@ class Connection:
             return keep
         encoding = head.get("content-encoding").lower()
         if encoding == "gzip":
-            raw = gzip.decompress(raw)
+            try:
+                raw = gunzip(raw, MAX_BODY)
+            except BadMessage as exc:
+                self.refuse(413 if "large" in str(exc) else 400, str(exc), "encoding", method, target, "refused_target")
+                return False
         elif encoding not in ("", "identity"):
             self.refuse(
                 415,
@@ -605,6 +609,27 @@ class Connection:
                 usage.out.usage = reply.usage
             exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
             exchange.settled_usage = usage.out.usage
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """A gzip body inflated, member after member, never past `limit` bytes: BadMessage past it
+    (a small body that inflates to gigabytes is refused before it is held) or when not gzip."""
+    out: list[bytes] = []
+    total = 0
+    while data:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            part = inflater.decompress(data, limit - total + 1)
+        except zlib.error as exc:
+            raise BadMessage(f"the gzip request body is malformed ({exc})") from None
+        total += len(part)
+        if total > limit or inflater.unconsumed_tail:
+            raise BadMessage(f"request body too large: it inflates past {limit} bytes")
+        if not inflater.eof:
+            raise BadMessage("the gzip request body is cut off")
+        out.append(part)
+        data = inflater.unused_data
+    return b"".join(out)
 
 
 def _interim(answer: Head) -> bool:
