@@ -345,11 +345,6 @@ def test_a_gzipped_reply_is_charged_or_refused(rig):
     assert r.budget.usage.output_tokens >= 5000 or status_of(answer) >= 500
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stream without chunked framing (delimited by closing) that ends before its usage event is "
-    "charged 0: the tokenizer estimate is made only on the chunked path",
-)
 def test_a_close_delimited_stream_cut_before_its_usage_is_charged_what_was_served(rig):
     served = "word " * 400
     body = sse(*stream_events(served, 0, usage=False))

@@ -495,6 +495,9 @@ class Connection:
                         for block in exchange.events:
                             feed_events(reader, block)
                         reply = reader.done()
+                        if not reader.complete:  # cut before its usage: what was served, estimated
+                            self.estimated(exchange, reply)
+                        exchange.settled_usage = reply.usage
                     else:
                         reply = self.read_reply(orjson.loads(data))
                     self.settle(exchange, reply, started)
@@ -530,6 +533,14 @@ class Connection:
             return Reply(
                 usage=self.wire.usage(usage if isinstance(usage, dict) else None), model=str(body.get("model") or "")
             )
+
+    def estimated(self, exchange: Exchange, reply: Reply) -> None:
+        """A stream that ended before its usage event: its usage becomes a tokenizer's estimate."""
+        reply.usage = estimate(exchange.raw, reply, reply.usage)
+        exchange.estimated = True
+        with self.proxy.lock:
+            self.proxy.stats.estimated += 1
+        self.proxy.note({"event": "estimated", "step": exchange.step, "usage": reply.usage.model_dump()})
 
     def settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
         exchange.reply, exchange.latency_s = reply, time.monotonic() - started
@@ -600,11 +611,7 @@ class Connection:
                     feed_events(reader, block)
                 reply = reader.done()
                 if not reader.complete:
-                    reply.usage = estimate(exchange.raw, reply, reply.usage)
-                    exchange.estimated = True
-                    with proxy.lock:
-                        proxy.stats.estimated += 1
-                    proxy.note({"event": "estimated", "step": exchange.step, "usage": reply.usage.model_dump()})
+                    self.estimated(exchange, reply)
                 self.settle(exchange, reply, started)
                 usage.out.usage = reply.usage
             exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
