@@ -474,7 +474,11 @@ class Connection:
         counted = exchange is not None and status < 400
         sse = "text/event-stream" in answer.get("content-type")
         scrub = proxy.scrubber
-        if sse and answer.chunked and not no_body:
+        # Asked for identity, a provider may still encode its answer: it is read whole and inflated
+        # (so it can be scrubbed and metered), or refused when it is not gzip.
+        encoding = answer.get("content-encoding").strip().lower()
+        encoded = encoding not in ("", "identity") and not no_body
+        if sse and answer.chunked and not no_body and not encoded:
             self.send(scrub(head_bytes(line, out + [("transfer-encoding", "chunked")])))
             data = b""
             self.relay_stream(upstream, exchange if counted else None, started)
@@ -486,6 +490,13 @@ class Connection:
             else:  # delimited by the provider closing the connection
                 data = upstream.rf.read()
                 proxy.drop_upstream()
+            if encoded:
+                try:
+                    if encoding != "gzip":
+                        raise BadMessage(f"content-encoding {encoding} was not asked for")
+                    data = gunzip(data, MAX_BODY)
+                except BadMessage as exc:
+                    return self.unreadable(exchange, f"the provider's answer cannot be read: {exc}")
             # charged before the CLI sees the reply, so its next call is checked against it
             if counted and exchange is not None:  # (counted says there is one)
                 try:
@@ -533,6 +544,18 @@ class Connection:
             return Reply(
                 usage=self.wire.usage(usage if isinstance(usage, dict) else None), model=str(body.get("model") or "")
             )
+
+    def unreadable(self, exchange: Exchange | None, error: str) -> bool:
+        """Answer 502 for a provider's answer the proxy cannot read (so cannot scrub or meter)."""
+        proxy = self.proxy
+        with proxy.lock:
+            proxy.stats.upstream_errors += 1
+            proxy.stats.last_upstream_error = error
+        if exchange is not None:
+            exchange.status, exchange.error = 502, error
+            proxy.record(exchange)
+        self.reply_json(502, self.wire.error_body(f"wholeloop proxy: {error}", "api_error"))
+        return True
 
     def estimated(self, exchange: Exchange, reply: Reply) -> None:
         """A stream that ended before its usage event: its usage becomes a tokenizer's estimate."""
@@ -628,12 +651,12 @@ def gunzip(data: bytes, limit: int) -> bytes:
         try:
             part = inflater.decompress(data, limit - total + 1)
         except zlib.error as exc:
-            raise BadMessage(f"the gzip request body is malformed ({exc})") from None
+            raise BadMessage(f"the gzip body is malformed ({exc})") from None
         total += len(part)
         if total > limit or inflater.unconsumed_tail:
-            raise BadMessage(f"request body too large: it inflates past {limit} bytes")
+            raise BadMessage(f"body too large: it inflates past {limit} bytes")
         if not inflater.eof:
-            raise BadMessage("the gzip request body is cut off")
+            raise BadMessage("the gzip body is cut off")
         out.append(part)
         data = inflater.unused_data
     return b"".join(out)
