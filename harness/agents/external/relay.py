@@ -580,7 +580,8 @@ class Connection:
         the provider's own figure. A stream that ends before its usage event (the provider cut it)
         is charged what was served, counted with a tokenizer and marked estimated; the client's
         connection is then closed without the last chunk, so it sees the reply incomplete. The real
-        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one."""
+        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one;
+        a chunk framed other than plainly (an extension, which may carry anything) is re-framed."""
         proxy = self.proxy
         scrub = proxy.scrubber
         usage = self.wire.stream()
@@ -605,8 +606,8 @@ class Connection:
                 buf = held + data if held else data
                 out = scrub(buf) if scrub.needles else buf
                 keep = scrub.hold(out) if scrub.needles else 0
-                if not held and not keep and out is data:
-                    self.send(frame)  # the common case: the provider's frame as it came
+                if not held and not keep and out is data and frame.startswith(b"%x\r\n" % len(data)):
+                    self.send(frame)  # the common case: the provider's frame as it came (no extension)
                 else:
                     held, out = out[len(out) - keep :] if keep else b"", out[: len(out) - keep]
                     if out:
