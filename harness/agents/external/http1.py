@@ -38,6 +38,7 @@ HOP = frozenset(
         "accept-encoding",
         "x-api-key",
         "authorization",
+        "expect",  # the body is sent whole: an interim 100 answer is never asked for
     }
 )
 

@@ -51,6 +51,7 @@ from .wire import Wire
 
 RECORD_DELAY_S = 2.0  # at most this long does recording wait for the relaying to pause
 CLOSE_WAIT_S = 60.0  # at most this long does closing wait for a reply being relayed or drained
+CUT_WAIT_S = 5.0  # then at most this long for the replies it cut to be charged
 _TOO_MANY = b'{"error":{"message":"wholeloop proxy: too many connections","type":"overloaded_error"}}'
 TOO_MANY = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
@@ -188,6 +189,14 @@ class MeteringProxy:
         deadline = time.monotonic() + CLOSE_WAIT_S  # for all of them together
         for thread in list(self._threads):
             thread.join(timeout=max(deadline - time.monotonic(), 0))
+        # Past the wait, a reply still streaming is cut: shutting the provider's socket down ends
+        # the relay's read (closing it would wait on the read's buffer lock for as long as the
+        # provider streams), and the relay charges what was served, estimated, before it ends.
+        for upstream in upstreams:
+            with contextlib.suppress(OSError):
+                upstream.sock.shutdown(socket.SHUT_RDWR)
+        for thread in list(self._threads):
+            thread.join(timeout=CUT_WAIT_S)
         if self._recorder.is_alive():
             self._queue.put(None)
             self._recorder.join(timeout=60)

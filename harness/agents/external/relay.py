@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
 import hmac
 import io
 import socket
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
@@ -289,7 +289,11 @@ class Connection:
             return keep
         encoding = head.get("content-encoding").lower()
         if encoding == "gzip":
-            raw = gzip.decompress(raw)
+            try:
+                raw = gunzip(raw, MAX_BODY)
+            except BadMessage as exc:
+                self.refuse(413 if "large" in str(exc) else 400, str(exc), "encoding", method, target, "refused_target")
+                return False
         elif encoding not in ("", "identity"):
             self.refuse(
                 415,
@@ -357,11 +361,14 @@ class Connection:
         step, out_left = admitted
         before = dict(fields)
         self.wire.prepare(fields, out_left, max_output_tokens(model))
-        if fields != before or changed:  # only then re-encoded, the untouched values copied as they came
-            for k, v in fields.items():
-                if k not in before or before[k] != v:
-                    top[k] = msgspec.Raw(orjson.dumps(v))
-            raw = ENCODER.encode(top)
+        for k, v in fields.items():
+            if k not in before or before[k] != v:
+                top[k] = msgspec.Raw(orjson.dumps(v))
+        for k in before.keys() - fields.keys():  # a limit key that is not a number: removed
+            top.pop(k, None)
+        # Always re-encoded (the values copied as they came): a key given twice goes out once, with
+        # the value that was checked, so no provider's JSON reader can take the other one.
+        raw = ENCODER.encode(top)
         return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model)) and keep
 
     def server_side(self, top: dict[str, msgspec.Raw]) -> tuple[bool, str]:
@@ -441,6 +448,8 @@ class Connection:
                 upstream = proxy.upstream(fresh)
                 upstream.sock.sendall(request)
                 answer = read_head(upstream.rf)
+                while answer is not None and _interim(answer):  # a 1xx before the answer: skipped
+                    answer = read_head(upstream.rf)
                 if answer is not None:
                     break
                 error = "the provider closed the connection"
@@ -465,7 +474,11 @@ class Connection:
         counted = exchange is not None and status < 400
         sse = "text/event-stream" in answer.get("content-type")
         scrub = proxy.scrubber
-        if sse and answer.chunked and not no_body:
+        # Asked for identity, a provider may still encode its answer: it is read whole and inflated
+        # (so it can be scrubbed and metered), or refused when it is not gzip.
+        encoding = answer.get("content-encoding").strip().lower()
+        encoded = encoding not in ("", "identity") and not no_body
+        if sse and answer.chunked and not no_body and not encoded:
             self.send(scrub(head_bytes(line, out + [("transfer-encoding", "chunked")])))
             data = b""
             self.relay_stream(upstream, exchange if counted else None, started)
@@ -477,6 +490,13 @@ class Connection:
             else:  # delimited by the provider closing the connection
                 data = upstream.rf.read()
                 proxy.drop_upstream()
+            if encoded:
+                try:
+                    if encoding != "gzip":
+                        raise BadMessage(f"content-encoding {encoding} was not asked for")
+                    data = gunzip(data, MAX_BODY)
+                except BadMessage as exc:
+                    return self.unreadable(exchange, f"the provider's answer cannot be read: {exc}")
             # charged before the CLI sees the reply, so its next call is checked against it
             if counted and exchange is not None:  # (counted says there is one)
                 try:
@@ -486,8 +506,11 @@ class Connection:
                         for block in exchange.events:
                             feed_events(reader, block)
                         reply = reader.done()
+                        if not reader.complete:  # cut before its usage: what was served, estimated
+                            self.estimated(exchange, reply)
+                        exchange.settled_usage = reply.usage
                     else:
-                        reply = self.wire.reply(orjson.loads(data))
+                        reply = self.read_reply(orjson.loads(data))
                     self.settle(exchange, reply, started)
                 except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
                     exchange.error = f"unreadable reply: {exc}"
@@ -510,6 +533,38 @@ class Connection:
         proxy.record(exchange)
         return True
 
+    def read_reply(self, body: object) -> Reply:
+        """A JSON reply read by the wire; one whose content cannot be read is still its usage."""
+        if not isinstance(body, dict):
+            raise TypeError(f"the reply is a JSON {type(body).__name__}, not an object")
+        try:
+            return self.wire.reply(body)
+        except (AttributeError, TypeError, ValueError):
+            usage = body.get("usage")
+            return Reply(
+                usage=self.wire.usage(usage if isinstance(usage, dict) else None), model=str(body.get("model") or "")
+            )
+
+    def unreadable(self, exchange: Exchange | None, error: str) -> bool:
+        """Answer 502 for a provider's answer the proxy cannot read (so cannot scrub or meter)."""
+        proxy = self.proxy
+        with proxy.lock:
+            proxy.stats.upstream_errors += 1
+            proxy.stats.last_upstream_error = error
+        if exchange is not None:
+            exchange.status, exchange.error = 502, error
+            proxy.record(exchange)
+        self.reply_json(502, self.wire.error_body(f"wholeloop proxy: {error}", "api_error"))
+        return True
+
+    def estimated(self, exchange: Exchange, reply: Reply) -> None:
+        """A stream that ended before its usage event: its usage becomes a tokenizer's estimate."""
+        reply.usage = estimate(exchange.raw, reply, reply.usage)
+        exchange.estimated = True
+        with self.proxy.lock:
+            self.proxy.stats.estimated += 1
+        self.proxy.note({"event": "estimated", "step": exchange.step, "usage": reply.usage.model_dump()})
+
     def settle(self, exchange: Exchange, reply: Reply, started: float) -> None:
         exchange.reply, exchange.latency_s = reply, time.monotonic() - started
         model = exchange.model or reply.model
@@ -525,7 +580,8 @@ class Connection:
         the provider's own figure. A stream that ends before its usage event (the provider cut it)
         is charged what was served, counted with a tokenizer and marked estimated; the client's
         connection is then closed without the last chunk, so it sees the reply incomplete. The real
-        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one."""
+        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one;
+        a chunk framed other than plainly (an extension, which may carry anything) is re-framed."""
         proxy = self.proxy
         scrub = proxy.scrubber
         usage = self.wire.stream()
@@ -550,8 +606,8 @@ class Connection:
                 buf = held + data if held else data
                 out = scrub(buf) if scrub.needles else buf
                 keep = scrub.hold(out) if scrub.needles else 0
-                if not held and not keep and out is data:
-                    self.send(frame)  # the common case: the provider's frame as it came
+                if not held and not keep and out is data and frame.startswith(b"%x\r\n" % len(data)):
+                    self.send(frame)  # the common case: the provider's frame as it came (no extension)
                 else:
                     held, out = out[len(out) - keep :] if keep else b"", out[: len(out) - keep]
                     if out:
@@ -579,15 +635,38 @@ class Connection:
                     feed_events(reader, block)
                 reply = reader.done()
                 if not reader.complete:
-                    reply.usage = estimate(exchange.raw, reply, reply.usage)
-                    exchange.estimated = True
-                    with proxy.lock:
-                        proxy.stats.estimated += 1
-                    proxy.note({"event": "estimated", "step": exchange.step, "usage": reply.usage.model_dump()})
+                    self.estimated(exchange, reply)
                 self.settle(exchange, reply, started)
                 usage.out.usage = reply.usage
             exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
             exchange.settled_usage = usage.out.usage
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """A gzip body inflated, member after member, never past `limit` bytes: BadMessage past it
+    (a small body that inflates to gigabytes is refused before it is held) or when not gzip."""
+    out: list[bytes] = []
+    total = 0
+    while data:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            part = inflater.decompress(data, limit - total + 1)
+        except zlib.error as exc:
+            raise BadMessage(f"the gzip body is malformed ({exc})") from None
+        total += len(part)
+        if total > limit or inflater.unconsumed_tail:
+            raise BadMessage(f"body too large: it inflates past {limit} bytes")
+        if not inflater.eof:
+            raise BadMessage("the gzip body is cut off")
+        out.append(part)
+        data = inflater.unused_data
+    return b"".join(out)
+
+
+def _interim(answer: Head) -> bool:
+    """An interim (1xx) answer, which a real answer follows on the same connection."""
+    parts = answer.line.split(" ", 2)
+    return len(parts) > 1 and len(parts[1]) == 3 and parts[1].startswith("1")
 
 
 def feed_events(reader: StreamReader, block: bytes) -> None:

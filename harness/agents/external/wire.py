@@ -167,7 +167,9 @@ class Wire(ABC):
     def prepare(self, body: dict, out_left: int | None, model_max: int | None = None) -> None:
         """Clamp the reply's length to what is left. When the CLI sent no limit (the model's own
         maximum applies), one is added only if what is left is below that maximum (or, with the
-        maximum unknown, below 16k), so a provider never sees a limit above what the model allows."""
+        maximum unknown, below 16k), so a provider never sees a limit above what the model allows.
+        Every other limit key the request carries is clamped too (a provider may honour either of
+        `max_tokens` and `max_completion_tokens`): one that is not a positive integer is removed."""
         if out_left is None:
             return
         key = self.limit_key(body)
@@ -176,6 +178,14 @@ class Wire(ABC):
             body[key] = max(1, min(asked, out_left))
         elif out_left < (model_max or 16_384):
             body[key] = max(1, out_left)
+        for other in LIMIT_KEYS:
+            if other == key or other not in body:
+                continue
+            given = body[other]
+            if isinstance(given, int) and given > 0:
+                body[other] = max(1, min(given, out_left))
+            else:
+                del body[other]
 
     def limit_key(self, body: dict) -> str:
         return self.clamp_key
@@ -299,6 +309,8 @@ class Anthropic(Wire):
         )
         texts = []
         for block in body.get("content") or []:
+            if not isinstance(block, dict):  # not a content block: skipped (the usage is read already)
+                continue
             if block.get("type") == "text":
                 texts.append(block.get("text", ""))
             elif block.get("type") == "tool_use":
@@ -420,8 +432,8 @@ class OpenAIChat(Wire):
         )
 
     def reply(self, body: dict) -> Reply:
-        choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
+        choice = first if isinstance(first := (body.get("choices") or [{}])[0], dict) else {}
+        message = given if isinstance(given := choice.get("message"), dict) else {}
         out = Reply(
             text=_text_of(message.get("content")),
             usage=self.usage(body.get("usage")),
@@ -429,6 +441,8 @@ class OpenAIChat(Wire):
             model=str(body.get("model") or ""),
         )
         for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
             fn = call.get("function") or {}
             raw = arguments if isinstance(arguments := fn.get("arguments"), str) else orjson.dumps(arguments).decode()
             out.calls.append(Call(str(call.get("id", "")), str(fn.get("name", "")), _parse_args(raw), raw))
@@ -530,7 +544,8 @@ class OpenAIResponses(Wire):
             model=str(body.get("model") or ""),
         )
         for item in body.get("output") or []:
-            self.add_item(out, item)
+            if isinstance(item, dict):
+                self.add_item(out, item)
         return out
 
     @staticmethod
