@@ -183,6 +183,7 @@ def print_gate(r, out) -> None:
     for what, tasks in (
         ("changed content hash, not compared", r.changed),
         ("only in the baseline", r.only_baseline),
+        ("not finished by the candidate", r.unfinished),
         ("only in the candidate", r.only_candidate),
         ("infra errors only on one side", r.unscored),
         ("unknown cost", r.cost_unknown),
