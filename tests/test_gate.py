@@ -331,6 +331,7 @@ def test_a_candidate_that_never_finished_its_lost_tasks_is_not_enough_evidence_n
     # --strict: each is a failure, and the test decides (ten lost of twenty: a regression)
     strict = cli("gate", str(base), str(cand), "--strict")
     assert strict.returncode == 1 and "lost 10" in strict.stdout, strict.stdout
+    assert "tasks the candidate has not finished counted as failures (--strict)" in strict.stdout
     # the cost and time metrics have no figure for a task never finished: still not enough evidence
     r = gate(side(base), side(cand), metric="time", strict=True)
     assert r.verdict == "not_enough_evidence" and "resolve metric only" in r.reason
