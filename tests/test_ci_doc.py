@@ -157,6 +157,34 @@ def test_a_pull_request_whose_failures_are_infra_errors_fails_the_job_instead_of
     assert "--out runs/9" in out and "redo them" in out
 
 
+@pytest.mark.parametrize("dodge", ["cut-short", "changed-specs"])
+@pytest.mark.parametrize("ci", ["github", "gitlab"])
+def test_a_pull_request_that_drops_or_respecifies_its_lost_tasks_fails_the_job(tmp_path, postgres, ci, dodge):
+    # Attack (issue 21, held-out red team rows 22 and 24): the candidate loses six tasks but never
+    # runs them (a run cut short) or changes their specs; the gate says "not enough evidence" (4)
+    # naming them, which the jobs must not turn into a warning.
+    url = postgres.create_database()
+    work = checkout(tmp_path)
+    config = github_steps()[0]["CONFIG"] if ci == "github" else gitlab_jobs()[0]["CONFIG"]
+    fabricate_main(url, work, config, set(range(20)))
+    rows = outcomes(30, set(range(6, 20)), config)
+    if dodge == "cut-short":
+        rows = rows[6:]
+    else:
+        for r in rows[:6]:
+            r.task_hash = "respecified"
+    write_run(work / "runs" / "9", rows, started=datetime(2026, 6, 3, tzinfo=UTC))
+    if ci == "github":
+        [(name, result)] = run_github(work, {"WHOLELOOP_HISTORY_URL": url}, "pull_request", 9, skip=("Run the suite",))
+        ok = result.returncode == 0
+    else:
+        result, ok = run_gitlab(work, {"WHOLELOOP_HISTORY_URL": url}, "gate", "merge_request_event", 9)
+    out = result.stdout + result.stderr
+    assert not ok and result.returncode == 3, out
+    assert "NOT ENOUGH EVIDENCE" in out and "t00, t01, t02, t03, t04, t05" in out, out
+    assert ("not finished in the candidate" if dodge == "cut-short" else "changed spec") in out
+
+
 @pytest.mark.docker
 def test_the_github_job_end_to_end_on_a_demo_task(tmp_path, postgres):
     """Push to main: the run step runs one demo task with gold and indexes it. Pull request: the

@@ -309,6 +309,45 @@ def test_a_candidate_whose_failures_are_infra_errors_is_not_enough_evidence_nami
     assert "REGRESSION" in out and "lost 10" in out and "counted as failures (--strict)" in out
 
 
+def test_a_candidate_that_never_finished_its_lost_tasks_is_not_enough_evidence_naming_them_and_the_resume(tmp_path):
+    # Attack (issue 21, held-out red team rows 23-24): the candidate lost ten tasks, but its run was
+    # cut short before four of them and stopped on abandoned tries (no final row) of six; the old
+    # gate paired the other ten and said "no regression". Now: exit 4 naming them and the resume.
+    cand_rows = outcomes(20, set(range(20)))[4:]
+    for r in cand_rows[:6]:  # t04..t09: an abandoned try (an infra failure, never final)
+        r.outcome, r.resolved, r.final, r.retried = "infra_error", False, False, True
+    base, cand = run_pair(tmp_path, outcomes(20, set(range(20))), cand_rows)
+    done = cli("gate", str(base), str(cand), "--json", str(tmp_path / "gate.json"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    out = done.stdout
+    assert "NOT ENOUGH EVIDENCE" in out and "10 task(s) of the baseline are not finished in the candidate" in out
+    assert "10 not finished by the candidate (t00, t01" in out
+    assert f"redo the candidate's 10 task(s): wholeloop run tasks/demo --out {cand}" in out
+    result = json.loads((tmp_path / "gate.json").read_text())
+    assert result["schema_version"] == gate_module.SCHEMA_VERSION == 3
+    assert result["unfinished"] == [f"t{i:02d}" for i in range(10)] and result["infra_tasks"] == []
+    [redo] = result["redo"]
+    assert redo["side"] == "candidate" and redo["tasks"] == result["unfinished"]
+    # --strict: each is a failure, and the test decides (ten lost of twenty: a regression)
+    strict = cli("gate", str(base), str(cand), "--strict")
+    assert strict.returncode == 1 and "lost 10" in strict.stdout, strict.stdout
+    assert "tasks the candidate has not finished counted as failures (--strict)" in strict.stdout
+    # the cost and time metrics have no figure for a task never finished: still not enough evidence
+    r = gate(side(base), side(cand), metric="time", strict=True)
+    assert r.verdict == "not_enough_evidence" and "resolve metric only" in r.reason
+
+
+def test_a_changed_spec_is_not_enough_evidence_even_with_strict(tmp_path):
+    cand_rows = outcomes(20, set(range(6, 20)))
+    for r in cand_rows[:6]:
+        r.task_hash = "respecified"
+    base, cand = run_pair(tmp_path, outcomes(20, set(range(20))), cand_rows)
+    for strict in ((), ("--strict",)):
+        done = cli("gate", str(base), str(cand), *strict)
+        assert done.returncode == 4, done.stdout + done.stderr
+        assert "6 task(s) have a changed spec" in done.stdout and "t00, t01, t02, t03, t04, t05" in done.stdout
+
+
 def test_infra_errors_on_the_baseline_or_in_one_repeat_are_not_enough_evidence_too(tmp_path):
     base, cand = run_pair(tmp_path / "base-side", _with_infra(20, 3), outcomes(20, set(range(20))))
     r = gate(side(base), side(cand))

@@ -37,7 +37,7 @@ from harness.agents.external.wire import get_wire
 from harness.agents.provider import Call, attribute
 from harness.grading import grade
 from harness.records import ResultRow
-from harness.report.gate import NO_REGRESSION, SideRows, gate
+from harness.report.gate import NO_REGRESSION, REGRESSION, SideRows, gate
 from sandbox import Limits
 
 KEY = "sk-ant-api03-REDTEAM4redteam4REDTEAM4redteam4-QQ9z"
@@ -689,11 +689,6 @@ def _rows(run: str, outcomes: dict[str, tuple[str, str, bool]]) -> list[ResultRo
 TASKS = [f"t{i:02d}" for i in range(12)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the candidate touches the spec of the six tasks it now fails (their content hash changes): they "
-    "are listed as changed and left out of the pairing, and the gate says 'no regression' on the other six",
-)
 def test_the_gate_is_not_dodged_by_changing_the_specs_of_the_regressed_tasks():
     baseline = _rows("base", dict.fromkeys(TASKS, ("resolved", "h", True)))
     candidate = _rows(
@@ -701,13 +696,11 @@ def test_the_gate_is_not_dodged_by_changing_the_specs_of_the_regressed_tasks():
     )
     out = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05)
     assert out.verdict != NO_REGRESSION, out.reason
+    assert out.changed == TASKS[:6] and "changed spec" in out.reason  # named as such
+    strict = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05, strict=True)
+    assert strict.verdict != NO_REGRESSION, strict.reason  # --strict does not make a changed spec a result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a candidate run stopped while its regressed units sat on an abandoned try (infra, never final): "
-    "those trials are incomplete, neither scored nor infra, and drop out of the pairing; 'no regression'",
-)
 def test_the_gate_is_not_dodged_by_abandoned_tries_on_the_regressed_tasks():
     """The candidate's regressed units end on an abandoned try (an infra failure, never final) and
     the run stops before their retry: they must not silently leave the pairing."""
@@ -717,15 +710,16 @@ def test_the_gate_is_not_dodged_by_abandoned_tries_on_the_regressed_tasks():
     )
     out = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05)
     assert out.verdict != NO_REGRESSION, out.reason
+    assert out.unfinished == TASKS[:6] and "not finished" in out.reason
+    strict = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05, strict=True)
+    assert strict.verdict == REGRESSION, strict.reason  # --strict: an unfinished trial is a failure
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a candidate run cut short (it never reached six of the baseline's tasks): the gate pairs the rest, "
-    "lists the six as only-baseline and says 'no regression'; nothing checks the candidate is finished",
-)
 def test_the_gate_is_not_dodged_by_the_regressed_tasks_missing_from_the_candidate():
     baseline = _rows("base", dict.fromkeys(TASKS, ("resolved", "h", True)))
     candidate = _rows("cand", dict.fromkeys(TASKS[6:], ("resolved", "h", True)))
     out = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05)
     assert out.verdict != NO_REGRESSION, out.reason
+    assert out.unfinished == TASKS[:6] and "not finished" in out.reason
+    strict = gate(SideRows("base", "c", baseline), SideRows("cand", "c", candidate), margin=0.05, strict=True)
+    assert strict.verdict == REGRESSION, strict.reason  # --strict: a task never run is a failure

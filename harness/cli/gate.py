@@ -85,13 +85,15 @@ def _suite_of(path: Path) -> str | None:
 @click.option(
     "--strict",
     is_flag=True,
-    help="count infra errors as failures; without it, infra errors on shared tasks are not enough evidence (exit 4)",
+    help="count infra errors (and, for --metric resolve, the baseline's tasks the candidate has not finished) as "
+    "failures; without it, they are not enough evidence (exit 4), as changed specs always are",
 )
 def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, json_out, strict):
     """Is CANDIDATE worse than BASELINE? Paired on the tasks both ran with the same task content
     hash; a one-sided paired sign-flip test. Exit 1: worse by more than --margin at --alpha;
     4: not enough evidence to decide (says how many tasks or repeats would be; or names the shared
-    tasks with infra errors and the `run --out` that redoes them); 0: no regression."""
+    tasks with infra errors, or the baseline's tasks the candidate has not finished, and the
+    `run --out` that redoes them; or the tasks whose spec changed); 0: no regression."""
     from ..history.query import QueryError, parse, resolve
     from ..report.gate import SideRows
     from ..report.gate import gate as decide
@@ -183,6 +185,7 @@ def print_gate(r, out) -> None:
     for what, tasks in (
         ("changed content hash, not compared", r.changed),
         ("only in the baseline", r.only_baseline),
+        ("not finished by the candidate", r.unfinished),
         ("only in the candidate", r.only_candidate),
         ("infra errors only on one side", r.unscored),
         ("unknown cost", r.cost_unknown),
@@ -192,6 +195,8 @@ def print_gate(r, out) -> None:
     say(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
     if r.strict and (r.baseline.infra_errors or r.candidate.infra_errors):
         say("  infra errors counted as failures (--strict)")
+    if r.strict and r.unfinished and r.metric == "resolve":
+        say("  tasks the candidate has not finished counted as failures (--strict)")
     if r.infra_shares:
         say(f"  [yellow]caution: {r.infra_shares}[/]")
     if r.baseline_value is not None:

@@ -24,8 +24,17 @@ the verdict is **not enough evidence** (exit 4) whatever the test says on the ot
 figures are still shown), naming those tasks and the `run --out` that would redo them
 (`infra_tasks`, `redo`); with `strict` (`--strict`) they count as failures and the test decides.
 
+Unfinished and changed tasks. A task of the baseline that the candidate has not finished (no row:
+a run cut short; or a trial without a final row: an abandoned try) is `unfinished`, and a task both
+sides ran whose content hash differs (over all its rows) is `changed`: a candidate that dropped or
+re-specified the tasks it regressed on must not "have no regression". Both make the verdict **not
+enough evidence** (exit 4) like infra errors, naming them (and, for unfinished ones, the
+candidate's resume); with `strict` and the resolve metric an unfinished task counts as failures
+(one failed trial for a task never run), a changed spec never does.
+
 Decision, in this order:
-0. infra errors on shared tasks, not `strict`: **not enough evidence** (exit 4), as above;
+0. infra errors on shared tasks (not `strict`), unfinished tasks (not `strict` with the resolve
+   metric) or changed specs: **not enough evidence** (exit 4), as above;
 1. p < alpha: **regression** (exit 1).
 2. fewer shared tasks than the test needs to ever reach p < alpha (n with 2^-n < alpha: 5 at
    alpha 0.05), or the candidate looks worse than allowed (mean(e) < 0) without p < alpha:
@@ -70,8 +79,10 @@ MAX_REPEATS = 100
 
 REGRESSION, NOT_ENOUGH, NO_REGRESSION = "regression", "not_enough_evidence", "no_regression"
 #: The version of `gate --json` (CI parses it). 1: no version field (before issue 21); 2: adds
-#: `schema_version`, `strict`, `infra_tasks` and `redo` (infra errors on shared tasks: exit 4).
-SCHEMA_VERSION = 2
+#: `schema_version`, `strict`, `infra_tasks` and `redo` (infra errors on shared tasks: exit 4); 3:
+#: adds `unfinished` (the baseline's tasks the candidate has not finished: exit 4), and `changed`
+#: (specs changed between the runs) makes it exit 4 too.
+SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -123,6 +134,7 @@ class GateResult(BaseModel):
     unscored: list[str] = Field(default_factory=list)  # on both sides, but only infra errors on one
     strict: bool = False  # infra errors counted as failures (--strict)
     infra_tasks: list[str] = Field(default_factory=list)  # on both sides, an infra error on one (not strict)
+    unfinished: list[str] = Field(default_factory=list)  # the baseline's, missing or incomplete in the candidate
     redo: list[Redo] = Field(default_factory=list)  # the runs whose resume would redo them
     infra_shares: str = ""  # the sides' infra-error shares differ (compare's rule: compare.infra_shares_differ)
     cost_unknown: list[str] = Field(default_factory=list)  # left out of the cost metric
@@ -231,13 +243,20 @@ class _Task:
         return sum(t.resolved for t in self.trials)
 
 
-def _side(rows: SideRows, strict: bool = False) -> tuple[Side, dict[str, _Task], set[str]]:
+def _side(
+    rows: SideRows, strict: bool = False, fail_unfinished: bool = False
+) -> tuple[Side, dict[str, _Task], set[str]]:
     trials = trials_of(rows.rows)
     complete = [t for t in trials if t.complete]
     infra = sum(t.infra_error for t in complete)
-    kept = [t for t in complete if t.scored or (strict and t.infra_error)]  # strict: infra errors are failures
+    kept = [  # strict: infra errors are failures; fail_unfinished: so are incomplete trials
+        t
+        for t in trials
+        if (t.complete and (t.scored or (strict and t.infra_error))) or (fail_unfinished and not t.complete)
+    ]
     scored = {tid: ts for tid, ts in by_task(kept).items() if ts}
-    tasks = {tid: _Task(ts, {t.final.task_hash for t in ts if t.final is not None}) for tid, ts in scored.items()}
+    hashes = _hashes(rows.rows)
+    tasks = {tid: _Task(ts, hashes[tid]) for tid, ts in scored.items()}
     side = Side(
         name=rows.name,
         config=rows.config,
@@ -252,6 +271,31 @@ def _side(rows: SideRows, strict: bool = False) -> tuple[Side, dict[str, _Task],
         tampering=sorted({t.final.task_id for t in complete if t.final and t.final.tampering}),
     )
     return side, tasks, {t.task_id for t in trials}
+
+
+def _hashes(rows: list[ResultRow]) -> dict[str, set[str]]:
+    """Each task's content hashes, over all its rows (complete trials or not)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        out[row.task_id].add(row.task_hash)
+    return out
+
+
+def unfinished_tasks(baseline: list[ResultRow], candidate: list[ResultRow]) -> list[str]:
+    """The baseline's tasks the candidate has not finished: no row at all (a run cut short), or a
+    trial without a final row (an abandoned try the run stopped before retrying)."""
+    cand = by_task(trials_of(candidate))
+    return sorted(
+        {
+            t.task_id
+            for t in trials_of(baseline)
+            if t.task_id not in cand or not all(x.complete for x in cand[t.task_id])
+        }
+    )
+
+
+def _names(tasks: list[str]) -> str:
+    return ", ".join(tasks[:8]) + (", ..." if len(tasks) > 8 else "")
 
 
 def _transcript(run_dir: str, trials: list[Trial], resolved: bool) -> str:
@@ -299,15 +343,31 @@ def gate(
     strict: bool = False,
 ) -> GateResult:
     """The decision; `margin` is a fraction (0.05: 5 points of resolve rate, or 5 % more cost/time);
-    `strict`: infra errors count as failures (else, on shared tasks, they make it not enough evidence)."""
-    out = _decide(baseline, candidate, metric=metric, margin=margin, alpha=alpha, power=power, strict=strict)
+    `strict`: infra errors (and, for the resolve metric, the baseline's tasks the candidate has not
+    finished) count as failures (else they make it not enough evidence, as changed specs always do)."""
+    unfinished = unfinished_tasks(baseline.rows, candidate.rows)
+    counted = strict and metric == "resolve"  # a task never finished is a failure; it has no cost or time
+    out = _decide(
+        baseline,
+        candidate,
+        metric=metric,
+        margin=margin,
+        alpha=alpha,
+        power=power,
+        strict=strict,
+        fail_unfinished=unfinished if counted else [],
+    )
+    out.unfinished = unfinished
     b_infra, c_infra = infra_by_task(baseline.rows), infra_by_task(candidate.rows)
     if not strict:
         ran_b, ran_c = {t.task_id for t in trials_of(baseline.rows)}, {t.task_id for t in trials_of(candidate.rows)}
         out.infra_tasks = sorted((b_infra | c_infra) & ran_b & ran_c)
-    if out.infra_tasks:
+    open_tasks = [] if counted else unfinished
+    if out.infra_tasks or open_tasks or out.changed:
+        redo_tasks = sorted(set(out.infra_tasks) | set(open_tasks))
         out.redo = infra_redo(
-            [("baseline", baseline.run_dir, b_infra), ("candidate", candidate.run_dir, c_infra)], out.infra_tasks
+            [("baseline", baseline.run_dir, b_infra), ("candidate", candidate.run_dir, c_infra | set(open_tasks))],
+            redo_tasks,
         )
         without = {
             REGRESSION: "a regression",
@@ -315,9 +375,24 @@ def gate(
             NOT_ENOUGH: "not enough evidence either",
         }[out.verdict]
         p = "" if out.p_value is None else f", p = {out.p_value:.3g}"
-        out.reason = (
-            f"{infra_reason(out.infra_tasks, out.redo)} (without them, on {len(out.shared)} task(s): {without}{p})"
-        )
+        why = []
+        if out.infra_tasks:
+            why.append(infra_reason(out.infra_tasks, [r for r in out.redo if set(r.tasks) & set(out.infra_tasks)]))
+        if open_tasks:
+            why.append(
+                f"{len(open_tasks)} task(s) of the baseline are not finished in the candidate ({_names(open_tasks)}: "
+                "missing or incomplete trials, a run cut short): their outcome is unknown, so they are neither "
+                "left out nor guessed; finish the candidate's run (resume it: see below), or count them as "
+                "failures with --strict"
+                + ("" if metric == "resolve" else " (resolve metric only: a task never finished has no cost or time)")
+            )
+        if out.changed:
+            why.append(
+                f"{len(out.changed)} task(s) have a changed spec (a different content hash) in the candidate "
+                f"({_names(out.changed)}): a changed spec is not a result and cannot be paired; review the "
+                "change, and gate against a baseline run of the new specs"
+            )
+        out.reason = f"{'; '.join(why)} (without them, on {len(out.shared)} task(s): {without}{p})"
         out.verdict, out.tasks_needed, out.repeats_needed, out.repeats_note = NOT_ENOUGH, None, None, ""
     return out
 
@@ -331,6 +406,7 @@ def _decide(
     alpha: float,
     power: float,
     strict: bool,
+    fail_unfinished: list[str] | None = None,
 ) -> GateResult:
     """The test's decision on the tasks both sides scored (see the module's docstring)."""
     if metric not in METRICS:
@@ -342,7 +418,12 @@ def _decide(
             f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense"
         )
     base, b_tasks, b_all = _side(baseline, strict)
-    cand, c_tasks, c_all = _side(candidate, strict)
+    cand, c_tasks, c_all = _side(candidate, strict, fail_unfinished=bool(fail_unfinished))
+    for tid in fail_unfinished or []:  # the baseline's tasks the candidate never ran: one failed trial each
+        if tid not in c_all and tid in b_tasks:
+            c_tasks[tid] = _Task([Trial(tid, 0, [])], set(b_tasks[tid].hashes))
+            c_all = c_all | {tid}
+    b_hashes, c_hashes = _hashes(baseline.rows), _hashes(candidate.rows)
     out = GateResult(
         strict=strict,
         metric=metric,
@@ -361,7 +442,7 @@ def _decide(
     out.only_baseline = sorted(b_all - c_all)
     out.only_candidate = sorted(c_all - b_all)
     out.unscored = [t for t in both if t not in b_tasks or t not in c_tasks]
-    out.changed = [t for t in both if t in b_tasks and t in c_tasks and b_tasks[t].hashes != c_tasks[t].hashes]
+    out.changed = [t for t in both if c_hashes.get(t, b_hashes.get(t)) != b_hashes.get(t)]
     paired = [t for t in both if t in b_tasks and t in c_tasks and t not in out.changed]
     for tid in paired:
         b, c = b_tasks[tid], c_tasks[tid]
