@@ -394,8 +394,9 @@ def test_an_external_cli_cannot_write_past_its_disk_limit_through_its_logs_folde
 
 def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task, tmp_path, monkeypatch):
     """The CLI makes its model call (the configured model), fixes the bug, then asks for a model
-    that does not exist (the provider answers 404 "model not found", as a real one does) and exits 1.
-    A refusal of the configured model is the setup's (no retry helps); of one the CLI named itself,
+    that is not the configured one and exits 1. Since issue 21 the metering proxy refuses that call
+    before it leaves (only the configured model may be called), so the provider sees one request. A
+    refusal of the configured model is the setup's (no retry helps); of one the CLI named itself,
     the CLI's: graded."""
     import textwrap
 
@@ -416,9 +417,10 @@ def test_an_external_cli_refused_for_a_model_it_chose_itself_is_graded(tiny_task
         rows = run_rows(
             load_task(tiny_task["spec"]), get_agent("exits-97", config_path=str(path)), tmp_path, infra_retries=0
         )
-        assert len(fake.requests) == 2
+        assert [r.body.get("model") for r in fake.requests] == ["gpt-6.1-sol"]  # the other never left
     _no_infra(rows)
-    assert [(r.outcome, r.model_calls) for r in rows] == [("resolved", 2)]
+    # the refused call reached no model: one model call
+    assert [(r.outcome, r.model_calls) for r in rows] == [("resolved", 1)]
 
 
 @pytest.mark.parametrize("framework", ["vitest", "jest"])
