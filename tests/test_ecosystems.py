@@ -157,3 +157,60 @@ def test_yarn_berry_is_refused_naming_it_unless_install_is_given(tmp_path):
         complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
     cfg, _ = complete(RepoConfig(install=["corepack yarn install --immutable"]), repo, repo.resolve("HEAD"), "vitest")
     assert cfg.install == ["corepack yarn install --immutable"]
+
+
+PNPM_LOCK_V9 = """lockfileVersion: '9.0'
+packages:
+  vitest@4.1.2:
+    resolution: {integrity: sha512-xjR1}
+    engines: {node: ^20.19.0 || >=22.12.0}
+  cac@6.7.14:
+    resolution: {integrity: sha512-b6Il}
+    engines: {node: '>=8'}
+"""
+PNPM_LOCK_V5 = """lockfileVersion: 5.4
+packages:
+  /vitest/0.34.6:
+    resolution: {integrity: sha512-+5Cm}
+    engines:
+      node: '>=v14.18.0'
+    hasBin: true
+"""
+NPM_LOCK = """{"lockfileVersion": 3, "packages": {
+  "node_modules/jest": {"version": "30.0.0", "engines": {
+    "node": "^18.14.0 || ^20.0.0 || ^22.0.0 || >=24.0.0"}},
+  "node_modules/vite": {"version": "7.0.0", "engines": {"node": "^20.19.0 || >=22.12.0"}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "node"),
+    [
+        # unjs/defu at 3942bfbbca: no engines, no .nvmrc, but Vitest 4 in the lockfile needs Node 20
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9}, "node@20"),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V5}, None),
+        ({"package-lock.json": NPM_LOCK}, "node@20"),
+        ({"package-lock.json": NPM_LOCK, ".nvmrc": "22\n"}, "node@22"),
+    ],
+)
+def test_the_node_major_is_the_lowest_every_locked_package_accepts(tmp_path, files, node):
+    """Before, only engines/.nvmrc/.node-version counted: defu (Vitest 4) got Debian's Node 18, on
+    which Vitest 4 does not start."""
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + VITEST + "}", "a.test.ts": "x\n", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None
+    installed = " ".join(cfg.setup[1:])
+    assert (node in installed) if node else ("node@" not in installed), cfg.setup
+
+
+@pytest.mark.parametrize(
+    "pkg",
+    [
+        '{"volta": {"node": "20.11.1"}, ' + VITEST + "}",
+        '{"devEngines": {"runtime": {"name": "node", "version": ">=20"}}, ' + VITEST + "}",
+    ],
+)
+def test_volta_and_dev_engines_name_the_node_version(tmp_path, pkg):
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}"})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None and cfg.setup[1:] == ["npm install -g node@20"]

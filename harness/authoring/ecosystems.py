@@ -187,19 +187,65 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
     return {}
 
 
+# an `engines` entry of a lock file: pnpm's `engines: {node: '>=18'}` (or block style), npm's "engines": {"node": ...}
+_LOCK_ENGINES = re.compile(
+    r"""engines"?\s*:\s*(?:\{[^}\n]*?|\{\s*|\n\s*)"?node"?\s*:\s*['"]?([^'"},\n]+)""", re.IGNORECASE
+)
+
+
+def _lowest_major(text: str) -> int | None:
+    """The lowest Node major a range accepts: "^20.19.0 || >=22.12.0" gives 20, "v20.11.1" 20,
+    ">=18" 18; None when it names no lower bound ("*", "lts/*", "<14")."""
+    lows = []
+    for alternative in text.split("||"):
+        alternative = alternative.strip()
+        match = re.match(r"^[\^~>=v\s]*(\d+)", alternative)
+        if match is None:
+            return None  # an alternative with no lower bound: any Node will do for it
+        lows.append(int(match.group(1)))
+    return min(lows) if lows else None
+
+
+def _lock_node_major(repo: GitRepo, commit: str, root: set[str]) -> tuple[int, str] | None:
+    """The Node major every package of the lock file accepts (the highest of their lowest), and
+    the lock file; pnpm's and npm's lock files record each package's `engines` (yarn's do not)."""
+    for lock in ("pnpm-lock.yaml", *NPM_LOCKS):
+        if lock in root:
+            text = (repo.read(commit, lock) or b"").decode("utf-8", "replace")
+            majors = [m for m in (_lowest_major(r) for r in _LOCK_ENGINES.findall(text)) if m is not None]
+            return (max(majors), f"{lock} (engines of its packages)") if majors else None
+    return None
+
+
 def _node_major(repo: GitRepo, commit: str, root: set[str], pkg: dict) -> tuple[int, str] | None:
-    """The lowest Node major the repository asks for, and where: `engines.node`, else `.nvmrc`, else
-    `.node-version` (the first number in it: ">=20" and "v20.11.1" give 20; "lts/*" none)."""
+    """The Node major the repository needs, and why: the first of `engines.node`, `devEngines`'
+    node runtime, `volta.node`, `.nvmrc` and `.node-version` that names one (its lowest major:
+    ">=20" and "v20.11.1" give 20; "lts/*" none), raised to what the lock file's packages need."""
+    candidates: list[tuple[str, str]] = []
     engines = pkg.get("engines")
-    candidates = [(str(engines.get("node", "")), "package.json engines.node")] if isinstance(engines, dict) else []
+    if isinstance(engines, dict):
+        candidates.append((str(engines.get("node", "")), "package.json engines.node"))
+    dev = pkg.get("devEngines")
+    runtimes = dev.get("runtime") if isinstance(dev, dict) else None
+    for runtime in runtimes if isinstance(runtimes, list) else [runtimes]:
+        if isinstance(runtime, dict) and runtime.get("name") == "node":
+            candidates.append((str(runtime.get("version", "")), "package.json devEngines.runtime"))
+    volta = pkg.get("volta")
+    if isinstance(volta, dict):
+        candidates.append((str(volta.get("node", "")), "package.json volta.node"))
     for name in (".nvmrc", ".node-version"):
         if name in root:
-            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace"), name))
+            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace").strip(), name))
+    declared = None
     for text, where in candidates:
-        match = re.search(r"(\d+)", text)
-        if match:
-            return int(match.group(1)), where
-    return None
+        major = _lowest_major(text) if text else None
+        if major is not None:
+            declared = (major, where)
+            break
+    locked = _lock_node_major(repo, commit, root)
+    if declared is None or (locked is not None and locked[0] > declared[0]):
+        return locked
+    return declared
 
 
 def _package_manager(root: set[str], pkg: dict) -> tuple[str, str | None]:
