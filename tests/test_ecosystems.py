@@ -214,3 +214,32 @@ def test_volta_and_dev_engines_name_the_node_version(tmp_path, pkg):
     repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}"})
     cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
     assert cfg.setup is not None and cfg.setup[1:] == ["npm install -g node@20"]
+
+
+@pytest.mark.parametrize(
+    ("files", "pkg_extra", "shared"),
+    [
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9}, "", ["package.json", "pnpm-lock.yaml"]),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, ".npmrc": "x=1\n"}, "", ["package.json", "pnpm-lock.yaml", ".npmrc"]),
+        (
+            {"pnpm-lock.yaml": PNPM_LOCK_V9, "pnpm-workspace.yaml": "onlyBuiltDependencies: [esbuild]\n"},
+            "",
+            ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml"],
+        ),
+        ({"package-lock.json": NPM_LOCK}, "", ["package.json", "package-lock.json"]),
+        ({"yarn.lock": "# yarn lockfile v1\n"}, "", ["package.json", "yarn.lock"]),
+        # what an install of these files alone cannot do: workspaces, a pnpmfile, no lock file
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, "pnpm-workspace.yaml": "packages: [pkgs/*]\n"}, "", None),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, ".pnpmfile.cjs": "module.exports = {}\n"}, "", None),
+        ({"package-lock.json": NPM_LOCK}, '"workspaces": ["a"], ', None),
+        ({}, "", None),
+    ],
+)
+def test_a_locked_install_is_shared_by_the_tasks_of_one_lock_file(tmp_path, files, pkg_extra, shared):
+    """Before, every task image of the pnpm repository ran `pnpm install` (332 of the check's 441 s)."""
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + pkg_extra + VITEST + "}", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.dependency_files == shared
+    # an install of its own is run with the whole repository, as given
+    cfg, _ = complete(RepoConfig(install=["pnpm i && pnpm build"]), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.dependency_files is None

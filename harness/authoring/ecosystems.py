@@ -282,12 +282,33 @@ def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, 
     else:
         install = "npm ci" if any(p in root for p in NPM_LOCKS) else "npm install"
     setup = [_apt("nodejs", "npm")] + ([f"npm install -g {' '.join(globals_)}"] if globals_ else [])
-    return {
+    out = {
         "setup": setup,
         "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
         "install": [install],
         "visible_test_command": "npx vitest run" if detected.parser == "vitest" else "npx jest",
     }
+    shared = _dependency_files(repo, commit, root, pkg, manager)
+    if shared and config.install is None:
+        out["dependency_files"] = shared
+    return out
+
+
+def _dependency_files(repo: GitRepo, commit: str, root: set[str], pkg: dict, manager: str) -> list[str] | None:
+    """What the detected install reads, when it reads nothing else: package.json (the image keeps
+    only the keys an install reads), the lock file and the manager's settings. None (each task
+    installs with the whole repository) without a lock file, or with workspaces or a pnpmfile."""
+    lock = {"pnpm": ["pnpm-lock.yaml"], "yarn": ["yarn.lock"]}.get(manager, list(NPM_LOCKS))
+    locks = [name for name in lock if name in root]
+    if not locks or "workspaces" in pkg or ".pnpmfile.cjs" in root:
+        return None
+    files = ["package.json", *locks]
+    if "pnpm-workspace.yaml" in root:
+        settings = (repo.read(commit, "pnpm-workspace.yaml") or b"").decode("utf-8", "replace")
+        if re.search(r"^packages\s*:", settings, re.MULTILINE):
+            return None  # a workspace: its packages' files are needed too
+        files.append("pnpm-workspace.yaml")  # pnpm 10's settings (onlyBuiltDependencies, ...)
+    return files + [name for name in (".npmrc", ".yarnrc") if name in root]
 
 
 def complete(config: RepoConfig, repo: GitRepo, commit: str, parser: str) -> tuple[RepoConfig, str | None]:
