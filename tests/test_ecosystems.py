@@ -243,3 +243,35 @@ def test_a_locked_install_is_shared_by_the_tasks_of_one_lock_file(tmp_path, file
     # an install of its own is run with the whole repository, as given
     cfg, _ = complete(RepoConfig(install=["pnpm i && pnpm build"]), repo, repo.resolve("HEAD"), "vitest")
     assert cfg.dependency_files is None
+
+
+GO_MOD_REQUIRES = """module example.com/m
+
+go 1.18
+
+require github.com/google/uuid v1.6.0
+
+require (
+	golang.org/x/text v0.14.0 // indirect
+	example.com/m/sub v0.0.0 // replaced below: a directory of this repository
+)
+
+replace example.com/m/sub => ./sub
+"""
+
+
+def test_a_go_module_needing_modules_no_proxy_serves_is_refused_naming_them_unless_vendored(tmp_path):
+    """Before, it was mined and every task's install failed in the image (GOPROXY=off) with go's
+    own message about a missing module, one task at a time."""
+    repo = make_repo(tmp_path / "m", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n"})
+    with pytest.raises(UnsupportedRepository, match="github.com/google/uuid, golang.org/x/text") as caught:
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "go")
+    assert "example.com/m/sub" not in str(caught.value) and "vendor" in str(caught.value)
+    vendored = make_repo(
+        tmp_path / "v", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n", "vendor/modules.txt": "# x\n"}
+    )
+    cfg, _ = complete(RepoConfig(), vendored, vendored.resolve("HEAD"), "go")
+    assert cfg.env["GOFLAGS"] == "-mod=vendor"
+    # a wholeloop.yaml that says how to get them (a proxy in env, its own setup) is trusted
+    cfg, _ = complete(RepoConfig(env={"GOPROXY": "https://proxy.example"}), repo, repo.resolve("HEAD"), "go")
+    assert cfg.env["GOPROXY"] == "https://proxy.example"

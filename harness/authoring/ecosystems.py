@@ -145,6 +145,18 @@ def detect(repo: GitRepo, commit: str) -> Detected:
     )
 
 
+def _go_requires(text: str) -> list[str]:
+    """The modules go.mod requires (single lines and blocks, indirect ones too), less those a
+    `replace` points at a directory of the repository."""
+    text = re.sub(r"//[^\n]*", "", text)
+    local = {m.group(1) for m in re.finditer(r"^\s*(?:replace\s+)?(\S+)(?:\s+\S+)?\s*=>\s*\.{1,2}/", text, re.M)}
+    required: list[str] = []
+    for block in re.finditer(r"^require\s*\(([^)]*)\)", text, re.M):
+        required += [line.split()[0] for line in block.group(1).splitlines() if line.split()]
+    required += re.findall(r"^require\s+([^\s(]+)\s+\S+", text, re.M)
+    return sorted({r for r in required if r not in local})
+
+
 def _go_version(text: str) -> tuple[int, int] | None:
     match = _GO_LINE.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -161,6 +173,12 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
             raise ToolchainTooOld(
                 f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; "
                 f"the image's Go (Debian's golang-go) is {DEBIAN_GO[0]}.{DEBIAN_GO[1]}"
+            )
+        needed = _go_requires((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
+        if needed and "vendor/modules.txt" not in root and not own_toolchain and "GOPROXY" not in config.env:
+            raise UnsupportedRepository(
+                f"{repo.source} at {commit[:10]}: go.mod requires {', '.join(needed)}, which no module proxy "
+                "this machine reaches serves, and the repository has no vendor/ (`go mod vendor` makes one)"
             )
         env = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"}
         if not own_toolchain:
