@@ -100,8 +100,13 @@ def test_go_vendor_and_a_too_new_go_line(tmp_path):
     assert cfg.env["GOFLAGS"] == "-mod=vendor" and cfg.env["CGO_ENABLED"] == "0"
     assert cfg.setup and "golang-go" in cfg.setup[0]
 
-    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.22.3"), "n.go": "package n\n"})
-    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.22; the image's Go .* is 1.19"):
+    # newer than bookworm's 1.19: the oldest of bookworm-backports' Go that is new enough
+    newer = make_repo(tmp_path / "b", {"go.mod": GO_MOD.format(version="1.22.3"), "b.go": "package b\n"})
+    cfg, _ = complete(RepoConfig(), newer, newer.resolve("HEAD"), "go")
+    assert cfg.setup is not None and "bookworm-backports" in cfg.setup[0] and "golang-1.22-go" in cfg.setup[0]
+    assert "ln -sf /usr/lib/go-1.22/bin/go /usr/local/bin/go" in cfg.setup[0]
+    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.24"), "n.go": "package n\n"})
+    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.24; the newest Go of Debian bookworm.* is 1.23"):
         complete(RepoConfig(), new, new.resolve("HEAD"), "go")
     # a wholeloop.yaml that brings its own toolchain is trusted, its keys and env win
     own = RepoConfig(image="golang:1.22", setup=[], env={"GOPROXY": "direct"})
