@@ -280,3 +280,47 @@ def test_a_go_module_needing_modules_no_proxy_serves_is_refused_naming_them_unle
     # a wholeloop.yaml that says how to get them (a proxy in env, its own setup) is trusted
     cfg, _ = complete(RepoConfig(env={"GOPROXY": "https://proxy.example"}), repo, repo.resolve("HEAD"), "go")
     assert cfg.env["GOPROXY"] == "https://proxy.example"
+
+
+CARGO_LOCK = """version = 3
+
+[[package]]
+name = "itoa"
+version = "1.0.11"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "mine"
+version = "0.1.0"
+dependencies = ["itoa", "serde"]
+
+[[package]]
+name = "serde"
+version = "1.0.200"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+"""
+
+
+def test_a_crate_with_registry_dependencies_is_refused_naming_them_unless_vendored(tmp_path):
+    """Before, it was mined and every task's install failed offline (`cargo test --offline`) with
+    cargo's "no matching package" message, one task at a time."""
+    crate = {"Cargo.toml": '[package]\nname = "mine"\nversion = "0.1.0"\n', "src/lib.rs": "\n"}
+    repo = make_repo(tmp_path / "c", {**crate, "Cargo.lock": CARGO_LOCK})
+    with pytest.raises(UnsupportedRepository, match=r"itoa 1\.0\.11, serde 1\.0\.200.*vendor"):
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    vendored = make_repo(
+        tmp_path / "v",
+        {
+            **crate,
+            "Cargo.lock": CARGO_LOCK,
+            ".cargo/config.toml": '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+            '[source.vendored-sources]\ndirectory = "vendor"\n',
+            "vendor/itoa/Cargo.toml": "x\n",
+        },
+    )
+    cfg, _ = complete(RepoConfig(), vendored, vendored.resolve("HEAD"), "cargo")
+    assert cfg.install == ["cargo test --offline --locked --no-run"]
+    # no dependency at all: nothing to vendor; Debian's newer cargo (cargo-web) builds it
+    alone = make_repo(tmp_path / "a", crate)
+    cfg, _ = complete(RepoConfig(), alone, alone.resolve("HEAD"), "cargo")
+    assert cfg.setup is not None and "cargo-web" in cfg.setup[0]

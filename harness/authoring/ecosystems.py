@@ -161,6 +161,26 @@ def _go_requires(text: str) -> list[str]:
     return sorted({r for r in required if r not in local})
 
 
+def _cargo_fetched(lock: str) -> list[str]:
+    """ "name version" of every Cargo.lock package with a `source` (a registry or git): what an
+    offline build needs from elsewhere."""
+    out = []
+    for block in lock.split("[[package]]")[1:]:
+        fields = dict(re.findall(r'^(name|version|source)\s*=\s*"([^"]*)"', block, re.M))
+        if "source" in fields:
+            out.append(f"{fields.get('name', '?')} {fields.get('version', '?')}")
+    return out
+
+
+def _cargo_vendored(repo: GitRepo, commit: str) -> bool:
+    """Does the repository's cargo configuration replace crates.io with a directory source?"""
+    for name in (".cargo/config.toml", ".cargo/config"):
+        text = (repo.read(commit, name) or b"").decode("utf-8", "replace")
+        if re.search(r"replace-with\s*=", text) and re.search(r"^directory\s*=", text, re.M):
+            return True
+    return False
+
+
 def _go_version(text: str) -> tuple[int, int] | None:
     match = _GO_LINE.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -207,8 +227,16 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         }
     if detected.language == "rust":
         locked = " --locked" if "Cargo.lock" in root else ""
+        fetched = _cargo_fetched((repo.read(commit, "Cargo.lock") or b"").decode("utf-8", "replace"))
+        if fetched and not own_toolchain and not _cargo_vendored(repo, commit):
+            shown = ", ".join(fetched[:6]) + (f" and {len(fetched) - 6} more" if len(fetched) > 6 else "")
+            raise UnsupportedRepository(
+                f"{repo.source} at {commit[:10]}: Cargo.lock needs {shown} from a registry or git, which "
+                "cargo cannot fetch offline; vendor them (`cargo vendor` and its .cargo/config.toml source), "
+                f"or give {CONFIG_NAME} a setup that provides them"
+            )
         return {
-            "setup": [_apt("rustc", "cargo")],
+            "setup": [_apt("rustc-web", "cargo-web")],  # bookworm's rustc/cargo (1.63) are too old for most crates
             "env": {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"},
             "install": [f"cargo test --offline{locked} --no-run"],
             "visible_test_command": "cargo test --offline",
