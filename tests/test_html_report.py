@@ -300,3 +300,23 @@ def test_axis_labels_take_as_few_decimals_as_tell_ticks_apart():
     assert axis_labels([0, 30, 60, 90], "seconds") == ["0s", "30s", "60s", "90s"]
     assert axis_labels([0, 0.02, 0.04], "seconds") == ["0s", "0.02s", "0.04s"]
     assert axis_labels([0, 600, 1200], "seconds") == ["0m", "10m", "20m"]
+
+
+def test_a_noop_control_reads_as_a_control_with_nothing_resolved(tmp_path):
+    """The noop control resolves nothing at $0: its cost per resolved task is 'n/a (none resolved)'
+    as the terminal says (it read 'unknown'), and its scaffold is a control, not the tool agent."""
+    run = tmp_path / "run"
+    fabricate_run(run, tasks=3, configs=["noop"], repeats=1, seed=5)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["agent"] = {"agent": "noop", "model": None}
+    write_json(run / "manifest.json", manifest)
+    folder = RunFolder(run)
+    rows = folder.rows()
+    folder.results_path.unlink()
+    for row in rows:
+        row.outcome, row.resolved, row.cost_usd, row.model = "unresolved", False, 0.0, None
+        folder.append(row)
+    html = write_html([run], tmp_path / "noop.html", figures=_figures([run])).read_text()
+    assert "n/a (none resolved)" in html
+    assert "a control that changes nothing" in html
+    assert "wholeloop&#39;s tool-calling agent" not in html and "wholeloop's tool-calling agent" not in html

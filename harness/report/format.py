@@ -19,6 +19,17 @@ def usd(value: float | None) -> str:
     return f"${value:.4f}" if abs(value) < 1 else f"${value:,.2f}"
 
 
+def usd_interval(interval: dict | None) -> str:
+    """An interval's value in dollars as the terminal says it: 'unknown' when a price was unknown,
+    'n/a (none resolved)' for a cost per resolved task with nothing resolved, else `usd`."""
+    iv = interval or {}
+    if iv.get("unknown"):
+        return "unknown"
+    if iv.get("value") is None:
+        return "n/a (none resolved)" if iv.get("unbounded") else "n/a"
+    return usd(iv["value"])
+
+
 def seconds(value: float | None) -> str:
     """3.5s, 12.3m (from two minutes), 2.1h (from two hours); '-' when there is none."""
     if value is None:
