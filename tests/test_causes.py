@@ -305,3 +305,159 @@ def test_every_cause_has_a_rule_test(cause):
 
     source = inspect.getsource(sys.modules[__name__])
     assert f"Cause.{cause.name}" in source
+
+
+# ---------------------------------------------------------------- through the built-in agent
+
+
+AGENT_GOLD = TaskFacts(gold_files={"calc.py"}, fail_to_pass=["test_calc.py::test_add", "test_calc.py::test_sub"])
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
+    (root / "test_calc.py").write_text(
+        "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 1) == 3\n\n\n"
+        "def test_sub():\n    assert sub(2, 1) == 1\n"
+    )
+    return root
+
+
+FIX = {
+    "command": "str_replace",
+    "path": "calc.py",
+    "old_str": "    return a - b\n\n\ndef sub",
+    "new_str": "    return a + b\n\n\ndef sub",
+}
+
+
+def _turn(name, args):
+    from harness.models import tool_turn
+
+    return tool_turn(name, args)  # its call id is the tool's name: ids repeat, as in many recordings
+
+
+PLANS = {
+    Cause.never_ran_tests: [("edit", FIX), ("submit", {})],
+    Cause.submitted_failing: [("run_tests", {}), ("submit", {})],
+    Cause.broke_syntax_or_import: [
+        (
+            "edit",
+            {
+                "command": "str_replace",
+                "path": "calc.py",
+                "old_str": "return a - b\n\n\ndef sub",
+                "new_str": "return (a +\n\n\ndef sub",
+            },
+        ),
+        ("run_tests", {}),
+        ("submit", {}),
+    ],
+    Cause.edited_elsewhere: [
+        ("edit", {"command": "create", "path": "NOTES.md", "file_text": "add is wrong\n"}),
+        ("run_tests", {}),
+        ("submit", {}),
+    ],
+    Cause.partial_fix: [
+        ("run_tests", {}),
+        ("edit", FIX),
+        ("run_tests", {}),
+        ("bash", {"command": "cat calc.py"}),
+        ("submit", {}),
+    ],
+    Cause.looped: [
+        ("bash", {"command": "cat calc.py"}),
+        ("bash", {"command": "cd . && cat calc.py"}),
+        ("bash", {"command": "cat  calc.py | head -50"}),
+        ("edit", FIX),
+        ("run_tests", {}),
+        ("submit", {}),
+    ],
+    Cause.gave_up_early: [("submit", {})],
+    Cause.environment_confusion: [
+        ("bash", {"command": "python3 -c 'import wholeloop_missing_module_x'"}),
+        ("edit", FIX),
+        ("run_tests", {}),
+        ("submit", {}),
+    ],
+    Cause.tool_misuse: [
+        ("edit", {"command": "str_replace", "path": "calc.py", "old_str": "nope", "new_str": "x"}),
+        ("edit", {"command": "view"}),
+        ("edit", {"command": "str_replace", "path": "calc.py", "old_str": "return a - b", "new_str": "x"}),
+        ("edit", FIX),
+        ("run_tests", {}),
+        ("submit", {}),
+    ],
+}
+CORRECT = [
+    ("run_tests", {}),
+    ("edit", FIX),
+    (
+        "edit",
+        {
+            "command": "str_replace",
+            "path": "calc.py",
+            "old_str": "def sub(a, b):\n    return a - b",
+            "new_str": "def sub(a, b):\n    return a - b  # right",
+        },
+    ),
+    ("run_tests", {}),
+    ("submit", {}),
+]
+
+
+def run_plan(plan, repo, tmp_path):
+    """The built-in agent (ToolAgent) driven by a scripted model in a sandbox over a local folder;
+    the patch event is what the runner would write from the sandbox's changes."""
+    import sys
+
+    from support.fakesandbox import LocalSandbox
+
+    from harness.agents import AgentContext
+    from harness.agents.config import load_agent_config
+    from harness.agents.loop import ToolAgent
+    from harness.models import ScriptedModel
+    from harness.tasks import Task
+    from harness.transcript import PatchEvent, TranscriptWriter, read_transcript
+
+    task = Task.model_validate(
+        {
+            "id": "t",
+            "repo": "r",
+            "base_commit": "c",
+            "problem_statement": "add() subtracts",
+            "test_command": f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py",
+            "hidden_tests": {"command": "pytest"},
+            "FAIL_TO_PASS": AGENT_GOLD.fail_to_pass,
+        }
+    )
+    path = tmp_path / "transcript.jsonl"
+    with LocalSandbox(repo) as box, TranscriptWriter(path, secrets=[], fsync=False) as tw:
+        result = ToolAgent(ScriptedModel([_turn(n, a) for n, a in plan]), load_agent_config()).run(
+            AgentContext(task=task, sandbox=box, transcript=tw)
+        )
+        tw.write(PatchEvent(attempt=1, bytes=1, files=sorted(c.path for c in box.changes())))
+    return result, read_transcript(path)
+
+
+@pytest.mark.parametrize("cause", list(PLANS), ids=[c.value for c in PLANS])
+def test_a_scripted_model_that_shows_a_cause_gets_it_through_the_built_in_agent(cause, repo, tmp_path):
+    result, events = run_plan(PLANS[cause], repo, tmp_path)
+    f2p = (1, 2) if cause == Cause.partial_fix else (0, 2)
+    outcome = Outcome.empty_patch if cause == Cause.gave_up_early else Outcome.unresolved
+    findings = {f.cause: f for f in causes_of(events, row(outcome, stop=result.stop_reason, f2p=f2p), AGENT_GOLD)}
+    assert cause in findings, findings
+    by_seq = {e.seq: e for e in events}
+    for evidence in findings[cause].evidence:  # every quoted event is in the transcript
+        if evidence.source == "transcript":
+            assert evidence.seq in by_seq and evidence.quote
+
+
+def test_a_correct_solution_through_the_built_in_agent_gets_none(repo, tmp_path):
+    result, events = run_plan(CORRECT, repo, tmp_path)
+    assert [e.green for e in events if e.type == "test_run"] == [False, True]
+    assert causes_of(events, row(Outcome.resolved, stop=result.stop_reason, f2p=(2, 2)), AGENT_GOLD) == []
+    # nothing in how it worked is a cause, whatever the grade said
+    assert causes_of(events, row(Outcome.unresolved, stop=result.stop_reason, f2p=(0, 2)), AGENT_GOLD) == []

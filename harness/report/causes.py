@@ -180,7 +180,7 @@ class _Attempt:
     """One attempt's events, sorted into what the rules read."""
 
     calls: list[ToolCallEvent] = field(default_factory=list)
-    results: dict[str, ToolResultEvent] = field(default_factory=dict)
+    results: dict[int, ToolResultEvent] = field(default_factory=dict)  # a call's seq -> its result
     tests: list[tuple[ToolCallEvent, ToolResultEvent | None, TestRun | None]] = field(default_factory=list)
     patch: PatchEvent | None = None
     stop: Stop | None = None
@@ -193,12 +193,16 @@ def _sort(events: list) -> _Attempt:
     at = _Attempt()
     runs: dict[int, TestRun] = {}
     steps = set()
+    waiting: dict[str, ToolCallEvent] = {}  # call ids repeat (a scripted model's, some CLIs'): the latest call's
     for e in events:
         if isinstance(e, ToolCallEvent):
             at.calls.append(e)
             steps.add(e.step)
+            waiting[e.call_id] = e
         elif isinstance(e, ToolResultEvent):
-            at.results[e.call_id] = e
+            call = waiting.pop(e.call_id, None)
+            if call is not None:
+                at.results[call.seq] = e
         elif isinstance(e, TestRun):
             runs[e.step] = e
         elif isinstance(e, PatchEvent):
@@ -206,7 +210,7 @@ def _sort(events: list) -> _Attempt:
         elif isinstance(e, Stop):
             at.stop = e
     for call in at.calls:
-        result = at.results.get(call.call_id)
+        result = at.results.get(call.seq)
         if is_edit(call) and result is not None and not is_refused(result) and result.exit_code in (None, 0):
             at.edits += 1
             if at.first_edit_seq is None:
@@ -287,7 +291,7 @@ def _broke(at: _Attempt, row: ResultRow, grading_output: str) -> Finding | None:
     evidence: list[Evidence] = []
     before: set[str] = set()
     for call in at.calls:
-        result = at.results.get(call.call_id)
+        result = at.results.get(call.seq)
         if result is None:
             continue
         hits = [(n, line) for n, line in enumerate(result.output.splitlines(), 1) if introduced(line)]
@@ -344,7 +348,7 @@ def _looped(at: _Attempt) -> Finding | None:
     edits: dict[str, list[ToolCallEvent]] = {}
     for call in at.calls:
         key = action_key(call)
-        result = at.results.get(call.call_id)
+        result = at.results.get(call.seq)
         editing = is_edit(call)
         seen = (edits if editing else segment).setdefault(key, [])
         seen.append(call)
@@ -380,7 +384,7 @@ def _environment_confusion(at: _Attempt) -> Finding | None:
         command = command_of(call)
         if command and _INSTALL.search(command):
             evidence.append(Evidence(seq=call.seq, step=call.step, quote=_quote(f"$ {command}")))
-        result = at.results.get(call.call_id)
+        result = at.results.get(call.seq)
         if result is None:
             continue
         for _, line, m in _lines(result.output, _MISSING_MODULE) + _lines(result.output, _NOT_FOUND):
@@ -398,7 +402,7 @@ def _environment_confusion(at: _Attempt) -> Finding | None:
 
 
 def _tool_misuse(at: _Attempt) -> Finding | None:
-    refused = [r for c in at.calls if (r := at.results.get(c.call_id)) is not None and is_refused(r)]
+    refused = [r for c in at.calls if (r := at.results.get(c.seq)) is not None and is_refused(r)]
     if len(refused) < TOOL_ERRORS:
         return None
     names = sorted({r.name for r in refused})
