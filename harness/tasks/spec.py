@@ -423,8 +423,12 @@ def load_task(path: Path) -> Task:
     return task
 
 
-def spec_files(paths: list[str | Path]) -> list[Path]:
-    """Spec files named directly or found (recursively) in the named folders, sorted."""
+def spec_files(paths: str | Path | list[str | Path]) -> list[Path]:
+    """Spec files named directly or found (recursively) in the named folders, sorted.
+
+    One path may be given bare: a string is a path, never a sequence of one-letter paths."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -437,7 +441,7 @@ def spec_files(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-def load_tasks(paths: list[str | Path]) -> list[Task]:
+def load_tasks(paths: str | Path | list[str | Path]) -> list[Task]:
     """All tasks under `paths`; raises TaskSpecError listing every bad file, or duplicate ids."""
     tasks: list[Task] = []
     problems: list[str] = []
