@@ -324,3 +324,17 @@ def test_a_crate_with_registry_dependencies_is_refused_naming_them_unless_vendor
     alone = make_repo(tmp_path / "a", crate)
     cfg, _ = complete(RepoConfig(), alone, alone.resolve("HEAD"), "cargo")
     assert cfg.setup is not None and "cargo-web" in cfg.setup[0]
+
+
+def test_a_crate_without_a_lock_file_is_refused_naming_what_cargo_toml_needs(tmp_path):
+    """dtolnay/itoa commits no Cargo.lock; its dev-dependency criterion (under a target table) cannot
+    be fetched offline. Before, it was mined and its install failed in the image."""
+    toml = (
+        '[package]\nname = "itoa"\nversion = "1.0.18"\n\n[dependencies]\nno-panic = { version = "0.1", optional = true }\n'
+        'local = { path = "local" }\n\n'
+        "[target.'cfg(not(miri))'.dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false }\n"
+    )
+    repo = make_repo(tmp_path / "c", {"Cargo.toml": toml, "src/lib.rs": "\n"})
+    with pytest.raises(UnsupportedRepository, match=r"Cargo.toml needs criterion from a registry") as caught:
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    assert "no-panic" not in str(caught.value) and "local" not in str(caught.value)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from dataclasses import dataclass, field
 
 from .environment import CONFIG_NAME, EnvironmentNotInferred, RepoConfig
@@ -172,6 +173,28 @@ def _cargo_fetched(lock: str) -> list[str]:
     return out
 
 
+def _cargo_toml_fetched(text: str) -> list[str]:
+    """With no Cargo.lock: the crates Cargo.toml's dependency tables (target ones too) need that are
+    neither optional nor a path in the repository."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    tables = [data]
+    targets = data.get("target")
+    if isinstance(targets, dict):
+        tables += [t for t in targets.values() if isinstance(t, dict)]
+    out = set()
+    for table in tables:
+        for kind in ("dependencies", "dev-dependencies", "build-dependencies"):
+            deps = table.get(kind)
+            for name, spec in deps.items() if isinstance(deps, dict) else []:
+                if isinstance(spec, dict) and ("path" in spec or spec.get("optional") or spec.get("workspace")):
+                    continue
+                out.add(name)
+    return sorted(out)
+
+
 def _cargo_vendored(repo: GitRepo, commit: str) -> bool:
     """Does the repository's cargo configuration replace crates.io with a directory source?"""
     for name in (".cargo/config.toml", ".cargo/config"):
@@ -227,11 +250,16 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         }
     if detected.language == "rust":
         locked = " --locked" if "Cargo.lock" in root else ""
-        fetched = _cargo_fetched((repo.read(commit, "Cargo.lock") or b"").decode("utf-8", "replace"))
+        if "Cargo.lock" in root:
+            where = "Cargo.lock"
+            fetched = _cargo_fetched((repo.read(commit, "Cargo.lock") or b"").decode("utf-8", "replace"))
+        else:
+            where = "Cargo.toml"
+            fetched = _cargo_toml_fetched((repo.read(commit, "Cargo.toml") or b"").decode("utf-8", "replace"))
         if fetched and not own_toolchain and not _cargo_vendored(repo, commit):
             shown = ", ".join(fetched[:6]) + (f" and {len(fetched) - 6} more" if len(fetched) > 6 else "")
             raise UnsupportedRepository(
-                f"{repo.source} at {commit[:10]}: Cargo.lock needs {shown} from a registry or git, which "
+                f"{repo.source} at {commit[:10]}: {where} needs {shown} from a registry or git, which "
                 "cargo cannot fetch offline; vendor them (`cargo vendor` and its .cargo/config.toml source), "
                 f"or give {CONFIG_NAME} a setup that provides them"
             )
