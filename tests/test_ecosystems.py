@@ -335,6 +335,7 @@ def test_a_crate_without_a_lock_file_is_refused_naming_what_cargo_toml_needs(tmp
         "[target.'cfg(not(miri))'.dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false }\n"
     )
     repo = make_repo(tmp_path / "c", {"Cargo.toml": toml, "src/lib.rs": "\n"})
-    with pytest.raises(UnsupportedRepository, match=r"Cargo.toml needs criterion from a registry") as caught:
+    # optional ones count: at 92a899ded4 the image build said "no matching package named `no-panic` found"
+    with pytest.raises(UnsupportedRepository, match=r"Cargo.toml needs criterion, no-panic from a registry") as caught:
         complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
-    assert "no-panic" not in str(caught.value) and "local" not in str(caught.value)
+    assert "local" not in str(caught.value)

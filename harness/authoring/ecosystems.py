@@ -174,8 +174,8 @@ def _cargo_fetched(lock: str) -> list[str]:
 
 
 def _cargo_toml_fetched(text: str) -> list[str]:
-    """With no Cargo.lock: the crates Cargo.toml's dependency tables (target ones too) need that are
-    neither optional nor a path in the repository."""
+    """With no Cargo.lock: the crates Cargo.toml's dependency tables (target ones too) name that are
+    not a path in the repository (optional ones too: cargo resolves them all to write the lock file)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -189,7 +189,7 @@ def _cargo_toml_fetched(text: str) -> list[str]:
         for kind in ("dependencies", "dev-dependencies", "build-dependencies"):
             deps = table.get(kind)
             for name, spec in deps.items() if isinstance(deps, dict) else []:
-                if isinstance(spec, dict) and ("path" in spec or spec.get("optional") or spec.get("workspace")):
+                if isinstance(spec, dict) and ("path" in spec or spec.get("workspace")):
                     continue
                 out.add(name)
     return sorted(out)
