@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox import BuiltImage, Snapshot, cached_snapshot
-from sandbox.docker import env_image, existing_task_image, task_image
+from sandbox.docker import deps_image, env_image, existing_task_image, task_image
 
 from ..tasks import Task
 
@@ -26,10 +26,11 @@ class TaskImages:
     env: BuiltImage
     snapshot: Snapshot
     task: BuiltImage
+    deps: BuiltImage | None = None  # the shared install of the task's dependency files, when it names some
 
     @property
     def cached(self) -> bool:
-        return self.env.cached and self.task.cached
+        return self.env.cached and self.task.cached and (self.deps is None or self.deps.cached)
 
     def record(self) -> dict:
         """What a manifest or a check verdict records of them."""
@@ -40,6 +41,8 @@ class TaskImages:
             "task_id": self.task.id,
             "tree": self.snapshot.tree,
         }
+        if self.deps is not None:
+            out["deps"] = self.deps.tag
         if self.snapshot.excluded:
             out["excluded"] = list(self.snapshot.excluded)
         return out
@@ -99,16 +102,18 @@ def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> T
     and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
     env = env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
+    install = tuple(task.environment.install)
+    inputs = dependency_inputs(snapshot.path, task.environment.dependency_files)
+    deps = deps_image(env, inputs, install, task.environment.network, log) if inputs else None
     image = task_image(
-        env,
+        deps or env,
         snapshot,
-        tuple(task.environment.install),
+        () if deps else install,  # the deps image ran them (as task_image(deps=...) does)
         task.environment.network,
         log=log,
         setups=parser_setups(task),
-        deps=dependency_inputs(snapshot.path, task.environment.dependency_files),
     )
-    return TaskImages(env, snapshot, image)
+    return TaskImages(env, snapshot, image, deps)
 
 
 def existing_task_images(task: Task) -> BuiltImage | None:
