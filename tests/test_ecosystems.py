@@ -157,3 +157,121 @@ def test_yarn_berry_is_refused_naming_it_unless_install_is_given(tmp_path):
         complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
     cfg, _ = complete(RepoConfig(install=["corepack yarn install --immutable"]), repo, repo.resolve("HEAD"), "vitest")
     assert cfg.install == ["corepack yarn install --immutable"]
+
+
+PNPM_LOCK_V9 = """lockfileVersion: '9.0'
+packages:
+  vitest@4.1.2:
+    resolution: {integrity: sha512-xjR1}
+    engines: {node: ^20.19.0 || >=22.12.0}
+  cac@6.7.14:
+    resolution: {integrity: sha512-b6Il}
+    engines: {node: '>=8'}
+"""
+PNPM_LOCK_V5 = """lockfileVersion: 5.4
+packages:
+  /vitest/0.34.6:
+    resolution: {integrity: sha512-+5Cm}
+    engines:
+      node: '>=v14.18.0'
+    hasBin: true
+"""
+NPM_LOCK = """{"lockfileVersion": 3, "packages": {
+  "node_modules/jest": {"version": "30.0.0", "engines": {
+    "node": "^18.14.0 || ^20.0.0 || ^22.0.0 || >=24.0.0"}},
+  "node_modules/vite": {"version": "7.0.0", "engines": {"node": "^20.19.0 || >=22.12.0"}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "node"),
+    [
+        # unjs/defu at 3942bfbbca: no engines, no .nvmrc, but Vitest 4 in the lockfile needs Node 20
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9}, "node@20"),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V5}, None),
+        ({"package-lock.json": NPM_LOCK}, "node@20"),
+        ({"package-lock.json": NPM_LOCK, ".nvmrc": "22\n"}, "node@22"),
+    ],
+)
+def test_the_node_major_is_the_lowest_every_locked_package_accepts(tmp_path, files, node):
+    """Before, only engines/.nvmrc/.node-version counted: defu (Vitest 4) got Debian's Node 18, on
+    which Vitest 4 does not start."""
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + VITEST + "}", "a.test.ts": "x\n", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None
+    installed = " ".join(cfg.setup[1:])
+    assert (node in installed) if node else ("node@" not in installed), cfg.setup
+
+
+@pytest.mark.parametrize(
+    "pkg",
+    [
+        '{"volta": {"node": "20.11.1"}, ' + VITEST + "}",
+        '{"devEngines": {"runtime": {"name": "node", "version": ">=20"}}, ' + VITEST + "}",
+    ],
+)
+def test_volta_and_dev_engines_name_the_node_version(tmp_path, pkg):
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}"})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None and cfg.setup[1:] == ["npm install -g node@20"]
+
+
+@pytest.mark.parametrize(
+    ("files", "pkg_extra", "shared"),
+    [
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9}, "", ["package.json", "pnpm-lock.yaml"]),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, ".npmrc": "x=1\n"}, "", ["package.json", "pnpm-lock.yaml", ".npmrc"]),
+        (
+            {"pnpm-lock.yaml": PNPM_LOCK_V9, "pnpm-workspace.yaml": "onlyBuiltDependencies: [esbuild]\n"},
+            "",
+            ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml"],
+        ),
+        ({"package-lock.json": NPM_LOCK}, "", ["package.json", "package-lock.json"]),
+        ({"yarn.lock": "# yarn lockfile v1\n"}, "", ["package.json", "yarn.lock"]),
+        # what an install of these files alone cannot do: workspaces, a pnpmfile, no lock file
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, "pnpm-workspace.yaml": "packages: [pkgs/*]\n"}, "", None),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, ".pnpmfile.cjs": "module.exports = {}\n"}, "", None),
+        ({"package-lock.json": NPM_LOCK}, '"workspaces": ["a"], ', None),
+        ({}, "", None),
+    ],
+)
+def test_a_locked_install_is_shared_by_the_tasks_of_one_lock_file(tmp_path, files, pkg_extra, shared):
+    """Before, every task image of the pnpm repository ran `pnpm install` (332 of the check's 441 s)."""
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + pkg_extra + VITEST + "}", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.dependency_files == shared
+    # an install of its own is run with the whole repository, as given
+    cfg, _ = complete(RepoConfig(install=["pnpm i && pnpm build"]), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.dependency_files is None
+
+
+GO_MOD_REQUIRES = """module example.com/m
+
+go 1.18
+
+require github.com/google/uuid v1.6.0
+
+require (
+	golang.org/x/text v0.14.0 // indirect
+	example.com/m/sub v0.0.0 // replaced below: a directory of this repository
+)
+
+replace example.com/m/sub => ./sub
+"""
+
+
+def test_a_go_module_needing_modules_no_proxy_serves_is_refused_naming_them_unless_vendored(tmp_path):
+    """Before, it was mined and every task's install failed in the image (GOPROXY=off) with go's
+    own message about a missing module, one task at a time."""
+    repo = make_repo(tmp_path / "m", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n"})
+    with pytest.raises(UnsupportedRepository, match="github.com/google/uuid, golang.org/x/text") as caught:
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "go")
+    assert "example.com/m/sub" not in str(caught.value) and "vendor" in str(caught.value)
+    vendored = make_repo(
+        tmp_path / "v", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n", "vendor/modules.txt": "# x\n"}
+    )
+    cfg, _ = complete(RepoConfig(), vendored, vendored.resolve("HEAD"), "go")
+    assert cfg.env["GOFLAGS"] == "-mod=vendor"
+    # a wholeloop.yaml that says how to get them (a proxy in env, its own setup) is trusted
+    cfg, _ = complete(RepoConfig(env={"GOPROXY": "https://proxy.example"}), repo, repo.resolve("HEAD"), "go")
+    assert cfg.env["GOPROXY"] == "https://proxy.example"

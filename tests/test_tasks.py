@@ -1,4 +1,5 @@
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -107,3 +108,11 @@ def test_ordinary_test_ids_stay_valid(tmp_path):
     ids = '["tests/t.py::test_a[x-1]", "pkg::mod::it works (ünïcode)", "TestSuite/Case#1", "a b c"]'
     task = load_task(spec(tmp_path, VALID + f"PASS_TO_PASS: {ids}\n"))
     assert len(task.pass_to_pass) == 4
+
+
+def test_load_tasks_takes_one_bare_path_as_a_path(tmp_path):
+    # Python callers write load_tasks("tasks/demo"); a str used to be iterated letter by letter.
+    demo = Path(__file__).resolve().parents[1] / "tasks" / "demo"
+    by_str = load_tasks(str(demo))
+    assert [t.id for t in by_str] == [t.id for t in load_tasks([demo])]
+    assert [t.id for t in load_tasks(demo)] == [t.id for t in by_str]

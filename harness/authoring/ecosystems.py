@@ -145,6 +145,18 @@ def detect(repo: GitRepo, commit: str) -> Detected:
     )
 
 
+def _go_requires(text: str) -> list[str]:
+    """The modules go.mod requires (single lines and blocks, indirect ones too), less those a
+    `replace` points at a directory of the repository."""
+    text = re.sub(r"//[^\n]*", "", text)
+    local = {m.group(1) for m in re.finditer(r"^\s*(?:replace\s+)?(\S+)(?:\s+\S+)?\s*=>\s*\.{1,2}/", text, re.M)}
+    required: list[str] = []
+    for block in re.finditer(r"^require\s*\(([^)]*)\)", text, re.M):
+        required += [line.split()[0] for line in block.group(1).splitlines() if line.split()]
+    required += re.findall(r"^require\s+([^\s(]+)\s+\S+", text, re.M)
+    return sorted({r for r in required if r not in local})
+
+
 def _go_version(text: str) -> tuple[int, int] | None:
     match = _GO_LINE.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -161,6 +173,12 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
             raise ToolchainTooOld(
                 f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; "
                 f"the image's Go (Debian's golang-go) is {DEBIAN_GO[0]}.{DEBIAN_GO[1]}"
+            )
+        needed = _go_requires((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
+        if needed and "vendor/modules.txt" not in root and not own_toolchain and "GOPROXY" not in config.env:
+            raise UnsupportedRepository(
+                f"{repo.source} at {commit[:10]}: go.mod requires {', '.join(needed)}, which no module proxy "
+                "this machine reaches serves, and the repository has no vendor/ (`go mod vendor` makes one)"
             )
         env = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"}
         if not own_toolchain:
@@ -187,19 +205,65 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
     return {}
 
 
+# an `engines` entry of a lock file: pnpm's `engines: {node: '>=18'}` (or block style), npm's "engines": {"node": ...}
+_LOCK_ENGINES = re.compile(
+    r"""engines"?\s*:\s*(?:\{[^}\n]*?|\{\s*|\n\s*)"?node"?\s*:\s*['"]?([^'"},\n]+)""", re.IGNORECASE
+)
+
+
+def _lowest_major(text: str) -> int | None:
+    """The lowest Node major a range accepts: "^20.19.0 || >=22.12.0" gives 20, "v20.11.1" 20,
+    ">=18" 18; None when it names no lower bound ("*", "lts/*", "<14")."""
+    lows = []
+    for alternative in text.split("||"):
+        alternative = alternative.strip()
+        match = re.match(r"^[\^~>=v\s]*(\d+)", alternative)
+        if match is None:
+            return None  # an alternative with no lower bound: any Node will do for it
+        lows.append(int(match.group(1)))
+    return min(lows) if lows else None
+
+
+def _lock_node_major(repo: GitRepo, commit: str, root: set[str]) -> tuple[int, str] | None:
+    """The Node major every package of the lock file accepts (the highest of their lowest), and
+    the lock file; pnpm's and npm's lock files record each package's `engines` (yarn's do not)."""
+    for lock in ("pnpm-lock.yaml", *NPM_LOCKS):
+        if lock in root:
+            text = (repo.read(commit, lock) or b"").decode("utf-8", "replace")
+            majors = [m for m in (_lowest_major(r) for r in _LOCK_ENGINES.findall(text)) if m is not None]
+            return (max(majors), f"{lock} (engines of its packages)") if majors else None
+    return None
+
+
 def _node_major(repo: GitRepo, commit: str, root: set[str], pkg: dict) -> tuple[int, str] | None:
-    """The lowest Node major the repository asks for, and where: `engines.node`, else `.nvmrc`, else
-    `.node-version` (the first number in it: ">=20" and "v20.11.1" give 20; "lts/*" none)."""
+    """The Node major the repository needs, and why: the first of `engines.node`, `devEngines`'
+    node runtime, `volta.node`, `.nvmrc` and `.node-version` that names one (its lowest major:
+    ">=20" and "v20.11.1" give 20; "lts/*" none), raised to what the lock file's packages need."""
+    candidates: list[tuple[str, str]] = []
     engines = pkg.get("engines")
-    candidates = [(str(engines.get("node", "")), "package.json engines.node")] if isinstance(engines, dict) else []
+    if isinstance(engines, dict):
+        candidates.append((str(engines.get("node", "")), "package.json engines.node"))
+    dev = pkg.get("devEngines")
+    runtimes = dev.get("runtime") if isinstance(dev, dict) else None
+    for runtime in runtimes if isinstance(runtimes, list) else [runtimes]:
+        if isinstance(runtime, dict) and runtime.get("name") == "node":
+            candidates.append((str(runtime.get("version", "")), "package.json devEngines.runtime"))
+    volta = pkg.get("volta")
+    if isinstance(volta, dict):
+        candidates.append((str(volta.get("node", "")), "package.json volta.node"))
     for name in (".nvmrc", ".node-version"):
         if name in root:
-            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace"), name))
+            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace").strip(), name))
+    declared = None
     for text, where in candidates:
-        match = re.search(r"(\d+)", text)
-        if match:
-            return int(match.group(1)), where
-    return None
+        major = _lowest_major(text) if text else None
+        if major is not None:
+            declared = (major, where)
+            break
+    locked = _lock_node_major(repo, commit, root)
+    if declared is None or (locked is not None and locked[0] > declared[0]):
+        return locked
+    return declared
 
 
 def _package_manager(root: set[str], pkg: dict) -> tuple[str, str | None]:
@@ -236,12 +300,33 @@ def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, 
     else:
         install = "npm ci" if any(p in root for p in NPM_LOCKS) else "npm install"
     setup = [_apt("nodejs", "npm")] + ([f"npm install -g {' '.join(globals_)}"] if globals_ else [])
-    return {
+    out = {
         "setup": setup,
         "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
         "install": [install],
         "visible_test_command": "npx vitest run" if detected.parser == "vitest" else "npx jest",
     }
+    shared = _dependency_files(repo, commit, root, pkg, manager)
+    if shared and config.install is None:
+        out["dependency_files"] = shared
+    return out
+
+
+def _dependency_files(repo: GitRepo, commit: str, root: set[str], pkg: dict, manager: str) -> list[str] | None:
+    """What the detected install reads, when it reads nothing else: package.json (the image keeps
+    only the keys an install reads), the lock file and the manager's settings. None (each task
+    installs with the whole repository) without a lock file, or with workspaces or a pnpmfile."""
+    lock = {"pnpm": ["pnpm-lock.yaml"], "yarn": ["yarn.lock"]}.get(manager, list(NPM_LOCKS))
+    locks = [name for name in lock if name in root]
+    if not locks or "workspaces" in pkg or ".pnpmfile.cjs" in root:
+        return None
+    files = ["package.json", *locks]
+    if "pnpm-workspace.yaml" in root:
+        settings = (repo.read(commit, "pnpm-workspace.yaml") or b"").decode("utf-8", "replace")
+        if re.search(r"^packages\s*:", settings, re.MULTILINE):
+            return None  # a workspace: its packages' files are needed too
+        files.append("pnpm-workspace.yaml")  # pnpm 10's settings (onlyBuiltDependencies, ...)
+    return files + [name for name in (".npmrc", ".yarnrc") if name in root]
 
 
 def complete(config: RepoConfig, repo: GitRepo, commit: str, parser: str) -> tuple[RepoConfig, str | None]:

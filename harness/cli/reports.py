@@ -144,14 +144,18 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
 @click.option(
     "--strict",
     is_flag=True,
-    help="count infra errors as failures; without it, infra errors on shared tasks are not enough evidence (exit 4)",
+    help="count infra errors, and tasks one side has not finished, as failures; without it, they are not enough "
+    "evidence (exit 4), as changed specs always are",
 )
 def compare(runs, scoring, json_out, strict):
     """Compare configurations paired on their shared tasks: wins/losses/ties, exact McNemar, a paired
     bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them.
-    Exit 4 (not enough evidence) when a configuration has infra errors on tasks both ran: the
-    comparison names them and the `run --out` that redoes them (--strict counts them as failures)."""
+    Exit 4 (not enough evidence) when a configuration has infra errors on tasks both ran, or has not
+    finished a task the other ran (missing, or an abandoned try): the comparison names them and the
+    `run --out` that redoes them (--strict counts them as failures); and when a task's spec (content
+    hash) differs between them, --strict or not."""
     from ..records import write_json
+    from ..report.compare import JSON_SCHEMA_VERSION
     from ..report.figures import compute_figures
     from ..report.terminal import comparison_block, recipe_block, stats_table
 
@@ -171,6 +175,7 @@ def compare(runs, scoring, json_out, strict):
         write_json(
             json_out,
             {
+                "schema_version": JSON_SCHEMA_VERSION,
                 "comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
                 "configs": [c.model_dump(mode="json") for c in figures.configs],
                 "scoring": figures.scoring.model_dump(mode="json"),
@@ -179,7 +184,7 @@ def compare(runs, scoring, json_out, strict):
             },
         )
         out.print(f"wrote {json_out}")
-    if any(c.infra_tasks for c in figures.comparisons):
+    if any(c.infra_tasks or c.unfinished or c.changed for c in figures.comparisons):
         from .exit_codes import UNDECIDED
 
         sys.exit(UNDECIDED)

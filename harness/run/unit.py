@@ -562,6 +562,7 @@ class UnitRunner:
             instance_id=task.metadata.get("instance_id"),
             tampering=grade_.tampering if grade_ else None,
             grader_version=grade_.grader_version if grade_ else None,
+            acceptance=grade_.acceptance.model_dump(mode="json") if grade_ and grade_.acceptance else None,
             dir=str(rel),
             patch_path=str(rel / "patch.diff"),
             transcript_path=str(rel.parent / "transcript.jsonl"),

@@ -50,6 +50,11 @@ class Environment(_Strict):
     dockerfile: str | None = Field(None, description="Dockerfile (relative to the spec) instead of image")
     setup: list[str] = Field(default_factory=list, description="commands run once per environment, no repository")
     install: list[str] = Field(default_factory=list, description="commands run in the repository (pip install -e .)")
+    dependency_files: list[str] = Field(
+        default_factory=list,
+        description="files of the repository install needs alone (package.json, a lock file): install then runs "
+        "on them before the rest of the repository arrives, once for every task whose files are the same",
+    )
     env: dict[str, str] = Field(default_factory=dict)
     trust_ca_bundle: bool | str = Field(
         True,
@@ -375,6 +380,7 @@ class Task(_Strict):
             *((key, data["origin"]) for key in _LATER_ORIGIN if data.get("origin") is not None),
             ("origin", data),
             ("env_files", data["environment"]),
+            ("dependency_files", data["environment"]),
         ):
             if not holder.get(key):
                 holder.pop(key, None)
@@ -417,8 +423,12 @@ def load_task(path: Path) -> Task:
     return task
 
 
-def spec_files(paths: list[str | Path]) -> list[Path]:
-    """Spec files named directly or found (recursively) in the named folders, sorted."""
+def spec_files(paths: str | Path | list[str | Path]) -> list[Path]:
+    """Spec files named directly or found (recursively) in the named folders, sorted.
+
+    One path may be given bare: a string is a path, never a sequence of one-letter paths."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -431,7 +441,7 @@ def spec_files(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-def load_tasks(paths: list[str | Path]) -> list[Task]:
+def load_tasks(paths: str | Path | list[str | Path]) -> list[Task]:
     """All tasks under `paths`; raises TaskSpecError listing every bad file, or duplicate ids."""
     tasks: list[Task] = []
     problems: list[str] = []
