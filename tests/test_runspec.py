@@ -11,8 +11,9 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.errors import UserError
 from harness.launch import prepare, start
-from harness.records import read_results
+from harness.records import RunFolder, read_results
 from harness.run.spec import RunSpec, RunSpecError, SettingsSpec, SuiteSpec, agent_spec
+from harness.tasks import LimitsSpec
 
 
 def _spec(tiny_task, out, **settings) -> RunSpec:
@@ -63,6 +64,8 @@ def test_start_from_python_then_the_cli_resumes_the_same_run(tiny_task, tmp_path
     out = tmp_path / "run"
     assert start(_spec(tiny_task, out)) == out
     assert [(r.outcome, r.final) for r in read_results(out / "results.jsonl")] == [("resolved", True)]
+    info = RunFolder(out).info()  # the manifest stores the spec verbatim, and it round-trips
+    assert info.schema_version == 2 and RunSpec.of(info.recipe) == _spec(tiny_task, out)
     # the command line with the same flags is the same recipe: it resumes, nothing is redone
     again = CliRunner().invoke(
         main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--no-history", "--out", str(out)]
@@ -71,3 +74,13 @@ def test_start_from_python_then_the_cli_resumes_the_same_run(tiny_task, tmp_path
     # and --redo is planned by the runner, the same way from Python
     start(_spec(tiny_task, out), redo=["tiny-001"])
     assert len(read_results(out / "results.jsonl")) == 2
+
+
+@pytest.mark.docker
+def test_the_cli_builds_the_spec_python_would(tiny_task, tmp_path):
+    out = tmp_path / "cli"
+    flags = ["--agent", "gold", "--no-history", "--attempts", "2", "--memory", "1g", "--config", "mine"]
+    done = CliRunner().invoke(main, ["run", str(tiny_task["dir"]), *flags, "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    expected = _spec(tiny_task, out, attempts=2, label="mine").model_copy(update={"limits": LimitsSpec(memory="1g")})
+    assert RunSpec.of(RunFolder(out).info().recipe) == expected
