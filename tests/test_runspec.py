@@ -84,3 +84,23 @@ def test_the_cli_builds_the_spec_python_would(tiny_task, tmp_path):
     assert done.exit_code == 0, done.output
     expected = _spec(tiny_task, out, attempts=2, label="mine").model_copy(update={"limits": LimitsSpec(memory="1g")})
     assert RunSpec.of(RunFolder(out).info().recipe) == expected
+
+
+@pytest.mark.docker
+def test_the_api_docs_snippet_starts_resumes_and_reads_a_run(tmp_path, monkeypatch, capsys):
+    """docs/api.md's "Starting, resuming and reading" code, run as written (its run folder and YAML
+    file moved under tmp_path); its own asserts check the recipe round trip."""
+    from support import ROOT
+
+    doc = (ROOT / "docs" / "api.md").read_text()
+    section = doc.split("## Starting, resuming and reading a run from Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    out, yaml_file = tmp_path / "from-python", tmp_path / "from-python.yaml"
+    code = code.replace('"runs/from-python"', repr(str(out))).replace('"from-python.yaml"', repr(str(yaml_file)))
+    monkeypatch.chdir(ROOT)  # the snippet names the demo suite as from a checkout
+    exec(compile(code, "docs/api.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["['inikit-001']", "resolved 1.0"]
+    rows = read_results(out / "results.jsonl")
+    assert [(r.task_id, r.outcome) for r in rows] == [("inikit-001", "resolved")]  # the second start redid nothing
+    assert json.loads((out / "manifest.json").read_text())["recipe"]["out"] == str(out)
