@@ -246,9 +246,12 @@ def _checked_tasks(
     quarantined = by_status.get("quarantined", [])
     if quarantined:
         action = "running them anyway (--include-quarantined)" if include_quarantined else "skipped"
-        say(f"[yellow]{len(quarantined)} task(s) quarantined[/], {action}:")
-        for task_id in quarantined[:10]:
-            say(f"  {task_id}: {statuses[task_id][1][:200]}")
+        # A count, the ids and where the reasons are: a run is not the place to read every reason.
+        shown = ", ".join(quarantined[:8]) + (f" and {len(quarantined) - 8} more" if len(quarantined) > 8 else "")
+        say(
+            f"[yellow]{len(quarantined)} task(s) quarantined[/], {action} ({shown}); "
+            f"why: [bold]wholeloop tasks check {where}[/]"
+        )
         if not include_quarantined:
             tasks = [t for t in tasks if statuses[t.id][0] != "quarantined"]
             if not tasks:
