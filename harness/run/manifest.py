@@ -17,8 +17,11 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from sandbox import Backend
+
 from .. import __version__
 from ..redact import hide_url_passwords
+from ..sandboxes import default_backend
 
 MANIFEST_SCHEMA = 1
 _DEPENDENCIES = [
@@ -88,17 +91,16 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def _engine() -> dict:
+def _engine(backend: Backend | None) -> dict:
     try:
-        from sandbox.docker import engine_version
-
-        info = engine_version()
-        return {"version": info.get("Version"), "api_version": info.get("ApiVersion"), "os": info.get("Os")}
+        return (backend or default_backend()).facts()
     except Exception as exc:  # the manifest must never fail a run
         return {"error": str(exc)}
 
 
-def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, checks: dict | None = None) -> dict:
+def build_manifest(
+    *, run_id: str, agent: dict, tasks: list, options: dict, checks: dict | None = None, backend: Backend | None = None
+) -> dict:
     return {
         "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
@@ -108,7 +110,7 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, chec
         "wholeloop": {"version": __version__, "git_commit": _git_commit()},
         "python": sys.version.split()[0],
         "dependencies": _versions(),
-        "docker_engine": _engine(),
+        "docker_engine": _engine(backend),
         "host": {
             "system": platform.system(),
             "release": platform.release(),

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sandbox import Backend, DiskSpaceError, Limits, SandboxError
-from sandbox.docker import check_room, prune_containers
 
 from ..agents import Agent, prepare_agent
 from ..errors import UserError
@@ -136,7 +135,7 @@ class Runner(UnitRunner):
             2 if self.options.attempts > 1 else 1
         )
         try:
-            check_room(max(limits, default=0), at_once)
+            self.backend.check_room(max(limits, default=0), at_once)
         except DiskSpaceError:
             raise
         except SandboxError:
@@ -145,7 +144,7 @@ class Runner(UnitRunner):
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""
         try:
-            removed = prune_containers().removed
+            removed = self.backend.prune()
         except SandboxError:
             return  # no engine: every unit will say so in its own row
         if removed:
@@ -177,6 +176,7 @@ class Runner(UnitRunner):
                         tasks=self.tasks,
                         options=options,
                         checks=self.options.task_checks,
+                        backend=self.backend,
                     )
                 )
 
