@@ -320,9 +320,12 @@ class Backend(Protocol):
         network: bool,
         log: LogFn | None = None,
         setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
     ) -> BuiltImage:
         """`env` + the snapshot at REPO_DIR + `install` commands; `setups` ((name, script) pairs) run
-        last, each one's standard output kept as `facts_dir`/<name>.json. Tagged by a hash of its
+        last, each one's standard output kept as `facts_dir`/<name>.json. `deps` ((repository path,
+        content) pairs): `install` runs on these files alone, in an image shared by every task with
+        the same files, and the snapshot goes over what it installed. Tagged by a hash of its
         inputs: an unchanged input never rebuilds. Raises ImageBuildError, EngineUnavailable."""
         ...
 
@@ -333,6 +336,7 @@ class Backend(Protocol):
         install: tuple[str, ...],
         network: bool,
         setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
     ) -> BuiltImage | None:
         """The task image `env_image` + `task_image` would give, if it exists now; None when
         anything would have to be built. Never builds."""

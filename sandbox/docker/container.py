@@ -716,8 +716,9 @@ class DockerBackend:
         network: bool,
         log: LogFn | None = None,
         setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
     ) -> BuiltImage:
-        return images.task_image(env, snapshot, install, network, log=log, setups=setups)
+        return images.task_image(env, snapshot, install, network, log=log, setups=setups, deps=deps)
 
     def existing_task_image(
         self,
@@ -726,8 +727,9 @@ class DockerBackend:
         install: tuple[str, ...],
         network: bool,
         setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
     ) -> BuiltImage | None:
-        return images.existing_task_image(spec, snapshot, install, network, setups)
+        return images.existing_task_image(spec, snapshot, install, network, setups, deps)
 
     def image_id(self, tag: str) -> str:
         return images.image_id(tag)

@@ -280,6 +280,7 @@ class LocalBackend:
         network: bool,
         log: Callable[[str], None] | None = None,
         setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
     ) -> BuiltImage:
         raise ImageBuildError("the local backend builds no images: start it from a host folder")
 
@@ -290,6 +291,7 @@ class LocalBackend:
         install: tuple[str, ...],
         network: bool,
         setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
     ) -> BuiltImage | None:
         return None
 
