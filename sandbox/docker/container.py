@@ -48,9 +48,9 @@ import secrets
 import tarfile
 import time
 from pathlib import PurePosixPath
-from typing import IO, Any, ClassVar, cast
+from typing import IO, TYPE_CHECKING, Any, ClassVar, cast
 
-from ..base import REPO_DIR, BuiltImage, EnvSpec, ExecResult, Limits, LogFn, Mount, OutputCap, SandboxStatus
+from ..base import REPO_DIR, Backend, BuiltImage, EnvSpec, ExecResult, Limits, LogFn, Mount, OutputCap, SandboxStatus
 from ..errors import (
     ContainerBroken,
     ContainerGone,
@@ -749,3 +749,7 @@ class DockerBackend:
         except Exception as exc:  # a manifest must never fail a run
             return {"error": str(exc)}
         return {"version": info.get("Version"), "api_version": info.get("ApiVersion"), "os": info.get("Os")}
+
+
+if TYPE_CHECKING:  # mypy checks that DockerBackend keeps the whole Backend protocol
+    _KEEPS_THE_CONTRACT: Backend = DockerBackend()
