@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from ..egress import Egress, endpoint_of
 from ..egress import check as egress_check
@@ -96,6 +96,9 @@ from .statements import (
     with_additions,
 )
 from .statements import classify as classify_statement
+
+if TYPE_CHECKING:
+    from sandbox import Backend as SandboxBackend
 
 DEFAULT_MAX_LINES = 800
 MAX_LISTED_WARNINGS = 100  # secret-scan warnings listed per commit in the report (the total is given)
@@ -445,19 +448,21 @@ def _model_statement(task: Task, pending: _Pending, options: MineOptions) -> str
     return None
 
 
-def failure_at_base(task: Task) -> BaseFailure:
+def failure_at_base(task: Task, backend: SandboxBackend | None = None) -> BaseFailure:
     """The hidden tests run once at the base commit, as the check's base phase runs them (the task
-    image, network off): the tests that fail and the end of the output. Raises SandboxError and
-    TestPatchError."""
-    from sandbox import DockerBackend, Limits
+    image, network off; `backend` by default `harness.sandboxes.default_backend()`): the tests that
+    fail and the end of the output. Raises SandboxError and TestPatchError."""
+    from sandbox import Limits
 
     from ..grading import prepare_hidden_tests, run_hidden_tests
     from ..run.images import build_task_images
+    from ..sandboxes import default_backend
 
-    images = build_task_images(task)
+    backend = backend or default_backend()
+    images = build_task_images(task, backend=backend)
     limits = task.limits.apply(Limits()).with_(network=False)
-    with DockerBackend().start(images.task.tag, limits=limits, role="check", run_id=f"statement-{os.getpid()}") as sb:
-        run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task))
+    with backend.start(images.task.tag, limits=limits, role="check", run_id=f"statement-{os.getpid()}") as sb:
+        run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task, facts_dir=backend.facts_dir))
     failing = sorted(t for t, status in (run.report.statuses if run.report else {}).items() if status in FAILING)
     return BaseFailure(failing, run.output[-FAILURE_CHARS:])
 
