@@ -312,6 +312,19 @@ class Backend(Protocol):
         Raises ImageBuildError, InputError, EngineUnavailable."""
         ...
 
+    def deps_image(
+        self,
+        env: BuiltImage,
+        deps: tuple[tuple[str, bytes], ...],
+        install: tuple[str, ...],
+        network: bool,
+        log: LogFn | None = None,
+    ) -> BuiltImage:
+        """`env` + `deps` ((repository path, content) pairs) at REPO_DIR + `install` run on them
+        alone: one image shared by every task whose dependency files are the same. Raises
+        ImageBuildError, EngineUnavailable."""
+        ...
+
     def task_image(
         self,
         env: BuiltImage,

@@ -265,7 +265,7 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
             raise Quarantine("environment build failed", head + "\n" + rest[-1800:]) from None
         verdict.seconds["images"] = round(time.monotonic() - t0, 3)
         verdict.image = images.record()
-        built = [b.tag for b in (images.env, images.task) if not b.cached]
+        built = [b.tag for b in (images.env, images.deps, images.task) if b is not None and not b.cached]
         gold = task.gold()
         if not gold.strip():
             raise Quarantine("no gold patch", "the spec has neither gold_patch nor gold_patch_file")

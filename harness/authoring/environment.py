@@ -743,15 +743,18 @@ def environment_builds(checked: list[tuple[str, str | None, list[str]]]) -> dict
     out: dict[str, dict[str, int]] = {}
     envs: dict[str, set[str]] = {}
     built: dict[str, set[str]] = {}
+    installs: dict[str, set[str]] = {}  # deps images built: one dependency install each
     for repository, env, tags in checked:
-        row = out.setdefault(repository, {"tasks": 0, "environments": 0, "built": 0})
+        row = out.setdefault(repository, {"tasks": 0, "environments": 0, "built": 0, "installs": 0})
         row["tasks"] += 1
         if env:
             envs.setdefault(repository, set()).add(env)
         built.setdefault(repository, set()).update(t for t in tags if t.startswith("wholeloop-env:"))
+        installs.setdefault(repository, set()).update(t for t in tags if t.startswith("wholeloop-deps:"))
     for repository, row in out.items():
         row["environments"] = len(envs.get(repository, set()))
         row["built"] = len(built.get(repository, set()))
+        row["installs"] = len(installs.get(repository, set()))
     return out
 
 
@@ -760,5 +763,10 @@ def describe_builds(builds: dict[str, dict[str, int]]) -> list[str]:
     return [
         f"{repository}: {row['tasks']} task(s) checked on {row['environments']} environment image(s) "
         f"({row['built']} built now, {row['environments'] - row['built']} existed)"
+        + (
+            f"; {row['installs']} dependency install(s) run, each shared by the tasks of one lock file"
+            if row.get("installs")
+            else ""
+        )
         for repository, row in sorted(builds.items())
     ]

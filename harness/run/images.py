@@ -27,10 +27,11 @@ class TaskImages:
     env: BuiltImage
     snapshot: Snapshot
     task: BuiltImage
+    deps: BuiltImage | None = None  # the shared install of the task's dependency files, when it names some
 
     @property
     def cached(self) -> bool:
-        return self.env.cached and self.task.cached
+        return self.env.cached and self.task.cached and (self.deps is None or self.deps.cached)
 
     def record(self) -> dict:
         """What a manifest or a check verdict records of them."""
@@ -41,6 +42,8 @@ class TaskImages:
             "task_id": self.task.id,
             "tree": self.snapshot.tree,
         }
+        if self.deps is not None:
+            out["deps"] = self.deps.tag
         if self.snapshot.excluded:
             out["excluded"] = list(self.snapshot.excluded)
         return out
@@ -103,16 +106,18 @@ def build_task_images(
     backend = backend or default_backend()
     env = backend.env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
+    install = tuple(task.environment.install)
+    inputs = dependency_inputs(snapshot.path, task.environment.dependency_files)
+    deps = backend.deps_image(env, inputs, install, task.environment.network, log) if inputs else None
     image = backend.task_image(
-        env,
+        deps or env,
         snapshot,
-        tuple(task.environment.install),
+        () if deps else install,  # the deps image ran them (as task_image(deps=...) does)
         task.environment.network,
         log=log,
         setups=parser_setups(task),
-        deps=dependency_inputs(snapshot.path, task.environment.dependency_files),
     )
-    return TaskImages(env, snapshot, image)
+    return TaskImages(env, snapshot, image, deps)
 
 
 def existing_task_images(task: Task, backend: Backend | None = None) -> BuiltImage | None:

@@ -708,6 +708,16 @@ class DockerBackend:
     def env_image(self, spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
         return images.env_image(spec, log=log)
 
+    def deps_image(
+        self,
+        env: BuiltImage,
+        deps: tuple[tuple[str, bytes], ...],
+        install: tuple[str, ...],
+        network: bool,
+        log: LogFn | None = None,
+    ) -> BuiltImage:
+        return images.deps_image(env, deps, install, network, log)
+
     def task_image(
         self,
         env: BuiltImage,

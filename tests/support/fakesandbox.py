@@ -272,6 +272,16 @@ class LocalBackend:
     def env_image(self, spec: EnvSpec, log: Callable[[str], None] | None = None) -> BuiltImage:
         raise ImageBuildError("the local backend builds no images: start it from a host folder")
 
+    def deps_image(
+        self,
+        env: BuiltImage,
+        deps: tuple[tuple[str, bytes], ...],
+        install: tuple[str, ...],
+        network: bool,
+        log: Callable[[str], None] | None = None,
+    ) -> BuiltImage:
+        raise ImageBuildError("the local backend builds no images: start it from a host folder")
+
     def task_image(
         self,
         env: BuiltImage,
