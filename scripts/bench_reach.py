@@ -138,7 +138,7 @@ def read_run(run: Path) -> dict[str, list[str]]:
     return out
 
 
-def measure(project: dict, work: Path, *, controls: bool, log=print) -> dict:
+def measure(project: dict, work: Path, *, controls: bool, max_candidates: int | None = None, log=print) -> dict:
     name = project["name"]
     row: dict = {"name": name, "kind": project["kind"], "covers": project.get("covers", "")}
     started = time.monotonic()
@@ -151,6 +151,8 @@ def measure(project: dict, work: Path, *, controls: bool, log=print) -> dict:
     cmd = [*_wholeloop(), "mine", str(repo), "--out", str(tasks), "--repeats", str(REPEATS)]
     if project["kind"] == "debian":
         cmd += ["--test-scope", "all"]
+    if max_candidates:
+        cmd += ["--max", str(max_candidates)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     row["mine_exit"] = proc.returncode
     (work / "logs").mkdir(exist_ok=True)
@@ -236,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="NAME[,NAME...]")
     parser.add_argument("--shard", help="I/N: every N-th project of the manifest, starting at the I-th")
     parser.add_argument("--no-controls", action="store_true", help="mine and check only; no gold/noop runs")
+    parser.add_argument("--max", type=int, help="mine only the N most recent candidates of each project")
     parser.add_argument("--report", action="store_true", help="print the figures of the state file; run nothing")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
@@ -253,7 +256,13 @@ def main(argv: list[str] | None = None) -> int:
             if project["name"] in done(work):
                 continue
             print(f"{project['name']}: measuring", flush=True)
-            row = measure(project, work, controls=not args.no_controls, log=lambda line: print(line, flush=True))
+            row = measure(
+                project,
+                work,
+                controls=not args.no_controls,
+                max_candidates=args.max,
+                log=lambda line: print(line, flush=True),
+            )
             with open(work / STATE, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
             print(

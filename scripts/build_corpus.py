@@ -26,9 +26,11 @@ How a release becomes a commit (the same for every kind):
   in the commit message; version-only hunks dropped as for PyPI (`package.json`'s `version`).
 - **Debian** (`kind = "debian"`): a `golang-*-dev` or `librust-*-dev` binary package carries one
   version of the sources (`/usr/share/gocode/src/<import path>`, `/usr/share/cargo/registry/<crate>`):
-  one commit of them, then one PLANTED probe commit (a new exported function and its test,
-  labelled as planted in its message), so mining has one candidate whose check measures the
-  environment's health on the whole test suite. Environment health only: Debian has no history.
+  one commit of them, then two PLANTED probe commits (labelled so in their messages): a new
+  exported function (source only), then a change of its value with a new test of it. Mining has
+  one candidate whose check measures the environment's health on the whole test suite (the
+  package compiles at its base, so the other tests pass there). Environment health only: Debian
+  carries one version, no history.
 
 Downloads are cached in the wholeloop cache (corpus/), checked against the pinned sha256.
 """
@@ -61,6 +63,7 @@ from sandbox import cache_dir  # noqa: E402
 
 MANIFEST = Path(__file__).resolve().parent / "corpus.toml"
 BUILD_FORMAT = 1  # bump when what a project's build produces changes
+PROBE_FORMAT = 2  # bump when the planted probe commits of Debian projects change
 DEBIAN_MIRROR = "https://deb.debian.org/debian/"
 
 
@@ -91,7 +94,9 @@ def select(projects: list[dict], only: list[str] | None = None, shard: str | Non
 
 
 def entry_hash(project: dict) -> str:
-    recipe = {"format": BUILD_FORMAT, "project": project}
+    recipe: dict = {"format": BUILD_FORMAT, "project": project}
+    if project["kind"] == "debian":
+        recipe["probe"] = PROBE_FORMAT
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -235,9 +240,10 @@ def npm_lockfile(repo: Path, before: str) -> str:
 # ----------------------------------------------------------------------------- probes (Debian)
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)
+PROBE_VALUE = 23
 
 
-def plant_go_probe(repo: Path) -> str:
+def _go_package(repo: Path) -> str:
     names = sorted(
         m.group(1)
         for f in repo.glob("*.go")
@@ -245,27 +251,37 @@ def plant_go_probe(repo: Path) -> str:
     )
     if not names:
         raise CorpusError(f"{repo}: no Go package at the root to plant the probe in")
-    pkg = names[0]
+    return names[0]
+
+
+def plant_go_probe(repo: Path, value: int) -> str:
+    """The probe function returning `value`; with value 23, its test too."""
+    pkg = _go_package(repo)
     (repo / "wholeloop_probe.go").write_text(
-        f"package {pkg}\n\n// WholeloopProbe is PLANTED by the corpus builder.\nfunc WholeloopProbe() int {{ return 23 }}\n"
+        f"package {pkg}\n\n// WholeloopProbe is PLANTED by the corpus builder.\nfunc WholeloopProbe() int {{ return {value} }}\n"
     )
-    (repo / "wholeloop_probe_test.go").write_text(
-        f'package {pkg}\n\nimport "testing"\n\nfunc TestWholeloopProbe(t *testing.T) {{\n'
-        '\tif WholeloopProbe() != 23 {\n\t\tt.Fatal("probe")\n\t}\n}\n'
-    )
+    if value == PROBE_VALUE:
+        (repo / "wholeloop_probe_test.go").write_text(
+            f'package {pkg}\n\nimport "testing"\n\nfunc TestWholeloopProbe(t *testing.T) {{\n'
+            f'\tif WholeloopProbe() != {PROBE_VALUE} {{\n\t\tt.Fatal("probe")\n\t}}\n}}\n'
+        )
     return "wholeloop_probe.go"
 
 
-def plant_rust_probe(repo: Path) -> str:
+def plant_rust_probe(repo: Path, value: int) -> str:
     cargo = tomllib.loads((repo / "Cargo.toml").read_text())
     crate = cargo.get("lib", {}).get("name") or cargo["package"]["name"].replace("-", "_")
     lib = repo / cargo.get("lib", {}).get("path", "src/lib.rs")
-    lib.write_text(
-        lib.read_text() + "\n/// PLANTED by the corpus builder.\npub fn wholeloop_probe() -> i32 {\n    23\n}\n"
-    )
-    test = repo / "tests" / "wholeloop_probe.rs"
-    test.parent.mkdir(exist_ok=True)
-    test.write_text(f"#[test]\nfn wholeloop_probe() {{\n    assert_eq!({crate}::wholeloop_probe(), 23);\n}}\n")
+    text = lib.read_text()
+    marker = "\n/// PLANTED by the corpus builder.\n"
+    text = text.split(marker)[0] + marker + f"pub fn wholeloop_probe() -> i32 {{\n    {value}\n}}\n"
+    lib.write_text(text)
+    if value == PROBE_VALUE:
+        test = repo / "tests" / "wholeloop_probe.rs"
+        test.parent.mkdir(exist_ok=True)
+        test.write_text(
+            f"#[test]\nfn wholeloop_probe() {{\n    assert_eq!({crate}::wholeloop_probe(), {PROBE_VALUE});\n}}\n"
+        )
     return str(lib.relative_to(repo))
 
 
@@ -310,12 +326,20 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
         log(f"{name}: {release['version']} {commit[:10]}")
         previous = release["version"]
     if kind == "debian":
-        planted = plant_go_probe(repo) if project["language"] == "go" else plant_rust_probe(repo)
-        message = (
-            f"Add a probe function to {planted}\n\nPLANTED by wholeloop's corpus builder: a new exported "
-            "function and its test,\nso that mining has one candidate whose check runs the whole test suite.\n"
-        )
+        # two PLANTED commits: the probe function (source only: no candidate), then a fix of its
+        # value with its test, so that the package still compiles at the fix's base and the whole
+        # suite's health is read there (the other tests pass at base, the probe's test fails)
+        plant = plant_go_probe if project["language"] == "go" else plant_rust_probe
         date = project["release"][-1]["date"]
+        planted = plant(repo, PROBE_VALUE - 1)
+        message = f"Add a probe function to {planted}\n\nPLANTED by wholeloop's corpus builder.\n"
+        commits.append({"planted": "probe-source", "commit": commit_all(repo, message, date)})
+        plant(repo, PROBE_VALUE)
+        message = (
+            f"Fix the probe function's value\n\nPLANTED by wholeloop's corpus builder: the probe returned "
+            f"{PROBE_VALUE - 1}, not {PROBE_VALUE};\nits test is new. Mining has one candidate whose check "
+            "reads the whole test suite's health.\n"
+        )
         commits.append({"planted": "probe", "commit": commit_all(repo, message, date)})
     if git(repo, "status", "--porcelain").strip():
         raise CorpusError(f"{repo}: work tree not clean after the build")

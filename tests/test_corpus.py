@@ -72,3 +72,26 @@ def test_shards_split_the_manifest_without_overlap():
     shards = [build_corpus.select(projects, shard=f"{i}/3") for i in range(3)]
     names = [p["name"] for shard in shards for p in shard]
     assert sorted(names) == sorted(p["name"] for p in projects)
+
+
+def test_the_go_probe_compiles_at_its_base(tmp_path):
+    """The probe's fix changes a function that exists at base, so the package compiles there and
+    only the probe's test fails: the other tests measure the environment's health."""
+    (tmp_path / "uuid.go").write_text('package uuid\n\nfunc New() string { return "" }\n')
+    build_corpus.plant_go_probe(tmp_path, build_corpus.PROBE_VALUE - 1)
+    assert "return 22" in (tmp_path / "wholeloop_probe.go").read_text()
+    assert not (tmp_path / "wholeloop_probe_test.go").exists()
+    build_corpus.plant_go_probe(tmp_path, build_corpus.PROBE_VALUE)
+    assert "return 23" in (tmp_path / "wholeloop_probe.go").read_text()
+    assert (tmp_path / "wholeloop_probe_test.go").read_text().startswith("package uuid\n")
+
+
+def test_the_rust_probe_replaces_its_function(tmp_path):
+    (tmp_path / "Cargo.toml").write_text('[package]\nname = "my-crate"\nversion = "1.0.0"\n')
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "lib.rs").write_text("pub fn f() {}\n")
+    build_corpus.plant_rust_probe(tmp_path, build_corpus.PROBE_VALUE - 1)
+    build_corpus.plant_rust_probe(tmp_path, build_corpus.PROBE_VALUE)
+    lib = (tmp_path / "src" / "lib.rs").read_text()
+    assert lib.count("pub fn wholeloop_probe") == 1 and "    23\n" in lib
+    assert "my_crate::wholeloop_probe()" in (tmp_path / "tests" / "wholeloop_probe.rs").read_text()
