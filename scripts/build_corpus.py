@@ -62,8 +62,9 @@ from make_mining_fixture import FixtureError, commit_all, git  # noqa: E402
 from sandbox import cache_dir  # noqa: E402
 
 MANIFEST = Path(__file__).resolve().parent / "corpus.toml"
-BUILD_FORMAT = 1  # bump when what a project's build produces changes
+BUILD_FORMAT = 2  # bump when what a project's build produces changes
 PROBE_FORMAT = 2  # bump when the planted probe commits of Debian projects change
+NPM_FORMAT = 3  # bump when how an npm release's commit is made changes
 DEBIAN_MIRROR = "https://deb.debian.org/debian/"
 
 
@@ -97,6 +98,8 @@ def entry_hash(project: dict) -> str:
     recipe: dict = {"format": BUILD_FORMAT, "project": project}
     if project["kind"] == "debian":
         recipe["probe"] = PROBE_FORMAT
+    if project["kind"] == "npm":
+        recipe["npm"] = NPM_FORMAT
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -178,21 +181,20 @@ def _version_forms(version: str) -> list[str]:
     return forms
 
 
-def drop_version_hunks(old_text: str, new_text: str, old_version: str, new_version: str) -> tuple[str, int]:
+def drop_version_hunks(old_text: str, new_text: str, old_version: str | list[str], new_version: str) -> tuple[str, int]:
     """`new_text` with every changed line that only says the new version (the old line with each
-    form of the old version replaced by the new one) given back its old text; and how many such
-    lines there were."""
-    pairs = list(zip(_version_forms(old_version), _version_forms(new_version), strict=True))
+    form of an old version replaced by the new one) given back its old text; and how many such
+    lines there were. `old_version` may list every earlier release: a line kept before still says
+    the version of the release that last really changed it."""
+    olds = [old_version] if isinstance(old_version, str) else old_version
+    pairs = [list(zip(_version_forms(v), _version_forms(new_version), strict=False)) for v in olds if v != new_version]
     old, new = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
     out: list[str] = []
     dropped = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
         if tag == "replace" and i2 - i1 == j2 - j1:
             for o, n in zip(old[i1:i2], new[j1:j2], strict=True):
-                bumped = o
-                for a, b in pairs:
-                    bumped = bumped.replace(a, b)
-                if bumped == n and o != n:
+                if o != n and any(_bump(o, forms) == n for forms in pairs):
                     out.append(o)
                     dropped += 1
                 else:
@@ -202,7 +204,13 @@ def drop_version_hunks(old_text: str, new_text: str, old_version: str, new_versi
     return "".join(out), dropped
 
 
-def keep_old_versions(repo: Path, old_version: str, new_version: str) -> list[str]:
+def _bump(line: str, forms: list[tuple[str, str]]) -> str:
+    for a, b in forms:
+        line = line.replace(a, b)
+    return line
+
+
+def keep_old_versions(repo: Path, old_version: str | list[str], new_version: str) -> list[str]:
     """Apply drop_version_hunks to every text file of the work tree that the last commit had;
     the paths where lines were given back."""
     touched = []
@@ -294,6 +302,7 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
     kind, name = project["kind"], project["name"]
     commits = []
     previous: str | None = None
+    earlier: list[str] = []
     for release in project["release"]:
         path = artifact(project, release)
         _clear(repo)
@@ -308,9 +317,6 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
         else:
             extract_deb(path, repo, project["inner"])
             source = f"the sources in Debian's {Path(release['file']).name} ({project['inner']})"
-        kept_old: list[str] = []
-        if previous is not None:
-            kept_old = keep_old_versions(repo, previous, release["version"])
         lock_note = ""
         if kind == "npm" and project.get("lockfile", "npm") == "npm":
             npm_version = npm_lockfile(repo, release["date"])
@@ -318,13 +324,17 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
                 f"\npackage-lock.json is NOT the project's: made by wholeloop's corpus builder with npm "
                 f"{npm_version}\n(`npm install --package-lock-only --before {release['date']}`), as of the release's date.\n"
             )
+        kept_old: list[str] = []
+        if previous is not None:  # after the lockfile, which repeats the version
+            kept_old = keep_old_versions(repo, earlier, release["version"])
         message = f"{name} {release['version']}\n\nThe release as committed by wholeloop's corpus builder: {source}.\n"
         if kept_old:
-            message += f"Version-only lines left at {previous}: {', '.join(kept_old)}.\n"
+            message += f"Version-only lines left as they were: {', '.join(kept_old)}.\n"
         commit = commit_all(repo, message + lock_note, release["date"])
         commits.append({"version": release["version"], "commit": commit, "version_only_kept": kept_old})
         log(f"{name}: {release['version']} {commit[:10]}")
         previous = release["version"]
+        earlier.append(previous)
     if kind == "debian":
         # two PLANTED commits: the probe function (source only: no candidate), then a fix of its
         # value with its test, so that the package still compiles at the fix's base and the whole

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -44,6 +46,12 @@ def test_a_release_commit_keeps_the_old_version_in_pyproject(tmp_path):
         ["git", "-C", str(repo), "diff", "--name-only", "HEAD~1", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.split()
     assert changed == ["demo.py"]
+
+
+def test_a_line_kept_twice_still_says_the_first_version():
+    """Third release: the line kept at 1.0 in the second commit is compared with 1.0, not 1.1."""
+    kept, dropped = build_corpus.drop_version_hunks('"version": "1.0",\n', '"version": "1.2",\n', ["1.0", "1.1"], "1.2")
+    assert (kept, dropped) == ('"version": "1.0",\n', 1)
 
 
 def test_the_manifest_pins_every_artifact_and_covers_the_layouts():
@@ -95,3 +103,25 @@ def test_the_rust_probe_replaces_its_function(tmp_path):
     lib = (tmp_path / "src" / "lib.rs").read_text()
     assert lib.count("pub fn wholeloop_probe") == 1 and "    23\n" in lib
     assert "my_crate::wholeloop_probe()" in (tmp_path / "tests" / "wholeloop_probe.rs").read_text()
+
+
+# ----------------------------------------------------------------------------- the CI mini-corpus
+
+MINI_CORPUS = ("platformdirs", "zod", "golang-github-google-uuid-dev")  # hatchling sdist, npm, Debian Go
+
+
+@pytest.mark.docker
+@pytest.mark.slow  # a few minutes: 3 projects from pinned downloads, each mined (newest candidate), checked, gold x3, noop
+@pytest.mark.parametrize("name", MINI_CORPUS)
+def test_mini_corpus_end_to_end(name, tmp_path):
+    import bench_reach
+
+    (project,) = build_corpus.select(build_corpus.load_manifest(), [name])
+    row = bench_reach.measure(project, tmp_path, controls=True, max_candidates=1)
+    assert "error" not in row, row.get("error")
+    assert row["env_built"] == row["checked"] >= 1, row
+    assert row["healthy"] >= 1, row["unhealthy"]
+    assert row["refused"] == [], row["refused"]  # public releases: any refusal is a false one
+    assert row["kept"], row["reasons"]
+    assert row["gold_all"] == row["kept"], row["gold_outcomes"]
+    assert row["noop_resolved"] == []
