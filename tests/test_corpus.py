@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -107,21 +108,37 @@ def test_the_rust_probe_replaces_its_function(tmp_path):
 
 # ----------------------------------------------------------------------------- the CI mini-corpus
 
-MINI_CORPUS = ("platformdirs", "zod", "golang-github-google-uuid-dev")  # hatchling sdist, npm, Debian Go
+# a hatchling sdist, an npm package, a Debian Go package
+MINI_CORPUS = (
+    "platformdirs",
+    pytest.param(
+        "zod",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="zod's published package.json has no devDependencies: vitest is never installed, so the "
+            "check finds no vitest report (measured; /work/notes/i23corpus-findings.md)",
+        ),
+    ),
+    "golang-github-google-uuid-dev",
+)
 
 
 @pytest.mark.docker
-@pytest.mark.slow  # a few minutes: 3 projects from pinned downloads, each mined (newest candidate), checked, gold x3, noop
+@pytest.mark.slow  # minutes: 3 projects from pinned downloads, each mined (its newest candidate) and checked
 @pytest.mark.parametrize("name", MINI_CORPUS)
 def test_mini_corpus_end_to_end(name, tmp_path):
     import bench_reach
 
     (project,) = build_corpus.select(build_corpus.load_manifest(), [name])
-    row = bench_reach.measure(project, tmp_path, controls=True, max_candidates=1)
+    # the check already grades gold 3 times in fresh containers and sees every FAIL_TO_PASS test fail
+    # at base 3 times; the bench's own gold/noop runs (controls) are left to the full corpus run
+    row = bench_reach.measure(project, tmp_path, controls=False, max_candidates=1)
     assert "error" not in row, row.get("error")
     assert row["env_built"] == row["checked"] >= 1, row
     assert row["healthy"] >= 1, row["unhealthy"]
     assert row["refused"] == [], row["refused"]  # public releases: any refusal is a false one
     assert row["kept"], row["reasons"]
-    assert row["gold_all"] == row["kept"], row["gold_outcomes"]
-    assert row["noop_resolved"] == []
+    for task in row["kept"]:
+        verdict = json.loads((tmp_path / "tasks" / name / f"{task}.check.json").read_text())
+        assert verdict["passed"] and verdict["repeats"] == 3
+        assert all(runs.split()[1] == "PPP" for runs in verdict["runs"].values() if runs.split()[0] == "FFF")
