@@ -232,6 +232,25 @@ def print_table(rows: list[dict], total: dict) -> None:
         print(f"{key}: {value}")
 
 
+def markdown(rows: list[dict]) -> str:
+    """The per-project table of docs/tasks.md."""
+    out = [
+        "| project | covers | candidates | env built | healthy | kept | gold 3/3 | noop | refused / files | builds | image s / cand. |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        if "candidates" not in r:
+            out.append(f"| {r['name']} | {r['covers']} | error: {r.get('error', '')[:120]} | | | | | | | | |")
+            continue
+        per = round(r["image_seconds"] / r["checked"]) if r["checked"] else "-"
+        out.append(
+            f"| {r['name']} | {r['covers']} | {r['candidates']} | {r['env_built']} | {r['healthy']} | {len(r['kept'])} "
+            f"| {len(r['gold_all']) if 'gold_all' in r else '-'} | {len(r['noop_resolved']) if 'noop_resolved' in r else '-'} "
+            f"| {len(r['refused'])} / {r['files_scanned']} | {r['images_built']} | {per} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("work", type=Path)
@@ -241,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max", type=int, help="mine only the N most recent candidates of each project")
     parser.add_argument("--report", action="store_true", help="print the figures of the state file; run nothing")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--markdown", action="store_true", help="also print the per-project table as Markdown")
     args = parser.parse_args(argv)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -272,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [state[p["name"]] for p in manifest if p["name"] in state]
     total = report(rows, [p["name"] for p in manifest if p["name"] not in state])
     print_table(rows, total)
+    if args.markdown:
+        print()
+        print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps({"projects": rows, "total": total}, indent=2) + "\n")
     return 0

@@ -142,3 +142,35 @@ def test_mini_corpus_end_to_end(name, tmp_path):
         verdict = json.loads((tmp_path / "tasks" / name / f"{task}.check.json").read_text())
         assert verdict["passed"] and verdict["repeats"] == 3
         assert all(runs.split()[1] == "PPP" for runs in verdict["runs"].values() if runs.split()[0] == "FFF")
+
+
+def test_bench_reach_counts_gold_only_when_every_repeat_resolved(tmp_path):
+    import bench_reach
+
+    rows = [
+        {"task_id": "a", "repeat": 0, "outcome": "resolved", "final": True},
+        {"task_id": "a", "repeat": 1, "outcome": "infra_error", "final": True},
+        {"task_id": "a", "repeat": 1, "outcome": "resolved", "final": True},  # the redo stands
+        {"task_id": "b", "repeat": 0, "outcome": "resolved", "final": True},
+        {"task_id": "b", "repeat": 1, "outcome": "unresolved", "final": True},
+    ]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"task_id": "cut')
+    assert bench_reach.read_run(tmp_path) == {"a": ["resolved", "resolved"], "b": ["resolved", "unresolved"]}
+
+
+def test_bench_reach_totals():
+    import bench_reach
+
+    base = {"refused": [], "files_scanned": 10, "images_built": 1, "image_seconds": 30.0, "env_built": 1}
+    rows = [
+        {"name": "p", **base, "candidates": 2, "checked": 2, "healthy": 2, "kept": ["p1"], "gold_all": ["p1"]},
+        {"name": "q", **base, "candidates": 1, "checked": 1, "healthy": 0, "kept": [], "refused": ["secret found: x"]},
+        {"name": "r", **base, "candidates": 0, "checked": 0, "healthy": 0, "kept": []},
+        {"name": "s", "error": "not built: boom"},
+    ]
+    total = bench_reach.report(rows, ["t"])
+    assert total["healthy_projects"] == "1/2 (50 %)"  # r checked nothing: not counted
+    assert total["keeping_projects"] == "1/2 (50 %)"  # of the projects with a candidate
+    assert total["gold_3_of_3"] == "1/1"
+    assert total["false_refusals"] == 1 and total["files_scanned"] == 30
+    assert total["errors"] == {"s": "not built: boom"} and total["not_run"] == ["t"]
