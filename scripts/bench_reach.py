@@ -15,7 +15,8 @@ every N-th project, so several processes can share the corpus (one docker build 
 
 Figures per project and in total (`--report` prints them from the state file, nothing is run):
 
-- **env built**: candidates whose environment image built / candidates checked;
+- **env built**: candidates whose environment image built (a candidate whose dependencies do not
+  resolve never gets one, nor a check verdict);
 - **healthy**: candidates whose check read a healthy environment at base (docs/tasks.md,
   "Environment health"); a project counts as healthy when at least one candidate was;
 - **kept**: tasks kept / candidates (commits that pass the mining rules);
@@ -186,6 +187,9 @@ def report(rows: list[dict], not_run: list[str]) -> dict:
     measured = [r for r in rows if "candidates" in r]
     with_cand = [r for r in measured if r["candidates"]]
     healthy = [r for r in measured if r["healthy"]]
+    # a project with a task spec had an environment to make: one whose resolution already failed
+    # at mining has no check verdict, and counts as not healthy
+    tried = [r for r in measured if r["candidates"] - len(r["refused"]) > 0]
     keeping = [r for r in with_cand if r["kept"]]
     kept = sum(len(r["kept"]) for r in measured)
     gold_all = sum(len(r.get("gold_all", [])) for r in measured)
@@ -194,7 +198,7 @@ def report(rows: list[dict], not_run: list[str]) -> dict:
         "projects": len(rows),
         "measured": len(measured),
         "errors": {r["name"]: r["error"] for r in rows if "error" in r},
-        "healthy_projects": _pct(len(healthy), len([r for r in measured if r["checked"]])),
+        "healthy_projects": _pct(len(healthy), len(tried)),
         "keeping_projects": _pct(len(keeping), len(with_cand)),
         "candidates": sum(r["candidates"] for r in measured),
         "env_built": sum(r["env_built"] for r in measured),

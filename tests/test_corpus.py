@@ -166,11 +166,14 @@ def test_bench_reach_totals():
         {"name": "p", **base, "candidates": 2, "checked": 2, "healthy": 2, "kept": ["p1"], "gold_all": ["p1"]},
         {"name": "q", **base, "candidates": 1, "checked": 1, "healthy": 0, "kept": [], "refused": ["secret found: x"]},
         {"name": "r", **base, "candidates": 0, "checked": 0, "healthy": 0, "kept": []},
+        {"name": "u", **base, "candidates": 1, "checked": 0, "env_built": 0, "healthy": 0, "kept": []},
         {"name": "s", "error": "not built: boom"},
     ]
     total = bench_reach.report(rows, ["t"])
-    assert total["healthy_projects"] == "1/2 (50 %)"  # r checked nothing: not counted
-    assert total["keeping_projects"] == "1/2 (50 %)"  # of the projects with a candidate
+    # r had no candidate and q's only one was refused: not counted; u's environment did not
+    # resolve (no verdict): not healthy
+    assert total["healthy_projects"] == "1/2 (50 %)"
+    assert total["keeping_projects"] == "1/3 (33 %)"  # of the projects with a candidate
     assert total["gold_3_of_3"] == "1/1"
-    assert total["false_refusals"] == 1 and total["files_scanned"] == 30
+    assert total["false_refusals"] == 1 and total["files_scanned"] == 40
     assert total["errors"] == {"s": "not built: boom"} and total["not_run"] == ["t"]
