@@ -110,7 +110,7 @@ def test_the_rust_probe_replaces_its_function(tmp_path):
 
 # a hatchling sdist, an npm package, a Debian Go package
 MINI_CORPUS = (
-    "platformdirs",
+    "execnet",
     pytest.param(
         "zod",
         marks=pytest.mark.xfail(
