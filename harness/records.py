@@ -91,6 +91,9 @@ class ResultRow(BaseModel):
     tampering: str | None = None  # the channels of results contradicted each other (see grade.json)
     grader_version: int | None = None  # of the grader that decided `outcome` (None: before it was recorded)
     regraded_from: dict | None = None  # set by `wholeloop regrade`: the outcome and grader version before
+    # the acceptance axes of the raw patch, as grade.json records them (None: not measured, a row
+    # from before grader 8 or one never graded); a policy judges them at report time (issue 25)
+    acceptance: dict | None = None
     # An abandoned try: the machine failed this try of the unit and it was tried again. Never
     # final; the latest-row rule drops its whole try (no rate sees it); its spend is on record and
     # counts in the configuration's cost (`retried_tries`).

@@ -888,6 +888,7 @@ def _environment(
             dockerfile=plan.dockerfile,
             setup=setup_commands(plan, resolved),
             install=plan.install,
+            dependency_files=list(cfg.dependency_files or []),
             env=plan.env,
             env_files=list(cfg.env_files),
         )

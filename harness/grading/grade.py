@@ -37,6 +37,7 @@ from sandbox.docker import FACTS_DIR
 
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
 from ..tasks import Task
+from .acceptance import measure
 from .determinism import GRADING_SEED, HASH_SEED_VAR, hash_seed
 from .evidence import Hasher, TreeEvidence, claims, judge
 from .feedback import scrub_messages
@@ -78,7 +79,25 @@ def grade(
     whose failure messages have every line of the hidden tests removed. Infrastructure problems
     become an `infra_error` grade, never an exception. (`base` is the snapshot's commit; `hasher`
     reads the content hashes that check what the grade claims it stripped, see `evidence`; `seed`:
-    the hash seed and test-order seed, grading's unless `tasks check` varies it, see `determinism`.)"""
+    the hash seed and test-order seed, grading's unless `tasks check` varies it, see `determinism`.)
+    Every grade records the acceptance axes of the raw `patch` (before anything is stripped; see
+    `acceptance`)."""
+    graded, output, parsed = _grade(task, patch, image, base, limits, backend, run_id, hasher, seed)
+    graded.acceptance = measure(task, patch)
+    return graded, output, parsed
+
+
+def _grade(
+    task: Task,
+    patch: str,
+    image: str,
+    base: str,
+    limits: Limits,
+    backend: Backend | None,
+    run_id: str,
+    hasher: Hasher | None,
+    seed: int,
+) -> tuple[Grade, str, TestReport | None]:
     backend = backend or DockerBackend()
     started = time.monotonic()
     output = ""
@@ -196,7 +215,7 @@ def _by_itself(sb: Sandbox) -> bool:
         state = sb.status()
     except SandboxError:
         return False
-    return bool(state.get("Running") or state.get("OOMKilled"))
+    return state.running or state.oom_killed
 
 
 def _passes_on_base(

@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from ..parsers import ERROR, FAILED, MISSING, NOT_RUN, PASSED, SKIPPED, XFAIL
 from ..tasks import Task
 from ..vocabulary import NOT_SCORED, Outcome
+from .acceptance import Axes
 from .evidence import TreeEvidence
 
 __all__ = ["NOT_SCORED", "Outcome"]  # the vocabulary's, re-exported: grading decides them
@@ -28,7 +29,9 @@ GRADE_SCHEMA = 1
 # 7: Rust's `#[cfg(test)]` modules found with a real parser through the module tree (a decoy in a
 # comment, a moved module, a new test module file), package.json's bin/scripts/jest/... put back
 # with the rest of the file kept (issue 21).
-GRADER_VERSION = 7
+# 8: every grade records the acceptance axes of the agent's raw patch (`acceptance`; issue 25):
+# scope against gold, size, tests deleted or weakened, top-level files, debug leftovers, binaries.
+GRADER_VERSION = 8
 
 
 class TestTally(BaseModel):
@@ -85,6 +88,11 @@ class Grade(BaseModel):
         default_factory=dict,
         description="what fixed the hidden run's hash seed and test order: PYTHONHASHSEED, the randomisers' "
         "options (empty: a grade from before grader 6, or no tests ran)",
+    )
+    acceptance: Axes | None = Field(
+        None,
+        description="the acceptance axes of the agent's raw patch, with their evidence (None: a grade "
+        "from before grader 8, not measured; see harness.grading.acceptance)",
     )
     note: str = ""
     seconds: float = 0.0

@@ -90,6 +90,7 @@ def regrade(
                 "note": new.note,
                 "tampering": new.tampering,
                 "grader_version": new.grader_version,
+                "acceptance": new.acceptance.model_dump(mode="json") if new.acceptance else None,
                 "phases": phases,
                 "regraded_from": {"outcome": row.outcome.value, "grader_version": old.get("grader_version")},
             }
