@@ -562,3 +562,24 @@ def test_mine_takes_only_the_kind_asked_for(history, tmp_path):
     report = json.loads((out / "mine-report.json").read_text())
     skipped = {c["commit"]: c.get("skipped") for c in report["commits"]}
     assert skipped[history["leak"]] == "a fix (--kind feature)"
+
+
+def test_a_commit_whose_message_is_only_a_bots_is_skipped_not_given_the_bots_line(tmp_path):
+    """tomli's 871f2c1c (the trial of issue 24): pre-commit.ci's autofix changed source and tests;
+    cleaned, its message is empty, and the spec fell back to the bot's subject line."""
+    from harness.authoring.mine import MineOptions, list_candidates
+
+    repo = tmp_path / "botpkg"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, "initial", {"botpkg/__init__.py": "X = 1\n", "tests/test_x.py": "def test_x():\n    pass\n"})
+    bot = commit(
+        repo,
+        "[pre-commit.ci] auto fixes from pre-commit.com hooks\n\nfor more information, see https://pre-commit.ci",
+        {"botpkg/__init__.py": "X = 1  # noqa\n", "tests/test_x.py": "def test_x():\n    assert True\n"},
+    )
+    fix = commit(repo, "Make X two", {"botpkg/__init__.py": "X = 2\n", "tests/test_x.py": "def test_x():\n    pass\n"})
+    report = list_candidates(repo, MineOptions())
+    fates = {j.commit.sha: j for j in report.judged}
+    assert fates[fix].candidate is not None
+    assert fates[bot].candidate is None and fates[bot].skipped == "no problem statement (the message is a bot's only)"

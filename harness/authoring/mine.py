@@ -16,7 +16,8 @@ implementation the tests compare against):
    only; no test change; no source change; changes protected file <first path> (unless
    --allow-config: then protected files join the gold patch and are exempt from protection for
    that task); diff too large (<N> changed lines > <max>) with N = added + deleted lines of the
-   gold and test parts.
+   gold and test parts; no problem statement (the message is a bot's only: nothing is left once
+   trailers and tool lines are cleaned away, harness.authoring.statements.clean_message).
 4. A candidate: base = first parent; gold patch = its source part (+ protected files with
    --allow-config); hidden tests = its test part; docs dropped; task id = <repository folder
    name>-<first 10 hex digits>, so mining again later adds only new commits; created_at = the
@@ -297,6 +298,9 @@ def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOption
     if n > options.max_lines:
         out.skipped = f"diff too large ({n} changed lines > {options.max_lines})"
         out.skip_key = f"diff too large (> {options.max_lines} changed lines: --max-lines)"
+        return out
+    if not clean_message(repo.message(commit.sha)).text.strip():  # e.g. pre-commit.ci's autofix
+        out.skipped = "no problem statement (the message is a bot's only)"
         return out
     out.candidate = Candidate(
         commit,
