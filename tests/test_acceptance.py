@@ -146,3 +146,165 @@ def test_grading_records_the_axes_of_the_raw_patch_a_deleted_test_included(demo)
     assert any(s.path == "tests/test_config.py" for s in result.stripped)
     assert result.acceptance is not None and result.acceptance.tests_deleted == ["tests/test_config.py"]
     assert result.acceptance.outside_scope == [] and result.acceptance.debug_leftovers == []
+
+
+# ------------------------------------------------------------------------------------ the policy, at report time
+
+
+def _axes(**found) -> dict:
+    base = {
+        "version": 1,
+        "files": ["pkg/core.py"],
+        "outside_scope": [],
+        "lines_changed": 2,
+        "gold_lines_changed": 2,
+        "size_ratio": 1.0,
+        "tests_deleted": [],
+        "tests_weakened": [],
+        "top_level_added": [],
+        "debug_leftovers": [],
+        "binary_files": [],
+    }
+    return {**base, **found}
+
+
+DEBUG = {"debug_leftovers": [{"path": "pkg/core.py", "line": 'print("here")'}]}
+DELETED = {"tests_deleted": ["tests/test_old.py"]}
+
+
+def _run(path, cells: dict[str, list[tuple[str, bool, dict | None]]]):
+    """A run folder written with the real writers: config -> [(task, resolved, axes)]."""
+    from harness.records import ResultRow, RunFolder
+
+    folder = RunFolder(path, create=True)
+    folder.update_manifest(lambda m: m.update({"run_id": path.name, "tasks": {}}))
+    for config, rows in cells.items():
+        for task, resolved, axes in rows:
+            folder.append(
+                ResultRow(
+                    run_id=path.name,
+                    task_id=task,
+                    task_hash="h-" + task,
+                    config=config,
+                    agent="default",
+                    outcome="resolved" if resolved else "unresolved",
+                    resolved=resolved,
+                    acceptance=axes,
+                    dir=f"attempts/{task}/{config}/rep-0/attempt-1",
+                )
+            )
+    return path
+
+
+def test_the_policy_judges_the_recorded_axes_and_an_old_row_is_not_measured(tmp_path):
+    from harness.records import ResultRow
+    from harness.report.acceptance import DEFAULT_POLICY, judge, load_policy, tell
+
+    def row(resolved, axes):
+        return ResultRow(
+            run_id="r",
+            task_id="t",
+            task_hash="h",
+            config="c",
+            agent="a",
+            outcome="resolved" if resolved else "unresolved",
+            resolved=resolved,
+            acceptance=axes,
+        )
+
+    assert judge(row(True, _axes())).acceptance == "accepted"
+    assert judge(row(False, _axes())).reasons == ["not resolved"]
+    old = judge(row(True, None))
+    assert old.acceptance == "not_measured" and not old.accepted and tell(old) == "not measured"
+    refused = judge(row(True, _axes(**DEBUG, **DELETED)))
+    assert refused.acceptance == "not_accepted" and refused.reasons == ["deleted tests", "debugging left in"]
+    assert (
+        tell(refused)
+        == 'not accepted: deleted tests (tests/test_old.py), debugging left in (pkg/core.py: print("here"))'
+    )
+    # a team's policy in its wholeloop.yaml: debugging allowed, at most 3x gold's size
+    (tmp_path / "wholeloop.yaml").write_text(
+        "install: [pip install -e .]\nacceptance:\n  debug_leftovers: false\n  max_size_ratio: 3\n"
+    )
+    team = load_policy(tmp_path / "wholeloop.yaml")
+    assert judge(row(True, _axes(**DEBUG)), team).accepted
+    assert judge(row(True, _axes(size_ratio=4.0, lines_changed=8)), team).reasons == [
+        "larger than allowed against gold"
+    ]
+    assert judge(row(True, _axes(size_ratio=40.0)), DEFAULT_POLICY).accepted  # no size limit by default
+    (tmp_path / "bad.yaml").write_text("acceptance:\n  debug_leftover: false\n")
+    from harness.report.errors import ReportInputError
+
+    with pytest.raises(ReportInputError, match="debug_leftover"):
+        load_policy(tmp_path / "bad.yaml")
+
+
+def test_report_json_shows_both_rates_how_many_resolved_were_not_accepted_and_why(tmp_path):
+    from support.cli import wl
+
+    run = _run(
+        tmp_path / "run",
+        {
+            "agent-a": [
+                ("t1", True, _axes()),
+                ("t2", True, _axes(**DEBUG)),
+                ("t3", True, _axes(**DELETED)),
+                ("t4", False, _axes()),
+            ],
+            "old": [("t1", True, None), ("t2", False, None)],
+        },
+    )
+    out = tmp_path / "figures.json"
+    proc = wl("report", run, "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    by = {a["config"]: a for a in json.loads(out.read_text())["acceptance"]}
+    a = by["agent-a"]
+    assert (a["resolved"], a["accepted"], a["resolved_not_accepted"]) == (3, 1, 2)
+    assert a["reasons"] == {"debugging left in": 1, "deleted tests": 1}
+    assert a["resolve_rate"]["value"] == 0.75 and a["accept_rate"]["value"] == 0.25
+    assert by["old"]["not_measured"] == 1 and by["old"]["accept_rate"]["value"] is None  # never false
+    assert "accept" in proc.stdout and "2 of 3 resolved not accepted" in proc.stdout
+    assert 't2 (repeat 0): debugging left in (pkg/core.py: print("here"))' in proc.stdout
+
+
+def test_metric_accept_gives_compare_and_gate_the_acceptance_rate_with_the_same_statistics(tmp_path):
+    import json
+
+    from support.cli import wl
+
+    clean = [(f"t{i}", True, _axes()) for i in range(12)]
+    sloppy = [(f"t{i}", True, _axes(**DEBUG) if i < 8 else _axes()) for i in range(12)]
+    base = _run(tmp_path / "base", {"clean": clean})
+    cand = _run(tmp_path / "cand", {"sloppy": sloppy})
+    same = wl("gate", base, cand, "--json", tmp_path / "resolve.json")
+    assert same.returncode == 0, same.stdout + same.stderr  # both resolve all 12
+    worse = wl("gate", base, cand, "--metric", "accept", "--json", tmp_path / "accept.json")
+    decision = json.loads((tmp_path / "accept.json").read_text())
+    assert worse.returncode == 1 and decision["verdict"] == "regression", worse.stdout + worse.stderr
+    assert decision["metric"] == "accept" and decision["candidate_value"] == pytest.approx(4 / 12)
+    cmp = wl("compare", base, cand, "--metric", "accept", "--json", tmp_path / "cmp.json")
+    figures = json.loads((tmp_path / "cmp.json").read_text())
+    assert figures["metric"] == "accept", cmp.stderr
+    rates = {c["name"]: c["resolve_rate"]["value"] for c in figures["configs"]}
+    assert rates == {"clean": 1.0, "sloppy": pytest.approx(4 / 12)}
+    [comparison] = figures["comparisons"]
+    assert comparison["shared_tasks"] == 12 and (comparison["mcnemar_b"], comparison["mcnemar_c"]) == (8, 0)
+    assert comparison["better"] == "clean"
+    # an old run's resolved rows were never measured: the accept metric refuses it, the resolve metric does not
+    old = _run(tmp_path / "old", {"old": [(f"t{i}", True, None) for i in range(12)]})
+    refused = wl("gate", old, cand, "--metric", "accept")
+    assert refused.returncode == 2 and "not measured" in refused.stderr and "regrade" in refused.stderr
+
+
+def test_scoring_gives_resolved_but_not_accepted_its_own_cost(tmp_path):
+    from harness.report.figures import compute_figures
+
+    run = _run(tmp_path / "run", {"a": [("t1", True, _axes()), ("t2", True, _axes(**DEBUG))]})
+    (tmp_path / "scoring.yaml").write_text("not_accepted: 0.5\n")
+    [score] = compute_figures([run], tmp_path / "scoring.yaml", recovery=False).scoring.configs
+    assert score.expected_cost_per_task.value == pytest.approx(0.25)
+    assert score.by_outcome == {"resolved": 0.0, "resolved_not_accepted": 0.5}
+    [plain] = compute_figures([run], recovery=False).scoring.configs
+    assert plain.expected_cost_per_task.value == 0.0
