@@ -82,3 +82,19 @@ class Acceptance(StrEnum):
 LIMITS: frozenset[StopReason] = frozenset(
     {StopReason.step_limit, StopReason.time_limit, StopReason.token_limit, StopReason.cost_limit}
 )
+
+
+class Cause(StrEnum):
+    """Why an attempt that did not resolve failed (docs/failures.md): analysis of what was
+    recorded, refining an outcome and a stop reason, never repeating them. Each has its rule in
+    `harness.report.causes` (versioned by its RULES_VERSION)."""
+
+    never_ran_tests = "never_ran_tests"  # no test run at all in the attempt
+    submitted_failing = "submitted_failing"  # ran the tests, submitted while the last run was red
+    broke_syntax_or_import = "broke_syntax_or_import"  # a syntax or import error appeared after an edit
+    edited_elsewhere = "edited_elsewhere"  # the patch touches files outside gold's footprint, none inside
+    partial_fix = "partial_fix"  # k of n FAIL_TO_PASS tests pass, 0 < k < n
+    looped = "looped"  # the same normalised command or edit, repeated
+    gave_up_early = "gave_up_early"  # submitted with no change, or after few steps
+    environment_confusion = "environment_confusion"  # tried to install, or hit missing modules
+    tool_misuse = "tool_misuse"  # tool calls refused again and again

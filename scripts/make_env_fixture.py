@@ -28,21 +28,17 @@ OUT_DIR/structlog is the repository; OUT_DIR/fixture.json is written last.
 
 from __future__ import annotations
 
-import argparse
-import fcntl
 import hashlib
 import json
-import os
 import shutil
 import sys
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixturelib import build_once, fixture_main  # noqa: E402
 from make_mining_fixture import (  # noqa: E402
     Edit,
-    FixtureError,
     Package,
     Planted,
     Release,
@@ -155,47 +151,34 @@ def is_complete(out_dir: Path) -> bool:
 
 
 def build(out_dir: Path, *, sdist_dir: Path | None = None, force: bool = False, log=print) -> Path:
-    out_dir = Path(out_dir).resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(out_dir.parent / f".{out_dir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force and is_complete(out_dir):
-            log(f"{out_dir}: up to date (recipe {recipe_hash()})")
-            return out_dir / "fixture.json"
-        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-        try:
-            scratch = work / ".sdists"
-            scratch.mkdir()
-            sdists = fetch_sdists(scratch, sdist_dir, log, PACKAGES)
-            marker: dict = {"format": FIXTURE_FORMAT, "recipe": recipe_hash(), "packages": {}}
-            for pkg in PACKAGES:
-                built = build_package(pkg, work / pkg.name, sdists, log)
-                for release in built["releases"]:  # tagged as the real repository tags its releases
-                    git(work / pkg.name, "tag", release["version"], release["commit"])
-                marker["packages"][pkg.name] = built
-            shutil.rmtree(scratch)
-            (work / "fixture.json").write_text(json.dumps(marker, indent=2) + "\n")
-            if out_dir.exists():
-                shutil.rmtree(out_dir)
-            os.replace(work, out_dir)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    log(f"{out_dir}: built (recipe {recipe_hash()})")
-    return out_dir / "fixture.json"
+    """Build the fixture in `out_dir` (nothing done when already complete); returns fixture.json."""
+
+    def fill(work: Path) -> None:
+        scratch = work / ".sdists"
+        scratch.mkdir()
+        sdists = fetch_sdists(scratch, sdist_dir, log, PACKAGES)
+        marker: dict = {"format": FIXTURE_FORMAT, "recipe": recipe_hash(), "packages": {}}
+        for pkg in PACKAGES:
+            built = build_package(pkg, work / pkg.name, sdists, log)
+            for release in built["releases"]:  # tagged as the real repository tags its releases
+                git(work / pkg.name, "tag", release["version"], release["commit"])
+            marker["packages"][pkg.name] = built
+        shutil.rmtree(scratch)
+        (work / "fixture.json").write_text(json.dumps(marker, indent=2) + "\n")  # last
+
+    return build_once(
+        out_dir, result="fixture.json", recipe=recipe_hash(), complete=is_complete, fill=fill, force=force, log=log
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--force", action="store_true", help="rebuild even when OUT_DIR is complete")
-    parser.add_argument("--sdist-dir", type=Path, help="take the sdists from this folder when they are there")
-    args = parser.parse_args(argv)
-    try:
-        build(args.out_dir, sdist_dir=args.sdist_dir, force=args.force)
-    except FixtureError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return fixture_main(
+        __doc__,
+        build,
+        source="sdist_dir",
+        source_help="take the sdists from this folder when they are there",
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

@@ -30,9 +30,7 @@ Python running this script.
 
 from __future__ import annotations
 
-import argparse
 import ast
-import fcntl
 import hashlib
 import json
 import os
@@ -45,6 +43,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixturelib import FixtureError, build_once, fixture_main  # noqa: E402
 
 PACKAGE = "more-itertools"
 VERSION = "10.5.0"
@@ -151,10 +152,6 @@ def pytest_sessionfinish(session):
     with open(os.environ["WL_OUTCOMES_FILE"], "w") as fh:
         json.dump(_out, fh)
 """
-
-
-class FixtureError(RuntimeError):
-    pass
 
 
 def recipe_hash() -> str:
@@ -304,23 +301,15 @@ def extract(sdist: Path, repo: Path) -> None:
 
 def build(out_dir: Path, *, sdist: Path | None = None, force: bool = False, log=print) -> Path:
     """Build the fixture in `out_dir` (skipped when already complete); returns instances.jsonl."""
-    out_dir = Path(out_dir).resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(out_dir.parent / f".{out_dir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent builders (parallel test sessions) wait here
-        if not force and is_complete(out_dir):
-            log(f"{out_dir}: up to date (recipe {recipe_hash()})")
-            return out_dir / "instances.jsonl"
-        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-        try:
-            _build_into(work, sdist, log)
-            if out_dir.exists():
-                shutil.rmtree(out_dir)
-            os.replace(work, out_dir)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    log(f"{out_dir}: built (recipe {recipe_hash()})")
-    return out_dir / "instances.jsonl"
+    return build_once(
+        out_dir,
+        result="instances.jsonl",
+        recipe=recipe_hash(),
+        complete=is_complete,
+        fill=lambda work: _build_into(work, sdist, log),
+        force=force,
+        log=log,
+    )
 
 
 def _build_into(out: Path, sdist: Path | None, log) -> None:
@@ -436,17 +425,9 @@ def _instance(repo, bug, parent, base, deleted, created, first, scratch, plugin_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--force", action="store_true", help="rebuild even when OUT_DIR is complete")
-    parser.add_argument("--sdist", type=Path, help=f"use this {SDIST} instead of downloading it")
-    args = parser.parse_args(argv)
-    try:
-        build(args.out_dir, sdist=args.sdist, force=args.force)
-    except FixtureError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return fixture_main(
+        __doc__, build, source="sdist", source_help=f"use this {SDIST} instead of downloading it", argv=argv
+    )
 
 
 if __name__ == "__main__":

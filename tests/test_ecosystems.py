@@ -100,8 +100,13 @@ def test_go_vendor_and_a_too_new_go_line(tmp_path):
     assert cfg.env["GOFLAGS"] == "-mod=vendor" and cfg.env["CGO_ENABLED"] == "0"
     assert cfg.setup and "golang-go" in cfg.setup[0]
 
-    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.22.3"), "n.go": "package n\n"})
-    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.22; the image's Go .* is 1.19"):
+    # newer than bookworm's 1.19: the oldest of bookworm-backports' Go that is new enough
+    newer = make_repo(tmp_path / "b", {"go.mod": GO_MOD.format(version="1.22.3"), "b.go": "package b\n"})
+    cfg, _ = complete(RepoConfig(), newer, newer.resolve("HEAD"), "go")
+    assert cfg.setup is not None and "bookworm-backports" in cfg.setup[0] and "golang-1.22-go" in cfg.setup[0]
+    assert "ln -sf /usr/lib/go-1.22/bin/go /usr/local/bin/go" in cfg.setup[0]
+    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.24"), "n.go": "package n\n"})
+    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.24; the newest Go of Debian bookworm.* is 1.23"):
         complete(RepoConfig(), new, new.resolve("HEAD"), "go")
     # a wholeloop.yaml that brings its own toolchain is trusted, its keys and env win
     own = RepoConfig(image="golang:1.22", setup=[], env={"GOPROXY": "direct"})
@@ -157,3 +162,180 @@ def test_yarn_berry_is_refused_naming_it_unless_install_is_given(tmp_path):
         complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
     cfg, _ = complete(RepoConfig(install=["corepack yarn install --immutable"]), repo, repo.resolve("HEAD"), "vitest")
     assert cfg.install == ["corepack yarn install --immutable"]
+
+
+PNPM_LOCK_V9 = """lockfileVersion: '9.0'
+packages:
+  vitest@4.1.2:
+    resolution: {integrity: sha512-xjR1}
+    engines: {node: ^20.19.0 || >=22.12.0}
+  cac@6.7.14:
+    resolution: {integrity: sha512-b6Il}
+    engines: {node: '>=8'}
+"""
+PNPM_LOCK_V5 = """lockfileVersion: 5.4
+packages:
+  /vitest/0.34.6:
+    resolution: {integrity: sha512-+5Cm}
+    engines:
+      node: '>=v14.18.0'
+    hasBin: true
+"""
+NPM_LOCK = """{"lockfileVersion": 3, "packages": {
+  "node_modules/jest": {"version": "30.0.0", "engines": {
+    "node": "^18.14.0 || ^20.0.0 || ^22.0.0 || >=24.0.0"}},
+  "node_modules/vite": {"version": "7.0.0", "engines": {"node": "^20.19.0 || >=22.12.0"}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "node"),
+    [
+        # unjs/defu at 3942bfbbca: no engines, no .nvmrc, but Vitest 4 in the lockfile needs Node 20
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9}, "node@20"),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V5}, None),
+        ({"package-lock.json": NPM_LOCK}, "node@20"),
+        ({"package-lock.json": NPM_LOCK, ".nvmrc": "22\n"}, "node@22"),
+    ],
+)
+def test_the_node_major_is_the_lowest_every_locked_package_accepts(tmp_path, files, node):
+    """Before, only engines/.nvmrc/.node-version counted: defu (Vitest 4) got Debian's Node 18, on
+    which Vitest 4 does not start."""
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + VITEST + "}", "a.test.ts": "x\n", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None
+    installed = " ".join(cfg.setup[1:])
+    assert (node in installed) if node else ("node@" not in installed), cfg.setup
+
+
+@pytest.mark.parametrize(
+    "pkg",
+    [
+        '{"volta": {"node": "20.11.1"}, ' + VITEST + "}",
+        '{"devEngines": {"runtime": {"name": "node", "version": ">=20"}}, ' + VITEST + "}",
+    ],
+)
+def test_volta_and_dev_engines_name_the_node_version(tmp_path, pkg):
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}"})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.setup is not None and cfg.setup[1:] == ["npm install -g node@20"]
+
+
+@pytest.mark.parametrize(
+    ("files", "pkg_extra", "shared"),
+    [
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9}, "", ["package.json", "pnpm-lock.yaml"]),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, ".npmrc": "x=1\n"}, "", ["package.json", "pnpm-lock.yaml", ".npmrc"]),
+        (
+            {"pnpm-lock.yaml": PNPM_LOCK_V9, "pnpm-workspace.yaml": "onlyBuiltDependencies: [esbuild]\n"},
+            "",
+            ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml"],
+        ),
+        ({"package-lock.json": NPM_LOCK}, "", ["package.json", "package-lock.json"]),
+        ({"yarn.lock": "# yarn lockfile v1\n"}, "", ["package.json", "yarn.lock"]),
+        # what an install of these files alone cannot do: workspaces, a pnpmfile, no lock file
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, "pnpm-workspace.yaml": "packages: [pkgs/*]\n"}, "", None),
+        ({"pnpm-lock.yaml": PNPM_LOCK_V9, ".pnpmfile.cjs": "module.exports = {}\n"}, "", None),
+        ({"package-lock.json": NPM_LOCK}, '"workspaces": ["a"], ', None),
+        ({}, "", None),
+    ],
+)
+def test_a_locked_install_is_shared_by_the_tasks_of_one_lock_file(tmp_path, files, pkg_extra, shared):
+    """Before, every task image of the pnpm repository ran `pnpm install` (332 of the check's 441 s)."""
+    repo = make_repo(tmp_path / "js", {"package.json": "{" + pkg_extra + VITEST + "}", **files})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.dependency_files == shared
+    # an install of its own is run with the whole repository, as given
+    cfg, _ = complete(RepoConfig(install=["pnpm i && pnpm build"]), repo, repo.resolve("HEAD"), "vitest")
+    assert cfg.dependency_files is None
+
+
+GO_MOD_REQUIRES = """module example.com/m
+
+go 1.18
+
+require github.com/google/uuid v1.6.0
+
+require (
+	golang.org/x/text v0.14.0 // indirect
+	example.com/m/sub v0.0.0 // replaced below: a directory of this repository
+)
+
+replace example.com/m/sub => ./sub
+"""
+
+
+def test_a_go_module_needing_modules_no_proxy_serves_is_refused_naming_them_unless_vendored(tmp_path):
+    """Before, it was mined and every task's install failed in the image (GOPROXY=off) with go's
+    own message about a missing module, one task at a time."""
+    repo = make_repo(tmp_path / "m", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n"})
+    with pytest.raises(UnsupportedRepository, match="github.com/google/uuid, golang.org/x/text") as caught:
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "go")
+    assert "example.com/m/sub" not in str(caught.value) and "vendor" in str(caught.value)
+    vendored = make_repo(
+        tmp_path / "v", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n", "vendor/modules.txt": "# x\n"}
+    )
+    cfg, _ = complete(RepoConfig(), vendored, vendored.resolve("HEAD"), "go")
+    assert cfg.env["GOFLAGS"] == "-mod=vendor"
+    # a wholeloop.yaml that says how to get them (a proxy in env, its own setup) is trusted
+    cfg, _ = complete(RepoConfig(env={"GOPROXY": "https://proxy.example"}), repo, repo.resolve("HEAD"), "go")
+    assert cfg.env["GOPROXY"] == "https://proxy.example"
+
+
+CARGO_LOCK = """version = 3
+
+[[package]]
+name = "itoa"
+version = "1.0.11"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "mine"
+version = "0.1.0"
+dependencies = ["itoa", "serde"]
+
+[[package]]
+name = "serde"
+version = "1.0.200"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+"""
+
+
+def test_a_crate_with_registry_dependencies_is_refused_naming_them_unless_vendored(tmp_path):
+    """Before, it was mined and every task's install failed offline (`cargo test --offline`) with
+    cargo's "no matching package" message, one task at a time."""
+    crate = {"Cargo.toml": '[package]\nname = "mine"\nversion = "0.1.0"\n', "src/lib.rs": "\n"}
+    repo = make_repo(tmp_path / "c", {**crate, "Cargo.lock": CARGO_LOCK})
+    with pytest.raises(UnsupportedRepository, match=r"itoa 1\.0\.11, serde 1\.0\.200.*vendor"):
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    vendored = make_repo(
+        tmp_path / "v",
+        {
+            **crate,
+            "Cargo.lock": CARGO_LOCK,
+            ".cargo/config.toml": '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+            '[source.vendored-sources]\ndirectory = "vendor"\n',
+            "vendor/itoa/Cargo.toml": "x\n",
+        },
+    )
+    cfg, _ = complete(RepoConfig(), vendored, vendored.resolve("HEAD"), "cargo")
+    assert cfg.install == ["cargo test --offline --locked --no-run"]
+    # no dependency at all: nothing to vendor; Debian's newer cargo (cargo-web) builds it
+    alone = make_repo(tmp_path / "a", crate)
+    cfg, _ = complete(RepoConfig(), alone, alone.resolve("HEAD"), "cargo")
+    assert cfg.setup is not None and "cargo-web" in cfg.setup[0]
+
+
+def test_a_crate_without_a_lock_file_is_refused_naming_what_cargo_toml_needs(tmp_path):
+    """dtolnay/itoa commits no Cargo.lock; its dev-dependency criterion (under a target table) cannot
+    be fetched offline. Before, it was mined and its install failed in the image."""
+    toml = (
+        '[package]\nname = "itoa"\nversion = "1.0.18"\n\n[dependencies]\nno-panic = { version = "0.1", optional = true }\n'
+        'local = { path = "local" }\n\n'
+        "[target.'cfg(not(miri))'.dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false }\n"
+    )
+    repo = make_repo(tmp_path / "c", {"Cargo.toml": toml, "src/lib.rs": "\n"})
+    # optional ones count: at 92a899ded4 the image build said "no matching package named `no-panic` found"
+    with pytest.raises(UnsupportedRepository, match=r"Cargo.toml needs criterion, no-panic from a registry") as caught:
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    assert "local" not in str(caught.value)

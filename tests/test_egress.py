@@ -5,6 +5,7 @@ in wholeloop.yaml) forbids it. The model is a local scripted provider that count
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from support.fakellm import FakeLLM, Reply
 
 from harness.tasks import load_tasks
 
-SETUP = "setup: ['true']\ninstall: ['true']\n"
+SETUP = "setup: ['pip install -q pytest==8.3.4']\ninstall: ['true']\n"
 
 
 def wholeloop(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -49,7 +50,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         },
     )
     git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "Fix add\n\nIt subtracted.")
+    git(repo, "commit", "-qm", "Fix add: COMMIT-MESSAGE-MARKER\n\nIt subtracted.")
     (root / "allow.yaml").write_text(SETUP)
     (root / "forbid.yaml").write_text(SETUP + "egress: forbid\n")
     return repo
@@ -89,25 +90,6 @@ def test_forbidden_egress_is_refused_before_any_request(repo, tmp_path, env_file
     assert not (tmp_path / "out").exists()  # nothing written
 
 
-def test_allowed_egress_is_said_before_and_recorded_in_the_spec(repo, tmp_path):
-    reply = "add() returns the difference of its arguments.\n\nadd(2, 3) gives -1; it should give 5."
-    with FakeLLM(lambda _: Reply(text=reply)) as server:
-        result = mine(repo, tmp_path / "out", "allow.yaml", server.base_url)
-        requests = len(server.requests)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert requests == 1
-    said = f"--statement-model: sending to anthropic/claude-test at {server.base_url}: the commit message of"
-    assert said in " ".join(result.stdout.split())
-    (task,) = load_tasks([tmp_path / "out"])
-    (record,) = task.origin.egress
-    assert record["feature"] == "--statement-model" and record["model"] == "anthropic/claude-test"
-    assert record["endpoint"] == server.base_url and record["chars"] > 0 and len(record["sha256"]) == 64
-    assert record["sent"][0].startswith("the commit message of") and "gold patch" in record["sent"][1]
-    assert task.origin.statement == "model" and task.problem_statement.startswith("add() returns the difference")
-    # "Fix add / It subtracted." was a commit message with a body; the model's text is an issue report
-    assert task.origin.statement_replaced_quality == "commit_message" and task.origin.statement_quality == "issue"
-
-
 def test_without_a_statement_model_nothing_is_sent_and_nothing_recorded(repo, tmp_path):
     result = wholeloop(
         "mine", str(repo), "--out", str(tmp_path / "out"), "--no-check", "--env-file", str(repo.parent / "forbid.yaml")
@@ -115,3 +97,32 @@ def test_without_a_statement_model_nothing_is_sent_and_nothing_recorded(repo, tm
     assert result.returncode == 0, result.stdout + result.stderr  # egress forbidden: mining without a model is fine
     (task,) = load_tasks([tmp_path / "out"])
     assert task.origin.egress == [] and "sending to" not in result.stdout
+
+
+@pytest.mark.docker
+def test_allowed_egress_sends_the_failure_at_base_never_the_gold_patch_said_before_and_recorded(repo, tmp_path):
+    reply = "add(2, 3) gives -1; it should give 5."
+    with FakeLLM(lambda _: Reply(text=reply)) as server:
+        result = mine(repo, tmp_path / "out", "allow.yaml", server.base_url)
+        requests, sent = len(server.requests), json.dumps(server.bodies())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert requests == 1
+    gold = git(repo, "diff", "HEAD~1", "HEAD", "--", "addpkg")
+    added = [line[1:].strip() for line in gold.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == ["return a + b"]
+    assert not [line for line in added if line in sent]  # not one line of the fix's code
+    assert "COMMIT-MESSAGE-MARKER" not in sent  # nor the commit message, which describes the fix
+    # the hidden test's failure at base: its id and pytest's account of the failed assertion
+    assert "tests/test_add.py::test_add" in sent and "assert -1 == 5" in sent
+    said = f"--statement-model: sending to anthropic/claude-test at {server.base_url}: the hidden tests' output at base"
+    assert said in " ".join(result.stdout.split())
+    (task,) = load_tasks([tmp_path / "out"])
+    (record,) = task.origin.egress
+    assert record["feature"] == "--statement-model" and record["model"] == "anthropic/claude-test"
+    assert record["endpoint"] == server.base_url and record["chars"] > 0 and len(record["sha256"]) == 64
+    assert record["sent"][0].startswith("the hidden tests' output at base (1 failing test(s))")
+    assert "assert -1 == 5" in task.origin.statement_prompt and "return a + b" not in task.origin.statement_prompt
+    assert task.origin.statement == "model" and task.origin.statement_model == "anthropic/claude-test"
+    assert task.problem_statement == reply + "\n"
+    # the model's one line is thin; what it replaced ("Fix add" and a body) was a commit message
+    assert task.origin.statement_quality == "thin" and task.origin.statement_replaced_quality == "commit_message"

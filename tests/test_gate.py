@@ -387,3 +387,43 @@ def test_compare_says_not_enough_evidence_when_one_side_has_infra_errors_on_shar
     assert strict.returncode == 0, strict.stdout + strict.stderr
     [cmp] = json.loads((tmp_path / "strict.json").read_text())["comparisons"]
     assert cmp["better"] == "A" and cmp["shared_tasks"] == 20 and cmp["wins_a"] == 10
+
+
+def test_compare_never_drops_a_task_the_other_side_has_not_finished_or_respecified(tmp_path):
+    # Attack (issue 21, gate's dodges carried to compare): B lost ten tasks to A, but its run was
+    # cut short before four of them (t00-t03: no row), stopped on abandoned tries (no final row) of
+    # three (t04-t06), and re-specified the last three (t07-t09: another content hash). The old
+    # compare paired what was left and said "same tier" (exit 0). Now: not enough evidence (exit 4)
+    # naming them and B's resume; --strict counts the unfinished ones as failures, never a changed spec.
+    from harness.report.compare import JSON_SCHEMA_VERSION, NOT_ENOUGH_EVIDENCE
+
+    cand_rows = outcomes(20, set(range(10, 20)), config="B")[4:]
+    for r in cand_rows[:3]:  # t04..t06: an abandoned try
+        r.outcome, r.resolved, r.final, r.retried = "infra_error", False, False, True
+    for r in cand_rows[3:6]:  # t07..t09
+        r.task_hash = "respecified"
+    base, cand = run_pair(tmp_path, outcomes(20, set(range(20))), cand_rows)
+    done = cli("compare", str(base), str(cand), "--json", str(tmp_path / "cmp.json"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert NOT_ENOUGH_EVIDENCE in out and "7 task(s) are not finished by B (t00, t01, t02, t03, t04, t05, t06" in out
+    assert "3 task(s) have a changed spec (a different content hash) (t07, t08, t09)" in out, out
+    assert f"redo B's 7 task(s): wholeloop run tasks/demo --out {cand}" in out, out
+    result = json.loads((tmp_path / "cmp.json").read_text())
+    assert result["schema_version"] == JSON_SCHEMA_VERSION >= 2
+    [cmp] = result["comparisons"]
+    assert cmp["better"] is None and cmp["verdict"].startswith(NOT_ENOUGH_EVIDENCE)
+    assert cmp["unfinished"] == [f"t{i:02d}" for i in range(7)] and cmp["changed"] == ["t07", "t08", "t09"]
+    assert cmp["shared_tasks"] == 10 and cmp["infra_tasks"] == []
+    # the same two runs, B without the re-specified tasks: --strict counts the unfinished as failures
+    strict_rows = [r for r in cand_rows if r.task_hash != "respecified"]
+    base, cand = run_pair(tmp_path / "strict", outcomes(20, set(range(20))), strict_rows)
+    strict = cli("compare", str(base), str(cand), "--strict", "--json", str(tmp_path / "strict.json"))
+    assert strict.returncode == 0, strict.stdout + strict.stderr
+    [cmp] = json.loads((tmp_path / "strict.json").read_text())["comparisons"]
+    assert cmp["better"] == "A" and cmp["shared_tasks"] == 20 and cmp["wins_a"] == 10 and cmp["unfinished"] == []
+    # a changed spec is never a result, --strict or not
+    changed = cli(
+        "compare", *map(str, run_pair(tmp_path / "changed", outcomes(20, set(range(20))), cand_rows)), "--strict"
+    )
+    assert changed.returncode == 4 and "3 task(s) have a changed spec" in " ".join(changed.stdout.split())

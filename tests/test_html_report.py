@@ -25,7 +25,9 @@ from support.browser import CHROMIUM, Browser
 from support.fabricate import fabricate_run
 
 from harness.records import RunFolder, write_json
+from harness.report import svgplot
 from harness.report.figures import compute_figures
+from harness.report.format import axis_labels
 from harness.report.html import build_payload, collect, write_html
 from harness.report.stats import BootstrapSettings
 from harness.transcript import (
@@ -261,3 +263,60 @@ def test_tests_tab_leads_with_the_problem_and_each_failing_test_with_its_message
         _keep(png)
         browser.js("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}))")
     assert browser.errors() == []
+
+
+def _ticks(svg: str) -> list[str]:
+    import re
+
+    return re.findall(r'<text class="tick"[^>]*text-anchor="(?:middle|end)">([^<]*)</text>', svg)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        # a cheap suite: every trial costs a fraction of a cent (the axis read "$0 $0 $0 $0")
+        lambda: svgplot.cost_rate_svg([svgplot.Point("a", 0.00004, 0.5), svgplot.Point("b", 0.00011, 1.0)]),
+        # fast attempts: 0.10-0.14 s (the axis read "0.1s 0.1s 0.1s")
+        lambda: svgplot.box_strip_svg([svgplot.Series("gold", [0.101, 0.12, 0.139])], title="t"),
+        lambda: svgplot.phase_bars_svg([("gold", {"agent": 0.11, "grade": 0.03})]),
+        lambda: svgplot.trend_svg(
+            [svgplot.TrendLine("a", [(0, 0.00002, None, None), (1, 0.00003, None, None)])],
+            ["r1", "r2"],
+            title="t",
+            kind="usd",
+        ),
+    ],
+)
+def test_no_two_ticks_of_an_axis_read_the_same(draw):
+    ticks = _ticks(draw())
+    numeric = [t for t in ticks if t[:1].isdigit() or t.startswith("$")]
+    assert len(numeric) >= 3, ticks
+    assert len(set(numeric)) == len(numeric), numeric
+
+
+def test_axis_labels_take_as_few_decimals_as_tell_ticks_apart():
+    assert axis_labels([0, 0.5, 1.0, 1.5], "usd") == ["$0", "$0.5", "$1", "$1.5"]
+    assert axis_labels([0, 0.00002, 0.00004], "usd") == ["$0", "$0.00002", "$0.00004"]
+    assert axis_labels([0, 30, 60, 90], "seconds") == ["0s", "30s", "60s", "90s"]
+    assert axis_labels([0, 0.02, 0.04], "seconds") == ["0s", "0.02s", "0.04s"]
+    assert axis_labels([0, 600, 1200], "seconds") == ["0m", "10m", "20m"]
+
+
+def test_a_noop_control_reads_as_a_control_with_nothing_resolved(tmp_path):
+    """The noop control resolves nothing at $0: its cost per resolved task is 'n/a (none resolved)'
+    as the terminal says (it read 'unknown'), and its scaffold is a control, not the tool agent."""
+    run = tmp_path / "run"
+    fabricate_run(run, tasks=3, configs=["noop"], repeats=1, seed=5)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["agent"] = {"agent": "noop", "model": None}
+    write_json(run / "manifest.json", manifest)
+    folder = RunFolder(run)
+    rows = folder.rows()
+    folder.results_path.unlink()
+    for row in rows:
+        row.outcome, row.resolved, row.cost_usd, row.model = "unresolved", False, 0.0, None
+        folder.append(row)
+    html = write_html([run], tmp_path / "noop.html", figures=_figures([run])).read_text()
+    assert "n/a (none resolved)" in html
+    assert "a control that changes nothing" in html
+    assert "wholeloop&#39;s tool-calling agent" not in html and "wholeloop's tool-calling agent" not in html

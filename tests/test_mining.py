@@ -21,7 +21,7 @@ from harness.authoring.environment import RepoConfig, infer_environment, load_co
 from harness.authoring.gitrepo import GitRepo, MineError
 from harness.authoring.mine import MineOptions, classify, judge
 from harness.authoring.secrets import SecretScanner, hashed, redact
-from harness.authoring.statements import load_issues, model_statement, referenced_issue
+from harness.authoring.statements import BaseFailure, load_issues, model_statement, referenced_issue, statement_prompt
 from harness.parsers import get_parser
 from harness.tasks import load_task, load_tasks
 
@@ -174,17 +174,19 @@ def test_issue_references_and_exports(tmp_path):
         load_issues(tmp_path / "missing.json")
 
 
-def test_a_model_written_statement_is_marked_with_model_and_prompt(monkeypatch):
+def test_a_model_written_statement_is_asked_from_the_failure_and_the_issue(monkeypatch):
     from support.fakellm import FakeLLM, Reply
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    failure = BaseFailure(["tests/test_add.py::test_add"], "E       assert -1 == 5\n1 failed in 0.01s\n")
+    prompt = statement_prompt(failure, "add() subtracts\n\n2+3 gives -1\n")
+    assert "tests/test_add.py::test_add" in prompt and "assert -1 == 5" in prompt and "2+3 gives -1" in prompt
+    assert "The issue:" not in statement_prompt(failure, None)  # no issue linked: the failure alone
     with FakeLLM() as server:
         server.script(Reply(text="add() returns the difference of its arguments instead of their sum."))
-        text, prompt = model_statement(
-            "anthropic/claude-test", "Fix add", "-return a - b\n+return a + b\n", base_url=server.base_url
-        )
+        text = model_statement("anthropic/claude-test", prompt, base_url=server.base_url)
         sent = json.dumps(server.bodies())
-    assert text.startswith("add() returns the difference") and "Fix add" in prompt and "Fix add" in sent
+    assert text.startswith("add() returns the difference") and "assert -1 == 5" in sent
 
 
 # ----------------------------------------------------------------------------- environments

@@ -9,10 +9,11 @@ naming what was found, with a wholeloop.yaml template to fill in.
 
 What a detected Go, Rust or JavaScript repository gets is what `defaults` returns: every key of it
 is one a wholeloop.yaml could give, and any key the file gives wins (`complete`). Go: Debian's
-golang-go, no module proxy (GOPROXY=off), GOTOOLCHAIN=local, CGO_ENABLED=0 (the image installs no
-C compiler), GOFLAGS=-mod=vendor when vendor/modules.txt exists; a go.mod whose `go` line is newer
-than Debian's Go is refused in one line (`ToolchainTooOld`) unless wholeloop.yaml brings its own
-image, Dockerfile or setup.
+golang-go (1.19), or bookworm-backports' golang-1.NN-go (1.21 to 1.23) when go.mod's `go` line asks
+for more, no module proxy (GOPROXY=off), GOTOOLCHAIN=local, CGO_ENABLED=0 (the image installs no C
+compiler), GOFLAGS=-mod=vendor when vendor/modules.txt exists; a go.mod whose `go` line is newer than
+that is refused in one line (`ToolchainTooOld`), and one requiring modules without vendor/ is
+refused naming them, unless wholeloop.yaml brings its own image, Dockerfile or setup.
 JavaScript: the package manager from `packageManager`, else the lockfile (npm ci, pnpm install
 --frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
 the Node major from `engines.node`, `.nvmrc` or `.node-version`: above Debian's, the npm registry's
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from dataclasses import dataclass, field
 
 from .environment import CONFIG_NAME, EnvironmentNotInferred, RepoConfig
@@ -30,8 +32,11 @@ from .gitrepo import GitRepo
 
 #: Debian bookworm's nodejs: a repository asking for a newer major gets the npm registry's `node`.
 DEBIAN_NODE = 18
-#: Debian bookworm's golang-go (what `defaults` installs): a go.mod asking for more is refused.
+#: Debian bookworm's golang-go (what `defaults` installs): a go.mod asking for more gets backports' Go.
 DEBIAN_GO = (1, 19)
+#: the Go minor versions bookworm-backports carries (golang-1.NN-go); a go.mod asking for more is refused
+BACKPORTS_GO = (21, 22, 23)
+BACKPORTS = "deb http://deb.debian.org/debian bookworm-backports main"
 PYTHON_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
 PYTHON_OTHER = ("tox.ini", "noxfile.py", "Pipfile")
 NPM_LOCKS = ("package-lock.json", "npm-shrinkwrap.json")
@@ -145,6 +150,60 @@ def detect(repo: GitRepo, commit: str) -> Detected:
     )
 
 
+def _go_requires(text: str) -> list[str]:
+    """The modules go.mod requires (single lines and blocks, indirect ones too), less those a
+    `replace` points at a directory of the repository."""
+    text = re.sub(r"//[^\n]*", "", text)
+    local = {m.group(1) for m in re.finditer(r"^\s*(?:replace\s+)?(\S+)(?:\s+\S+)?\s*=>\s*\.{1,2}/", text, re.M)}
+    required: list[str] = []
+    for block in re.finditer(r"^require\s*\(([^)]*)\)", text, re.M):
+        required += [line.split()[0] for line in block.group(1).splitlines() if line.split()]
+    required += re.findall(r"^require\s+([^\s(]+)\s+\S+", text, re.M)
+    return sorted({r for r in required if r not in local})
+
+
+def _cargo_fetched(lock: str) -> list[str]:
+    """ "name version" of every Cargo.lock package with a `source` (a registry or git): what an
+    offline build needs from elsewhere."""
+    out = []
+    for block in lock.split("[[package]]")[1:]:
+        fields = dict(re.findall(r'^(name|version|source)\s*=\s*"([^"]*)"', block, re.M))
+        if "source" in fields:
+            out.append(f"{fields.get('name', '?')} {fields.get('version', '?')}")
+    return out
+
+
+def _cargo_toml_fetched(text: str) -> list[str]:
+    """With no Cargo.lock: the crates Cargo.toml's dependency tables (target ones too) name that are
+    not a path in the repository (optional ones too: cargo resolves them all to write the lock file)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    tables = [data]
+    targets = data.get("target")
+    if isinstance(targets, dict):
+        tables += [t for t in targets.values() if isinstance(t, dict)]
+    out = set()
+    for table in tables:
+        for kind in ("dependencies", "dev-dependencies", "build-dependencies"):
+            deps = table.get(kind)
+            for name, spec in deps.items() if isinstance(deps, dict) else []:
+                if isinstance(spec, dict) and ("path" in spec or spec.get("workspace")):
+                    continue
+                out.add(name)
+    return sorted(out)
+
+
+def _cargo_vendored(repo: GitRepo, commit: str) -> bool:
+    """Does the repository's cargo configuration replace crates.io with a directory source?"""
+    for name in (".cargo/config.toml", ".cargo/config"):
+        text = (repo.read(commit, name) or b"").decode("utf-8", "replace")
+        if re.search(r"replace-with\s*=", text) and re.search(r"^directory\s*=", text, re.M):
+            return True
+    return False
+
+
 def _go_version(text: str) -> tuple[int, int] | None:
     match = _GO_LINE.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -157,10 +216,25 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
     own_toolchain = config.image is not None or config.dockerfile is not None or config.setup is not None
     if detected.language == "go":
         wanted = _go_version((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
+        setup = [_apt("golang-go")]
         if wanted and wanted > DEBIAN_GO and not own_toolchain:
-            raise ToolchainTooOld(
-                f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; "
-                f"the image's Go (Debian's golang-go) is {DEBIAN_GO[0]}.{DEBIAN_GO[1]}"
+            minor = next((m for m in BACKPORTS_GO if wanted <= (1, m)), None)
+            if wanted[0] != 1 or minor is None:
+                raise ToolchainTooOld(
+                    f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; the newest Go "
+                    f"of Debian bookworm (with bookworm-backports) is 1.{BACKPORTS_GO[-1]}"
+                )
+            go = f"/usr/lib/go-1.{minor}/bin"
+            setup = [
+                f"echo '{BACKPORTS}' > /etc/apt/sources.list.d/backports.list && "
+                + _apt(f"golang-1.{minor}-go")
+                + f" && ln -sf {go}/go /usr/local/bin/go && ln -sf {go}/gofmt /usr/local/bin/gofmt"
+            ]
+        needed = _go_requires((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
+        if needed and "vendor/modules.txt" not in root and not own_toolchain and "GOPROXY" not in config.env:
+            raise UnsupportedRepository(
+                f"{repo.source} at {commit[:10]}: go.mod requires {', '.join(needed)}, which no module proxy "
+                "this machine reaches serves, and the repository has no vendor/ (`go mod vendor` makes one)"
             )
         env = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"}
         if not own_toolchain:
@@ -168,7 +242,7 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         if "vendor/modules.txt" in root:
             env["GOFLAGS"] = "-mod=vendor"
         return {
-            "setup": [_apt("golang-go")],
+            "setup": setup,
             "env": env,
             # compile every package and test binary into the build cache, running no test
             "install": ["go build ./... && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null"],
@@ -176,8 +250,21 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         }
     if detected.language == "rust":
         locked = " --locked" if "Cargo.lock" in root else ""
+        if "Cargo.lock" in root:
+            where = "Cargo.lock"
+            fetched = _cargo_fetched((repo.read(commit, "Cargo.lock") or b"").decode("utf-8", "replace"))
+        else:
+            where = "Cargo.toml"
+            fetched = _cargo_toml_fetched((repo.read(commit, "Cargo.toml") or b"").decode("utf-8", "replace"))
+        if fetched and not own_toolchain and not _cargo_vendored(repo, commit):
+            shown = ", ".join(fetched[:6]) + (f" and {len(fetched) - 6} more" if len(fetched) > 6 else "")
+            raise UnsupportedRepository(
+                f"{repo.source} at {commit[:10]}: {where} needs {shown} from a registry or git, which "
+                "cargo cannot fetch offline; vendor them (`cargo vendor` and its .cargo/config.toml source), "
+                f"or give {CONFIG_NAME} a setup that provides them"
+            )
         return {
-            "setup": [_apt("rustc", "cargo")],
+            "setup": [_apt("rustc-web", "cargo-web")],  # bookworm's rustc/cargo (1.63) are too old for most crates
             "env": {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"},
             "install": [f"cargo test --offline{locked} --no-run"],
             "visible_test_command": "cargo test --offline",
@@ -187,19 +274,65 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
     return {}
 
 
+# an `engines` entry of a lock file: pnpm's `engines: {node: '>=18'}` (or block style), npm's "engines": {"node": ...}
+_LOCK_ENGINES = re.compile(
+    r"""engines"?\s*:\s*(?:\{[^}\n]*?|\{\s*|\n\s*)"?node"?\s*:\s*['"]?([^'"},\n]+)""", re.IGNORECASE
+)
+
+
+def _lowest_major(text: str) -> int | None:
+    """The lowest Node major a range accepts: "^20.19.0 || >=22.12.0" gives 20, "v20.11.1" 20,
+    ">=18" 18; None when it names no lower bound ("*", "lts/*", "<14")."""
+    lows = []
+    for alternative in text.split("||"):
+        alternative = alternative.strip()
+        match = re.match(r"^[\^~>=v\s]*(\d+)", alternative)
+        if match is None:
+            return None  # an alternative with no lower bound: any Node will do for it
+        lows.append(int(match.group(1)))
+    return min(lows) if lows else None
+
+
+def _lock_node_major(repo: GitRepo, commit: str, root: set[str]) -> tuple[int, str] | None:
+    """The Node major every package of the lock file accepts (the highest of their lowest), and
+    the lock file; pnpm's and npm's lock files record each package's `engines` (yarn's do not)."""
+    for lock in ("pnpm-lock.yaml", *NPM_LOCKS):
+        if lock in root:
+            text = (repo.read(commit, lock) or b"").decode("utf-8", "replace")
+            majors = [m for m in (_lowest_major(r) for r in _LOCK_ENGINES.findall(text)) if m is not None]
+            return (max(majors), f"{lock} (engines of its packages)") if majors else None
+    return None
+
+
 def _node_major(repo: GitRepo, commit: str, root: set[str], pkg: dict) -> tuple[int, str] | None:
-    """The lowest Node major the repository asks for, and where: `engines.node`, else `.nvmrc`, else
-    `.node-version` (the first number in it: ">=20" and "v20.11.1" give 20; "lts/*" none)."""
+    """The Node major the repository needs, and why: the first of `engines.node`, `devEngines`'
+    node runtime, `volta.node`, `.nvmrc` and `.node-version` that names one (its lowest major:
+    ">=20" and "v20.11.1" give 20; "lts/*" none), raised to what the lock file's packages need."""
+    candidates: list[tuple[str, str]] = []
     engines = pkg.get("engines")
-    candidates = [(str(engines.get("node", "")), "package.json engines.node")] if isinstance(engines, dict) else []
+    if isinstance(engines, dict):
+        candidates.append((str(engines.get("node", "")), "package.json engines.node"))
+    dev = pkg.get("devEngines")
+    runtimes = dev.get("runtime") if isinstance(dev, dict) else None
+    for runtime in runtimes if isinstance(runtimes, list) else [runtimes]:
+        if isinstance(runtime, dict) and runtime.get("name") == "node":
+            candidates.append((str(runtime.get("version", "")), "package.json devEngines.runtime"))
+    volta = pkg.get("volta")
+    if isinstance(volta, dict):
+        candidates.append((str(volta.get("node", "")), "package.json volta.node"))
     for name in (".nvmrc", ".node-version"):
         if name in root:
-            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace"), name))
+            candidates.append(((repo.read(commit, name) or b"").decode("utf-8", "replace").strip(), name))
+    declared = None
     for text, where in candidates:
-        match = re.search(r"(\d+)", text)
-        if match:
-            return int(match.group(1)), where
-    return None
+        major = _lowest_major(text) if text else None
+        if major is not None:
+            declared = (major, where)
+            break
+    locked = _lock_node_major(repo, commit, root)
+    if declared is None or (locked is not None and locked[0] > declared[0]):
+        return locked
+    return declared
 
 
 def _package_manager(root: set[str], pkg: dict) -> tuple[str, str | None]:
@@ -236,12 +369,33 @@ def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, 
     else:
         install = "npm ci" if any(p in root for p in NPM_LOCKS) else "npm install"
     setup = [_apt("nodejs", "npm")] + ([f"npm install -g {' '.join(globals_)}"] if globals_ else [])
-    return {
+    out = {
         "setup": setup,
         "env": {"NPM_CONFIG_UPDATE_NOTIFIER": "false"},
         "install": [install],
         "visible_test_command": "npx vitest run" if detected.parser == "vitest" else "npx jest",
     }
+    shared = _dependency_files(repo, commit, root, pkg, manager)
+    if shared and config.install is None:
+        out["dependency_files"] = shared
+    return out
+
+
+def _dependency_files(repo: GitRepo, commit: str, root: set[str], pkg: dict, manager: str) -> list[str] | None:
+    """What the detected install reads, when it reads nothing else: package.json (the image keeps
+    only the keys an install reads), the lock file and the manager's settings. None (each task
+    installs with the whole repository) without a lock file, or with workspaces or a pnpmfile."""
+    lock = {"pnpm": ["pnpm-lock.yaml"], "yarn": ["yarn.lock"]}.get(manager, list(NPM_LOCKS))
+    locks = [name for name in lock if name in root]
+    if not locks or "workspaces" in pkg or ".pnpmfile.cjs" in root:
+        return None
+    files = ["package.json", *locks]
+    if "pnpm-workspace.yaml" in root:
+        settings = (repo.read(commit, "pnpm-workspace.yaml") or b"").decode("utf-8", "replace")
+        if re.search(r"^packages\s*:", settings, re.MULTILINE):
+            return None  # a workspace: its packages' files are needed too
+        files.append("pnpm-workspace.yaml")  # pnpm 10's settings (onlyBuiltDependencies, ...)
+    return files + [name for name in (".npmrc", ".yarnrc") if name in root]
 
 
 def complete(config: RepoConfig, repo: GitRepo, commit: str, parser: str) -> tuple[RepoConfig, str | None]:

@@ -69,6 +69,9 @@ class RepoConfig(BaseModel):
     requirements: list[str] | None = Field(None, description="replace the inferred runtime requirements")
     extra_requirements: list[str] = Field(default_factory=list, description="added to whatever is resolved")
     install: list[str] | None = Field(None, description="commands run in the repository (default: editable install)")
+    dependency_files: list[str] | None = Field(
+        None, description="files install needs alone (package.json, a lock file): one install per distinct set"
+    )
     dependencies_as_of: str | None = Field(
         None, description="'commit' (the fix commit's date, default), 'latest', or a date/time: uv --exclude-newer"
     )

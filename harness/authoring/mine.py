@@ -51,6 +51,7 @@ from ..egress import check as egress_check
 from ..parsers import PARSERS, Parser, get_parser
 from ..tasks.spec import SYSTEM_CA_BUNDLES, Environment, HiddenTests, Origin, Task, Timeouts, dump_task, load_task
 from .check import (
+    FAILING,
     NOT_CHECKED,
     NOT_CHECKED_PREFIX,
     CheckOptions,
@@ -76,8 +77,10 @@ from .environment import (
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
 from .statements import (
+    FAILURE_CHARS,
     IDENTIFIER,
-    STATEMENT_DIFF_CHARS,
+    BaseFailure,
+    FixNames,
     added_api,
     change_kind,
     clean_issue,
@@ -89,6 +92,7 @@ from .statements import (
     model_statement,
     names_tests_use,
     referenced_issue,
+    statement_prompt,
     with_additions,
 )
 from .statements import classify as classify_statement
@@ -371,29 +375,10 @@ def _statement(
     statement = cleaned.text
     change = _change(repo, cand, gold_patch, test_patch)
     names = fix_names(gold_patch, change.base_texts)
-    if options.statement_model:
+    if options.statement_model:  # written later, from the hidden tests' failure at base (_model_statement)
         replaced = leaked_names(statement, names, change.tests)
         origin["statement_replaced_quality"] = classify_statement(statement, origin["statement"], replaced)
-        sending = Egress(
-            "--statement-model",
-            options.statement_model,
-            endpoint_of(options.statement_model, options.statement_model_url),
-        )
-        source = f"issue {ref}" if origin["statement"] == "issue" else "the commit message"
-        sending.add(f"{source} of {cand.commit.sha[:10]}", statement)
-        sending.add("the gold patch (to be kept out of the statement)", gold_patch[:STATEMENT_DIFF_CHARS])
-        if options.egress_notice:
-            options.egress_notice(sending.announce())  # said before it is sent
-        written, prompt = model_statement(
-            options.statement_model, statement, gold_patch, base_url=options.statement_model_url
-        )
-        origin.update(
-            statement="model",
-            statement_model=options.statement_model,
-            statement_prompt=prompt,
-            egress=[sending.record()],
-        )
-        statement = written
+        origin["_pending"] = _Pending(statement if origin["statement"] == "issue" else None, ref, names, change)
     leaked = leaked_names(statement, names, change.tests)
     # the class is the statement's as written; the interface appended after is recorded apart
     additions = interface_additions(statement, change.api, change.tests) if change.kind == "feature" else []
@@ -405,6 +390,76 @@ def _statement(
         statement_additions=additions,
     )
     return with_additions(statement, additions), origin
+
+
+@dataclass
+class _Pending:
+    """What `--statement-model` needs once the spec exists: the linked issue's text (sent), and
+    the names and interface of the change (used here to classify what the model writes, never sent)."""
+
+    issue: str | None
+    ref: str | None
+    names: FixNames
+    change: Change
+
+
+def _model_statement(task: Task, pending: _Pending, options: MineOptions) -> str | None:
+    """`--statement-model`: run the hidden tests once at base, send their failure (and the linked
+    issue) to the model, and rewrite the spec's statement and origin. Never the gold patch nor the
+    commit message. Returns why it could not (the spec keeps its statement), None when done."""
+    model = cast(str, options.statement_model)  # (only called with one)
+    try:
+        failure = failure_at_base(task)
+    except Exception as exc:  # the image, the engine, the test patch: the check will say it too
+        return f"the hidden tests could not run at base: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    prompt = statement_prompt(failure, pending.issue)
+    sending = Egress("--statement-model", model, endpoint_of(model, options.statement_model_url))
+    sending.add(f"the hidden tests' output at base ({len(failure.failing)} failing test(s))", failure.output)
+    if pending.issue:
+        sending.add(f"issue {pending.ref}", pending.issue)
+    if options.egress_notice:
+        options.egress_notice(sending.announce())  # said before it is sent
+    written = model_statement(model, prompt, base_url=options.statement_model_url)
+    change = pending.change
+    leaked = leaked_names(written, pending.names, change.tests)
+    additions = interface_additions(written, change.api, change.tests) if change.kind == "feature" else []
+    origin = cast(Origin, task.origin)  # mined: always has one
+    updated = origin.model_copy(
+        update={
+            "statement": "model",
+            "statement_model": model,
+            "statement_prompt": prompt,
+            "statement_quality": classify_statement(written, "model", leaked),
+            "statement_leaks": leaked,
+            "statement_additions": additions,
+            "egress": [*origin.egress, sending.record()],
+        }
+    )
+    rewrite_spec(
+        cast(Path, task.spec_path),
+        {
+            "problem_statement": with_additions(written, additions),
+            "origin": updated.model_dump(mode="json", exclude_defaults=True),
+        },
+    )
+    return None
+
+
+def failure_at_base(task: Task) -> BaseFailure:
+    """The hidden tests run once at the base commit, as the check's base phase runs them (the task
+    image, network off): the tests that fail and the end of the output. Raises SandboxError and
+    TestPatchError."""
+    from sandbox import DockerBackend, Limits
+
+    from ..grading import prepare_hidden_tests, run_hidden_tests
+    from ..run.images import build_task_images
+
+    images = build_task_images(task)
+    limits = task.limits.apply(Limits()).with_(network=False)
+    with DockerBackend().start(images.task.tag, limits=limits, role="check", run_id=f"statement-{os.getpid()}") as sb:
+        run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task))
+    failing = sorted(t for t, status in (run.report.statuses if run.report else {}).items() if status in FAILING)
+    return BaseFailure(failing, run.output[-FAILURE_CHARS:])
 
 
 @dataclass
@@ -631,8 +686,11 @@ def mine(
         log(f"resolving {distinct} distinct environment(s) for {len(ok_plans)} candidate(s)")
     pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=options.detail) if ok_plans else {}
     # write the specs (nothing was written before this point)
+    pending: dict[str, _Pending] = {}
     for j, statement, gold_patch, test_patch, origin in new:
         cand = cast(Candidate, j.candidate)  # new: candidates
+        if "_pending" in origin:
+            pending[cand.task_id] = origin.pop("_pending")
         made = _environment(repo, cand, plans[cand.task_id], configs[cand.task_id], pins, parser, options)
         reason, detail = made.reason, made.detail
         task = Task(
@@ -677,6 +735,15 @@ def mine(
             j.quarantined, j.detail = reason, detail
     for j in refresh:
         _refresh(j, repo, plans, configs, pins, parser, options)
+    for (
+        j
+    ) in judged:  # --statement-model: from the failure at base, before the check (the statement is in the spec's hash)
+        if j.task is None or j.task.id not in pending or j.task.quarantined != NOT_CHECKED:
+            continue
+        why_not = _model_statement(j.task, pending[j.task.id], options)
+        if why_not:
+            log(f"{j.task.id}: --statement-model not asked: {why_not}; the statement stays the commit's")
+        j.task = load_task(cast(Path, j.task.spec_path))
     report = MineReport(
         repo.name,
         repo.resolve("HEAD") if commits is None else judged[-1].commit.sha,
@@ -766,6 +833,7 @@ def _environment(
             dockerfile=plan.dockerfile,
             setup=setup_commands(plan, resolved),
             install=plan.install,
+            dependency_files=list(cfg.dependency_files or []),
             env=plan.env,
             env_files=list(cfg.env_files),
         )

@@ -53,20 +53,20 @@ _CLOSING = re.compile(
     r"(#\d+|GH-\d+|[A-Z][A-Z0-9]{1,9}-\d+)\b",
     re.I,
 )
-STATEMENT_DIFF_CHARS = 20000  # of the gold diff, in the prompt
+FAILURE_CHARS = 12000  # of the hidden tests' output at base, in the prompt (its end: the summary)
 STATEMENT_PROMPT = """\
-You turn a fix commit into the issue a user would have filed before the fix existed.
+You write the issue a user would file about a bug (or a missing behaviour) in a repository.
 
-Write a problem statement for a developer who must fix this bug (or add this behaviour) in the
-repository as it was before the commit. Describe the symptom and the expected behaviour, with a
-small example if the commit's tests suggest one. Do not describe the fix, do not name the changed
-lines, do not mention the commit or its tests. Plain text or Markdown, at most 300 words.
+Below is the output of tests that fail on the repository as it is, and, when there is one, the issue
+that was filed about it. Write a problem statement for a developer who must make those tests pass:
+describe the symptom and the expected behaviour, with a small example if the output suggests one.
+Do not mention the tests themselves, their file names or that they exist. Do not guess at a fix.
+Plain text or Markdown, at most 300 words.
 
-Commit message:
-{message}
+{issue}Failing tests: {failing}
 
-The change (for your understanding only; do not reveal it):
-{diff}
+Their output (the end of it):
+{output}
 """
 
 
@@ -151,17 +151,35 @@ def referenced_issue(message: str) -> str | None:
     return match.group(1) or match.group(2) or match.group(3).upper()
 
 
-def model_statement(model_spec: str, message: str, diff: str, *, base_url: str | None = None) -> tuple[str, str]:
-    """(statement, prompt) written by a model; raises the model's errors."""
+@dataclass
+class BaseFailure:
+    """What the hidden tests say at the base commit: the tests that fail and the end of the output."""
+
+    failing: list[str]  # test ids that fail (failed, error, or not reported)
+    output: str  # the run's output, its last FAILURE_CHARS characters
+
+
+def statement_prompt(failure: BaseFailure, issue: str | None) -> str:
+    """The prompt of `--statement-model`: the failure at base and the linked issue, never the gold
+    patch nor the commit message (which describes the fix)."""
+    issue_part = f"The issue:\n{issue.strip()}\n\n" if issue and issue.strip() else ""
+    return STATEMENT_PROMPT.format(
+        issue=issue_part,
+        failing=", ".join(failure.failing) or "(none reported: the test command itself fails)",
+        output=failure.output[-FAILURE_CHARS:].strip(),
+    )
+
+
+def model_statement(model_spec: str, prompt: str, *, base_url: str | None = None) -> str:
+    """The statement a model writes from `prompt` (statement_prompt); raises the model's errors."""
     from ..models import Settings, UserMessage, get_model
 
-    prompt = STATEMENT_PROMPT.format(message=message.strip(), diff=diff[:STATEMENT_DIFF_CHARS])
     model = get_model(model_spec, base_url=base_url)
     turn = model.complete([UserMessage(role="user", content=prompt)], [], Settings(max_tokens=1200))
     text = (turn.text or "").strip()
     if not text:
         raise MineError(f"{model_spec} returned an empty statement")
-    return text + "\n", prompt
+    return text + "\n"
 
 
 # ----------------------------------------------------------------------------- cleaning

@@ -19,7 +19,7 @@ USAGE = 2
 #: A run in which units ended in infrastructure errors (`--allow-infra-errors` accepts them).
 INFRA = 3
 #: Not enough evidence to decide (`gate`, `compare`): too few shared tasks, or infrastructure
-#: errors on shared tasks (without `--strict`); `gate`: also unfinished or changed tasks.
+#: errors on shared tasks (without `--strict`); also unfinished or changed tasks.
 UNDECIDED = 4
 #: An internal error: a bug of wholeloop's; the traceback is in the log whose path is printed.
 INTERNAL = 70
@@ -40,7 +40,8 @@ TABLE: tuple[tuple[int, str], ...] = (
         UNDECIDED,
         "not enough evidence to decide (gate, compare: too few shared tasks, or infrastructure errors "
         "on shared tasks, which --strict counts as failures; gate: also the baseline's tasks the candidate "
-        "has not finished, which --strict counts as failures, or tasks whose spec changed)",
+        "has not finished, compare: a task one side has not finished, which --strict counts as failures, "
+        "or tasks whose spec changed)",
     ),
     (INTERNAL, "internal error, a bug: the traceback is in the log whose path is printed"),
     (INTERRUPTED, "interrupted (Ctrl-C); finished work is kept"),

@@ -172,7 +172,8 @@ def report(
 @click.option(
     "--strict",
     is_flag=True,
-    help="count infra errors as failures; without it, infra errors on shared tasks are not enough evidence (exit 4)",
+    help="count infra errors, and tasks one side has not finished, as failures; without it, they are not enough "
+    "evidence (exit 4), as changed specs always are",
 )
 @click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
 @click.option(
@@ -181,9 +182,12 @@ def report(
 def compare(runs, scoring, json_out, strict, policy, metric):
     """Compare configurations paired on their shared tasks: wins/losses/ties, exact McNemar, a paired
     bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them.
-    Exit 4 (not enough evidence) when a configuration has infra errors on tasks both ran: the
-    comparison names them and the `run --out` that redoes them (--strict counts them as failures)."""
+    Exit 4 (not enough evidence) when a configuration has infra errors on tasks both ran, or has not
+    finished a task the other ran (missing, or an abandoned try): the comparison names them and the
+    `run --out` that redoes them (--strict counts them as failures); and when a task's spec (content
+    hash) differs between them, --strict or not."""
     from ..records import write_json
+    from ..report.compare import JSON_SCHEMA_VERSION
     from ..report.figures import compute_figures
     from ..report.terminal import acceptance_block, comparison_block, recipe_block, stats_table
 
@@ -204,6 +208,7 @@ def compare(runs, scoring, json_out, strict, policy, metric):
         write_json(
             json_out,
             {
+                "schema_version": JSON_SCHEMA_VERSION,
                 "comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
                 "configs": [c.model_dump(mode="json") for c in figures.configs],
                 "scoring": figures.scoring.model_dump(mode="json"),
@@ -214,10 +219,80 @@ def compare(runs, scoring, json_out, strict, policy, metric):
             },
         )
         out.print(f"wrote {json_out}")
-    if any(c.infra_tasks for c in figures.comparisons):
+    if any(c.infra_tasks or c.unfinished or c.changed for c in figures.comparisons):
         from .exit_codes import UNDECIDED
 
         sys.exit(UNDECIDED)
+
+
+def _indexes(runs, out):
+    """The history index of each run folder that has one, with the run's key in it."""
+    from ..history.db import HistoryError, HistoryIndex
+    from ..history.live import default_url
+
+    found = []
+    for run_dir in runs:
+        try:
+            index = HistoryIndex.open(default_url(run_dir), create=False)
+        except FileNotFoundError:
+            continue
+        except HistoryError as exc:
+            out.print(f"[yellow]warning[/]: causes not kept in the history: {exc}", highlight=False)
+            continue
+        key = index.run_key(run_dir)
+        if key is None:
+            index.close()
+            continue
+        found.append((Path(run_dir), index, key))
+    return found
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--cause", "causes", multiple=True, help="only this cause (repeatable; docs/failures.md lists them)")
+@click.option("--task", "tasks", multiple=True, help="only this task (repeatable)")
+@click.option("--config", "configs", multiple=True, help="only this configuration (repeatable)")
+@click.option(
+    "--json", "as_json", is_flag=True, help="the table and every failed attempt's causes with evidence, as JSON"
+)
+def failures(runs, causes, tasks, configs, as_json):
+    """Why attempts failed, across runs: causes x configurations with counts, shares and 95 %
+    intervals, and the tasks behind each cell (docs/failures.md). Causes are computed from the run
+    folders (run folders of any age) and kept in the history index beside them."""
+    from ..records import open_run
+    from ..report.cause_table import cause_block, cause_table
+    from ..report.causes import RULES_VERSION
+    from ..report.stats import load_configs
+    from ..vocabulary import Cause
+
+    unknown = [c for c in causes if c not in {x.value for x in Cause}]
+    if unknown:
+        raise click.BadParameter(
+            f"{', '.join(unknown)}: not a cause (one of {', '.join(c.value for c in Cause)})", param_hint="--cause"
+        )
+    for run_dir in runs:
+        open_run(run_dir)
+    out = console()
+    loaded = load_configs(list(runs))
+    names = {c.name for c in loaded} | {c.label for c in loaded}
+    missing = [c for c in configs if c not in names]
+    if missing:
+        raise click.BadParameter(f"{', '.join(missing)}: no such configuration in these runs", param_hint="--config")
+    indexes = _indexes(runs, out)
+    try:
+        known = {path: index.stored_causes(key, RULES_VERSION) for path, index, key in indexes}
+        table, fresh = cause_table(
+            loaded, known=known, causes=list(causes), tasks=list(tasks), only_configs=list(configs)
+        )
+        for path, index, key in indexes:
+            index.store_causes(key, fresh.get(path, {}), RULES_VERSION)
+    finally:
+        for _, index, _ in indexes:
+            index.close()
+    if as_json:
+        click.echo(table.model_dump_json(indent=2))
+        return
+    out.print(cause_block(table, out.width))
 
 
 @main.command()

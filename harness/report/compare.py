@@ -18,7 +18,14 @@ of its scored trials (all repeats; infra errors left out) that resolved. Then:
 Infrastructure errors never drop a task silently: when either configuration has an infra error on
 a task both ran (any repeat), the verdict is "not enough evidence" (no ranking; `wholeloop compare`
 exits 4), naming those tasks and the `run --out` that would redo them, unless `strict` counts them
-as failures (`--strict`). The same rule holds in `wholeloop gate` (`infra_tasks`, `redo`).
+as failures (`--strict`). The same rule holds in `wholeloop gate` (`infra_tasks`, `redo`). Nor do
+unfinished or changed tasks, as in the gate: a task one configuration ran that the other has not
+finished (no row: a run cut short; or a trial without a final row: an abandoned try) is
+`unfinished` on that side, and a task both ran whose content hash differs (over all its rows) is
+`changed` and never paired. Either makes the verdict "not enough evidence" (exit 4), naming them
+(and, for unfinished ones, the resume of the side that has not finished them); `strict` counts an
+unfinished task as failures of that side (one failed trial for a task it never ran), a changed
+spec never.
 
 Verdict: when the interval contains zero the data does not separate them ("same tier") and no
 ranking is made; otherwise the configuration the interval favours is named, with the interval,
@@ -38,6 +45,9 @@ from pydantic import BaseModel, Field
 
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
+#: The version of `compare --json`: 1 had no version field; 2 adds `schema_version`, and each
+#: comparison's `unfinished` and `changed` (both make the verdict not enough evidence: exit 4).
+JSON_SCHEMA_VERSION = 2
 SAME_TIER = "same tier: the data does not separate them"
 NOT_ENOUGH_EVIDENCE = "not enough evidence"
 INFRA_SHARES_DIFFER = (
@@ -98,6 +108,8 @@ class Comparison(BaseModel):
     infra_shares: str = ""  # set when the two configurations' infra-error shares differ (INFRA_SHARES_DIFFER)
     strict: bool = False  # infra errors counted as failures (--strict)
     infra_tasks: list[str] = Field(default_factory=list)  # shared tasks with an infra error on a side
+    unfinished: list[str] = Field(default_factory=list)  # ran by one side, not finished by the other (not strict)
+    changed: list[str] = Field(default_factory=list)  # on both sides, different content hash: not paired
     redo: list[Redo] = Field(default_factory=list)  # the runs that would redo them
     side_a: SideFigures
     side_b: SideFigures
@@ -114,10 +126,35 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail / 2**n)
 
 
-def _scored_by_task(cfg: ConfigRows, strict: bool = False) -> dict[str, list[Trial]]:
-    """Each task's scored trials (`strict`: its infra errors too, as failures)."""
-    kept = [t for t in trials_of(cfg.rows) if t.scored or (strict and t.infra_error)]
-    return {tid: ts for tid, ts in by_task(kept).items() if ts}
+def _scored_by_task(
+    cfg: ConfigRows, strict: bool = False, unfinished: set[str] | None = None
+) -> dict[str, list[Trial]]:
+    """Each task's scored trials (`strict`: its infra errors too, as failures, and the incomplete
+    trials of its `unfinished` tasks, one failed trial for such a task it never ran)."""
+    trials, unfinished = trials_of(cfg.rows), unfinished or set()
+    kept = [
+        t for t in trials if t.scored or (strict and (t.infra_error or (not t.complete and t.task_id in unfinished)))
+    ]
+    out = {tid: ts for tid, ts in by_task(kept).items() if ts}
+    if strict:
+        ran = {t.task_id for t in trials}
+        out.update({tid: [Trial(tid, 0, [])] for tid in sorted(unfinished - ran)})
+    return dict(sorted(out.items()))
+
+
+def not_finished(ran: dict[str, list[Trial]], other: dict[str, list[Trial]]) -> set[str]:
+    """The tasks `ran` has that `other` has not finished: no trial, or a trial without a final row."""
+    return {tid for tid in ran if tid not in other or not all(t.complete for t in other[tid])}
+
+
+def changed_tasks(a: list, b: list) -> list[str]:
+    """Tasks in both row lists whose content hashes (over all their rows) differ."""
+    ha: dict[str, set[str]] = {}
+    hb: dict[str, set[str]] = {}
+    for rows, hashes in ((a, ha), (b, hb)):
+        for row in rows:
+            hashes.setdefault(row.task_id, set()).add(row.task_hash)
+    return sorted(t for t in ha.keys() & hb.keys() if ha[t] != hb[t])
 
 
 def infra_by_task(rows) -> set[str]:
@@ -160,9 +197,13 @@ def infra_redo(sides: list[tuple[str, str, set[str]]], shared: list[str]) -> lis
     return out
 
 
+def _names(tasks: list[str]) -> str:
+    return ", ".join(tasks[:8]) + (", ..." if len(tasks) > 8 else "")
+
+
 def infra_reason(infra_tasks: list[str], redo: list[Redo]) -> str:
     """The words of the "not enough evidence" verdict that infra errors on shared tasks give."""
-    names = ", ".join(infra_tasks[:8]) + (", ..." if len(infra_tasks) > 8 else "")
+    names = _names(infra_tasks)
     sides = " and ".join(r.side for r in redo)
     return (
         f"{len(infra_tasks)} shared task(s) have infrastructure errors ({names}) on the {sides} side: "
@@ -205,11 +246,15 @@ def compare_pair(
     a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None, *, strict: bool = False
 ) -> Comparison:
     settings = settings or BootstrapSettings()
-    ta, tb = _scored_by_task(a, strict), _scored_by_task(b, strict)
+    all_a, all_b = by_task(trials_of(a.rows)), by_task(trials_of(b.rows))
+    changed = changed_tasks(a.rows, b.rows)
+    open_a, open_b = not_finished(all_b, all_a) - set(changed), not_finished(all_a, all_b) - set(changed)
+    ta, tb = _scored_by_task(a, strict, open_a), _scored_by_task(b, strict, open_b)
     infra_a, infra_b = (set(), set()) if strict else (infra_by_task(a.rows), infra_by_task(b.rows))
-    ran_a, ran_b = set(ta) | infra_a, set(tb) | infra_b
+    ran_a, ran_b = set(all_a), set(all_b)
     infra_tasks = sorted((infra_a | infra_b) & ran_a & ran_b)
-    shared = sorted(set(ta) & set(tb))
+    unfinished = [] if strict else sorted(open_a | open_b)
+    shared = sorted((set(ta) & set(tb)) - set(changed))
     pairs: list[TaskPair] = []
     for tid in shared:
         ra = sum(t.resolved for t in ta[tid]) / len(ta[tid])
@@ -252,12 +297,31 @@ def compare_pair(
             [x - y for x, y in zip(rates_a, rates_b)], settings=settings, method="paired-bootstrap-percentile"
         )
     cmp.infra_shares = _infra_shares(a, b)
-    cmp.strict, cmp.infra_tasks = strict, infra_tasks
+    cmp.strict, cmp.infra_tasks, cmp.unfinished, cmp.changed = strict, infra_tasks, unfinished, changed
     diff = cmp.difference
-    if infra_tasks:
-        cmp.redo = infra_redo([(a.name, str(a.run_dir), infra_a), (b.name, str(b.run_dir), infra_b)], infra_tasks)
+    if infra_tasks or unfinished or changed:
+        if not strict:
+            infra_a, infra_b = infra_a | open_a, infra_b | open_b
+        cmp.redo = infra_redo(
+            [(a.name, str(a.run_dir), infra_a), (b.name, str(b.run_dir), infra_b)], sorted({*infra_tasks, *unfinished})
+        )
         cmp.same_tier, cmp.better = True, None
-        cmp.verdict = f"{NOT_ENOUGH_EVIDENCE}: {infra_reason(infra_tasks, cmp.redo)}"
+        why = (
+            [infra_reason(infra_tasks, [r for r in cmp.redo if set(r.tasks) & set(infra_tasks)])] if infra_tasks else []
+        )
+        for name, tasks in ((a.name, [] if strict else sorted(open_a)), (b.name, [] if strict else sorted(open_b))):
+            if tasks:
+                why.append(
+                    f"{len(tasks)} task(s) are not finished by {name} ({_names(tasks)}: missing or incomplete "
+                    "trials, a run cut short): their outcome is unknown, so they are neither left out nor guessed; "
+                    "finish that run (resume it: see below), or count them as failures with --strict"
+                )
+        if changed:
+            why.append(
+                f"{len(changed)} task(s) have a changed spec (a different content hash) ({_names(changed)}): a "
+                "changed spec is not a result and cannot be paired; compare runs of the same specs"
+            )
+        cmp.verdict = f"{NOT_ENOUGH_EVIDENCE}: {'; '.join(why)}"
     elif diff.value is None or diff.low is None or diff.high is None or diff.low <= 0 <= diff.high:
         cmp.same_tier, cmp.better, cmp.verdict = True, None, SAME_TIER
         if diff.value is not None and diff.low is None:

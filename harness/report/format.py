@@ -1,7 +1,7 @@
 """One way to write money, durations and rates, for the terminal, the HTML report and its charts,
 and one way to show text from a run (escape sequences made visible, never executed).
 
-Values and axis ticks follow the same rules; ticks only drop trailing zeros.
+Axis ticks take as few decimals as tell them apart, trailing zeros dropped (`axis_labels`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ def usd(value: float | None) -> str:
     return f"${value:.4f}" if abs(value) < 1 else f"${value:,.2f}"
 
 
-def usd_tick(value: float) -> str:
-    """An axis label: as `usd`, trailing zeros dropped ($0.05, $0.1, $1.5)."""
-    text = usd(value)
-    return text.rstrip("0").rstrip(".") if "." in text else text
+def usd_interval(interval: dict | None) -> str:
+    """An interval's value in dollars as the terminal says it: 'unknown' when a price was unknown,
+    'n/a (none resolved)' for a cost per resolved task with nothing resolved, else `usd`."""
+    iv = interval or {}
+    if iv.get("unknown"):
+        return "unknown"
+    if iv.get("value") is None:
+        return "n/a (none resolved)" if iv.get("unbounded") else "n/a"
+    return usd(iv["value"])
 
 
 def seconds(value: float | None) -> str:
@@ -36,9 +41,27 @@ def seconds(value: float | None) -> str:
     return f"{value / 3600:.1f}h"
 
 
-def seconds_tick(value: float) -> str:
-    """An axis label: as `seconds`, a trailing .0 dropped (30s, 2m, 1.5h)."""
-    return seconds(value).replace(".0", "")
+def axis_labels(ticks: list[float], kind: str) -> list[str]:
+    """Labels for an axis's ticks, one per tick and no two alike: as few decimals as tell the ticks
+    apart ($0.001 $0.002, 0.12s 0.14s), trailing zeros dropped, one unit along a duration axis.
+    `kind` is "usd" or "seconds". (Labelled one by one, close ticks read "$0 $0 $0".)"""
+    top = max((abs(t) for t in ticks), default=0.0)
+    if kind == "usd":
+        unit, scale = "$", 1.0
+    elif kind == "seconds":
+        unit, scale = ("s", 1.0) if top < 120 else ("m", 60.0) if top < 7200 else ("h", 3600.0)
+    else:
+        raise ValueError(f"axis kind {kind!r}: usd or seconds")
+    for decimals in range(9):
+        labels = [_trim(f"{t / scale:.{decimals}f}") for t in ticks]
+        if len(set(labels)) == len(labels):
+            break
+    return [f"${label}" if unit == "$" else f"{label}{unit}" for label in labels]
+
+
+def _trim(number: str) -> str:
+    number = number.rstrip("0").rstrip(".") if "." in number else number
+    return "0" if number in ("-0", "") else number
 
 
 def pct(value: float | None) -> str:

@@ -398,7 +398,13 @@ def _environment() -> Environment:
         finalize=lambda v: fmt.visible(v) if isinstance(v, str) else v,
     )
     env.filters.update(
-        pct=fmt.pct, signed_pct=fmt.signed_pts, usd=fmt.usd, secs=fmt.seconds, si=fmt.si, bounds=fmt.bounds
+        pct=fmt.pct,
+        signed_pct=fmt.signed_pts,
+        usd=fmt.usd,
+        usd_iv=fmt.usd_interval,
+        secs=fmt.seconds,
+        si=fmt.si,
+        bounds=fmt.bounds,
     )
     return env
 

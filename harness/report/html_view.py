@@ -136,6 +136,13 @@ def _comparisons(figs: dict) -> list[dict]:
     return out
 
 
+#: The controls run no model and no scaffold: the report says what they are instead.
+_CONTROL_SCAFFOLDS = {
+    "gold": "none: a control that applies the task's reference patch",
+    "noop": "none: a control that changes nothing",
+}
+
+
 def _recipe(run: dict) -> dict:
     r = run.get("recipe", {})
     host, engine = r.get("host") or {}, r.get("docker_engine") or {}
@@ -151,7 +158,10 @@ def _recipe(run: dict) -> dict:
         ("models", ", ".join(r.get("models") or []) or "-"),
         ("provider", (r.get("provider") or "-") + (" · " + ", ".join(r["base_urls"]) if r.get("base_urls") else "")),
         ("agent", r.get("agent") or "-"),
-        ("scaffold", r.get("scaffold") or "wholeloop's tool-calling agent"),
+        (
+            "scaffold",
+            r.get("scaffold") or _CONTROL_SCAFFOLDS.get(r.get("agent") or "", "wholeloop's tool-calling agent"),
+        ),
         ("sampling", kv(r.get("sampling") or {})),
         ("limits", kv(r.get("limits") or {})),
         ("options", kv(opts)),

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 
-from .format import pct, seconds, seconds_tick, usd, usd_tick
+from .format import axis_labels, pct, seconds, usd
 
 PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626", "#475569", "#ca8a04"]
 
@@ -72,9 +72,9 @@ def cost_rate_svg(points: list[Point], *, width: int = 560, height: int = 360) -
     for t in yt:
         out.append(f'<line class="grid" x1="{ml}" x2="{ml + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>')
         out.append(f'<text class="tick" x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{t * 100:.0f}%</text>')
-    for t in xt:
+    for t, tick in zip(xt, axis_labels(xt, "usd"), strict=True):
         out.append(f'<line class="grid" y1="{mt}" y2="{mt + ph}" x1="{sx(t):.1f}" x2="{sx(t):.1f}"/>')
-        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{usd_tick(t)}</text>')
+        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{tick}</text>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml + pw}" y1="{mt + ph}" y2="{mt + ph}"/>')
     out.append(f'<line class="ax" x1="{ml}" x2="{ml}" y1="{mt}" y2="{mt + ph}"/>')
     out.append(
@@ -143,11 +143,9 @@ def box_strip_svg(series: list[Series], *, title: str, width: int = 560, row_h: 
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f'<text class="ctitle" x="0" y="14">{escape(title)}</text>',
     ]
-    for t in xt:
+    for t, tick in zip(xt, axis_labels(xt, "seconds"), strict=True):
         out.append(f'<line class="grid" x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{mt}" y2="{height - mb}"/>')
-        out.append(
-            f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>'
-        )
+        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{tick}</text>')
     for i, s in enumerate(series):
         y = mt + row_h * i + row_h / 2
         out.append(
@@ -219,11 +217,9 @@ def phase_bars_svg(rows: list[tuple[str, dict[str, float]]], *, width: int = 600
             f'<text class="tick" x="{lx + 14:.0f}" y="33">{name}</text>'
         )
         lx += 24 + 6.2 * len(name)
-    for t in xt:
+    for t, tick in zip(xt, axis_labels(xt, "seconds"), strict=True):
         out.append(f'<line class="grid" x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{mt}" y2="{height - mb}"/>')
-        out.append(
-            f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{seconds_tick(t)}</text>'
-        )
+        out.append(f'<text class="tick" x="{sx(t):.1f}" y="{height - mb + 16}" text-anchor="middle">{tick}</text>')
     for i, (label, phases) in enumerate(rows):
         y = mt + row_h * i + row_h * 0.2
         out.append(
@@ -280,7 +276,7 @@ def trend_svg(
     values = [v for ln in lines for _, value, lo, hi in ln.points for v in (value, lo, hi) if v is not None]
     yt = [0, 0.25, 0.5, 0.75, 1.0] if kind == "rate" else nice_ticks(0, max(values + [1e-9]) * 1.05)
     yhi = yt[-1]
-    fmt_tick = {"rate": lambda v: f"{v * 100:.0f}%", "usd": usd_tick, "seconds": seconds_tick}[kind]
+    ticks = [f"{v * 100:.0f}%" for v in yt] if kind == "rate" else axis_labels(yt, kind)
     fmt_value = {"rate": pct, "usd": usd, "seconds": seconds}[kind]
 
     def sx(i: int) -> float:
@@ -302,9 +298,9 @@ def trend_svg(
             f'<text class="tick" x="{lx + 16:.0f}" y="29">{escape(name)}</text>'
         )
         lx += 28 + 6.2 * len(name)
-    for t in yt:
+    for t, tick in zip(yt, ticks, strict=True):
         out.append(f'<line class="grid" x1="{ml}" x2="{ml + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>')
-        out.append(f'<text class="tick" x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{fmt_tick(t)}</text>')
+        out.append(f'<text class="tick" x="{ml - 8}" y="{sy(t) + 4:.1f}" text-anchor="end">{tick}</text>')
     step = max(1, math.ceil(n / 6))
     for i, x_label in enumerate(x_labels):
         if i % step == 0 or i == n - 1:

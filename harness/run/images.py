@@ -1,15 +1,19 @@
 """The images a task's containers start from, built the same way for a run and for `tasks check`.
 
 env tier (the task's environment) -> snapshot of the repository at the base commit (no history,
-no .env-like file the task does not name) -> task tier (env + snapshot + install commands, ending
+no .env-like file the task does not name) -> deps tier when the task names dependency files (env +
+those files + install commands: one per distinct lock file) -> task tier (env or deps + snapshot +
+install commands when no deps tier ran them, ending
 with the test parser's image setup, whose facts grading reads). Each tier is tagged by a hash of
 its inputs: an unchanged input never rebuilds.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sandbox import BuiltImage, Snapshot, cached_snapshot
 from sandbox.docker import env_image, existing_task_image, task_image
@@ -46,6 +50,46 @@ def parser_setups(task: Task) -> tuple[tuple[str, str], ...]:
     return tuple((p.name, p.image_setup) for p in task.hidden_tests.parsers() if p.image_setup)
 
 
+#: the keys of a package.json an install reads: the rest (version, scripts, ...) changes with releases
+#: and must not make tasks with the same lock file install again
+INSTALL_KEYS = (
+    "dependencies",
+    "devDependencies",
+    "optionalDependencies",
+    "peerDependencies",
+    "peerDependenciesMeta",
+    "dependenciesMeta",
+    "bundleDependencies",
+    "bundledDependencies",
+    "overrides",
+    "resolutions",
+    "pnpm",
+    "packageManager",
+    "engines",
+    "workspaces",
+)
+
+
+def dependency_inputs(root: Path, files: list[str]) -> tuple[tuple[str, bytes], ...]:
+    """(path, content) of the task's dependency files present in the snapshot at `root`: the
+    install's whole input (a package.json reduced to INSTALL_KEYS), what the deps image is keyed by."""
+    out = []
+    for path in files:
+        file = root / path
+        if not file.is_file():
+            continue
+        data = file.read_bytes()
+        if Path(path).name == "package.json":
+            try:
+                pkg = json.loads(data)
+            except ValueError:
+                pkg = None
+            if isinstance(pkg, dict):
+                data = json.dumps({k: pkg[k] for k in INSTALL_KEYS if k in pkg}, indent=2).encode() + b"\n"
+        out.append((path, data))
+    return tuple(out)
+
+
 def snapshot_of(task: Task) -> Snapshot:
     return cached_snapshot(task.repo_source(), task.base_commit, keep=tuple(task.environment.env_files))
 
@@ -56,17 +100,25 @@ def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> T
     env = env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
     image = task_image(
-        env, snapshot, tuple(task.environment.install), task.environment.network, log=log, setups=parser_setups(task)
+        env,
+        snapshot,
+        tuple(task.environment.install),
+        task.environment.network,
+        log=log,
+        setups=parser_setups(task),
+        deps=dependency_inputs(snapshot.path, task.environment.dependency_files),
     )
     return TaskImages(env, snapshot, image)
 
 
 def existing_task_images(task: Task) -> BuiltImage | None:
     """The task image as it exists now (None when something would have to be built)."""
+    snapshot = snapshot_of(task)
     return existing_task_image(
         task.env_spec(),
-        snapshot_of(task),
+        snapshot,
         tuple(task.environment.install),
         task.environment.network,
         parser_setups(task),
+        dependency_inputs(snapshot.path, task.environment.dependency_files),
     )

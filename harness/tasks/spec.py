@@ -50,6 +50,11 @@ class Environment(_Strict):
     dockerfile: str | None = Field(None, description="Dockerfile (relative to the spec) instead of image")
     setup: list[str] = Field(default_factory=list, description="commands run once per environment, no repository")
     install: list[str] = Field(default_factory=list, description="commands run in the repository (pip install -e .)")
+    dependency_files: list[str] = Field(
+        default_factory=list,
+        description="files of the repository install needs alone (package.json, a lock file): install then runs "
+        "on them before the rest of the repository arrives, once for every task whose files are the same",
+    )
     env: dict[str, str] = Field(default_factory=dict)
     trust_ca_bundle: bool | str = Field(
         True,
@@ -246,6 +251,7 @@ class Task(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     _spec_path: Path | None = PrivateAttr(None)
+    _repos_root: Path | None = PrivateAttr(None)  # where the suite's repositories are now (moved suite)
 
     @field_validator("problem_statement", "base_commit", "repo")
     @classmethod
@@ -315,9 +321,21 @@ class Task(_Strict):
         return path
 
     def repo_source(self) -> str:
-        """The repository as git can open it: an absolute local path, or the URL unchanged."""
+        """The repository as git can open it: an absolute local path, or the URL unchanged.
+
+        With a repositories root (`--repos-root`, WHOLELOOP_REPOS_ROOT), a local repository is the
+        entry of that folder with the same name: a suite moved without its clone is re-pointed
+        without rewriting its specs (which would change their content hashes)."""
         if "://" in self.repo or self.repo.startswith("git@"):
             return self.repo
+        if self._repos_root is not None:
+            moved = self._repos_root / Path(self.repo).name
+            if not moved.exists():
+                raise TaskSpecError(
+                    f"{self._spec_path}: repo {self.repo!r}: no {Path(self.repo).name} in the repositories "
+                    f"root {self._repos_root}; give the folder that holds it"
+                )
+            return str(moved.resolve())
         return str(self.resolve_path(self.repo).resolve())
 
     def _read(self, inline: str | None, file: str | None, what: str) -> str:
@@ -375,6 +393,7 @@ class Task(_Strict):
             *((key, data["origin"]) for key in _LATER_ORIGIN if data.get("origin") is not None),
             ("origin", data),
             ("env_files", data["environment"]),
+            ("dependency_files", data["environment"]),
         ):
             if not holder.get(key):
                 holder.pop(key, None)
@@ -398,8 +417,13 @@ def _format_errors(path: Path, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_task(path: Path) -> Task:
-    """Read and validate one spec file. Raises TaskSpecError naming the file and fields."""
+#: A moved suite's repositories, for every command that loads tasks (see Task.repo_source).
+REPOS_ROOT_ENV = "WHOLELOOP_REPOS_ROOT"
+
+
+def load_task(path: Path, *, repos_root: str | Path | None = None) -> Task:
+    """Read and validate one spec file. Raises TaskSpecError naming the file and fields.
+    `repos_root` (default: $WHOLELOOP_REPOS_ROOT) re-points a moved suite's local repositories."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -414,11 +438,18 @@ def load_task(path: Path) -> Task:
     except ValidationError as exc:
         raise TaskSpecError(_format_errors(path, exc)) from None
     task._spec_path = path.resolve()
+    root = repos_root or os.environ.get(REPOS_ROOT_ENV)
+    if root:
+        task._repos_root = Path(os.path.expanduser(str(root))).resolve()
     return task
 
 
-def spec_files(paths: list[str | Path]) -> list[Path]:
-    """Spec files named directly or found (recursively) in the named folders, sorted."""
+def spec_files(paths: str | Path | list[str | Path]) -> list[Path]:
+    """Spec files named directly or found (recursively) in the named folders, sorted.
+
+    One path may be given bare: a string is a path, never a sequence of one-letter paths."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -431,14 +462,14 @@ def spec_files(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-def load_tasks(paths: list[str | Path]) -> list[Task]:
+def load_tasks(paths: str | Path | list[str | Path], *, repos_root: str | Path | None = None) -> list[Task]:
     """All tasks under `paths`; raises TaskSpecError listing every bad file, or duplicate ids."""
     tasks: list[Task] = []
     problems: list[str] = []
     seen: dict[str, Path] = {}
     for file in spec_files(paths):
         try:
-            task = load_task(file)
+            task = load_task(file, repos_root=repos_root)
         except TaskSpecError as exc:
             problems.append(str(exc))
             continue

@@ -2,7 +2,9 @@
 
 base  -- pulled from a registry, built from a Dockerfile, or bootstrapped offline (debootstrap)
 env   -- base + CA trust + Python venv + the environment's setup commands (no repository)
-task  -- env + the repository snapshot + install commands that need the repository
+deps  -- env + a few files of the repository (a lock file) + the install commands, when the task
+         names those files: tasks whose files are the same share it (one install per lock file)
+task  -- env (or deps) + the repository snapshot + install commands that need the repository
 
 An unchanged input never rebuilds; a changed one always does, because the tag *is* the hash.
 Builds of the same tag happen once even when many workers (threads or processes) ask for it.
@@ -245,6 +247,30 @@ def task_image_tag(
     return "wholeloop-task:" + _hash(key)
 
 
+def deps_image_tag(
+    env: BuiltImage, deps: tuple[tuple[str, bytes], ...], install: tuple[str, ...], network: bool
+) -> str:
+    key = {
+        "format": IMAGE_FORMAT,
+        "env": env.id,
+        "files": sorted((path, hashlib.sha256(data).hexdigest()) for path, data in deps),
+        "install": list(install),
+        "network": network,
+    }
+    return "wholeloop-deps:" + _hash(key)
+
+
+def deps_image(
+    env: BuiltImage, deps: tuple[tuple[str, bytes], ...], install: tuple[str, ...], network: bool, log: LogFn | None
+) -> BuiltImage:
+    """env + `deps` (repository path, content) at /repo + the install commands run on them alone:
+    built once for every task whose files are the same."""
+    tag = deps_image_tag(env, deps, install, network)
+    lines = [f"FROM {env.id}", f"COPY deps/ {REPO_DIR}/", f"WORKDIR {REPO_DIR}"]
+    lines += [f"RUN {_shell(cmd)}" for cmd in install]
+    return _build_cached(tag, lines, {f"deps/{path}": data for path, data in deps}, network, log)
+
+
 def task_image(
     env: BuiltImage,
     snapshot: Snapshot,
@@ -252,12 +278,20 @@ def task_image(
     network: bool,
     log: LogFn | None = None,
     setups: tuple[tuple[str, str], ...] = (),
+    deps: tuple[tuple[str, bytes], ...] = (),
 ) -> BuiltImage:
     """env + the snapshot at /repo + install commands, with install leftovers kept out of diffs.
 
     `setups` are (name, shell script) pairs run last, each one's standard output
     kept as FACTS_DIR/<name>.json (a test parser records which plugins the environment has, say):
-    facts of the environment from before any agent, outside the repository."""
+    facts of the environment from before any agent, outside the repository.
+
+    `deps` (repository path, content): the install commands run on these files alone, in a deps
+    image shared by every task with the same files (`deps_image`), and the snapshot is copied over
+    what they installed; the task tier then runs no install."""
+    if deps:
+        env = deps_image(env, deps, install, network, log)
+        install = ()
     tag = task_image_tag(env, snapshot, install, network, setups)
     lines = [f"FROM {env.id}", f"COPY repo/ {REPO_DIR}/", f"WORKDIR {REPO_DIR}"]
     lines += [f"RUN {_shell(cmd)}" for cmd in install]
@@ -277,7 +311,12 @@ def task_image(
 
 
 def existing_task_image(
-    spec: EnvSpec, snapshot: Snapshot, install: tuple[str, ...], network: bool, setups: tuple[tuple[str, str], ...] = ()
+    spec: EnvSpec,
+    snapshot: Snapshot,
+    install: tuple[str, ...],
+    network: bool,
+    setups: tuple[tuple[str, str], ...] = (),
+    deps: tuple[tuple[str, bytes], ...] = (),
 ) -> BuiltImage | None:
     """The task image `env_image` + `task_image` would give for these inputs, if it exists now;
     None when any tier would have to be built (or pulled). Never builds anything."""
@@ -291,6 +330,9 @@ def existing_task_image(
                 return None
             env_tag = env_image_tag(spec, base_id)
             env = BuiltImage(env_tag, client().images.get(env_tag).id, cached=True)
+            if deps:
+                deps_tag = deps_image_tag(env, deps, install, network)
+                env, install = BuiltImage(deps_tag, client().images.get(deps_tag).id, cached=True), ()
             tag = task_image_tag(env, snapshot, install, network, setups)
             return BuiltImage(tag, client().images.get(tag).id, cached=True)
         except (docker.errors.ImageNotFound, InputError):

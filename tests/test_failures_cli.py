@@ -1,0 +1,112 @@
+"""`wholeloop failures` (issue 26 item 3): causes x configurations from run folders of any age, the
+causes kept in the history index (migration 0004) and computed again when the rules change."""
+
+from __future__ import annotations
+
+import json
+
+from support.history import cli, row, write_run
+
+from harness import transcript as ev
+from harness.history.db import HistoryIndex
+from harness.history.url import resolve
+from harness.report.causes import RULES_VERSION
+from harness.transcript import TranscriptWriter
+
+
+def _transcript(folder, r, plan):
+    """A transcript as the built-in agent writes it: `plan` is a list of (tool, arguments, output, red)."""
+    with TranscriptWriter(folder.path / r.transcript_path, secrets=[], fsync=False) as tw:
+        tw.write(ev.AttemptStart(task_id=r.task_id, attempt=1, config=r.config))
+        for step, (name, args, output, red) in enumerate(plan, 1):
+            tw.write(ev.ToolCallEvent(step=step, call_id=f"c{step}", name=name, arguments=args))
+            tw.write(ev.ToolResultEvent(step=step, call_id=f"c{step}", name=name, output=output))
+            if name == "run_tests":
+                tw.write(ev.TestRun(step=step, command="pytest", exit_code=int(red), failed=int(red), green=not red))
+        tw.write(ev.Stop(reason="submitted"))
+
+
+EDIT = ("edit", {"command": "str_replace", "path": "a.py", "old_str": "x", "new_str": "y"}, "ok", False)
+SUBMIT = ("submit", {}, "submitted", False)
+PLANS = {  # per (task, config): what the agent did
+    ("t1", "A"): [EDIT, SUBMIT],  # never ran the tests
+    ("t2", "A"): [("run_tests", {}, "1 failed", True), EDIT, ("run_tests", {}, "1 failed", True), SUBMIT],
+    ("t3", "A"): [("run_tests", {}, "", True), EDIT, ("run_tests", {}, "", False), SUBMIT],  # resolved
+    ("t1", "B"): [("run_tests", {}, "", True), EDIT, ("run_tests", {}, "", False), SUBMIT],  # resolved
+    ("t2", "B"): [EDIT, ("bash", {"command": "ls"}, "", False)] * 1
+    + [("bash", {"command": "ls "}, "", False)] * 2
+    + [SUBMIT],
+    ("t3", "B"): [EDIT, SUBMIT],
+}
+OUTCOMES = {("t1", "A"): "unresolved", ("t2", "A"): "unresolved", ("t3", "A"): "resolved"}
+OUTCOMES |= {("t1", "B"): "resolved", ("t2", "B"): "unresolved", ("t3", "B"): "regression"}
+
+
+def make_run(tmp_path):
+    """A run folder as any earlier version wrote it (rows, transcripts: nothing about causes),
+    indexed as it was written."""
+    run_dir = tmp_path / "runs" / "r1"
+    url = resolve(None, run_dir.parent)
+    rows = [row(t, c, OUTCOMES[t, c]) for t, c in PLANS]
+    folder = write_run(run_dir, rows, url=url)
+    for r in folder.rows():
+        _transcript(folder, r, PLANS[r.task_id, r.config])
+    return run_dir, url
+
+
+def failures(*args):
+    done = cli("failures", *map(str, args))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_failures_counts_causes_per_configuration_from_an_old_run_folder(tmp_path):
+    run_dir, url = make_run(tmp_path)
+    table = json.loads(failures(run_dir, "--json").stdout)
+    cells = {(c["cause"], c["config"]): c for c in table["cells"]}
+    assert table["failed"] == {"A": 2, "B": 2}
+    assert cells["never_ran_tests", "A"]["tasks"] == ["t1"] and cells["never_ran_tests", "A"]["count"] == 1
+    assert cells["submitted_failing", "A"]["tasks"] == ["t2"]
+    assert cells["looped", "B"]["tasks"] == ["t2"]
+    assert cells["never_ran_tests", "B"]["tasks"] == ["t2", "t3"]
+    share = cells["never_ran_tests", "B"]["share"]
+    assert share["value"] == 1.0 and share["method"] == "wilson" and 0 < share["low"] < 1
+    looped = next(a for a in table["attempts"] if a["task_id"] == "t2" and a["config"] == "B")
+    evidence = next(f for f in looped["causes"] if f["cause"] == "looped")["evidence"]
+    assert [e["quote"] for e in evidence] == ["$ ls"] * 3 and all(e["seq"] for e in evidence)
+    # the terminal: a row per cause, the tasks behind each cell
+    shown = failures(run_dir).stdout
+    assert "never_ran_tests" in shown and "1/2 50%" in shown and "looped · B: t2" in shown
+
+
+def test_filters_by_cause_task_and_configuration(tmp_path):
+    run_dir, _ = make_run(tmp_path)
+    only = json.loads(failures(run_dir, "--json", "--cause", "looped").stdout)
+    assert {c["cause"] for c in only["cells"]} == {"looped"}
+    assert [(a["task_id"], a["config"]) for a in only["attempts"]] == [("t2", "B")]
+    by_task = json.loads(failures(run_dir, "--json", "--task", "t1").stdout)
+    assert by_task["failed"] == {"A": 1, "B": 0}
+    by_config = json.loads(failures(run_dir, "--json", "--config", "B").stdout)
+    assert by_config["configs"] == ["B"]
+    wrong = cli("failures", str(run_dir), "--cause", "unresolved")
+    assert wrong.returncode == 2 and "not a cause" in wrong.stderr
+
+
+def test_causes_are_kept_in_the_index_and_computed_again_when_the_rules_change(tmp_path):
+    run_dir, url = make_run(tmp_path)
+    with HistoryIndex.open(url) as index:
+        key = index.run_key(run_dir)
+        assert index.stored_causes(key, RULES_VERSION) == {}  # a run indexes no causes as it writes rows
+    first = json.loads(failures(run_dir, "--json").stdout)
+    with HistoryIndex.open(url) as index:
+        stored = index.stored_causes(key, RULES_VERSION)
+        assert set(stored) == {("t1", "A", 0, 1), ("t2", "A", 0, 1), ("t2", "B", 0, 1), ("t3", "B", 0, 1)}
+        # stored under another rules version: as if the rules changed since
+        index.store_causes(key, dict.fromkeys(stored, "[]"), RULES_VERSION - 1)
+        assert index.stored_causes(key, RULES_VERSION) == {}
+    # the transcripts are read again (not the stale causes) ...
+    assert json.loads(failures(run_dir, "--json").stdout)["cells"] == first["cells"]
+    # ... and once kept, the index answers without them
+    for path in run_dir.rglob("transcript.jsonl"):
+        path.unlink()
+    assert json.loads(failures(run_dir, "--json").stdout)["cells"] == first["cells"]
