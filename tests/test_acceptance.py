@@ -254,8 +254,8 @@ def test_report_json_shows_both_rates_how_many_resolved_were_not_accepted_and_wh
             "old": [("t1", True, None), ("t2", False, None)],
         },
     )
-    out = tmp_path / "figures.json"
-    proc = wl("report", run, "--json", out)
+    out, html = tmp_path / "figures.json", tmp_path / "report.html"
+    proc = wl("report", run, "--json", out, "--html", html)
     assert proc.returncode == 0, proc.stderr
     import json
 
@@ -267,6 +267,10 @@ def test_report_json_shows_both_rates_how_many_resolved_were_not_accepted_and_wh
     assert by["old"]["not_measured"] == 1 and by["old"]["accept_rate"]["value"] is None  # never false
     assert "accept" in proc.stdout and "2 of 3 resolved not accepted" in proc.stdout
     assert 't2 (repeat 0): debugging left in (pkg/core.py: print("here"))' in proc.stdout
+    page = html.read_text()
+    section = page[page.index('id="acceptance"') :]
+    assert "<b>deleted tests</b> 1" in section and "t3 (repeat 0): deleted tests (tests/test_old.py)" in section
+    assert "print(&#34;here&#34;)" in section or "print(&quot;here&quot;)" in section
 
 
 def test_metric_accept_gives_compare_and_gate_the_acceptance_rate_with_the_same_statistics(tmp_path):
