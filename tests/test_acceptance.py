@@ -312,3 +312,111 @@ def test_scoring_gives_resolved_but_not_accepted_its_own_cost(tmp_path):
     assert score.by_outcome == {"resolved": 0.0, "resolved_not_accepted": 0.5}
     [plain] = compute_figures([run], recovery=False).scoring.configs
     assert plain.expected_cost_per_task.value == 0.0
+
+
+# ------------------------------------------------------------------------------------ the controls hold it
+
+
+def test_the_default_policy_refuses_exactly_what_tasks_check_flags_in_gold():
+    from harness.grading.acceptance import DEFAULT_REFUSED
+    from harness.report.acceptance import AXES, DEFAULT_POLICY
+
+    rules = DEFAULT_POLICY.model_dump()
+    assert [k for k in AXES if rules[k]] == list(DEFAULT_REFUSED)
+
+
+def _set_axes(run, axes_of):
+    """Give each row of a copied run folder the axes `axes_of(task_id)` (a fabricated regrade)."""
+    import json
+
+    lines = []
+    for line in (run / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        row["acceptance"] = axes_of(row["task_id"])
+        lines.append(json.dumps(row))
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_a_gold_that_the_policy_does_not_accept_is_a_failed_control_and_noop_never_is(tmp_path):
+    from harness.report.figures import compute_figures
+
+    data = ROOT / "tests" / "data" / "runs"
+    gold, noop = tmp_path / "v1-gold", tmp_path / "v1-noop"
+    shutil.copytree(data / "v1-gold", gold)
+    shutil.copytree(data / "v1-noop", noop)
+    # graded before the axes existed: not measured, so no control fails (never false)
+    assert compute_figures([gold, noop], recovery=False).controls == []
+    _set_axes(gold, lambda _task: _axes())
+    _set_axes(noop, lambda _task: _axes())
+    figures = compute_figures([gold, noop], recovery=False)
+    assert figures.controls == []
+    assert {a.config: (a.accepted, a.resolved) for a in figures.acceptance}["gold"] == (3, 3)  # on every task
+    assert {a.config: a.accepted for a in figures.acceptance}["noop"] == 0
+    _set_axes(gold, lambda task: _axes(**DEBUG) if task == "ledgerly-002" else _axes())
+    [failure] = compute_figures([gold, noop], recovery=False).controls
+    assert failure.check == "gold-accepted" and failure.message.startswith("the control failed: gold")
+    assert [(t.task_id, t.expected, t.trials) for t in failure.tasks] == [("ledgerly-002", 0, 1)]
+    assert "ledgerly-002: debugging left in" in failure.message
+    from support.cli import wl
+
+    shown = wl("report", gold, "--no-tasks", env={"COLUMNS": "300"})
+    assert shown.returncode == 0 and "control failed: gold (gold) is not accepted" in shown.stdout
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
+def test_tasks_check_records_golds_axes_and_flags_a_gold_the_default_policy_refuses(tmp_path):
+    import yaml
+    from support import git, write
+
+    from harness.authoring.check import CheckOptions, check_task, read_verdict
+    from harness.tasks import load_task
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(
+        repo,
+        {
+            "pkg/__init__.py": "def shout(text):\n    return text\n",
+            "tests/test_old.py": "def test_old():\n    pass\n",
+            "tests/test_legacy.py": "def test_legacy():\n    assert True\n",
+        },
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo, {"tests/test_shout.py": "from pkg import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n"})
+    git(repo, "add", "-A")
+    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
+    git(repo, "reset", "-q", "--hard")
+    # gold fixes it and deletes a test (its own axes are measured against itself: only what no
+    # reviewer accepts from anyone -- deleted or weakened tests, binaries -- can flag it)
+    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
+    (repo / "tests" / "test_legacy.py").unlink()
+    git(repo, "add", "-A")
+    gold = git(repo, "diff", "--cached", "HEAD") + "\n"
+    git(repo, "reset", "-q", "--hard")
+    git(repo, "checkout", "-q", ".")
+    spec = tmp_path / "noisy.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "id": "noisy",
+                "repo": str(repo),
+                "base_commit": base,
+                "problem_statement": "shout() should upper-case its text",
+                "environment": {"setup": ["pip install pytest==8.3.4"]},
+                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
+                "gold_patch": gold,
+                "FAIL_TO_PASS": ["tests/test_shout.py::test_shout"],
+                "PASS_TO_PASS": ["tests/test_old.py::test_old"],
+            },
+            sort_keys=False,
+        )
+    )
+    check_task(load_task(spec), CheckOptions(repeats=1))
+    verdict = read_verdict(spec)
+    assert verdict is not None and verdict.passed, verdict.model_dump_json(indent=1)
+    assert verdict.schema_version == 3 and verdict.gold_not_accepted == ["tests_deleted"]
+    assert verdict.gold_acceptance is not None and verdict.gold_acceptance["tests_deleted"] == ["tests/test_legacy.py"]

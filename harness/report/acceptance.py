@@ -153,6 +153,8 @@ class ConfigAcceptance(BaseModel):
     """One configuration's acceptance beside its resolution (final attempts of scored trials)."""
 
     config: str
+    agent: str = ""
+    run_dir: str = ""
     policy: str = ""
     trials: int = 0
     resolved: int = 0
@@ -163,6 +165,8 @@ class ConfigAcceptance(BaseModel):
     accept_rate: Interval = Field(default_factory=Interval)  # null when a resolved trial is not measured
     reasons: dict[str, int] = Field(default_factory=dict)  # reason -> resolved trials it refused
     examples: dict[str, list[str]] = Field(default_factory=dict)  # reason -> a few "task (repeat r): evidence"
+    tasks_not_accepted: dict[str, list[str]] = Field(default_factory=dict)  # task -> reasons (resolved trials)
+    task_counts: dict[str, list[int]] = Field(default_factory=dict)  # task -> [accepted, resolved] trials
 
 
 def config_acceptance(
@@ -170,19 +174,31 @@ def config_acceptance(
 ) -> ConfigAcceptance:
     settings = settings or BootstrapSettings()
     scored = [t for t in trials_of(cfg.rows) if t.scored]
-    out = ConfigAcceptance(config=cfg.name, policy=policy.describe(), trials=len(scored))
+    agents = {r.agent for r in cfg.rows}
+    out = ConfigAcceptance(
+        config=cfg.name,
+        agent=agents.pop() if len(agents) == 1 else "",
+        run_dir=str(cfg.run_dir),
+        policy=policy.describe(),
+        trials=len(scored),
+    )
     for trial in scored:
         final = trial.final
         if final is None or not final.resolved:
             continue
         out.resolved += 1
         verdict = judge(final, policy)
+        counts = out.task_counts.setdefault(final.task_id, [0, 0])
+        counts[0] += verdict.accepted
+        counts[1] += 1
         if verdict.acceptance is Acceptance.not_measured:
             out.not_measured += 1
         elif verdict.accepted:
             out.accepted += 1
         else:
             out.resolved_not_accepted += 1
+            said = out.tasks_not_accepted.setdefault(final.task_id, [])
+            said += [r for r in verdict.reasons if r not in said]
             for reason in verdict.reasons:
                 out.reasons[reason] = out.reasons.get(reason, 0) + 1
                 examples = out.examples.setdefault(reason, [])

@@ -252,7 +252,7 @@ def compute_figures(
     if metric == "accept":
         configs = accept_configs(configs, policy)
     figures.configs = [config_stats(c, settings, strict=strict) for c in configs]
-    figures.controls = control_checks(figures.configs)
+    figures.controls = control_checks(figures.configs, figures.acceptance)
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
     figures.comparisons = compare_all(configs, settings, strict=strict)
