@@ -420,3 +420,77 @@ def test_tasks_check_records_golds_axes_and_flags_a_gold_the_default_policy_refu
     assert verdict is not None and verdict.passed, verdict.model_dump_json(indent=1)
     assert verdict.schema_version == 3 and verdict.gold_not_accepted == ["tests_deleted"]
     assert verdict.gold_acceptance is not None and verdict.gold_acceptance["tests_deleted"] == ["tests/test_legacy.py"]
+
+
+# ------------------------------------------------------------------------------------ crafted patches, end to end
+
+
+@pytest.fixture(scope="module")
+def crafted_runs(demo) -> dict:
+    """Three agents (scripted, in their containers) that each fix the demo task as gold does and
+    leave one thing a reviewer refuses; run through the real Runner and graded for real."""
+    from support.hostile import RUN_PREFIX, Script, run
+    from support.redteam import BUGGY_FILE, TASK
+
+    fixed = gold_text(demo, BUGGY_FILE)
+    marker = "def _strip_inline_comment"
+    assert marker in fixed
+    debug = fixed.replace(
+        marker + "(value: str) -> str:\n", marker + "(value: str) -> str:\n    print('DEBUG', value)\n"
+    )
+    assert debug != fixed
+
+    def writes(files):
+        def step(sb):
+            for path, text in files.items():
+                sb.write_file(path, text)
+
+        return step
+
+    agents = {
+        "unrelated": Script(writes({BUGGY_FILE: fixed}), "echo 'More notes.' >> README.md", name="unrelated-file"),
+        "deleted": Script(writes({BUGGY_FILE: fixed}), "rm tests/test_config.py", name="deleted-test"),
+        "debug": Script(writes({BUGGY_FILE: debug}), name="debug-print"),
+    }
+    out = {}
+    for name, agent in agents.items():
+        where = demo["where"] / f"{RUN_PREFIX}accept-{name}"
+        out[name] = (run(TASK, agent, where)[demo["task"].id], where)
+    return out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.parametrize(
+    ("name", "reason", "evidence"),
+    [
+        ("unrelated", "files outside the fix's scope", "README.md"),
+        ("deleted", "deleted tests", "tests/test_config.py"),
+        ("debug", "debugging left in", "print('DEBUG', value)"),
+    ],
+)
+def test_a_crafted_patch_that_resolves_is_not_accepted_and_show_html_and_json_say_why(
+    crafted_runs, name, reason, evidence, tmp_path
+):
+    import json
+
+    from support.cli import wl
+
+    row, where = crafted_runs[name]
+    assert row.resolved and row.outcome == "resolved", (row.outcome, row.note)
+    assert json.loads((where / row.dir / "grade.json").read_text())["acceptance"] == row.acceptance
+    shown = wl("show", where, row.task_id, env={"COLUMNS": "300"})
+    assert shown.returncode == 0 and f"acceptance: not accepted: {reason} (" in shown.stdout, shown.stdout[-3000:]
+    assert evidence in shown.stdout
+    data = json.loads(wl("show", where, row.task_id, "--json").stdout)
+    [attempt] = data["attempts"]
+    assert attempt["acceptance"]["verdict"] == "not_accepted" and attempt["acceptance"]["reasons"] == [reason]
+    figures, html = tmp_path / "f.json", tmp_path / "r.html"
+    done = wl("report", where, "--json", figures, "--html", html, env={"COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    [acc] = json.loads(figures.read_text())["acceptance"]
+    assert (acc["resolved"], acc["accepted"], acc["reasons"]) == (1, 0, {reason: 1})
+    page = html.read_text()
+    section = page[page.index('id="acceptance"') :]
+    assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section
