@@ -177,7 +177,16 @@ def _run(path, cells: dict[str, list[tuple[str, bool, dict | None]]]):
     from harness.records import ResultRow, RunFolder
 
     folder = RunFolder(path, create=True)
-    folder.update_manifest(lambda m: m.update({"run_id": path.name, "tasks": {}}))
+    folder.update_manifest(
+        lambda m: m.update(
+            {
+                "run_id": path.name,
+                "tasks": {},
+                "started_at": "2026-01-01T00:00:00+00:00",
+                "finished_at": "2026-01-01T01:00:00+00:00",
+            }
+        )
+    )
     for config, rows in cells.items():
         for task, resolved, axes in rows:
             folder.append(
@@ -494,3 +503,50 @@ def test_a_crafted_patch_that_resolves_is_not_accepted_and_show_html_and_json_sa
     page = html.read_text()
     section = page[page.index('id="acceptance"') :]
     assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section
+
+
+# ------------------------------------------------------------------------------------ exports
+
+
+def test_exports_carry_the_axes_inspect_as_a_score_swebench_in_a_sidecar(tmp_path):
+    import json
+
+    from support.cli import wl
+
+    run = _run(tmp_path / "run", {"a": [("t1", True, _axes()), ("t2", True, _axes(**DEBUG)), ("t3", True, None)]})
+    for task in ("t1", "t2", "t3"):
+        (run / f"attempts/{task}/a/rep-0/attempt-1").mkdir(parents=True)
+        (run / f"attempts/{task}/a/rep-0/attempt-1/patch.diff").write_text(GOLD)
+    _rows_with_patches(run)
+    done = wl("export", "predictions", run, "--out", tmp_path / "preds.jsonl")
+    assert done.returncode == 0, done.stderr
+    predictions = [json.loads(x) for x in (tmp_path / "preds.jsonl").read_text().splitlines()]
+    assert all(set(p) == {"instance_id", "model_name_or_path", "model_patch"} for p in predictions)  # schema kept
+    sidecar = {
+        x["instance_id"]: x for x in map(json.loads, (tmp_path / "preds.acceptance.jsonl").read_text().splitlines())
+    }
+    assert sidecar["t2"]["acceptance"]["debug_leftovers"] == DEBUG["debug_leftovers"]
+    assert sidecar["t3"]["acceptance"] is None and sidecar["t1"]["resolved"] is True
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    done = wl("export", "inspect", run, "--out", tmp_path / "log.json")
+    assert done.returncode == 0, done.stderr
+    samples = {s.id: s for s in read_eval_log(str(tmp_path / "log.json")).samples or []}
+    assert samples["t1"].scores["acceptance"].value == 1
+    refused = samples["t2"].scores["acceptance"]
+    assert refused.value == 0 and refused.answer == "not_accepted" and "debugging left in" in refused.explanation
+    assert refused.metadata["axes"]["debug_leftovers"] == DEBUG["debug_leftovers"]
+    assert "acceptance" not in samples["t3"].scores and samples["t3"].scores["hidden_tests"].value == 1  # not measured
+
+
+def _rows_with_patches(run):
+    """Point each row of a fabricated run at its attempt folder's patch."""
+    import json
+
+    lines = []
+    for line in (run / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        row["patch_path"] = row["dir"] + "/patch.diff"
+        lines.append(json.dumps(row))
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")

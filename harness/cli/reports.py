@@ -358,8 +358,9 @@ def export_inspect(run_dir, out):
 @click.option("--repeat", default=0, show_default=True, help="which repeat to export")
 @click.option("--config", "config_label", default=None, help="which configuration, when the run has several")
 def export_predictions(run_dir, out, model_name, repeat, config_label):
-    """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run
-    (also `wholeloop export-predictions`, its older name)."""
+    """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run, and
+    the acceptance axes of those attempts beside them in <predictions>.acceptance.jsonl (also
+    `wholeloop export-predictions`, its older name)."""
     from ..authoring.swebench import export_predictions as export_
 
     if out is not None:
