@@ -236,6 +236,12 @@ def test_the_policy_judges_the_recorded_axes_and_an_old_row_is_not_measured(tmp_
         "install: [pip install -e .]\nacceptance:\n  debug_leftovers: false\n  max_size_ratio: 3\n"
     )
     team = load_policy(tmp_path / "wholeloop.yaml")
+    import yaml
+
+    from harness.authoring.environment import RepoConfig
+
+    # the same file is a valid wholeloop.yaml for mining (which does not read the policy)
+    assert RepoConfig.model_validate(yaml.safe_load((tmp_path / "wholeloop.yaml").read_text())).acceptance
     assert judge(row(True, _axes(**DEBUG)), team).accepted
     assert judge(row(True, _axes(size_ratio=4.0, lines_changed=8)), team).reasons == [
         "larger than allowed against gold"
