@@ -88,6 +88,11 @@ class RepoConfig(BaseModel):
     egress: Literal["allow", "forbid"] | None = Field(
         None, description="forbid: no feature may send this repository's content to a model (docs/privacy.md)"
     )
+    acceptance: dict | None = Field(
+        None,
+        description="the acceptance policy reports apply to this repository's runs (`--policy`; docs/acceptance.md); "
+        "not read by mining",
+    )
 
     _path: str | None = PrivateAttr(None)
 

@@ -240,21 +240,23 @@ def try_config_at(
 ) -> Attempt:
     """Build the environment `config` says at `sha` (as mining would), run the whole suite once in
     a `setup` container with the network, and judge its health."""
-    from sandbox import DockerBackend, Limits, SandboxError
+    from sandbox import Limits, SandboxError
 
     from ..grading import TestPatchError, prepare_hidden_tests, run_hidden_tests
     from ..run.images import build_task_images
+    from ..sandboxes import default_backend
 
     parser = get_parser(config.parser or parser_name)
     try:
         task = _task(repo, sha, config, parser.name)
-        images = build_task_images(task, log=lambda line: tell(line[:100]))
+        backend = default_backend()
+        images = build_task_images(task, log=lambda line: tell(line[:100]), backend=backend)
     except (MineError, SandboxError) as exc:
         return Attempt("", problem=f"the environment did not build: {_end(str(exc))}")
     limits = task.limits.apply(Limits()).with_(network=True)
     try:
-        with DockerBackend().start(images.task.tag, limits=limits, role="setup", run_id=f"setup-{os.getpid()}") as sb:
-            run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task))
+        with backend.start(images.task.tag, limits=limits, role="setup", run_id=f"setup-{os.getpid()}") as sb:
+            run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task, facts_dir=backend.facts_dir))
     except (SandboxError, TestPatchError) as exc:
         return Attempt("", problem=f"the tests could not start: {_end(str(exc))}")
     if run.report is None or not run.report.found_summary:

@@ -331,6 +331,11 @@ def tasks_check(paths, repeats, discover, force, workers):
                 f"[yellow]quarantined[/] {result.task.id}: {v.quarantined}"
                 + (f" [dim]({v.detail[:200]})[/]" if v.detail else "")
             )
+        if v is not None and v.gold_not_accepted:
+            out_console.print(
+                f"  [bold yellow]control:[/] gold is not accepted by the default acceptance policy "
+                f"({', '.join(v.gold_not_accepted)}): fix the task or the policy (docs/acceptance.md)"
+            )
         for finding in v.findings if v else []:
             out_console.print(
                 f"  secret {finding['file']}:{finding['line']} {finding['rule']} ({finding.get('where', '')})"
