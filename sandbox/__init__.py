@@ -4,7 +4,7 @@ implementation (`sandbox.docker`).
 This package never imports `harness`.
 """
 
-from .base import DEFAULT_DISK, Backend, ExecResult, Limits, Mount, OutputCap, Sandbox, parse_size
+from .base import DEFAULT_DISK, Backend, ExecResult, Limits, Mount, OutputCap, Sandbox, SandboxStatus, parse_size
 from .docker import DEFAULT_BASE, REPO_DIR, BuiltImage, DockerBackend, DockerSandbox, EnvSpec
 from .errors import (
     ContainerBroken,
@@ -69,6 +69,7 @@ __all__ = [
     "RepositoryError",
     "Sandbox",
     "SandboxError",
+    "SandboxStatus",
     "Snapshot",
     "cache_dir",
     "cached_snapshot",

@@ -128,6 +128,18 @@ class OutputCap:
         return bytes(self.head + marker + self.tail).decode("utf-8", errors="replace")
 
 
+@dataclass(frozen=True)
+class SandboxStatus:
+    """What a backend says of one environment's state: the same fields for every backend (never an
+    engine's raw state), read by grading and by the runner's attribution of failures."""
+
+    running: bool  # commands can run now (False once stopped, exited, or killed)
+    oom_killed: bool = False  # the kernel's out-of-memory killer ended it (the memory limit)
+    exit_code: int | None = None  # of its main process, once it is not running; None when unknown
+    state: str = ""  # the backend's own word for it ("running", "exited", "paused"), for messages
+    paused: bool = False
+
+
 @runtime_checkable
 class Sandbox(Protocol):
     """One running environment with a repository at `workdir`."""
@@ -214,8 +226,9 @@ class Sandbox(Protocol):
         """Let a paused environment run again. Raises SandboxError."""
         ...
 
-    def status(self) -> dict:
-        """The engine's view of the environment's state (for exit and OOM diagnostics)."""
+    def status(self) -> SandboxStatus:
+        """The environment's state (for exit and OOM diagnostics). Raises ContainerGone when it was
+        removed, EngineUnavailable when the engine does not answer."""
         ...
 
     def limit_reached(self) -> str | None:

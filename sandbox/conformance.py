@@ -26,7 +26,7 @@ import tarfile
 import time
 from collections.abc import Callable
 
-from .base import ExecResult, Sandbox
+from .base import ExecResult, Sandbox, SandboxStatus
 from .errors import FileOpError, PatchError, SandboxError
 from .patch import BaseRules, take_patch
 
@@ -250,6 +250,22 @@ def check_no_limit_is_reached_by_small_work(sb: Sandbox) -> None:
     assert sb.limit_reached() is None, f"limit_reached() says {sb.limit_reached()!r} after a small write"
 
 
+def check_status_is_typed_and_follows_stop(sb: Sandbox) -> None:
+    """`status()` is a `SandboxStatus` (never an engine's raw dict): running while commands can run,
+    not running once stopped, running again after `restart`."""
+    now = sb.status()
+    assert isinstance(now, SandboxStatus), f"status() gave a {type(now).__name__}, not a SandboxStatus"
+    assert now.running and not now.oom_killed, now
+    sb.stop()
+    try:
+        stopped = sb.status()
+        assert isinstance(stopped, SandboxStatus) and not stopped.running, f"running after stop(): {stopped}"
+    finally:
+        sb.restart()
+    assert sb.status().running, "not running after restart()"
+    _ok(sb.exec("true"), "a command after restart")
+
+
 CORE: list[Check] = [
     check_no_limit_is_reached_by_small_work,
     check_exit_codes_and_streams,
@@ -263,6 +279,7 @@ CORE: list[Check] = [
     check_an_unchanged_tree_has_an_empty_patch,
     check_a_huge_file_is_refused,
     check_errors_are_sandbox_errors,
+    check_status_is_typed_and_follows_stop,
 ]
 
 

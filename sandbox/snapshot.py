@@ -72,6 +72,12 @@ def cache_dir() -> Path:
     return Path(root)
 
 
+def _configless(path: Path) -> bool:
+    """A bare repository with no config file (HEAD, objects and refs alone, as some mirrors are):
+    GitPython takes its parent for a work tree, so it is read through a mirror like a bundle."""
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and not (path / "config").exists()
+
+
 def open_repository(source: str, *, refresh: bool = False) -> git.Repo:
     """Open a local repository, or a cached bare mirror of a bundle or remote URL.
 
@@ -80,7 +86,7 @@ def open_repository(source: str, *, refresh: bool = False) -> git.Repo:
     Raises RepositoryError when the source cannot be read.
     """
     path = Path(source)
-    if path.is_dir():
+    if path.is_dir() and not _configless(path):
         try:
             return git.Repo(path)
         except git.exc.GitError as exc:
@@ -135,7 +141,7 @@ def find_commit(source: str, commit: str) -> tuple[git.Repo, git.Commit]:
     try:
         return repo, resolve_commit(repo, commit, source)
     except RepositoryError:
-        if Path(source).is_dir():
+        if Path(source).is_dir() and not _configless(Path(source)):
             raise
     repo = open_repository(source, refresh=True)
     return repo, resolve_commit(repo, commit, source)

@@ -100,8 +100,13 @@ def test_go_vendor_and_a_too_new_go_line(tmp_path):
     assert cfg.env["GOFLAGS"] == "-mod=vendor" and cfg.env["CGO_ENABLED"] == "0"
     assert cfg.setup and "golang-go" in cfg.setup[0]
 
-    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.22.3"), "n.go": "package n\n"})
-    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.22; the image's Go .* is 1.19"):
+    # newer than bookworm's 1.19: the oldest of bookworm-backports' Go that is new enough
+    newer = make_repo(tmp_path / "b", {"go.mod": GO_MOD.format(version="1.22.3"), "b.go": "package b\n"})
+    cfg, _ = complete(RepoConfig(), newer, newer.resolve("HEAD"), "go")
+    assert cfg.setup is not None and "bookworm-backports" in cfg.setup[0] and "golang-1.22-go" in cfg.setup[0]
+    assert "ln -sf /usr/lib/go-1.22/bin/go /usr/local/bin/go" in cfg.setup[0]
+    new = make_repo(tmp_path / "n", {"go.mod": GO_MOD.format(version="1.24"), "n.go": "package n\n"})
+    with pytest.raises(ToolchainTooOld, match="go.mod asks for Go 1.24; the newest Go of Debian bookworm.* is 1.23"):
         complete(RepoConfig(), new, new.resolve("HEAD"), "go")
     # a wholeloop.yaml that brings its own toolchain is trusted, its keys and env win
     own = RepoConfig(image="golang:1.22", setup=[], env={"GOPROXY": "direct"})
@@ -275,3 +280,62 @@ def test_a_go_module_needing_modules_no_proxy_serves_is_refused_naming_them_unle
     # a wholeloop.yaml that says how to get them (a proxy in env, its own setup) is trusted
     cfg, _ = complete(RepoConfig(env={"GOPROXY": "https://proxy.example"}), repo, repo.resolve("HEAD"), "go")
     assert cfg.env["GOPROXY"] == "https://proxy.example"
+
+
+CARGO_LOCK = """version = 3
+
+[[package]]
+name = "itoa"
+version = "1.0.11"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "mine"
+version = "0.1.0"
+dependencies = ["itoa", "serde"]
+
+[[package]]
+name = "serde"
+version = "1.0.200"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+"""
+
+
+def test_a_crate_with_registry_dependencies_is_refused_naming_them_unless_vendored(tmp_path):
+    """Before, it was mined and every task's install failed offline (`cargo test --offline`) with
+    cargo's "no matching package" message, one task at a time."""
+    crate = {"Cargo.toml": '[package]\nname = "mine"\nversion = "0.1.0"\n', "src/lib.rs": "\n"}
+    repo = make_repo(tmp_path / "c", {**crate, "Cargo.lock": CARGO_LOCK})
+    with pytest.raises(UnsupportedRepository, match=r"itoa 1\.0\.11, serde 1\.0\.200.*vendor"):
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    vendored = make_repo(
+        tmp_path / "v",
+        {
+            **crate,
+            "Cargo.lock": CARGO_LOCK,
+            ".cargo/config.toml": '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+            '[source.vendored-sources]\ndirectory = "vendor"\n',
+            "vendor/itoa/Cargo.toml": "x\n",
+        },
+    )
+    cfg, _ = complete(RepoConfig(), vendored, vendored.resolve("HEAD"), "cargo")
+    assert cfg.install == ["cargo test --offline --locked --no-run"]
+    # no dependency at all: nothing to vendor; Debian's newer cargo (cargo-web) builds it
+    alone = make_repo(tmp_path / "a", crate)
+    cfg, _ = complete(RepoConfig(), alone, alone.resolve("HEAD"), "cargo")
+    assert cfg.setup is not None and "cargo-web" in cfg.setup[0]
+
+
+def test_a_crate_without_a_lock_file_is_refused_naming_what_cargo_toml_needs(tmp_path):
+    """dtolnay/itoa commits no Cargo.lock; its dev-dependency criterion (under a target table) cannot
+    be fetched offline. Before, it was mined and its install failed in the image."""
+    toml = (
+        '[package]\nname = "itoa"\nversion = "1.0.18"\n\n[dependencies]\nno-panic = { version = "0.1", optional = true }\n'
+        'local = { path = "local" }\n\n'
+        "[target.'cfg(not(miri))'.dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false }\n"
+    )
+    repo = make_repo(tmp_path / "c", {"Cargo.toml": toml, "src/lib.rs": "\n"})
+    # optional ones count: at 92a899ded4 the image build said "no matching package named `no-panic` found"
+    with pytest.raises(UnsupportedRepository, match=r"Cargo.toml needs criterion, no-panic from a registry") as caught:
+        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    assert "local" not in str(caught.value)

@@ -9,10 +9,11 @@ naming what was found, with a wholeloop.yaml template to fill in.
 
 What a detected Go, Rust or JavaScript repository gets is what `defaults` returns: every key of it
 is one a wholeloop.yaml could give, and any key the file gives wins (`complete`). Go: Debian's
-golang-go, no module proxy (GOPROXY=off), GOTOOLCHAIN=local, CGO_ENABLED=0 (the image installs no
-C compiler), GOFLAGS=-mod=vendor when vendor/modules.txt exists; a go.mod whose `go` line is newer
-than Debian's Go is refused in one line (`ToolchainTooOld`) unless wholeloop.yaml brings its own
-image, Dockerfile or setup.
+golang-go (1.19), or bookworm-backports' golang-1.NN-go (1.21 to 1.23) when go.mod's `go` line asks
+for more, no module proxy (GOPROXY=off), GOTOOLCHAIN=local, CGO_ENABLED=0 (the image installs no C
+compiler), GOFLAGS=-mod=vendor when vendor/modules.txt exists; a go.mod whose `go` line is newer than
+that is refused in one line (`ToolchainTooOld`), and one requiring modules without vendor/ is
+refused naming them, unless wholeloop.yaml brings its own image, Dockerfile or setup.
 JavaScript: the package manager from `packageManager`, else the lockfile (npm ci, pnpm install
 --frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
 the Node major from `engines.node`, `.nvmrc` or `.node-version`: above Debian's, the npm registry's
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from dataclasses import dataclass, field
 
 from .environment import CONFIG_NAME, EnvironmentNotInferred, RepoConfig
@@ -30,8 +32,11 @@ from .gitrepo import GitRepo
 
 #: Debian bookworm's nodejs: a repository asking for a newer major gets the npm registry's `node`.
 DEBIAN_NODE = 18
-#: Debian bookworm's golang-go (what `defaults` installs): a go.mod asking for more is refused.
+#: Debian bookworm's golang-go (what `defaults` installs): a go.mod asking for more gets backports' Go.
 DEBIAN_GO = (1, 19)
+#: the Go minor versions bookworm-backports carries (golang-1.NN-go); a go.mod asking for more is refused
+BACKPORTS_GO = (21, 22, 23)
+BACKPORTS = "deb http://deb.debian.org/debian bookworm-backports main"
 PYTHON_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
 PYTHON_OTHER = ("tox.ini", "noxfile.py", "Pipfile")
 NPM_LOCKS = ("package-lock.json", "npm-shrinkwrap.json")
@@ -157,6 +162,48 @@ def _go_requires(text: str) -> list[str]:
     return sorted({r for r in required if r not in local})
 
 
+def _cargo_fetched(lock: str) -> list[str]:
+    """ "name version" of every Cargo.lock package with a `source` (a registry or git): what an
+    offline build needs from elsewhere."""
+    out = []
+    for block in lock.split("[[package]]")[1:]:
+        fields = dict(re.findall(r'^(name|version|source)\s*=\s*"([^"]*)"', block, re.M))
+        if "source" in fields:
+            out.append(f"{fields.get('name', '?')} {fields.get('version', '?')}")
+    return out
+
+
+def _cargo_toml_fetched(text: str) -> list[str]:
+    """With no Cargo.lock: the crates Cargo.toml's dependency tables (target ones too) name that are
+    not a path in the repository (optional ones too: cargo resolves them all to write the lock file)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    tables = [data]
+    targets = data.get("target")
+    if isinstance(targets, dict):
+        tables += [t for t in targets.values() if isinstance(t, dict)]
+    out = set()
+    for table in tables:
+        for kind in ("dependencies", "dev-dependencies", "build-dependencies"):
+            deps = table.get(kind)
+            for name, spec in deps.items() if isinstance(deps, dict) else []:
+                if isinstance(spec, dict) and ("path" in spec or spec.get("workspace")):
+                    continue
+                out.add(name)
+    return sorted(out)
+
+
+def _cargo_vendored(repo: GitRepo, commit: str) -> bool:
+    """Does the repository's cargo configuration replace crates.io with a directory source?"""
+    for name in (".cargo/config.toml", ".cargo/config"):
+        text = (repo.read(commit, name) or b"").decode("utf-8", "replace")
+        if re.search(r"replace-with\s*=", text) and re.search(r"^directory\s*=", text, re.M):
+            return True
+    return False
+
+
 def _go_version(text: str) -> tuple[int, int] | None:
     match = _GO_LINE.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -169,11 +216,20 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
     own_toolchain = config.image is not None or config.dockerfile is not None or config.setup is not None
     if detected.language == "go":
         wanted = _go_version((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
+        setup = [_apt("golang-go")]
         if wanted and wanted > DEBIAN_GO and not own_toolchain:
-            raise ToolchainTooOld(
-                f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; "
-                f"the image's Go (Debian's golang-go) is {DEBIAN_GO[0]}.{DEBIAN_GO[1]}"
-            )
+            minor = next((m for m in BACKPORTS_GO if wanted <= (1, m)), None)
+            if wanted[0] != 1 or minor is None:
+                raise ToolchainTooOld(
+                    f"{repo.source} at {commit[:10]}: go.mod asks for Go {wanted[0]}.{wanted[1]}; the newest Go "
+                    f"of Debian bookworm (with bookworm-backports) is 1.{BACKPORTS_GO[-1]}"
+                )
+            go = f"/usr/lib/go-1.{minor}/bin"
+            setup = [
+                f"echo '{BACKPORTS}' > /etc/apt/sources.list.d/backports.list && "
+                + _apt(f"golang-1.{minor}-go")
+                + f" && ln -sf {go}/go /usr/local/bin/go && ln -sf {go}/gofmt /usr/local/bin/gofmt"
+            ]
         needed = _go_requires((repo.read(commit, "go.mod") or b"").decode("utf-8", "replace"))
         if needed and "vendor/modules.txt" not in root and not own_toolchain and "GOPROXY" not in config.env:
             raise UnsupportedRepository(
@@ -186,7 +242,7 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         if "vendor/modules.txt" in root:
             env["GOFLAGS"] = "-mod=vendor"
         return {
-            "setup": [_apt("golang-go")],
+            "setup": setup,
             "env": env,
             # compile every package and test binary into the build cache, running no test
             "install": ["go build ./... && go vet ./... && go test -count=1 -run '^$' ./... >/dev/null"],
@@ -194,8 +250,21 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         }
     if detected.language == "rust":
         locked = " --locked" if "Cargo.lock" in root else ""
+        if "Cargo.lock" in root:
+            where = "Cargo.lock"
+            fetched = _cargo_fetched((repo.read(commit, "Cargo.lock") or b"").decode("utf-8", "replace"))
+        else:
+            where = "Cargo.toml"
+            fetched = _cargo_toml_fetched((repo.read(commit, "Cargo.toml") or b"").decode("utf-8", "replace"))
+        if fetched and not own_toolchain and not _cargo_vendored(repo, commit):
+            shown = ", ".join(fetched[:6]) + (f" and {len(fetched) - 6} more" if len(fetched) > 6 else "")
+            raise UnsupportedRepository(
+                f"{repo.source} at {commit[:10]}: {where} needs {shown} from a registry or git, which "
+                "cargo cannot fetch offline; vendor them (`cargo vendor` and its .cargo/config.toml source), "
+                f"or give {CONFIG_NAME} a setup that provides them"
+            )
         return {
-            "setup": [_apt("rustc", "cargo")],
+            "setup": [_apt("rustc-web", "cargo-web")],  # bookworm's rustc/cargo (1.63) are too old for most crates
             "env": {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"},
             "install": [f"cargo test --offline{locked} --no-run"],
             "visible_test_command": "cargo test --offline",

@@ -215,7 +215,7 @@ def _by_itself(sb: Sandbox) -> bool:
         state = sb.status()
     except SandboxError:
         return False
-    return bool(state.get("Running") or state.get("OOMKilled"))
+    return state.running or state.oom_killed
 
 
 def _passes_on_base(

@@ -27,6 +27,26 @@ from .unit import ProgressFn, RunOptions, UnitRunner
 ENGINE_DOWN_AFTER = 3
 
 
+def pending_units(
+    tasks: list[Task], label: str, repeats: int, done: set[tuple[str, str, int]], redo: Iterable[str] = ()
+) -> list[tuple[Task, int]]:
+    """The (task, repeat) units of a run still to do, given its finished units: each one without a
+    final row that stands, and every repeat of the `redo` tasks."""
+    again = set(redo)
+    return [(t, rep) for rep in range(repeats) for t in tasks if (t.id, label, rep) not in done or t.id in again]
+
+
+def check_redo(tasks: list[Task], redo: Iterable[str], suite: Iterable[object] = ()) -> None:
+    """UserError when `--redo` names a task the run does not have."""
+    unknown = set(redo) - {t.id for t in tasks}
+    if unknown:
+        where = ", ".join(map(str, suite)) or "this suite"
+        raise UserError(
+            f"--redo names task(s) not in {where}: {', '.join(sorted(unknown))}",
+            f"its tasks: {', '.join(sorted(t.id for t in tasks))}",
+        )
+
+
 class EngineDown(Exception):
     """The run stopped: several units in a row failed because the engine did not answer. Finished
     work is kept; the units not run (and those infra errors) are redone by a resume."""
@@ -49,23 +69,14 @@ class Runner(UnitRunner):
         self.executor = executor or LocalExecutor(options.workers)
         #: tasks to do again although they are finished (`--redo`): every repeat, from attempt 1
         self.redo = set(redo)
-        unknown = self.redo - {t.id for t in tasks}
-        if unknown:
-            raise UserError(
-                f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
-                f"its tasks: {', '.join(sorted(t.id for t in tasks))}"
-            )
+        check_redo(tasks, self.redo)
+        #: the RunSpec's recipe (`RunSpec.recipe()`) the manifest stores, when the run was started from one
+        self.recipe: dict | None = None
 
     def pending(self) -> list[tuple[Task, int]]:
         """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
         never redoes finished work; an infrastructure error is tried again), and the --redo tasks."""
-        done = self.folder.finished_units()
-        return [
-            (t, rep)
-            for rep in range(self.options.repeats)
-            for t in self.tasks
-            if (t.id, self.label, rep) not in done or t.id in self.redo
-        ]
+        return pending_units(self.tasks, self.label, self.options.repeats, self.folder.finished_units(), self.redo)
 
     def plan_text(self, todo: list[tuple[Task, int]]) -> str:
         """'3 to run, 4 already done' and what the 3 are when they are not new."""

@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox import (
     Backend,
@@ -64,6 +65,9 @@ from .attribution import next_feedback, recurring_place, run_agent
 from .images import build_task_images
 from .manifest import now
 
+if TYPE_CHECKING:
+    from .spec import RunSpec
+
 ProgressFn = Callable[[str, str, str], None]  # (event, unit label, text)
 
 
@@ -79,6 +83,25 @@ class RunOptions:
     label: str = ""  # the configuration's name in reports; defaults to the agent's name (+ model)
     task_checks: dict[str, str] = field(default_factory=dict)  # task id -> `tasks check` status at the start
     training_cutoff: str | None = None  # the model's, for contamination dating (else the report's table)
+
+    @classmethod
+    def from_spec(
+        cls, spec: RunSpec, *, out: Path | None = None, task_checks: dict[str, str] | None = None
+    ) -> RunOptions:
+        """The options of a run from its spec (the one way they are made from a recipe)."""
+        s = spec.settings
+        return cls(
+            out=out if out is not None else Path(spec.out or "."),
+            workers=s.workers,
+            repeats=s.repeats,
+            attempts=s.attempts,
+            feedback=s.feedback,
+            infra_retries=s.infra_retries,
+            limits=spec.limits.model_copy(),
+            label=s.label,
+            task_checks=dict(task_checks or {}),
+            training_cutoff=s.training_cutoff,
+        )
 
     def label_for(self, agent: Agent) -> str:
         if self.label:

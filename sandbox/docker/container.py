@@ -50,7 +50,7 @@ import time
 from pathlib import PurePosixPath
 from typing import IO, cast
 
-from ..base import ExecResult, Limits, Mount, OutputCap
+from ..base import ExecResult, Limits, Mount, OutputCap, SandboxStatus
 from ..errors import (
     ContainerBroken,
     ContainerGone,
@@ -516,7 +516,7 @@ class DockerSandbox:
             with translate("stopping the container"):
                 self._container.kill()
         except ContainerGone:  # already stopped (the OOM killer took PID 1): nothing to kill, files kept
-            if self.status().get("Running", True):  # status() raises ContainerGone when it was removed
+            if self.status().running:  # status() raises ContainerGone when it was removed
                 raise
         with translate("stopping the container"):
             client().api.wait(self._container.id, condition="not-running", timeout=self.limits.stop_timeout_s)
@@ -581,11 +581,20 @@ class DockerSandbox:
             client().api.unpause(self._container.id)
         self._agent_turn = True  # the next attempt
 
-    def status(self) -> dict:
-        """The container's state as the engine reports it (for OOM and exit diagnostics)."""
+    def status(self) -> SandboxStatus:
+        """The container's state, from the engine's (for OOM and exit diagnostics). Raises
+        ContainerGone when it was removed."""
         with translate("inspecting a container"):
             self._container.reload()
-            return dict(self._container.attrs.get("State", {}))
+            state = dict(self._container.attrs.get("State", {}))
+        running = bool(state.get("Running", False))
+        return SandboxStatus(
+            running=running,
+            oom_killed=bool(state.get("OOMKilled", False)),
+            exit_code=None if running or state.get("ExitCode") is None else int(state["ExitCode"]),
+            state=str(state.get("Status", "")),
+            paused=bool(state.get("Paused", False)),
+        )
 
 
 _KINDS = {0: "C", 1: "A", 2: "D"}

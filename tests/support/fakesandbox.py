@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox import ExecError, ExecResult, FileOpError, Limits, OutputCap, PatchError
+from sandbox import ContainerGone, ExecError, ExecResult, FileOpError, Limits, OutputCap, PatchError, SandboxStatus
 from sandbox.patch import Change, TreeEntry
 
 
@@ -195,8 +195,13 @@ class LocalSandbox:
         for group in self._groups:
             _killpg(group, signal.SIGCONT)
 
-    def status(self) -> dict:
-        return {"Running": not self.closed, "Status": "exited" if self.closed else "running"}
+    def status(self) -> SandboxStatus:
+        if self.closed:
+            raise ContainerGone(f"{self.id} was closed")
+        running = not self.stopped
+        return SandboxStatus(
+            running=running, exit_code=None if running else 137, state="running" if running else "exited"
+        )
 
     def limit_reached(self) -> str | None:
         return None  # a host folder has no disk limit of its own
