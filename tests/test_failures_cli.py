@@ -110,3 +110,22 @@ def test_causes_are_kept_in_the_index_and_computed_again_when_the_rules_change(t
     for path in run_dir.rglob("transcript.jsonl"):
         path.unlink()
     assert json.loads(failures(run_dir, "--json").stdout)["cells"] == first["cells"]
+
+
+def test_the_html_report_has_a_failure_explorer(tmp_path):
+    run_dir, _ = make_run(tmp_path)
+    done = cli("report", str(run_dir), "--html", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = (tmp_path / "r.html").read_text()
+    section = html[html.index('<section class="card" id="failures">') :]
+    section = section[: section.index("</section>")]
+    assert 'data-cause="never_ran_tests">never_ran_tests 3</button>' in section
+    assert 'data-cause="looped">looped 1</button>' in section
+    index = json.loads(html[html.index('id="wl-index">') + len('id="wl-index">') :].split("</script>")[0])
+    rows = section[section.index("<tbody>") :].split("<tr ")[1:]
+    assert len(rows) == 4  # the failed attempts: t1 A, t2 A, t2 B, t3 B
+    looped = next(r for r in rows if "looped" in r.split(">")[0])
+    rep = int(looped.split('data-open="')[1].split('"')[0])
+    assert index[rep][:2] == ["t2", "B"]  # the link opens that very attempt...
+    steps = [s.split('"')[0] for s in looped.split('data-step="')[1:]]
+    assert steps[-3:] == ["2", "3", "4"]  # ...at the steps the loop rule quotes
