@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field
 
 from ..errors import UserError
 from ..records import ResultRow, open_run
-from ..transcript import TestRun, ToolCallEvent, ToolResultEvent, read_transcript
-from .causes import Finding, attempt_causes, command_of, is_test_call
+from ..transcript import ToolCallEvent, ToolResultEvent, read_transcript
+from .causes import Finding, attempt_causes, command_of, is_test_call, runs_by_call
 from .recovery import attempt_events, is_edit
 
 
@@ -58,7 +58,7 @@ def trace(events: list) -> tuple[list[tuple[str, Point]], list[tuple[str, Point]
     files: list[tuple[str, Point]] = []
     tests: list[tuple[str, Point]] = []
     waiting: dict[str, ToolCallEvent] = {}
-    runs = {e.step: e for e in events if isinstance(e, TestRun)}
+    runs = runs_by_call(events)
     for e in events:
         if isinstance(e, ToolCallEvent):
             waiting[e.call_id] = e
@@ -72,7 +72,7 @@ def trace(events: list) -> tuple[list[tuple[str, Point]], list[tuple[str, Point]
             if path and path not in {f for f, _ in files}:
                 files.append((path, Point(seq=call.seq, step=call.step, what=path)))
         elif is_test_call(call):
-            run = runs.get(call.step)
+            run = runs.get(call.seq)
             if run is not None:
                 value = "green" if run.green else "red: " + ", ".join(sorted(run.failing))
                 tests.append((value, Point(seq=run.seq, step=run.step, what=value)))
