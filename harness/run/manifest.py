@@ -18,9 +18,9 @@ from importlib import metadata
 from pathlib import Path
 
 from .. import __version__
+from ..records import MANIFEST_SCHEMA
 from ..redact import hide_url_passwords
 
-MANIFEST_SCHEMA = 1
 _DEPENDENCIES = [
     "docker",
     "gitpython",
@@ -98,7 +98,11 @@ def _engine() -> dict:
         return {"error": str(exc)}
 
 
-def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, checks: dict | None = None) -> dict:
+def build_manifest(
+    *, run_id: str, agent: dict, tasks: list, options: dict, checks: dict | None = None, recipe: dict | None = None
+) -> dict:
+    """A new run's manifest (schema 2); `recipe`: the RunSpec it was started from (`RunSpec.recipe()`),
+    None for a run assembled in code without one."""
     return {
         "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
@@ -137,4 +141,5 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, chec
         "started_at": now(),
         "finished_at": None,
         "sessions": [{"started_at": now(), "command": command_line()}],
+        "recipe": recipe,
     }

@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sandbox import (
     Backend,
@@ -45,7 +45,7 @@ from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspac
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..grading.feedback import FeedbackMode
 from ..models.types import Usage
-from ..records import PhaseTimes, ResultRow, RunFolder
+from ..records import ManifestOptions, PhaseTimes, ResultRow, RunFolder
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import (
     AttemptStart,
@@ -101,6 +101,38 @@ class RunOptions:
             label=s.label,
             task_checks=dict(task_checks or {}),
             training_cutoff=s.training_cutoff,
+        )
+
+    def record(self, label: str) -> dict:
+        """These options as the manifest records them and the Ray executor ships them (the one
+        serialised form; `from_record` reads it back). `label`: the configuration's resolved name."""
+        record: dict = {
+            "workers": self.workers,
+            "repeats": self.repeats,
+            "attempts": self.attempts,
+            "feedback": self.feedback,
+            "infra_retries": self.infra_retries,
+            "limits": self.limits.model_dump(exclude_none=True),
+            "config": label,
+        }
+        if self.training_cutoff:
+            record["training_cutoff"] = self.training_cutoff
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict | ManifestOptions, out: Path) -> RunOptions:
+        """The options `record()` wrote (a manifest's `options`, a Ray payload's), for a run in `out`."""
+        rec = ManifestOptions.model_validate(record) if isinstance(record, dict) else record
+        return cls(
+            out=out,
+            workers=rec.workers,
+            repeats=rec.repeats,
+            attempts=rec.attempts,
+            feedback=cast(FeedbackMode, rec.feedback),
+            infra_retries=rec.infra_retries,
+            limits=LimitsSpec(**rec.limits),
+            label=rec.config,
+            training_cutoff=rec.training_cutoff,
         )
 
     def label_for(self, agent: Agent) -> str:

@@ -123,7 +123,6 @@ def run_unit(payload: dict) -> dict:
 
     from ... import __version__
     from ...records import RunFolder
-    from ...tasks import LimitsSpec
     from ..unit import RunOptions, UnitRunner
 
     host = socket.gethostname()
@@ -136,17 +135,8 @@ def run_unit(payload: dict) -> dict:
     try:
         task = rebuild_task(payload["task"], workdir)
         agent = rebuild_agent(payload, payload["task"], task.id, workdir)
-        opts = payload["options"]
-        options = RunOptions(
-            out=workdir / payload["run_id"],
-            workers=1,
-            repeats=opts["repeats"],
-            attempts=opts["attempts"],
-            feedback=opts["feedback"],
-            infra_retries=opts["infra_retries"],
-            limits=LimitsSpec(**opts["limits"]),
-            label=payload["config"],
-        )
+        options = RunOptions.from_record(payload["options"], workdir / payload["run_id"])
+        options.workers, options.label = 1, payload["config"]
         folder = RunFolder(options.out, create=True)
         runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
         rows = runner.run_unit(task, payload["repeat"])
@@ -157,7 +147,7 @@ def run_unit(payload: dict) -> dict:
             if p.is_file()
         }
         log = folder.image_log_path
-        images = folder.manifest().get("images", {}).get(task.id, {})
+        images = folder.info().images.get(task.id, {})
         return {
             "rows": [row.model_dump(mode="json") for row in rows],
             "files": files,
