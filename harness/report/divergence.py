@@ -105,11 +105,13 @@ def first_divergence(failing: list, resolved: list) -> Divergence | None:
     return min(found, key=when) if found else None
 
 
-def _events(run_dir: str | Path, row: ResultRow) -> list | None:
+def _events(run_dir: str | Path, row: ResultRow, cache: dict) -> list | None:
     path = Path(run_dir) / row.transcript_path if run_dir and row.transcript_path else None
     if path is None or not path.is_file():
         return None
-    return attempt_events(read_transcript(path), row.attempt)
+    if path not in cache:
+        cache[path] = read_transcript(path)
+    return attempt_events(cache[path], row.attempt)
 
 
 def _manifest(run_dir: str | Path) -> dict:
@@ -124,10 +126,10 @@ def why_flipped(
 ) -> FlipWhy:
     """The failing attempt's causes and where it went apart from the resolved one."""
     out = FlipWhy(failing=failing, transcript=fail_row.transcript_path)
+    cache: dict = {}  # each transcript read once
+    a, b = _events(fail_dir, fail_row, cache), _events(ok_dir, ok_row, cache)
     if fail_dir:
-        found = attempt_causes(Path(fail_dir), fail_row, failing, _manifest(fail_dir))
-        out.causes = found.causes
-    a, b = _events(fail_dir, fail_row), _events(ok_dir, ok_row)
+        out.causes = attempt_causes(Path(fail_dir), fail_row, failing, _manifest(fail_dir), cache).causes
     if a is None or b is None:
         out.note = "no divergence: a transcript is not in its run folder"
     else:
