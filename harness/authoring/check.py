@@ -45,7 +45,6 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from sandbox import (
     Backend,
-    DockerBackend,
     ImageBuildError,
     ImageNotFound,
     InfraError,
@@ -61,6 +60,7 @@ from ..grading.acceptance import refused_by_default
 from ..grading.determinism import check_seed, hash_seed_fixed_by_task
 from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport
 from ..run.images import build_task_images, existing_task_images
+from ..sandboxes import default_backend
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
 
 # 1: before issue 20 (written as `format`); 2: per-run seeds, the environment's health at base.
@@ -259,14 +259,14 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
         findings=options.findings.get(task.id, []),
     )
-    backend = options.backend or DockerBackend()
+    backend = options.backend or default_backend()
     started = time.monotonic()
     built: list[str] = []
     try:
         progress(task.id, "images")
         t0 = time.monotonic()
         try:
-            images = build_task_images(task, log=lambda line: progress(task.id, line[:100]))
+            images = build_task_images(task, log=lambda line: progress(task.id, line[:100]), backend=backend)
         except RepositoryError as exc:
             raise Quarantine("repository or base commit not found", str(exc)) from None
         except (ImageBuildError, ImageNotFound, InputError) as exc:
@@ -275,7 +275,7 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
             raise Quarantine("environment build failed", head + "\n" + rest[-1800:]) from None
         verdict.seconds["images"] = round(time.monotonic() - t0, 3)
         verdict.image = images.record()
-        built = [b.tag for b in (images.env, images.task) if not b.cached]
+        built = [b.tag for b in (images.env, images.deps, images.task) if b is not None and not b.cached]
         gold = task.gold()
         if not gold.strip():
             raise Quarantine("no gold patch", "the spec has neither gold_patch nor gold_patch_file")
@@ -315,7 +315,7 @@ def _run_phases(
     t0 = time.monotonic()
     with backend.start(image, limits=limits, role="check", run_id=f"check-{os.getpid()}") as sb:
         try:
-            prepared = prepare_hidden_tests(sb, task)
+            prepared = prepare_hidden_tests(sb, task, facts_dir=backend.facts_dir)
         except TestPatchError:
             raise Quarantine(
                 "test patch does not apply", "git apply of the hidden test patch failed at the base commit"

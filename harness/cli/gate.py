@@ -232,6 +232,14 @@ def print_gate(r, out) -> None:
             say(f"    {f.task_id}  baseline {f.baseline} -> candidate {f.candidate}")
             say(f"      baseline:  {f.baseline_transcript or '-'}")
             say(f"      candidate: {f.candidate_transcript or '-'}")
+            if f.why is not None:
+                from rich.markup import escape
+
+                from ..report.divergence import describe
+
+                causes, where = describe(f.why)
+                say(f"      cause on the {f.why.failing}: [bold]{escape(causes)}[/]")
+                say(f"      diverged at {escape(where)}")
     if r.verdict == "regression":
         say(f"[bold red]REGRESSION[/]: {r.reason} -> exit {EXIT_REGRESSION}")
     elif r.verdict == "not_enough_evidence":

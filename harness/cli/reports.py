@@ -227,6 +227,8 @@ def compare(runs, scoring, json_out, strict, policy, metric):
 
 def _indexes(runs, out):
     """The history index of each run folder that has one, with the run's key in it."""
+    if not runs:
+        return []  # (the database layer is long to import)
     from ..history.db import HistoryError, HistoryIndex
     from ..history.live import default_url
 
@@ -259,6 +261,7 @@ def failures(runs, causes, tasks, configs, as_json):
     """Why attempts failed, across runs: causes x configurations with counts, shares and 95 %
     intervals, and the tasks behind each cell (docs/failures.md). Causes are computed from the run
     folders (run folders of any age) and kept in the history index beside them."""
+    from ..history.causes import index_url, read_sqlite
     from ..records import open_run
     from ..report.cause_table import cause_block, cause_table
     from ..report.causes import RULES_VERSION
@@ -278,12 +281,20 @@ def failures(runs, causes, tasks, configs, as_json):
     missing = [c for c in configs if c not in names]
     if missing:
         raise click.BadParameter(f"{', '.join(missing)}: no such configuration in these runs", param_hint="--config")
-    indexes = _indexes(runs, out)
+    known = {}
+    for run_dir in runs:  # a SQLite index answers without the database layer (it takes long to import)
+        kept = read_sqlite(index_url(run_dir), run_dir, RULES_VERSION)
+        if kept is not None:
+            known[Path(run_dir)] = kept
+    indexes = _indexes([r for r in runs if Path(r) not in known], out)
     try:
-        known = {path: index.stored_causes(key, RULES_VERSION) for path, index, key in indexes}
+        for path, index, key in indexes:
+            known[path] = index.stored_causes(key, RULES_VERSION)
         table, fresh = cause_table(
             loaded, known=known, causes=list(causes), tasks=list(tasks), only_configs=list(configs)
         )
+        opened = {path for path, _, _ in indexes}
+        indexes += _indexes([path for path, found in fresh.items() if found and path not in opened], out)
         for path, index, key in indexes:
             index.store_causes(key, fresh.get(path, {}), RULES_VERSION)
     finally:

@@ -69,6 +69,7 @@ from scipy.stats import norm
 from ..records import ResultRow
 from .acceptance import DEFAULT_POLICY, Policy, as_accepted
 from .compare import Redo, infra_by_task, infra_reason, infra_redo, infra_shares_differ
+from .divergence import FlipWhy, why_flipped
 from .errors import ReportInputError
 from .stats import SEED, Trial, by_task, trials_of
 
@@ -119,6 +120,7 @@ class Flip(BaseModel):
     candidate_rate: float
     baseline_transcript: str = ""  # the trial that shows the difference, on each side
     candidate_transcript: str = ""
+    why: FlipWhy | None = None  # the failing side's causes and where the two attempts went apart
 
 
 class GateResult(BaseModel):
@@ -317,7 +319,18 @@ def _flip(tid: str, b: _Task, c: _Task, base: Side, cand: Side, lost: bool) -> F
         candidate_rate=c.resolved() / len(c.trials),
         baseline_transcript=_transcript(base.run_dir, b.trials, resolved=lost),
         candidate_transcript=_transcript(cand.run_dir, c.trials, resolved=not lost),
+        why=_why(b, c, base, cand, lost),
     )
+
+
+def _why(b: _Task, c: _Task, base: Side, cand: Side, lost: bool) -> FlipWhy | None:
+    """The failing side's causes on its failed trial, and where it went apart from the other side's resolved one."""
+    (fail, fail_side), (ok, ok_side) = ((c, cand), (b, base)) if lost else ((b, base), (c, cand))
+    failed = next((t.final for t in fail.trials if not t.resolved and t.final is not None), None)
+    resolved = next((t.final for t in ok.trials if t.resolved and t.final is not None), None)
+    if failed is None or resolved is None:
+        return None
+    return why_flipped("candidate" if lost else "baseline", fail_side.run_dir, failed, ok_side.run_dir, resolved)
 
 
 def _trial_noise(tasks: list[_Task], metric: str) -> float | None:

@@ -14,6 +14,7 @@ from rich.text import Text
 from ..records import ResultRow
 from ..vocabulary import Outcome
 from .by_statement import ORDER
+from .divergence import FlipWhy, describe
 from .fit import Col, fit_table
 from .format import pct, seconds, tally, usd, visible
 
@@ -519,10 +520,21 @@ def flipped_lines(cmp: Comparison) -> list[Text]:
         for p in won:
             rates = "" if single else f"  {p.rate_a:.0%} vs {p.rate_b:.0%}"
             out.append(Text(f"  {p.task_id}{rates}"))
+            if p.why is not None:
+                out += why_lines(p.why)
             for label, paths in ((cmp.a, p.transcripts_a), (cmp.b, p.transcripts_b)):
                 for path in paths[:3]:
                     out.append(Text(f"      {label}: {path}", style="dim", no_wrap=True, overflow="ignore"))
     return out
+
+
+def why_lines(why: FlipWhy) -> list[Text]:
+    """A flipped task: the cause on the failing side, and where the two attempts went apart."""
+    causes, where = describe(why)
+    return [
+        Text.from_markup(f"      cause on {escape(why.failing)}: [bold]{escape(causes)}[/]"),
+        Text(f"      diverged at {where}"),
+    ]
 
 
 def print_controls(figures: Figures, console: Console) -> None:
