@@ -556,3 +556,29 @@ def _rows_with_patches(run):
         row["patch_path"] = row["dir"] + "/patch.diff"
         lines.append(json.dumps(row))
     (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_run_from_before_the_axes_reports_not_measured_and_a_regrade_measures_it(demo, tmp_path):
+    """tests/data/runs/v1-gold (graded before grader 8, no axes): its gold is not measured; regraded
+    (its inikit-001 row), the new grade and row carry the axes and gold is accepted."""
+    import json
+
+    from support.hostile import RUN_PREFIX
+
+    from harness.report.figures import compute_figures
+    from harness.run.regrade import regrade
+
+    old = tmp_path / "v1-gold"
+    shutil.copytree(ROOT / "tests" / "data" / "runs" / "v1-gold", old)
+    rows = [json.loads(x) for x in (old / "results.jsonl").read_text().splitlines()]
+    (old / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["task_id"] == "inikit-001"))
+    [before] = compute_figures([old], recovery=False).acceptance
+    assert (before.resolved, before.accepted, before.not_measured) == (1, 0, 1)
+    new = tmp_path / f"{RUN_PREFIX}regraded"
+    [row] = regrade(old, new, tasks=[demo["task"]])
+    assert row.resolved and row.acceptance is not None and row.acceptance["files"] == ["inikit/parser.py"]
+    assert json.loads((new / row.dir / "grade.json").read_text())["acceptance"] == row.acceptance
+    [after] = compute_figures([new], recovery=False).acceptance
+    assert (after.resolved, after.accepted, after.not_measured) == (1, 1, 0)
