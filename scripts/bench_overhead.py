@@ -54,8 +54,12 @@ from harness.records import ResultRow, RunFolder, write_atomic, write_json  # no
 from harness.run import Runner, RunOptions  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
 from harness.transcript import TranscriptWriter, read_transcript  # noqa: E402
-from sandbox import DockerSandbox, Limits, cached_snapshot, tar_directory  # noqa: E402
-from sandbox.docker import API_VERSION, engine_version  # noqa: E402
+from sandbox import Limits, cached_snapshot, tar_directory  # noqa: E402
+from sandbox.docker import (  # noqa: E402
+    API_VERSION,
+    DockerSandbox,  # noqa: E402
+    engine_version,
+)
 
 
 @functools.cache

@@ -15,7 +15,8 @@ every N-th project, so several processes can share the corpus (one docker build 
 
 Figures per project and in total (`--report` prints them from the state file, nothing is run):
 
-- **env built**: candidates whose environment image built / candidates checked;
+- **env built**: candidates whose environment image built (a candidate whose dependencies do not
+  resolve never gets one, nor a check verdict);
 - **healthy**: candidates whose check read a healthy environment at base (docs/tasks.md,
   "Environment health"); a project counts as healthy when at least one candidate was;
 - **kept**: tasks kept / candidates (commits that pass the mining rules);
@@ -138,7 +139,7 @@ def read_run(run: Path) -> dict[str, list[str]]:
     return out
 
 
-def measure(project: dict, work: Path, *, controls: bool, log=print) -> dict:
+def measure(project: dict, work: Path, *, controls: bool, max_candidates: int | None = None, log=print) -> dict:
     name = project["name"]
     row: dict = {"name": name, "kind": project["kind"], "covers": project.get("covers", "")}
     started = time.monotonic()
@@ -151,6 +152,8 @@ def measure(project: dict, work: Path, *, controls: bool, log=print) -> dict:
     cmd = [*_wholeloop(), "mine", str(repo), "--out", str(tasks), "--repeats", str(REPEATS)]
     if project["kind"] == "debian":
         cmd += ["--test-scope", "all"]
+    if max_candidates:
+        cmd += ["--max", str(max_candidates)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     row["mine_exit"] = proc.returncode
     (work / "logs").mkdir(exist_ok=True)
@@ -184,6 +187,9 @@ def report(rows: list[dict], not_run: list[str]) -> dict:
     measured = [r for r in rows if "candidates" in r]
     with_cand = [r for r in measured if r["candidates"]]
     healthy = [r for r in measured if r["healthy"]]
+    # a project with a task spec had an environment to make: one whose resolution already failed
+    # at mining has no check verdict, and counts as not healthy
+    tried = [r for r in measured if r["candidates"] - len(r["refused"]) > 0]
     keeping = [r for r in with_cand if r["kept"]]
     kept = sum(len(r["kept"]) for r in measured)
     gold_all = sum(len(r.get("gold_all", [])) for r in measured)
@@ -192,7 +198,7 @@ def report(rows: list[dict], not_run: list[str]) -> dict:
         "projects": len(rows),
         "measured": len(measured),
         "errors": {r["name"]: r["error"] for r in rows if "error" in r},
-        "healthy_projects": _pct(len(healthy), len([r for r in measured if r["checked"]])),
+        "healthy_projects": _pct(len(healthy), len(tried)),
         "keeping_projects": _pct(len(keeping), len(with_cand)),
         "candidates": sum(r["candidates"] for r in measured),
         "env_built": sum(r["env_built"] for r in measured),
@@ -230,14 +236,35 @@ def print_table(rows: list[dict], total: dict) -> None:
         print(f"{key}: {value}")
 
 
+def markdown(rows: list[dict]) -> str:
+    """The per-project table of docs/tasks.md."""
+    out = [
+        "| project | covers | candidates | env built | healthy | kept | gold 3/3 | noop | refused / files | builds | image s / cand. |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        if "candidates" not in r:
+            out.append(f"| {r['name']} | {r['covers']} | error: {r.get('error', '')[:120]} | | | | | | | | |")
+            continue
+        per = round(r["image_seconds"] / r["checked"]) if r["checked"] else "-"
+        out.append(
+            f"| {r['name']} | {r['covers']} | {r['candidates']} | {r['env_built']} | {r['healthy']} | {len(r['kept'])} "
+            f"| {len(r['gold_all']) if 'gold_all' in r else '-'} | {len(r['noop_resolved']) if 'noop_resolved' in r else '-'} "
+            f"| {len(r['refused'])} / {r['files_scanned']} | {r['images_built']} | {per} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("work", type=Path)
     parser.add_argument("--only", action="append", help="NAME[,NAME...]")
     parser.add_argument("--shard", help="I/N: every N-th project of the manifest, starting at the I-th")
     parser.add_argument("--no-controls", action="store_true", help="mine and check only; no gold/noop runs")
+    parser.add_argument("--max", type=int, help="mine only the N most recent candidates of each project")
     parser.add_argument("--report", action="store_true", help="print the figures of the state file; run nothing")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--markdown", action="store_true", help="also print the per-project table as Markdown")
     args = parser.parse_args(argv)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -253,7 +280,13 @@ def main(argv: list[str] | None = None) -> int:
             if project["name"] in done(work):
                 continue
             print(f"{project['name']}: measuring", flush=True)
-            row = measure(project, work, controls=not args.no_controls, log=lambda line: print(line, flush=True))
+            row = measure(
+                project,
+                work,
+                controls=not args.no_controls,
+                max_candidates=args.max,
+                log=lambda line: print(line, flush=True),
+            )
             with open(work / STATE, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
             print(
@@ -263,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [state[p["name"]] for p in manifest if p["name"] in state]
     total = report(rows, [p["name"] for p in manifest if p["name"] not in state])
     print_table(rows, total)
+    if args.markdown:
+        print()
+        print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps({"projects": rows, "total": total}, indent=2) + "\n")
     return 0

@@ -26,9 +26,11 @@ How a release becomes a commit (the same for every kind):
   in the commit message; version-only hunks dropped as for PyPI (`package.json`'s `version`).
 - **Debian** (`kind = "debian"`): a `golang-*-dev` or `librust-*-dev` binary package carries one
   version of the sources (`/usr/share/gocode/src/<import path>`, `/usr/share/cargo/registry/<crate>`):
-  one commit of them, then one PLANTED probe commit (a new exported function and its test,
-  labelled as planted in its message), so mining has one candidate whose check measures the
-  environment's health on the whole test suite. Environment health only: Debian has no history.
+  one commit of them, then two PLANTED probe commits (labelled so in their messages): a new
+  exported function (source only), then a change of its value with a new test of it. Mining has
+  one candidate whose check measures the environment's health on the whole test suite (the
+  package compiles at its base, so the other tests pass there). Environment health only: Debian
+  carries one version, no history.
 
 Downloads are cached in the wholeloop cache (corpus/), checked against the pinned sha256.
 """
@@ -60,7 +62,9 @@ from make_mining_fixture import FixtureError, commit_all, git  # noqa: E402
 from sandbox import cache_dir  # noqa: E402
 
 MANIFEST = Path(__file__).resolve().parent / "corpus.toml"
-BUILD_FORMAT = 1  # bump when what a project's build produces changes
+BUILD_FORMAT = 2  # bump when what a project's build produces changes
+PROBE_FORMAT = 2  # bump when the planted probe commits of Debian projects change
+NPM_FORMAT = 3  # bump when how an npm release's commit is made changes
 DEBIAN_MIRROR = "https://deb.debian.org/debian/"
 
 
@@ -91,7 +95,11 @@ def select(projects: list[dict], only: list[str] | None = None, shard: str | Non
 
 
 def entry_hash(project: dict) -> str:
-    recipe = {"format": BUILD_FORMAT, "project": project}
+    recipe: dict = {"format": BUILD_FORMAT, "project": project}
+    if project["kind"] == "debian":
+        recipe["probe"] = PROBE_FORMAT
+    if project["kind"] == "npm":
+        recipe["npm"] = NPM_FORMAT
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -173,21 +181,20 @@ def _version_forms(version: str) -> list[str]:
     return forms
 
 
-def drop_version_hunks(old_text: str, new_text: str, old_version: str, new_version: str) -> tuple[str, int]:
+def drop_version_hunks(old_text: str, new_text: str, old_version: str | list[str], new_version: str) -> tuple[str, int]:
     """`new_text` with every changed line that only says the new version (the old line with each
-    form of the old version replaced by the new one) given back its old text; and how many such
-    lines there were."""
-    pairs = list(zip(_version_forms(old_version), _version_forms(new_version), strict=True))
+    form of an old version replaced by the new one) given back its old text; and how many such
+    lines there were. `old_version` may list every earlier release: a line kept before still says
+    the version of the release that last really changed it."""
+    olds = [old_version] if isinstance(old_version, str) else old_version
+    pairs = [list(zip(_version_forms(v), _version_forms(new_version), strict=False)) for v in olds if v != new_version]
     old, new = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
     out: list[str] = []
     dropped = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
         if tag == "replace" and i2 - i1 == j2 - j1:
             for o, n in zip(old[i1:i2], new[j1:j2], strict=True):
-                bumped = o
-                for a, b in pairs:
-                    bumped = bumped.replace(a, b)
-                if bumped == n and o != n:
+                if o != n and any(_bump(o, forms) == n for forms in pairs):
                     out.append(o)
                     dropped += 1
                 else:
@@ -197,7 +204,13 @@ def drop_version_hunks(old_text: str, new_text: str, old_version: str, new_versi
     return "".join(out), dropped
 
 
-def keep_old_versions(repo: Path, old_version: str, new_version: str) -> list[str]:
+def _bump(line: str, forms: list[tuple[str, str]]) -> str:
+    for a, b in forms:
+        line = line.replace(a, b)
+    return line
+
+
+def keep_old_versions(repo: Path, old_version: str | list[str], new_version: str) -> list[str]:
     """Apply drop_version_hunks to every text file of the work tree that the last commit had;
     the paths where lines were given back."""
     touched = []
@@ -235,9 +248,10 @@ def npm_lockfile(repo: Path, before: str) -> str:
 # ----------------------------------------------------------------------------- probes (Debian)
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.M)
+PROBE_VALUE = 23
 
 
-def plant_go_probe(repo: Path) -> str:
+def _go_package(repo: Path) -> str:
     names = sorted(
         m.group(1)
         for f in repo.glob("*.go")
@@ -245,27 +259,37 @@ def plant_go_probe(repo: Path) -> str:
     )
     if not names:
         raise CorpusError(f"{repo}: no Go package at the root to plant the probe in")
-    pkg = names[0]
+    return names[0]
+
+
+def plant_go_probe(repo: Path, value: int) -> str:
+    """The probe function returning `value`; with value 23, its test too."""
+    pkg = _go_package(repo)
     (repo / "wholeloop_probe.go").write_text(
-        f"package {pkg}\n\n// WholeloopProbe is PLANTED by the corpus builder.\nfunc WholeloopProbe() int {{ return 23 }}\n"
+        f"package {pkg}\n\n// WholeloopProbe is PLANTED by the corpus builder.\nfunc WholeloopProbe() int {{ return {value} }}\n"
     )
-    (repo / "wholeloop_probe_test.go").write_text(
-        f'package {pkg}\n\nimport "testing"\n\nfunc TestWholeloopProbe(t *testing.T) {{\n'
-        '\tif WholeloopProbe() != 23 {\n\t\tt.Fatal("probe")\n\t}\n}\n'
-    )
+    if value == PROBE_VALUE:
+        (repo / "wholeloop_probe_test.go").write_text(
+            f'package {pkg}\n\nimport "testing"\n\nfunc TestWholeloopProbe(t *testing.T) {{\n'
+            f'\tif WholeloopProbe() != {PROBE_VALUE} {{\n\t\tt.Fatal("probe")\n\t}}\n}}\n'
+        )
     return "wholeloop_probe.go"
 
 
-def plant_rust_probe(repo: Path) -> str:
+def plant_rust_probe(repo: Path, value: int) -> str:
     cargo = tomllib.loads((repo / "Cargo.toml").read_text())
     crate = cargo.get("lib", {}).get("name") or cargo["package"]["name"].replace("-", "_")
     lib = repo / cargo.get("lib", {}).get("path", "src/lib.rs")
-    lib.write_text(
-        lib.read_text() + "\n/// PLANTED by the corpus builder.\npub fn wholeloop_probe() -> i32 {\n    23\n}\n"
-    )
-    test = repo / "tests" / "wholeloop_probe.rs"
-    test.parent.mkdir(exist_ok=True)
-    test.write_text(f"#[test]\nfn wholeloop_probe() {{\n    assert_eq!({crate}::wholeloop_probe(), 23);\n}}\n")
+    text = lib.read_text()
+    marker = "\n/// PLANTED by the corpus builder.\n"
+    text = text.split(marker)[0] + marker + f"pub fn wholeloop_probe() -> i32 {{\n    {value}\n}}\n"
+    lib.write_text(text)
+    if value == PROBE_VALUE:
+        test = repo / "tests" / "wholeloop_probe.rs"
+        test.parent.mkdir(exist_ok=True)
+        test.write_text(
+            f"#[test]\nfn wholeloop_probe() {{\n    assert_eq!({crate}::wholeloop_probe(), {PROBE_VALUE});\n}}\n"
+        )
     return str(lib.relative_to(repo))
 
 
@@ -278,6 +302,7 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
     kind, name = project["kind"], project["name"]
     commits = []
     previous: str | None = None
+    earlier: list[str] = []
     for release in project["release"]:
         path = artifact(project, release)
         _clear(repo)
@@ -292,9 +317,6 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
         else:
             extract_deb(path, repo, project["inner"])
             source = f"the sources in Debian's {Path(release['file']).name} ({project['inner']})"
-        kept_old: list[str] = []
-        if previous is not None:
-            kept_old = keep_old_versions(repo, previous, release["version"])
         lock_note = ""
         if kind == "npm" and project.get("lockfile", "npm") == "npm":
             npm_version = npm_lockfile(repo, release["date"])
@@ -302,20 +324,32 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
                 f"\npackage-lock.json is NOT the project's: made by wholeloop's corpus builder with npm "
                 f"{npm_version}\n(`npm install --package-lock-only --before {release['date']}`), as of the release's date.\n"
             )
+        kept_old: list[str] = []
+        if previous is not None:  # after the lockfile, which repeats the version
+            kept_old = keep_old_versions(repo, earlier, release["version"])
         message = f"{name} {release['version']}\n\nThe release as committed by wholeloop's corpus builder: {source}.\n"
         if kept_old:
-            message += f"Version-only lines left at {previous}: {', '.join(kept_old)}.\n"
+            message += f"Version-only lines left as they were: {', '.join(kept_old)}.\n"
         commit = commit_all(repo, message + lock_note, release["date"])
         commits.append({"version": release["version"], "commit": commit, "version_only_kept": kept_old})
         log(f"{name}: {release['version']} {commit[:10]}")
         previous = release["version"]
+        earlier.append(previous)
     if kind == "debian":
-        planted = plant_go_probe(repo) if project["language"] == "go" else plant_rust_probe(repo)
-        message = (
-            f"Add a probe function to {planted}\n\nPLANTED by wholeloop's corpus builder: a new exported "
-            "function and its test,\nso that mining has one candidate whose check runs the whole test suite.\n"
-        )
+        # two PLANTED commits: the probe function (source only: no candidate), then a fix of its
+        # value with its test, so that the package still compiles at the fix's base and the whole
+        # suite's health is read there (the other tests pass at base, the probe's test fails)
+        plant = plant_go_probe if project["language"] == "go" else plant_rust_probe
         date = project["release"][-1]["date"]
+        planted = plant(repo, PROBE_VALUE - 1)
+        message = f"Add a probe function to {planted}\n\nPLANTED by wholeloop's corpus builder.\n"
+        commits.append({"planted": "probe-source", "commit": commit_all(repo, message, date)})
+        plant(repo, PROBE_VALUE)
+        message = (
+            f"Fix the probe function's value\n\nPLANTED by wholeloop's corpus builder: the probe returned "
+            f"{PROBE_VALUE - 1}, not {PROBE_VALUE};\nits test is new. Mining has one candidate whose check "
+            "reads the whole test suite's health.\n"
+        )
         commits.append({"planted": "probe", "commit": commit_all(repo, message, date)})
     if git(repo, "status", "--porcelain").strip():
         raise CorpusError(f"{repo}: work tree not clean after the build")

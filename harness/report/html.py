@@ -459,6 +459,8 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         tampering=tampering,
         failures=failures,
         controls=figs.get("controls") or [],
+        acceptance=figs.get("acceptance") or [],
+        metric=figs.get("metric") or "resolve",
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),
         js=(TEMPLATES / "report.js").read_text(),

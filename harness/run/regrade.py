@@ -60,7 +60,7 @@ def regrade(
     prepared: dict[str, Prepared] = {}
     for task_id in sorted({r.task_id for r in rows if _graded(source, r)}):
         say(f"images for {task_id}")
-        prepared[task_id] = prepare_task(by_id[task_id])
+        prepared[task_id] = prepare_task(by_id[task_id], backend=backend)
     old_versions: set[int | None] = set()
 
     def one(row: ResultRow) -> ResultRow:

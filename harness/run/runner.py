@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sandbox import Backend, DiskSpaceError, Limits, SandboxError
-from sandbox.docker import check_room, prune_containers
 
 from ..agents import Agent, prepare_agent
 from ..errors import UserError
@@ -150,7 +149,7 @@ class Runner(UnitRunner):
             2 if self.options.attempts > 1 else 1
         )
         try:
-            check_room(max(limits, default=0), at_once)
+            self.backend.check_room(max(limits, default=0), at_once)
         except DiskSpaceError:
             raise
         except SandboxError:
@@ -159,7 +158,7 @@ class Runner(UnitRunner):
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""
         try:
-            removed = prune_containers().removed
+            removed = self.backend.prune()
         except SandboxError:
             return  # no engine: every unit will say so in its own row
         if removed:
@@ -181,6 +180,7 @@ class Runner(UnitRunner):
                         options=self.options.record(self.label),
                         checks=self.options.task_checks,
                         recipe=self.recipe,
+                        backend=self.backend,
                     )
                 )
 

@@ -31,7 +31,6 @@ from sandbox import (
     Backend,
     BaseRules,
     ContainerBroken,
-    DockerBackend,
     ImageBuildError,
     InfraError,
     Limits,
@@ -46,6 +45,7 @@ from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..grading.feedback import FeedbackMode
 from ..models.types import Usage
 from ..records import ManifestOptions, PhaseTimes, ResultRow, RunFolder
+from ..sandboxes import default_backend
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import (
     AttemptStart,
@@ -154,12 +154,12 @@ class Prepared:
     rules: BaseRules  # what the patch is taken against besides the image's tree: the base's ignore rules
 
 
-def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepared:
+def prepare_task(task: Task, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> Prepared:
     """A task's environment and task images (built once per distinct input, the same way as for
     `tasks check`: see `harness.run.images`) and its snapshot. The task image ends with the test
     parser's image setup (facts recorded for grading)."""
     t0 = time.monotonic()
-    built = build_task_images(task, log=log)
+    built = build_task_images(task, log=log, backend=backend)
     return Prepared(
         built.task.tag,
         built.snapshot.commit,
@@ -227,7 +227,7 @@ class UnitRunner:
         self.label = options.label_for(agent)
         self.run_id = folder.path.name
         self.progress = progress or (lambda *_: None)
-        self.backend = backend or DockerBackend()
+        self.backend = backend or default_backend()
         self.cancel = threading.Event()
 
     def unit_name(self, task_id: str, repeat: int) -> str:
@@ -448,7 +448,7 @@ class UnitRunner:
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
         images are recorded in the manifest."""
-        prepared = prepare_task(task, self._build_logger(task.id))
+        prepared = prepare_task(task, self._build_logger(task.id), self.backend)
         self.folder.update_manifest(
             lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, prepared.images)
         )

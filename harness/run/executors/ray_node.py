@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox.docker import pid_alive
-
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
 
 
@@ -119,15 +117,15 @@ def rebuild_agent(payload: dict, task_payload: dict, task_id: str, workdir: Path
 def run_unit(payload: dict) -> dict:
     """On a node: one (task, repeat) in a temporary run folder; its rows and files come back."""
     from sandbox import SandboxError
-    from sandbox.docker import prune_containers
 
     from ... import __version__
     from ...records import RunFolder
+    from ...sandboxes import default_backend
     from ..unit import RunOptions, UnitRunner
 
     host = socket.gethostname()
     try:
-        prune_containers()  # containers of units whose worker process died on this node
+        default_backend().prune()  # containers of units whose worker process died on this node
     except SandboxError:
         pass
     _remove_orphaned_workdirs()
@@ -164,7 +162,7 @@ def _remove_orphaned_workdirs() -> None:
     """Unit folders of worker processes that were killed (a killed driver's units are) go."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
         pid = path.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -189,3 +187,14 @@ def forwarder(box, host: str) -> Callable[[str, str, str], None]:
             pass
 
     return progress
+
+
+def _pid_alive(pid: int) -> bool:
+    """Is a process with this id running on this host? (One we may not signal counts as alive.)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
