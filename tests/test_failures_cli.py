@@ -164,3 +164,22 @@ def test_a_quoted_step_opens_the_attempt_at_that_step_in_a_browser(tmp_path):
         assert browser.errors() == []
     finally:
         browser.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_causes_are_kept_and_replaced_on_both_databases(tmp_path, request, backend):
+    from harness.history.url import sqlite_url
+
+    url = (
+        sqlite_url(tmp_path / "runs" / "h.sqlite")
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres").create_database()
+    )
+    folder = write_run(tmp_path / "runs" / "r1", [row("t1", "A", "unresolved"), row("t2", "A", "resolved")], url=url)
+    with HistoryIndex.open(url) as index:
+        key = index.run_key(folder.path)
+        index.store_causes(key, {("t1", "A", 0, 1): '[{"cause":"looped"}]'}, RULES_VERSION)
+        assert index.stored_causes(key, RULES_VERSION) == {("t1", "A", 0, 1): '[{"cause":"looped"}]'}
+        index.store_causes(key, {("t1", "A", 0, 1): "[]"}, RULES_VERSION + 1)  # newer rules replace them
+        assert index.stored_causes(key, RULES_VERSION) == {}
+        assert index.stored_causes(key, RULES_VERSION + 1) == {("t1", "A", 0, 1): "[]"}

@@ -47,8 +47,9 @@ from .divergence import FlipWhy, why_flipped
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
 #: The version of `compare --json`: 1 had no version field; 2 adds `schema_version`, and each
-#: comparison's `unfinished` and `changed` (both make the verdict not enough evidence: exit 4).
-JSON_SCHEMA_VERSION = 2
+#: comparison's `unfinished` and `changed` (both make the verdict not enough evidence: exit 4); 3 adds
+#: each flipped task's `why` (docs/failures.md).
+JSON_SCHEMA_VERSION = 3
 SAME_TIER = "same tier: the data does not separate them"
 NOT_ENOUGH_EVIDENCE = "not enough evidence"
 INFRA_SHARES_DIFFER = (

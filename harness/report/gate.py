@@ -84,8 +84,9 @@ REGRESSION, NOT_ENOUGH, NO_REGRESSION = "regression", "not_enough_evidence", "no
 #: The version of `gate --json` (CI parses it). 1: no version field (before issue 21); 2: adds
 #: `schema_version`, `strict`, `infra_tasks` and `redo` (infra errors on shared tasks: exit 4); 3:
 #: adds `unfinished` (the baseline's tasks the candidate has not finished: exit 4), and `changed`
-#: (specs changed between the runs) makes it exit 4 too.
-SCHEMA_VERSION = 3
+#: (specs changed between the runs) makes it exit 4 too; 4: each lost and won task's `why` (the failing
+#: side's causes and where the two attempts went apart: docs/failures.md).
+SCHEMA_VERSION = 4
 
 
 @dataclass
