@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from sandbox import DockerSandbox, Limits
+from sandbox import Limits
+from sandbox.docker import DockerSandbox
 from sandbox.docker.engine import client
 from sandbox.docker.exec_fast import MAX_STARTS
 from sandbox.docker.images import DEFAULT_BASE
@@ -225,7 +226,7 @@ def test_kill_all_processes_leaves_the_container_and_commands_working(fresh):
     fresh.exec("sleep 1000 & echo")
     result = fresh.exec("kill -9 -1")
     assert not result.ok and "result is incomplete" in result.stderr
-    assert fresh.status()["Status"] == "running"
+    assert fresh.status().state == "running"
     assert fresh.exec("echo after; ps -eo args | grep -c '^sleep 1000' || true").stdout == "after\n0\n"
     assert fresh.exec_path == "helper"
 

@@ -43,7 +43,8 @@ from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import Stop
 from harness.vocabulary import Outcome
-from sandbox import DockerSandbox, Limits
+from sandbox import Limits
+from sandbox.docker import DockerSandbox
 from sandbox.docker.container import MAX_PATCH_BYTES
 from sandbox.docker.engine import LABEL_RUN, client
 
@@ -1731,7 +1732,7 @@ def test_pid1_cannot_be_replaced_killed_or_entered_from_inside(image):
             ).stdout.strip()
             == "0"
         )
-        assert sb.status()["Running"] and sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip() == init
+        assert sb.status().running and sb.exec("tr '\\0' '\\n' < /proc/1/cmdline | head -n 1").stdout.strip() == init
 
 
 def test_a_planted_loop_of_pid1_neither_outlives_a_timeout_nor_writes_while_the_patch_is_taken(hostile, tmp_path):

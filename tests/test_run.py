@@ -170,3 +170,41 @@ def test_an_agent_patch_that_does_not_apply_is_its_own_outcome(tiny_task, tmp_pa
         broken, task.gold(), prepared.image, base=prepared.base_commit, limits=__import__("sandbox").Limits()
     )
     assert result.outcome.value == "task_error" and report is None and "hidden test patch" in result.note
+
+
+def test_a_suite_moved_without_its_repositories_runs_with_repos_root(tmp_path, monkeypatch):
+    """A suite's specs say `repo: ../../repos/x.bundle`: moved alone, it is re-pointed with
+    --repos-root (specs unchanged, so their content hashes stay) instead of failing (issue 28)."""
+    import shutil
+    from pathlib import Path
+
+    from harness.tasks.spec import REPOS_ROOT_ENV
+
+    monkeypatch.setenv(REPOS_ROOT_ENV, "")  # the option sets it for the process: put it back after
+    monkeypatch.delenv(REPOS_ROOT_ENV)
+    root = Path(__file__).resolve().parents[1]
+    suite = tmp_path / "elsewhere" / "suite"
+    suite.mkdir(parents=True)
+    shutil.copy(root / "tasks" / "demo" / "inikit-001.yaml", suite)
+    shutil.copytree(root / "tasks" / "demo" / "inikit-001", suite / "inikit-001")
+    repos = tmp_path / "clones"
+    repos.mkdir()
+    shutil.copy(root / "repos" / "inikit.bundle", repos)
+    cli = CliRunner()
+    lost = cli.invoke(main, ["tasks", "validate", str(suite)])  # (before any --repos-root of this process)
+    assert lost.exit_code != 0 and "inikit.bundle" in lost.output
+    found = cli.invoke(main, ["--repos-root", str(repos), "tasks", "validate", str(suite)])
+    assert found.exit_code == 0, found.output
+    ran = cli.invoke(
+        main, ["--repos-root", str(repos), "run", str(suite), "--agent", "gold", "--out", str(tmp_path / "r")]
+    )
+    assert ran.exit_code == 0, ran.output
+    assert [(r.task_id, r.outcome) for r in read_results(tmp_path / "r" / "results.jsonl")] == [
+        ("inikit-001", "resolved")
+    ]
+    assert (
+        load_task(suite / "inikit-001.yaml").content_hash()
+        == load_task(root / "tasks/demo/inikit-001.yaml").content_hash()
+    )
+    wrong = cli.invoke(main, ["--repos-root", str(tmp_path), "tasks", "validate", str(suite)])
+    assert wrong.exit_code != 0 and "repositories root" in wrong.output

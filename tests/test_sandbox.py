@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from sandbox import BaseRules, DockerSandbox, FileOpError, Limits, Mount, take_patch
+from sandbox import BaseRules, FileOpError, Limits, Mount, take_patch
+from sandbox.docker import DockerSandbox
 from sandbox.docker.engine import client, prune_containers
 from sandbox.docker.images import DEFAULT_BASE
 
@@ -138,3 +139,43 @@ def test_named_networks_are_joined_and_no_other():
             assert box.exec("ls /sys/class/net").stdout.split() == ["eth0", "lo"]
     finally:
         net.remove()
+
+
+def test_prune_of_one_run_folder_leaves_other_runs_alone(tmp_path):
+    """`prune --run DIR` removes that run's leftovers only: another dead run's stay (issue 28)."""
+    import socket
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    dead_owner = f"{socket.gethostname()}:999999999"
+
+    def orphan(run_id: str):
+        return client().containers.run(
+            DEFAULT_BASE,
+            ["sleep", "infinity"],
+            detach=True,
+            init=True,
+            labels={
+                "wholeloop": "1",
+                "wholeloop.role": "agent",
+                "wholeloop.owner": dead_owner,
+                "wholeloop.run": run_id,
+            },
+        )
+
+    (tmp_path / "run-a").mkdir()
+    mine, theirs = orphan("run-a"), orphan("run-b")
+    try:
+        result = CliRunner().invoke(main, ["prune", "--run", str(tmp_path / "run-a")])
+        assert result.exit_code == 0, result.output
+        assert "removed 1 container(s) of run run-a" in result.output
+        left = {c.name for c in client().containers.list(all=True, filters={"label": "wholeloop=1"})}
+        assert mine.name not in left and theirs.name in left
+    finally:
+        for c in (mine, theirs):
+            try:
+                c.remove(force=True)
+            except Exception:
+                pass

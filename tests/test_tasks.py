@@ -116,3 +116,27 @@ def test_load_tasks_takes_one_bare_path_as_a_path(tmp_path):
     by_str = load_tasks(str(demo))
     assert [t.id for t in by_str] == [t.id for t in load_tasks([demo])]
     assert [t.id for t in load_tasks(demo)] == [t.id for t in by_str]
+
+
+def test_run_names_quarantined_tasks_by_count_not_by_every_reason(tmp_path):
+    """A run says how many tasks are quarantined, which, and the command that says why: it printed
+    every quarantined task with its full reason (18 lines for 9 tasks, issue 28)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    demo = Path(__file__).resolve().parents[1] / "tasks" / "demo"
+    suite = tmp_path / "tasks" / "demo"
+    shutil.copytree(demo, suite)
+    shutil.copytree(demo.parents[1] / "repos", tmp_path / "repos", dirs_exist_ok=True)
+    reason = "gold does not pass: tests/test_x.py::test_y failed in 2 of 3 runs " + "(details) " * 20
+    specs = sorted(suite.glob("*.yaml"))
+    for spec in specs[:6]:
+        spec.write_text(spec.read_text() + f"quarantined: {reason!r}\n")
+    result = CliRunner().invoke(main, ["run", str(suite), "--agent", "gold", "--dry-run"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "6 task(s) quarantined" in result.output
+    assert f"wholeloop tasks check {suite}" in result.output
+    assert "(details)" not in result.output  # the reasons are where the command says, not here

@@ -151,9 +151,25 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes.help_text())
 @click.version_option(package_name="wholeloop")
-def main() -> None:
+@click.option(
+    "--repos-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="a moved suite's repositories are in this folder (by name), not where its specs' `repo:` points; "
+    "also WHOLELOOP_REPOS_ROOT",
+)
+def main(repos_root: Path | None) -> None:
     """Which coding agent actually works on your code: real repositories in Docker, patches
     graded by hidden tests in a fresh container, the whole loop measured."""
+    if repos_root is not None:
+        if not repos_root.is_dir():
+            raise InputProblem(
+                f"--repos-root {repos_root}: no such folder", "give the folder that holds the repositories"
+            )
+        from ..tasks.spec import REPOS_ROOT_ENV
+
+        # Every command loads tasks through harness.tasks, which reads this (and so do its workers).
+        os.environ[REPOS_ROOT_ENV] = str(repos_root.resolve())
 
 
 from . import gate, history, machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -57,12 +58,21 @@ def images_list():
 @main.command()
 @click.option("--all", "all_owners", is_flag=True, help="also containers of runs that look alive")
 @click.option("--images", "with_images", is_flag=True, help="also remove env and task images (they rebuild)")
-def prune(all_owners, with_images):
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="only the containers of this run folder",
+)
+def prune(all_owners, with_images, run_dir):
     """Remove containers left behind by runs that are no longer alive (never a live run's)."""
     from sandbox.docker import prune_containers, remove_images
 
-    report = prune_containers(all_owners=all_owners)
-    click.echo(f"removed {len(report.removed)} container(s); kept {len(report.kept_live)} of live runs")
+    run_id = run_dir.resolve().name if run_dir is not None else None  # what its containers are labelled with
+    report = prune_containers(all_owners=all_owners, run_id=run_id)
+    scope = f" of run {run_id}" if run_id else ""
+    click.echo(f"removed {len(report.removed)} container(s){scope}; kept {len(report.kept_live)} of live runs")
     if with_images:
         for name in remove_images(("env", "task")):
             click.echo(f"removed image {name}")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..vocabulary import Outcome
 from . import console, main
@@ -175,119 +174,78 @@ def run(
     unchecked ones are named at the start and marked in the results.
     Exit 1 when a control failed (gold did not resolve every task, noop resolved one; before 3),
     exit 3 when units ended in infrastructure errors (see `wholeloop --help` for every code)."""
-    from ..agents import ContainerAgent, get_agent
-    from ..records import slug
-    from ..run import EngineDown, Runner, RunOptions
-    from ..run.preflight import Problem, preflight
-    from ..tasks import LimitsSpec, load_tasks
+    from ..launch import RunProblem, prepare
+    from ..run import EngineDown
+    from ..run.spec import ExecutorSpec, HistorySpec, RunSpec, SettingsSpec, SuiteSpec, agent_spec
+    from ..tasks import LimitsSpec
     from . import InputProblem
     from .exit_codes import INFRA, INTERRUPTED, NEGATIVE, run_exit
     from .progress import RunProgress
 
-    if use_history:  # before anything is printed or written: the URL's password is a secret of the scrub boundary
-        from ..history.url import ENV, protect
-
-        protect(history_url or os.environ.get(ENV))
-    out_console = console()
-    tasks = load_tasks(list(suite))
-    if not tasks:
-        raise InputProblem(
-            "no task specs (*.yaml) found in " + ", ".join(map(str, suite)), "give spec files or folders that hold them"
-        )
-    if statement_quality:
-        tasks = _of_statement_quality(tasks, statement_quality, out_console)
-    if training_cutoff:
-        from ..report.dating import parse_cutoff
-        from ..report.errors import ReportInputError
-
-        try:
-            parse_cutoff(training_cutoff)  # a bad value fails now, not in the report
-        except ReportInputError as exc:
-            raise InputProblem(f"--training-cutoff {training_cutoff!r}: {exc}", "give YYYY-MM or YYYY-MM-DD") from None
-    tasks, checks = _checked_tasks(tasks, suite, include_quarantined, out_console)
-    agent_name = agent_name or ("default" if model or agent_config else "gold")
-    model_options = {"base_url": base_url, "stream": stream} if model and not model.startswith("replay:") else {}
-    agent = get_agent(
-        agent_name,
-        model=model,
-        config_path=agent_config,
-        model_options=model_options,
-        settings={"temperature": temperature, "max_tokens": max_tokens},
-    )
-    limits = LimitsSpec(
-        cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout, output_bytes=output_bytes
-    )
-    options = RunOptions(
-        out=Path("."),
-        workers=workers,
-        repeats=repeats,
-        attempts=attempts,
-        feedback=feedback,
-        infra_retries=infra_retries,
-        limits=limits,
-        label=config_label,
-        task_checks=checks,
-        training_cutoff=training_cutoff,
-    )
-    label = options.label_for(agent)
-    options.out = out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{slug(label)}"
-    executor, where = None, f"{workers} worker(s)"
-    if executor_name == "ray":
-        from click.core import ParameterSource
-
-        from ..run.executors.ray import RayExecutor
-
+    # flags -> spec -> start: what the run is, in one typed recipe (RunSpec), as from Python
+    explicit_workers = click.get_current_context().get_parameter_source("workers") is not ParameterSource.DEFAULT
+    spec = RunSpec(
+        suite=SuiteSpec(
+            paths=[str(p) for p in suite],
+            include_quarantined=include_quarantined,
+            statement_quality=list(statement_quality),
+        ),
+        agent=agent_spec(
+            agent_name,
+            model=model,
+            config_path=agent_config,
+            base_url=base_url,
+            stream=stream,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        ),
+        settings=SettingsSpec(
+            workers=workers,
+            repeats=repeats,
+            attempts=attempts,
+            feedback=feedback,
+            infra_retries=infra_retries,
+            label=config_label,
+            training_cutoff=training_cutoff,
+            allow_unknown_model=allow_unknown_model,
+        ),
+        limits=LimitsSpec(
+            cpus=cpus, memory=memory, pids=pids, disk=disk, command_timeout_s=command_timeout, output_bytes=output_bytes
+        ),
         # On a cluster the nodes' CPUs bound the units running; --workers, when given, caps them too.
-        explicit = click.get_current_context().get_parameter_source("workers") is not ParameterSource.DEFAULT
-        executor = RayExecutor(ray_address, max_in_flight=workers if explicit else None)
-        where = f"Ray cluster {ray_address or 'auto'}"
-    elif ray_address:
-        raise click.UsageError("--ray-address needs --executor ray")
-    redo = [t for item in redo for t in item.split(",") if t.strip()]
-    known = {t.id for t in tasks}
-    if set(redo) - known:
-        raise InputProblem(
-            f"--redo names task(s) not in {', '.join(map(str, suite))}: {', '.join(sorted(set(redo) - known))}",
-            f"its tasks: {', '.join(sorted(known))}",
-        )
-    container_agent = isinstance(agent, ContainerAgent)  # an external CLI: it checks its own model and key
-    checked = preflight(
-        tasks,
-        model=agent.model if agent_name not in ("gold", "noop") and not container_agent else None,
-        out=options.out,
-        base_url=base_url,
-        allow_unknown_model=allow_unknown_model,
+        executor=ExecutorSpec(
+            kind=executor_name,
+            address=ray_address,
+            max_in_flight=workers if executor_name == "ray" and explicit_workers else None,
+        ),
+        history=HistorySpec(enabled=use_history, url=history_url),
+        out=str(out) if out else None,
     )
-    if isinstance(agent, ContainerAgent):  # (container_agent)
-        checked.problems += [Problem(p, "") for p in agent.check(allow_unknown_price=allow_unknown_model)]
-    if not checked.ok:  # every problem is said, one line each; nothing was started
-        if len(checked.problems) == 1:
-            raise InputProblem(checked.problems[0].what, checked.problems[0].fix)
-        for problem in checked.problems:
-            click.secho(f"error: {problem.what}" + (f"; {problem.fix}" if problem.fix else ""), fg="red", err=True)
-        raise InputProblem(f"{len(checked.problems)} problems found before the run (above); nothing was started")
+    if ray_address and executor_name != "ray":
+        raise click.UsageError("--ray-address needs --executor ray")
+    out_console = console()
+    try:
+        launch = prepare(spec, redo=redo, say=lambda line: out_console.print(line))
+    except RunProblem as exc:
+        for what, fix in exc.problems:  # every problem is said, one line each; nothing was started
+            click.secho(f"error: {what}" + (f"; {fix}" if fix else ""), fg="red", err=True)
+        raise InputProblem(str(exc), exc.hint) from None
+    options, tasks = launch.options, launch.tasks
     if dry_run:
-        _print_plan(out_console, tasks, agent, label, options, where, redo, checked.notes)
+        _print_plan(out_console, launch)
         return
     out_console.print(
-        f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{label}[/], {where} -> {options.out}"
+        f"[bold]wholeloop[/] {len(tasks)} tasks x {repeats} repeat(s), agent [cyan]{launch.label}[/], "
+        f"{launch.where} -> {options.out}"
     )
     with RunProgress(out_console, len(tasks) * repeats, workers=workers) as progress:
-        runner = Runner(tasks, agent, options, progress=progress.update, executor=executor, redo=redo)
-        finished = runner.folder.finished_units()
-        progress.seed([r for r in runner.folder.latest() if r.unit() in finished and r.task_id not in redo])
-        runner.folder.on_row(progress.row)
-        hook = None
-        if use_history:  # rows go into the run history through the run folder's one append point
-            from ..history.live import attach, default_url
-
-            hook = attach(
-                runner.folder,
-                default_url(options.out, history_url),
+        progress.seed(launch.finished_rows())
+        try:
+            rows = launch.run(
+                progress=progress.update,
+                on_row=progress.row,
                 warn=lambda text: out_console.print(f"[yellow]warning[/]: {text}", highlight=False),
             )
-        try:
-            rows = runner.run()
         except KeyboardInterrupt:
             out_console.print(
                 f"[yellow]interrupted[/]: finished attempts are saved; run the same command with "
@@ -300,9 +258,6 @@ def run(
                 f"the engine: exit {INFRA}"
             )
             sys.exit(INFRA)
-        finally:
-            if hook is not None:
-                hook.finish()
     from rich.markup import escape
 
     from ..report.figures import compute_figures
@@ -326,17 +281,20 @@ def run(
     sys.exit(code)
 
 
-def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
+def _print_plan(out, launch) -> None:
     """What the run would do, with a time and cost estimate from earlier runs of the same tasks."""
-    from ..records import RunFolder
     from ..report.format import seconds, usd
     from ..run.preflight import estimate
 
-    folder = RunFolder(options.out)
-    done = folder.finished_units() if folder.is_run() else set()
-    units = [
-        (t, rep) for rep in range(options.repeats) for t in tasks if (t.id, label, rep) not in done or t.id in redo
-    ]
+    tasks, agent, label, options, where, notes = (
+        launch.tasks,
+        launch.agent,
+        launch.label,
+        launch.options,
+        launch.where,
+        launch.notes,
+    )
+    units = launch.pending()
     est = estimate(tasks, units, out=options.out, model=agent.model, agent=agent.name, workers=options.workers)
     out.print(
         f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
@@ -369,61 +327,3 @@ def _print_plan(out, tasks, agent, label, options, where, redo, notes) -> None:
             f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)"
         )
     out.print("nothing was started (--dry-run)")
-
-
-def _of_statement_quality(tasks, wanted, out_console):
-    """The tasks whose statement class (`origin.statement_quality`; `unclassified` without one) is
-    among `wanted`; InputProblem for an unknown class or when none is left."""
-    from ..authoring.statements import QUALITIES, UNCLASSIFIED, quality_of
-    from . import InputProblem
-
-    classes = {c.strip() for item in wanted for c in item.split(",") if c.strip()}
-    unknown = classes - {*QUALITIES, UNCLASSIFIED}
-    if unknown:
-        raise InputProblem(
-            f"--statement-quality {', '.join(sorted(unknown))}: no such class",
-            f"the classes: {', '.join((*QUALITIES, UNCLASSIFIED))}",
-        )
-    kept = [t for t in tasks if quality_of(t) in classes]
-    if not kept:
-        found = sorted({quality_of(t) for t in tasks})
-        raise InputProblem(
-            f"no task's statement is of class {', '.join(sorted(classes))}",
-            f"the tasks' classes: {', '.join(found)}",
-        )
-    out_console.print(f"{len(kept)} of {len(tasks)} task(s) with a statement of class {', '.join(sorted(classes))}")
-    return kept
-
-
-def _checked_tasks(tasks, suite, include_quarantined, out_console):
-    """Say which tasks have no current `tasks check` verdict or are quarantined, and what to run;
-    leave the quarantined out unless asked. Returns the tasks to run and each one's status."""
-    from ..authoring.check import check_status
-    from . import InputProblem
-
-    statuses = {t.id: check_status(t) for t in tasks}
-    by_status: dict[str, list[str]] = {}
-    for task_id, (status, _) in statuses.items():
-        by_status.setdefault(status, []).append(task_id)
-    where = " ".join(str(s) for s in suite)
-    for status in ("unchecked", "stale"):
-        ids = by_status.get(status, [])
-        if ids:
-            shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
-            out_console.print(
-                f"[yellow]{len(ids)} task(s) {status}[/] ({shown}): their results are marked as such; "
-                f"check them first with [bold]wholeloop tasks check {where}[/]"
-            )
-    quarantined = by_status.get("quarantined", [])
-    if quarantined:
-        action = "running them anyway (--include-quarantined)" if include_quarantined else "skipped"
-        out_console.print(f"[yellow]{len(quarantined)} task(s) quarantined[/], {action}:")
-        for task_id in quarantined[:10]:
-            out_console.print(f"  {task_id}: {statuses[task_id][1][:200]}")
-        if not include_quarantined:
-            tasks = [t for t in tasks if statuses[t.id][0] != "quarantined"]
-            if not tasks:
-                raise InputProblem(
-                    "every task is quarantined", "fix them (see `wholeloop tasks check`) or pass --include-quarantined"
-                )
-    return tasks, {task_id: status for task_id, (status, _) in statuses.items()}

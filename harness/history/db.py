@@ -724,6 +724,51 @@ class HistoryIndex:
             for x in found
         ]
 
+    # ------------------------------------------------------------------ failure causes (issue 26)
+
+    def run_key(self, path: Path | str) -> int | None:
+        """The key of the run indexed from this folder (the newest, if several), or None."""
+        resolved = str(Path(path).resolve())
+        with self._read() as conn:
+            return conn.execute(select(func.max(runs.c.id)).where(runs.c.path == resolved)).scalar()
+
+    def stored_causes(self, key: int, version: int) -> dict[tuple[str, str, int, int], str]:
+        """(task, config, repeat, attempt) -> the causes (JSON) of each current row of the run whose
+        causes were found by rules of this version; rows with none yet, or another version's, are left out."""
+        a = attempts.c
+        query = select(a.task_id, a.config, a.repeat, a.attempt, a.causes).where(
+            a.run == key, a.current, a.causes_version == version, a.causes.is_not(None)
+        )
+        with self._read() as conn:
+            return {(t, c, r, n): found for t, c, r, n, found in conn.execute(query)}
+
+    def store_causes(self, key: int, found: dict[tuple[str, str, int, int], str], version: int) -> None:
+        """Keep the causes (JSON) of current rows of the run, found by rules of this version."""
+        if not found:
+            return
+        a = attempts.c
+        statement = (
+            update(attempts)
+            .where(
+                a.run == key,
+                a.current,
+                a.task_id == bindparam("b_task"),
+                a.config == bindparam("b_config"),
+                a.repeat == bindparam("b_repeat"),
+                a.attempt == bindparam("b_attempt"),
+            )
+            .values(causes=bindparam("b_causes"), causes_version=version)
+        )
+        values = [
+            {"b_task": t, "b_config": c, "b_repeat": r, "b_attempt": n, "b_causes": text}
+            for (t, c, r, n), text in found.items()
+        ]
+        try:
+            with self._write_lock, self._write() as conn:
+                conn.execute(statement, values)
+        except SQLAlchemyError as exc:
+            raise self.error(exc, "cannot store failure causes") from exc
+
     def row_count(self) -> int:
         with self._read() as conn:
             return int(conn.execute(select(func.count()).select_from(attempts)).scalar() or 0)

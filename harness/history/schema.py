@@ -11,7 +11,8 @@ on both backends (SQLite and PostgreSQL), so the two never drift apart.
               `retried` true for rows of a try the machine failed that was tried again
 
 Only what listing, trends and the gate need is kept per row (outcome, cost, time, tokens, the
-transcript's path, the task's content hash); per-test results stay in the run folder.
+transcript's path, the task's content hash, the failure causes once computed); per-test results stay in
+the run folder.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import false as sa_false
 
-HEAD = "0003"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
+HEAD = "0004"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
 
 metadata = MetaData(
     naming_convention={
@@ -98,6 +99,10 @@ attempts = Table(
     # a row of a retried try (the machine failed it, the unit was tried again: records.retried_tries):
     # never current, its spend counts in its configuration's cost
     Column("retried", Boolean, nullable=False, server_default=sa_false()),
+    # the attempt's failure causes with their evidence (JSON, harness.report.causes) and the rules
+    # version that found them; NULL until `wholeloop failures` computes them from the run folder
+    Column("causes", Text, nullable=True),
+    Column("causes_version", Integer, nullable=True),
     UniqueConstraint("run", "seq"),
     Index(None, "run", "current", "config"),
     Index(None, "config", "task_id"),

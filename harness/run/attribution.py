@@ -72,9 +72,9 @@ def whose(sb: Sandbox, *, infra: bool) -> StopReason | None:
         state = sb.status()
     except SandboxError:
         return None
-    if state.get("OOMKilled"):
+    if state.oom_killed:
         return StopReason.memory_limit
-    if state.get("Running") and not infra:
+    if state.running and not infra:
         return StopReason.container_broken
     return None
 

@@ -5,7 +5,8 @@ no .env-like file the task does not name) -> deps tier when the task names depen
 those files + install commands: one per distinct lock file) -> task tier (env or deps + snapshot +
 install commands when no deps tier ran them, ending
 with the test parser's image setup, whose facts grading reads). Each tier is tagged by a hash of
-its inputs: an unchanged input never rebuilds.
+its inputs: an unchanged input never rebuilds. The backend builds and finds them (default:
+`harness.sandboxes.default_backend()`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import BuiltImage, Snapshot, cached_snapshot
-from sandbox.docker import deps_image, env_image, existing_task_image, task_image
+from sandbox import Backend, BuiltImage, Snapshot, cached_snapshot
 
+from ..sandboxes import default_backend
 from ..tasks import Task
 
 
@@ -97,15 +98,18 @@ def snapshot_of(task: Task) -> Snapshot:
     return cached_snapshot(task.repo_source(), task.base_commit, keep=tuple(task.environment.env_files))
 
 
-def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> TaskImages:
-    """Environment and task images for `task`, built once per distinct input (safe across threads
-    and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
-    env = env_image(task.env_spec(), log=log)
+def build_task_images(
+    task: Task, log: Callable[[str], None] | None = None, backend: Backend | None = None
+) -> TaskImages:
+    """Environment and task images for `task`, built by `backend` once per distinct input (safe
+    across threads and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
+    backend = backend or default_backend()
+    env = backend.env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
     install = tuple(task.environment.install)
     inputs = dependency_inputs(snapshot.path, task.environment.dependency_files)
-    deps = deps_image(env, inputs, install, task.environment.network, log) if inputs else None
-    image = task_image(
+    deps = backend.deps_image(env, inputs, install, task.environment.network, log) if inputs else None
+    image = backend.task_image(
         deps or env,
         snapshot,
         () if deps else install,  # the deps image ran them (as task_image(deps=...) does)
@@ -116,10 +120,10 @@ def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> T
     return TaskImages(env, snapshot, image, deps)
 
 
-def existing_task_images(task: Task) -> BuiltImage | None:
+def existing_task_images(task: Task, backend: Backend | None = None) -> BuiltImage | None:
     """The task image as it exists now (None when something would have to be built)."""
     snapshot = snapshot_of(task)
-    return existing_task_image(
+    return (backend or default_backend()).existing_task_image(
         task.env_spec(),
         snapshot,
         tuple(task.environment.install),

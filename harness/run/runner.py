@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sandbox import Backend, DiskSpaceError, Limits, SandboxError
-from sandbox.docker import check_room, prune_containers
 
 from ..agents import Agent, prepare_agent
 from ..errors import UserError
@@ -20,11 +19,32 @@ from ..tasks import Task
 from ..vocabulary import Outcome
 from .executors import Executor, LocalExecutor
 from .manifest import build_manifest, command_line, now
+from .spec import RunSpec
 from .unit import ProgressFn, RunOptions, UnitRunner
 
 #: Units in a row (as they finish) whose final row is an infra_error because the Docker engine
 #: could not be reached: then the engine is down, and the run stops instead of burning every unit.
 ENGINE_DOWN_AFTER = 3
+
+
+def pending_units(
+    tasks: list[Task], label: str, repeats: int, done: set[tuple[str, str, int]], redo: Iterable[str] = ()
+) -> list[tuple[Task, int]]:
+    """The (task, repeat) units of a run still to do, given its finished units: each one without a
+    final row that stands, and every repeat of the `redo` tasks."""
+    again = set(redo)
+    return [(t, rep) for rep in range(repeats) for t in tasks if (t.id, label, rep) not in done or t.id in again]
+
+
+def check_redo(tasks: list[Task], redo: Iterable[str], suite: Iterable[object] = ()) -> None:
+    """UserError when `--redo` names a task the run does not have."""
+    unknown = set(redo) - {t.id for t in tasks}
+    if unknown:
+        where = ", ".join(map(str, suite)) or "this suite"
+        raise UserError(
+            f"--redo names task(s) not in {where}: {', '.join(sorted(unknown))}",
+            f"its tasks: {', '.join(sorted(t.id for t in tasks))}",
+        )
 
 
 class EngineDown(Exception):
@@ -42,6 +62,7 @@ class Runner(UnitRunner):
         executor: Executor | None = None,
         backend: Backend | None = None,
         redo: Iterable[str] = (),
+        spec: RunSpec | None = None,
     ):
         super().__init__(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
         self.tasks = tasks
@@ -49,23 +70,15 @@ class Runner(UnitRunner):
         self.executor = executor or LocalExecutor(options.workers)
         #: tasks to do again although they are finished (`--redo`): every repeat, from attempt 1
         self.redo = set(redo)
-        unknown = self.redo - {t.id for t in tasks}
-        if unknown:
-            raise UserError(
-                f"--redo names task(s) not in this suite: {', '.join(sorted(unknown))}; "
-                f"its tasks: {', '.join(sorted(t.id for t in tasks))}"
-            )
+        check_redo(tasks, self.redo)
+        #: the manifest's recipe: the RunSpec the run was started from (`RunSpec.recipe()`); None for
+        #: a run assembled in code from tasks, an agent and options
+        self.recipe: dict | None = spec.recipe() if spec is not None else None
 
     def pending(self) -> list[tuple[Task, int]]:
         """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
         never redoes finished work; an infrastructure error is tried again), and the --redo tasks."""
-        done = self.folder.finished_units()
-        return [
-            (t, rep)
-            for rep in range(self.options.repeats)
-            for t in self.tasks
-            if (t.id, self.label, rep) not in done or t.id in self.redo
-        ]
+        return pending_units(self.tasks, self.label, self.options.repeats, self.folder.finished_units(), self.redo)
 
     def plan_text(self, todo: list[tuple[Task, int]]) -> str:
         """'3 to run, 4 already done' and what the 3 are when they are not new."""
@@ -136,7 +149,7 @@ class Runner(UnitRunner):
             2 if self.options.attempts > 1 else 1
         )
         try:
-            check_room(max(limits, default=0), at_once)
+            self.backend.check_room(max(limits, default=0), at_once)
         except DiskSpaceError:
             raise
         except SandboxError:
@@ -145,7 +158,7 @@ class Runner(UnitRunner):
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""
         try:
-            removed = prune_containers().removed
+            removed = self.backend.prune()
         except SandboxError:
             return  # no engine: every unit will say so in its own row
         if removed:
@@ -153,17 +166,6 @@ class Runner(UnitRunner):
 
     def write_manifest(self) -> None:
         """The recipe at the start of the run; a resumed run keeps the original and notes a session."""
-        options = {
-            "workers": self.options.workers,
-            "repeats": self.options.repeats,
-            "attempts": self.options.attempts,
-            "feedback": self.options.feedback,
-            "infra_retries": self.options.infra_retries,
-            "limits": self.options.limits.model_dump(exclude_none=True),
-            "config": self.label,
-        }
-        if self.options.training_cutoff:
-            options["training_cutoff"] = self.options.training_cutoff
 
         def start(manifest: dict) -> None:
             if manifest:  # resuming: keep the original recipe, note this session
@@ -175,8 +177,10 @@ class Runner(UnitRunner):
                         run_id=self.run_id,
                         agent=self.agent.describe(),
                         tasks=self.tasks,
-                        options=options,
+                        options=self.options.record(self.label),
                         checks=self.options.task_checks,
+                        recipe=self.recipe,
+                        backend=self.backend,
                     )
                 )
 

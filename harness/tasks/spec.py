@@ -251,6 +251,7 @@ class Task(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     _spec_path: Path | None = PrivateAttr(None)
+    _repos_root: Path | None = PrivateAttr(None)  # where the suite's repositories are now (moved suite)
 
     @field_validator("problem_statement", "base_commit", "repo")
     @classmethod
@@ -320,9 +321,21 @@ class Task(_Strict):
         return path
 
     def repo_source(self) -> str:
-        """The repository as git can open it: an absolute local path, or the URL unchanged."""
+        """The repository as git can open it: an absolute local path, or the URL unchanged.
+
+        With a repositories root (`--repos-root`, WHOLELOOP_REPOS_ROOT), a local repository is the
+        entry of that folder with the same name: a suite moved without its clone is re-pointed
+        without rewriting its specs (which would change their content hashes)."""
         if "://" in self.repo or self.repo.startswith("git@"):
             return self.repo
+        if self._repos_root is not None:
+            moved = self._repos_root / Path(self.repo).name
+            if not moved.exists():
+                raise TaskSpecError(
+                    f"{self._spec_path}: repo {self.repo!r}: no {Path(self.repo).name} in the repositories "
+                    f"root {self._repos_root}; give the folder that holds it"
+                )
+            return str(moved.resolve())
         return str(self.resolve_path(self.repo).resolve())
 
     def _read(self, inline: str | None, file: str | None, what: str) -> str:
@@ -404,8 +417,13 @@ def _format_errors(path: Path, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_task(path: Path) -> Task:
-    """Read and validate one spec file. Raises TaskSpecError naming the file and fields."""
+#: A moved suite's repositories, for every command that loads tasks (see Task.repo_source).
+REPOS_ROOT_ENV = "WHOLELOOP_REPOS_ROOT"
+
+
+def load_task(path: Path, *, repos_root: str | Path | None = None) -> Task:
+    """Read and validate one spec file. Raises TaskSpecError naming the file and fields.
+    `repos_root` (default: $WHOLELOOP_REPOS_ROOT) re-points a moved suite's local repositories."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -420,6 +438,9 @@ def load_task(path: Path) -> Task:
     except ValidationError as exc:
         raise TaskSpecError(_format_errors(path, exc)) from None
     task._spec_path = path.resolve()
+    root = repos_root or os.environ.get(REPOS_ROOT_ENV)
+    if root:
+        task._repos_root = Path(os.path.expanduser(str(root))).resolve()
     return task
 
 
@@ -441,14 +462,14 @@ def spec_files(paths: str | Path | list[str | Path]) -> list[Path]:
     return out
 
 
-def load_tasks(paths: str | Path | list[str | Path]) -> list[Task]:
+def load_tasks(paths: str | Path | list[str | Path], *, repos_root: str | Path | None = None) -> list[Task]:
     """All tasks under `paths`; raises TaskSpecError listing every bad file, or duplicate ids."""
     tasks: list[Task] = []
     problems: list[str] = []
     seen: dict[str, Path] = {}
     for file in spec_files(paths):
         try:
-            task = load_task(file)
+            task = load_task(file, repos_root=repos_root)
         except TaskSpecError as exc:
             problems.append(str(exc))
             continue

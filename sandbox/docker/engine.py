@@ -103,14 +103,16 @@ def _owner_alive(owner: str) -> bool:
     return int(pid) == os.getpid() or pid_alive(int(pid))
 
 
-def prune_containers(*, all_owners: bool = False) -> PruneReport:
-    """Remove our containers whose owning process is gone (or all of ours with all_owners).
+def prune_containers(*, all_owners: bool = False, run_id: str | None = None) -> PruneReport:
+    """Remove our containers whose owning process is gone (or all of ours with all_owners); with
+    `run_id`, only that run's.
 
     A live run's containers are never touched: the owner label names the process that made them.
     """
     report = PruneReport([], [])
+    wanted = [f"{LABEL}=1"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
     with translate("listing containers"):  # one call: no per-container inspect that could race
-        found = client().api.containers(all=True, filters={"label": f"{LABEL}=1"})
+        found = client().api.containers(all=True, filters={"label": wanted})
     for raw in found:
         name, owner = raw["Names"][0].lstrip("/"), (raw.get("Labels") or {}).get(LABEL_OWNER, "")
         if not all_owners and _owner_alive(owner):

@@ -257,13 +257,7 @@ class RayExecutor:
             "run_id": runner.run_id,
             "config": runner.label,
             "agent": agent,
-            "options": {
-                "repeats": options.repeats,
-                "attempts": options.attempts,
-                "feedback": options.feedback,
-                "infra_retries": options.infra_retries,
-                "limits": options.limits.model_dump(exclude_none=True),
-            },
+            "options": options.record(runner.label),  # RunOptions' one serialised form
         }
         return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units], hashes
 

@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox.docker import pid_alive
-
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
 
 
@@ -119,16 +117,15 @@ def rebuild_agent(payload: dict, task_payload: dict, task_id: str, workdir: Path
 def run_unit(payload: dict) -> dict:
     """On a node: one (task, repeat) in a temporary run folder; its rows and files come back."""
     from sandbox import SandboxError
-    from sandbox.docker import prune_containers
 
     from ... import __version__
     from ...records import RunFolder
-    from ...tasks import LimitsSpec
+    from ...sandboxes import default_backend
     from ..unit import RunOptions, UnitRunner
 
     host = socket.gethostname()
     try:
-        prune_containers()  # containers of units whose worker process died on this node
+        default_backend().prune()  # containers of units whose worker process died on this node
     except SandboxError:
         pass
     _remove_orphaned_workdirs()
@@ -136,17 +133,8 @@ def run_unit(payload: dict) -> dict:
     try:
         task = rebuild_task(payload["task"], workdir)
         agent = rebuild_agent(payload, payload["task"], task.id, workdir)
-        opts = payload["options"]
-        options = RunOptions(
-            out=workdir / payload["run_id"],
-            workers=1,
-            repeats=opts["repeats"],
-            attempts=opts["attempts"],
-            feedback=opts["feedback"],
-            infra_retries=opts["infra_retries"],
-            limits=LimitsSpec(**opts["limits"]),
-            label=payload["config"],
-        )
+        options = RunOptions.from_record(payload["options"], workdir / payload["run_id"])
+        options.workers, options.label = 1, payload["config"]
         folder = RunFolder(options.out, create=True)
         runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
         rows = runner.run_unit(task, payload["repeat"])
@@ -157,7 +145,7 @@ def run_unit(payload: dict) -> dict:
             if p.is_file()
         }
         log = folder.image_log_path
-        images = folder.manifest().get("images", {}).get(task.id, {})
+        images = folder.info().images.get(task.id, {})
         return {
             "rows": [row.model_dump(mode="json") for row in rows],
             "files": files,
@@ -174,7 +162,7 @@ def _remove_orphaned_workdirs() -> None:
     """Unit folders of worker processes that were killed (a killed driver's units are) go."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
         pid = path.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -199,3 +187,14 @@ def forwarder(box, host: str) -> Callable[[str, str, str], None]:
             pass
 
     return progress
+
+
+def _pid_alive(pid: int) -> bool:
+    """Is a process with this id running on this host? (One we may not signal counts as alive.)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
