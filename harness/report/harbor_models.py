@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,7 @@ def models_path() -> Path:
         try:
             staging.rename(root)
         except OSError:  # another process unpacked it first
+            shutil.rmtree(staging, ignore_errors=True)
             if not (root / ".complete").is_file():
                 raise
     return root
