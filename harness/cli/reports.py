@@ -341,7 +341,7 @@ def _one_or_many(found: list[dict]) -> dict:
 
 @main.group()
 def export():
-    """Hand a run to other tools: Inspect AI eval logs, SWE-bench predictions."""
+    """Hand a run to other tools: Inspect AI eval logs, ATIF trajectories, SWE-bench predictions."""
 
 
 @export.command("inspect")
@@ -360,6 +360,25 @@ def export_inspect(run_dir, out):
     target = out or Path(run_dir) / "inspect" / f"{Path(run_dir).name}.eval"
     _check_outputs(files=(target,))
     click.echo(f"wrote {write(run_dir, target)}")
+
+
+@export.command("atif")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="folder for the trajectories (default RUN_DIR/atif)",
+)
+def export_atif(run_dir, out):
+    """Write each attempt's trajectory in ATIF, Harbor's trajectory format (one JSON file per
+    attempt: steps, tool calls, observations, tokens and cost, the patch), each validated against
+    Harbor's own model (its pinned wheel, downloaded once into the cache; docs/interop.md)."""
+    from ..report.atif_export import export_atif as write
+
+    target = out or Path(run_dir) / "atif"
+    _check_outputs(folders=(target,))
+    written = write(run_dir, target)
+    click.echo(f"wrote {len(written)} trajectories to {target} (validated against Harbor's ATIF model)")
 
 
 @export.command("predictions")
