@@ -138,6 +138,34 @@ def test_a_replay_agent_is_rebuilt_on_a_node_with_the_tasks_recording(fake_node,
 # ---------------------------------------------------------------------------- a real cluster
 
 
+def test_a_units_transcript_is_streamed_whole_lines_once_and_afresh_after_a_retry(tmp_path):
+    from harness.run.executors.ray_node import LIVE_EVENT, ProgressBox, TranscriptStream
+
+    box = ProgressBox()
+    sender = types.SimpleNamespace(push=types.SimpleNamespace(remote=box.push))
+    path = tmp_path / "transcript.jsonl"
+    stream = TranscriptStream(sender, path, "t", 1)
+    stream.flush()  # no transcript yet: nothing sent
+    path.write_text('{"a": 1}\n{"b": ')  # a line being written is sent only when whole
+    stream.flush()
+    with open(path, "a") as fh:
+        fh.write("2}\n")
+    stream.flush()
+    stream.flush()
+    path.rename(tmp_path / "transcript.unfinished-1.jsonl")  # the node's own retry: a new file
+    path.write_text('{"c": 3}\n')
+    stream.flush()
+    for n in range(1500):  # progress lines beyond the cap go; transcript lines stay
+        box.push(("agent", "t", str(n)))
+    batches = [json.loads(text) for event, _, text in box.drain() if event == LIVE_EVENT]
+    assert [(b["fresh"], b["lines"]) for b in batches] == [
+        (True, ['{"a": 1}']),
+        (False, ['{"b": 2}']),
+        (True, ['{"c": 3}']),
+    ]
+    assert len({b["try"] for b in batches}) == 1 and batches[0]["task"] == "t" and batches[0]["repeat"] == 1
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
