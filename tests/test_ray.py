@@ -341,6 +341,13 @@ def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_clus
     assert f"{7 - len(before)} to run, {len(before)} already done" in second.stdout
     after = read_results(results)
     assert after[: len(before)] == before  # finished units untouched, never redone
+    # the units in flight when the driver died: each an abandoned try (with what it had spent), once
+    abandoned = [r for r in after if r.retried]
+    assert all((r.failed_in or {}).get("error_type") == "Abandoned" and r.model_calls for r in abandoned)
+    assert len({r.task_id for r in abandoned}) == len(abandoned) and not {r.task_id for r in abandoned} & {
+        r.task_id for r in before
+    }
+    after = [r for r in after if not r.retried]
     assert len(after) == 7 and len({r.task_id for r in after}) == 7 and all(r.final for r in after)
     assert {r.task_id: _summary(r) for r in after} == {k: _summary(r) for k, r in local_demo.items()}
     for row in after:
