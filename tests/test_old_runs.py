@@ -173,3 +173,24 @@ def test_regrading_a_version_1_replay_run_gives_its_verdicts_again(old_replay, t
     }
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["schema_version"] == 2 and manifest["recipe"] is None  # a version-1 run had none
+
+
+def test_export_inspect_of_a_run_whose_manifest_has_no_start_time(tmp_path):
+    """A manifest without started_at (written by hand, or an interrupted start) exported to
+    Inspect crashed (exit 70): the log's creation time falls back to the rows' or the folder's."""
+    import json
+
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+    from support.cli import wl
+    from support.fabricate import fabricate_run
+
+    run = tmp_path / "run"
+    fabricate_run(run, tasks=2, configs=["m"], repeats=1)
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["started_at"], manifest["finished_at"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    done = wl("export", "inspect", run, "--out", tmp_path / "log.json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    log = read_eval_log(str(tmp_path / "log.json"))
+    assert log.eval.created and len(log.samples or []) == 2

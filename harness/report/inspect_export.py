@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,13 @@ def build_log(run_dir: Path | str):
     configs = sorted({c for _, c, _ in units})
     agent = manifest.get("agent") or {}
     model = agent.get("model") or (f"wholeloop/{agent.get('agent')}" if agent.get("agent") else "wholeloop/unknown")
-    started = manifest.get("started_at") or (samples[0].started_at if samples else "") or ""
+    # Inspect needs a creation time: the manifest's, else the first sample's, else the folder's own
+    # (a manifest written by hand or by an interrupted start may have none).
+    started = (
+        manifest.get("started_at")
+        or (samples[0].started_at if samples else None)
+        or datetime.fromtimestamp(run_dir.stat().st_mtime, UTC).isoformat()
+    )
     finished = manifest.get("finished_at") or ""
     spec = log_api.EvalSpec(
         created=started,
