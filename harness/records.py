@@ -4,6 +4,7 @@
     RUN/results.jsonl        one validated row per attempt, appended atomically
     RUN/attempts/<task>/<config>/rep-<r>/transcript.jsonl
     RUN/attempts/<task>/<config>/rep-<r>/transcript.unfinished-<n>.jsonl   earlier, unfinished tries
+    RUN/attempts/<task>/<config>/rep-<r>/transcript.live.jsonl   a Ray unit's transcript so far, as streamed
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
     RUN/logs/images.log      image build output
     RUN/.writer.lock         held (flock) by the one run writing the folder, for its whole life

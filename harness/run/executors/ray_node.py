@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import os
 import shutil
 import socket
 import tarfile
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
+LIVE_EVENT = "transcript"  # a ProgressBox item carrying new transcript lines of a unit's try (see TranscriptStream)
 
 
 class ProgressBox:
@@ -27,7 +31,10 @@ class ProgressBox:
 
     def push(self, item: tuple[str, str, str]) -> None:
         self.items.append(item)
-        del self.items[:-1000]  # a driver that stopped looking must not grow this without bound
+        if len(self.items) > 1000:  # a driver that stopped looking must not grow this without bound;
+            # the oldest progress lines go first, transcript lines (spend) only if 10000 are waiting
+            progress = [i for i in self.items if i[0] != LIVE_EVENT][-500:]
+            self.items = [i for i in self.items if i[0] == LIVE_EVENT or i in progress][-10000:]
 
     def drain(self) -> list[tuple[str, str, str]]:
         items, self.items = self.items, []
@@ -137,7 +144,9 @@ def run_unit(payload: dict) -> dict:
         options.workers, options.label = 1, payload["config"]
         folder = RunFolder(options.out, create=True)
         runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
-        rows = runner.run_unit(task, payload["repeat"])
+        path = folder.transcript_path(task.id, options.label, payload["repeat"])
+        with TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"]):
+            rows = runner.run_unit(task, payload["repeat"])
         run_dir = options.out
         files = {
             str(p.relative_to(run_dir)): p.read_bytes()
@@ -156,6 +165,54 @@ def run_unit(payload: dict) -> dict:
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+class TranscriptStream:
+    """Sends the unit's transcript lines to the driver as they are written (about twice a second),
+    tagged with this try's id, so the spend of calls already made survives a kill of the node or of
+    the driver. A new transcript file (the node's own retry moved the last aside, and recorded it)
+    starts the driver's live copy afresh."""
+
+    def __init__(self, box, path: Path, task_id: str, repeat: int, every: float = 0.5) -> None:
+        self.box, self.path, self.every = box, path, every
+        self.head = {"try": uuid.uuid4().hex, "task": task_id, "repeat": repeat}
+        self.inode: int | None = None
+        self.offset = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="wholeloop-transcript-stream", daemon=True)
+
+    def __enter__(self) -> TranscriptStream:
+        if self.box is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.every):
+            try:
+                self.flush()
+            except Exception:  # never fails the unit
+                pass
+
+    def flush(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                inode = os.fstat(fh.fileno()).st_ino
+                fresh = inode != self.inode
+                fh.seek(0 if fresh else self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1  # whole lines only
+        if not end and not fresh:
+            return
+        lines = data[:end].decode(errors="replace").splitlines()
+        self.box.push.remote((LIVE_EVENT, "", json.dumps({**self.head, "fresh": fresh, "lines": lines})))
+        self.inode, self.offset = inode, (0 if fresh else self.offset) + end
 
 
 def _remove_orphaned_workdirs() -> None:
