@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .records import ResultRow, RunFolder, open_run
+from .records import Manifest, ResultRow, RunFolder, open_run
 
 if TYPE_CHECKING:
     import pandas
@@ -98,6 +98,12 @@ class Run:
     @cached_property
     def manifest(self) -> dict:
         return self.folder.manifest()
+
+    @cached_property
+    def info(self) -> Manifest:
+        """The manifest, typed; `info.recipe` is the RunSpec the run was started from (None before
+        manifest schema 2): `harness.run.RunSpec.of(run.info.recipe)`."""
+        return self.folder.info()
 
     @cached_property
     def rows(self) -> list[ResultRow]:

@@ -94,7 +94,8 @@ def run_checks(console: Console | None = None, *, model: str | None = None, allo
 def _disk_limit_check(image: str) -> Check:
     """Start one small container the way a run does (wholeloop's init, a disk limit) and say how
     its disk limit is enforced here."""
-    from sandbox import DockerSandbox, Limits, SandboxError
+    from sandbox import Limits, SandboxError
+    from sandbox.docker import DockerSandbox
 
     try:
         with DockerSandbox.start(image, limits=Limits(disk="32m"), role="doctor", workdir="/", fast_exec=False) as sb:

@@ -1,6 +1,6 @@
 """One rule for every feature that sends a repository's content to a model (docs/privacy.md).
 
-Such a feature (today `mine --statement-model`) is off unless asked for, and before its first
+Such a feature (today `mine --statement-model` and the setup agent) is off unless asked for, and before its first
 request it
 
 1. asks `check(feature, ...)`, which refuses (EgressForbidden, before any request) when the machine

@@ -93,8 +93,8 @@ class Launch:
             executor=self.executor,
             backend=backend,
             redo=self.redo,
+            spec=self.spec,
         )
-        runner.recipe = self.spec.recipe()
         if on_row is not None:
             runner.folder.on_row(on_row)
         hook = None
@@ -158,6 +158,7 @@ def prepare(spec: RunSpec, *, redo: Iterable[str] = (), say: Say | None = None) 
     redo_ids = [t.strip() for item in redo for t in item.split(",") if t.strip()]
     check_redo(tasks, redo_ids, suite)
     notes = _preflight(tasks, agent, spec, options.out)
+    spec = spec.model_copy(update={"out": str(options.out)})  # the recipe names the folder it ran in
     return Launch(spec, tasks, agent, options, executor, where, redo_ids, notes)
 
 

@@ -4,6 +4,7 @@
     RUN/results.jsonl        one validated row per attempt, appended atomically
     RUN/attempts/<task>/<config>/rep-<r>/transcript.jsonl
     RUN/attempts/<task>/<config>/rep-<r>/transcript.unfinished-<n>.jsonl   earlier, unfinished tries
+    RUN/attempts/<task>/<config>/rep-<r>/transcript.live.jsonl   a Ray unit's transcript so far, as streamed
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
     RUN/logs/images.log      image build output
     RUN/.writer.lock         held (flock) by the one run writing the folder, for its whole life
@@ -273,6 +274,69 @@ class RunFolderBusy(UserError):
     hint = "wait for that run to end (or stop it), or give this run another --out"
 
 
+#: manifest.json's schema: 2 stores the RunSpec it was started from (`recipe`); 1 (before) has none.
+MANIFEST_SCHEMA = 2
+
+
+class _Open(BaseModel):
+    """A manifest part: typed where read, any other key kept as written (older and newer runs)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ManifestOptions(_Open):
+    """How the run was run: the `RunOptions` it recorded (`RunOptions.record()` writes this)."""
+
+    workers: int = 1
+    repeats: int = 1
+    attempts: int = 1
+    feedback: str = "none"
+    infra_retries: int = 2
+    limits: dict[str, Any] = Field(default_factory=dict)
+    config: str = ""
+    training_cutoff: str | None = None
+
+
+class ManifestTask(_Open):
+    """A task as the run used it: its content hash and where its spec was."""
+
+    content_hash: str = ""
+    spec: str = ""
+    repo: str = ""
+    base_commit: str = ""
+    created_at: str | None = None
+    statement_quality: str | None = None
+    check: str | None = None
+
+
+class Manifest(_Open):
+    """manifest.json, typed: read through this everywhere (`RunFolder.info()`). Version 1 (no
+    `recipe`) and version 2 read alike; unknown keys are kept."""
+
+    schema_version: int = 1
+    run_id: str = ""
+    run_uid: str | None = None
+    command: list[str] = Field(default_factory=list)
+    cwd: str | None = None
+    wholeloop: dict[str, Any] = Field(default_factory=dict)
+    agent: dict[str, Any] = Field(default_factory=dict)
+    options: ManifestOptions = Field(default_factory=ManifestOptions)
+    tasks: dict[str, ManifestTask] = Field(default_factory=dict)
+    images: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
+    executor: dict[str, Any] | None = None
+    #: the RunSpec the run was started from, verbatim (`RunSpec.of(recipe)`); None before version 2
+    recipe: dict[str, Any] | None = None
+    grader_version: int | None = None
+    regraded_from: dict[str, Any] | None = None
+
+    def resume_command(self) -> str:
+        """The command that started the run (`wholeloop ...`), to run again to resume it."""
+        return resume_command(self.model_dump())
+
+
 class RunFolder:
     """One run folder. Thread-safe; the manifest is also safe across processes (an flock)."""
 
@@ -403,9 +467,13 @@ class RunFolder:
     # ------------------------------------------------------------------ manifest
 
     def manifest(self) -> dict:
-        """The manifest, or {} when there is none yet."""
+        """The manifest as written, or {} when there is none yet (`info()` reads it typed)."""
         path = self.manifest_path
         return json.loads(path.read_text()) if path.exists() else {}
+
+    def info(self) -> Manifest:
+        """The manifest, typed (an empty one when there is none yet); any schema version."""
+        return Manifest.model_validate(self.manifest())
 
     @contextlib.contextmanager
     def _manifest_locked(self) -> Iterator[None]:

@@ -10,10 +10,14 @@ This module is a leaf: it imports pydantic, the standard library, jsonl and scru
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -222,6 +226,17 @@ def scrub(value: Any, secrets: list[str] | None = None) -> Any:
     return _cap(value)
 
 
+#: Appends made durable: fdatasync writes the data and the size that reads it (all an append
+#: needs), without the timestamps fsync also journals; fsync where there is no fdatasync.
+_sync = os.fdatasync if sys.platform.startswith("linux") else os.fsync
+
+
+@functools.lru_cache(maxsize=64)
+def _forms(needles: tuple[str, ...]) -> tuple[str, ...]:
+    """Each form of a secret, and the form's JSON escape (as it stands in a dumped string)."""
+    return tuple(dict.fromkeys([*needles, *(json.dumps(n, ensure_ascii=False)[1:-1] for n in needles)]))
+
+
 def _cap(value: Any) -> Any:
     if isinstance(value, str):
         if len(value) > MAX_TEXT:
@@ -240,7 +255,8 @@ def _cap(value: Any) -> Any:
 
 
 class TranscriptWriter:
-    """Appends events to a JSONL file, one line each, flushed (and fsynced) as they happen."""
+    """Appends events to a JSONL file, one line each, flushed as they happen and fsynced (each
+    event at once; inside `batch`, together)."""
 
     def __init__(self, path: Path, *, secrets: list[str] | None = None, fsync: bool = True) -> None:
         """`secrets`: the values to scrub; None (the default) means what harness.scrub finds at
@@ -250,6 +266,9 @@ class TranscriptWriter:
         self._secrets = secrets
         self._fsync = fsync
         self._lock = threading.Lock()
+        self._batch = 0  # open batch() blocks: their events are fsynced once, when the last one ends
+        self._dirty = False  # written and flushed, not fsynced yet
+        self._synced = time.monotonic()  # the last fsync
         self._t0 = time.monotonic()
         drop_torn_tail(self.path)
         existing = read_transcript(self.path) if self.path.exists() else []
@@ -266,19 +285,50 @@ class TranscriptWriter:
             stamp = datetime.now(UTC).timestamp() - (now - happened)
             event.time = datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds")
             event.elapsed_s = round(happened - self._t0, 3)
-            data = scrub(event.model_dump(mode="json"), self._secrets)
-            self._fh.write(
-                escape_surrogates(scrubber.scrub_text(json.dumps(data, ensure_ascii=False), self._secrets)) + "\n"
-            )
-            self._fh.flush()
+            self._fh.write(escape_surrogates(self._line(event.model_dump(mode="json"))) + "\n")
+            self._fh.flush()  # in the kernel now: a killed process keeps it
             if self._fsync:
-                os.fsync(self._fh.fileno())
+                self._dirty = True
+                if not self._batch:
+                    self._sync()
             self._seq += 1
         return event
+
+    def _line(self, data: dict) -> str:
+        """The event's JSON line: every form of every secret replaced, long strings capped (see
+        `scrub`). When the line as dumped holds no form of a secret (nor a form's JSON escape) and
+        is no longer than MAX_TEXT (so no string in it is), both would leave it as it is: it is
+        written without walking the event twice (the metering proxy's recorder writes every call)."""
+        line = json.dumps(data, ensure_ascii=False)
+        if len(line) <= MAX_TEXT and not any(form in line for form in _forms(scrubber.needles(self._secrets))):
+            return line
+        return scrubber.scrub_text(json.dumps(scrub(data, self._secrets), ensure_ascii=False), self._secrets)
+
+    def _sync(self) -> None:  # (under the lock)
+        if self._dirty and not self._fh.closed:
+            _sync(self._fh.fileno())
+            self._dirty, self._synced = False, time.monotonic()
+
+    @contextlib.contextmanager
+    def batch(self, max_delay_s: float = 0.0) -> Iterator[TranscriptWriter]:
+        """Events written inside are flushed one by one (in the kernel: a killed process keeps
+        each) and fsynced together when the outermost batch ends, or, with `max_delay_s`, then only
+        if the last fsync is that old (else by a later write, batch or close): what a power loss
+        can take is bounded by it; a kill takes nothing either way."""
+        with self._lock:
+            self._batch += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._batch -= 1
+                if not self._batch and time.monotonic() - self._synced >= max_delay_s:
+                    self._sync()
 
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
+                self._sync()
                 self._fh.close()
 
     def __enter__(self) -> TranscriptWriter:

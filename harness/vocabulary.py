@@ -69,6 +69,15 @@ class StopReason(StrEnum):
     noop = "noop"  # the noop control
 
 
+class Acceptance(StrEnum):
+    """Whether a resolved patch is accepted under a policy (harness.report.acceptance), decided at
+    report time from the axes grading recorded; never stored in a row."""
+
+    accepted = "accepted"  # resolved, and no axis the policy counts has a finding
+    not_accepted = "not_accepted"  # not resolved, or an axis the policy counts has a finding
+    not_measured = "not_measured"  # resolved, graded before the axes were recorded (grader < 8): never false
+
+
 #: The budget's limits, as stop reasons.
 LIMITS: frozenset[StopReason] = frozenset(
     {StopReason.step_limit, StopReason.time_limit, StopReason.token_limit, StopReason.cost_limit}

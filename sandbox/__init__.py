@@ -1,11 +1,25 @@
-"""Docker and git, nothing else: the sandbox contract, repository snapshots, errors, and the Docker
-implementation (`sandbox.docker`).
+"""Docker and git, nothing else: the sandbox contract (`Sandbox`, `Backend`), repository snapshots,
+errors, and the Docker implementation (`sandbox.docker`, a backend like any other: nothing here
+imports it; `harness.sandboxes` names it in its registry).
 
 This package never imports `harness`.
 """
 
-from .base import DEFAULT_DISK, Backend, ExecResult, Limits, Mount, OutputCap, Sandbox, SandboxStatus, parse_size
-from .docker import DEFAULT_BASE, REPO_DIR, BuiltImage, DockerBackend, DockerSandbox, EnvSpec
+from .base import (
+    DEFAULT_BASE,
+    DEFAULT_DISK,
+    REPO_DIR,
+    Backend,
+    BuiltImage,
+    EnvSpec,
+    ExecResult,
+    Limits,
+    Mount,
+    OutputCap,
+    Sandbox,
+    SandboxStatus,
+    parse_size,
+)
 from .errors import (
     ContainerBroken,
     ContainerGone,
@@ -50,8 +64,6 @@ __all__ = [
     "DEFAULT_DISK",
     "DiskLimitReached",
     "DiskSpaceError",
-    "DockerBackend",
-    "DockerSandbox",
     "EngineUnavailable",
     "EnvSpec",
     "ExecError",

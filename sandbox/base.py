@@ -12,10 +12,18 @@ Every method says what it raises; everything raised is a `sandbox.errors.Sandbox
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from .patch import Change, TreeEntry
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
+
+LogFn = Callable[[str], None]
+DEFAULT_BASE = "wholeloop/base:bookworm"  # the base image of tasks that name none (and of agent installs)
+REPO_DIR = "/repo"  # where a task image holds the repository
 
 DEFAULT_DISK = "2g"  # what agents write with the network off (builds, caches, scratch) fits; 16 workers need 32 GB free
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -62,6 +70,32 @@ class Limits:
     def disk_bytes(self) -> int | None:
         """The disk limit in bytes; None when there is none."""
         return parse_size(self.disk)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment image is made of (the harness maps task specs onto this)."""
+
+    image: str = DEFAULT_BASE  # base image reference (ignored when dockerfile is set)
+    pull: str = "if-missing"  # if-missing | always | never
+    dockerfile: str | None = None  # path to a Dockerfile; its folder is the build context
+    setup: tuple[str, ...] = ()  # shell commands run once, without the repository
+    env: tuple[tuple[str, str], ...] = ()  # environment variables baked into the image
+    ca_bundle: str | None = None  # host path of a CA bundle the image should trust
+    network: bool = True  # network while running setup and install commands
+    python_venv: bool = True  # create /opt/venv and put it first on PATH when python3 exists
+
+
+@dataclass
+class BuiltImage:
+    """An image a backend built or found: `tag` names it by a hash of its inputs, `id` is the
+    backend's id of its content."""
+
+    tag: str
+    id: str
+    cached: bool  # True when nothing had to be built
+    seconds: float = 0.0
+    log_tail: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -246,7 +280,15 @@ class Sandbox(Protocol):
 
 
 class Backend(Protocol):
-    """Starts sandboxes: the harness's only way to get one."""
+    """Everything a run needs from a place where sandboxes run: the images they start from (built or
+    found by a hash of their inputs), the facts folder of those images, and sandboxes started from
+    them. The harness's only way to get any of these: grading, the runner, agent installs and
+    `tasks check` take a backend (`harness.sandboxes.default_backend()` when none is given).
+    `sandbox.conformance.BACKEND` checks an implementation."""
+
+    name: ClassVar[str]  # the registry name ("docker")
+    # Inside a sandbox of a task image: where each image setup's output was kept, as <name>.json.
+    facts_dir: ClassVar[str]
 
     def start(
         self,
@@ -255,7 +297,7 @@ class Backend(Protocol):
         limits: Limits = Limits(),
         role: str = "agent",
         run_id: str = "",
-        workdir: str = "/repo",
+        workdir: str = REPO_DIR,
         env: dict[str, str] | None = None,
         mounts: tuple[Mount, ...] = (),
         networks: tuple[str, ...] = (),
@@ -263,4 +305,77 @@ class Backend(Protocol):
         """A started environment from `image` that idles until commands are executed in it, with
         `mounts` bound and attached to `networks` besides its own (none unless `limits.network`).
         Raises ImageNotFound, EngineUnavailable, or SandboxError for a rejected configuration."""
+        ...
+
+    def env_image(self, spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
+        """The environment image of `spec`, built once and reused while its inputs are unchanged.
+        Raises ImageBuildError, InputError, EngineUnavailable."""
+        ...
+
+    def deps_image(
+        self,
+        env: BuiltImage,
+        deps: tuple[tuple[str, bytes], ...],
+        install: tuple[str, ...],
+        network: bool,
+        log: LogFn | None = None,
+    ) -> BuiltImage:
+        """`env` + `deps` ((repository path, content) pairs) at REPO_DIR + `install` run on them
+        alone: one image shared by every task whose dependency files are the same. Raises
+        ImageBuildError, EngineUnavailable."""
+        ...
+
+    def task_image(
+        self,
+        env: BuiltImage,
+        snapshot: Snapshot,
+        install: tuple[str, ...],
+        network: bool,
+        log: LogFn | None = None,
+        setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
+    ) -> BuiltImage:
+        """`env` + the snapshot at REPO_DIR + `install` commands; `setups` ((name, script) pairs) run
+        last, each one's standard output kept as `facts_dir`/<name>.json. `deps` ((repository path,
+        content) pairs): `install` runs on these files alone, in an image shared by every task with
+        the same files, and the snapshot goes over what it installed. Tagged by a hash of its
+        inputs: an unchanged input never rebuilds. Raises ImageBuildError, EngineUnavailable."""
+        ...
+
+    def existing_task_image(
+        self,
+        spec: EnvSpec,
+        snapshot: Snapshot,
+        install: tuple[str, ...],
+        network: bool,
+        setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
+    ) -> BuiltImage | None:
+        """The task image `env_image` + `task_image` would give, if it exists now; None when
+        anything would have to be built. Never builds."""
+        ...
+
+    def image_id(self, tag: str) -> str:
+        """The id of an image there is (the content an install's cache key names). Raises
+        ImageNotFound."""
+        ...
+
+    def helper_binary(self, name: str) -> str:
+        """The host path of a static helper program of wholeloop's built for the sandboxes'
+        platform (`wl-fwd`, the forwarder an external agent's container reaches its proxy through),
+        to mount into a sandbox. Raises SandboxError when it cannot be built."""
+        ...
+
+    def check_room(self, disk_bytes: int | None, sandboxes: int) -> None:
+        """Refuse (DiskSpaceError) when `sandboxes` at once, each writing up to `disk_bytes`, may not
+        fit; nothing to check when the backend cannot tell."""
+        ...
+
+    def prune(self) -> list[str]:
+        """Remove sandboxes left by processes that are gone (a SIGKILL leaves them); the names
+        removed. Raises SandboxError when the backend cannot be asked."""
+        ...
+
+    def facts(self) -> dict[str, Any]:
+        """What a run's manifest records of the backend (its name, the engine's version...)."""
         ...

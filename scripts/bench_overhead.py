@@ -6,9 +6,10 @@ noise hits both alike. Prints a table with ratios and PASS/FAIL against the targ
 item 7 and issue 14 (the run history). Usage:
 
     python scripts/bench_overhead.py                 # everything (about 8 minutes)
-    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report history history-query proxy check)
+    python scripts/bench_overhead.py --only exec,cli # some sections (exec setup grading throughput cli report history history-query failures proxy check)
     python scripts/bench_overhead.py --only history-query   # the run history's listing (no Docker)
     python scripts/bench_overhead.py --only proxy    # the metering proxy of external agents (no Docker)
+    python scripts/bench_overhead.py --only failures # `wholeloop failures` over 1,000 indexed attempts (no Docker)
     python scripts/bench_overhead.py --json out.json # also save the figures
     python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
 
@@ -38,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import transcript as ev  # noqa: E402
 from harness.agents import get_agent  # noqa: E402
 from harness.agents.config import load_agent_config  # noqa: E402
 from harness.agents.loop import ToolAgent  # noqa: E402
@@ -52,8 +54,12 @@ from harness.records import ResultRow, RunFolder, write_atomic, write_json  # no
 from harness.run import Runner, RunOptions  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
 from harness.transcript import TranscriptWriter, read_transcript  # noqa: E402
-from sandbox import DockerSandbox, Limits, cached_snapshot, tar_directory  # noqa: E402
-from sandbox.docker import API_VERSION, engine_version  # noqa: E402
+from sandbox import Limits, cached_snapshot, tar_directory  # noqa: E402
+from sandbox.docker import (  # noqa: E402
+    API_VERSION,
+    DockerSandbox,  # noqa: E402
+    engine_version,
+)
 
 
 @functools.cache
@@ -66,7 +72,19 @@ def raw_api():
 
 DEMO = ROOT / "tasks" / "demo"
 SPEC = DEMO / "inikit-001.yaml"
-SECTIONS = ("exec", "setup", "grading", "throughput", "cli", "report", "history", "history-query", "proxy", "check")
+SECTIONS = (
+    "exec",
+    "setup",
+    "grading",
+    "throughput",
+    "cli",
+    "report",
+    "history",
+    "history-query",
+    "failures",
+    "proxy",
+    "check",
+)
 
 
 @dataclass
@@ -1135,6 +1153,78 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
     ]
 
 
+def _fabricate_failures_run(run_dir: Path, configs: int, tasks: int) -> int:
+    """One run folder of configs x tasks attempts, each with a transcript of about 20 events like the
+    built-in agent's (half of them failing): what `wholeloop failures` reads. Returns the failed count."""
+    folder = RunFolder(run_dir, create=True)
+    folder.update_manifest(lambda m: m.update({"run_id": run_dir.name, "run_uid": "bench-failures", "tasks": {}}))
+    failed = 0
+    for c in range(configs):
+        for t in range(tasks):
+            resolved = (t + c) % 2 == 0
+            failed += not resolved
+            row = ResultRow(
+                run_id=run_dir.name,
+                task_id=f"task-{t:03d}",
+                task_hash=f"h{t}",
+                config=f"config-{c}",
+                agent="default",
+                outcome="resolved" if resolved else "unresolved",
+                resolved=resolved,
+                stop_reason="submitted",
+                fail_to_pass={"passed": t % 3, "total": 2, "failed": 2 - t % 3, "ran": True},
+            )
+            row.transcript_path = str(folder.relative(folder.transcript_path(row.task_id, row.config, 0)))
+            with TranscriptWriter(run_dir / row.transcript_path, secrets=[], fsync=False) as tw:
+                tw.write(ev.AttemptStart(task_id=row.task_id, attempt=1, config=row.config))
+                for step in range(1, 7):
+                    name, args = [("bash", {"command": f"grep -n x f{step % 3}.py"}), ("run_tests", {})][step % 2]
+                    tw.write(ev.ToolCallEvent(step=step, call_id=f"c{step}", name=name, arguments=args))
+                    tw.write(ev.ToolResultEvent(step=step, call_id=f"c{step}", name=name, output="x\n" * 20))
+                    if name == "run_tests":
+                        tw.write(ev.TestRun(step=step, command="pytest", exit_code=1, failed=1, green=False))
+                tw.write(ev.Stop(reason="submitted"))
+            folder.append(row)
+    return failed
+
+
+def bench_failures(reps: int) -> list[Row]:
+    """`wholeloop failures` over 1,000 indexed attempts (SQLite), as a subprocess: the first look
+    (causes computed from the transcripts and kept in the index), then looks answered by the index."""
+    exe = shutil.which("wholeloop", path=str(Path(sys.executable).parent)) or "wholeloop"
+    with tempfile.TemporaryDirectory(prefix="wl-bench-failures-") as tmp:
+        root = Path(tmp) / "runs"
+        run_dir = root / "big"
+        failed = _fabricate_failures_run(run_dir, 4, 250)
+        with HistoryIndex.open(sqlite_url(root / "history.sqlite")) as index:
+            n_runs, n_rows = index.rebuild([root])
+        env = {**os.environ, "COLUMNS": "160"}
+        env.pop("WHOLELOOP_HISTORY_URL", None)
+
+        cpu: list[float] = []
+
+        def cli() -> None:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            done = subprocess.run([exe, "failures", str(run_dir)], capture_output=True, env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            assert done.returncode == 0, done.stderr
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+        first = timed(cli)
+        got = interleaved(
+            {"failures": cli, "bare": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}, reps, 1
+        )
+    wall = median_ms(got["failures"])
+    return [
+        Row(
+            f"`wholeloop failures`, first look: {n_rows} rows ({failed} failed), causes computed and kept", first * 1000
+        ),
+        Row("`wholeloop failures` over 1,000 indexed attempts, subprocess", wall, goal="<= 1000 ms", ok=wall <= 1000),
+        Row("  the same, its CPU time (user + system: what waiting for a core leaves out)", median_ms(cpu[1:])),
+        Row("  `python -c pass`", median_ms(got["bare"])),
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
@@ -1163,7 +1253,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     only = set(args.only.split(","))
-    docker = bool(only - {"history-query", "proxy"})  # every section but these needs the engine
+    docker = bool(only - {"history-query", "proxy", "failures"})  # every section but these needs the engine
     print(
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
         f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}"
@@ -1176,7 +1266,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="wl-bench-") as tmp:
         if "check" in only:  # its own repository and images: no warm-up run needed
             rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
-        if docker and only - {"check", "history-query", "proxy"}:
+        if docker and only - {"check", "history-query", "proxy", "failures"}:
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
@@ -1201,6 +1291,8 @@ def main() -> int:
             rows += bench_history_indexing(runs, max(5, args.reps // 6))
         if "history-query" in only:
             rows += bench_history_query(max(8, args.reps // 4))
+        if "failures" in only:
+            rows += bench_failures(max(5, args.reps // 8))
         if "report" in only:
             rows += bench_report(args.report_run, Path(tmp), 15)
     return _finish(rows, args)

@@ -55,7 +55,10 @@ THE MINING RULES (pytest ecosystem)
    "diff too large (<N> changed lines > <MAX>)"   N = added + deleted lines of the gold patch plus
                                         the hidden test patch (docs never count; protected files
                                         count only with --allow-config, being part of the gold);
-                                        skipped when N > MAX (--max-lines, default 800).
+                                        skipped when N > MAX (--max-lines, default 800);
+   "no problem statement (the message is a bot's only)"   every non-blank line of the message is
+                                        a trailer (`Something-by:`), a "Generated with" line, or
+                                        pre-commit.ci's autofix subject and its link.
    The classification itself does not depend on --allow-config.
 
 5. A candidate that is not skipped: base = first parent; gold patch = the diff restricted to
@@ -473,6 +476,15 @@ def _quarantine_with(reason: str, detail: str, result: dict) -> Quarantine:
 # ----------------------------------------------------------------------------- mining
 
 
+def _bot_line(line: str) -> bool:
+    text = line.strip().lower()
+    return (
+        not text
+        or bool(re.match(r"[\w-]+-by\s*:", text))
+        or text.startswith(("generated with", "[pre-commit.ci]", "for more information, see https://pre-commit.ci"))
+    )
+
+
 def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
     out = {
         "commit": c["commit"],
@@ -505,6 +517,9 @@ def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
     n = sum(lines[p] for p in gold_files + test_files)
     if n > args.max_lines:
         return {**out, "skipped": f"diff too large ({n} changed lines > {args.max_lines})"}
+    message = git(repo, "log", "-1", "--format=%B", commit)
+    if all(_bot_line(line) for line in message.splitlines()):
+        return {**out, "skipped": "no problem statement (the message is a bot's only)"}
 
     task_id = f"{repo.resolve().name}-{commit[:10]}"
     statement = git(repo, "log", "-1", "--format=%B", commit)

@@ -14,6 +14,11 @@ SUDO=""
 
 # --- 1. Python ---------------------------------------------------------------------------
 PY="${WHOLELOOP_PYTHON:-python3}"
+if [ -x .venv/bin/python ] && ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  # a .venv whose creation was interrupted (no pip in it): start it again rather than fail on it
+  say "recreating .venv (the one here has no pip: its creation was interrupted)"
+  rm -rf .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $($PY --version)"
   "$PY" -m venv .venv

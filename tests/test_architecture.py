@@ -226,6 +226,22 @@ def test_every_edge_into_sandbox_is_listed_with_what_it_is_for():
     assert not wrong, f"sandbox parts each part imports (real, listed): {wrong}"
 
 
+# The machine-level commands that are about the Docker engine itself (its base image, its images and
+# containers, a test container): the only parts that name the Docker backend. Everything a run needs
+# (images, facts, installs, status, disk room, pruning) goes through `sandbox.base.Backend`.
+DOCKER_SPECIFIC_PARTS = {"harness.cli", "harness.doctor"}
+
+
+def test_only_the_machine_commands_import_the_docker_backend():
+    """A sandbox backend is one file plus one registry line (`harness.sandboxes`): no part of the
+    harness that runs, grades, installs or checks, and no part of `sandbox` but `sandbox.docker`
+    itself, imports `sandbox.docker` (any import, module level or in a function)."""
+    importers = {part for part, imported in _real_edges().items() if "sandbox.docker" in imported}
+    assert importers <= DOCKER_SPECIFIC_PARTS, (
+        f"import sandbox.docker instead of taking a backend: {sorted(importers - DOCKER_SPECIFIC_PARTS)}"
+    )
+
+
 # ------------------------------------------------------------------------------------ the tests' own layering
 
 

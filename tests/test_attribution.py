@@ -18,6 +18,7 @@ from harness.models import ScriptedModel, tool_turn
 from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import read_transcript
+from sandbox.docker import DockerBackend
 from sandbox.docker.engine import LABEL_ROLE, LABEL_RUN, client
 
 pytestmark = pytest.mark.docker
@@ -119,17 +120,16 @@ def test_a_patch_whose_code_gets_the_grading_container_oom_killed_is_environment
     assert "passes on the base" in rows[0].note
 
 
-class _RemovedUnderTheTests:
+class _RemovedUnderTheTests(DockerBackend):
     """Docker, except that a grading container is removed from outside (really) just as the hidden
     tests start in it: the machine's failure, whatever the patch."""
 
     def __init__(self):
-        from sandbox import DockerBackend
-
-        self.docker, self.removed = DockerBackend(), 0
+        super().__init__()
+        self.removed = 0
 
     def start(self, image, **kwargs):
-        sb = self.docker.start(image, **kwargs)
+        sb = super().start(image, **kwargs)
         if kwargs.get("role") == "grading" and not self.removed:
             real_exec = sb.exec
 

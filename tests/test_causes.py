@@ -461,3 +461,65 @@ def test_a_correct_solution_through_the_built_in_agent_gets_none(repo, tmp_path)
     assert causes_of(events, row(Outcome.resolved, stop=result.stop_reason, f2p=(2, 2)), AGENT_GOLD) == []
     # nothing in how it worked is a cause, whatever the grade said
     assert causes_of(events, row(Outcome.unresolved, stop=result.stop_reason, f2p=(0, 2)), AGENT_GOLD) == []
+
+
+# ---------------------------------------------------------------- external CLIs' transcript shapes
+
+
+def cli_call(s: Script, step, cid, name, args, *, kind="", command=""):
+    """A call as the external CLIs' recorder writes it: kind and command by the config's rules,
+    several calls per step (parallel tool calls), results after all the step's calls."""
+    return s.add(ev.ToolCallEvent(step=step, call_id=cid, name=name, arguments=args, kind=kind, command=command))
+
+
+def cli_result(s: Script, step, cid, name, *, kind="", output="", exit_code=None, is_error=False):
+    return s.add(
+        ev.ToolResultEvent(
+            step=step, call_id=cid, name=name, output=output, kind=kind, exit_code=exit_code, is_error=is_error
+        )
+    )
+
+
+def test_claude_code_shaped_transcripts_get_the_same_causes():
+    s = Script()
+    # step 1: two Bash calls in parallel, a test run and an install attempt
+    cli_call(s, 1, "toolu_1", "Bash", {"command": "pytest -q"}, kind="test", command="pytest -q")
+    cli_call(s, 1, "toolu_2", "Bash", {"command": "pip install attrs"}, kind="shell", command="pip install attrs")
+    cli_result(s, 1, "toolu_1", "Bash", kind="test", output="1 failed", exit_code=1)
+    red = s.add(ev.TestRun(step=1, command="pytest -q", exit_code=1, failed=1, failing=["t::a"], green=False))
+    cli_result(s, 1, "toolu_2", "Bash", kind="shell", output="ERROR: No matching distribution", exit_code=1)
+    # step 2..4: the Edit tool refused three times (its old_string is not in the file)
+    for step in (2, 3, 4):
+        args = {"file_path": "/repo/pkg/core.py", "old_string": f"x{step}", "new_string": "y"}
+        cli_call(s, step, f"toolu_e{step}", "Edit", args, kind="edit")
+        cli_result(s, step, f"toolu_e{step}", "Edit", kind="edit", output="String to replace not found", is_error=True)
+    s.add(ev.Stop(reason=StopReason.submitted))  # the CLI exited 0
+    f = found(s)
+    assert {Cause.submitted_failing, Cause.environment_confusion, Cause.tool_misuse} <= set(f)
+    assert f[Cause.submitted_failing].evidence[0].seq == red.seq
+    assert Cause.never_ran_tests not in f
+
+
+def test_a_test_run_belongs_to_its_own_call_when_a_step_has_several():
+    s = Script()
+    cli_call(s, 1, "a", "Bash", {}, kind="test", command="pytest tests/test_a.py")
+    cli_call(s, 1, "b", "Bash", {}, kind="test", command="pytest tests/test_b.py")
+    cli_result(s, 1, "a", "Bash", kind="test", exit_code=0)
+    s.add(ev.TestRun(step=1, command="pytest tests/test_a.py", exit_code=0, passed=1, green=True))
+    cli_result(s, 1, "b", "Bash", kind="test", exit_code=1)
+    last = s.add(ev.TestRun(step=1, command="pytest tests/test_b.py", exit_code=1, failed=1, failing=["b"]))
+    s.add(ev.Stop(reason=StopReason.submitted))
+    f = found(s)[Cause.submitted_failing]
+    assert f.evidence[0].seq == last.seq and "test_b.py" in f.evidence[0].quote
+    # and the divergence aligns test results call by call
+    from harness.report.divergence import first_divergence
+
+    other = Script()
+    cli_call(other, 1, "a", "Bash", {}, kind="test", command="pytest tests/test_a.py")
+    cli_call(other, 1, "b", "Bash", {}, kind="test", command="pytest tests/test_b.py")
+    cli_result(other, 1, "a", "Bash", kind="test", exit_code=0)
+    other.add(ev.TestRun(step=1, command="pytest tests/test_a.py", exit_code=0, passed=1, green=True))
+    cli_result(other, 1, "b", "Bash", kind="test", exit_code=0)
+    other.add(ev.TestRun(step=1, command="pytest tests/test_b.py", exit_code=0, passed=1, green=True))
+    d = first_divergence(s.events, other.events)
+    assert (d.kind, d.index, d.failing.what, d.resolved.what) == ("test result", 2, "red: b", "green")

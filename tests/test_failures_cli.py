@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.history import cli, row, write_run
 
 from harness import transcript as ev
@@ -19,8 +20,10 @@ def _transcript(folder, r, plan):
     with TranscriptWriter(folder.path / r.transcript_path, secrets=[], fsync=False) as tw:
         tw.write(ev.AttemptStart(task_id=r.task_id, attempt=1, config=r.config))
         for step, (name, args, output, red) in enumerate(plan, 1):
+            tw.write(ev.ModelResponse(step=step, text=f"step {step}: {name}"))
             tw.write(ev.ToolCallEvent(step=step, call_id=f"c{step}", name=name, arguments=args))
-            tw.write(ev.ToolResultEvent(step=step, call_id=f"c{step}", name=name, output=output))
+            long = "\n".join(f"{output} line {n}" for n in range(60))  # a page of output per step
+            tw.write(ev.ToolResultEvent(step=step, call_id=f"c{step}", name=name, output=long))
             if name == "run_tests":
                 tw.write(ev.TestRun(step=step, command="pytest", exit_code=int(red), failed=int(red), green=not red))
         tw.write(ev.Stop(reason="submitted"))
@@ -110,3 +113,73 @@ def test_causes_are_kept_in_the_index_and_computed_again_when_the_rules_change(t
     for path in run_dir.rglob("transcript.jsonl"):
         path.unlink()
     assert json.loads(failures(run_dir, "--json").stdout)["cells"] == first["cells"]
+
+
+def test_the_html_report_has_a_failure_explorer(tmp_path):
+    run_dir, _ = make_run(tmp_path)
+    done = cli("report", str(run_dir), "--html", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = (tmp_path / "r.html").read_text()
+    section = html[html.index('<section class="card" id="causes">') :]
+    section = section[: section.index("</section>")]
+    assert 'data-cause="never_ran_tests">never_ran_tests 3</button>' in section
+    assert 'data-cause="looped">looped 1</button>' in section
+    index = json.loads(html[html.index('id="wl-index">') + len('id="wl-index">') :].split("</script>")[0])
+    rows = section[section.index("<tbody>") :].split("<tr ")[1:]
+    assert len(rows) == 4  # the failed attempts: t1 A, t2 A, t2 B, t3 B
+    looped = next(r for r in rows if "looped" in r.split(">")[0])
+    rep = int(looped.split('data-open="')[1].split('"')[0])
+    assert index[rep][:2] == ["t2", "B"]  # the link opens that very attempt...
+    steps = [s.split('"')[0] for s in looped.split('data-step="')[1:]]
+    assert steps[-3:] == ["2", "3", "4"]  # ...at the steps the loop rule quotes
+
+
+def test_a_quoted_step_opens_the_attempt_at_that_step_in_a_browser(tmp_path):
+    import os
+
+    from support.browser import CHROMIUM, Browser
+
+    if not CHROMIUM:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs chromium for the HTML report tests")
+        pytest.skip("chromium not installed")
+    run_dir, _ = make_run(tmp_path)
+    assert cli("report", str(run_dir), "--html", str(tmp_path / "r.html")).returncode == 0
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(tmp_path / "r.html")
+        browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
+        # the chip filters the table to the looped attempt
+        browser.js("document.querySelector('#fx-chips [data-cause=looped]').click()")
+        shown = "Array.from(document.querySelectorAll('#fx-table tbody tr')).filter(r => r.style.display !== 'none')"
+        assert browser.js(f"{shown}.length") == 1
+        # its quoted step 3 opens the attempt and goes to that step
+        browser.js("document.querySelector('#fx-table a[data-step=\"3\"]').click()")
+        browser.wait_js("document.querySelector('#dr-body .ev-step') !== null")
+        top = "Array.from(document.querySelectorAll('#dr-body .ev-step')).find(e => e.firstChild.textContent === 'step {}').getBoundingClientRect().top"
+        browser.wait_js(
+            f"(() => {{ try {{ const t = {top.format(3)}; return t >= 0 && t < window.innerHeight / 3; }} catch (e) {{ return false; }} }})()"
+        )
+        assert browser.js(top.format(1)) < 0  # scrolled there: step 1 is above the view
+        assert browser.errors() == []
+    finally:
+        browser.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_causes_are_kept_and_replaced_on_both_databases(tmp_path, request, backend):
+    from harness.history.url import sqlite_url
+
+    url = (
+        sqlite_url(tmp_path / "runs" / "h.sqlite")
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres").create_database()
+    )
+    folder = write_run(tmp_path / "runs" / "r1", [row("t1", "A", "unresolved"), row("t2", "A", "resolved")], url=url)
+    with HistoryIndex.open(url) as index:
+        key = index.run_key(folder.path)
+        index.store_causes(key, {("t1", "A", 0, 1): '[{"cause":"looped"}]'}, RULES_VERSION)
+        assert index.stored_causes(key, RULES_VERSION) == {("t1", "A", 0, 1): '[{"cause":"looped"}]'}
+        index.store_causes(key, {("t1", "A", 0, 1): "[]"}, RULES_VERSION + 1)  # newer rules replace them
+        assert index.stored_causes(key, RULES_VERSION) == {}
+        assert index.stored_causes(key, RULES_VERSION + 1) == {("t1", "A", 0, 1): "[]"}

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from sandbox import DockerSandbox, Limits
+from sandbox import Limits
+from sandbox.docker import DockerSandbox
 from sandbox.docker.engine import client
 from sandbox.docker.exec_fast import MAX_STARTS
 from sandbox.docker.images import DEFAULT_BASE

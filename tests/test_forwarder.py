@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from sandbox import DEFAULT_BASE, DockerSandbox, Limits, Mount
-from sandbox.docker import native
+from sandbox import DEFAULT_BASE, Limits, Mount
+from sandbox.docker import DockerSandbox, native
 
 pytestmark = pytest.mark.docker
 

@@ -22,7 +22,8 @@ from support.redteam import crafted
 
 from harness.grading import Grade, grade
 from harness.grading.evidence import ABSENT, PYTHON, Hasher, claims, judge
-from sandbox import DockerBackend, Limits
+from sandbox import Limits
+from sandbox.docker import DockerBackend
 
 HIDDEN = "tests/test_parser.py"  # the file the hidden test patch changes (protected)
 

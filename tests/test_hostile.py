@@ -43,7 +43,8 @@ from harness.run import Runner, RunOptions
 from harness.tasks import load_task
 from harness.transcript import Stop
 from harness.vocabulary import Outcome
-from sandbox import DockerSandbox, Limits
+from sandbox import Limits
+from sandbox.docker import DockerSandbox
 from sandbox.docker.container import MAX_PATCH_BYTES
 from sandbox.docker.engine import LABEL_RUN, client
 

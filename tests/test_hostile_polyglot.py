@@ -46,7 +46,8 @@ from harness.parsers.vitest import VitestParser
 from harness.run import Runner, RunOptions
 from harness.tasks import Task, load_task
 from harness.transcript import Stop
-from sandbox import DockerBackend, Limits
+from sandbox import Limits
+from sandbox.docker import DockerBackend
 from sandbox.docker.engine import LABEL_RUN, client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]  # about 3 minutes warm: 32 gradings and a run of 4 units

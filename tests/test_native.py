@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import DEFAULT_BASE, DockerSandbox, Mount
-from sandbox.docker import native
+from sandbox import DEFAULT_BASE, Mount
+from sandbox.docker import DockerSandbox, native
 
 
 def test_a_helper_is_built_once_and_cached(tmp_path, monkeypatch):

@@ -125,3 +125,72 @@ def test_regrading_an_old_run_gives_its_verdicts_again_and_leaves_it_as_it_was(o
         assert (row["outcome"], row["resolved"], row["tests"]) == ("resolved", True, then[task_id]["tests"]), task_id
         assert row["regraded_from"]["outcome"] == "resolved", task_id
     assert json.loads((out / "manifest.json").read_text())["regraded_from"]["run_id"] == "v1-gold"
+
+
+# v1-replay: `wholeloop run tasks/demo --model replay:tasks/demo/recordings` written by the code of
+# commit 72410fb (manifest schema 1, before the RunSpec recipe), trimmed to inikit-001 (resolved)
+# and inikit-004 (unresolved): the rows, attempts, tasks and images of the other five removed.
+REPLAY_TASKS = [ROOT / "tasks" / "demo" / f"{task}.yaml" for task in ("inikit-001", "inikit-004")]
+REPLAY = ["--model", f"replay:{ROOT / 'tasks' / 'demo' / 'recordings'}", "--config", "default+replay:recordings"]
+
+
+@pytest.fixture
+def old_replay(tmp_path) -> Path:
+    shutil.copytree(OLD / "v1-replay", tmp_path / "runs" / "v1-replay")
+    return tmp_path / "runs" / "v1-replay"
+
+
+def test_a_version_1_manifest_reads_typed_without_a_recipe(old_replay):
+    from harness.records import RunFolder
+
+    info = RunFolder(old_replay).info()
+    assert (info.schema_version, info.recipe) == (1, None)
+    assert info.options.config == "default+replay:recordings" and info.options.workers == 2
+    assert set(info.tasks) == {"inikit-001", "inikit-004"} and info.tasks["inikit-001"].content_hash
+    done = wl("report", old_replay, env={"COLUMNS": "200"})
+    assert done.returncode == 0 and "inikit-004" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_resuming_a_version_1_replay_run_redoes_nothing_and_keeps_its_manifest(old_replay):
+    before = (old_replay / "results.jsonl").read_bytes()
+    done = wl("run", *REPLAY_TASKS, *REPLAY, "--no-history", "--out", old_replay)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "0 to run, 2 already done" in done.stdout, done.stdout[-2000:]
+    assert (old_replay / "results.jsonl").read_bytes() == before
+    manifest = json.loads((old_replay / "manifest.json").read_text())
+    assert manifest["schema_version"] == 1 and "recipe" not in manifest and len(manifest["sessions"]) == 2
+
+
+@pytest.mark.docker
+def test_regrading_a_version_1_replay_run_gives_its_verdicts_again(old_replay, tmp_path):
+    out = tmp_path / "regraded"
+    done = wl("regrade", old_replay, "--out", out, *(arg for task in REPLAY_TASKS for arg in ("--tasks", task)))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    then = {r["task_id"]: r for r in rows(old_replay)}
+    again = {r["task_id"]: r for r in rows(out)}
+    assert {t: (r["outcome"], r["tests"]) for t, r in again.items()} == {
+        t: (r["outcome"], r["tests"]) for t, r in then.items()
+    }
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["schema_version"] == 2 and manifest["recipe"] is None  # a version-1 run had none
+
+
+def test_export_inspect_of_a_run_whose_manifest_has_no_start_time(tmp_path):
+    """A manifest without started_at (written by hand, or an interrupted start) exported to
+    Inspect crashed (exit 70): the log's creation time falls back to the rows' or the folder's."""
+    import json
+
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+    from support.cli import wl
+    from support.fabricate import fabricate_run
+
+    run = tmp_path / "run"
+    fabricate_run(run, tasks=2, configs=["m"], repeats=1)
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["started_at"], manifest["finished_at"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    done = wl("export", "inspect", run, "--out", tmp_path / "log.json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    log = read_eval_log(str(tmp_path / "log.json"))
+    assert log.eval.created and len(log.samples or []) == 2

@@ -19,14 +19,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 from pathlib import Path
 
 import pytest
+from support.fakellm import Call, FakeLLM, Reply, Tokens
 
 from harness.agents import build_agent, get_agent
-from harness.records import read_results
+from harness.records import latest_rows, read_results
+from harness.report.stats import config_stats, load_configs
 from harness.run import Runner, RunOptions
 from harness.run.executors import LocalExecutor
 from harness.tasks import TaskSpecError, load_task, load_tasks
@@ -135,6 +138,34 @@ def test_a_replay_agent_is_rebuilt_on_a_node_with_the_tasks_recording(fake_node,
 # ---------------------------------------------------------------------------- a real cluster
 
 
+def test_a_units_transcript_is_streamed_whole_lines_once_and_afresh_after_a_retry(tmp_path):
+    from harness.run.executors.ray_node import LIVE_EVENT, ProgressBox, TranscriptStream
+
+    box = ProgressBox()
+    sender = types.SimpleNamespace(push=types.SimpleNamespace(remote=box.push))
+    path = tmp_path / "transcript.jsonl"
+    stream = TranscriptStream(sender, path, "t", 1)
+    stream.flush()  # no transcript yet: nothing sent
+    path.write_text('{"a": 1}\n{"b": ')  # a line being written is sent only when whole
+    stream.flush()
+    with open(path, "a") as fh:
+        fh.write("2}\n")
+    stream.flush()
+    stream.flush()
+    path.rename(tmp_path / "transcript.unfinished-1.jsonl")  # the node's own retry: a new file
+    path.write_text('{"c": 3}\n')
+    stream.flush()
+    for n in range(1500):  # progress lines beyond the cap go; transcript lines stay
+        box.push(("agent", "t", str(n)))
+    batches = [json.loads(text) for event, _, text in box.drain() if event == LIVE_EVENT]
+    assert [(b["fresh"], b["lines"]) for b in batches] == [
+        (True, ['{"a": 1}']),
+        (False, ['{"b": 2}']),
+        (True, ['{"c": 3}']),
+    ]
+    assert len({b["try"] for b in batches}) == 1 and batches[0]["task"] == "t" and batches[0]["repeat"] == 1
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -153,6 +184,7 @@ def ray_cluster():
     log = open(temp / "start.log", "w")
     # Token authentication with a token of this test's own (not ~/.ray/auth_token, whatever is there).
     cluster_env = {**LOOPBACK_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    cluster_env["OPENAI_API_KEY"] = "sk-ray-test-not-a-key"  # the nodes' agents call the tests' local fake model
     env = {**os.environ, **cluster_env}
     env.pop("RAY_ADDRESS", None)
     ray_bin = Path(sys.executable).with_name("ray")
@@ -309,6 +341,13 @@ def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_clus
     assert f"{7 - len(before)} to run, {len(before)} already done" in second.stdout
     after = read_results(results)
     assert after[: len(before)] == before  # finished units untouched, never redone
+    # the units in flight when the driver died: each an abandoned try (with what it had spent), once
+    abandoned = [r for r in after if r.retried]
+    assert all((r.failed_in or {}).get("error_type") == "Abandoned" and r.model_calls for r in abandoned)
+    assert len({r.task_id for r in abandoned}) == len(abandoned) and not {r.task_id for r in abandoned} & {
+        r.task_id for r in before
+    }
+    after = [r for r in after if not r.retried]
     assert len(after) == 7 and len({r.task_id for r in after}) == 7 and all(r.final for r in after)
     assert {r.task_id: _summary(r) for r in after} == {k: _summary(r) for k, r in local_demo.items()}
     for row in after:
@@ -320,6 +359,63 @@ def test_a_ray_run_killed_midway_resumes_without_redoing_finished_units(ray_clus
         if not Path(f"/proc/{p.name.split('-')[2]}").exists()
     ]
     assert not orphans
+
+
+@pytest.mark.docker
+@pytest.mark.slow  # about 40 s: a Ray driver killed mid-attempt, resumed twice, on the tiny task
+@pytest.mark.timeout(400)
+def test_a_ray_driver_killed_mid_attempt_keeps_the_attempts_spend_once(ray_cluster, tiny_task, tmp_path):
+    """The node streams each model call to the driver as it happens: a driver killed -9 after the
+    first call leaves a live copy, which the resume records once as an abandoned try with its spend.
+    Before: the node's temporary folder went with its unit and the call was never counted."""
+    seen, hold = threading.Event(), threading.Event()
+
+    def respond(req):
+        session = req.path.split("/")[1]
+        turns = sum(m.get("role") == "assistant" for m in req.body.get("messages", []))
+        if session == "s1":
+            if turns == 0:
+                return Reply(calls=[Call("bash", {"command": "ls"})], usage=Tokens(1000, 50))
+            seen.set()  # the second call is in flight
+            hold.wait(120)
+            return Reply(text="too late", usage=Tokens(1, 1))
+        return Reply(text="I give up", usage=Tokens(10, 2))  # the resumed sessions: one call, no patch
+
+    out = tmp_path / "run"
+
+    def launch(n: int, url: str) -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "harness.cli", "run", str(tiny_task["dir"]), "--model", "openai/gpt-4o"]
+        cmd += ["--base-url", f"{url}/s{n}/v1", "--out", str(out), "--executor", "ray", "--ray-address", ray_cluster]
+        log = open(tmp_path / f"s{n}.log", "w")
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    with FakeLLM(responder=respond) as srv:
+        first = launch(1, srv.base_url)
+        try:
+            assert seen.wait(300), (tmp_path / "s1.log").read_text()[-3000:]
+            deadline = time.monotonic() + 60  # the first call's usage reaches the driver's run folder
+            while not any('"model_response"' in p.read_text() for p in out.rglob("transcript.live.jsonl")):
+                assert time.monotonic() < deadline, (tmp_path / "s1.log").read_text()[-3000:]
+                time.sleep(0.2)
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+            hold.set()
+        _wait_for_owners_to_die(out.name)
+        assert launch(2, srv.base_url).wait(300) == 0, (tmp_path / "s2.log").read_text()[-3000:]
+        assert launch(3, srv.base_url).wait(300) == 0  # nothing left to do: nothing billed again
+    rows = read_results(out / "results.jsonl")
+    abandoned = [r for r in rows if r.retried]
+    assert len(abandoned) == 1, [r.model_dump() for r in rows]
+    gone = abandoned[0]
+    assert not gone.final and gone.attempt == 1 and gone.model_calls == 1
+    assert gone.usage.input_tokens == 1000 and gone.usage.output_tokens == 50 and (gone.cost_usd or 0) > 0
+    assert (out / gone.transcript_path).name.startswith("transcript.unfinished-")
+    final = [r for r in latest_rows(rows) if r.final]
+    assert len(final) == 1 and final[0].model_calls == 1
+    stats = config_stats(load_configs([out])[0])
+    assert stats.retried_tries == 1 and stats.total_cost_usd == pytest.approx(gone.cost_usd + final[0].cost_usd)
+    assert not list(out.rglob("transcript.live.jsonl"))
 
 
 def _wait_for_owners_to_die(run_id: str, timeout: float = 30) -> None:

@@ -202,3 +202,60 @@ def test_responses_function_and_custom_tool_calls(tmp_path):
     calls = [e for e in events if e.type == "tool_call"]
     assert [(c.name, c.kind, c.command) for c in calls] == [("exec_command", "shell", "ls"), ("exec", "", "")]
     assert next(e for e in events if e.type == "tool_result").output.endswith("a.py")
+
+
+def test_a_calls_events_are_flushed_as_written_and_fsynced_at_most_every_sync_interval(tmp_path, monkeypatch):
+    """The recorder's CPU per call (docs/performance.md): events are in the file (the kernel's) as
+    each is written, so a killed run keeps its spend; fsyncs are batched, never skipped at close."""
+    from harness import transcript as module
+    from harness.agents.external.recorder import SYNC_EVERY_S
+    from harness.transcript import ModelResponse
+
+    synced: list[int] = []
+    monkeypatch.setattr(module, "_sync", synced.append)
+    writer = TranscriptWriter(tmp_path / "t.jsonl", secrets=[])
+    writer.write(ModelResponse(step=0))  # outside a batch: at once, as before
+    assert len(synced) == 1
+    with writer.batch():
+        writer.write(ModelResponse(step=1))
+        writer.write(ModelResponse(step=2))
+        assert [e.step for e in read_transcript(tmp_path / "t.jsonl")] == [0, 1, 2]  # flushed, not synced yet
+        assert len(synced) == 1
+    assert len(synced) == 2  # one for the batch
+    with writer.batch(SYNC_EVERY_S), writer.batch(SYNC_EVERY_S):  # the last fsync is younger than that
+        writer.write(ModelResponse(step=3))
+    assert len(synced) == 2 and [e.step for e in read_transcript(tmp_path / "t.jsonl")][-1] == 3
+    monkeypatch.setattr(module.time, "monotonic", lambda: writer._synced + SYNC_EVERY_S)
+    with writer.batch(SYNC_EVERY_S):
+        writer.write(ModelResponse(step=4))
+    assert len(synced) == 3
+    with writer.batch(SYNC_EVERY_S):
+        writer.write(ModelResponse(step=5))
+    writer.close()  # what is not synced yet is synced at close
+    assert len(synced) == 4
+
+
+def test_the_transcripts_fast_path_scrubs_and_caps_as_the_full_walk_does(tmp_path):
+    """A line written without walking the event (no secret form in it, short) must be the line the
+    walk writes; one with a secret in any form, or a long string, takes the walk."""
+    from harness.scrub import REDACTED
+    from harness.transcript import MAX_TEXT, ModelResponse, scrub
+
+    secret = 'sk-quote"and\\slash-0123456789abcdef'
+    writer = TranscriptWriter(tmp_path / "t.jsonl", secrets=[secret], fsync=False)
+    texts = [
+        "plain text",
+        f"the key {secret} as is",
+        "escaped once " + orjson.dumps(secret).decode()[1:-1],  # the key's JSON escape, as a string's content
+        "hex " + secret.encode().hex(),
+        "x" * (MAX_TEXT + 10),
+    ]
+    for i, text in enumerate(texts):
+        writer.write(ModelResponse(step=i, text=text))
+    writer.close()
+    lines = (tmp_path / "t.jsonl").read_text().splitlines()
+    got = [orjson.loads(line)["text"] for line in lines]
+    for text, written in zip(texts, got):
+        assert written == scrub(text, [secret])
+    assert got[0] == "plain text" and all(REDACTED in g for g in got[1:4]) and "characters not kept" in got[4]
+    assert all(secret not in line and secret.encode().hex() not in line for line in lines)

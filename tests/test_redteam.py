@@ -385,7 +385,7 @@ def test_clearing_bytecode_cannot_be_made_to_fail_by_the_tree(demo):
     """(Added with the defence.) The patch's rules strip a folder named like bytecode; the cleanup
     itself must not fail on one either (nor on a symlink so named): it matches by type."""
     from harness.grading.patching import clear_bytecode
-    from sandbox import DockerBackend
+    from sandbox.docker import DockerBackend
 
     with DockerBackend().start(
         demo["image"], limits=Limits(network=False), role="grading", run_id=f"{RUN_PREFIX}redteam"

@@ -13,6 +13,7 @@ from harness.records import RunFolder
 from harness.report.figures import compute_figures
 from harness.run import Runner, RunOptions
 from harness.tasks import load_task
+from sandbox.docker import DockerBackend
 from sandbox.docker.engine import LABEL_ROLE, LABEL_RUN, client
 
 pytestmark = pytest.mark.docker
@@ -118,17 +119,16 @@ def _reports_say_it(folder, tmp_path):
     assert "of which $0.0300 on 1 retried try" in (tmp_path / "r.html").read_text()
 
 
-class _GradingRemoved:
+class _GradingRemoved(DockerBackend):
     """Docker, except that every grading container is removed from outside (really) just as the
     hidden tests start in it: the same machine failure in the same step, every try."""
 
     def __init__(self):
-        from sandbox import DockerBackend
-
-        self.docker, self.removed = DockerBackend(), 0
+        super().__init__()
+        self.removed = 0
 
     def start(self, image, **kwargs):
-        sb = self.docker.start(image, **kwargs)
+        sb = super().start(image, **kwargs)
         if kwargs.get("role") == "grading":
             real_exec = sb.exec
 

@@ -11,8 +11,9 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.errors import UserError
 from harness.launch import prepare, start
-from harness.records import read_results
+from harness.records import RunFolder, read_results
 from harness.run.spec import RunSpec, RunSpecError, SettingsSpec, SuiteSpec, agent_spec
+from harness.tasks import LimitsSpec
 
 
 def _spec(tiny_task, out, **settings) -> RunSpec:
@@ -63,6 +64,8 @@ def test_start_from_python_then_the_cli_resumes_the_same_run(tiny_task, tmp_path
     out = tmp_path / "run"
     assert start(_spec(tiny_task, out)) == out
     assert [(r.outcome, r.final) for r in read_results(out / "results.jsonl")] == [("resolved", True)]
+    info = RunFolder(out).info()  # the manifest stores the spec verbatim, and it round-trips
+    assert info.schema_version == 2 and RunSpec.of(info.recipe) == _spec(tiny_task, out)
     # the command line with the same flags is the same recipe: it resumes, nothing is redone
     again = CliRunner().invoke(
         main, ["run", str(tiny_task["dir"]), "--agent", "gold", "--no-history", "--out", str(out)]
@@ -71,3 +74,33 @@ def test_start_from_python_then_the_cli_resumes_the_same_run(tiny_task, tmp_path
     # and --redo is planned by the runner, the same way from Python
     start(_spec(tiny_task, out), redo=["tiny-001"])
     assert len(read_results(out / "results.jsonl")) == 2
+
+
+@pytest.mark.docker
+def test_the_cli_builds_the_spec_python_would(tiny_task, tmp_path):
+    out = tmp_path / "cli"
+    flags = ["--agent", "gold", "--no-history", "--attempts", "2", "--memory", "1g", "--config", "mine"]
+    done = CliRunner().invoke(main, ["run", str(tiny_task["dir"]), *flags, "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    expected = _spec(tiny_task, out, attempts=2, label="mine").model_copy(update={"limits": LimitsSpec(memory="1g")})
+    assert RunSpec.of(RunFolder(out).info().recipe) == expected
+
+
+@pytest.mark.docker
+def test_the_api_docs_snippet_starts_resumes_and_reads_a_run(tmp_path, monkeypatch, capsys):
+    """docs/api.md's "Starting, resuming and reading" code, run as written (its run folder and YAML
+    file moved under tmp_path); its own asserts check the recipe round trip."""
+    from support import ROOT
+
+    doc = (ROOT / "docs" / "api.md").read_text()
+    section = doc.split("## Starting, resuming and reading a run from Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    out, yaml_file = tmp_path / "from-python", tmp_path / "from-python.yaml"
+    code = code.replace('"runs/from-python"', repr(str(out))).replace('"from-python.yaml"', repr(str(yaml_file)))
+    monkeypatch.chdir(ROOT)  # the snippet names the demo suite as from a checkout
+    exec(compile(code, "docs/api.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["['inikit-001']", "resolved 1.0"]
+    rows = read_results(out / "results.jsonl")
+    assert [(r.task_id, r.outcome) for r in rows] == [("inikit-001", "resolved")]  # the second start redid nothing
+    assert json.loads((out / "manifest.json").read_text())["recipe"]["out"] == str(out)

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from sandbox import BaseRules, DockerSandbox, FileOpError, Limits, Mount, take_patch
+from sandbox import BaseRules, FileOpError, Limits, Mount, take_patch
+from sandbox.docker import DockerSandbox
 from sandbox.docker.engine import client, prune_containers
 from sandbox.docker.images import DEFAULT_BASE
 

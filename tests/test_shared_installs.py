@@ -59,3 +59,20 @@ def test_tasks_with_the_same_lock_file_install_once(tmp_path, monkeypatch):
     assert len(installs) == 2, lines  # once for a==1 (two tasks), once for a==2
     subprocess.run(["docker", "rmi", *set(tags)], capture_output=True)
     subprocess.run(["docker", "rmi", env.tag], capture_output=True)
+
+
+def test_the_check_says_how_many_installs_ran():
+    """unjs/defu's 5 tasks on 3 lock files: 3 installs, not 5 (the check's closing line says so)."""
+    from harness.authoring.environment import describe_builds, environment_builds
+
+    checked = [
+        ("defu", "wholeloop-env:a", ["wholeloop-env:a", "wholeloop-deps:1", "wholeloop-task:1"]),
+        ("defu", "wholeloop-env:a", ["wholeloop-task:2"]),
+        ("defu", "wholeloop-env:b", ["wholeloop-deps:2", "wholeloop-task:3"]),
+        ("defu", "wholeloop-env:b", ["wholeloop-deps:3", "wholeloop-task:4"]),
+        ("defu", "wholeloop-env:b", ["wholeloop-task:5"]),
+    ]
+    assert describe_builds(environment_builds(checked)) == [
+        "defu: 5 task(s) checked on 2 environment image(s) (1 built now, 1 existed); "
+        "3 dependency install(s) run, each shared by the tasks of one lock file"
+    ]

@@ -562,3 +562,53 @@ def test_mine_takes_only_the_kind_asked_for(history, tmp_path):
     report = json.loads((out / "mine-report.json").read_text())
     skipped = {c["commit"]: c.get("skipped") for c in report["commits"]}
     assert skipped[history["leak"]] == "a fix (--kind feature)"
+
+
+def test_a_commit_whose_message_is_only_a_bots_is_skipped_not_given_the_bots_line(tmp_path):
+    """tomli's 871f2c1c (the trial of issue 24): pre-commit.ci's autofix changed source and tests;
+    cleaned, its message is empty, and the spec fell back to the bot's subject line."""
+    from harness.authoring.mine import MineOptions, list_candidates
+
+    repo = tmp_path / "botpkg"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, "initial", {"botpkg/__init__.py": "X = 1\n", "tests/test_x.py": "def test_x():\n    pass\n"})
+    bot = commit(
+        repo,
+        "[pre-commit.ci] auto fixes from pre-commit.com hooks\n\nfor more information, see https://pre-commit.ci",
+        {"botpkg/__init__.py": "X = 1  # noqa\n", "tests/test_x.py": "def test_x():\n    assert True\n"},
+    )
+    fix = commit(repo, "Make X two", {"botpkg/__init__.py": "X = 2\n", "tests/test_x.py": "def test_x():\n    pass\n"})
+    report = list_candidates(repo, MineOptions())
+    fates = {j.commit.sha: j for j in report.judged}
+    assert fates[fix].candidate is not None
+    assert fates[bot].candidate is None and fates[bot].skipped == "no problem statement (the message is a bot's only)"
+
+
+def test_an_added_signature_never_carries_a_body_and_is_read_across_lines():
+    """The issue 24 trial: fatih/color's one-line Go helpers came with their body, and unjs/scule's
+    generic TypeScript function was cut after `titleCase<`."""
+    go = (
+        "diff --git a/color.go b/color.go\n--- a/color.go\n+++ b/color.go\n@@ -1,1 +1,3 @@\n package color\n"
+        "+func HiRedString(format string, a ...interface{}) string { return colorString(format, FgHiRed, a...) }\n"
+        "+func (c *Color) PrintlnFunc() func(a ...interface{}) {\n"
+    )
+    assert added_api(go, {}, {}) == {
+        "HiRedString": "func HiRedString(format string, a ...interface{}) string",
+        "PrintlnFunc": "func (c *Color) PrintlnFunc() func(a ...interface{})",
+    }
+    ts = (
+        "diff --git a/src/index.ts b/src/index.ts\n--- a/src/index.ts\n+++ b/src/index.ts\n@@ -1,1 +1,8 @@\n"
+        " import x from 'x'\n+export function titleCase<\n+  T extends string | readonly string[],\n"
+        "+  UserCaseOptions extends CaseOptions = CaseOptions,\n+>(str?: T, opts?: UserCaseOptions) {\n"
+        "+  return (Array.isArray(str) ? str : splitByCase(str as string))\n+}\n"
+        "+export const LIMIT = computeLimit(3)\n"
+    )
+    assert added_api(ts, {}, {}) == {
+        "titleCase": "export function titleCase< T extends string | readonly string[], UserCaseOptions extends "
+        "CaseOptions = CaseOptions, >(str?: T, opts?: UserCaseOptions)",
+        "LIMIT": "export const LIMIT",
+    }
+    rust = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,1 +1,2 @@\n x\n"
+    rust += "+pub fn width(s: &str) -> usize { s.chars().count() }\n"
+    assert added_api(rust, {}, {}) == {"width": "pub fn width(s: &str) -> usize"}

@@ -45,7 +45,6 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from sandbox import (
     Backend,
-    DockerBackend,
     ImageBuildError,
     ImageNotFound,
     InfraError,
@@ -57,13 +56,16 @@ from sandbox import (
 
 from .. import __version__
 from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_hidden_tests
+from ..grading.acceptance import refused_by_default
 from ..grading.determinism import check_seed, hash_seed_fixed_by_task
 from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport
 from ..run.images import build_task_images, existing_task_images
+from ..sandboxes import default_backend
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
 
 # 1: before issue 20 (written as `format`); 2: per-run seeds, the environment's health at base.
-VERDICT_SCHEMA = 2
+# 3: gold's acceptance axes, and those the default acceptance policy refuses (issue 25).
+VERDICT_SCHEMA = 3
 DEFAULT_REPEATS = 3
 NOT_CHECKED = "not checked yet: FAIL_TO_PASS and PASS_TO_PASS are unknown (run `wholeloop tasks check --discover`)"
 NOT_CHECKED_PREFIX = "not checked yet"
@@ -117,6 +119,11 @@ class Verdict(BaseModel):
     seconds: dict[str, float] = Field(default_factory=dict)  # images, base, gold, total
     findings: list[dict] = Field(default_factory=list)  # secrets found (kept by --redact or in a baseline)
     health: Health | None = None  # the test command's health at base (None: no base run finished)
+    # the gold patch's acceptance axes (grading.acceptance; None: checked before schema 3) and the
+    # axes among them the default acceptance policy refuses: a gold that would not be accepted is a
+    # control failure of the policy or the task (docs/acceptance.md), said by `tasks check`
+    gold_acceptance: dict | None = None
+    gold_not_accepted: list[str] = Field(default_factory=list)
     test_runs: int = 0
 
 
@@ -164,7 +171,10 @@ def check_status(task: Task, *, look_up_image: bool = True) -> tuple[CheckStatus
     if not verdict.passed:
         return "quarantined", verdict.quarantined or "failed its check"
     if verdict.schema_version < VERDICT_SCHEMA:
-        return "stale", "checked before the check varied the hash seed and read the environment's health"
+        return (
+            "stale",
+            "checked before the check varied the hash seed, read the environment's health and measured gold's acceptance",
+        )
     if look_up_image:
         try:
             image = existing_task_images(task)
@@ -249,14 +259,14 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
         findings=options.findings.get(task.id, []),
     )
-    backend = options.backend or DockerBackend()
+    backend = options.backend or default_backend()
     started = time.monotonic()
     built: list[str] = []
     try:
         progress(task.id, "images")
         t0 = time.monotonic()
         try:
-            images = build_task_images(task, log=lambda line: progress(task.id, line[:100]))
+            images = build_task_images(task, log=lambda line: progress(task.id, line[:100]), backend=backend)
         except RepositoryError as exc:
             raise Quarantine("repository or base commit not found", str(exc)) from None
         except (ImageBuildError, ImageNotFound, InputError) as exc:
@@ -265,7 +275,7 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
             raise Quarantine("environment build failed", head + "\n" + rest[-1800:]) from None
         verdict.seconds["images"] = round(time.monotonic() - t0, 3)
         verdict.image = images.record()
-        built = [b.tag for b in (images.env, images.task) if not b.cached]
+        built = [b.tag for b in (images.env, images.deps, images.task) if b is not None and not b.cached]
         gold = task.gold()
         if not gold.strip():
             raise Quarantine("no gold patch", "the spec has neither gold_patch nor gold_patch_file")
@@ -305,7 +315,7 @@ def _run_phases(
     t0 = time.monotonic()
     with backend.start(image, limits=limits, role="check", run_id=f"check-{os.getpid()}") as sb:
         try:
-            prepared = prepare_hidden_tests(sb, task)
+            prepared = prepare_hidden_tests(sb, task, facts_dir=backend.facts_dir)
         except TestPatchError:
             raise Quarantine(
                 "test patch does not apply", "git apply of the hidden test patch failed at the base commit"
@@ -359,6 +369,9 @@ def _run_phases(
             raise Quarantine("test results cannot be trusted", f"with the gold patch: {report.why}")
         gold_runs.append(_statuses(report.statuses))
         first_gold = first_gold or report
+        if result.acceptance is not None and verdict.gold_acceptance is None:
+            verdict.gold_acceptance = result.acceptance.model_dump(mode="json")
+            verdict.gold_not_accepted = refused_by_default(result.acceptance)
     verdict.seconds["gold"] = round(time.monotonic() - t0, 3)
     if first_base is not None and first_gold is not None:
         verdict.health = environment_health(first_base, first_gold)

@@ -16,8 +16,12 @@ that is refused in one line (`ToolchainTooOld`), and one requiring modules witho
 refused naming them, unless wholeloop.yaml brings its own image, Dockerfile or setup.
 JavaScript: the package manager from `packageManager`, else the lockfile (npm ci, pnpm install
 --frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
-the Node major from `engines.node`, `.nvmrc` or `.node-version`: above Debian's, the npm registry's
-`node` package is installed globally in the setup.
+the Node major from `engines.node`, `devEngines`, `volta`, `.nvmrc` or `.node-version`, raised to what
+the lock file's packages accept (their `engines`): above Debian's, the npm registry's `node` package
+is installed globally in the setup. With a lock file and no workspace, `dependency_files` lets every
+task of one lock file share one install (the deps image tier). Rust: Debian's rustc-web/cargo-web,
+offline; a crate needing registry or git crates without a vendored directory source is refused
+naming them.
 """
 
 from __future__ import annotations

@@ -41,9 +41,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir, env_like
-from sandbox.docker import DockerBackend, env_image
+from sandbox import Backend as SandboxBackend
 
 from .. import pysyntax
+from ..sandboxes import default_backend
 from .backends import HOOK_SCRIPT, Backend, read_backend, scm_version
 from .gitrepo import GitRepo, MineError, parse_date
 from .testdeps import read_tool_deps
@@ -86,6 +87,11 @@ class RepoConfig(BaseModel):
     secrets_baseline: str | None = Field(None, description="detect-secrets baseline of known false positives")
     egress: Literal["allow", "forbid"] | None = Field(
         None, description="forbid: no feature may send this repository's content to a model (docs/privacy.md)"
+    )
+    acceptance: dict | None = Field(
+        None,
+        description="the acceptance policy reports apply to this repository's runs (`--policy`; docs/acceptance.md); "
+        "not read by mining",
     )
 
     _path: str | None = PrivateAttr(None)
@@ -590,11 +596,16 @@ def _cache_path(key: str) -> Path:
 
 
 def resolve(
-    plans: list[EnvPlan], *, ca_bundle: str | None, log: Callable[[str], None] | None = None, timeout_s: float = 600
+    plans: list[EnvPlan],
+    *,
+    ca_bundle: str | None,
+    log: Callable[[str], None] | None = None,
+    timeout_s: float = 600,
+    backend: SandboxBackend | None = None,
 ) -> dict[str, list[str] | ResolutionFailed]:
     """Exact pins for each distinct plan (by `resolution_key`), resolved with uv as of each plan's
-    date in one resolver container; cached on the host. A plan uv cannot resolve maps to its
-    ResolutionFailed."""
+    date in one resolver container of `backend` (default: `harness.sandboxes.default_backend()`);
+    cached on the host. A plan uv cannot resolve maps to its ResolutionFailed."""
     out: dict[str, list[str] | ResolutionFailed] = {}
     todo: dict[str, EnvPlan] = {}
     for plan in plans:
@@ -612,9 +623,10 @@ def resolve(
     for key, plan in todo.items():
         by_image.setdefault(plan.image, []).append((key, plan))
     for image, group in by_image.items():
-        resolver = env_image(resolver_spec(image, ca_bundle), log=log)
+        backend = backend or default_backend()
+        resolver = backend.env_image(resolver_spec(image, ca_bundle), log=log)
         limits = Limits(network=True, command_timeout_s=timeout_s)
-        with DockerBackend().start(resolver.tag, limits=limits, role="resolve", workdir="/tmp") as sb:
+        with backend.start(resolver.tag, limits=limits, role="resolve", workdir="/tmp") as sb:
             for key, plan in group:
                 editable: list[str] = []
                 if plan.probe is not None:
@@ -736,15 +748,18 @@ def environment_builds(checked: list[tuple[str, str | None, list[str]]]) -> dict
     out: dict[str, dict[str, int]] = {}
     envs: dict[str, set[str]] = {}
     built: dict[str, set[str]] = {}
+    installs: dict[str, set[str]] = {}  # deps images built: one dependency install each
     for repository, env, tags in checked:
-        row = out.setdefault(repository, {"tasks": 0, "environments": 0, "built": 0})
+        row = out.setdefault(repository, {"tasks": 0, "environments": 0, "built": 0, "installs": 0})
         row["tasks"] += 1
         if env:
             envs.setdefault(repository, set()).add(env)
         built.setdefault(repository, set()).update(t for t in tags if t.startswith("wholeloop-env:"))
+        installs.setdefault(repository, set()).update(t for t in tags if t.startswith("wholeloop-deps:"))
     for repository, row in out.items():
         row["environments"] = len(envs.get(repository, set()))
         row["built"] = len(built.get(repository, set()))
+        row["installs"] = len(installs.get(repository, set()))
     return out
 
 
@@ -753,5 +768,10 @@ def describe_builds(builds: dict[str, dict[str, int]]) -> list[str]:
     return [
         f"{repository}: {row['tasks']} task(s) checked on {row['environments']} environment image(s) "
         f"({row['built']} built now, {row['environments'] - row['built']} existed)"
+        + (
+            f"; {row['installs']} dependency install(s) run, each shared by the tasks of one lock file"
+            if row.get("installs")
+            else ""
+        )
         for repository, row in sorted(builds.items())
     ]

@@ -16,7 +16,8 @@ implementation the tests compare against):
    only; no test change; no source change; changes protected file <first path> (unless
    --allow-config: then protected files join the gold patch and are exempt from protection for
    that task); diff too large (<N> changed lines > <max>) with N = added + deleted lines of the
-   gold and test parts.
+   gold and test parts; no problem statement (the message is a bot's only: nothing is left once
+   trailers and tool lines are cleaned away, harness.authoring.statements.clean_message).
 4. A candidate: base = first parent; gold patch = its source part (+ protected files with
    --allow-config); hidden tests = its test part; docs dropped; task id = <repository folder
    name>-<first 10 hex digits>, so mining again later adds only new commits; created_at = the
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from ..egress import Egress, endpoint_of
 from ..egress import check as egress_check
@@ -63,6 +64,7 @@ from .check import (
 )
 from .ecosystems import UnsupportedRepository, complete, detect
 from .environment import (
+    CONFIG_NAME,
     EnvironmentNotInferred,
     EnvPlan,
     MineError,
@@ -76,6 +78,7 @@ from .environment import (
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
 from .secrets import Finding, SecretScanner, redact
+from .setup_agent import FEATURE as SETUP_FEATURE
 from .statements import (
     FAILURE_CHARS,
     IDENTIFIER,
@@ -96,6 +99,9 @@ from .statements import (
     with_additions,
 )
 from .statements import classify as classify_statement
+
+if TYPE_CHECKING:
+    from sandbox import Backend as SandboxBackend
 
 DEFAULT_MAX_LINES = 800
 MAX_LISTED_WARNINGS = 100  # secret-scan warnings listed per commit in the report (the total is given)
@@ -155,6 +161,8 @@ class MineOptions:
     issues: Path | None = None
     statement_model: str | None = None
     statement_model_url: str | None = None
+    setup_model: str | None = None  # --setup-model: the setup agent proposes wholeloop.yaml when inference fails
+    setup_model_url: str | None = None
     redact: bool = False
     secrets_baseline: Path | None = None
     env_file: Path | None = None
@@ -294,6 +302,9 @@ def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOption
         out.skipped = f"diff too large ({n} changed lines > {options.max_lines})"
         out.skip_key = f"diff too large (> {options.max_lines} changed lines: --max-lines)"
         return out
+    if not clean_message(repo.message(commit.sha)).text.strip():  # e.g. pre-commit.ci's autofix
+        out.skipped = "no problem statement (the message is a bot's only)"
+        return out
     out.candidate = Candidate(
         commit,
         parent,
@@ -392,6 +403,33 @@ def _statement(
     return with_additions(statement, additions), origin
 
 
+def _proposed_config(repo: GitRepo, out: Path, parser: str, options: MineOptions, log: LogFn) -> RepoConfig:
+    """--setup-model: inference failed for every candidate; the setup agent proposes a wholeloop.yaml
+    (tried at HEAD) and mining uses it. It is written where mining looks for one, beside the
+    repository as `<name>.wholeloop.yaml` (beside OUT for a URL; never in OUT, whose every .yaml is a
+    spec), so mining it again finds it. One proposed before (beside OUT) is used as it is."""
+    local = Path(repo.source).expanduser()
+    path = (local.parent if local.is_dir() else out.parent) / f"{repo.name}.{CONFIG_NAME}"
+    if path.exists():
+        log(f"inference failed; using {path}, proposed before (--setup-model asks nothing)")
+        return load_config(path, repo)
+    from .setup_agent import propose
+
+    log(f"inference failed for every candidate; {options.setup_model} proposes {path}")
+    made = propose(
+        repo,
+        "HEAD",
+        cast(str, options.setup_model),
+        path,
+        base_url=options.setup_model_url,
+        parser=parser,
+        notice=options.egress_notice,
+        progress=options.detail,
+    )
+    log(f"{path}: written by {options.setup_model} in {len(made.attempts)} round(s); read it before committing it")
+    return load_config(path, repo)
+
+
 @dataclass
 class _Pending:
     """What `--statement-model` needs once the spec exists: the linked issue's text (sent), and
@@ -445,19 +483,21 @@ def _model_statement(task: Task, pending: _Pending, options: MineOptions) -> str
     return None
 
 
-def failure_at_base(task: Task) -> BaseFailure:
+def failure_at_base(task: Task, backend: SandboxBackend | None = None) -> BaseFailure:
     """The hidden tests run once at the base commit, as the check's base phase runs them (the task
-    image, network off): the tests that fail and the end of the output. Raises SandboxError and
-    TestPatchError."""
-    from sandbox import DockerBackend, Limits
+    image, network off; `backend` by default `harness.sandboxes.default_backend()`): the tests that
+    fail and the end of the output. Raises SandboxError and TestPatchError."""
+    from sandbox import Limits
 
     from ..grading import prepare_hidden_tests, run_hidden_tests
     from ..run.images import build_task_images
+    from ..sandboxes import default_backend
 
-    images = build_task_images(task)
+    backend = backend or default_backend()
+    images = build_task_images(task, backend=backend)
     limits = task.limits.apply(Limits()).with_(network=False)
-    with DockerBackend().start(images.task.tag, limits=limits, role="check", run_id=f"statement-{os.getpid()}") as sb:
-        run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task))
+    with backend.start(images.task.tag, limits=limits, role="check", run_id=f"statement-{os.getpid()}") as sb:
+        run = run_hidden_tests(sb, task, prepare_hidden_tests(sb, task, facts_dir=backend.facts_dir))
     failing = sorted(t for t, status in (run.report.statuses if run.report else {}).items() if status in FAILING)
     return BaseFailure(failing, run.output[-FAILURE_CHARS:])
 
@@ -488,7 +528,7 @@ def _change(repo: GitRepo, cand: Candidate, gold_patch: str, test_patch: str) ->
     return Change(change_kind(commit_kind(cand.commit.subject), api, tests), api, tests, base_texts)
 
 
-def _ca_bundle() -> str | None:
+def ca_bundle() -> str | None:
     for candidate in (os.environ.get("WHOLELOOP_CA_BUNDLE"), os.environ.get("SSL_CERT_FILE"), *SYSTEM_CA_BUNDLES):
         if candidate and Path(candidate).is_file():
             return candidate
@@ -615,6 +655,13 @@ def mine(
             suite_setting=found.egress,
             suite_source=found.found_at or "wholeloop.yaml",
         )
+    if options.setup_model:
+        egress_check(
+            SETUP_FEATURE,
+            options.setup_model,
+            suite_setting=found.egress,
+            suite_source=found.found_at or "wholeloop.yaml",
+        )
     config = found if found.found_at else None  # else each base commit's own (committed), if any
     issues = load_issues(options.issues) if options.issues else {}
     judged, _where = select(repo, parser, options, commits)
@@ -661,21 +708,38 @@ def mine(
     # environments: inferred per base commit, resolved once per distinct input
     plans: dict[str, EnvPlan | MineError] = {}
     configs: dict[str, RepoConfig] = {}
-    for j in [n[0] for n in new] + refresh:
-        cand = cast(Candidate, j.candidate)  # new and refreshed: candidates
-        cfg = config or load_config(None, repo, cand.parent)
-        configs[cand.task_id] = cfg
-        try:
-            cfg, detected = complete(cfg, repo, cand.parent, parser.name)  # Go, Rust, JavaScript
+
+    def infer_all(config: RepoConfig | None) -> None:
+        for j in [n[0] for n in new] + refresh:
+            cand = cast(Candidate, j.candidate)  # new and refreshed: candidates
+            cfg = config or load_config(None, repo, cand.parent)
             configs[cand.task_id] = cfg
-            plan = infer_environment(
-                repo, cand.parent, cand.commit.committed_at, cfg, runner=parser.name, as_of=options.dependencies_as_of
-            )
-            if detected:
-                plan.sources.insert(0, detected)
-            plans[cand.task_id] = plan
-        except EnvironmentNotInferred as exc:
-            plans[cand.task_id] = exc
+            try:
+                cfg, detected = complete(cfg, repo, cand.parent, parser.name)  # Go, Rust, JavaScript
+                configs[cand.task_id] = cfg
+                plan = infer_environment(
+                    repo,
+                    cand.parent,
+                    cand.commit.committed_at,
+                    cfg,
+                    runner=parser.name,
+                    as_of=options.dependencies_as_of,
+                )
+                if detected:
+                    plan.sources.insert(0, detected)
+                plans[cand.task_id] = plan
+            except EnvironmentNotInferred as exc:
+                plans[cand.task_id] = exc
+
+    infer_all(config)
+    if (
+        options.setup_model
+        and config is None
+        and new
+        and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], EnvironmentNotInferred) for n in new)
+    ):
+        config = _proposed_config(repo, out, parser.name, options, log)
+        infer_all(config)
     if new and all(isinstance(plans[cast(Candidate, n[0].candidate).task_id], MineError) for n in new):
         first = plans[cast(Candidate, new[0][0].candidate).task_id]
         assert isinstance(first, MineError)  # (all of them are)
@@ -684,7 +748,7 @@ def mine(
     distinct = len({p.resolution_key() for p in ok_plans if p.setup is None})
     if distinct:
         log(f"resolving {distinct} distinct environment(s) for {len(ok_plans)} candidate(s)")
-    pins = resolve(ok_plans, ca_bundle=_ca_bundle(), log=options.detail) if ok_plans else {}
+    pins = resolve(ok_plans, ca_bundle=ca_bundle(), log=options.detail) if ok_plans else {}
     # write the specs (nothing was written before this point)
     pending: dict[str, _Pending] = {}
     for j, statement, gold_patch, test_patch, origin in new:

@@ -484,7 +484,8 @@ def added_api(gold_patch: str, base_texts: dict[str, str], after_texts: dict[str
             before = _python_api(base_texts.get(path, ""))
             added.update({k: v for k, v in _python_api(after).items() if k not in before})
     path = ""
-    for line in gold_patch.splitlines():
+    lines = gold_patch.splitlines()
+    for n, line in enumerate(lines):
         if line.startswith("+++ "):
             path = line[4:].strip().removeprefix("b/")
             continue
@@ -493,8 +494,45 @@ def added_api(gold_patch: str, base_texts: dict[str, str], after_texts: dict[str
         for pattern in _PUBLIC_LINE:
             match = pattern.match(line[1:])
             if match and match.group(1) not in base_texts.get(path, ""):
-                added[match.group(1)] = line[1:].strip().rstrip("{").strip()
+                added[match.group(1)] = _signature(lines[n:])
     return added
+
+
+_SIGNATURE_LINES = 12  # a signature is read over at most this many added lines
+
+
+def _signature(lines: list[str]) -> str:
+    """The declaration that starts at lines[0] (added lines of a diff), up to where its body or
+    value starts: continued over the next added lines while a bracket is open (a TypeScript
+    generic over several lines), cut at the `{` that opens the body (not `interface{}` or
+    `struct{}`) or the `=` that gives a value, at bracket depth 0; `=>` and `->` are no brackets."""
+    text = ""
+    for line in lines[:_SIGNATURE_LINES]:
+        if not line.startswith("+") or line.startswith("+++"):
+            break
+        text = f"{text} {line[1:].strip()}".strip()
+        cut, closed = _body_start(text)
+        if cut is not None:
+            return text[:cut].strip()
+        if closed:
+            break
+    return text.rstrip(";").strip()
+
+
+def _body_start(text: str) -> tuple[int | None, bool]:
+    """(where the body or value starts, or None; whether every bracket is closed at the end)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        prev, nxt = text[i - 1] if i else "", text[i + 1] if i + 1 < len(text) else ""
+        if ch in "([" or (ch == "<" and prev != "<"):
+            depth += 1
+        elif ch in ")]" or (ch == ">" and prev not in "=-"):
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch == "{" and not text[:i].rstrip().endswith(("interface", "struct")):
+            return i, True
+        elif depth == 0 and ch == "=" and nxt not in "=>" and prev not in "=!<>":
+            return i, True
+    return None, depth == 0
 
 
 def change_kind(subject_kind: str, api: dict[str, str], tests: set[str]) -> ChangeKind:

@@ -60,6 +60,9 @@ Export (`wholeloop export-predictions RUN_DIR [--out FILE]`)
 --------------------------------------------------------------
 `export_predictions` turns a run's `results.jsonl` into SWE-bench predictions JSONL
 (`instance_id`, `model_name_or_path`, `model_patch`), one line per task, from its final attempt.
+The predictions keep SWE-bench's fixed schema; the acceptance axes grading recorded for those
+attempts go to a sidecar beside them, `<predictions>.acceptance.jsonl` (`instance_id`, `task_id`,
+`resolved`, `acceptance`: the axes, null when not measured; docs/acceptance.md).
 """
 
 from __future__ import annotations
@@ -628,6 +631,7 @@ def export_predictions(
         final[row["task_id"]] = row
 
     predictions: dict[str, dict[str, str]] = {}
+    axes: dict[str, dict[str, Any]] = {}  # the sidecar: SWE-bench's schema has no room for them
     owner: dict[str, str] = {}
     for task_id, row in final.items():
         instance_id = _instance_id(row)
@@ -643,8 +647,20 @@ def export_predictions(
                     patch = fh.read()
         name = model_name or row.get("config") or row.get("model") or row.get("agent") or "wholeloop"
         predictions[instance_id] = {"instance_id": instance_id, "model_name_or_path": str(name), "model_patch": patch}
+        axes[instance_id] = {
+            "instance_id": instance_id,
+            "task_id": task_id,
+            "resolved": row.get("resolved") is True,
+            "acceptance": row.get("acceptance") if isinstance(row.get("acceptance"), dict) else None,
+        }
 
     out = Path(out_path) if out_path is not None else run_dir / "predictions.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     _write(out, "".join(json.dumps(predictions[key]) + "\n" for key in sorted(predictions)))
+    _write(acceptance_sidecar(out), "".join(json.dumps(axes[key]) + "\n" for key in sorted(axes)))
     return out
+
+
+def acceptance_sidecar(predictions: Path) -> Path:
+    """Where the acceptance axes of a predictions file go: `<name>.acceptance.jsonl` beside it."""
+    return predictions.with_name(predictions.name.removesuffix(".jsonl") + ".acceptance.jsonl")

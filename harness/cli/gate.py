@@ -11,6 +11,7 @@ import click
 from . import console, main
 from .exit_codes import NEGATIVE, OK, UNDECIDED, USAGE
 from .history import URL_HELP
+from .reports import POLICY_HELP
 
 # The gate's verdicts on the one table of exit codes (harness/cli/exit_codes.py).
 EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_NOT_ENOUGH_EVIDENCE = OK, NEGATIVE, UNDECIDED
@@ -63,11 +64,13 @@ def _suite_of(path: Path) -> str | None:
 )
 @click.option(
     "--metric",
-    type=click.Choice(["resolve", "cost", "time"]),
+    type=click.Choice(["resolve", "accept", "cost", "time"]),
     default="resolve",
     show_default=True,
-    help="resolve rate, cost per trial or time per trial, paired per task",
+    help="resolve rate, accept rate (resolved and accepted under --policy; docs/acceptance.md), cost per trial "
+    "or time per trial, paired per task",
 )
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
 @click.option("--history-url", "history_url", default=None, help=URL_HELP)
 @click.option(
     "--runs-root",
@@ -88,7 +91,7 @@ def _suite_of(path: Path) -> str | None:
     help="count infra errors (and, for --metric resolve, the baseline's tasks the candidate has not finished) as "
     "failures; without it, they are not enough evidence (exit 4), as changed specs always are",
 )
-def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, json_out, strict):
+def gate(baseline, candidate, margin, alpha, metric, policy, history_url, runs_root, json_out, strict):
     """Is CANDIDATE worse than BASELINE? Paired on the tasks both ran with the same task content
     hash; a one-sided paired sign-flip test. Exit 1: worse by more than --margin at --alpha;
     4: not enough evidence to decide (says how many tasks or repeats would be; or names the shared
@@ -144,8 +147,16 @@ def gate(baseline, candidate, margin, alpha, metric, history_url, runs_root, jso
     finally:
         if index is not None:
             index.close()
+    from ..report.acceptance import load_policy
+
     result = decide(
-        sides["baseline"], sides["candidate"], metric=metric, margin=margin / 100, alpha=alpha, strict=strict
+        sides["baseline"],
+        sides["candidate"],
+        metric=metric,
+        margin=margin / 100,
+        alpha=alpha,
+        strict=strict,
+        policy=load_policy(policy),
     )
     print_gate(result, console())
     if json_out:
@@ -165,7 +176,9 @@ def print_gate(r, out) -> None:
     def say(text: str) -> None:  # whole lines, never folded: CI logs are searched for them
         out.print(text, soft_wrap=True, highlight=False)
 
-    unit = {"resolve": "points", "cost": "% more cost per trial", "time": "% more time per trial"}[r.metric]
+    unit = {"resolve": "points", "accept": "points", "cost": "% more cost per trial", "time": "% more time per trial"}[
+        r.metric
+    ]
     margin = f"{100 * r.margin:g} {unit}"
     say(f"[bold]gate[/]: {r.metric} · margin {margin} · alpha {r.alpha:g} (one-sided)")
     for label, side in (("baseline ", r.baseline), ("candidate", r.candidate)):
@@ -195,15 +208,15 @@ def print_gate(r, out) -> None:
     say(f"  paired on {len(r.shared)} task(s) with the same content hash" + (f"; {'; '.join(notes)}" if notes else ""))
     if r.strict and (r.baseline.infra_errors or r.candidate.infra_errors):
         say("  infra errors counted as failures (--strict)")
-    if r.strict and r.unfinished and r.metric == "resolve":
+    if r.strict and r.unfinished and r.metric in ("resolve", "accept"):
         say("  tasks the candidate has not finished counted as failures (--strict)")
     if r.infra_shares:
         say(f"  [yellow]caution: {r.infra_shares}[/]")
     if r.baseline_value is not None:
-        fmt = {"resolve": pct, "cost": usd, "time": seconds}[r.metric]
+        fmt = {"resolve": pct, "accept": pct, "cost": usd, "time": seconds}[r.metric]
         diff = (
             f"{100 * r.difference:+.1f} points"
-            if r.metric == "resolve"
+            if r.metric in ("resolve", "accept")
             else "n/a"
             if r.difference is None
             else f"{100 * r.difference:+.1f}%"
@@ -219,6 +232,14 @@ def print_gate(r, out) -> None:
             say(f"    {f.task_id}  baseline {f.baseline} -> candidate {f.candidate}")
             say(f"      baseline:  {f.baseline_transcript or '-'}")
             say(f"      candidate: {f.candidate_transcript or '-'}")
+            if f.why is not None:
+                from rich.markup import escape
+
+                from ..report.divergence import describe
+
+                causes, where = describe(f.why)
+                say(f"      cause on the {f.why.failing}: [bold]{escape(causes)}[/]")
+                say(f"      diverged at {escape(where)}")
     if r.verdict == "regression":
         say(f"[bold red]REGRESSION[/]: {r.reason} -> exit {EXIT_REGRESSION}")
     elif r.verdict == "not_enough_evidence":

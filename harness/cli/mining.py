@@ -1,4 +1,4 @@
-"""What `wholeloop mine` shows: the candidates before anything is built (`--list`), one progress
+"""`wholeloop env propose` (the setup agent), and what `wholeloop mine` shows: the candidates before anything is built (`--list`), one progress
 line while it works (never the build output itself), and at the end the tasks it made and what
 became of every commit, counted per reason (the per-commit detail is in mine-report.json).
 
@@ -11,11 +11,15 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from pathlib import Path
 
+import click
 from rich.console import Console
 from rich.status import Status
 from rich.table import Table
 from rich.text import Text
+
+from . import main
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 # check progress lines kept in a log when there is no terminal for the progress line
@@ -192,3 +196,57 @@ def _print_counts(report, console: Console, *, only_skipped: bool = False) -> No
     for reason, n in sorted(counts.items(), key=lambda kv: (order.get(kv[0].split(":")[0], 5), -kv[1], kv[0])):
         table.add_row(str(n), Text(reason))
     console.print(table)
+
+
+@main.group("env")
+def env_group():
+    """A repository's environment (wholeloop.yaml)."""
+
+
+@env_group.command("propose")
+@click.argument("repo")
+@click.option("--commit", default="HEAD", show_default=True, help="the commit whose tests must run")
+@click.option("--model", "model", required=True, help="the model that proposes wholeloop.yaml (never a default)")
+@click.option("--base-url", default=None, help="base URL for --model")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the file to write (default: wholeloop.yaml in REPO; never overwritten)",
+)
+@click.option("--parser", default="pytest", show_default=True, help="test-result parser")
+@click.option("--rounds", default=4, show_default=True, type=click.IntRange(1, 20), help="proposals at most")
+def env_propose(repo, commit, model, base_url, out, parser, rounds):
+    """Let a model propose REPO's wholeloop.yaml, trying each proposal in a container with the
+    network until the tests at --commit run healthy. It sends repository content to the model: it
+    says what before each request and is refused when egress is forbidden (docs/privacy.md)."""
+    from ..authoring.gitrepo import GitRepo
+    from ..authoring.setup_agent import propose
+    from . import console
+
+    out_console = console()
+    git = GitRepo.open(repo)
+    local = Path(repo).expanduser()
+    target = out or (local / "wholeloop.yaml" if local.is_dir() else Path(f"{git.name}.wholeloop.yaml"))
+    line = ProgressLine(out_console)
+    with line:
+        made = propose(
+            git,
+            commit,
+            model,
+            target,
+            base_url=base_url,
+            parser=parser,
+            rounds=rounds,
+            notice=lambda text: line.say(Text(text, style="yellow")),
+            progress=line.detail,
+        )
+    health = made.health
+    out_console.print(
+        Text(
+            f"{made.path}: written by {model} in {len(made.attempts)} round(s)"
+            + (f"; the tests ran healthy ({health.passed} passed of {health.collected})" if health else ""),
+            style="bold",
+        )
+    )
+    out_console.print(Text(f"transcript: {made.transcript}; read the file before you commit it", style="dim"))

@@ -9,7 +9,15 @@ import click
 
 from . import console, main
 
-_SCORING_HELP = "YAML mapping outcomes to costs (e.g. regression: 3); default: every failure costs 1"
+_SCORING_HELP = (
+    "YAML mapping outcomes to costs (e.g. regression: 3; not_accepted: 2 for a resolved patch the acceptance "
+    "policy does not accept); default: every failure costs 1"
+)
+POLICY_HELP = (
+    "the acceptance policy: a YAML file (e.g. wholeloop.yaml or a suite config) whose `acceptance:` names the axes "
+    "that refuse a resolved patch; default: docs/acceptance.md"
+)
+_METRIC_HELP = "what rates and comparisons count: resolved patches, or resolved and accepted ones (--policy)"
 
 
 def _rows(runs):
@@ -91,7 +99,25 @@ def _check_outputs(files=(), folders=()) -> None:
 @click.option(
     "--strict", is_flag=True, help="count infra errors as failures in the rates (for CI) instead of leaving them out"
 )
-def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, evidence, cutoffs, cutoff_table, strict):
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
+@click.option(
+    "--metric", type=click.Choice(["resolve", "accept"]), default="resolve", show_default=True, help=_METRIC_HELP
+)
+def report(
+    runs,
+    per_task,
+    scoring,
+    with_compare,
+    json_out,
+    csv_out,
+    html_out,
+    evidence,
+    cutoffs,
+    cutoff_table,
+    strict,
+    policy,
+    metric,
+):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
     recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
     honoured); what does not fit is named, and --json / --csv have everything."""
@@ -115,7 +141,9 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
         except ReportInputError as exc:
             raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
-    figures = compute_figures(list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table, strict=strict)
+    figures = compute_figures(
+        list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table, strict=strict, policy=policy, metric=metric
+    )
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
         write_json(json_out, figures.model_dump(mode="json"))
@@ -147,7 +175,11 @@ def report(runs, per_task, scoring, with_compare, json_out, csv_out, html_out, e
     help="count infra errors, and tasks one side has not finished, as failures; without it, they are not enough "
     "evidence (exit 4), as changed specs always are",
 )
-def compare(runs, scoring, json_out, strict):
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
+@click.option(
+    "--metric", type=click.Choice(["resolve", "accept"]), default="resolve", show_default=True, help=_METRIC_HELP
+)
+def compare(runs, scoring, json_out, strict, policy, metric):
     """Compare configurations paired on their shared tasks: wins/losses/ties, exact McNemar, a paired
     bootstrap interval for the difference in resolve rate; no ranking when the data cannot separate them.
     Exit 4 (not enough evidence) when a configuration has infra errors on tasks both ran, or has not
@@ -157,11 +189,11 @@ def compare(runs, scoring, json_out, strict):
     from ..records import write_json
     from ..report.compare import JSON_SCHEMA_VERSION
     from ..report.figures import compute_figures
-    from ..report.terminal import comparison_block, recipe_block, stats_table
+    from ..report.terminal import acceptance_block, comparison_block, recipe_block, stats_table
 
     _check_outputs(files=(json_out,))
     out = console()
-    figures = compute_figures(list(runs), scoring, recovery=False, strict=strict)
+    figures = compute_figures(list(runs), scoring, recovery=False, strict=strict, policy=policy, metric=metric)
     if len(figures.configs) < 2:
         raise click.UsageError(
             f"compare needs at least two configurations; found {len(figures.configs)} in " + ", ".join(map(str, runs))
@@ -169,6 +201,7 @@ def compare(runs, scoring, json_out, strict):
     for run in figures.runs:
         out.print(recipe_block(run.recipe, run.run_dir, run.configs))
     out.print(stats_table(figures, out.width))
+    out.print(acceptance_block(figures))
     for cmp in figures.comparisons:
         out.print(comparison_block(cmp, out.width))
     if json_out:
@@ -179,6 +212,8 @@ def compare(runs, scoring, json_out, strict):
                 "comparisons": [c.model_dump(mode="json") for c in figures.comparisons],
                 "configs": [c.model_dump(mode="json") for c in figures.configs],
                 "scoring": figures.scoring.model_dump(mode="json"),
+                "metric": figures.metric,
+                "acceptance": [a.model_dump(mode="json") for a in figures.acceptance],
                 "bootstrap": figures.bootstrap.model_dump(mode="json"),
                 "recipes": [r.model_dump(mode="json") for r in figures.runs],
             },
@@ -192,6 +227,8 @@ def compare(runs, scoring, json_out, strict):
 
 def _indexes(runs, out):
     """The history index of each run folder that has one, with the run's key in it."""
+    if not runs:
+        return []  # (the database layer is long to import)
     from ..history.db import HistoryError, HistoryIndex
     from ..history.live import default_url
 
@@ -224,6 +261,7 @@ def failures(runs, causes, tasks, configs, as_json):
     """Why attempts failed, across runs: causes x configurations with counts, shares and 95 %
     intervals, and the tasks behind each cell (docs/failures.md). Causes are computed from the run
     folders (run folders of any age) and kept in the history index beside them."""
+    from ..history.causes import index_url, read_sqlite
     from ..records import open_run
     from ..report.cause_table import cause_block, cause_table
     from ..report.causes import RULES_VERSION
@@ -243,12 +281,20 @@ def failures(runs, causes, tasks, configs, as_json):
     missing = [c for c in configs if c not in names]
     if missing:
         raise click.BadParameter(f"{', '.join(missing)}: no such configuration in these runs", param_hint="--config")
-    indexes = _indexes(runs, out)
+    known = {}
+    for run_dir in runs:  # a SQLite index answers without the database layer (it takes long to import)
+        kept = read_sqlite(index_url(run_dir), run_dir, RULES_VERSION)
+        if kept is not None:
+            known[Path(run_dir)] = kept
+    indexes = _indexes([r for r in runs if Path(r) not in known], out)
     try:
-        known = {path: index.stored_causes(key, RULES_VERSION) for path, index, key in indexes}
+        for path, index, key in indexes:
+            known[path] = index.stored_causes(key, RULES_VERSION)
         table, fresh = cause_table(
             loaded, known=known, causes=list(causes), tasks=list(tasks), only_configs=list(configs)
         )
+        opened = {path for path, _, _ in indexes}
+        indexes += _indexes([path for path, found in fresh.items() if found and path not in opened], out)
         for path, index, key in indexes:
             index.store_causes(key, fresh.get(path, {}), RULES_VERSION)
     finally:
@@ -267,19 +313,25 @@ def failures(runs, causes, tasks, configs, as_json):
 @click.option("--repeat", type=int, default=None, help="only this repeat")
 @click.option("--full", is_flag=True, help="whole outputs instead of their last lines")
 @click.option("--json", "as_json", is_flag=True, help="the attempt(s) as JSON on stdout (schema: docs/records.md)")
-def show(run_dir, task_id, config, repeat, full, as_json):
-    """An attempt for a reviewer: the problem, the outcome and each failing test with its message
-    first; then each step (what the agent ran and saw), the patch, and the tests it made pass."""
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
+def show(run_dir, task_id, config, repeat, full, as_json, policy):
+    """An attempt for a reviewer: the problem, the outcome (and, when resolved, whether the acceptance
+    policy accepts it and why not) and each failing test with its message first; then each step
+    (what the agent ran and saw), the patch, and the tests it made pass."""
+    from ..report.acceptance import load_policy
+
+    rules = load_policy(policy)
     if as_json:
         import json
 
         from ..report.show import show_json
 
-        click.echo(json.dumps(_one_or_many(show_json(run_dir, task_id, config=config, repeat=repeat)), indent=2))
+        found = show_json(run_dir, task_id, config=config, repeat=repeat, policy=rules)
+        click.echo(json.dumps(_one_or_many(found), indent=2))
         return
     from ..report.show import show as render
 
-    render(run_dir, task_id, config=config, repeat=repeat, full=full, console=console())
+    render(run_dir, task_id, config=config, repeat=repeat, full=full, console=console(), policy=rules)
 
 
 def _one_or_many(found: list[dict]) -> dict:
@@ -289,7 +341,7 @@ def _one_or_many(found: list[dict]) -> dict:
 
 @main.group()
 def export():
-    """Hand a run to other tools: Inspect AI eval logs, SWE-bench predictions."""
+    """Hand a run to other tools: Inspect AI eval logs, ATIF trajectories, SWE-bench predictions."""
 
 
 @export.command("inspect")
@@ -310,6 +362,25 @@ def export_inspect(run_dir, out):
     click.echo(f"wrote {write(run_dir, target)}")
 
 
+@export.command("atif")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="folder for the trajectories (default RUN_DIR/atif)",
+)
+def export_atif(run_dir, out):
+    """Write each attempt's trajectory in ATIF, Harbor's trajectory format (one JSON file per
+    attempt: steps, tool calls, observations, tokens and cost, the patch), each validated against
+    Harbor's own model (its pinned wheel, downloaded once into the cache; docs/interop.md)."""
+    from ..report.atif_export import export_atif as write
+
+    target = out or Path(run_dir) / "atif"
+    _check_outputs(folders=(target,))
+    written = write(run_dir, target)
+    click.echo(f"wrote {len(written)} trajectories to {target} (validated against Harbor's ATIF model)")
+
+
 @export.command("predictions")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="predictions JSONL (default RUN_DIR/predictions.jsonl)")
@@ -317,8 +388,9 @@ def export_inspect(run_dir, out):
 @click.option("--repeat", default=0, show_default=True, help="which repeat to export")
 @click.option("--config", "config_label", default=None, help="which configuration, when the run has several")
 def export_predictions(run_dir, out, model_name, repeat, config_label):
-    """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run
-    (also `wholeloop export-predictions`, its older name)."""
+    """Write SWE-bench predictions (instance_id, model_name_or_path, model_patch) for a run, and
+    the acceptance axes of those attempts beside them in <predictions>.acceptance.jsonl (also
+    `wholeloop export-predictions`, its older name)."""
     from ..authoring.swebench import export_predictions as export_
 
     if out is not None:

@@ -115,6 +115,13 @@ def _mine_options(f):
         ),
         click.option("--statement-base-url", default=None, help="base URL for --statement-model"),
         click.option(
+            "--setup-model",
+            default=None,
+            help="when no environment can be inferred, let this model propose OUT/wholeloop.yaml, tried in a "
+            "container until the tests run healthy (the setup agent; never the default)",
+        ),
+        click.option("--setup-base-url", default=None, help="base URL for --setup-model"),
+        click.option(
             "--redact", is_flag=True, help="replace secrets found in statements and patches instead of refusing"
         ),
         click.option(
@@ -187,6 +194,8 @@ def _run_mine(repo, commits, since, until, paths, max_candidates, only=(), listi
         issues=kw["issues"],
         statement_model=kw["statement_model"],
         statement_model_url=kw["statement_base_url"],
+        setup_model=kw["setup_model"],
+        setup_model_url=kw["setup_base_url"],
         redact=kw["redact"],
         secrets_baseline=kw["secrets_baseline"],
         env_file=kw["env_file"],
@@ -321,6 +330,11 @@ def tasks_check(paths, repeats, discover, force, workers):
             out_console.print(
                 f"[yellow]quarantined[/] {result.task.id}: {v.quarantined}"
                 + (f" [dim]({v.detail[:200]})[/]" if v.detail else "")
+            )
+        if v is not None and v.gold_not_accepted:
+            out_console.print(
+                f"  [bold yellow]control:[/] gold is not accepted by the default acceptance policy "
+                f"({', '.join(v.gold_not_accepted)}): fix the task or the policy (docs/acceptance.md)"
             )
         for finding in v.findings if v else []:
             out_console.print(

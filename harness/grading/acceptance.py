@@ -62,6 +62,18 @@ _DEBUG = re.compile(
 )
 
 
+# the axes whose findings the default acceptance policy refuses (harness.report.acceptance's
+# DEFAULT_POLICY; tests/test_acceptance.py keeps the two equal): what `tasks check` flags in gold
+DEFAULT_REFUSED = (
+    "tests_deleted",
+    "tests_weakened",
+    "outside_scope",
+    "top_level_added",
+    "binary_files",
+    "debug_leftovers",
+)
+
+
 class LineEvidence(BaseModel):
     path: str
     line: str
@@ -81,6 +93,12 @@ class Axes(BaseModel):
     top_level_added: list[str] = Field(default_factory=list)
     debug_leftovers: list[LineEvidence] = Field(default_factory=list)
     binary_files: list[str] = Field(default_factory=list)
+
+
+def refused_by_default(axes: Axes) -> list[str]:
+    """The axes with findings that the default acceptance policy refuses (empty: accepted, if resolved)."""
+    found = axes.model_dump()
+    return [k for k in DEFAULT_REFUSED if found[k]]
 
 
 def is_test_file(task: Task, path: str) -> bool:

@@ -32,10 +32,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sandbox import Backend, DockerBackend, FileOpError, Limits, Sandbox, SandboxError
-from sandbox.docker import FACTS_DIR
+from sandbox import Backend, FileOpError, Limits, Sandbox, SandboxError
 
 from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
+from ..sandboxes import default_backend
 from ..tasks import Task
 from .acceptance import measure
 from .determinism import GRADING_SEED, HASH_SEED_VAR, hash_seed
@@ -75,7 +75,7 @@ def grade(
     seed: int = GRADING_SEED,
 ) -> tuple[Grade, str, TestReport | None]:
     """Grade `patch` for `task` in fresh containers from `image` started by `backend` (default:
-    Docker); returns the grade, the test output and the parsed report (None when no tests ran),
+    `harness.sandboxes.default_backend()`); returns the grade, the test output and the parsed report (None when no tests ran),
     whose failure messages have every line of the hidden tests removed. Infrastructure problems
     become an `infra_error` grade, never an exception. (`base` is the snapshot's commit; `hasher`
     reads the content hashes that check what the grade claims it stripped, see `evidence`; `seed`:
@@ -98,7 +98,7 @@ def _grade(
     hasher: Hasher | None,
     seed: int,
 ) -> tuple[Grade, str, TestReport | None]:
-    backend = backend or DockerBackend()
+    backend = backend or default_backend()
     started = time.monotonic()
     output = ""
     if not patch.strip():  # nothing to test: no test runs, so none passed and none failed
@@ -124,7 +124,7 @@ def _grade(
             at.step = "start a grading container"
             with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
                 at.step = "prepare the hidden tests"
-                prepared = prepare_hidden_tests(sb, task, parsers)
+                prepared = prepare_hidden_tests(sb, task, parsers, facts_dir=backend.facts_dir)
                 if decision is None:
                     shadowing = shadowing_modules(
                         sb,
@@ -225,7 +225,7 @@ def _passes_on_base(
     step that failed with the patch applied failed because of it (`environment_broken`)."""
     try:
         with backend.start(image, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
-            run_hidden_tests(sb, task, prepare_hidden_tests(sb, task, parsers))
+            run_hidden_tests(sb, task, prepare_hidden_tests(sb, task, parsers, facts_dir=backend.facts_dir))
         return True
     except (SandboxError, TestPatchError):
         return False
@@ -261,13 +261,15 @@ class HiddenRun:
     seeds: dict[str, str] = field(default_factory=dict)  # what fixed its hash seed and test order (`determinism`)
 
 
-def prepare_hidden_tests(sb: Sandbox, task: Task, parsers: list[Parser] | None = None) -> HiddenTests:
-    """Before anything of the patch: the image's facts, grading's tools and the folders of the
+def prepare_hidden_tests(
+    sb: Sandbox, task: Task, parsers: list[Parser] | None = None, *, facts_dir: str
+) -> HiddenTests:
+    """Before anything of the patch: the image's facts (under the backend's `facts_dir`), grading's tools and the folders of the
     structured reports, the hidden tests (and their text, to keep it out of feedback). Raises
     TestPatchError when the test patch does not apply with `git apply`."""
     parsers = parsers or task.hidden_tests.parsers()
     token = secrets.token_hex(12)
-    setups = [p.run_setup(_facts(sb, p.name), token, tuple(task.hidden_tests.plugins)) for p in parsers]
+    setups = [p.run_setup(_facts(sb, facts_dir, p.name), token, tuple(task.hidden_tests.plugins)) for p in parsers]
     # the folders of the fixed results files the hidden command writes (pytest's report-log makes its own)
     folders = {p.results_file.rsplit("/", 1)[0] + "/.keep": b"" for p in parsers if p.results_file}
     _place(sb, {f"{WORK}/.keep": b"", **folders, **{k: v for s in setups for k, v in s.files.items()}})
@@ -334,10 +336,10 @@ def _place(sb: Sandbox, files: dict[str, bytes]) -> None:
     sb.put_archive("/", buf.getvalue())
 
 
-def _facts(sb: Sandbox, name: str) -> dict | None:
+def _facts(sb: Sandbox, facts_dir: str, name: str) -> dict | None:
     """What the image build recorded for this parser (outside the repository), or None."""
     try:
-        return json.loads(sb.read_file(f"{FACTS_DIR}/{name}.json", max_bytes=1_000_000))
+        return json.loads(sb.read_file(f"{facts_dir}/{name}.json", max_bytes=1_000_000))
     except (FileOpError, ValueError):
         return None
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..records import ResultRow
 from ..transcript import Event, read_transcript
+from .acceptance import DEFAULT_POLICY, Policy, judge, tell
 
 PASSING = ("PASSED", "XFAIL")
 
@@ -156,9 +157,12 @@ def steps_of(events: list, attempt: int) -> list[dict]:
     return steps
 
 
-def attempt_data(run_dir: Path, rows: list[ResultRow], manifest: dict | None = None) -> dict[str, Any]:
+def attempt_data(
+    run_dir: Path, rows: list[ResultRow], manifest: dict | None = None, policy: Policy = DEFAULT_POLICY
+) -> dict[str, Any]:
     """One (task, configuration, repeat) as data: the problem and, per attempt, its row, failing
-    tests with messages, the tests it made pass, its steps and its patch. What `show --json` prints."""
+    tests with messages, the tests it made pass, its acceptance under `policy` (verdict, reasons,
+    evidence), its steps and its patch. What `show --json` prints."""
     run_dir = Path(run_dir)
     first = rows[0]
     path = run_dir / first.transcript_path
@@ -175,6 +179,7 @@ def attempt_data(run_dir: Path, rows: list[ResultRow], manifest: dict | None = N
     for row in rows:
         messages = failure_messages(run_dir, row, manifest)
         patch = run_dir / row.patch_path if row.patch_path else None
+        verdict = judge(row, policy)
         out["attempts"].append(
             {
                 "row": row.model_dump(mode="json"),
@@ -183,6 +188,13 @@ def attempt_data(run_dir: Path, rows: list[ResultRow], manifest: dict | None = N
                     for t, s, k in failing_tests(row)
                 ],
                 "fail_to_pass_passing": [t for t in fail_to_pass(row) if row.tests.get(t) in PASSING],
+                "acceptance": {
+                    "verdict": verdict.acceptance.value,
+                    "reasons": verdict.reasons,
+                    "evidence": verdict.evidence,
+                    "said": tell(verdict),
+                    "policy": policy.describe(),
+                },
                 "steps": steps_of(events, row.attempt),
                 "patch": patch.read_text(errors="replace") if patch and patch.is_file() else "",
             }

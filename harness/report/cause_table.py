@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -151,3 +152,38 @@ def cause_block(table: CauseTable, width: int = 150):
             Text.from_markup(f"  [bold]{cell.cause}[/] · {cell.config}: ", end="").append(", ".join(cell.tasks))
         )
     return Group(*parts)
+
+
+def explorer(configs: list[ConfigRows], rep_of: dict[tuple[str, str, str, int], int]) -> dict:
+    """The HTML report's failure explorer: a chip per cause (with its count) and every failed
+    attempt with its causes and evidence; `rep_of` maps (run folder, task, config label, repeat) to
+    the report's attempt index, which the page opens (at the evidence's step)."""
+    table, _ = cause_table(configs)
+    by_name = {c.name: c for c in configs}
+    rows: list[dict[str, Any]] = []
+    for a in table.attempts:
+        cfg = by_name[a.config]
+        rows.append(
+            {
+                "rep": rep_of.get((str(Path(cfg.run_dir).resolve()), a.task_id, cfg.label, a.repeat)),
+                "task": a.task_id,
+                "config": a.config,
+                "attempt": a.attempt,
+                "outcome": a.outcome,
+                "causes": [
+                    {
+                        "cause": f.cause.value,
+                        "summary": f.summary,
+                        "evidence": [e.model_dump(exclude_defaults=True) for e in f.evidence],
+                    }
+                    for f in a.causes
+                ],
+            }
+        )
+    counts = {c.value: sum(c.value in [x["cause"] for x in r["causes"]] for r in rows) for c in Cause}
+    return {
+        "rules_version": table.rules_version,
+        "chips": [(k, v) for k, v in counts.items() if v],
+        "without": sum(not r["causes"] for r in rows),
+        "rows": rows,
+    }

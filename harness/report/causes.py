@@ -189,9 +189,27 @@ class _Attempt:
     steps: int = 0
 
 
+def runs_by_call(events: list) -> dict[int, TestRun]:
+    """A test call's seq -> the test_run event it produced. The built-in agent and the external CLIs'
+    recorder write a test_run right after the result of the call that ran the tests; one step can
+    hold several calls (a CLI's parallel tool calls), so the step alone does not say which."""
+    out: dict[int, TestRun] = {}
+    waiting: dict[str, ToolCallEvent] = {}
+    last: ToolCallEvent | None = None  # the call whose result came last
+    for e in events:
+        if isinstance(e, ToolCallEvent):
+            waiting[e.call_id] = e
+        elif isinstance(e, ToolResultEvent):
+            last = waiting.pop(e.call_id, None)
+        elif isinstance(e, TestRun) and last is not None and last.seq not in out:
+            out[last.seq] = e
+            last = None
+    return out
+
+
 def _sort(events: list) -> _Attempt:
     at = _Attempt()
-    runs: dict[int, TestRun] = {}
+    runs = runs_by_call(events)
     steps = set()
     waiting: dict[str, ToolCallEvent] = {}  # call ids repeat (a scripted model's, some CLIs'): the latest call's
     for e in events:
@@ -203,8 +221,6 @@ def _sort(events: list) -> _Attempt:
             call = waiting.pop(e.call_id, None)
             if call is not None:
                 at.results[call.seq] = e
-        elif isinstance(e, TestRun):
-            runs[e.step] = e
         elif isinstance(e, PatchEvent):
             at.patch = e
         elif isinstance(e, Stop):
@@ -216,9 +232,7 @@ def _sort(events: list) -> _Attempt:
             if at.first_edit_seq is None:
                 at.first_edit_seq = call.seq
         if is_test_call(call):
-            at.tests.append(
-                (call, result, runs.get(call.step) if call.name == "run_tests" or call.kind == "test" else None)
-            )
+            at.tests.append((call, result, runs.get(call.seq)))
     at.steps = len(steps)
     return at
 

@@ -43,11 +43,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .divergence import FlipWhy, why_flipped
 from .stats import BootstrapSettings, ConfigRows, Interval, Trial, bootstrap_mean, bootstrap_ratio, by_task, trials_of
 
 #: The version of `compare --json`: 1 had no version field; 2 adds `schema_version`, and each
-#: comparison's `unfinished` and `changed` (both make the verdict not enough evidence: exit 4).
-JSON_SCHEMA_VERSION = 2
+#: comparison's `unfinished` and `changed` (both make the verdict not enough evidence: exit 4); 3 adds
+#: each flipped task's `why` (docs/failures.md).
+JSON_SCHEMA_VERSION = 3
 SAME_TIER = "same tier: the data does not separate them"
 NOT_ENOUGH_EVIDENCE = "not enough evidence"
 INFRA_SHARES_DIFFER = (
@@ -66,6 +68,7 @@ class TaskPair(BaseModel):
     result: str  # "a" | "b" | "tie"
     transcripts_a: list[str] = Field(default_factory=list)  # run folder / transcript of each trial
     transcripts_b: list[str] = Field(default_factory=list)
+    why: FlipWhy | None = None  # first repeats flipped: the failing side's causes, where the two went apart
 
 
 class Redo(BaseModel):
@@ -242,6 +245,15 @@ def _transcripts(cfg: ConfigRows, trials: list[Trial]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+def _why(a: ConfigRows, b: ConfigRows, trials_a: list[Trial], trials_b: list[Trial]) -> FlipWhy | None:
+    """A task whose first repeats flipped: the failing side's causes and the first divergence."""
+    first_a, first_b = min(trials_a, key=lambda t: t.repeat), min(trials_b, key=lambda t: t.repeat)
+    (fail, fail_t), (ok, ok_t) = ((b, first_b), (a, first_a)) if first_a.resolved else ((a, first_a), (b, first_b))
+    if fail_t.final is None or ok_t.final is None:
+        return None
+    return why_flipped(fail.name, fail.run_dir, fail_t.final, ok.run_dir, ok_t.final)
+
+
 def compare_pair(
     a: ConfigRows, b: ConfigRows, settings: BootstrapSettings | None = None, *, strict: bool = False
 ) -> Comparison:
@@ -273,6 +285,7 @@ def compare_pair(
                 result="a" if ra > rb else "b" if rb > ra else "tie",
                 transcripts_a=_transcripts(a, ta[tid]),
                 transcripts_b=_transcripts(b, tb[tid]),
+                why=_why(a, b, ta[tid], tb[tid]) if fa != fb else None,
             )
         )
     rates_a, rates_b = [p.rate_a for p in pairs], [p.rate_b for p in pairs]

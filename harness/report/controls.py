@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
+from .acceptance import ConfigAcceptance
 from .stats import ConfigStats, TaskRate
 
 
@@ -104,10 +105,40 @@ def noop_resolves_none(cfg: ConfigStats) -> ControlFailure | None:
 CHECKS: tuple[CheckFn, ...] = (gold_resolves_all, noop_resolves_none)
 
 
-def control_checks(configs: Sequence[ConfigStats]) -> list[ControlFailure]:
+def gold_accepted(acc: ConfigAcceptance) -> ControlFailure | None:
+    """`gold` must be accepted wherever it resolves, under the report's acceptance policy: a gold
+    patch the policy refuses says the policy (or the task) is wrong, and every acceptance figure over
+    that task is suspect (docs/acceptance.md)."""
+    if acc.agent != "gold" or not acc.tasks_not_accepted:
+        return None
+    # of each task's resolved trials, those the policy accepted
+    tasks = [
+        ControlTask(task_id=t, expected=acc.task_counts[t][0], trials=acc.task_counts[t][1])
+        for t in sorted(acc.tasks_not_accepted)
+    ]
+    why = "; ".join(f"{t}: {', '.join(r)}" for t, r in sorted(acc.tasks_not_accepted.items())[:5])
+    return ControlFailure(
+        check="gold-accepted",
+        config=acc.config,
+        run_dir=acc.run_dir,
+        tasks=tasks,
+        message=(
+            f"the control failed: gold ({acc.config}) is not accepted by the acceptance policy on "
+            f"{len(tasks)} task(s) ({why}); do not trust the accept rates on these tasks until the policy "
+            "or the tasks are fixed"
+        ),
+    )
+
+
+ACCEPTANCE_CHECKS: tuple[Callable[[ConfigAcceptance], ControlFailure | None], ...] = (gold_accepted,)
+
+
+def control_checks(configs: Sequence[ConfigStats], acceptance: Sequence[ConfigAcceptance] = ()) -> list[ControlFailure]:
     """Every failed control check over a report's configurations (empty: the controls held, or
-    there was no control in the report)."""
-    return [failure for cfg in configs for check in CHECKS if (failure := check(cfg)) is not None]
+    there was no control in the report); `acceptance`: the configurations' acceptance figures,
+    which the acceptance checks read."""
+    found = [failure for cfg in configs for check in CHECKS if (failure := check(cfg)) is not None]
+    return found + [f for acc in acceptance for check in ACCEPTANCE_CHECKS if (f := check(acc)) is not None]
 
 
 def markdown(failures: Sequence[ControlFailure]) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .acceptance import DEFAULT_POLICY, ConfigAcceptance, Policy, accept_configs, acceptance_figures, load_policy
 from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
 from .controls import ControlFailure, control_checks
@@ -120,6 +121,10 @@ class Figures(BaseModel):
     dating: list[DatingSplit] = Field(default_factory=list)  # resolve rate split by the model's training cutoff
     controls: list[ControlFailure] = Field(default_factory=list)  # failed control checks: shown before any number
     statements: list[StatementSplit] = Field(default_factory=list)  # resolve rate split by statement class
+    # what "resolved" means in every rate, interval and comparison above: `resolve` (the hidden
+    # tests pass), or `accept` (resolved and accepted under the policy); docs/acceptance.md
+    metric: str = "resolve"
+    acceptance: list[ConfigAcceptance] = Field(default_factory=list)  # both rates side by side, and why not accepted
 
 
 def _sha(data) -> str | None:
@@ -212,12 +217,19 @@ def compute_figures(
     cutoffs: dict[str, str] | None = None,
     cutoff_table: Path | str | None = None,
     strict: bool = False,
+    policy: Policy | Path | str | None = None,
+    metric: str = "resolve",
 ) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
     (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
     training-cutoff table; ``strict``: infra errors count as failures in each configuration's
-    figures instead of being left out (for CI). Raises FileNotFoundError for a folder that is not a run."""
+    figures instead of being left out (for CI); ``policy``: the acceptance policy (a Policy, a file, or
+    None: the default); ``metric``: `accept` makes every rate and comparison the acceptance rate's
+    (raises NotMeasured when a resolved attempt has no axes). Raises FileNotFoundError for a folder
+    that is not a run."""
     settings = settings or BootstrapSettings()
+    if not isinstance(policy, Policy):
+        policy = load_policy(policy) if policy is not None else DEFAULT_POLICY
     if not isinstance(scoring, Scoring):
         scoring = load_scoring(scoring)
     dirs = [Path(d) for d in run_dirs]
@@ -235,12 +247,16 @@ def compute_figures(
                 recipe=recipe_of(manifest, models),
             )
         )
+    figures.acceptance = acceptance_figures(configs, policy, settings)
+    figures.metric = metric
+    if metric == "accept":
+        configs = accept_configs(configs, policy)
     figures.configs = [config_stats(c, settings, strict=strict) for c in configs]
-    figures.controls = control_checks(figures.configs)
+    figures.controls = control_checks(figures.configs, figures.acceptance)
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
     figures.comparisons = compare_all(configs, settings, strict=strict)
-    figures.scoring = score_configs(configs, scoring, settings)
+    figures.scoring = score_configs(configs, scoring, settings, policy)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]
     # a table given is read now (its mistakes said at once); the shipped one only if a dated task needs it

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -67,11 +67,14 @@ from scipy.special import comb
 from scipy.stats import norm
 
 from ..records import ResultRow
+from .acceptance import DEFAULT_POLICY, Policy, as_accepted
 from .compare import Redo, infra_by_task, infra_reason, infra_redo, infra_shares_differ
+from .divergence import FlipWhy, why_flipped
 from .errors import ReportInputError
 from .stats import SEED, Trial, by_task, trials_of
 
-METRICS = ("resolve", "cost", "time")
+METRICS = ("resolve", "accept", "cost", "time")
+RATES = ("resolve", "accept")  # a rate of trials: `accept` is resolved and accepted under the policy
 POWER = 0.8
 MC_PATTERNS = 100_000
 EXACT_LIMIT = 200_000  # sign-pattern classes enumerated exactly (product of (count + 1) over |e| values)
@@ -81,8 +84,9 @@ REGRESSION, NOT_ENOUGH, NO_REGRESSION = "regression", "not_enough_evidence", "no
 #: The version of `gate --json` (CI parses it). 1: no version field (before issue 21); 2: adds
 #: `schema_version`, `strict`, `infra_tasks` and `redo` (infra errors on shared tasks: exit 4); 3:
 #: adds `unfinished` (the baseline's tasks the candidate has not finished: exit 4), and `changed`
-#: (specs changed between the runs) makes it exit 4 too.
-SCHEMA_VERSION = 3
+#: (specs changed between the runs) makes it exit 4 too; 4: each lost and won task's `why` (the failing
+#: side's causes and where the two attempts went apart: docs/failures.md).
+SCHEMA_VERSION = 4
 
 
 @dataclass
@@ -117,6 +121,7 @@ class Flip(BaseModel):
     candidate_rate: float
     baseline_transcript: str = ""  # the trial that shows the difference, on each side
     candidate_transcript: str = ""
+    why: FlipWhy | None = None  # the failing side's causes and where the two attempts went apart
 
 
 class GateResult(BaseModel):
@@ -228,7 +233,7 @@ class _Task:
     hashes: set[str]
 
     def values(self, metric: str) -> list[float | None]:
-        if metric == "resolve":
+        if metric in RATES:
             return [float(t.resolved) for t in self.trials]
         if metric == "cost":
             return [t.cost for t in self.trials]
@@ -315,7 +320,18 @@ def _flip(tid: str, b: _Task, c: _Task, base: Side, cand: Side, lost: bool) -> F
         candidate_rate=c.resolved() / len(c.trials),
         baseline_transcript=_transcript(base.run_dir, b.trials, resolved=lost),
         candidate_transcript=_transcript(cand.run_dir, c.trials, resolved=not lost),
+        why=_why(b, c, base, cand, lost),
     )
+
+
+def _why(b: _Task, c: _Task, base: Side, cand: Side, lost: bool) -> FlipWhy | None:
+    """The failing side's causes on its failed trial, and where it went apart from the other side's resolved one."""
+    (fail, fail_side), (ok, ok_side) = ((c, cand), (b, base)) if lost else ((b, base), (c, cand))
+    failed = next((t.final for t in fail.trials if not t.resolved and t.final is not None), None)
+    resolved = next((t.final for t in ok.trials if t.resolved and t.final is not None), None)
+    if failed is None or resolved is None:
+        return None
+    return why_flipped("candidate" if lost else "baseline", fail_side.run_dir, failed, ok_side.run_dir, resolved)
 
 
 def _trial_noise(tasks: list[_Task], metric: str) -> float | None:
@@ -341,12 +357,18 @@ def gate(
     alpha: float = 0.05,
     power: float = POWER,
     strict: bool = False,
+    policy: Policy = DEFAULT_POLICY,
 ) -> GateResult:
     """The decision; `margin` is a fraction (0.05: 5 points of resolve rate, or 5 % more cost/time);
     `strict`: infra errors (and, for the resolve metric, the baseline's tasks the candidate has not
-    finished) count as failures (else they make it not enough evidence, as changed specs always do)."""
+    finished) count as failures (else they make it not enough evidence, as changed specs always do);
+    `policy`: the acceptance policy of the `accept` metric (raises NotMeasured when a resolved row of
+    either side has no acceptance axes)."""
+    if metric == "accept":
+        baseline = replace(baseline, rows=as_accepted(baseline.rows, policy, where=baseline.name))
+        candidate = replace(candidate, rows=as_accepted(candidate.rows, policy, where=candidate.name))
     unfinished = unfinished_tasks(baseline.rows, candidate.rows)
-    counted = strict and metric == "resolve"  # a task never finished is a failure; it has no cost or time
+    counted = strict and metric in RATES  # a task never finished is a failure; it has no cost or time
     out = _decide(
         baseline,
         candidate,
@@ -384,7 +406,11 @@ def gate(
                 "missing or incomplete trials, a run cut short): their outcome is unknown, so they are neither "
                 "left out nor guessed; finish the candidate's run (resume it: see below), or count them as "
                 "failures with --strict"
-                + ("" if metric == "resolve" else " (resolve metric only: a task never finished has no cost or time)")
+                + (
+                    ""
+                    if metric in RATES
+                    else " (resolve metric only, and accept: a task never finished has no cost or time)"
+                )
             )
         if out.changed:
             why.append(
@@ -413,10 +439,8 @@ def _decide(
         raise ReportInputError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
     if not 0 < alpha < 1:
         raise ReportInputError(f"alpha must be between 0 and 1, not {alpha}")
-    if margin < 0 or (metric == "resolve" and margin > 1):
-        raise ReportInputError(
-            f"a margin of {100 * margin:g} {'points' if metric == 'resolve' else '%'} makes no sense"
-        )
+    if margin < 0 or (metric in RATES and margin > 1):
+        raise ReportInputError(f"a margin of {100 * margin:g} {'points' if metric in RATES else '%'} makes no sense")
     base, b_tasks, b_all = _side(baseline, strict)
     cand, c_tasks, c_all = _side(candidate, strict, fail_unfinished=bool(fail_unfinished))
     for tid in fail_unfinished or []:  # the baseline's tasks the candidate never ran: one failed trial each
@@ -466,7 +490,7 @@ def _decide(
 
     bv = np.array([b_tasks[t].mean(metric) for t in out.shared], dtype=float)
     cv = np.array([c_tasks[t].mean(metric) for t in out.shared], dtype=float)
-    if metric == "resolve":
+    if metric in RATES:
         e = (cv - bv) + margin
         k_b, k_c = 1.0, 1.0
         out.difference = float(np.mean(cv - bv))

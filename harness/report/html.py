@@ -440,6 +440,11 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
     env = _environment()
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]
+    from .cause_table import explorer
+    from .stats import load_configs
+
+    rep_of = {(str(r.run_dir.resolve()), r.final.task_id, r.label, r.final.repeat): r.index for r in reps}
+    failures = explorer(load_configs(run_dirs), rep_of)
     tampering = [
         (row.task_id, rep.config, row.repeat, row.attempt, row.tampering)
         for rep in reps
@@ -452,7 +457,10 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         payloads=payloads,
         trend=trend,
         tampering=tampering,
+        failures=failures,
         controls=figs.get("controls") or [],
+        acceptance=figs.get("acceptance") or [],
+        metric=figs.get("metric") or "resolve",
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),
         js=(TEMPLATES / "report.js").read_text(),

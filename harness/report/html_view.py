@@ -131,6 +131,33 @@ def _comparisons(figs: dict) -> list[dict]:
                 "cpr_a": _iv(c.get("side_a", {}).get("cost_per_resolved")),
                 "cpr_b": _iv(c.get("side_b", {}).get("cost_per_resolved")),
                 "only": len(c.get("only_a", [])) + len(c.get("only_b", [])),
+                "flips": _flips(c),
+            }
+        )
+    return out
+
+
+def _flips(c: dict) -> list[dict]:
+    """The tasks whose first repeats flipped: the failing side's causes and the first divergence,
+    side by side (docs/failures.md)."""
+    out = []
+    for t in c.get("tasks", []):
+        why = t.get("why")
+        if not why:
+            continue
+        d = why.get("divergence") or {}
+
+        def point(p: dict | None) -> str:
+            return f"{p['what']} (step {p['step']}, event {p['seq']})" if p else "(none)"
+
+        out.append(
+            {
+                "task": t["task_id"],
+                "failing": why.get("failing", ""),
+                "causes": [f["cause"] for f in why.get("causes", [])],
+                "where": f"{d['kind']} #{d['index']}" if d else (why.get("note") or "no divergence"),
+                "fail": point(d.get("failing")) if d else "",
+                "ok": point(d.get("resolved")) if d else "",
             }
         )
     return out

@@ -12,6 +12,10 @@ holds is what Inspect reads. The mapping:
 - `scores["hidden_tests"]`: 1 when the final attempt resolved the task, 0 otherwise, `answer` the
   outcome, `explanation` the failing tests; an `infra_error` unit has no score and an `error`
   (it is not the agent's failure, as in every wholeloop figure);
+- `scores["acceptance"]`: 1 when the final attempt is accepted under the default acceptance policy,
+  0 otherwise, `answer` the verdict, `explanation` why not, `metadata` the axes grading recorded
+  (docs/acceptance.md); absent for a unit graded before the axes existed (not measured, never 0)
+  and for an `infra_error`;
 - `model_usage`: the tokens (and cost) of all its attempts; the log's `stats.model_usage` sums them;
 - `results`: accuracy (resolved / scored units) and its standard error over the scored units;
 - `eval.metadata` / `sample.metadata`: what Inspect has no field for (the run folder, config,
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +36,11 @@ from .. import __version__
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
 from ..vocabulary import Outcome
+from .acceptance import judge, tell
 from .attempt import fail_to_pass, failing_tests, problem_statement
 
 SCORER = "hidden_tests"
+ACCEPTANCE_SCORER = "acceptance"
 
 
 class InspectMissing(ImportError):
@@ -138,6 +145,7 @@ def build_log(run_dir: Path | str):
         usage = _usage(rows, model_api)
         _add_usage(total_usage, name, usage, model_api)
         score, error = None, None
+        scores: dict[str, Any] = {}
         if final.outcome == Outcome.infra_error:
             error = EvalError(message=final.error or "infrastructure error", traceback="", traceback_ansi="")
         else:
@@ -149,6 +157,15 @@ def build_log(run_dir: Path | str):
                 metadata={"fail_to_pass": final.fail_to_pass, "pass_to_pass": final.pass_to_pass},
             )
             scored.append(1.0 if final.resolved else 0.0)
+            scores[SCORER] = score
+            verdict = judge(final)
+            if final.acceptance is not None:  # measured: accepted or not (an old grade has no axes)
+                scores[ACCEPTANCE_SCORER] = scorer_api.Score(
+                    value=1 if verdict.accepted else 0,
+                    answer=verdict.acceptance.value,
+                    explanation=tell(verdict),
+                    metadata={"axes": final.acceptance, "reasons": verdict.reasons},
+                )
         total_s = sum(r.phases.total_s for r in rows)
         samples.append(
             log_api.EvalSample(
@@ -158,7 +175,7 @@ def build_log(run_dir: Path | str):
                 target=fail_to_pass(final),
                 messages=_messages(events, model_api, tool_api),
                 output=model_api.ModelOutput(model=name, usage=usage),
-                scores={SCORER: score} if score is not None else None,
+                scores=scores or None,
                 error=error,
                 model_usage={name: usage},
                 started_at=rows[0].started_at or None,
@@ -187,7 +204,13 @@ def build_log(run_dir: Path | str):
     configs = sorted({c for _, c, _ in units})
     agent = manifest.get("agent") or {}
     model = agent.get("model") or (f"wholeloop/{agent.get('agent')}" if agent.get("agent") else "wholeloop/unknown")
-    started = manifest.get("started_at") or (samples[0].started_at if samples else "") or ""
+    # Inspect needs a creation time: the manifest's, else the first sample's, else the folder's own
+    # (a manifest written by hand or by an interrupted start may have none).
+    started = (
+        manifest.get("started_at")
+        or (samples[0].started_at if samples else None)
+        or datetime.fromtimestamp(run_dir.stat().st_mtime, UTC).isoformat()
+    )
     finished = manifest.get("finished_at") or ""
     spec = log_api.EvalSpec(
         created=started,

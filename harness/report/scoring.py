@@ -8,6 +8,7 @@ A scoring file is YAML, either a flat mapping or one under ``costs:``::
     empty_patch: 1
     default: 1        # any failure not named (default 1)
     resolved: 0       # (default 0)
+    not_accepted: 2   # resolved, but not accepted under the acceptance policy (default: as resolved)
 
 ``infra_error`` is never scored: it is the machine's failure, so those trials are left out (a
 scoring file that names it is refused, so nobody believes it counted).
@@ -25,15 +26,20 @@ from typing import cast
 from pydantic import BaseModel, Field
 
 from ..records import ResultRow
-from ..vocabulary import NOT_SCORED, Outcome
+from ..vocabulary import NOT_SCORED, Acceptance, Outcome
+from .acceptance import DEFAULT_POLICY, Policy, judge
 from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, bootstrap_mean, by_task, trials_of
+
+NOT_ACCEPTED = "not_accepted"  # the scoring file's key: a resolved patch the policy does not accept
+NOT_ACCEPTED_KEY = "resolved_not_accepted"  # how its cost is told in by_outcome
 
 
 class Scoring(BaseModel):
     costs: dict[str, float] = Field(default_factory=dict)  # outcome -> cost
     default: float = 1.0  # any failure not in costs
     resolved: float = 0.0
+    not_accepted: float | None = None  # resolved but not accepted under the policy (None: costs as resolved)
     source: str = "default: every failure costs 1, resolved costs 0"
 
     def cost(self, outcome: str, resolved: bool) -> float:
@@ -72,6 +78,7 @@ def load_scoring(path: Path | str | None) -> Scoring:
         raise ReportInputError(f"{path}: a scoring file maps outcomes to costs, e.g. 'regression: 3'")
     costs: dict[str, float] = {}
     default, resolved = 1.0, 0.0
+    not_accepted: float | None = None
     for key, value in data.items():
         try:
             value = float(value)
@@ -83,18 +90,33 @@ def load_scoring(path: Path | str | None) -> Scoring:
             default = value
         elif key == Outcome.resolved:
             resolved = value
+        elif key == NOT_ACCEPTED:
+            not_accepted = value
         else:
             costs[str(key)] = value
-    return Scoring(costs=costs, default=default, resolved=resolved, source=str(path))
+    return Scoring(costs=costs, default=default, resolved=resolved, not_accepted=not_accepted, source=str(path))
 
 
-def config_score(cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings | None = None) -> ConfigScore:
+def config_score(
+    cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings | None = None, policy: Policy = DEFAULT_POLICY
+) -> ConfigScore:
     tasks = by_task([t for t in trials_of(cfg.rows) if t.scored])
     out = ConfigScore(config=cfg.name, tasks=len(tasks), trials=sum(len(v) for v in tasks.values()))
     per_task = []
     for trials in tasks.values():
-        outcomes = [cast(ResultRow, t.final).outcome for t in trials]  # scored, so complete: a final row each
-        costs = [scoring.cost(o, t.resolved) for o, t in zip(outcomes, trials)]
+        finals = [cast(ResultRow, t.final) for t in trials]  # scored, so complete: a final row each
+        outcomes = [
+            NOT_ACCEPTED_KEY
+            if scoring.not_accepted is not None
+            and f.resolved
+            and judge(f, policy).acceptance is Acceptance.not_accepted
+            else f.outcome
+            for f in finals
+        ]
+        costs = [
+            cast(float, scoring.not_accepted) if o == NOT_ACCEPTED_KEY else scoring.cost(o, t.resolved)
+            for o, t in zip(outcomes, trials)
+        ]
         per_task.append(sum(costs) / len(costs))
         for o, c in zip(outcomes, costs):
             out.by_outcome[o] = out.by_outcome.get(o, 0.0) + c
@@ -103,7 +125,10 @@ def config_score(cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings 
 
 
 def score_configs(
-    configs: list[ConfigRows], scoring: Scoring | None = None, settings: BootstrapSettings | None = None
+    configs: list[ConfigRows],
+    scoring: Scoring | None = None,
+    settings: BootstrapSettings | None = None,
+    policy: Policy = DEFAULT_POLICY,
 ) -> ScoringFigures:
     scoring = scoring or Scoring()
-    return ScoringFigures(scoring=scoring, configs=[config_score(c, scoring, settings) for c in configs])
+    return ScoringFigures(scoring=scoring, configs=[config_score(c, scoring, settings, policy) for c in configs])

@@ -22,6 +22,7 @@ from rich.text import Text
 from ..records import ResultRow, open_run
 from ..transcript import read_transcript
 from ..vocabulary import Outcome
+from .acceptance import DEFAULT_POLICY, Policy, judge, tell
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
 from .format import seconds, status_label, tally, usd, visible, visible_value
 
@@ -113,7 +114,7 @@ def render_problem(console: Console, problem: str, full: bool) -> None:
         )
 
 
-def render_outcome(console: Console, row: ResultRow) -> None:
+def render_outcome(console: Console, row: ResultRow, policy: Policy = DEFAULT_POLICY) -> None:
     colour = "green" if row.resolved else ("bold red" if row.outcome == Outcome.infra_error else "red")
     cost = usd(row.cost_usd)
     f2p = row.fail_to_pass or {}
@@ -128,6 +129,10 @@ def render_outcome(console: Console, row: ResultRow) -> None:
     )
     if row.error:
         console.print(Text("error: ", style="bold red") + Text(row.error))
+    if row.resolved:
+        verdict = judge(row, policy)
+        style = {"accepted": "green", "not_accepted": "bold yellow"}.get(verdict.acceptance.value, "dim")
+        console.print(Text("acceptance: ", style="bold") + Text(visible(tell(verdict)), style=style))
     if row.note:
         console.print(Text(f"grading note: {row.note}", style="dim"))
 
@@ -263,7 +268,13 @@ def _visible_row(row: ResultRow) -> ResultRow:
 
 
 def render_attempt(
-    console: Console, run_dir: Path, row: ResultRow, *, full: bool = False, manifest: dict | None = None
+    console: Console,
+    run_dir: Path,
+    row: ResultRow,
+    *,
+    full: bool = False,
+    manifest: dict | None = None,
+    policy: Policy = DEFAULT_POLICY,
 ) -> None:
     """Every string from the run folder is made `visible` first (the agent's escape sequences are
     shown, never executed) and printed as text, never as rich markup."""
@@ -277,7 +288,7 @@ def render_attempt(
     events = [event.model_copy(update=visible_value(event.model_dump())) for event in events]
     if row.attempt == 1:
         render_problem(console, visible(problem_statement(run_dir, row, events, manifest)), full)
-    render_outcome(console, row)
+    render_outcome(console, row, policy)
     _grading_record(console, run_dir, row)
     render_failing(console, run_dir, row, full, manifest)
     if not events:
@@ -332,16 +343,24 @@ def show(
     repeat: int | None = None,
     full: bool = False,
     console: Console | None = None,
+    policy: Policy = DEFAULT_POLICY,
 ) -> None:
     console = console or Console()
     run_dir = Path(run_dir)
     rows = find_rows(run_dir, task_id, config, repeat)
     manifest = open_run(run_dir).manifest()
     for row in rows:
-        render_attempt(console, run_dir, row, full=full, manifest=manifest)
+        render_attempt(console, run_dir, row, full=full, manifest=manifest, policy=policy)
 
 
-def show_json(run_dir: Path, task_id: str, *, config: str | None = None, repeat: int | None = None) -> list[dict]:
+def show_json(
+    run_dir: Path,
+    task_id: str,
+    *,
+    config: str | None = None,
+    repeat: int | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> list[dict]:
     """Each (configuration, repeat) of the task as data, attempts in order (see attempt.attempt_data)."""
     run_dir = Path(run_dir)
     rows = find_rows(run_dir, task_id, config, repeat)
@@ -349,4 +368,4 @@ def show_json(run_dir: Path, task_id: str, *, config: str | None = None, repeat:
     groups: dict[tuple, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault((row.config, row.repeat), []).append(row)
-    return [attempt_data(run_dir, group, manifest) for group in groups.values()]
+    return [attempt_data(run_dir, group, manifest, policy) for group in groups.values()]

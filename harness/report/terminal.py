@@ -14,8 +14,9 @@ from rich.text import Text
 from ..records import ResultRow
 from ..vocabulary import Outcome
 from .by_statement import ORDER
+from .divergence import FlipWhy, describe
 from .fit import Col, fit_table
-from .format import pct, seconds, tally, usd
+from .format import pct, seconds, tally, usd, visible
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -182,6 +183,29 @@ def recipe_block(recipe: Recipe, run_dir: str, configs: list[str]) -> Panel:
         f"[dim]$ {escape(recipe.command)}[/]",
     ]
     return Panel("\n".join(lines), title="recipe", title_align="left", expand=False)
+
+
+def acceptance_block(figures: Figures) -> Text:
+    """Resolution and acceptance side by side, per configuration: how many resolved patches the
+    policy did not accept, and why (docs/acceptance.md). Evidence from patches is shown visibly."""
+    lines = ["[bold]acceptance[/]"]
+    if figures.metric == "accept":
+        lines.append("metric: accept -- every rate and comparison above counts accepted patches, not resolved ones")
+    for a in figures.acceptance:
+        accept = fmt_interval(a.accept_rate) if a.accept_rate.value is not None else "not measured"
+        line = f"  {escape(a.config)}: resolve {fmt_interval(a.resolve_rate)} · accept {accept}"
+        if a.resolved_not_accepted:
+            why = ", ".join(f"{r} {n}" for r, n in sorted(a.reasons.items(), key=lambda kv: -kv[1]))
+            line += f" · {a.resolved_not_accepted} of {a.resolved} resolved not accepted: {why}"
+            line += "".join(f"\n      {escape(visible(ex))}" for exs in a.examples.values() for ex in exs)
+        if a.not_measured:
+            line += (
+                f" · {a.not_measured} resolved not measured (graded before grader 8; `wholeloop regrade` measures them)"
+            )
+        lines.append(line)
+    if figures.acceptance:
+        lines.append(f"  policy: {escape(figures.acceptance[0].policy)}")
+    return Text.from_markup("\n".join(lines))
 
 
 def stats_table(figures: Figures, width: int = 150) -> Table:
@@ -496,10 +520,21 @@ def flipped_lines(cmp: Comparison) -> list[Text]:
         for p in won:
             rates = "" if single else f"  {p.rate_a:.0%} vs {p.rate_b:.0%}"
             out.append(Text(f"  {p.task_id}{rates}"))
+            if p.why is not None:
+                out += why_lines(p.why)
             for label, paths in ((cmp.a, p.transcripts_a), (cmp.b, p.transcripts_b)):
                 for path in paths[:3]:
                     out.append(Text(f"      {label}: {path}", style="dim", no_wrap=True, overflow="ignore"))
     return out
+
+
+def why_lines(why: FlipWhy) -> list[Text]:
+    """A flipped task: the cause on the failing side, and where the two attempts went apart."""
+    causes, where = describe(why)
+    return [
+        Text.from_markup(f"      cause on {escape(why.failing)}: [bold]{escape(causes)}[/]"),
+        Text(f"      diverged at {where}"),
+    ]
 
 
 def print_controls(figures: Figures, console: Console) -> None:
@@ -530,6 +565,7 @@ def print_figures(
     for run in figures.runs:
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures, width))
+    console.print(acceptance_block(figures))
     for c in figures.configs:
         retried = (
             (

@@ -5,7 +5,8 @@ no .env-like file the task does not name) -> deps tier when the task names depen
 those files + install commands: one per distinct lock file) -> task tier (env or deps + snapshot +
 install commands when no deps tier ran them, ending
 with the test parser's image setup, whose facts grading reads). Each tier is tagged by a hash of
-its inputs: an unchanged input never rebuilds.
+its inputs: an unchanged input never rebuilds. The backend builds and finds them (default:
+`harness.sandboxes.default_backend()`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import BuiltImage, Snapshot, cached_snapshot
-from sandbox.docker import env_image, existing_task_image, task_image
+from sandbox import Backend, BuiltImage, Snapshot, cached_snapshot
 
+from ..sandboxes import default_backend
 from ..tasks import Task
 
 
@@ -26,10 +27,11 @@ class TaskImages:
     env: BuiltImage
     snapshot: Snapshot
     task: BuiltImage
+    deps: BuiltImage | None = None  # the shared install of the task's dependency files, when it names some
 
     @property
     def cached(self) -> bool:
-        return self.env.cached and self.task.cached
+        return self.env.cached and self.task.cached and (self.deps is None or self.deps.cached)
 
     def record(self) -> dict:
         """What a manifest or a check verdict records of them."""
@@ -40,6 +42,8 @@ class TaskImages:
             "task_id": self.task.id,
             "tree": self.snapshot.tree,
         }
+        if self.deps is not None:
+            out["deps"] = self.deps.tag
         if self.snapshot.excluded:
             out["excluded"] = list(self.snapshot.excluded)
         return out
@@ -94,27 +98,32 @@ def snapshot_of(task: Task) -> Snapshot:
     return cached_snapshot(task.repo_source(), task.base_commit, keep=tuple(task.environment.env_files))
 
 
-def build_task_images(task: Task, log: Callable[[str], None] | None = None) -> TaskImages:
-    """Environment and task images for `task`, built once per distinct input (safe across threads
-    and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
-    env = env_image(task.env_spec(), log=log)
+def build_task_images(
+    task: Task, log: Callable[[str], None] | None = None, backend: Backend | None = None
+) -> TaskImages:
+    """Environment and task images for `task`, built by `backend` once per distinct input (safe
+    across threads and processes). Raises SandboxError subclasses (ImageBuildError, RepositoryError, ...)."""
+    backend = backend or default_backend()
+    env = backend.env_image(task.env_spec(), log=log)
     snapshot = snapshot_of(task)
-    image = task_image(
-        env,
+    install = tuple(task.environment.install)
+    inputs = dependency_inputs(snapshot.path, task.environment.dependency_files)
+    deps = backend.deps_image(env, inputs, install, task.environment.network, log) if inputs else None
+    image = backend.task_image(
+        deps or env,
         snapshot,
-        tuple(task.environment.install),
+        () if deps else install,  # the deps image ran them (as task_image(deps=...) does)
         task.environment.network,
         log=log,
         setups=parser_setups(task),
-        deps=dependency_inputs(snapshot.path, task.environment.dependency_files),
     )
-    return TaskImages(env, snapshot, image)
+    return TaskImages(env, snapshot, image, deps)
 
 
-def existing_task_images(task: Task) -> BuiltImage | None:
+def existing_task_images(task: Task, backend: Backend | None = None) -> BuiltImage | None:
     """The task image as it exists now (None when something would have to be built)."""
     snapshot = snapshot_of(task)
-    return existing_task_image(
+    return (backend or default_backend()).existing_task_image(
         task.env_spec(),
         snapshot,
         tuple(task.environment.install),

@@ -17,10 +17,13 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from .. import __version__
-from ..redact import hide_url_passwords
+from sandbox import Backend
 
-MANIFEST_SCHEMA = 1
+from .. import __version__
+from ..records import MANIFEST_SCHEMA
+from ..redact import hide_url_passwords
+from ..sandboxes import default_backend
+
 _DEPENDENCIES = [
     "docker",
     "gitpython",
@@ -88,17 +91,25 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def _engine() -> dict:
+def _engine(backend: Backend | None) -> dict:
     try:
-        from sandbox.docker import engine_version
-
-        info = engine_version()
-        return {"version": info.get("Version"), "api_version": info.get("ApiVersion"), "os": info.get("Os")}
+        return (backend or default_backend()).facts()
     except Exception as exc:  # the manifest must never fail a run
         return {"error": str(exc)}
 
 
-def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, checks: dict | None = None) -> dict:
+def build_manifest(
+    *,
+    run_id: str,
+    agent: dict,
+    tasks: list,
+    options: dict,
+    checks: dict | None = None,
+    recipe: dict | None = None,
+    backend: Backend | None = None,
+) -> dict:
+    """A new run's manifest (schema 2); `recipe`: the RunSpec it was started from (`RunSpec.recipe()`),
+    None for a run assembled in code without one; `backend`: the sandbox backend whose engine is recorded."""
     return {
         "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
@@ -108,7 +119,7 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, chec
         "wholeloop": {"version": __version__, "git_commit": _git_commit()},
         "python": sys.version.split()[0],
         "dependencies": _versions(),
-        "docker_engine": _engine(),
+        "docker_engine": _engine(backend),
         "host": {
             "system": platform.system(),
             "release": platform.release(),
@@ -137,4 +148,5 @@ def build_manifest(*, run_id: str, agent: dict, tasks: list, options: dict, chec
         "started_at": now(),
         "finished_at": None,
         "sessions": [{"started_at": now(), "command": command_line()}],
+        "recipe": recipe,
     }

@@ -21,7 +21,7 @@ from sandbox import Backend, Limits
 
 from ..errors import UserError
 from ..grading import GRADER_VERSION, Outcome, grade
-from ..records import ResultRow, RunFolder, open_run, write_atomic, write_json
+from ..records import MANIFEST_SCHEMA, Manifest, ResultRow, RunFolder, open_run, write_atomic, write_json
 from ..tasks import LimitsSpec, Task, TaskSpecError, load_task
 from .manifest import command_line, now
 from .unit import Prepared, prepare_task
@@ -51,15 +51,16 @@ def regrade(
     if target.is_run():
         raise RegradeError(f"{out} is already a run folder; give a new --out")
     manifest = source.manifest()
+    info = source.info()  # typed; any schema version (a version-1 run regrades the same way)
     rows = source.latest()
-    by_id = _tasks(manifest, rows, tasks)
+    by_id = _tasks(info, rows, tasks)
     target = RunFolder(out, create=True)
     say = progress or (lambda _line: None)
-    limits_spec = LimitsSpec(**(manifest.get("options", {}).get("limits") or {}))
+    limits_spec = LimitsSpec(**info.options.limits)
     prepared: dict[str, Prepared] = {}
     for task_id in sorted({r.task_id for r in rows if _graded(source, r)}):
         say(f"images for {task_id}")
-        prepared[task_id] = prepare_task(by_id[task_id])
+        prepared[task_id] = prepare_task(by_id[task_id], backend=backend)
     old_versions: set[int | None] = set()
 
     def one(row: ResultRow) -> ResultRow:
@@ -106,11 +107,13 @@ def regrade(
     def record(m: dict) -> None:
         m.update({key: value for key, value in manifest.items() if key not in ("run_id", "images")})
         m["run_id"] = target.path.name
+        m["schema_version"] = MANIFEST_SCHEMA  # written now; the recipe (None before version 2) as it was
+        m["recipe"] = info.recipe
         m["images"] = {tid: p.images for tid, p in prepared.items()}
         m["grader_version"] = GRADER_VERSION
         m["regraded_from"] = {
             "run_dir": str(source.path.resolve()),
-            "run_id": manifest.get("run_id"),
+            "run_id": info.run_id,
             "grader_versions": sorted(old_versions, key=lambda v: (v is not None, v or 0)),
             "at": now(),
             "command": command_line(),
@@ -125,21 +128,24 @@ def _graded(folder: RunFolder, row: ResultRow) -> bool:
     return bool(row.dir) and (folder.path / row.dir / "grade.json").exists() and (folder.path / row.patch_path).exists()
 
 
-def _tasks(manifest: dict, rows: list[ResultRow], given: list[Task] | None) -> dict[str, Task]:
+def _tasks(manifest: Manifest, rows: list[ResultRow], given: list[Task] | None) -> dict[str, Task]:
     """The task of every row: those given, else the specs the manifest names (their content must
     be what the run used: same content hash)."""
     if given is not None:
         found = {t.id: t for t in given}
     else:
         found, problems = {}, []
-        for task_id, info in (manifest.get("tasks") or {}).items():
+        for task_id, info in manifest.tasks.items():
+            if not info.spec:
+                problems.append(f"{task_id}: the manifest names no spec")
+                continue
             try:
-                task = load_task(Path(info["spec"]))
-            except (TaskSpecError, KeyError) as exc:
+                task = load_task(Path(info.spec))
+            except TaskSpecError as exc:
                 problems.append(f"{task_id}: {exc}")
                 continue
-            if info.get("content_hash") and task.content_hash() != info["content_hash"]:
-                problems.append(f"{task_id}: {info['spec']} changed since the run (content hash)")
+            if info.content_hash and task.content_hash() != info.content_hash:
+                problems.append(f"{task_id}: {info.spec} changed since the run (content hash)")
                 continue
             found[task_id] = task
         needed = {r.task_id for r in rows}

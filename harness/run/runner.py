@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sandbox import Backend, DiskSpaceError, Limits, SandboxError
-from sandbox.docker import check_room, prune_containers
 
 from ..agents import Agent, prepare_agent
 from ..errors import UserError
@@ -20,6 +19,7 @@ from ..tasks import Task
 from ..vocabulary import Outcome
 from .executors import Executor, LocalExecutor
 from .manifest import build_manifest, command_line, now
+from .spec import RunSpec
 from .unit import ProgressFn, RunOptions, UnitRunner
 
 #: Units in a row (as they finish) whose final row is an infra_error because the Docker engine
@@ -62,6 +62,7 @@ class Runner(UnitRunner):
         executor: Executor | None = None,
         backend: Backend | None = None,
         redo: Iterable[str] = (),
+        spec: RunSpec | None = None,
     ):
         super().__init__(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
         self.tasks = tasks
@@ -70,8 +71,9 @@ class Runner(UnitRunner):
         #: tasks to do again although they are finished (`--redo`): every repeat, from attempt 1
         self.redo = set(redo)
         check_redo(tasks, self.redo)
-        #: the RunSpec's recipe (`RunSpec.recipe()`) the manifest stores, when the run was started from one
-        self.recipe: dict | None = None
+        #: the manifest's recipe: the RunSpec the run was started from (`RunSpec.recipe()`); None for
+        #: a run assembled in code from tasks, an agent and options
+        self.recipe: dict | None = spec.recipe() if spec is not None else None
 
     def pending(self) -> list[tuple[Task, int]]:
         """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
@@ -147,7 +149,7 @@ class Runner(UnitRunner):
             2 if self.options.attempts > 1 else 1
         )
         try:
-            check_room(max(limits, default=0), at_once)
+            self.backend.check_room(max(limits, default=0), at_once)
         except DiskSpaceError:
             raise
         except SandboxError:
@@ -156,7 +158,7 @@ class Runner(UnitRunner):
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""
         try:
-            removed = prune_containers().removed
+            removed = self.backend.prune()
         except SandboxError:
             return  # no engine: every unit will say so in its own row
         if removed:
@@ -164,17 +166,6 @@ class Runner(UnitRunner):
 
     def write_manifest(self) -> None:
         """The recipe at the start of the run; a resumed run keeps the original and notes a session."""
-        options = {
-            "workers": self.options.workers,
-            "repeats": self.options.repeats,
-            "attempts": self.options.attempts,
-            "feedback": self.options.feedback,
-            "infra_retries": self.options.infra_retries,
-            "limits": self.options.limits.model_dump(exclude_none=True),
-            "config": self.label,
-        }
-        if self.options.training_cutoff:
-            options["training_cutoff"] = self.options.training_cutoff
 
         def start(manifest: dict) -> None:
             if manifest:  # resuming: keep the original recipe, note this session
@@ -186,8 +177,10 @@ class Runner(UnitRunner):
                         run_id=self.run_id,
                         agent=self.agent.describe(),
                         tasks=self.tasks,
-                        options=options,
+                        options=self.options.record(self.label),
                         checks=self.options.task_checks,
+                        recipe=self.recipe,
+                        backend=self.backend,
                     )
                 )
 

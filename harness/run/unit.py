@@ -25,13 +25,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sandbox import (
     Backend,
     BaseRules,
     ContainerBroken,
-    DockerBackend,
     ImageBuildError,
     InfraError,
     Limits,
@@ -45,7 +44,8 @@ from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspac
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..grading.feedback import FeedbackMode
 from ..models.types import Usage
-from ..records import PhaseTimes, ResultRow, RunFolder
+from ..records import ManifestOptions, PhaseTimes, ResultRow, RunFolder
+from ..sandboxes import default_backend
 from ..tasks import LimitsSpec, Task, TaskSpecError
 from ..transcript import (
     AttemptStart,
@@ -103,6 +103,38 @@ class RunOptions:
             training_cutoff=s.training_cutoff,
         )
 
+    def record(self, label: str) -> dict:
+        """These options as the manifest records them and the Ray executor ships them (the one
+        serialised form; `from_record` reads it back). `label`: the configuration's resolved name."""
+        record: dict = {
+            "workers": self.workers,
+            "repeats": self.repeats,
+            "attempts": self.attempts,
+            "feedback": self.feedback,
+            "infra_retries": self.infra_retries,
+            "limits": self.limits.model_dump(exclude_none=True),
+            "config": label,
+        }
+        if self.training_cutoff:
+            record["training_cutoff"] = self.training_cutoff
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict | ManifestOptions, out: Path) -> RunOptions:
+        """The options `record()` wrote (a manifest's `options`, a Ray payload's), for a run in `out`."""
+        rec = ManifestOptions.model_validate(record) if isinstance(record, dict) else record
+        return cls(
+            out=out,
+            workers=rec.workers,
+            repeats=rec.repeats,
+            attempts=rec.attempts,
+            feedback=cast(FeedbackMode, rec.feedback),
+            infra_retries=rec.infra_retries,
+            limits=LimitsSpec(**rec.limits),
+            label=rec.config,
+            training_cutoff=rec.training_cutoff,
+        )
+
     def label_for(self, agent: Agent) -> str:
         if self.label:
             return self.label
@@ -122,12 +154,12 @@ class Prepared:
     rules: BaseRules  # what the patch is taken against besides the image's tree: the base's ignore rules
 
 
-def prepare_task(task: Task, log: Callable[[str], None] | None = None) -> Prepared:
+def prepare_task(task: Task, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> Prepared:
     """A task's environment and task images (built once per distinct input, the same way as for
     `tasks check`: see `harness.run.images`) and its snapshot. The task image ends with the test
     parser's image setup (facts recorded for grading)."""
     t0 = time.monotonic()
-    built = build_task_images(task, log=log)
+    built = build_task_images(task, log=log, backend=backend)
     return Prepared(
         built.task.tag,
         built.snapshot.commit,
@@ -195,7 +227,7 @@ class UnitRunner:
         self.label = options.label_for(agent)
         self.run_id = folder.path.name
         self.progress = progress or (lambda *_: None)
-        self.backend = backend or DockerBackend()
+        self.backend = backend or default_backend()
         self.cancel = threading.Event()
 
     def unit_name(self, task_id: str, repeat: int) -> str:
@@ -416,7 +448,7 @@ class UnitRunner:
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
         images are recorded in the manifest."""
-        prepared = prepare_task(task, self._build_logger(task.id))
+        prepared = prepare_task(task, self._build_logger(task.id), self.backend)
         self.folder.update_manifest(
             lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, prepared.images)
         )

@@ -48,9 +48,9 @@ import secrets
 import tarfile
 import time
 from pathlib import PurePosixPath
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, Any, ClassVar, cast
 
-from ..base import ExecResult, Limits, Mount, OutputCap, SandboxStatus
+from ..base import REPO_DIR, Backend, BuiltImage, EnvSpec, ExecResult, Limits, LogFn, Mount, OutputCap, SandboxStatus
 from ..errors import (
     ContainerBroken,
     ContainerGone,
@@ -62,8 +62,10 @@ from ..errors import (
     SandboxError,
 )
 from ..patch import MAX_PATCH_BYTES, Change, TreeEntry  # noqa: F401 (MAX_PATCH_BYTES: re-exported)
+from ..snapshot import Snapshot
+from . import disk, images
 from .disk import DiskQuota, available, etc_mounts
-from .engine import client, labels, translate
+from .engine import client, engine_version, labels, prune_containers, translate
 from .exec_api import api_exec, kill_marked
 from .exec_fast import FastExec
 from .native import binary
@@ -671,7 +673,10 @@ def _read_archive(container: str, rel: str, path: str, max_file_bytes: int) -> l
 
 
 class DockerBackend:
-    """Starts `DockerSandbox`es (a `sandbox.base.Backend`)."""
+    """Starts `DockerSandbox`es from images built by the Docker engine: a `sandbox.base.Backend`."""
+
+    name: ClassVar[str] = "docker"
+    facts_dir: ClassVar[str] = images.FACTS_DIR
 
     def __init__(self, *, fast_exec: bool | None = None) -> None:
         self.fast_exec = fast_exec
@@ -683,7 +688,7 @@ class DockerBackend:
         limits: Limits = Limits(),
         role: str = "agent",
         run_id: str = "",
-        workdir: str = "/repo",
+        workdir: str = REPO_DIR,
         env: dict[str, str] | None = None,
         mounts: tuple[Mount, ...] = (),
         networks: tuple[str, ...] = (),
@@ -699,3 +704,62 @@ class DockerBackend:
             networks=networks,
             fast_exec=self.fast_exec,
         )
+
+    def env_image(self, spec: EnvSpec, log: LogFn | None = None) -> BuiltImage:
+        return images.env_image(spec, log=log)
+
+    def deps_image(
+        self,
+        env: BuiltImage,
+        deps: tuple[tuple[str, bytes], ...],
+        install: tuple[str, ...],
+        network: bool,
+        log: LogFn | None = None,
+    ) -> BuiltImage:
+        return images.deps_image(env, deps, install, network, log)
+
+    def task_image(
+        self,
+        env: BuiltImage,
+        snapshot: Snapshot,
+        install: tuple[str, ...],
+        network: bool,
+        log: LogFn | None = None,
+        setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
+    ) -> BuiltImage:
+        return images.task_image(env, snapshot, install, network, log=log, setups=setups, deps=deps)
+
+    def existing_task_image(
+        self,
+        spec: EnvSpec,
+        snapshot: Snapshot,
+        install: tuple[str, ...],
+        network: bool,
+        setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
+    ) -> BuiltImage | None:
+        return images.existing_task_image(spec, snapshot, install, network, setups, deps)
+
+    def image_id(self, tag: str) -> str:
+        return images.image_id(tag)
+
+    def helper_binary(self, name: str) -> str:
+        return str(binary(name))
+
+    def check_room(self, disk_bytes: int | None, sandboxes: int) -> None:
+        disk.check_room(disk_bytes, sandboxes)
+
+    def prune(self) -> list[str]:
+        return prune_containers().removed
+
+    def facts(self) -> dict[str, Any]:
+        try:
+            info = engine_version()
+        except Exception as exc:  # a manifest must never fail a run
+            return {"error": str(exc)}
+        return {"version": info.get("Version"), "api_version": info.get("ApiVersion"), "os": info.get("Os")}
+
+
+if TYPE_CHECKING:  # mypy checks that DockerBackend keeps the whole Backend protocol
+    _KEEPS_THE_CONTRACT: Backend = DockerBackend()

@@ -24,52 +24,26 @@ import subprocess
 import tarfile
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker.errors
 
+from ..base import DEFAULT_BASE, REPO_DIR, BuiltImage, EnvSpec, LogFn
 from ..errors import ImageBuildError, ImageNotFound, InputError
 from ..patch import CACHE_PATTERNS
 from ..snapshot import SNAPSHOT_FORMAT, Snapshot, cache_dir, tar_directory
 from .engine import client, translate
 
 IMAGE_FORMAT = 2  # bump when the build recipes below change: forces rebuilds everywhere
-DEFAULT_BASE = "wholeloop/base:bookworm"
 BOOTSTRAP_PACKAGES = ["python3", "python3-pip", "python3-venv", "git", "ca-certificates", "patch", "procps"]
 CA_PATH = "/usr/local/share/wholeloop/ca-bundle.crt"
 # Every client we know of that reads a CA bundle from the environment.
 CA_ENV = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
-REPO_DIR = "/repo"
 # What each image setup script of a task image (see `task_image`) printed, as <name>.json: facts of
 # the environment recorded before any agent ran, outside the repository, read by grading.
 FACTS_DIR = "/opt/wholeloop/facts"
-
-LogFn = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    """What an environment image is made of (the harness maps task specs onto this)."""
-
-    image: str = DEFAULT_BASE  # base image reference (ignored when dockerfile is set)
-    pull: str = "if-missing"  # if-missing | always | never
-    dockerfile: str | None = None  # path to a Dockerfile; its folder is the build context
-    setup: tuple[str, ...] = ()  # shell commands run once, without the repository
-    env: tuple[tuple[str, str], ...] = ()  # environment variables baked into the image
-    ca_bundle: str | None = None  # host path of a CA bundle the image should trust
-    network: bool = True  # network while running setup and install commands
-    python_venv: bool = True  # create /opt/venv and put it first on PATH when python3 exists
-
-
-@dataclass
-class BuiltImage:
-    tag: str
-    id: str
-    cached: bool  # True when nothing had to be built
-    seconds: float = 0.0
-    log_tail: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- base tier

@@ -1,8 +1,14 @@
-"""A Sandbox stand-in that runs commands on the host in a folder: for tests of logic that is not
-Docker's (tools, the agent loop). It keeps the core contract of `sandbox.base.Sandbox` (commands,
-files, the change list and trees the patch is taken from, errors; checked by the core conformance
-suite); its "image" is a copy of the folder taken when it is made. It isolates nothing, so the
-isolation suite never runs against it. Docker's own behaviour is tested against the real engine."""
+"""The second sandbox backend, in this one file: sandboxes are host folders, commands host processes.
+
+`LocalSandbox` is a Sandbox stand-in that runs commands on the host in a folder: for tests of logic
+that is not Docker's (tools, the agent loop). It keeps the core contract of `sandbox.base.Sandbox`
+(commands, files, the change list and trees the patch is taken from, a typed status, errors;
+checked by the core conformance suite); its "image" is a copy of the folder taken when it is made.
+`LocalBackend` keeps `sandbox.base.Backend` (checked by the backend conformance tier): its images
+are host folders, each sandbox a fresh copy of one. It builds no images and isolates nothing, so
+the isolation suite never runs against it. Registered with one line
+(`SANDBOX_BACKENDS.register("local", LocalBackend)`), it is what a new backend looks like: one file
+plus one registry line. Docker's own behaviour is tested against the real engine."""
 
 from __future__ import annotations
 
@@ -15,15 +21,35 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, ClassVar
 
-from sandbox import ContainerGone, ExecError, ExecResult, FileOpError, Limits, OutputCap, PatchError, SandboxStatus
+from sandbox import (
+    REPO_DIR,
+    BuiltImage,
+    ContainerGone,
+    EnvSpec,
+    ExecError,
+    ExecResult,
+    FileOpError,
+    ImageBuildError,
+    ImageNotFound,
+    Limits,
+    Mount,
+    OutputCap,
+    PatchError,
+    SandboxError,
+    SandboxStatus,
+    Snapshot,
+)
 from sandbox.patch import Change, TreeEntry
 
 
 class LocalSandbox:
-    def __init__(self, root: Path, limits: Limits = Limits()):
+    def __init__(self, root: Path, limits: Limits = Limits(), *, on_close: Callable[[], None] | None = None):
         self.root = Path(root)
+        self._on_close = on_close  # what goes with it (a backend's copy of its image)
         self.workdir = str(self.root)
         self.limits = limits
         self.commands: list[str] = []
@@ -211,6 +237,91 @@ class LocalSandbox:
             self.closed = True
             self.stop()
             shutil.rmtree(self._image.parent, ignore_errors=True)
+            if self._on_close is not None:
+                self._on_close()
+
+
+class LocalBackend:
+    """Sandboxes that are fresh copies of a host folder (the "image", named by its path)."""
+
+    name: ClassVar[str] = "local"
+    facts_dir: ClassVar[str] = "/nonexistent/wholeloop-facts"  # it builds no task images: no facts, ever
+
+    def start(
+        self,
+        image: str,
+        *,
+        limits: Limits = Limits(),
+        role: str = "agent",
+        run_id: str = "",
+        workdir: str = REPO_DIR,
+        env: dict[str, str] | None = None,
+        mounts: tuple[Mount, ...] = (),
+        networks: tuple[str, ...] = (),
+    ) -> LocalSandbox:
+        source = Path(image)
+        if not source.is_absolute() or not source.is_dir():
+            raise ImageNotFound(f"image {image} is not present (a local image is a host folder)")
+        if mounts or networks:
+            raise SandboxError("the local backend binds no mounts and joins no networks")
+        home = Path(tempfile.mkdtemp(prefix=f"wholeloop-local-{role}-"))
+        root = home / "work"
+        shutil.copytree(source, root, symlinks=True)
+        return LocalSandbox(root, limits, on_close=lambda: shutil.rmtree(home, ignore_errors=True))
+
+    def env_image(self, spec: EnvSpec, log: Callable[[str], None] | None = None) -> BuiltImage:
+        raise ImageBuildError("the local backend builds no images: start it from a host folder")
+
+    def deps_image(
+        self,
+        env: BuiltImage,
+        deps: tuple[tuple[str, bytes], ...],
+        install: tuple[str, ...],
+        network: bool,
+        log: Callable[[str], None] | None = None,
+    ) -> BuiltImage:
+        raise ImageBuildError("the local backend builds no images: start it from a host folder")
+
+    def task_image(
+        self,
+        env: BuiltImage,
+        snapshot: Snapshot,
+        install: tuple[str, ...],
+        network: bool,
+        log: Callable[[str], None] | None = None,
+        setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
+    ) -> BuiltImage:
+        raise ImageBuildError("the local backend builds no images: start it from a host folder")
+
+    def existing_task_image(
+        self,
+        spec: EnvSpec,
+        snapshot: Snapshot,
+        install: tuple[str, ...],
+        network: bool,
+        setups: tuple[tuple[str, str], ...] = (),
+        deps: tuple[tuple[str, bytes], ...] = (),
+    ) -> BuiltImage | None:
+        return None
+
+    def image_id(self, tag: str) -> str:
+        path = Path(tag)
+        if not path.is_absolute() or not path.is_dir():
+            raise ImageNotFound(f"image {tag} is not present (a local image is a host folder)")
+        return f"local:{path.resolve()}"
+
+    def helper_binary(self, name: str) -> str:
+        raise SandboxError(f"the local backend has no helper {name!r}: external agents need a container")
+
+    def check_room(self, disk_bytes: int | None, sandboxes: int) -> None:
+        return None  # host folders have no disk limit of their own
+
+    def prune(self) -> list[str]:
+        return []  # every sandbox removes its folder when closed
+
+    def facts(self) -> dict[str, Any]:
+        return {"backend": self.name}
 
 
 def _compare(base: Path, now: Path, rel: str, out: list) -> None:

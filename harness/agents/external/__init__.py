@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox import InfraError, Mount, PatchError, SandboxError
-from sandbox.docker import native
 
 from ...models.pricing import lookup_price
+from ...sandboxes import default_backend
 from ...scrub import register, scrub_bytes
 from ...transcript import ExternalRun, LimitHit, Stop
 from ...vocabulary import StopReason
@@ -142,7 +142,7 @@ class ExternalAgent:
         with self._lock:
             if self.installed is None:
                 self.installed = ensure_install(self.config, log=log)
-        native.binary("wl-fwd")
+        default_backend().helper_binary("wl-fwd")
 
     @contextlib.contextmanager
     def workspace(self, task, folder: Path) -> Iterator[ExternalWorkspace]:
@@ -157,7 +157,7 @@ class ExternalAgent:
             yield ExternalWorkspace(
                 mounts=(
                     Mount(str(self.installed.path), INSTALL_DIR),
-                    Mount(str(native.binary("wl-fwd")), FWD),
+                    Mount(default_backend().helper_binary("wl-fwd"), FWD),
                     Mount(sockets, SOCKET_DIR),
                 ),  # the logs stay inside, under the disk limit: _copy_logs
                 logs_dir=logs,

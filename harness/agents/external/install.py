@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import DEFAULT_BASE, Backend, DockerBackend, InfraError, Limits, Mount, SandboxError, cache_dir
-from sandbox.docker import image_id
+from sandbox import DEFAULT_BASE, Backend, InfraError, Limits, Mount, SandboxError, cache_dir
 
 from ...errors import UserError
+from ...sandboxes import default_backend
 from .config import INSTALL_DIR, ExternalConfig, InstallStep
 
 ENGINE_RETRIES = 2  # builds started again when the Docker engine went away under them
@@ -131,8 +131,8 @@ def install_key(config: ExternalConfig, base_id: str) -> str:
 def ensure_install(config: ExternalConfig, *, log: LogFn | None = None, backend: Backend | None = None) -> Installed:
     """The install folder of `config`, built if it is not in the cache yet. Raises InstallError."""
     log = log or (lambda _line: None)
-    backend = backend or DockerBackend()
-    key = install_key(config, image_id(DEFAULT_BASE))
+    backend = backend or default_backend()
+    key = install_key(config, backend.image_id(DEFAULT_BASE))
     root = cache_dir() / "agents"
     name = re.sub(r"[^a-z0-9]+", "-", config.cli.lower()).strip("-")  # configs that differ elsewhere share it
     target = root / f"{name}-{key}"

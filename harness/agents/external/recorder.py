@@ -55,6 +55,9 @@ DEFAULT_TEST_COMMANDS = (
 )
 _SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+#: How old the transcript's last fsync may be when a call's events are written (they are flushed
+#: as written: a killed run keeps them; a power loss takes at most this much).
+SYNC_EVERY_S = 1.0
 _EDIT_FAILED = re.compile(r"SearchReplaceNoExactMatch|failed to match|did not match|Unable to apply", re.I)
 
 
@@ -118,7 +121,13 @@ class Recorder:
         self.at: float | None = None  # when what is being written happened (time.monotonic)
 
     def __call__(self, ex: Exchange) -> None:
-        top = _TOP_LEVEL.decode(ex.raw)
+        # Flushed event by event (a killed run keeps them: its spend is read back from them);
+        # fsynced at most every SYNC_EVERY_S, not once per event: the recorder's CPU per call.
+        with self.transcript.batch(SYNC_EVERY_S):
+            self._record(ex)
+
+    def _record(self, ex: Exchange) -> None:
+        top = ex.top if ex.top is not None else _TOP_LEVEL.decode(ex.raw)
         fields = {k: orjson.loads(bytes(top[k])) for k in ("model", *LIMIT_KEYS) if k in top}
         key, same, sent, chain, head = self._conversation(top)
         fresh = [strip_cache_marks(m) for m in sent[same:]]
@@ -173,10 +182,21 @@ class Recorder:
         message that differs compared again without cache marks (Claude Code moves them)."""
         conv_key = self.wire.conversation_key
         raw = bytes(top[conv_key]) if conv_key in top else b"[]"
-        first = _first_item(raw)  # the conversation is known by its first message, cache marks aside
-        if b"cache_control" in first:
-            first = orjson.dumps(strip_cache_marks(orjson.loads(first)))
-        key = hashlib.sha256(first).hexdigest()[:16]
+        # A request that extends one seen before starts with its bytes (less the closing bracket),
+        # so it has the same first message: that conversation, found without parsing.
+        key = next(
+            (
+                k
+                for k, (old, prev, _) in self.conversations.items()
+                if prev and old.endswith(b"]") and raw.startswith(old[:-1])
+            ),
+            "",
+        )
+        if not key:
+            first = _first_item(raw)  # the conversation is known by its first message, cache marks aside
+            if b"cache_control" in first:
+                first = orjson.dumps(strip_cache_marks(orjson.loads(first)))
+            key = hashlib.sha256(first).hexdigest()[:16]
         old_raw, previous, chain = self.conversations.get(key, (b"", [], []))
         sent: list[dict] | None = None
         if old_raw and raw == old_raw:

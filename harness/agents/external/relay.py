@@ -58,6 +58,7 @@ class Exchange:
 
     step: int
     raw: bytes = b""  # the request as forwarded (the recorder reads it on its own thread)
+    top: dict[str, msgspec.Raw] | None = None  # its top level, as the relay read it (the recorder's, then)
     model: str = ""
     sent_at: float = field(default_factory=time.monotonic)  # when the request came in
     answered_at: float = 0.0  # when the reply was complete
@@ -369,7 +370,7 @@ class Connection:
         # Always re-encoded (the values copied as they came): a key given twice goes out once, with
         # the value that was checked, so no provider's JSON reader can take the other one.
         raw = ENCODER.encode(top)
-        return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model)) and keep
+        return self.forward(method, target, head, raw, Exchange(step=step, raw=raw, model=model, top=top)) and keep
 
     def server_side(self, top: dict[str, msgspec.Raw]) -> tuple[bool, str]:
         """Remove provider-side tools (web search and fetch, code execution, file search) from a

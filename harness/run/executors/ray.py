@@ -26,6 +26,7 @@ only when `--executor ray` is asked for.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import socket
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UserError
-from .ray_node import ProgressBox, node_info, run_unit
+from .ray_node import LIVE_EVENT, ProgressBox, node_info, run_unit
 
 DEFAULT_MAX_SHIP_MB = 256
 
@@ -78,6 +79,8 @@ class RayExecutor:
         self._max_retries = 2  # Ray's own retries when a unit's worker process or node dies
         self._inflight: dict[Any, Any] = {}
         self._box = None
+        self._tries: dict[tuple[str, int], str] = {}  # the try (an id made on its node) each unit is in
+        self._open: set[tuple[str, int]] = set()  # the units of run_units not finished yet
         self._owns = False
         self.ray = _import_ray()
         self._connect()
@@ -196,11 +199,18 @@ class RayExecutor:
         for payload in payloads:
             payload["progress"] = self._box
         by_id = {t.id: t for t in runner.tasks}
+        self._tries, self._open = {}, {(t.id, r) for t, r in units}
+        for task, repeat in units:  # a killed driver's live copies: abandoned tries, recorded once
+            self._abandon(runner, task, repeat)
         for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(runner)):
             task, repeat = by_id[payload["task"]["task"]["id"]], payload["repeat"]
+            self._relay(runner)  # the unit's last streamed lines, before its live copy is settled
+            self._open.discard((task.id, repeat))  # later lines of its try are stale
             if isinstance(outcome, BaseException):
+                self._abandon(runner, task, repeat)
                 rows = [self._failure_row(runner, task, repeat, outcome)]
             else:
+                self._live_path(runner, task.id, repeat).unlink(missing_ok=True)  # its rows have it all
                 self._land(runner, task, repeat, outcome)
                 rows = [
                     ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
@@ -230,7 +240,41 @@ class RayExecutor:
         except Exception:
             return
         for event in events:
-            runner.progress(*event)
+            if event[0] == LIVE_EVENT:
+                self._stream(runner, json.loads(event[2]))
+            else:
+                runner.progress(*event)
+
+    # ------------------------------------------------------------------ spend streamed from the nodes
+
+    @staticmethod
+    def _live_path(runner, task_id: str, repeat: int) -> Path:
+        """The driver's live copy of a running try's transcript (what the node wrote so far)."""
+        return runner.folder.transcript_path(task_id, runner.label, repeat).with_name("transcript.live.jsonl")
+
+    def _stream(self, runner, batch: dict) -> None:
+        """New transcript lines of a try on a node, appended to its live copy. The first lines of a
+        new try of the unit (Ray resubmitted it) make the last try's copy an abandoned try."""
+        key = (batch["task"], batch["repeat"])
+        if key not in self._open:
+            return  # not a unit of this session, or one already finished: a stale line
+        task = next((t for t in runner.tasks if t.id == batch["task"]), None)
+        if task is None:
+            return
+        if self._tries.get(key, batch["try"]) != batch["try"]:
+            self._abandon(runner, task, batch["repeat"])
+        self._tries[key] = batch["try"]
+        path = self._live_path(runner, task.id, batch["repeat"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w" if batch["fresh"] else "a") as fh:
+            fh.writelines(line + "\n" for line in batch["lines"])
+
+    def _abandon(self, runner, task, repeat: int) -> None:
+        """A live copy left by a try that stopped (its driver or node killed) is moved aside and
+        recorded as the local executor records an unfinished transcript: once, with its spend."""
+        moved = runner.folder.move_aside(self._live_path(runner, task.id, repeat))
+        if moved is not None:
+            runner._record_abandoned(task, repeat, moved)
 
     # ------------------------------------------------------------------ what is shipped
 
@@ -257,13 +301,7 @@ class RayExecutor:
             "run_id": runner.run_id,
             "config": runner.label,
             "agent": agent,
-            "options": {
-                "repeats": options.repeats,
-                "attempts": options.attempts,
-                "feedback": options.feedback,
-                "infra_retries": options.infra_retries,
-                "limits": options.limits.model_dump(exclude_none=True),
-            },
+            "options": options.record(runner.label),  # RunOptions' one serialised form
         }
         return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units], hashes
 

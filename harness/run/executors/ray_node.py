@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import os
 import shutil
 import socket
 import tarfile
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox.docker import pid_alive
-
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
+LIVE_EVENT = "transcript"  # a ProgressBox item carrying new transcript lines of a unit's try (see TranscriptStream)
 
 
 class ProgressBox:
@@ -29,7 +31,10 @@ class ProgressBox:
 
     def push(self, item: tuple[str, str, str]) -> None:
         self.items.append(item)
-        del self.items[:-1000]  # a driver that stopped looking must not grow this without bound
+        if len(self.items) > 1000:  # a driver that stopped looking must not grow this without bound;
+            # the oldest progress lines go first, transcript lines (spend) only if 10000 are waiting
+            progress = [i for i in self.items if i[0] != LIVE_EVENT][-500:]
+            self.items = [i for i in self.items if i[0] == LIVE_EVENT or i in progress][-10000:]
 
     def drain(self) -> list[tuple[str, str, str]]:
         items, self.items = self.items, []
@@ -119,16 +124,15 @@ def rebuild_agent(payload: dict, task_payload: dict, task_id: str, workdir: Path
 def run_unit(payload: dict) -> dict:
     """On a node: one (task, repeat) in a temporary run folder; its rows and files come back."""
     from sandbox import SandboxError
-    from sandbox.docker import prune_containers
 
     from ... import __version__
     from ...records import RunFolder
-    from ...tasks import LimitsSpec
+    from ...sandboxes import default_backend
     from ..unit import RunOptions, UnitRunner
 
     host = socket.gethostname()
     try:
-        prune_containers()  # containers of units whose worker process died on this node
+        default_backend().prune()  # containers of units whose worker process died on this node
     except SandboxError:
         pass
     _remove_orphaned_workdirs()
@@ -136,20 +140,13 @@ def run_unit(payload: dict) -> dict:
     try:
         task = rebuild_task(payload["task"], workdir)
         agent = rebuild_agent(payload, payload["task"], task.id, workdir)
-        opts = payload["options"]
-        options = RunOptions(
-            out=workdir / payload["run_id"],
-            workers=1,
-            repeats=opts["repeats"],
-            attempts=opts["attempts"],
-            feedback=opts["feedback"],
-            infra_retries=opts["infra_retries"],
-            limits=LimitsSpec(**opts["limits"]),
-            label=payload["config"],
-        )
+        options = RunOptions.from_record(payload["options"], workdir / payload["run_id"])
+        options.workers, options.label = 1, payload["config"]
         folder = RunFolder(options.out, create=True)
         runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
-        rows = runner.run_unit(task, payload["repeat"])
+        path = folder.transcript_path(task.id, options.label, payload["repeat"])
+        with TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"]):
+            rows = runner.run_unit(task, payload["repeat"])
         run_dir = options.out
         files = {
             str(p.relative_to(run_dir)): p.read_bytes()
@@ -157,7 +154,7 @@ def run_unit(payload: dict) -> dict:
             if p.is_file()
         }
         log = folder.image_log_path
-        images = folder.manifest().get("images", {}).get(task.id, {})
+        images = folder.info().images.get(task.id, {})
         return {
             "rows": [row.model_dump(mode="json") for row in rows],
             "files": files,
@@ -170,11 +167,59 @@ def run_unit(payload: dict) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+class TranscriptStream:
+    """Sends the unit's transcript lines to the driver as they are written (about twice a second),
+    tagged with this try's id, so the spend of calls already made survives a kill of the node or of
+    the driver. A new transcript file (the node's own retry moved the last aside, and recorded it)
+    starts the driver's live copy afresh."""
+
+    def __init__(self, box, path: Path, task_id: str, repeat: int, every: float = 0.5) -> None:
+        self.box, self.path, self.every = box, path, every
+        self.head = {"try": uuid.uuid4().hex, "task": task_id, "repeat": repeat}
+        self.inode: int | None = None
+        self.offset = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="wholeloop-transcript-stream", daemon=True)
+
+    def __enter__(self) -> TranscriptStream:
+        if self.box is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.every):
+            try:
+                self.flush()
+            except Exception:  # never fails the unit
+                pass
+
+    def flush(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                inode = os.fstat(fh.fileno()).st_ino
+                fresh = inode != self.inode
+                fh.seek(0 if fresh else self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1  # whole lines only
+        if not end and not fresh:
+            return
+        lines = data[:end].decode(errors="replace").splitlines()
+        self.box.push.remote((LIVE_EVENT, "", json.dumps({**self.head, "fresh": fresh, "lines": lines})))
+        self.inode, self.offset = inode, (0 if fresh else self.offset) + end
+
+
 def _remove_orphaned_workdirs() -> None:
     """Unit folders of worker processes that were killed (a killed driver's units are) go."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
         pid = path.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -199,3 +244,14 @@ def forwarder(box, host: str) -> Callable[[str, str, str], None]:
             pass
 
     return progress
+
+
+def _pid_alive(pid: int) -> bool:
+    """Is a process with this id running on this host? (One we may not signal counts as alive.)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

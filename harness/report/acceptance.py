@@ -1,0 +1,276 @@
+"""Acceptance: a policy over the axes grading recorded, applied at report time (docs/acceptance.md).
+
+Grading records facts (`acceptance` in grade.json and the row: scope, size, tests deleted or
+weakened, top-level files, debug leftovers, binary files, each with its evidence); this module
+decides, per row, whether a team's reviewers would accept the patch, and why not. Changing the
+policy needs no regrade. A row without axes (graded before grader 8) is **not measured**, never
+"not accepted".
+
+A policy is YAML: the keys below, at the top level or under ``acceptance:`` (so a repository's
+wholeloop.yaml or a suite's config can carry it)::
+
+    acceptance:
+      tests_deleted: true      # a deleted test file refuses the patch (default true)
+      tests_weakened: true     # assertions removed from a test file (default true)
+      outside_scope: true      # files outside gold's footprint and modules (default true)
+      top_level_added: true    # new files at the repository's top level (default true)
+      binary_files: true       # binary files (default true)
+      debug_leftovers: true    # print / console.log / dbg! / breakpoint added (default true)
+      max_size_ratio: 10       # more than 10x gold's changed lines (default: no limit)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..records import ResultRow
+from ..vocabulary import NOT_SCORED, Acceptance
+from .errors import ReportInputError
+from .stats import BootstrapSettings, ConfigRows, Interval, trials_of, wilson
+
+NOT_RESOLVED = "not resolved"
+# the axes a policy can count, in the order reasons are told, with how a reason reads
+AXES = {
+    "tests_deleted": "deleted tests",
+    "tests_weakened": "weakened tests",
+    "outside_scope": "files outside the fix's scope",
+    "top_level_added": "new top-level files",
+    "binary_files": "binary files",
+    "debug_leftovers": "debugging left in",
+}
+TOO_BIG = "larger than allowed against gold"
+
+
+class Policy(BaseModel):
+    """Which axes refuse a resolved patch (see the module docstring); `source` says where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tests_deleted: bool = True
+    tests_weakened: bool = True
+    outside_scope: bool = True
+    top_level_added: bool = True
+    binary_files: bool = True
+    debug_leftovers: bool = True
+    max_size_ratio: float | None = Field(None, gt=0)
+    source: str = "default"
+
+    def describe(self) -> str:
+        rules = self.model_dump()
+        counted = [AXES[k] for k in AXES if rules[k]]
+        size = f"; at most {self.max_size_ratio:g}x gold's changed lines" if self.max_size_ratio else ""
+        return f"{self.source}: resolved, and no " + ", no ".join(counted) + size
+
+
+DEFAULT_POLICY = Policy()
+
+
+def load_policy(path: Path | str | None) -> Policy:
+    """The policy of a YAML file (its `acceptance:` mapping, or the file itself); the default
+    without one. Raises ReportInputError naming the file and the key when it is malformed."""
+    if path is None:
+        return DEFAULT_POLICY
+    path = Path(path)
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ReportInputError(f"{path}: cannot read an acceptance policy: {exc}") from exc
+    if isinstance(data, dict) and "acceptance" in data:
+        data = data["acceptance"] or {}
+    if not isinstance(data, dict):
+        raise ReportInputError(f"{path}: an acceptance policy maps axes to true/false, e.g. 'debug_leftovers: false'")
+    try:
+        return Policy(**{**data, "source": str(path)})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ReportInputError(f"{path}: invalid acceptance policy: {problems}") from None
+
+
+@dataclass
+class Verdict:
+    """One row under a policy: accepted, not accepted (with the reasons), or not measured."""
+
+    acceptance: Acceptance
+    reasons: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)  # reason -> the axis's evidence
+
+    @property
+    def accepted(self) -> bool:
+        return self.acceptance is Acceptance.accepted
+
+
+def judge(row: ResultRow, policy: Policy = DEFAULT_POLICY) -> Verdict:
+    """The policy's verdict on one row: an unresolved row is not accepted ("not resolved"); a
+    resolved row without axes is not measured; otherwise each counted axis with findings is a reason."""
+    if not row.resolved:
+        return Verdict(Acceptance.not_accepted, [NOT_RESOLVED])
+    axes = row.acceptance
+    if not axes:
+        return Verdict(Acceptance.not_measured)
+    reasons, evidence = [], {}
+    rules = policy.model_dump()
+    for key, said in AXES.items():
+        if rules[key] and axes.get(key):
+            reasons.append(said)
+            evidence[said] = axes[key]
+    ratio = axes.get("size_ratio")
+    if policy.max_size_ratio and ratio is not None and ratio > policy.max_size_ratio:
+        reasons.append(TOO_BIG)
+        evidence[TOO_BIG] = (
+            f"{ratio:g}x gold's changed lines ({axes.get('lines_changed')} vs {axes.get('gold_lines_changed')})"
+        )
+    return Verdict(Acceptance.not_accepted if reasons else Acceptance.accepted, reasons, evidence)
+
+
+def tell(verdict: Verdict) -> str:
+    """One line for a reader: "accepted", "not measured", or "not accepted: deleted tests (tests/x.py)"."""
+    if verdict.acceptance is not Acceptance.not_accepted:
+        return verdict.acceptance.value.replace("_", " ")
+    parts = []
+    for reason in verdict.reasons:
+        ev = verdict.evidence.get(reason)
+        if isinstance(ev, list):
+            shown = [f"{e['path']}: {e['line']}" if isinstance(e, dict) else str(e) for e in ev[:3]]
+            more = f" and {len(ev) - 3} more" if len(ev) > 3 else ""
+            parts.append(f"{reason} ({'; '.join(shown)}{more})")
+        elif ev:
+            parts.append(f"{reason} ({ev})")
+        else:
+            parts.append(reason)
+    return "not accepted: " + ", ".join(parts)
+
+
+# ------------------------------------------------------------------------------------ figures
+
+
+class ConfigAcceptance(BaseModel):
+    """One configuration's acceptance beside its resolution (final attempts of scored trials)."""
+
+    config: str
+    agent: str = ""
+    run_dir: str = ""
+    policy: str = ""
+    trials: int = 0
+    resolved: int = 0
+    accepted: int = 0
+    not_measured: int = 0  # resolved trials whose grade has no axes (graded before grader 8)
+    resolved_not_accepted: int = 0
+    resolve_rate: Interval = Field(default_factory=Interval)
+    accept_rate: Interval = Field(default_factory=Interval)  # null when a resolved trial is not measured
+    reasons: dict[str, int] = Field(default_factory=dict)  # reason -> resolved trials it refused
+    examples: dict[str, list[str]] = Field(default_factory=dict)  # reason -> a few "task (repeat r): evidence"
+    tasks_not_accepted: dict[str, list[str]] = Field(default_factory=dict)  # task -> reasons (resolved trials)
+    task_counts: dict[str, list[int]] = Field(default_factory=dict)  # task -> [accepted, resolved] trials
+
+
+def config_acceptance(
+    cfg: ConfigRows, policy: Policy = DEFAULT_POLICY, settings: BootstrapSettings | None = None
+) -> ConfigAcceptance:
+    settings = settings or BootstrapSettings()
+    scored = [t for t in trials_of(cfg.rows) if t.scored]
+    agents = {r.agent for r in cfg.rows}
+    out = ConfigAcceptance(
+        config=cfg.name,
+        agent=agents.pop() if len(agents) == 1 else "",
+        run_dir=str(cfg.run_dir),
+        policy=policy.describe(),
+        trials=len(scored),
+    )
+    for trial in scored:
+        final = trial.final
+        if final is None or not final.resolved:
+            continue
+        out.resolved += 1
+        verdict = judge(final, policy)
+        counts = out.task_counts.setdefault(final.task_id, [0, 0])
+        counts[0] += verdict.accepted
+        counts[1] += 1
+        if verdict.acceptance is Acceptance.not_measured:
+            out.not_measured += 1
+        elif verdict.accepted:
+            out.accepted += 1
+        else:
+            out.resolved_not_accepted += 1
+            said = out.tasks_not_accepted.setdefault(final.task_id, [])
+            said += [r for r in verdict.reasons if r not in said]
+            for reason in verdict.reasons:
+                out.reasons[reason] = out.reasons.get(reason, 0) + 1
+                examples = out.examples.setdefault(reason, [])
+                if len(examples) < 3:
+                    examples.append(
+                        f"{final.task_id} (repeat {final.repeat}): {tell(Verdict(verdict.acceptance, [reason], verdict.evidence)).split(': ', 1)[1]}"
+                    )
+    out.resolve_rate = wilson(out.resolved, out.trials, settings.confidence_level)
+    if out.not_measured:
+        out.accept_rate = Interval(note=f"not measured: {out.not_measured} resolved trial(s) graded before grader 8")
+    else:
+        out.accept_rate = wilson(out.accepted, out.trials, settings.confidence_level)
+    return out
+
+
+def acceptance_figures(
+    configs: list[ConfigRows], policy: Policy = DEFAULT_POLICY, settings: BootstrapSettings | None = None
+) -> list[ConfigAcceptance]:
+    return [config_acceptance(c, policy, settings) for c in configs]
+
+
+def as_accepted(rows: list[ResultRow], policy: Policy = DEFAULT_POLICY, *, where: str = "") -> list[ResultRow]:
+    """The rows with `resolved` meaning *accepted* under `policy` (their outcome kept): every rate,
+    interval and paired statistic computed on them is the acceptance rate's (`--metric accept`).
+    Raises ReportInputError when a resolved row was never measured (no axes: graded before grader 8)."""
+    out, unmeasured = [], []
+    for row in rows:
+        if row.outcome in NOT_SCORED or not row.resolved:
+            out.append(row)
+            continue
+        verdict = judge(row, policy)
+        if verdict.acceptance is Acceptance.not_measured:
+            unmeasured.append(f"{row.task_id} (repeat {row.repeat})")
+        out.append(row.model_copy(update={"resolved": verdict.accepted}))
+    if unmeasured:
+        raise NotMeasured(
+            f"acceptance is not measured for {len(unmeasured)} resolved attempt(s){' of ' + where if where else ''}: "
+            + ", ".join(unmeasured[:5])
+            + (" ..." if len(unmeasured) > 5 else "")
+        )
+    return out
+
+
+def accept_configs(configs: list[ConfigRows], policy: Policy = DEFAULT_POLICY) -> list[ConfigRows]:
+    """`as_accepted` over each configuration's rows (for `--metric accept`)."""
+    return [
+        ConfigRows(c.name, c.label, c.run_dir, c.manifest, as_accepted(c.rows, policy, where=str(c.run_dir)), c.retried)
+        for c in configs
+    ]
+
+
+class NotMeasured(ReportInputError):
+    """`--metric accept` over rows graded before the acceptance axes existed."""
+
+    hint = (
+        "Regrade the run (`wholeloop regrade RUN --out NEW`) so its grades record the acceptance axes, "
+        "or use --metric resolve."
+    )
+
+
+__all__ = [
+    "AXES",
+    "DEFAULT_POLICY",
+    "ConfigAcceptance",
+    "NotMeasured",
+    "Policy",
+    "Verdict",
+    "accept_configs",
+    "acceptance_figures",
+    "as_accepted",
+    "config_acceptance",
+    "judge",
+    "load_policy",
+    "tell",
+]
