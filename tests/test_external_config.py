@@ -103,6 +103,30 @@ def test_a_missing_key_is_said_before_anything_runs(tmp_path, monkeypatch):
         agent.prepare()
 
 
+def test_a_model_the_cli_s_wire_cannot_reach_is_refused_before_anything_starts(tmp_path):
+    """mini-swe-agent speaks the OpenAI wire only: given an Anthropic model, every unit ended as an
+    infrastructure error after its container started (issue 28). Now `run` exits 2 at once, naming
+    the models and the agents that would work; a reachable pairing passes the same check."""
+    env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-test-key-123456789", "ANTHROPIC_API_KEY": "sk-ant-1"}
+    out = subprocess.run(
+        [WHOLELOOP, "run", str(TASK), "--agent", "external:mini-swe-agent", "--model", "anthropic/claude-sonnet-4-5"]
+        + ["--out", str(tmp_path / "run"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    message = " ".join(out.stderr.split())
+    assert "speaks the openai-chat wire only" in message and "needs anthropic" in message
+    assert "external:claude-code" in message and "openai/gpt-6.1-sol" in message
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    ok = get_agent("external:mini-swe-agent", model="openai/gpt-4o")
+    assert not [p for p in ok.check() if "wire" in p]
+    codex = get_agent("external:codex", model="claude-sonnet-4-5")  # a bare id: litellm's map says whose
+    assert any("does not reach anthropic's models" in p for p in codex.check())
+
+
 @pytest.mark.docker
 def test_a_failing_install_step_says_which_and_shows_its_output(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")

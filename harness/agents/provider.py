@@ -49,6 +49,32 @@ def model_id(name: str) -> str:
     return name
 
 
+#: Which wire formats reach a provider's models (by the routing prefix of a model id): Anthropic's
+#: only through the Messages API; OpenAI's and Azure's through Chat Completions and Responses; the
+#: OpenAI-compatible routers through Chat Completions.
+WIRES_OF_PROVIDER = {
+    "anthropic": frozenset({"anthropic"}),
+    "openai": frozenset({"openai-chat", "openai-responses"}),
+    "azure": frozenset({"openai-chat", "openai-responses"}),
+    "openrouter": frozenset({"openai-chat"}),
+    "groq": frozenset({"openai-chat"}),
+    "mistral": frozenset({"openai-chat"}),
+}
+
+
+def provider_of(model: str, price_map: dict | None = None) -> str | None:
+    """The provider a model id names: its routing prefix, else (a bare id) the provider litellm's
+    price map files it under; None when neither says."""
+    head = model.strip().split("/", 1)[0].lower() if "/" in model else ""
+    if head in WIRES_OF_PROVIDER:
+        return head
+    if not head and price_map is not None:
+        entry = price_map.get(model.strip())
+        found = entry.get("litellm_provider") if isinstance(entry, dict) else None
+        return found if found in WIRES_OF_PROVIDER else None
+    return None
+
+
 def same_model(asked: str, configured: str) -> bool:
     """Did a call name the configured model? Exact ids after `model_id` (no split on "/", no alias
     matching: a dated alias the agent chose is another model)."""

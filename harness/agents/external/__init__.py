@@ -49,6 +49,7 @@ from .config import (
     ExternalConfig,
     ExternalConfigError,
     load_external_config,
+    shipped_configs,
     shipped_path,
 )
 from .install import Installed, InstallError, ensure_install
@@ -124,6 +125,7 @@ class ExternalAgent:
             self.upstream()
         except ExternalConfigError as exc:
             problems.append(str(exc))
+        problems += self._wire_reaches_model()
         name = self.model.split("/", 1)[-1]
         if (
             lookup_price(name, PROVIDER_OF[self.config.wire], overrides=self.config.prices or None) is None
@@ -135,6 +137,30 @@ class ExternalAgent:
                 "--allow-unknown-model"
             )
         return problems
+
+    def _wire_reaches_model(self) -> list[str]:
+        """The CLI speaks one wire format through the proxy: a model whose provider needs another
+        cannot be reached (every attempt would end as the setup's error), so say it before any
+        container starts, naming what would work."""
+        from ...models.pricing import litellm_price_map
+        from ..provider import WIRES_OF_PROVIDER, provider_of
+
+        provider = provider_of(self.model, litellm_price_map())
+        if provider is None or self.config.wire in WIRES_OF_PROVIDER[provider]:
+            return []
+        needed = sorted(WIRES_OF_PROVIDER[provider])
+        others = [
+            f"external:{name}"
+            for name in shipped_configs()
+            if load_external_config(shipped_path(name)).wire in WIRES_OF_PROVIDER[provider]
+        ]
+        served = sorted(p for p, wires in WIRES_OF_PROVIDER.items() if self.config.wire in wires)
+        return [
+            f"{self.name} speaks the {self.config.wire} wire only, which does not reach {provider}'s models "
+            f"({self.model} needs {' or '.join(needed)}): give it a model from {', '.join(served)} (its "
+            f"default: {self.config.model})"
+            + (f", or use an agent that speaks {' or '.join(needed)}: {', '.join(others)}" if others else "")
+        ]
 
     def prepare(self, log: Callable[[str], None] | None = None) -> None:
         """Check the key is there, build (or find) the install and the forwarder."""
