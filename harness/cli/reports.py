@@ -391,7 +391,7 @@ def import_():
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="the run folder to write")
 def import_atif(files, out):
     """Make a run folder of ATIF trajectories (one attempt each, each checked against Harbor's own
-    model first), so `show`, `report` and `failures` read them. Their rows are `ungraded` (in no
+    model first), so `show` and `report` read them. Their rows are `ungraded` (in no
     rate); a patch a trajectory carries is kept as the attempt's patch.diff, not graded."""
     from ..report.atif_import import import_atif as read
 

@@ -1,6 +1,6 @@
 """`wholeloop import atif FILES... --out RUN`: trajectories of agents run elsewhere, in ATIF
-(Harbor's Agent Trajectory Interchange Format), as a wholeloop run folder, so `show`, `report`
-and the failure analysis read them like wholeloop's own.
+(Harbor's Agent Trajectory Interchange Format), as a wholeloop run folder, so `show` and `report`
+read them like wholeloop's own (rates and the failure analysis leave `ungraded` rows out).
 
 Every file is first checked against Harbor's own `Trajectory` model (harbor_models: the pinned
 wheel, in a subprocess); one it refuses stops the import before anything is written, naming the
