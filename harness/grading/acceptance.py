@@ -170,11 +170,20 @@ def _text(value: str) -> str:
 
 
 def _shown(axes: Axes) -> Axes:
-    for name in ("files", "outside_scope", "tests_deleted", "top_level_added", "binary_files"):
-        setattr(axes, name, [_text(p) for p in getattr(axes, name)])
-    for name in ("tests_weakened", "debug_leftovers"):
-        setattr(axes, name, [LineEvidence(path=_text(e.path), line=_text(e.line)) for e in getattr(axes, name)])
-    return axes
+    def lines(found: list[LineEvidence]) -> list[LineEvidence]:
+        return [LineEvidence(path=_text(e.path), line=_text(e.line)) for e in found]
+
+    return axes.model_copy(
+        update={
+            "files": [_text(p) for p in axes.files],
+            "outside_scope": [_text(p) for p in axes.outside_scope],
+            "tests_deleted": [_text(p) for p in axes.tests_deleted],
+            "top_level_added": [_text(p) for p in axes.top_level_added],
+            "binary_files": [_text(p) for p in axes.binary_files],
+            "tests_weakened": lines(axes.tests_weakened),
+            "debug_leftovers": lines(axes.debug_leftovers),
+        }
+    )
 
 
 def _in_scope(path: str, gold_files: set[str], gold_modules: Iterable[str]) -> bool:
