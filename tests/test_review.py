@@ -1,0 +1,137 @@
+"""Human verdicts (issue 25 item 4): the review file RunFolder owns, and the agreement between
+automatic acceptance and reviewers that reports show."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from support.fabricate import fabricate_run
+
+from harness.records import Review, RunFolder
+from harness.report.acceptance import KAPPA_MIN_N, agreement, cohen_kappa
+
+CLEAN = {"tests_deleted": [], "outside_scope": [], "size_ratio": 1.0}
+
+
+def _run(tmp_path: Path) -> RunFolder:
+    fabricate_run(tmp_path / "run", tasks=10, configs=["a"], repeats=1)
+    return RunFolder(tmp_path / "run")
+
+
+def _review(folder: RunFolder, row, verdict: str, reviewer: str = "ana", reason: str = "", sha: str | None = None):
+    folder.add_review(
+        Review(
+            task_id=row.task_id,
+            config=row.config,
+            repeat=row.repeat,
+            attempt=row.attempt,
+            patch_sha256=sha or folder.patch_sha256(row),
+            verdict=verdict,
+            reason=reason,
+            reviewer=reviewer,
+        )
+    )
+
+
+def test_every_verdict_is_kept_and_the_latest_per_reviewer_counts(tmp_path):
+    folder = _run(tmp_path)
+    row = folder.latest()[0]
+    _review(folder, row, "accept", "ana", "fine")
+    _review(folder, row, "reject", "bo", "too wide")
+    _review(folder, row, "reject", "ana", "second look: breaks the API")
+    assert [r.verdict for r in folder.reviews()] == ["accept", "reject", "reject"]
+    current = folder.current_reviews()[row.key()]
+    assert {name: r.reason for name, r in current.items()} == {"ana": "second look: breaks the API", "bo": "too wide"}
+    assert all(r.at for r in folder.reviews())
+
+
+def test_a_verdict_on_another_patch_does_not_apply(tmp_path):
+    folder = _run(tmp_path)
+    row = next(r for r in folder.latest() if r.patch_bytes)
+    _review(folder, row, "accept")
+    assert row.key() in folder.current_reviews()
+    (folder.path / row.patch_path).write_text("a different patch\n")  # the patch changed under the verdict
+    assert row.key() not in folder.current_reviews()
+
+
+def test_a_verdict_follows_a_regrade_that_keeps_the_patch(tmp_path):
+    folder = _run(tmp_path)
+    row = next(r for r in folder.latest() if r.patch_bytes)
+    _review(folder, row, "reject", reason="wrong fix")
+    regraded = row.model_copy(update={"resolved": not row.resolved, "regraded_from": {"outcome": str(row.outcome)}})
+    folder.append(regraded)
+    assert next(r for r in folder.latest() if r.key() == row.key()).regraded_from  # the regraded row counts
+    assert folder.current_reviews()[row.key()]["ana"].reason == "wrong fix"
+
+
+def test_reviewers_writing_at_once_lose_no_line(tmp_path):
+    _run(tmp_path)
+    row = RunFolder(tmp_path / "run").latest()[0]
+
+    def write(name: str) -> None:
+        folder = RunFolder(tmp_path / "run")  # each its own open: only the flock keeps them apart
+        for i in range(30):
+            _review(folder, row, "accept", name, f"{i}")
+
+    threads = [threading.Thread(target=write, args=(f"r{k}",)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    folder = RunFolder(tmp_path / "run")
+    assert len(folder.reviews()) == 120
+    assert len((folder.path / "reviews.jsonl").read_text().splitlines()) == 120
+
+
+def test_a_torn_review_line_is_skipped_and_cut_before_the_next(tmp_path):
+    folder = _run(tmp_path)
+    row = folder.latest()[0]
+    _review(folder, row, "accept")
+    with open(folder.reviews_path, "a") as fh:
+        fh.write('{"task_id": "half')
+    assert len(folder.reviews()) == 1
+    _review(folder, row, "reject", "bo")
+    assert [r.reviewer for r in folder.reviews()] == ["ana", "bo"]
+
+
+def test_kappa_against_a_hand_computed_table():
+    # 20 pairs: 8 both accept, 7 both reject, 3 policy-only, 2 reviewer-only
+    # po = 0.75, pe = 0.55*0.5 + 0.45*0.5 = 0.5 -> kappa 0.5
+    kappa, (lo, hi) = cohen_kappa(8, 3, 2, 7)
+    assert abs(kappa - 0.5) < 1e-9
+    assert lo < 0.5 < hi and hi - lo > 0.3
+    assert cohen_kappa(0, 0, 0, 0) is None
+    assert cohen_kappa(5, 0, 0, 0) is None  # both always say yes: undefined
+
+
+def test_agreement_counts_disagreements_and_says_n_below_20(tmp_path):
+    folder = _run(tmp_path)
+    rows = folder.latest()
+    resolved = [r for r in rows if r.resolved]
+    for r in rows:
+        r.acceptance = dict(CLEAN)  # measured and clean: the default policy accepts a resolved row
+    _review(folder, resolved[0], "reject", reason="fixes the symptom only")
+    unresolved = [r for r in rows if not r.resolved]
+    if unresolved:
+        _review(folder, unresolved[0], "reject")
+    _review(folder, rows[-1], "unsure", "bo")
+    got = agreement(rows, folder.current_reviews(rows))
+    assert got.policy_only == 1 and got.unsure == 1
+    assert got.disagreements[0]["reason"] == "fixes the symptom only"
+    assert got.kappa is None and f"n < {KAPPA_MIN_N}" in got.tell()
+
+
+def test_agreement_tells_kappa_from_20_verdicts(tmp_path):
+    fabricate_run(tmp_path / "run", tasks=12, configs=["a", "b"], repeats=1)
+    folder = RunFolder(tmp_path / "run")
+    rows = folder.latest()
+    for r in rows:
+        r.acceptance = dict(CLEAN)
+    for i, r in enumerate(rows):
+        accept = r.resolved if i % 5 else not r.resolved  # mostly agree
+        _review(folder, r, "accept" if accept else "reject")
+    got = agreement(rows, folder.current_reviews(rows))
+    assert got.n >= KAPPA_MIN_N
+    assert got.kappa is not None and "Cohen's kappa" in got.tell()
+    assert len(got.disagreements) == got.policy_only + got.human_only > 0
