@@ -10,6 +10,7 @@ from support.fabricate import fabricate_run
 
 from harness.records import Review, RunFolder
 from harness.report.acceptance import KAPPA_MIN_N, agreement, cohen_kappa
+from harness.vocabulary import Outcome
 
 CLEAN = {"tests_deleted": [], "outside_scope": [], "size_ratio": 1.0}
 
@@ -135,3 +136,80 @@ def test_agreement_tells_kappa_from_20_verdicts(tmp_path):
     assert got.n >= KAPPA_MIN_N
     assert got.kappa is not None and "Cohen's kappa" in got.tell()
     assert len(got.disagreements) == got.policy_only + got.human_only > 0
+
+
+def _measured_run(tmp_path: Path, tasks: int = 6) -> RunFolder:
+    """A fabricated run whose rows carry acceptance axes (rewritten rows: the first three resolved,
+    all clean except the first, which deleted a test), so the policy has a verdict to compare."""
+    import json
+
+    fabricate_run(tmp_path / "run", tasks=tasks, configs=["a"], repeats=1)
+    folder = RunFolder(tmp_path / "run")
+    rows = folder.rows()
+    lines = []
+    for i, r in enumerate(rows):
+        r.acceptance = dict(CLEAN, tests_deleted=["tests/test_x.py"] if i == 0 else [])
+        if i < 3:
+            r.outcome, r.resolved = Outcome.resolved, True
+        lines.append(json.dumps(r.model_dump(mode="json")) + "\n")
+    folder.results_path.write_text("".join(lines))
+    return folder
+
+
+def _drive(argv: list[str], answers: list[str]) -> str:
+    """Run a command in a real pseudo-terminal, answering each prompt in turn; the screen's text."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    primary, secondary = pty.openpty()
+    env = dict(os.environ, COLUMNS="120", TERM="xterm")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *argv], stdin=secondary, stdout=secondary, stderr=secondary, env=env
+    )
+    os.close(secondary)
+    screen, pending, prompts = b"", list(answers), 0
+    while True:
+        ready, _, _ = select.select([primary], [], [], 60)
+        if not ready:
+            proc.kill()
+            raise AssertionError(f"no output for 60 s; screen so far:\n{screen.decode(errors='replace')[-2000:]}")
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        screen += chunk
+        asked = screen.count(b"verdict: a(ccept)") + screen.count(b"reason:")
+        while prompts < asked and pending:
+            os.write(primary, (pending.pop(0) + "\r").encode())
+            prompts += 1
+    proc.wait(timeout=60)
+    os.close(primary)
+    assert proc.returncode == 0, screen.decode(errors="replace")[-3000:]
+    return screen.decode(errors="replace")
+
+
+def test_review_through_a_terminal_records_verdicts_that_survive_a_regrade(tmp_path):
+    folder = _measured_run(tmp_path)
+    resolved = [r for r in folder.latest() if r.resolved]
+    assert len(resolved) >= 2
+    # first attempt: "x" is no verdict and is asked again; then reject with a reason; the rest accept
+    answers = ["x", "r", "fixes the symptom, not the parser"] + ["a", "looks right"] * (len(resolved) - 1)
+    screen = _drive(["review", str(folder.path), "--reviewer", "ana"], answers)
+    assert "problem statement" in screen and "acceptance" in screen
+    got = folder.reviews()
+    assert [(r.key(), r.verdict, r.reviewer) for r in got] == [
+        (resolved[0].key(), "reject", "ana"),
+        *[(r.key(), "accept", "ana") for r in resolved[1:]],
+    ]
+    assert got[0].reason == "fixes the symptom, not the parser"
+    # a regrade that keeps the patch: the verdict still applies to the row that now counts
+    folder.append(resolved[0].model_copy(update={"regraded_from": {"outcome": "resolved", "grader_version": 7}}))
+    assert folder.current_reviews()[resolved[0].key()]["ana"].verdict == "reject"
+    # nothing left for ana: a second pass asks nothing
+    again = _drive(["review", str(folder.path), "--reviewer", "ana"], [])
+    assert "0 verdict(s) recorded" in again and "verdict: a(ccept)" not in again
