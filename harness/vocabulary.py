@@ -34,10 +34,11 @@ class Outcome(StrEnum):
     infra_error = "infra_error"  # the machine failed: never counted as the agent's failure, retried
     task_error = "task_error"  # the task's own inputs are wrong (its gold or test patch does not apply):
     #                            never counted as the agent's failure, never retried; the task author's to fix
+    ungraded = "ungraded"  # an imported trajectory (`wholeloop import atif`) with no patch graded: in no rate
 
 
 #: Outcomes that say nothing about the agent: left out of every rate.
-NOT_SCORED: frozenset[Outcome] = frozenset({Outcome.infra_error, Outcome.task_error})
+NOT_SCORED: frozenset[Outcome] = frozenset({Outcome.infra_error, Outcome.task_error, Outcome.ungraded})
 #: Final outcomes a resume tries again (the machine's failures; a task's own error would fail again).
 REDO_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.infra_error})
 

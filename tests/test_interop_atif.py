@@ -109,3 +109,65 @@ def test_export_refuses_when_the_wheel_is_not_the_pinned_one(exported, tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "not the pinned Harbor 0.26.0 wheel" in out.stderr
     assert not (tmp_path / "cache" / "harbor" / "0.26.0").exists()  # nothing unchecked was unpacked
+
+
+@pytest.fixture(scope="module")
+def imported(exported, tmp_path_factory):
+    run, target = exported
+    into = tmp_path_factory.mktemp("atif-in") / "imported"
+    out = wl("import", "atif", *sorted(target.glob("*.json")), "--out", into)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return run, into
+
+
+def _steps(run, task):
+    out = wl("show", run, task, "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    shown = json.loads(out.stdout)
+    return shown, [
+        [
+            (c["name"], c["arguments"], (c["result"] or {}).get("output"), (c["result"] or {}).get("exit_code"))
+            for c in s["tool_calls"]
+        ]
+        + [s["text"]]
+        for a in shown["attempts"]
+        for s in a["steps"]
+    ]
+
+
+def test_an_imported_trajectory_shows_the_same_steps_as_the_original(imported):
+    """Issue 28 item 2: `wholeloop import atif` of the demo's export; `show` of an imported attempt
+    has the same steps (commands, outputs) as of the original; its rows are `ungraded`, kept out of
+    every rate, and the patch is kept (not graded)."""
+    run, into = imported
+    original = {r.key(): r for r in RunFolder(run).latest()}
+    rows = RunFolder(into).latest()
+    assert {r.key() for r in rows} == set(original) and len(rows) == 7
+    for row in rows:
+        assert row.outcome == "ungraded" and not row.resolved
+        before = original[row.key()]
+        assert row.usage == before.usage and row.cost_usd == pytest.approx(before.cost_usd)
+        assert row.stop_reason == before.stop_reason
+        if before.patch_path:
+            assert (into / row.patch_path).read_text() == (run / before.patch_path).read_text()
+        shown_before, steps_before = _steps(run, row.task_id)
+        shown_after, steps_after = _steps(into, row.task_id)
+        assert steps_after == steps_before and any(s[:-1] for s in steps_after)
+        assert shown_after["problem_statement"].strip()
+    report = wl("report", into, "--json", into.parent / "figures.json")
+    assert report.returncode == 0, report.stdout + report.stderr
+    figures = json.loads((into.parent / "figures.json").read_text())["configs"][0]
+    assert (figures["scored"], figures["resolved"], figures["trials"]) == (0, 0, 7)
+
+
+def test_a_file_harbor_refuses_is_one_line_naming_the_file_and_the_field(exported, tmp_path):
+    _, target = exported
+    doc = json.loads(sorted(target.glob("*.json"))[0].read_text())
+    del doc["steps"][0]["source"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    out = wl("import", "atif", bad, "--out", tmp_path / "run")
+    assert out.returncode == 2, out.stdout + out.stderr
+    first = out.stderr.strip().splitlines()[0]
+    assert str(bad) in first and "steps.0.source" in first, out.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()

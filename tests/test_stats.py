@@ -600,3 +600,34 @@ def test_an_interval_computed_once_is_read_back_the_same_without_numpy(tmp_path)
     again = subprocess.run([sys.executable, "-c", probe, str(kept)], capture_output=True, text=True, cwd=ROOT)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout.splitlines()[0]) == [first.model_dump(), True]
+
+
+def test_ungraded_rows_of_an_imported_trajectory_are_in_no_rate(tmp_path):
+    """Issue 28: `wholeloop import atif` writes `ungraded` rows (trajectories of agents run elsewhere,
+    with no patch graded). Every report leaves them out: 2 resolved, 1 unresolved, 3 ungraded is 2/3."""
+    from harness.report.acceptance import config_acceptance
+    from harness.report.cause_table import failed
+    from harness.vocabulary import NOT_SCORED, Outcome
+
+    rows = [make_row("t1"), make_row("t2"), make_row("t3", outcome="unresolved")]
+    rows += [make_row(f"u{i}", outcome="ungraded", stop_reason="submitted") for i in range(3)]
+    run = make_run(tmp_path / "run", rows)
+    assert Outcome("ungraded") in NOT_SCORED
+    cfg = load_configs([run])[0]
+    stats = config_stats(cfg)
+    assert (stats.scored, stats.resolved) == (3, 2) and stats.resolve_rate.value == pytest.approx(2 / 3)
+    assert {t.task_id for t in stats.per_task if t.trials} == {"t1", "t2", "t3"}
+    assert compute_figures([run]).configs[0].resolve_rate.value == pytest.approx(2 / 3)
+    from harness.report.scoring import config_score
+
+    score = config_score(cfg, Scoring(costs={"unresolved": 1.0}))
+    assert (score.trials, set(score.by_outcome)) == (3, {"resolved", "unresolved"})
+    with pytest.raises(ReportInputError):
+        (tmp_path / "s.yaml").write_text("ungraded: 1\n")
+        load_scoring(tmp_path / "s.yaml")
+    accepted = config_acceptance(cfg)
+    assert (accepted.trials, accepted.resolved) == (3, 2)
+    recovery = config_recovery(cfg)
+    assert {a.task_id for a in recovery.attempts} == {"t1", "t2", "t3"}
+    assert recovery.across.trials == 3
+    assert [r.task_id for r in cfg.rows if failed(r)] == ["t3"]  # the cause table's denominator

@@ -40,7 +40,7 @@ def test_records_and_readme_name_every_outcome():
 
 def test_the_vocabularies_are_strings_that_records_keep_as_they_are():
     assert Outcome.resolved == "resolved" and f"{Outcome.infra_error}" == "infra_error"
-    assert NOT_SCORED == {Outcome.infra_error, Outcome.task_error}
+    assert NOT_SCORED == {Outcome.infra_error, Outcome.task_error, Outcome.ungraded}
     assert REDO_OUTCOMES <= NOT_SCORED
     # outcomes and stop reasons share only the one word that names the same event in both
     assert {o.value for o in Outcome} & {s.value for s in StopReason} == {"infra_error"}

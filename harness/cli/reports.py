@@ -381,6 +381,25 @@ def export_atif(run_dir, out):
     click.echo(f"wrote {len(written)} trajectories to {target} (validated against Harbor's ATIF model)")
 
 
+@main.group("import")
+def import_():
+    """Bring trajectories of agents run elsewhere into a run folder: ATIF."""
+
+
+@import_.command("atif")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="the run folder to write")
+def import_atif(files, out):
+    """Make a run folder of ATIF trajectories (one attempt each, each checked against Harbor's own
+    model first), so `show` and `report` read them. Their rows are `ungraded` (in no
+    rate); a patch a trajectory carries is kept as the attempt's patch.diff, not graded."""
+    from ..report.atif_import import import_atif as read
+
+    _check_outputs(folders=(out,))
+    rows = read(list(files), out)
+    click.echo(f"imported {len(rows)} trajectories into {out} (outcome ungraded: in no rate)")
+
+
 @export.command("predictions")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="predictions JSONL (default RUN_DIR/predictions.jsonl)")

@@ -16,7 +16,7 @@ transcript (the one record of what the agent saw and did). The mapping:
 - `final_metrics`: the attempt's token totals and cost from its result row (the metered figures);
 - `extra.wholeloop`: what ATIF has no field for: task, configuration, repeat, attempt, outcome,
   stop reason, failing tests, and the attempt's patch (`patch`), which `wholeloop import atif`
-  grades.
+  keeps as the imported attempt's patch.diff (not graded: docs/records.md).
 
 Each file is validated against Harbor's own `Trajectory` model (harbor_models: the pinned wheel,
 in a subprocess) before the command says it is done.
