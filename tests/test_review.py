@@ -213,3 +213,41 @@ def test_review_through_a_terminal_records_verdicts_that_survive_a_regrade(tmp_p
     # nothing left for ana: a second pass asks nothing
     again = _drive(["review", str(folder.path), "--reviewer", "ana"], [])
     assert "0 verdict(s) recorded" in again and "verdict: a(ccept)" not in again
+
+
+def test_the_report_shows_the_verdicts_and_the_agreement(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    folder = _measured_run(tmp_path)
+    first, second, third = [r for r in folder.latest() if r.resolved][:3]
+    _review(folder, first, "accept", reason="the deleted test was obsolete")  # the policy refuses it
+    _review(folder, second, "accept")  # both accept
+    _review(folder, third, "reject", reason="wrong module")  # the policy accepts it
+    _review(folder, third, "unsure", "bo")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "report",
+            str(folder.path),
+            "--json",
+            str(tmp_path / "f.json"),
+            "--html",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "policy and reviewers agree on 1/3" in out.stdout and "n < 20" in out.stdout
+    assert "wrong module" in out.stdout
+    review = json.loads((tmp_path / "f.json").read_text())["review"]
+    assert (review["n"], review["unsure"], review["verdicts"]) == (3, 1, 4)
+    assert review["kappa"] is None
+    assert {d["reason"] for d in review["disagreements"]} == {"the deleted test was obsolete", "wrong module"}
+    html = (tmp_path / "r.html").read_text()
+    assert 'id="review"' in html and "the deleted test was obsolete" in html and "n &lt; 20" in html

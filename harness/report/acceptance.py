@@ -266,7 +266,9 @@ __all__ = [
     "NotMeasured",
     "Policy",
     "Verdict",
+    "Agreement",
     "accept_configs",
+    "agreement",
     "acceptance_figures",
     "as_accepted",
     "config_acceptance",
@@ -341,11 +343,14 @@ def cohen_kappa(a: int, b: int, c: int, d: int) -> tuple[float, tuple[float, flo
     return kappa, (max(-1.0, kappa - 1.96 * se), min(1.0, kappa + 1.96 * se))
 
 
-def agreement(rows: list[ResultRow], reviews: dict, policy: Policy = DEFAULT_POLICY) -> Agreement:
+def agreement(
+    rows: list[ResultRow], reviews: dict, policy: Policy = DEFAULT_POLICY, *, into: Agreement | None = None
+) -> Agreement:
     """The agreement of `policy` with the current human verdicts (`RunFolder.current_reviews()`)
     over `rows` (the latest rows): counts, Cohen's kappa from KAPPA_MIN_N verdicts on, and each
-    disagreement (task, configuration, repeat, attempt, reviewer, both verdicts, the reason)."""
-    out = Agreement()
+    disagreement (task, configuration, repeat, attempt, reviewer, both verdicts, the reason).
+    `into`: add to an earlier run folder's agreement (kappa is computed over all of them)."""
+    out = into or Agreement()
     for row in rows:
         for reviewer, review in sorted(reviews.get(row.key(), {}).items()):
             if review.verdict == "unsure":
@@ -377,6 +382,7 @@ def agreement(rows: list[ResultRow], reviews: dict, policy: Policy = DEFAULT_POL
                         "reason": review.reason,
                     }
                 )
+    out.kappa = out.interval = None
     if out.n >= KAPPA_MIN_N:
         found = cohen_kappa(out.both_accept, out.policy_only, out.human_only, out.both_reject)
         if found is not None:
