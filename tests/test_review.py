@@ -194,6 +194,8 @@ def _drive(argv: list[str], answers: list[str]) -> str:
 
 
 def test_review_through_a_terminal_records_verdicts_that_survive_a_regrade(tmp_path):
+    import json
+
     folder = _measured_run(tmp_path)
     resolved = [r for r in folder.latest() if r.resolved]
     assert len(resolved) >= 2
@@ -213,6 +215,10 @@ def test_review_through_a_terminal_records_verdicts_that_survive_a_regrade(tmp_p
     # nothing left for ana: a second pass asks nothing
     again = _drive(["review", str(folder.path), "--reviewer", "ana"], [])
     assert "0 verdict(s) recorded" in again and "verdict: a(ccept)" not in again
+    # the report's agreement figure counts them: the policy refuses the first (a deleted test), as ana did
+    report = _drive(["report", str(folder.path), "--json", str(folder.path / "f.json")], [])
+    assert f"policy and reviewers agree on {len(resolved)}/{len(resolved)}" in report
+    assert json.loads((folder.path / "f.json").read_text())["review"]["both_reject"] == 1
 
 
 def test_the_report_shows_the_verdicts_and_the_agreement(tmp_path):
