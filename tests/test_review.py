@@ -257,3 +257,21 @@ def test_the_report_shows_the_verdicts_and_the_agreement(tmp_path):
     assert {d["reason"] for d in review["disagreements"]} == {"the deleted test was obsolete", "wrong module"}
     html = (tmp_path / "r.html").read_text()
     assert 'id="review"' in html and "the deleted test was obsolete" in html and "n &lt; 20" in html
+
+
+def test_quitting_keeps_what_was_recorded_and_the_next_pass_continues(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from harness.report.show import review
+
+    folder = _measured_run(tmp_path)
+    resolved = [r for r in folder.latest() if r.resolved]
+    quiet = Console(file=io.StringIO())
+    answers = iter(["u", "cannot tell without the issue thread", "q"])
+    assert review(folder.path, [], "ana", lambda _: next(answers), console=quiet) == 1
+    assert [(r.key(), r.verdict) for r in folder.reviews()] == [(resolved[0].key(), "unsure")]
+    answers = iter(["a", ""] * len(resolved))
+    assert review(folder.path, [resolved[1].task_id], "ana", lambda _: next(answers), console=quiet) == 1
+    assert folder.reviews()[-1].key() == resolved[1].key()
