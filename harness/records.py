@@ -7,6 +7,7 @@
     RUN/attempts/<task>/<config>/rep-<r>/transcript.live.jsonl   a Ray unit's transcript so far, as streamed
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
     RUN/logs/images.log      image build output
+    RUN/reviews.jsonl        human verdicts (`wholeloop review`), appended after the run, its own lock
     RUN/.writer.lock         held (flock) by the one run writing the folder, for its whole life
 
 Everything a report shows is recomputed from these files, with no Docker. Every part of wholeloop
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -40,7 +42,7 @@ from .errors import UserError
 from .jsonl import append_line, complete_lines, drop_torn_tail, escape_surrogates, text_bytes
 from .scrub import scrub
 from .usage import Usage  # one token accounting for models, rows and reports (no model adapter import)
-from .vocabulary import REDO_OUTCOMES, Outcome
+from .vocabulary import REDO_OUTCOMES, Outcome, ReviewVerdict
 
 RESULT_SCHEMA = 1
 
@@ -113,6 +115,31 @@ class ResultRow(BaseModel):
     def unit(self) -> tuple[str, str, int]:
         """(task, configuration, repeat): the unit of work this row belongs to."""
         return (self.task_id, self.config, self.repeat)
+
+
+REVIEW_SCHEMA = 1
+
+
+class Review(BaseModel):
+    """One reviewer's verdict on one attempt's patch: a line of RUN/reviews.jsonl. Keyed by the
+    unit, the attempt and the patch's sha256, so it follows a regrade that keeps the patch and
+    stops applying to a patch that changed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = REVIEW_SCHEMA
+    task_id: str
+    config: str
+    repeat: int = 0
+    attempt: int = 1
+    patch_sha256: str
+    verdict: ReviewVerdict
+    reason: str = ""
+    reviewer: str
+    at: str = ""  # ISO time, UTC
+
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.task_id, self.config, self.repeat, self.attempt)
 
 
 def slug(text: str) -> str:
@@ -343,6 +370,7 @@ class RunFolder:
     RESULTS = "results.jsonl"
     MANIFEST = "manifest.json"
     WRITER_LOCK = ".writer.lock"
+    REVIEWS = "reviews.jsonl"
 
     def __init__(self, path: Path | str, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -351,6 +379,7 @@ class RunFolder:
         self._rows_lock = threading.Lock()
         self._manifest_lock = threading.Lock()
         self._log_lock = threading.Lock()
+        self._reviews_lock = threading.Lock()
         self._listeners: list[RowListener] = []
         self._repaired = False
 
@@ -463,6 +492,61 @@ class RunFolder:
     def units_to_redo(self) -> dict[tuple[str, str, int], ResultRow]:
         """Units whose latest final row a resume does again (see `redo_on_resume`), with that row."""
         return {row.unit(): row for row in self.latest() if row.final and redo_on_resume(row)}
+
+    # ------------------------------------------------------------------ human verdicts
+
+    @property
+    def reviews_path(self) -> Path:
+        return self.path / self.REVIEWS
+
+    def patch_sha256(self, row: ResultRow) -> str:
+        """The sha256 of an attempt's patch as recorded (of the empty patch when it has none)."""
+        path = self.path / row.patch_path if row.patch_path else None
+        data = path.read_bytes() if path is not None and path.is_file() else b""
+        return hashlib.sha256(data).hexdigest()
+
+    def add_review(self, review: Review) -> None:
+        """Append one verdict to reviews.jsonl: one whole line, under its own lock (a thread lock
+        and an flock on RUN/.reviews.lock), since reviewers write after the run, beside any other
+        reader or reviewer, never under the run's writer lock. Every verdict is kept."""
+        if not review.at:
+            review = review.model_copy(update={"at": datetime.now(UTC).isoformat(timespec="seconds")})
+        line = (
+            escape_surrogates(json.dumps(review.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
+            + "\n"
+        ).encode()
+        self.path.mkdir(parents=True, exist_ok=True)
+        with self._reviews_lock, open(self.path / ".reviews.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                drop_torn_tail(self.reviews_path)
+                append_line(self.reviews_path, line)
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def reviews(self) -> list[Review]:
+        """Every valid verdict, in the order written (a torn or invalid line is skipped)."""
+        out: list[Review] = []
+        for line in complete_lines(self.reviews_path):
+            try:
+                out.append(Review.model_validate_json(line))
+            except ValidationError:
+                continue
+        return out
+
+    def current_reviews(
+        self, rows: list[ResultRow] | None = None
+    ) -> dict[tuple[str, str, int, int], dict[str, Review]]:
+        """The verdicts that count, per attempt key, per reviewer: the latest verdict of each
+        reviewer whose patch sha256 is that of the attempt's patch now (a regrade that keeps the
+        patch keeps its verdicts; a verdict on another patch no longer applies)."""
+        rows = self.latest() if rows is None else rows
+        shas = {row.key(): self.patch_sha256(row) for row in rows}
+        out: dict[tuple[str, str, int, int], dict[str, Review]] = {}
+        for review in self.reviews():
+            if shas.get(review.key()) == review.patch_sha256:
+                out.setdefault(review.key(), {})[review.reviewer] = review
+        return out
 
     # ------------------------------------------------------------------ manifest
 

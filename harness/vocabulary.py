@@ -79,6 +79,15 @@ class Acceptance(StrEnum):
     not_measured = "not_measured"  # resolved, graded before the axes were recorded (grader < 8): never false
 
 
+class ReviewVerdict(StrEnum):
+    """What a human reviewer decided about one attempt's patch (`wholeloop review`), recorded in
+    RUN/reviews.jsonl; compared with `Acceptance` in reports, never mixed into it."""
+
+    accept = "accept"
+    reject = "reject"
+    unsure = "unsure"
+
+
 #: The budget's limits, as stop reasons.
 LIMITS: frozenset[StopReason] = frozenset(
     {StopReason.step_limit, StopReason.time_limit, StopReason.token_limit, StopReason.cost_limit}

@@ -418,3 +418,29 @@ def export_predictions(run_dir, out, model_name, repeat, config_label):
 
 
 main.add_command(export_predictions, "export-predictions")  # the same command under the name it had first
+
+
+@main.command("review")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("task_ids", nargs=-1)
+@click.option("--reviewer", default=None, help="your name, recorded with each verdict (default: the login name)")
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
+def review_cmd(run_dir, task_ids, reviewer, policy):
+    """Record human verdicts: for each resolved attempt you have not reviewed, show it (the problem,
+    outcome and acceptance, the steps, the patch, the agent's final message) and read accept /
+    reject / unsure and a reason, kept in RUN/reviews.jsonl (docs/records.md)."""
+    import getpass
+
+    from ..report.acceptance import load_policy
+    from ..report.show import review
+
+    name = reviewer or getpass.getuser()
+    done = review(
+        run_dir,
+        list(task_ids),
+        name,
+        lambda text: click.prompt(text, default="", show_default=False),
+        console=console(),
+        policy=load_policy(policy),
+    )
+    click.echo(f"{done} verdict(s) recorded in {run_dir / 'reviews.jsonl'}")

@@ -266,7 +266,9 @@ __all__ = [
     "NotMeasured",
     "Policy",
     "Verdict",
+    "Agreement",
     "accept_configs",
+    "agreement",
     "acceptance_figures",
     "as_accepted",
     "config_acceptance",
@@ -274,3 +276,115 @@ __all__ = [
     "load_policy",
     "tell",
 ]
+
+
+# ---------------------------------------------------------------------- human verdicts
+
+KAPPA_MIN_N = 20  # below this many verdicts, kappa is not told ("n < 20")
+
+
+@dataclass
+class Agreement:
+    """Automatic acceptance against human verdicts (RUN/reviews.jsonl): one pair per reviewer's
+    current verdict on a measured attempt; "unsure" verdicts and unmeasured rows are counted apart."""
+
+    both_accept: int = 0
+    both_reject: int = 0
+    policy_only: int = 0  # the policy accepted, the reviewer rejected
+    human_only: int = 0  # the reviewer accepted, the policy did not
+    unsure: int = 0
+    not_measured: int = 0
+    kappa: float | None = None
+    interval: tuple[float, float] | None = None  # 95 %, normal approximation; None below KAPPA_MIN_N
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return self.both_accept + self.both_reject + self.policy_only + self.human_only
+
+    def tell(self) -> str:
+        """One line: the counts, and kappa with its interval or "n < 20"."""
+        agree = self.both_accept + self.both_reject
+        head = f"policy and reviewers agree on {agree}/{self.n}"
+        extra = f" ({self.unsure} unsure, {self.not_measured} not measured)" if self.unsure or self.not_measured else ""
+        if self.kappa is None or self.interval is None:
+            return f"{head}{extra}; kappa: n < {KAPPA_MIN_N}"
+        lo, hi = self.interval
+        return f"{head}{extra}; Cohen's kappa {self.kappa:.2f} [{lo:.2f}, {hi:.2f}]"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "both_accept": self.both_accept,
+            "both_reject": self.both_reject,
+            "policy_accepts_reviewer_rejects": self.policy_only,
+            "reviewer_accepts_policy_rejects": self.human_only,
+            "unsure": self.unsure,
+            "not_measured": self.not_measured,
+            "kappa": self.kappa,
+            "kappa_interval": list(self.interval) if self.interval else None,
+            "disagreements": self.disagreements,
+        }
+
+
+def cohen_kappa(a: int, b: int, c: int, d: int) -> tuple[float, tuple[float, float]] | None:
+    """Cohen's kappa of a 2x2 table (a: both yes, d: both no, b and c: the two disagreements)
+    with a 95 % interval from its large-sample standard error; None when n is 0 or kappa is
+    undefined (both raters always say the same one thing)."""
+    n = a + b + c + d
+    if n == 0:
+        return None
+    po = (a + d) / n
+    pe = ((a + b) / n) * ((a + c) / n) + ((c + d) / n) * ((b + d) / n)
+    if pe >= 1:
+        return None
+    kappa = (po - pe) / (1 - pe)
+    se = (po * (1 - po) / (n * (1 - pe) ** 2)) ** 0.5
+    return kappa, (max(-1.0, kappa - 1.96 * se), min(1.0, kappa + 1.96 * se))
+
+
+def agreement(
+    rows: list[ResultRow], reviews: dict, policy: Policy = DEFAULT_POLICY, *, into: Agreement | None = None
+) -> Agreement:
+    """The agreement of `policy` with the current human verdicts (`RunFolder.current_reviews()`)
+    over `rows` (the latest rows): counts, Cohen's kappa from KAPPA_MIN_N verdicts on, and each
+    disagreement (task, configuration, repeat, attempt, reviewer, both verdicts, the reason).
+    `into`: add to an earlier run folder's agreement (kappa is computed over all of them)."""
+    out = into or Agreement()
+    for row in rows:
+        for reviewer, review in sorted(reviews.get(row.key(), {}).items()):
+            if review.verdict == "unsure":
+                out.unsure += 1
+                continue
+            auto = judge(row, policy)
+            if auto.acceptance is Acceptance.not_measured:
+                out.not_measured += 1
+                continue
+            human = review.verdict == "accept"
+            if auto.accepted and human:
+                out.both_accept += 1
+            elif not auto.accepted and not human:
+                out.both_reject += 1
+            else:
+                if auto.accepted:
+                    out.policy_only += 1
+                else:
+                    out.human_only += 1
+                out.disagreements.append(
+                    {
+                        "task_id": row.task_id,
+                        "config": row.config,
+                        "repeat": row.repeat,
+                        "attempt": row.attempt,
+                        "reviewer": reviewer,
+                        "policy": tell(auto),
+                        "reviewer_verdict": str(review.verdict),
+                        "reason": review.reason,
+                    }
+                )
+    out.kappa = out.interval = None
+    if out.n >= KAPPA_MIN_N:
+        found = cohen_kappa(out.both_accept, out.policy_only, out.human_only, out.both_reject)
+        if found is not None:
+            out.kappa, out.interval = found
+    return out

@@ -35,7 +35,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .acceptance import DEFAULT_POLICY, ConfigAcceptance, Policy, accept_configs, acceptance_figures, load_policy
+from ..records import RunFolder
+from .acceptance import (
+    DEFAULT_POLICY,
+    Agreement,
+    ConfigAcceptance,
+    Policy,
+    accept_configs,
+    acceptance_figures,
+    agreement,
+    load_policy,
+)
 from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
 from .controls import ControlFailure, control_checks
@@ -125,6 +135,8 @@ class Figures(BaseModel):
     # tests pass), or `accept` (resolved and accepted under the policy); docs/acceptance.md
     metric: str = "resolve"
     acceptance: list[ConfigAcceptance] = Field(default_factory=list)  # both rates side by side, and why not accepted
+    # human verdicts (RUN/reviews.jsonl) against the policy: Agreement.as_json(); None when no verdict
+    review: dict | None = None
 
 
 def _sha(data) -> str | None:
@@ -248,6 +260,7 @@ def compute_figures(
             )
         )
     figures.acceptance = acceptance_figures(configs, policy, settings)
+    figures.review = review_figures(configs, policy)
     figures.metric = metric
     if metric == "accept":
         configs = accept_configs(configs, policy)
@@ -265,6 +278,19 @@ def compute_figures(
     )
     figures.statements = statement_figures(configs)
     return figures
+
+
+def review_figures(configs: list[ConfigRows], policy: Policy) -> dict | None:
+    """The current human verdicts of every run folder against the policy (None when there are none)."""
+    together = Agreement()
+    verdicts = 0
+    for run_dir in dict.fromkeys(c.run_dir for c in configs):
+        folder = RunFolder(run_dir)
+        rows = [r for c in configs if c.run_dir == run_dir for r in c.rows]
+        current = folder.current_reviews(rows)
+        verdicts += sum(len(v) for v in current.values())
+        agreement(rows, current, policy, into=together)
+    return dict(together.as_json(), verdicts=verdicts, said=together.tell()) if verdicts else None
 
 
 def _manifest(run_dir: Path) -> dict:

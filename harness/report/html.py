@@ -460,6 +460,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         failures=failures,
         controls=figs.get("controls") or [],
         acceptance=figs.get("acceptance") or [],
+        review=figs.get("review"),
         metric=figs.get("metric") or "resolve",
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),

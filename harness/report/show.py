@@ -10,6 +10,7 @@ attempt as data (`attempt.attempt_data`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -19,9 +20,9 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
-from ..records import ResultRow, open_run
+from ..records import ResultRow, Review, open_run
 from ..transcript import read_transcript
-from ..vocabulary import Outcome
+from ..vocabulary import Outcome, ReviewVerdict
 from .acceptance import DEFAULT_POLICY, Policy, judge, tell
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
 from .format import seconds, status_label, tally, usd, visible, visible_value
@@ -369,3 +370,51 @@ def show_json(
     for row in rows:
         groups.setdefault((row.config, row.repeat), []).append(row)
     return [attempt_data(run_dir, group, manifest, policy) for group in groups.values()]
+
+
+REVIEW_KEYS = {"a": ReviewVerdict.accept, "r": ReviewVerdict.reject, "u": ReviewVerdict.unsure}
+
+
+def review(
+    run_dir: Path,
+    task_ids: list[str],
+    reviewer: str,
+    ask: Callable[[str], str],
+    *,
+    console: Console | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> int:
+    """A reviewer's pass over a run: each resolved attempt (of `task_ids`, or all) this reviewer
+    has no current verdict on is shown as `show` shows it (the problem, outcome and acceptance, the
+    steps, the patch, the agent's final message, the tests it made pass); `ask` reads a/r/u (q
+    stops) and a reason; each verdict is recorded at once in RUN/reviews.jsonl. Returns how many."""
+    console = console or Console()
+    folder = open_run(run_dir)
+    manifest = folder.manifest()
+    rows = [r for r in folder.latest() if r.resolved and (not task_ids or r.task_id in task_ids)]
+    current = folder.current_reviews(rows)
+    todo = [r for r in rows if reviewer not in current.get(r.key(), {})]
+    console.print(f"{len(todo)} resolved attempt(s) to review as {escape(reviewer)} ({len(rows) - len(todo)} done)")
+    done = 0
+    for i, row in enumerate(todo, 1):
+        render_attempt(console, folder.path, row, manifest=manifest, policy=policy)
+        answer = ""
+        while answer not in REVIEW_KEYS:
+            answer = ask(f"[{i}/{len(todo)}] verdict: a(ccept) / r(eject) / u(nsure) / q(uit)").strip().lower()[:1]
+            if answer == "q":
+                return done
+        reason = ask("reason").strip()
+        folder.add_review(
+            Review(
+                task_id=row.task_id,
+                config=row.config,
+                repeat=row.repeat,
+                attempt=row.attempt,
+                patch_sha256=folder.patch_sha256(row),
+                verdict=REVIEW_KEYS[answer],
+                reason=reason,
+                reviewer=reviewer,
+            )
+        )
+        done += 1
+    return done

@@ -205,6 +205,21 @@ def acceptance_block(figures: Figures) -> Text:
         lines.append(line)
     if figures.acceptance:
         lines.append(f"  policy: {escape(figures.acceptance[0].policy)}")
+    if figures.review:
+        review = figures.review
+        lines.append(f"  human verdicts: {review['verdicts']} · {escape(review['said'])}")
+        for d in review["disagreements"][:10]:
+            lines.append(
+                escape(
+                    visible(
+                        f"      {d['task_id']} {d['config']} rep {d['repeat']} attempt {d['attempt']}: policy "
+                        f"{d['policy']}, {d['reviewer']} {d['reviewer_verdict']}s"
+                        + (f": {d['reason']}" if d["reason"] else "")
+                    )
+                )
+            )
+        if len(review["disagreements"]) > 10:
+            lines.append(f"      ... and {len(review['disagreements']) - 10} more disagreements (--json lists them)")
     return Text.from_markup("\n".join(lines))
 
 
