@@ -612,7 +612,8 @@ def test_a_statement_comes_from_the_issue_the_commit_names(small_repo, tmp_path)
 
 def test_list_shows_candidates_and_skip_counts_without_docker_and_writes_nothing(small_repo, tmp_path):
     repo_dir = small_repo["repo"]
-    commit(repo_dir, "[pre-commit.ci] fix [bold]the[/bold] adder", {
+    # (not a bot's message: those are skipped; the subject is shown verbatim, never read as markup)
+    commit(repo_dir, "[adder] fix [bold]the[/bold] adder", {
         "smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
         "tests/test_add.py": "def test_add():\n    pass\n",
     }, "2024-05-01T12:00:00+00:00")  # fmt: skip
@@ -626,7 +627,7 @@ def test_list_shows_candidates_and_skip_counts_without_docker_and_writes_nothing
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "2 candidate(s) in 5 commit(s)" in out
-    assert "[pre-commit.ci] fix [bold]the[/bold]" in out  # verbatim, not read as markup
+    assert "[adder] fix [bold]the[/bold]" in out  # verbatim, not read as markup
     assert "smallpkg/__init__.py; tests/test_add.py" in out and "fix " in out
     assert "1 │ skipped: root commit (no parent)" in out and "1 │ skipped: no source change" in out
     assert max(len(line) for line in out.splitlines()) <= 150  # the table fits the terminal
