@@ -210,7 +210,13 @@ def parse_rows(lines: Iterator[str]) -> list[ResultRow]:
         try:
             rows.append(ResultRow.model_validate_json(line))
         except ValidationError:
-            continue
+            # pydantic's JSON parser refuses a lone surrogate escape (`\udcff`: a byte of a path
+            # that is not UTF-8, or a model's odd text), which `append` writes on purpose; Python's
+            # json reads it back as written. Only such lines take this slower path.
+            try:
+                rows.append(ResultRow.model_validate(json.loads(line)))
+            except (ValueError, ValidationError):
+                continue
     return rows
 
 

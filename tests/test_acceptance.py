@@ -582,24 +582,3 @@ def test_a_run_from_before_the_axes_reports_not_measured_and_a_regrade_measures_
     assert json.loads((new / row.dir / "grade.json").read_text())["acceptance"] == row.acceptance
     [after] = compute_figures([new], recovery=False).acceptance
     assert (after.resolved, after.accepted, after.not_measured) == (1, 1, 0)
-
-
-def test_axes_of_a_path_that_is_not_utf8_keep_the_row_readable():
-    """A patch creating `calc/n\\xffame.txt` (a tool wrote a non-UTF-8 name; it is read with
-    surrogateescape): the path went into the row as a lone surrogate and the results file could
-    no longer be read (the run returned no rows). Evidence shows the byte as an escape instead."""
-    import json
-
-    from harness.grading.acceptance import Axes, measure
-    from harness.tasks import load_task
-
-    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
-    name = b"calc/n\xffame.txt".decode("utf-8", "surrogateescape")
-    patch = (
-        f"diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n"
-        "+print('x \ud800')\n"
-    )
-    axes = measure(task, patch)
-    assert "calc/n\\xffame.txt" in axes.files
-    text = json.dumps(axes.model_dump())  # as the row is written
-    assert Axes.model_validate_json(text).files == axes.files

@@ -155,3 +155,20 @@ def test_the_scrubber_finds_a_key_in_every_form_and_split_across_writes(monkeypa
     scrub.register(other)
     assert scrub.scrub_text(f"x{other}x") == "x[REDACTED]x"
     assert scrub.scrub_text("short values like true or 12345 stay") == "short values like true or 12345 stay"
+
+
+def test_a_row_holding_a_lone_surrogate_reads_back_as_written(tmp_path):
+    """A file name that is not UTF-8 (read with surrogateescape) in the acceptance evidence, or a
+    model's lone surrogate in an error, is written as a `\\udcff` escape, which pydantic's JSON
+    parser refuses: the row was skipped as invalid and the run returned no rows (test_attribution).
+    Every such row reads back, with the same text."""
+    name = b"calc/n\xffame.txt".decode("utf-8", "surrogateescape")
+    odd = row("a")
+    odd.error = "lone \ud800 surrogate"
+    odd.acceptance = {"version": 1, "files": [name]}
+    folder = RunFolder(tmp_path)
+    folder.append(odd)
+    folder.append(row("b"))
+    rows = RunFolder(tmp_path).rows()
+    assert [r.task_id for r in rows] == ["a", "b"]
+    assert rows[0].error == odd.error and rows[0].acceptance["files"] == [name]

@@ -151,39 +151,7 @@ def measure(task: Task, patch: str) -> Axes:
             ]
     axes.tests_weakened = axes.tests_weakened[:EVIDENCE_LINES]
     axes.debug_leftovers = axes.debug_leftovers[:EVIDENCE_LINES]
-    return _shown(axes)
-
-
-def _text(value: str) -> str:
-    """Evidence as text any JSON reader takes: a path or line that is not UTF-8 (read with
-    surrogateescape) or holds a lone surrogate shows its bytes as `\\xff` escapes. The axes go into
-    the results row, and a lone surrogate there made the whole row unreadable."""
-    try:
-        value.encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        try:
-            raw = value.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            raw = value.encode("utf-8", "backslashreplace")
-        return raw.decode("utf-8", "backslashreplace")
-
-
-def _shown(axes: Axes) -> Axes:
-    def lines(found: list[LineEvidence]) -> list[LineEvidence]:
-        return [LineEvidence(path=_text(e.path), line=_text(e.line)) for e in found]
-
-    return axes.model_copy(
-        update={
-            "files": [_text(p) for p in axes.files],
-            "outside_scope": [_text(p) for p in axes.outside_scope],
-            "tests_deleted": [_text(p) for p in axes.tests_deleted],
-            "top_level_added": [_text(p) for p in axes.top_level_added],
-            "binary_files": [_text(p) for p in axes.binary_files],
-            "tests_weakened": lines(axes.tests_weakened),
-            "debug_leftovers": lines(axes.debug_leftovers),
-        }
-    )
+    return axes
 
 
 def _in_scope(path: str, gold_files: set[str], gold_modules: Iterable[str]) -> bool:
