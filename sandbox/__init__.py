@@ -19,6 +19,7 @@ from .base import (
     Sandbox,
     SandboxStatus,
     parse_size,
+    pid_alive,
 )
 from .errors import (
     ContainerBroken,
@@ -50,6 +51,7 @@ from .snapshot import (
 )
 
 __all__ = [
+    "pid_alive",
     "Backend",
     "BaseRules",
     "BuiltImage",

@@ -12,6 +12,7 @@ Every method says what it raises; everything raised is a `sandbox.errors.Sandbox
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -379,3 +380,15 @@ class Backend(Protocol):
     def facts(self) -> dict[str, Any]:
         """What a run's manifest records of the backend (its name, the engine's version...)."""
         ...
+
+
+def pid_alive(pid: int) -> bool:
+    """Is a process with this id running on this host? (One we may not signal counts as alive.)
+    How the owner of a leftover (a container, a node's work folder) is judged gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -17,6 +17,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from ..base import pid_alive
 from ..errors import ContainerGone, EngineUnavailable, ImageNotFound, InfraError, SandboxError
 
 API_VERSION = "1.41"
@@ -83,17 +84,6 @@ def _short(exc: BaseException) -> str:
 class PruneReport:
     removed: list[str]
     kept_live: list[str]
-
-
-def pid_alive(pid: int) -> bool:
-    """Is a process with this id running on this host? (One we may not signal counts as alive.)"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _owner_alive(owner: str) -> bool:

@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from sandbox import pid_alive
+
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
 LIVE_EVENT = "transcript"  # a ProgressBox item carrying new transcript lines of a unit's try (see TranscriptStream)
 
@@ -219,7 +221,7 @@ def _remove_orphaned_workdirs() -> None:
     """Unit folders of worker processes that were killed (a killed driver's units are) go."""
     for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
         pid = path.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -244,14 +246,3 @@ def forwarder(box, host: str) -> Callable[[str, str, str], None]:
             pass
 
     return progress
-
-
-def _pid_alive(pid: int) -> bool:
-    """Is a process with this id running on this host? (One we may not signal counts as alive.)"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
