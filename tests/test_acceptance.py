@@ -582,3 +582,43 @@ def test_a_run_from_before_the_axes_reports_not_measured_and_a_regrade_measures_
     assert json.loads((new / row.dir / "grade.json").read_text())["acceptance"] == row.acceptance
     [after] = compute_figures([new], recovery=False).acceptance
     assert (after.resolved, after.accepted, after.not_measured) == (1, 1, 0)
+
+
+# ------------------------------------------------------------------------ known limits (held-out red team, 2026-12-02)
+# A helper who wrote none of this tried to get a resolved patch that breaks the default policy
+# `accepted`. These succeeded and are not fixed yet: each is a strict xfail that starts passing
+# (and so fails the suite) the day the axis catches it. docs/acceptance.md lists them.
+
+
+def _with_gold(task, extra: str) -> str:
+    return (task.gold() or "") + extra
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: a skip marker added to a test file is not an axis finding")
+def test_known_limit_a_skip_marker_added_to_a_test_file_is_refused():
+    from harness.grading.acceptance import refused_by_default
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
+    first = "from inikit import Config"
+    patch = _with_gold(
+        task,
+        "diff --git a/tests/test_parser.py b/tests/test_parser.py\n--- a/tests/test_parser.py\n"
+        f"+++ b/tests/test_parser.py\n@@ -1,1 +1,3 @@\n+import pytest\n+pytestmark = pytest.mark.skip('flaky')\n {first}\n",
+    )
+    assert refused_by_default(measure(task, patch))
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: debug output after a ';' or via console.error is not matched")
+@pytest.mark.parametrize("line", ['_dbg = 1; print("DEBUG", _dbg)', 'console.error("DEBUG", x)'])
+def test_known_limit_debug_output_the_patterns_miss_is_refused(line):
+    from harness.grading.acceptance import refused_by_default
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
+    patch = _with_gold(
+        task,
+        "diff --git a/inikit/parser.py b/inikit/parser.py\n--- a/inikit/parser.py\n+++ b/inikit/parser.py\n"
+        f"@@ -1,1 +1,2 @@\n import re\n+{line}\n",
+    )
+    assert refused_by_default(measure(task, patch))
