@@ -144,7 +144,6 @@ def test_a_run_assembled_in_code_ships_the_spec_its_options_come_from(tiny_task,
     node's options made from it are the driver's (but for the one unit it runs, and where)."""
     from harness.run.executors.ray import _Shipper, unit_payloads
     from harness.run.executors.ray_node import rebuild_runner
-    from harness.run.runner import RunUnits
     from harness.tasks import LimitsSpec
 
     options = RunOptions(
@@ -160,7 +159,7 @@ def test_a_run_assembled_in_code_ships_the_spec_its_options_come_from(tiny_task,
     )
     task = load_task(tiny_task["spec"])
     runner = Runner([task], get_agent("noop"), options)
-    [payload] = unit_payloads(RunUnits(runner.units, runner.spec), [(task, 1)], _Shipper(fake_node, 2**20))
+    [payload] = unit_payloads(runner.view, [(task, 1)], _Shipper(fake_node, 2**20))
     on_node, unit_runner = rebuild_runner(payload, tmp_path / "node")
     assert on_node.id == task.id and unit_runner.agent.spec == runner.agent.spec
     assert unit_runner.options == replace(options, out=tmp_path / "node" / "run", workers=1)

@@ -117,7 +117,6 @@ def test_the_cli_python_and_a_ray_node_build_the_same_spec(tiny_task, tmp_path, 
     from harness.run import Runner
     from harness.run.executors.ray import _Shipper, unit_payloads
     from harness.run.executors.ray_node import rebuild_runner, rebuild_spec
-    from harness.run.runner import RunUnits
 
     out = tmp_path / "cli"
     flags = ["--agent", "gold", "--no-history", "--attempts", "2", "--memory", "1g", "--config", "mine"]
@@ -134,7 +133,7 @@ def test_the_cli_python_and_a_ray_node_build_the_same_spec(tiny_task, tmp_path, 
     monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "node-cache"))
     runner = Runner(launch.tasks, launch.agent, launch.options, spec=launch.spec)
     units = [(launch.tasks[0], 0)]
-    [payload] = unit_payloads(RunUnits(runner.units, runner.spec), units, _Shipper(sys.modules["ray"], 2**20))
+    [payload] = unit_payloads(runner.view, units, _Shipper(sys.modules["ray"], 2**20))
     assert rebuild_spec(payload) == from_cli
     _, on_node = rebuild_runner(payload, tmp_path / "node")
     assert on_node.options.attempts == 2 and on_node.options.limits == LimitsSpec(memory="1g")

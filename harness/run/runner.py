@@ -58,9 +58,18 @@ class RunUnits:
     """The side of a run its executor sees (`executors.Units`): the recipe to ship, a unit to run
     here, and where a unit run elsewhere lands: its files in the run folder, its rows appended."""
 
-    def __init__(self, units: UnitRunner, spec: RunSpec) -> None:
-        self._units, self.spec = units, spec
+    def __init__(self, units: UnitRunner, spec: RunSpec | None, tasks: list[Task]) -> None:
+        self._units, self._spec, self._tasks = units, spec, tasks
         self.label, self.run_id = units.label, units.run_id
+
+    @property
+    def spec(self) -> RunSpec:
+        """The run's RunSpec as given; for a run assembled in code from tasks, an agent and
+        options, the one they come from (made when an executor asks: only then must the agent
+        have a spec to be built again from)."""
+        if self._spec is None:
+            self._spec = self._units.options.to_spec(self._units.agent.spec, [str(t.spec_path) for t in self._tasks])
+        return self._spec
 
     def progress(self, event: str, unit: str, text: str) -> None:
         self._units.progress(event, unit, text)
@@ -145,8 +154,8 @@ class Runner:
         #: the manifest's recipe: the RunSpec the run was started from (`RunSpec.recipe()`); None for
         #: a run assembled in code from tasks, an agent and options
         self.recipe: dict | None = spec.recipe() if spec is not None else None
-        #: what an executor ships: the spec as given, or the one these tasks, agent and options come from
-        self.spec = spec if spec is not None else options.to_spec(agent.spec, [str(t.spec_path) for t in tasks])
+        #: the side of the run its executor sees (it ships the RunSpec, given or made from the options)
+        self.view = RunUnits(self.units, spec, tasks)
 
     def progress(self, event: str, unit: str, text: str) -> None:
         self.units.progress(event, unit, text)
@@ -185,13 +194,13 @@ class Runner:
         self._check_disk_room()
         self._clean_leftovers()
         # Before any container: an external agent builds (or finds) its install and checks it.
-        prepare_agent(self.agent, lambda line: self.progress("note", "", line))
+        prepare_agent(self.agent, lambda line: self.progress("note", "", line), self.units.backend)
         self.write_manifest()
         todo = self.pending()
         self.progress("plan", "", self.plan_text(todo))
         streak = 0  # units in a row that failed on an engine that does not answer
         try:
-            for rows in self.executor.run_units(RunUnits(self.units, self.spec), todo):
+            for rows in self.executor.run_units(self.view, todo):
                 for row in rows:
                     if row.final:
                         self.progress("done", self.units.unit_name(row.task_id, row.repeat), row.outcome)

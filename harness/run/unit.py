@@ -334,7 +334,9 @@ class UnitRunner:
             with ExitStack() as container:
                 with self.phase(at, transcript, unit, "container_start"):
                     # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
-                    workspace = container.enter_context(agent_workspace(self.agent, task, transcript_path.parent))
+                    workspace = container.enter_context(
+                        agent_workspace(self.agent, task, transcript_path.parent, self.backend)
+                    )
                     sb = self.backend.start(
                         prepared.image, limits=limits, role="agent", run_id=self.run_id, mounts=workspace.mounts
                     )

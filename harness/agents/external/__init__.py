@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import InfraError, Mount, PatchError, SandboxError
+from sandbox import Backend, InfraError, Mount, PatchError, SandboxError
 
 from ...models.pricing import lookup_price
 from ...sandboxes import default_backend
@@ -162,17 +162,20 @@ class ExternalAgent:
             + (f", or use an agent that speaks {' or '.join(needed)}: {', '.join(others)}" if others else "")
         ]
 
-    def prepare(self, log: Callable[[str], None] | None = None) -> None:
-        """Check the key is there, build (or find) the install and the forwarder."""
+    def prepare(self, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> None:
+        """Check the key is there, build (or find) the install and the forwarder on `backend`
+        (the run's; default: `default_backend()`)."""
         self.upstream()
+        backend = backend or default_backend()
         with self._lock:
             if self.installed is None:
-                self.installed = ensure_install(self.config, log=log)
-        default_backend().helper_binary("wl-fwd")
+                self.installed = ensure_install(self.config, log=log, backend=backend)
+        backend.helper_binary("wl-fwd")
 
     @contextlib.contextmanager
-    def workspace(self, task, folder: Path) -> Iterator[ExternalWorkspace]:
-        self.prepare()
+    def workspace(self, task, folder: Path, backend: Backend | None = None) -> Iterator[ExternalWorkspace]:
+        backend = backend or default_backend()
+        self.prepare(backend=backend)
         assert self.installed is not None
         logs = Path(folder) / "agent"
         logs.mkdir(parents=True, exist_ok=True)
@@ -183,7 +186,7 @@ class ExternalAgent:
             yield ExternalWorkspace(
                 mounts=(
                     Mount(str(self.installed.path), INSTALL_DIR),
-                    Mount(default_backend().helper_binary("wl-fwd"), FWD),
+                    Mount(backend.helper_binary("wl-fwd"), FWD),
                     Mount(sockets, SOCKET_DIR),
                 ),  # the logs stay inside, under the disk limit: _copy_logs
                 logs_dir=logs,

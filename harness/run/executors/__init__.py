@@ -43,8 +43,11 @@ class UnitResult:
 class Units(Protocol):
     """The side of a run an executor sees (never the whole Runner)."""
 
-    #: the run's recipe, as is: what another process rebuilds its unit runner from
-    spec: RunSpec
+    @property
+    def spec(self) -> RunSpec:
+        """The run's recipe, as is: what another process rebuilds its unit runner from."""
+        ...
+
     #: the configuration's resolved name, and the run's id
     label: str
     run_id: str
