@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..records import ResultRow
+from ..records import Manifest, ResultRow
 from ..transcript import PatchEvent, Stop, TestRun, ToolCallEvent, ToolResultEvent, read_transcript
 from ..vocabulary import NOT_SCORED, Cause, Outcome, StopReason
 from .recovery import attempt_events, is_edit
@@ -151,15 +151,14 @@ def patch_files(diff: str) -> list[str]:
     return list(dict.fromkeys(b for _, b in _DIFF_FILE.findall(diff)))
 
 
-def task_facts(manifest: dict, task_id: str) -> TaskFacts:
+def task_facts(manifest: Manifest, task_id: str) -> TaskFacts:
     """Gold's footprint and the FAIL_TO_PASS ids, from the spec the manifest names (if still there)."""
-    entry = (manifest.get("tasks") or {}).get(task_id) or {}
-    spec = entry.get("spec")
-    if not spec:
+    entry = manifest.tasks.get(task_id)
+    if entry is None or not entry.spec:
         return TaskFacts()
-    path = Path(spec)
+    path = Path(entry.spec)
     if not path.is_absolute():
-        path = Path(manifest.get("cwd") or ".") / path
+        path = Path(manifest.cwd or ".") / path
     import yaml
 
     try:
@@ -461,7 +460,7 @@ def _read(path: Path) -> str:
 
 
 def attempt_causes(
-    run_dir: Path, row: ResultRow, config: str, manifest: dict, cache: dict | None = None
+    run_dir: Path, row: ResultRow, config: str, manifest: Manifest, cache: dict | None = None
 ) -> AttemptCauses:
     """One row's causes, from its run folder. `cache` keeps transcripts and task facts between rows."""
     cache = {} if cache is None else cache
