@@ -157,6 +157,83 @@ def test_a_stream_the_provider_cut_before_its_usage_is_charged_an_estimate(sock_
     assert any(e.type == "error" and "estimated" in e.message for e in events)
 
 
+def _ragged_stream(release: threading.Event):
+    """An honest stream framed as awkwardly as HTTP allows: CRLF event separators, and a chunk
+    every 3 bytes, so the word "usage", a separator's CR and its LF, and every event fall apart.
+    The provider holds its last event (message_stop) until `release` is set."""
+    events = [
+        {"type": "message_start", "message": {"model": "claude-sonnet-5-5", "usage": {"input_tokens": 1234}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hel"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 56}},
+        {"type": "message_stop"},
+    ]
+    sse = [b"event: %s\r\ndata: %s\r\n\r\n" % (e["type"].encode(), json.dumps(e).encode()) for e in events]
+
+    def framed(data: bytes) -> list[bytes]:
+        return [b"%x\r\n%s\r\n" % (len(data[i : i + 3]), data[i : i + 3]) for i in range(0, len(data), 3)]
+
+    def answer(head: bytes):
+        yield b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        yield from framed(b"".join(sse[:-1]))
+        release.wait(10)
+        yield from framed(sse[-1])
+        yield b"0\r\n\r\n"
+
+    return answer
+
+
+def test_a_stream_cut_into_3_byte_chunks_is_charged_before_its_end_and_recorded_exactly(sock_dir):
+    """The relay reads a stream's usage on the way without splitting every chunk into events (a
+    chunk is read only when it completes an event with usage): however the provider cuts its
+    events, the call is charged the provider's figure to the token as soon as its usage event has
+    passed (before the stream ends, while the provider still holds its last event: the CLI's next
+    call is checked against it), never an estimate; the recorder, which splits the stream as served
+    on its own thread, gets the whole reply."""
+    recorded, release = [], threading.Event()
+    with _Scripted(_ragged_stream(release)) as provider:
+        proxy, notes = start(provider.url, sock_dir, "anthropic", record=recorded.append)
+        with proxy:
+            body = json.dumps(
+                {
+                    "model": "claude-sonnet-5-5",
+                    "max_tokens": 100,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "x"}],
+                }
+            ).encode()
+            sock = connect(proxy.socket_path)
+            sock.settimeout(10)
+            sock.sendall(
+                f"POST /v1/messages HTTP/1.1\r\nhost: p\r\nx-api-key: {TOKEN}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            reader = sock.makefile("rb")
+            while reader.readline() not in (b"\r\n", b""):
+                pass  # the answer's head
+            served = b""
+            while b'"output_tokens": 56}}\r\n\r\n' not in served:  # the usage event has reached the client
+                size = int(reader.readline(), 16)
+                served += reader.read(size)
+                assert size and reader.readline() == b"\r\n"
+            charged = (proxy.budget.usage.input_tokens, proxy.budget.usage.output_tokens)
+            release.set()
+            while size := int(reader.readline(), 16):
+                served += reader.read(size)
+                reader.readline()
+            reader.close()
+            sock.close()
+    assert charged == (1234, 56)  # charged before the stream ended
+    assert served.endswith(b'{"type": "message_stop"}\r\n\r\n')
+    assert (proxy.budget.usage.input_tokens, proxy.budget.usage.output_tokens) == (1234, 56)
+    assert proxy.stats.estimated == 0 and not any(n["event"] == "estimated" for n in notes)
+    (exchange,) = recorded
+    assert exchange.reply is not None and exchange.reply.text == "hello"
+    assert exchange.reply.stop_reason == "end_turn"
+    assert (exchange.reply.usage.input_tokens, exchange.reply.usage.output_tokens) == (1234, 56)
+
+
 # ----------------------------------------------------------------------------- 2: models
 
 

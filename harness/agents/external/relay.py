@@ -64,6 +64,7 @@ class Exchange:
     answered_at: float = 0.0  # when the reply was complete
     reply: Reply | None = None
     events: list[bytes] | None = None  # a streamed reply's SSE events, read into `reply` on the recorder's thread
+    stream: list[bytes] | None = None  # a streamed reply's data as served, split into `events` on the recorder's thread
     settled_usage: Usage | None = None
     estimated: bool = False  # the stream ended before its usage: counted with a tokenizer
     status: int = 0
@@ -164,6 +165,12 @@ def event_blocks(data: bytes) -> tuple[list[bytes], bytes]:
     if cut < 0:
         return [], data
     return [b for b in data[:cut].split(b"\n\n") if b.strip()], data[cut + 2 :]
+
+
+def stream_events(served: list[bytes]) -> list[bytes]:
+    """The SSE events of a stream's data as served (a last one cut before its blank line too)."""
+    blocks, rest = event_blocks(b"".join(served))
+    return [*blocks, rest] if rest.strip() else blocks
 
 
 class Connection:
@@ -585,28 +592,40 @@ class Connection:
         a chunk framed other than plainly (an extension, which may carry anything) is re-framed."""
         proxy = self.proxy
         scrub = proxy.scrubber
+        needles = bool(scrub.needles)
         usage = self.wire.stream()
-        blocks: list[bytes] = []
+        served: list[bytes] = []  # the data as served: split into events on the recorder's thread
         pending = held = b""
         settled = False
         cut = ""
         try:
             for frame, data in chunks(upstream.rf):
                 if exchange is not None:
-                    found, pending = event_blocks(pending + data)
-                    blocks += found
-                    if not settled:
-                        for block in found:
-                            if b"usage" in block or b"error" in block:
-                                feed_events(usage, block)
-                        if usage.complete:
-                            self.settle(exchange, usage.done(), started)
-                            settled = True
+                    served.append(data)
+                if exchange is not None and not settled:  # read on the way: the events with usage (or an error)
+                    buf = pending + data if pending else data
+                    if b"\r" in buf:
+                        buf = buf.replace(b"\r\n", b"\n")
+                    end = buf.rfind(b"\n\n")
+                    if end < 0:
+                        pending = buf
+                    else:
+                        done, pending = buf[:end], buf[end + 2 :]
+                        if b"usage" in done or b"error" in done:
+                            for block in done.split(b"\n\n"):
+                                if b"usage" in block or b"error" in block:
+                                    feed_events(usage, block)
+                            if usage.complete:
+                                self.settle(exchange, usage.done(), started)
+                                settled = True
                 if self.gone:
                     continue
+                if not needles:  # no secret to scrub: the provider's frame as it came, re-framed if extended
+                    self.send(frame if frame.startswith(b"%x\r\n" % len(data)) else b"%x\r\n%s\r\n" % (len(data), data))
+                    continue
                 buf = held + data if held else data
-                out = scrub(buf) if scrub.needles else buf
-                keep = scrub.hold(out) if scrub.needles else 0
+                out = scrub(buf)
+                keep = scrub.hold(out)
                 if not held and not keep and out is data and frame.startswith(b"%x\r\n" % len(data)):
                     self.send(frame)  # the common case: the provider's frame as it came (no extension)
                 else:
@@ -627,19 +646,17 @@ class Connection:
                 proxy.stats.client_gone += not cut
             proxy.note({"event": "stream_cut" if cut else "client_gone", "error": cut, "settled": settled})
         if exchange is not None:
-            if pending.strip():
-                blocks.append(pending)
-            exchange.events = blocks
+            exchange.stream = served
             if not settled:  # the stream ended without its final event: read all of it, estimate
                 reader = self.wire.stream()
-                for block in blocks:
+                for block in stream_events(served):
                     feed_events(reader, block)
                 reply = reader.done()
                 if not reader.complete:
                     self.estimated(exchange, reply)
                 self.settle(exchange, reply, started)
                 usage.out.usage = reply.usage
-            exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
+            exchange.reply = None  # the whole reply is read from `stream` on the recorder's thread
             exchange.settled_usage = usage.out.usage
 
 
