@@ -608,3 +608,30 @@ def test_logs_copied_out_of_the_container_are_scrubbed(tmp_path, monkeypatch):
     assert copied.count(b"[REDACTED]") == 4
     for form in (KEY, KEY.encode().hex(), KEY.encode().hex().upper(), forms[2][4:30]):
         assert form.encode() not in copied
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [b"Content-Length: 5\r\n", b"X-A: 1\r\n"],
+        [b"content-length :5\r\n", b"CONTENT-LENGTH:\t7 \r\n"],  # white space before the colon, twice
+        [b"x-a: v\rContent-Length: 9\r\n", b"Content-Length: 4\r\n"],  # a bare CR hides the second name
+        [b" content-length: 8\r\n", b"content-length: 3\n"],  # a folded line names nothing; a bare LF ends
+        [b"Transfer-Encoding: gzip\r\n", b"transfer-encoding: chunked\r\n", b"connection: close\r\n"],
+        [b"no colon here\r\n", b"x-empty:\r\n", b"x-api-key: \tsk \r\n"],
+    ],
+)
+def test_a_head_is_read_as_the_http_grammar_says(lines):
+    """A provider's head (read laxly) is split in one pass: each header's values are what the
+    pattern `^name[ \\t]*:([^\\r\\n]*)` over its lines finds, in order (the rule the relay
+    frames a body by), and what `get` returns is the first of them, stripped."""
+    import re
+
+    from harness.agents.external.http1 import Head
+
+    head = Head("HTTP/1.1 200 OK", lines)
+    raw = b"".join(lines)
+    for name in ("content-length", "transfer-encoding", "x-a", "x-empty", "x-api-key", "connection", "absent"):
+        expected = re.findall(rb"(?im)^" + re.escape(name.encode()) + rb"[ \t]*:([^\r\n]*)", raw)
+        assert head.values(name) == expected, name
+        assert head.get(name) == (expected[0].decode("latin-1").strip() if expected else "")
