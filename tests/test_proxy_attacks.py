@@ -8,6 +8,7 @@ did and what must hold.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import socket
 import socketserver
@@ -635,3 +636,46 @@ def test_a_head_is_read_as_the_http_grammar_says(lines):
         expected = re.findall(rb"(?im)^" + re.escape(name.encode()) + rb"[ \t]*:([^\r\n]*)", raw)
         assert head.values(name) == expected, name
         assert head.get(name) == (expected[0].decode("latin-1").strip() if expected else "")
+
+
+class _Pieces(io.RawIOBase):
+    """A stream that arrives in the given pieces, one per read (as a socket delivers segments)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = list(pieces)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if not self.pieces:
+            return 0
+        piece = self.pieces.pop(0)
+        buffer[: len(piece)] = piece
+        return len(piece)
+
+
+def _batches(pieces: list[bytes]) -> tuple[list[list[bytes]], bool]:
+    from harness.agents.external.http1 import ChunkBatches
+
+    reader = ChunkBatches(io.BufferedReader(_Pieces(pieces), buffer_size=1 << 18))
+    return list(reader), reader.extra
+
+
+def test_a_chunked_stream_is_read_in_batches_of_what_has_arrived():
+    """The relay forwards the chunks already there with one write: each batch is every chunk
+    whole in what has arrived, however the provider's bytes are cut (inside a size line, a chunk's
+    data, between its CR and LF), with chunk extensions and LF-only lines read as `chunks` reads
+    them, trailers consumed, and bytes after the body flagged (the connection is then dropped)."""
+    body = b"3\r\nabc\r\n2;ext=x\r\nde\r\n4\nfghi\n1\r\nj\r\n0\r\nx-trailer: 1\r\n\r\n"
+    assert _batches([body]) == ([[b"abc", b"de", b"fghi", b"j"]], False)
+    cuts = [body[:1], body[1:9], body[9:19], body[19:30], body[30:37], body[37:]]
+    batches, extra = _batches(cuts)
+    assert [d for batch in batches for d in batch] == [b"abc", b"de", b"fghi", b"j"] and not extra
+    assert batches[0] == [b"abc"]  # forwarded before the rest arrived
+    assert _batches([body + b"HTTP/1.1 200 OK\r\n"]) == ([[b"abc", b"de", b"fghi", b"j"]], True)
+    from harness.agents.external.http1 import BadMessage
+
+    for broken in (b"3\r\nabcX\r\n0\r\n\r\n", b"zz\r\nabc\r\n", b"3\r\nab", b"1" * 2000):
+        with pytest.raises(BadMessage):
+            _batches([broken])
