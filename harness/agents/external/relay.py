@@ -599,9 +599,9 @@ class Connection:
         pending = held = b""
         settled = False
         cut = ""
-        reader = ChunkBatches(upstream.rf)
+        batches = ChunkBatches(upstream.rf)
         try:
-            for batch in reader:  # the chunks that have arrived, forwarded with one write
+            for batch in batches:  # the chunks that have arrived, forwarded with one write
                 out = []
                 for data in batch:
                     if exchange is not None:
@@ -632,7 +632,7 @@ class Connection:
                         out.append(b"%x\r\n%s\r\n" % (len(data), data))
                 if out:
                     self.send(b"".join(out))
-            if reader.extra:  # bytes after the body: the connection is out of step
+            if batches.extra:  # bytes after the body: the connection is out of step
                 proxy.drop_upstream()
         except (BadMessage, OSError) as exc:
             cut = f"{type(exc).__name__}: {exc}"
