@@ -113,7 +113,9 @@ class Recorder:
         self.edit_patterns = [re.compile(p) for p in rules.edit_commands]
         self.exit_pattern = re.compile(rules.exit_code) if rules.exit_code else None
         # first message -> the latest conversation sent (raw, and its messages), and the chained hash after each
-        self.conversations: dict[str, tuple[bytes, list[dict], list[bytes]]] = {}
+        # (its bytes less the closing bracket, kept so that a request extending it is recognised by a
+        # prefix compare without slicing 100 KB copies on every call)
+        self.conversations: dict[str, tuple[bytes, bytes, list[dict], list[bytes]]] = {}
         self.heads: dict[str, str] = {}  # first message -> digest of its system prompt and tools
         self.calls: dict[str, _Call] = {}
         self.answered: set[str] = set()
@@ -185,11 +187,7 @@ class Recorder:
         # A request that extends one seen before starts with its bytes (less the closing bracket),
         # so it has the same first message: that conversation, found without parsing.
         key = next(
-            (
-                k
-                for k, (old, prev, _) in self.conversations.items()
-                if prev and old.endswith(b"]") and raw.startswith(old[:-1])
-            ),
+            (k for k, (_, prefix, prev, _) in self.conversations.items() if prev and prefix and raw.startswith(prefix)),
             "",
         )
         if not key:
@@ -197,12 +195,12 @@ class Recorder:
             if b"cache_control" in first:
                 first = orjson.dumps(strip_cache_marks(orjson.loads(first)))
             key = hashlib.sha256(first).hexdigest()[:16]
-        old_raw, previous, chain = self.conversations.get(key, (b"", [], []))
+        old_raw, old_prefix, previous, chain = self.conversations.get(key, (b"", b"", [], []))
         sent: list[dict] | None = None
         if old_raw and raw == old_raw:
             sent, same = previous, len(previous)
-        elif old_raw.endswith(b"]") and raw.startswith(old_raw[:-1]) and previous:
-            rest = raw[len(old_raw) - 1 :].lstrip()
+        elif old_prefix and previous and raw.startswith(old_prefix):
+            rest = raw[len(old_prefix) :].lstrip()
             if rest.startswith(b","):
                 tail = orjson.loads(b"[" + rest[1:])
                 if isinstance(tail, list):
@@ -218,7 +216,7 @@ class Recorder:
         chain = chain[:same]
         for message in sent[same:]:  # the conversation's hash, chained: only new messages serialised
             chain.append(hashlib.sha256((chain[-1] if chain else b"") + orjson.dumps(message)).digest())
-        self.conversations[key] = (raw, sent, chain)
+        self.conversations[key] = (raw, raw[:-1] if raw.endswith(b"]") else b"", sent, chain)
         head_raw = b"\0".join(bytes(top[k]) for k in self.wire.head_keys if k in top)
         digest = hashlib.sha256(head_raw).hexdigest()[:16]
         head: list[dict] = []
