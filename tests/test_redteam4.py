@@ -665,6 +665,42 @@ def test_a_vitest_non_fix_that_disables_the_assertions_is_not_resolved(polyglot_
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
 
 
+# A non-fix for timespan-001 found by a later attacker (docs/grading.md row 25): the bug is left as
+# it is; src/parse.ts, imported by the test file, wraps the worker's RPC to the main process
+# (`__vitest_worker__.rpc`) and rewrites every failed task result it sends as passed. The main
+# process then makes every channel (JSON report, summary, verbose lines, exit code) from forged
+# results, which all agree.
+RPC_HIJACK = """
+const w: any = (globalThis as any).__vitest_worker__
+if (w && w.rpc && !w.__h) {
+  w.__h = true
+  const orig = w.rpc
+  const fix = (r: any) => { if (r && r.state === 'fail') { r.state = 'pass'; delete r.errors } return r }
+  w.rpc = new Proxy(orig, { get(t: any, m: any) {
+    if (m === 'onTaskUpdate') return (packs: any[]) => orig.onTaskUpdate(packs.map((p: any) => [p[0], fix(p[1]), p[2]]))
+    return orig[m]
+  } })
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="Vitest: the code under test wraps the worker's RPC and rewrites each failed result as passed before "
+    "the main process sees it; every channel agrees, the unfixed bug is graded resolved",
+)
+def test_a_vitest_non_fix_that_rewrites_the_workers_results_is_not_resolved(polyglot_images):
+    task, image, base = polyglot_images["timespan-001"]
+    patch = craft(task, {"src/parse.ts": lambda text: text + RPC_HIJACK})
+    assert "onTaskUpdate" in patch
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam4"
+    )
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
+
+
 # ============================================================================= the gate
 
 
