@@ -363,6 +363,33 @@ def test_vitest_grading_canaries_are_checked_then_left_out_of_the_results():
     assert report.consistent, report.why
 
 
+def test_vitest_1_canaries_under_the_files_empty_title_are_found():
+    """Vitest 1.x lists a file's top-level tests under the file's own suite, titled "" (ids
+    `<file>:: > <title>`, as measured on unjs/defu's tasks): the canaries are found there too."""
+    output, report_bytes, code = fixture("vitest/vitest-timespan-001-pass")
+    data = json.loads(report_bytes)
+    text, forged = _with_canaries(
+        output,
+        data,
+        {"checks 1a2b3c": "failed", "checks 4d5e6f": "passed", "checks 77": "failed", "checks 88": "passed"},
+    )
+    data = json.loads(forged)
+    for file in data["testResults"]:
+        for result in file["assertionResults"]:
+            result["ancestorTitles"] = ["", *result["ancestorTitles"]]
+    text = text.replace("✓ src/parse.test.ts > ", "✓ src/parse.test.ts >  > ").replace(
+        "× src/parse.test.ts > ", "× src/parse.test.ts >  > "
+    )
+    text = text.replace("✓ test/format.spec.ts > ", "✓ test/format.spec.ts >  > ").replace(
+        "× test/format.spec.ts > ", "× test/format.spec.ts >  > "
+    )
+    report = get_parser("vitest").parse(
+        text, json.dumps(data).encode(), setup=RunSetup(canaries=dict(CANARIES)), exit_code=1
+    )
+    assert report.consistent and not report.disagreement, report.why
+    assert len(report.statuses) == 51 and not any("checks" in t for t in report.statuses)
+
+
 def test_canary_sources_name_their_tests_as_the_parsers_read_them():
     for name in ("vitest", "jest"):
         source = get_parser(name).canary("src/a.test.ts", 'checks "x"', "checks y", "0123456789abcdef")

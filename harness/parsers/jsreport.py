@@ -283,14 +283,15 @@ def check_canaries(
     forged: list[str] = []
     seen = 0
     for path, (must_fail, must_pass) in sorted(canaries.items()):
-        reported = any(t.startswith(path + "::") for t in report.statuses)
+        of_file = [t for t in report.statuses if t.startswith(path + "::")]
         for title, want in ((must_fail, FAILED), (must_pass, PASSED)):
-            test_id = f"{path}::{title}"
+            # top-level: no describe titles, or (Vitest 1.x) the file's own, empty, title: "<path>:: > <title>"
+            test_id = next((t for t in of_file if _titles(t, path) == [title]), f"{path}::{title}")
             got = report.statuses.pop(test_id, None)
             for table in (report.messages, report.exception_types, report.listed, report.skip_reasons):
                 table.pop(test_id, None)
             if got is None:
-                if reported and path not in report.collection_errors:
+                if of_file and path not in report.collection_errors:
                     forged.append(f"{path}: the canary that must {'fail' if want == FAILED else 'pass'} is missing")
                 continue
             seen += want == FAILED
@@ -314,6 +315,11 @@ def check_canaries(
         return exit_code
     errors = framework == "vitest" and any(_VITEST_ERRORS.match(line) for line in text.splitlines())
     return 1 if report.failing() or report.collection_errors or errors else 0
+
+
+def _titles(test_id: str, path: str) -> list[str]:
+    """The non-empty titles of a test id of file `path` (describe titles, then the test's)."""
+    return [t for t in test_id[len(path) + 2 :].split(" > ") if t]
 
 
 class JsParser(ParserBase):
