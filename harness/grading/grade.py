@@ -280,7 +280,38 @@ def prepare_hidden_tests(
             raise TestPatchError("the task's hidden test patch does not apply to its base commit (the task's to fix)")
     for path, content in task.hidden_tests.files.items():
         sb.write_file(path, content)
+    _plant_canaries(sb, task, parsers, setups)
     return HiddenTests(parsers, setups, _hidden_lines(task))
+
+
+# A hidden command that picks tests by name runs no canary (its other tests are skipped).
+_BY_NAME = ("-t", "--testNamePattern")
+
+
+def _plant_canaries(sb: Sandbox, task: Task, parsers: list[Parser], setups: list[RunSetup]) -> None:
+    """Append each parser's canary tests (`Parser.canary`) to every hidden test file that holds a
+    listed test, titled at random for this grading, and record them in its setup: the parser
+    checks them after the run (a must-fail canary reported passed: the results were forged inside
+    the process that ran the tests). The test files are protected, so nothing of the patch is
+    in them."""
+    words = task.hidden_tests.command.split()
+    if len(parsers) != 1 or any(w.startswith(_BY_NAME) for w in words):
+        return  # several parsers: the exit code is a chain's, which the canaries' failure would hide
+    listed = [*task.fail_to_pass, *task.pass_to_pass]
+    for parser, setup in zip(parsers, setups):
+        files = sorted({f for t in listed if (f := parser.test_file(t))})
+        for path in files:
+            nonce = secrets.token_hex(8)
+            must_fail, must_pass = f"checks {secrets.token_hex(6)}", f"checks {secrets.token_hex(6)}"
+            source = parser.canary(path, must_fail, must_pass, nonce)
+            if source is None:
+                continue
+            try:
+                text = sb.read_file(path)
+            except FileOpError:
+                continue  # not in the tree: its tests are missing anyway
+            sb.write_file(path, text + source.encode())
+            setup.canaries[path] = (must_fail, must_pass)
 
 
 def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests, seed: int = GRADING_SEED) -> HiddenRun:
