@@ -1,7 +1,7 @@
 """The `wholeloop` command: parse arguments, call the library, print. Nothing else lives here.
 
 One module per group of commands (run, reports, tasks, machine, history, gate); each registers its commands on
-`main`. Heavy modules (docker, git, rich, model SDKs, scipy) are imported inside the commands that
+`main`, and is imported only when one of its commands is looked up (COMMANDS). Heavy modules (docker, git, rich, model SDKs, scipy) are imported inside the commands that
 need them, so `wholeloop --help` and `wholeloop report` stay fast and a run without a model never
 imports a model SDK.
 

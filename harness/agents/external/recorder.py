@@ -38,22 +38,15 @@ from ...transcript import (
     ToolResultEvent,
     TranscriptWriter,
 )
+from ..tools import TEST_COMMANDS
 from .config import ToolRules
 from .relay import Exchange
 from .script import nested_calls
 from .wire import LIMIT_KEYS, Call, Wire, strip_cache_marks
 
-#: Shell commands that run tests, besides the task's own test command and the config's patterns.
-DEFAULT_TEST_COMMANDS = (
-    r"\bpytest\b",
-    r"\bpython3?\s+-m\s+(pytest|unittest)\b",
-    r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
-    r"\bgo\s+test\b",
-    r"\bcargo\s+test\b",
-    r"\bmvn\b.*\btest\b",
-    r"\bgradle\w*\b.*\btest\b",
-    r"\btox\b",
-)
+#: Shell commands that run tests, besides the task's own test command and the config's patterns
+#: (the built-in agent's bash reads the same).
+DEFAULT_TEST_COMMANDS = TEST_COMMANDS
 _SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 #: How old the transcript's last fsync may be when a call's events are written (they are flushed
