@@ -323,3 +323,26 @@ def test_codex_code_mode_scripts_are_read_for_the_commands_they_run(tmp_path):
     # the tests did run (inside a script), red, before it submitted; it tried to install
     assert Cause.never_ran_tests not in found
     assert {Cause.submitted_failing, Cause.environment_confusion} <= found
+
+
+def test_a_code_mode_scripts_calls_are_read_from_literals_only():
+    from harness.agents.external.script import nested_calls
+
+    source = (
+        '// @exec: {"yield_time_ms": 10000}\n'
+        'const a = await tools.exec_command({yield_time_ms: 500, "cmd": "echo \\"a b\\"\\n"});\n'
+        "await tools.exec_command('it\\'s');\n"
+        "await tools.exec_command({cmd: base + ' -q'});\n"  # built at run time: not seen
+        "await tools.exec_command(command);\n"
+        "await tools . apply_patch(`*** Begin Patch\n*** End Patch`);\n"
+        "await tools.exec_command({justification: {x: 1}, cmd: 'ls'});\n"  # after a nested object: not seen
+    )
+    got = [(c.tool, c.argument) for c in nested_calls(source, {"exec_command": "cmd"})]
+    assert got == [
+        ("exec_command", 'echo "a b"\n'),
+        ("exec_command", "it's"),
+        ("exec_command", None),
+        ("exec_command", None),
+        ("apply_patch", "*** Begin Patch\n*** End Patch"),
+        ("exec_command", None),
+    ]

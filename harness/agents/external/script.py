@@ -5,8 +5,8 @@ JavaScript that calls the real tools as `await tools.exec_command({cmd: "..."})`
 `tools.exec_command("...")` or `tools.apply_patch("*** Begin Patch ...")`. The script is not
 run here; its source is read for those calls, and a call's argument is taken when it is a string
 literal (quotes or a template without `${...}`) or an object literal whose key names the
-argument. A command built at run time (a variable, a concatenation, an interpolation) is not
-seen; the template's text is kept with its `${...}` as written.
+argument ahead of any nested object. A command built at run time (a variable, a concatenation,
+an interpolation) is not seen; the template's text is kept with its `${...}` as written.
 """
 
 from __future__ import annotations
