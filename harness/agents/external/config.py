@@ -81,6 +81,11 @@ class ToolRules(_Strict):
 
     shell: dict[str, str] = Field(default_factory=dict, description="tool name -> the argument with the command")
     edit: list[str] = Field(default_factory=list, description="tools that change files")
+    scripts: dict[str, str] = Field(
+        default_factory=dict,
+        description="tool name -> the argument with a script whose `tools.NAME(...)` calls the shell and "
+        "edit rules read (Codex's code mode: `exec`)",
+    )
     edit_commands: list[str] = Field(default_factory=list, description="regexes: shell commands that change files")
     test_commands: list[str] = Field(default_factory=list, description="regexes: shell commands that run tests")
     exit_code: str | None = Field(None, description="regex, one group: the exit code in a shell tool's output")

@@ -38,21 +38,15 @@ from ...transcript import (
     ToolResultEvent,
     TranscriptWriter,
 )
+from ..tools import TEST_COMMANDS
 from .config import ToolRules
 from .relay import Exchange
+from .script import nested_calls
 from .wire import LIMIT_KEYS, Call, Wire, strip_cache_marks
 
-#: Shell commands that run tests, besides the task's own test command and the config's patterns.
-DEFAULT_TEST_COMMANDS = (
-    r"\bpytest\b",
-    r"\bpython3?\s+-m\s+(pytest|unittest)\b",
-    r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
-    r"\bgo\s+test\b",
-    r"\bcargo\s+test\b",
-    r"\bmvn\b.*\btest\b",
-    r"\bgradle\w*\b.*\btest\b",
-    r"\btox\b",
-)
+#: Shell commands that run tests, besides the task's own test command and the config's patterns
+#: (the built-in agent's bash reads the same).
+DEFAULT_TEST_COMMANDS = TEST_COMMANDS
 _SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 #: How old the transcript's last fsync may be when a call's events are written (they are flushed
@@ -247,16 +241,34 @@ class Recorder:
         """(kind, command) of a call by the config's rules."""
         if call.name in self.rules.edit or (self.rules.text_edits and call.name == "search_replace"):
             return "edit", ""
+        if call.name in self.rules.scripts:
+            return self._classify_script(str((call.arguments or {}).get(self.rules.scripts[call.name], "")))
         arg = self.rules.shell.get(call.name)
         if arg is None:
             return "", ""
         value = (call.arguments or {}).get(arg, "")
         command = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        return self._classify_command(command), command
+
+    def _classify_script(self, source: str) -> tuple[str, str]:
+        """A code-mode script: its shell tools' commands joined by " ; ", its kind the first of test,
+        edit, shell that one of its calls has (a script that edits and runs the tests is a test run,
+        as a command `git apply x && pytest` is)."""
+        nested = nested_calls(source, self.rules.shell)
+        commands = [c.argument for c in nested if c.tool in self.rules.shell and c.argument is not None]
+        command = " ; ".join(commands)
+        kinds = {self._classify_command(c) for c in commands}
+        if any(c.tool in self.rules.edit for c in nested):
+            kinds.add("edit")
+        kind = next((k for k in ("test", "edit", "shell") if k in kinds), "")
+        return kind, command
+
+    def _classify_command(self, command: str) -> str:
         if any(p.search(command) for p in self.test_patterns):
-            return "test", command
+            return "test"
         if any(p.search(command) for p in self.edit_patterns):
-            return "edit", command
-        return "shell", command
+            return "edit"
+        return "shell"
 
     def _text_edit_calls(self, text: str, step: int) -> list[Call]:
         if self.rules.text_edits != "search_replace" or "SEARCH" not in text:
