@@ -172,7 +172,7 @@ def main(repos_root: Path | None) -> None:
         os.environ[REPOS_ROOT_ENV] = str(repos_root.resolve())
 
 
-from . import gate, history, machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
+from . import gate, harbor, history, machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
 
 if __name__ == "__main__":
     main()
