@@ -236,7 +236,8 @@ def test_harbor_models_judge_the_exported_directory(tmp_path):
 
 
 def _run(suite: Path, agent: str, out: Path) -> dict[str, str]:
-    done = wl("run", suite, "--agent", agent, "--out", out, "--no-history", timeout=1800, env={"COLUMNS": "200"})
+    args = ("run", suite, "--agent", agent, "--out", out, "--no-history", "--workers", "2")
+    done = wl(*args, timeout=1800, env={"COLUMNS": "200"})
     assert done.returncode == OK, done.stdout[-3000:] + done.stderr[-2000:]
     return {row.task_id: row.outcome for row in RunFolder(out).latest()}
 
