@@ -236,6 +236,14 @@ def test_harbor_models_judge_the_exported_directory(tmp_path):
     assert "solution/solve.sh: missing" in validate("task", [bad])[str(bad)]
 
 
+def test_export_into_the_suite_itself_deletes_nothing(tmp_path):
+    suite = tmp_path / "demo"
+    shutil.copytree(ROOT / "tasks" / "demo", suite)
+    done = wl("export", "harbor", suite / "inikit-001.yaml", suite, env={"WHOLELOOP_REPOS_ROOT": str(ROOT / "repos")})
+    assert done.returncode == USAGE and "is not a Harbor task directory" in done.stderr + done.stdout
+    assert (suite / "inikit-001" / "gold.diff").is_file() and (suite / "inikit-001" / "test.diff").is_file()
+
+
 # ------------------------------------------------------------------------- the round trip, Docker
 
 

@@ -429,6 +429,8 @@ def export_task(task: Task, out: Path) -> Path:
     if not gold.strip():
         raise HarborExportRefused(f"{where}: no gold patch to write as solution/solve.sh")
     folder = out / task.id
+    if folder.exists() and not (folder / "task.toml").is_file():
+        raise HarborExportRefused(f"{where}: {folder} exists and is not a Harbor task directory; give another OUT")
     if folder.exists():
         shutil.rmtree(folder)
     for sub in ("environment", "tests", "solution"):

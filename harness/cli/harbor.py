@@ -38,7 +38,8 @@ def tasks_import_harbor(dirs, out):
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 def export_harbor(suite, out):
     """Write a suite's tasks as Harbor task directories under OUT, each checked against Harbor's
-    own task models (its pinned wheel, in a subprocess): what a refused one is, nothing is kept."""
+    own task models (its pinned wheel, in a subprocess); when Harbor refuses one, nothing is kept
+    and the command exits 2 naming it (docs/tasks.md)."""
     from ..authoring.harbor import export_harbor as write
     from ..report.harbor_models import HARBOR_VERSION, validate
 
