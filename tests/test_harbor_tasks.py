@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,9 @@ def harbor_task(root: Path, name: str = "calc-add") -> Path:
             "instruction.md": "add() subtracts instead of adding.\n\nadd(2, 3) should be 5.\n",
             "environment/Dockerfile": textwrap.dedent("""\
                 FROM wholeloop/base:bookworm
+                # Debian's pip installs into a venv only (PEP 668)
+                RUN python3 -m venv /opt/venv
+                ENV VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH
                 # the same setup as the demo's: its image is shared
                 RUN pip install pytest==8.3.4
                 COPY repo /app
@@ -131,6 +135,7 @@ def test_the_harbor_task_reads_as_a_wholeloop_task(tmp_path):
     assert task.id == "calc-add"
     assert task.problem_statement.startswith("add() subtracts")
     assert (task.environment.image, task.environment.pull) == ("wholeloop/base:bookworm", "never")
+    assert task.environment.python_venv and task.environment.env == {}
     assert task.environment.setup == ["pip install pytest==8.3.4"] and task.environment.install == []
     assert shape.workdir == "/app" and shape.repo_source == "repo"
     assert task.hidden_tests.command == "python -m pytest -rA -p no:cacheprovider tests"
@@ -185,7 +190,7 @@ def test_a_dockerfile_line_wholeloop_cannot_carry_is_named(tmp_path):
     task = harbor_task(tmp_path)
     dockerfile = task / "environment" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "USER nobody\n")
-    with pytest.raises(HarborTaskRefused, match=r"Dockerfile:6: USER cannot be carried over"):
+    with pytest.raises(HarborTaskRefused, match=r"Dockerfile:9: USER cannot be carried over"):
         spec_of(task)
 
 
@@ -277,6 +282,59 @@ def test_a_harbor_task_round_trips(tmp_path):
     [again] = load_tasks(second)
     assert again.content_hash() == task.content_hash()
     assert again.gold() == task.gold()
+
+
+def _harbor_trial(task: Path, tag: str, oracle: bool) -> str:
+    """What Harbor does with a task directory, by hand with the real engine: the environment built
+    from its Dockerfile, solution/ at /solution and solve.sh run (the oracle), tests/ at /tests and
+    test.sh run; the reward file's text."""
+    name = f"{tag.replace(':', '-')}-{'oracle' if oracle else 'nop'}"
+    docker = ["docker"]
+    subprocess.run([*docker, "run", "-d", "--name", name, "--network", "none", tag, "sleep", "600"], check=True)
+    try:
+        subprocess.run([*docker, "cp", str(task / "tests"), f"{name}:/tests"], check=True)
+        if oracle:
+            subprocess.run([*docker, "cp", str(task / "solution"), f"{name}:/solution"], check=True)
+            solved = subprocess.run(
+                [*docker, "exec", name, "bash", "/solution/solve.sh"], capture_output=True, text=True
+            )
+            assert solved.returncode == 0, solved.stdout + solved.stderr
+        tested = subprocess.run([*docker, "exec", name, "bash", "/tests/test.sh"], capture_output=True, text=True)
+        reward = subprocess.run(
+            [*docker, "exec", name, "cat", "/logs/verifier/reward.txt"], capture_output=True, text=True
+        )
+        assert reward.returncode == 0, tested.stdout[-2000:] + tested.stderr[-2000:]
+        return reward.stdout.strip()
+    finally:
+        subprocess.run([*docker, "rm", "-f", name], capture_output=True)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_exported_task_runs_as_harbor_runs_it(tmp_path):
+    """The exported directory works under Harbor's own procedure, not only under its models: its
+    Dockerfile builds with a plain `docker build` (no wholeloop image tiers), the oracle's
+    solve.sh makes test.sh write reward 1, and without it the reward is 0."""
+    out = tmp_path / "harbor"
+    assert wl("export", "harbor", ROOT / "tasks" / "demo" / "inikit-001.yaml", out).returncode == OK
+    task = out / "inikit-001"
+    bundle = load_tasks(ROOT / "tasks" / "demo" / "inikit-001.yaml")[0].ca_bundle()
+    if bundle:  # this machine's CA (TLS interception): what any Harbor user behind it adds to a build
+        dockerfile = task / "environment" / "Dockerfile"
+        shutil.copy(bundle, task / "environment" / "host-ca.crt")
+        first, rest = dockerfile.read_text().split("\n", 1)
+        trust = "COPY host-ca.crt /etc/host-ca.crt\nENV PIP_CERT=/etc/host-ca.crt SSL_CERT_FILE=/etc/host-ca.crt\n"
+        dockerfile.write_text(f"{first}\n{trust}{rest}")
+    tag = f"wholeloop-test-harbor:{uuid.uuid4().hex[:12]}"
+    built = subprocess.run(
+        ["docker", "build", "-q", "-t", tag, str(task / "environment")], capture_output=True, text=True
+    )
+    try:
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+        assert _harbor_trial(task, tag, oracle=False) == "0"
+        assert _harbor_trial(task, tag, oracle=True) == "1"
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
 
 
 @pytest.mark.docker

@@ -10,7 +10,8 @@ Import, field by field:
 
 - `instruction.md` -> `problem_statement` (as written).
 - `environment/Dockerfile` -> `environment`. The Dockerfile is read, not run as is: `FROM` is the
-  image (it must exist on this machine: `pull: never`), `ENV` the environment variables, `RUN`
+  image (it must exist on this machine: `pull: never`), the two lines of a venv first on PATH
+  (VENV_RUN, VENV_ENV) `python_venv`, `ENV` the environment variables, `RUN`
   lines before the repository arrives `setup`, those after it `install` (they run again in
   wholeloop's own copy of the repository at /repo). The repository is the one folder the
   Dockerfile `COPY`s to its `WORKDIR`; it must be a git work tree, whose HEAD is the base commit,
@@ -62,6 +63,10 @@ REPO_DIR = "/repo"
 HARBOR_WORKDIR = "/app"  # where an exported task's repository lives in its image
 REWARD_FILE = "/logs/verifier/reward.txt"
 SPEC_KEY = "wholeloop_spec"  # task.toml [metadata] key: the fields Harbor has no place for
+#: a Python venv first on PATH (Debian's pip refuses to install system-wide, PEP 668): these two
+#: lines of a Dockerfile are `environment.python_venv`, which makes wholeloop's image do the same
+VENV_RUN = "python3 -m venv /opt/venv"
+VENV_ENV = "VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH"
 
 #: the test frameworks a test script can run, as (parser, pattern), first match wins
 FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -96,6 +101,7 @@ class DockerfileShape:
     install: list[str] = field(default_factory=list)
     workdir: str = ""
     repo_source: str = ""  # the folder of environment/ the Dockerfile copies to WORKDIR
+    python_venv: bool = False  # VENV_RUN and VENV_ENV, before the repository arrives
 
 
 def _instructions(text: str) -> list[tuple[int, str, str]]:
@@ -135,7 +141,9 @@ def read_dockerfile(path: Path) -> DockerfileShape:
             continue
         if shape is None:
             raise HarborTaskRefused(f"{where}: {word} before FROM")
-        if word == "ENV":
+        if not copied and (word, arg) in (("RUN", VENV_RUN), ("ENV", VENV_ENV)):
+            shape.python_venv = True
+        elif word == "ENV":
             for key, value in _env_pairs(arg, where):
                 shape.env[key] = value
         elif word == "RUN":
@@ -288,6 +296,7 @@ def spec_of(folder: Path) -> tuple[Task, DockerfileShape]:
     if script.files:
         hidden["files"] = {dest: _read_text(folder / "tests" / src) for src, dest in sorted(script.files.items())}
     environment: dict[str, Any] = {"image": shape.image, "pull": "never", "setup": shape.setup}
+    environment["python_venv"] = shape.python_venv
     environment.update(install=shape.install, env=shape.env, **extras.pop("environment", {}))
     timeouts = {}
     if (toml.get("agent") or {}).get("timeout_sec"):
@@ -406,7 +415,11 @@ def _extras(task: Task) -> dict[str, Any]:
     for key in ("limits", "metadata", "created_at", "origin"):
         if key in data:
             keep[key] = data[key]
-    env = {k: v for k, v in data.get("environment", {}).items() if k not in ("image", "setup", "install", "env")}
+    env = {
+        k: v
+        for k, v in data.get("environment", {}).items()
+        if k not in ("image", "setup", "install", "env", "python_venv")
+    }
     keep["environment"] = {**env, "pull": task.environment.pull}
     keep["id"] = task.id
     return keep
@@ -454,7 +467,9 @@ def export_task(task: Task, out: Path) -> Path:
     (folder / "task.toml").write_text("\n".join(toml))
     _write_repository(task, folder / "environment" / "repo")
     lines = [f"FROM {task.environment.image}"]
-    lines += [f"ENV {key}={shlex.quote(value)}" for key, value in sorted(task.environment.env.items())]
+    lines += [f"ENV {key}={json.dumps(value)}" for key, value in sorted(task.environment.env.items())]
+    if task.environment.python_venv:
+        lines += [f"RUN {VENV_RUN}", f"ENV {VENV_ENV}"]
     lines += [f"RUN {cmd}" for cmd in task.environment.setup]
     lines += [f"COPY repo {HARBOR_WORKDIR}", f"WORKDIR {HARBOR_WORKDIR}"]
     lines += [f"RUN {cmd}" for cmd in task.environment.install]
