@@ -166,6 +166,39 @@ def test_the_parser_is_chosen_from_the_test_script(tmp_path, line, parser):
     assert read.parser == parser and "|" not in read.command and "tee" not in read.command
 
 
+@pytest.mark.parametrize("runner", ["npx jest tests/sum.test.js", "npx vitest run tests/sum.test.js"])
+def test_a_js_line_gets_the_report_its_parser_reads(tmp_path, runner):
+    task = harbor_task(tmp_path)
+    (task / "tests" / "test.sh").write_text(f"#!/bin/bash\ncd /app\n{runner} 2>&1 | tee /tmp/out.txt\n")
+    read, _ = spec_of(task)  # the spec validates: its command writes the parser's results file
+    [parser] = read.hidden_tests.parsers()
+    assert read.hidden_tests.command.startswith(runner + " ") and parser.results_file in read.hidden_tests.command
+    again = tmp_path / "again.sh"
+    again.write_text(f"cd /app\n{read.hidden_tests.command}\n")
+    from harness.authoring.harbor import read_test_script
+
+    assert read_test_script(again, "/app").command == read.hidden_tests.command  # added once, not twice
+
+
+def test_hidden_test_files_come_from_the_scripts_copies(tmp_path):
+    task = harbor_task(tmp_path)
+    (task / "tests" / "test_add.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    script = task / "tests" / "test.sh"
+    script.write_text(
+        script.read_text().replace(
+            "git apply --verbose /tests/test.patch", "cp /tests/test_add.py /app/tests/test_add.py"
+        )
+    )
+    read, _ = spec_of(task)
+    assert read.hidden_tests.files == {"tests/test_add.py": (task / "tests" / "test_add.py").read_text()}
+    assert read.hidden_tests.patch is None
+    script.write_text(script.read_text().replace("/app/tests/test_add.py", "/etc/test_add.py"))
+    with pytest.raises(HarborTaskRefused, match="outside the repository"):
+        spec_of(task)
+
+
 def test_a_terminal_bench_task_is_refused_with_the_reason(tmp_path):
     task = harbor_task(tmp_path)
     (task / "environment" / "Dockerfile").write_text("FROM wholeloop/base:bookworm\nWORKDIR /app\nRUN echo hi > x\n")

@@ -24,7 +24,8 @@ Import, field by field:
   DEST. A script that runs no framework and only writes the reward file is refused: a reward file
   is one channel, written by a process the code under test shares, so a patch could forge it;
   wholeloop reads at least two channels that must agree (the framework's report, its summary, the
-  exit code).
+  exit code). A jest or vitest line gets the reporter flags its parser reads (REPORT_FLAGS) when it
+  lacks them.
 - `tests/config.json` -> `FAIL_TO_PASS`, `PASS_TO_PASS` (SWE-bench's keys, either case).
 - `solution/` -> the gold patch: `solve.sh` runs in the task's own image (its files at /solution,
   the Dockerfile's WORKDIR a link to /repo), and the patch is taken from outside the container the
@@ -54,6 +55,7 @@ from typing import Any
 from sandbox import BaseRules, Limits, take_patch
 
 from ..errors import UserError
+from ..parsers import jest, vitest
 from ..run.images import build_task_images
 from ..sandboxes import default_backend
 from ..tasks import Task
@@ -76,6 +78,14 @@ FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cargo", re.compile(r"\bcargo\s+(?:test|nextest)\b")),
     ("go", re.compile(r"\bgo\s+test\b")),
 )
+
+
+#: what a framework's line needs for its parser's structured channel (its report file, outside the
+#: repository), added when a test script's line lacks it
+REPORT_FLAGS = {
+    "jest": f"--ci --json --outputFile={jest.RESULTS_FILE}",
+    "vitest": f"--reporter=verbose --reporter=json --outputFile.json={vitest.RESULTS_FILE}",
+}
 
 
 class HarborTaskRefused(UserError):
@@ -232,6 +242,9 @@ def read_test_script(path: Path, workdir: str) -> TestScript:
                 else ""
             )
         )
+    flags = REPORT_FLAGS.get(parser)
+    if flags and flags.rsplit("=", 1)[1] not in command:
+        command = f"{command} {flags}"
     return TestScript(command, parser, patch_file, files)
 
 
