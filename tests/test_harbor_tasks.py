@@ -86,7 +86,7 @@ def harbor_task(root: Path, name: str = "calc-add") -> Path:
                 schema_version = "1.4"
 
                 [task]
-                name = "swebenchpro/calc-add"
+                name = "swebenchpro/NAME"
 
                 [metadata]
                 difficulty = "easy"
@@ -99,7 +99,7 @@ def harbor_task(root: Path, name: str = "calc-add") -> Path:
 
                 [environment]
                 workdir = "/app"
-                """),
+                """).replace("NAME", name),
             "instruction.md": "add() subtracts instead of adding.\n\nadd(2, 3) should be 5.\n",
             "environment/Dockerfile": textwrap.dedent("""\
                 FROM wholeloop/base:bookworm
@@ -315,6 +315,16 @@ def test_a_harbor_task_round_trips(tmp_path):
     [again] = load_tasks(second)
     assert again.content_hash() == task.content_hash()
     assert again.gold() == task.gold()
+    # the same task again into the same folder: refused, the one there kept as it was
+    done = wl("tasks", "import-harbor", exported / "calc-add", "--out", second)
+    assert done.returncode == USAGE and "task calc-add is already in" in done.stderr
+    assert load_tasks(second)[0].content_hash() == task.content_hash()
+    # a solve.sh that fails in the task's container: refused, exit 2, nothing of the task kept
+    broken = harbor_task(tmp_path / "broken", "calc-broken")
+    (broken / "solution" / "solve.sh").write_text("#!/bin/bash\necho cannot solve >&2\nexit 3\n")
+    done = wl("tasks", "import-harbor", broken, "--out", second, timeout=900)
+    assert done.returncode == USAGE and "solve.sh failed in the task's container: cannot solve" in done.stderr
+    assert sorted(p.name for p in second.iterdir()) == ["calc-add", "calc-add.yaml"]
 
 
 def _harbor_trial(task: Path, tag: str, oracle: bool) -> str:

@@ -367,6 +367,11 @@ def import_harbor(folders: list[Path], out: Path, *, progress: ProgressFn | None
         if task.id in seen:
             raise HarborTaskRefused(f"{folder}: task id {task.id!r} is imported twice")
         seen.add(task.id)
+        if (out / f"{task.id}.yaml").exists() or (out / task.id).exists():
+            raise HarborTaskRefused(
+                f"{folder}: task {task.id} is already in {out}; remove {task.id}.yaml and {task.id}/ there to "
+                "import it again, or give another --out"
+            )
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for folder, task, shape in planned:
