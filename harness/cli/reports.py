@@ -444,3 +444,8 @@ def review_cmd(run_dir, task_ids, reviewer, policy):
         policy=load_policy(policy),
     )
     click.echo(f"{done} verdict(s) recorded in {run_dir / 'reviews.jsonl'}")
+
+
+from .harbor import export_harbor  # noqa: E402  (Harbor's commands live in their own module)
+
+export.add_command(export_harbor)
