@@ -83,6 +83,26 @@ def test_a_package_json_without_a_known_runner_names_its_test_script(tmp_path):
         detect(repo, repo.resolve("HEAD"))
 
 
+def test_a_test_script_runner_no_dependency_provides_is_refused_at_detection(tmp_path):
+    # zod's npm tarball: `"test": "pnpm vitest run"`, no devDependencies (they live in the monorepo's
+    # root): nothing would install Vitest, and the check could only quarantine "no vitest JSON report"
+    pkg = '{"scripts": {"test": "pnpm vitest run"}, "dependencies": {}}'
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}", "a.test.ts": "x\n"})
+    head = repo.resolve("HEAD")
+    assert detect(repo, head).parser == "vitest"
+    with pytest.raises(
+        UnsupportedRepository, match="runs vitest, but no dependency of package.json provides it"
+    ) as exc:
+        complete(RepoConfig(), repo, head, "vitest")
+    assert "install:" in exc.value.hint
+    given = complete(RepoConfig(setup=["npm install -g vitest@4"]), repo, head, "vitest")[0]
+    assert given.install == ["npm ci"]
+    peer = make_repo(
+        tmp_path / "peer", {"package.json": '{"scripts": {"test": "vitest"}, "peerDependencies": {"vitest": "4"}}'}
+    )
+    assert complete(RepoConfig(), peer, peer.resolve("HEAD"), "vitest")[0].install == ["npm install"]
+
+
 def test_python_packaging_wins_over_a_package_json(tmp_path):
     repo = make_repo(tmp_path / "py", {"pyproject.toml": "[project]\nname='p'\n", "package.json": "{}"})
     assert detect(repo, repo.resolve("HEAD")).parser == "pytest"

@@ -18,7 +18,9 @@ JavaScript: the package manager from `packageManager`, else the lockfile (npm ci
 --frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
 the Node major from `engines.node`, `devEngines`, `volta`, `.nvmrc` or `.node-version`, raised to what
 the lock file's packages accept (their `engines`): above Debian's, the npm registry's `node` package
-is installed globally in the setup. With a lock file and no workspace, `dependency_files` lets every
+is installed globally in the setup. A test runner that only the `test` script names (no dependency,
+dev, peer or optional, provides it: a package published out of a monorepo) is refused naming it,
+unless wholeloop.yaml gives a setup or install. With a lock file and no workspace, `dependency_files` lets every
 task of one lock file share one install (the deps image tier). Rust: Debian's rustc-web/cargo-web,
 offline; a crate needing registry or git crates without a vendored directory source is refused
 naming them.
@@ -106,11 +108,16 @@ def _package_json(repo: GitRepo, commit: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _js_runner(pkg: dict) -> str | None:
+def _js_deps(pkg: dict, keys: tuple[str, ...] = ("dependencies", "devDependencies")) -> dict:
     deps: dict = {}
-    for key in ("dependencies", "devDependencies"):
+    for key in keys:
         if isinstance(pkg.get(key), dict):
             deps.update(pkg[key])
+    return deps
+
+
+def _js_runner(pkg: dict) -> str | None:
+    deps = _js_deps(pkg)
     scripts = pkg.get("scripts")
     test = str(scripts.get("test", "")) if isinstance(scripts, dict) else ""
     for runner in ("vitest", "jest"):
@@ -359,6 +366,14 @@ def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, 
         raise UnsupportedRepository(
             f"{repo.source} at {commit[:10]}: package.json installed with {'yarn berry' if berry else manager}; "
             f"only npm, pnpm and yarn classic are installed without {CONFIG_NAME} yet"
+        )
+    provided = _js_deps(pkg, ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies"))
+    if detected.parser not in provided and config.install is None and config.setup is None:
+        # (a package published from a monorepo: its runner lives in the workspace root's package.json)
+        raise UnsupportedRepository(
+            f"{repo.source} at {commit[:10]}: package.json's test script runs {detected.parser}, but no dependency "
+            f"of package.json provides it, so nothing would install it; add it to devDependencies, or give "
+            f"{CONFIG_NAME} a setup or install that does"
         )
     globals_ = []
     node = _node_major(repo, commit, root, pkg)
