@@ -103,6 +103,16 @@ def test_a_test_script_runner_no_dependency_provides_is_refused_at_detection(tmp
     assert complete(RepoConfig(), peer, peer.resolve("HEAD"), "vitest")[0].install == ["npm install"]
 
 
+def test_go_sources_without_go_mod_are_refused_naming_it(tmp_path):
+    # Debian's golang-github-pkg-errors-dev: a GOPATH-era package (no go.mod), said to have "no
+    # language recognised" although its root is all .go files
+    files = {"errors.go": "package errors\n", "errors_test.go": "package errors\n"}
+    repo = make_repo(tmp_path / "errors", files)
+    with pytest.raises(UnsupportedRepository, match=r"Go sources \(errors.go, errors_test.go\) but no go.mod") as exc:
+        detect(repo, repo.resolve("HEAD"))
+    assert "go mod init" in str(exc.value)
+
+
 def test_python_packaging_wins_over_a_package_json(tmp_path):
     repo = make_repo(tmp_path / "py", {"pyproject.toml": "[project]\nname='p'\n", "package.json": "{}"})
     assert detect(repo, repo.resolve("HEAD")).parser == "pytest"

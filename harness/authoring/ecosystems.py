@@ -3,7 +3,8 @@ mining uses, and for Go, Rust and JavaScript the environment (Python's is enviro
 
 The root of the tree decides, in this order: Python packaging (pyproject.toml, setup.py,
 setup.cfg) -> python; go.mod -> go; Cargo.toml -> rust; package.json -> javascript (Vitest or
-Jest, from its devDependencies, dependencies and `test` script); else requirements*.txt, tox.ini,
+Jest, from its devDependencies, dependencies and `test` script); .go files without go.mod are refused
+(a GOPATH-era package: module mode cannot build it); else requirements*.txt, tox.ini,
 noxfile.py or any .py file -> python. Nothing recognisable is refused (`UnsupportedRepository`)
 naming what was found, with a wholeloop.yaml template to fill in.
 
@@ -134,6 +135,13 @@ def detect(repo: GitRepo, commit: str) -> Detected:
             return Detected("python", "pytest", marker)
     if "go.mod" in root:
         return Detected("go", "go", "go.mod")
+    go_files = sorted(p for p in root if p.endswith(".go"))
+    if go_files and not any(p in root for p in ("Cargo.toml", "package.json")):
+        shown = ", ".join(go_files[:3]) + (", ..." if len(go_files) > 3 else "")
+        raise UnsupportedRepository(
+            f"{repo.source}: Go sources ({shown}) but no go.mod at {commit[:10]}: a package of the GOPATH "
+            "era, which `go build` in module mode refuses; commit a go.mod (`go mod init IMPORT/PATH`)"
+        )
     if "Cargo.toml" in root:
         return Detected("rust", "cargo", "Cargo.toml")
     if "package.json" in root:
