@@ -248,8 +248,13 @@ def markdown(rows: list[dict]) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        error = r.get("error", "")
+        if "candidates" not in r and NO_CANDIDATE in error:
+            why = error.split(" commit(s): ", 1)[-1].split("); See", 1)[0].replace(" (--allow-config takes it)", "")
+            out.append(f"| {r['name']} | {r['covers']} | 0 ({why}) | - | - | - | - | - | - | - | - |")
+            continue
         if "candidates" not in r:
-            out.append(f"| {r['name']} | {r['covers']} | error: {r.get('error', '')[:120]} | | | | | | | | |")
+            out.append(f"| {r['name']} | {r['covers']} | error: {error[:160]} | | | | | | | | |")
             continue
         per = round(r["image_seconds"] / r["checked"]) if r["checked"] else "-"
         out.append(

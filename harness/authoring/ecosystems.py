@@ -23,8 +23,9 @@ is installed globally in the setup. A test runner that only the `test` script na
 dev, peer or optional, provides it: a package published out of a monorepo) is refused naming it,
 unless wholeloop.yaml gives a setup or install. With a lock file and no workspace, `dependency_files` lets every
 task of one lock file share one install (the deps image tier). Rust: Debian's rustc-web/cargo-web,
-offline; a crate needing registry or git crates without a vendored directory source is refused
-naming them.
+offline; a crate with no Cargo.lock gets what its Cargo.toml names from Debian's packaged crates
+(librust-NAME-dev, /usr/share/cargo/registry as crates.io's replacement); one whose Cargo.lock
+needs registry or git crates without a vendored directory source is refused naming them.
 """
 
 from __future__ import annotations
@@ -210,8 +211,24 @@ def _cargo_toml_fetched(text: str) -> list[str]:
             for name, spec in deps.items() if isinstance(deps, dict) else []:
                 if isinstance(spec, dict) and ("path" in spec or spec.get("workspace")):
                     continue
+                if isinstance(spec, dict) and isinstance(spec.get("package"), str):
+                    name = spec["package"]  # a renamed dependency: the crate is `package`
                 out.add(name)
     return sorted(out)
+
+
+#: Debian's packaged crates (librust-*-dev) live here, each as a directory source cargo can read offline
+DEBIAN_CARGO_REGISTRY = "/usr/share/cargo/registry"
+
+
+def _debian_crates_setup(crates: list[str]) -> str:
+    """Install Debian's packages of `crates` and make their registry crates.io's replacement, in a
+    cargo config at / (cargo reads the config files of every folder above the repository)."""
+    packages = [f"librust-{c.replace('_', '-').lower()}-dev" for c in crates]
+    config = (
+        f"[source.crates-io]\\nreplace-with = 'debian'\\n[source.debian]\\ndirectory = '{DEBIAN_CARGO_REGISTRY}'\\n"
+    )
+    return _apt(*packages) + f' && mkdir -p /.cargo && printf "{config}" > /.cargo/config.toml'
 
 
 def _cargo_vendored(repo: GitRepo, commit: str) -> bool:
@@ -275,7 +292,11 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         else:
             where = "Cargo.toml"
             fetched = _cargo_toml_fetched((repo.read(commit, "Cargo.toml") or b"").decode("utf-8", "replace"))
-        if fetched and not own_toolchain and not _cargo_vendored(repo, commit):
+        debian = []
+        if fetched and not own_toolchain and not _cargo_vendored(repo, commit) and where == "Cargo.toml":
+            # no lock file to honour: Debian's packaged crates, of the versions bookworm carries
+            debian = [_debian_crates_setup(fetched)]
+        elif fetched and not own_toolchain and not _cargo_vendored(repo, commit):
             shown = ", ".join(fetched[:6]) + (f" and {len(fetched) - 6} more" if len(fetched) > 6 else "")
             raise UnsupportedRepository(
                 f"{repo.source} at {commit[:10]}: {where} needs {shown} from a registry or git, which "
@@ -283,7 +304,10 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
                 f"or give {CONFIG_NAME} a setup that provides them"
             )
         return {
-            "setup": [_apt("rustc-web", "cargo-web")],  # bookworm's rustc/cargo (1.63) are too old for most crates
+            "setup": [
+                _apt("rustc-web", "cargo-web"),
+                *debian,
+            ],  # bookworm's rustc/cargo (1.63) are too old for most crates
             "env": {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"},
             "install": [f"cargo test --offline{locked} --no-run"],
             "visible_test_command": "cargo test --offline",
