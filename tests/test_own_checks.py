@@ -1,0 +1,190 @@
+"""The repository's own checks (issue 25, item 1): inference from the base's config, one parser per
+output format, diff-aware counting, the policy over the recorded axis; end to end on the own-checks
+fixture (scripts/make_checks_fixture.py: ruff and mypy configured), graded for real in Docker."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from harness.grading.own_checks import (
+    Finding,
+    counts,
+    infer,
+    is_config,
+    new_findings,
+    normalise,
+    parse_black,
+    parse_eslint_json,
+    parse_flake8,
+    parse_isort,
+    parse_mypy_lines,
+    parse_ruff_json,
+)
+
+# ------------------------------------------------------------------------------------ inference
+
+
+def _reader(files: dict[str, str]):
+    return files.get
+
+
+def test_inference_reads_pre_commit_versions_pyproject_sections_setup_cfg_and_package_json():
+    pre = (
+        "repos:\n"
+        "  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.9\n    hooks: [{id: ruff}]\n"
+        "  - repo: https://github.com/pre-commit/mirrors-mypy\n    rev: v1.11.2\n    hooks: [{id: mypy}]\n"
+        "  - repo: https://github.com/some/unknown-hook\n    rev: v1.0\n    hooks: [{id: x}]\n"
+    )
+    assert infer(_reader({".pre-commit-config.yaml": pre})) == ["ruff==0.6.9", "mypy==1.11.2"]
+    # pyproject's tool sections name tools without versions; pre-commit's version wins
+    pyproject = "[tool.black]\nline-length = 100\n[tool.isort]\nprofile = 'black'\n[tool.mypy]\nstrict = true\n"
+    assert infer(_reader({"pyproject.toml": pyproject, ".pre-commit-config.yaml": pre})) == [
+        "ruff==0.6.9",
+        "black",
+        "isort",
+        "mypy==1.11.2",
+    ]
+    assert infer(_reader({"setup.cfg": "[metadata]\nname = x\n\n[flake8]\nmax-line-length = 99\n"})) == ["flake8"]
+    assert infer(_reader({"mypy.ini": "[mypy]\n"})) == ["mypy"]
+    pkg = json.dumps({"devDependencies": {"eslint": "^9.12.0", "vitest": "2.1.9"}})
+    assert infer(_reader({"package.json": pkg})) == ["eslint==9.12.0"]
+    # a pytest-only project, a broken file: nothing, and no exception
+    assert infer(_reader({"pyproject.toml": "[tool.pytest.ini_options]\n"})) == []
+    assert infer(_reader({"pyproject.toml": "[tool.ruff\n", "package.json": "{", ".pre-commit-config.yaml": ":"})) == []
+
+
+def test_the_files_the_checks_read_their_settings_from_are_config_files_anywhere_in_the_tree():
+    for path in (
+        "pyproject.toml",
+        "pkg/ruff.toml",
+        "setup.cfg",
+        "sub/.flake8",
+        "mypy.ini",
+        ".eslintrc.json",
+        "a/.eslintrc",
+    ):
+        assert is_config(path), path
+    assert not is_config("pkg/core.py") and not is_config("docs/pyproject.md")
+
+
+# ------------------------------------------------------------------------------------ parsers
+
+
+def test_each_output_format_is_read_into_file_rule_and_message():
+    ruff = json.dumps(
+        [{"filename": "/repo/pkg/a.py", "code": "F401", "message": "`os` imported but unused", "location": {"row": 3}}]
+    )
+    assert parse_ruff_json(ruff) == [Finding(file="pkg/a.py", rule="F401", message="`os` imported but unused")]
+    mypy = (
+        'pkg/a.py:12: error: Incompatible return value type (got "int", expected "str")  [return-value]\n'
+        "pkg/b.py:3:5: error: Function is missing a type annotation  [no-untyped-def]\n"
+        "pkg/b.py:4: note: See https://mypy.readthedocs.io\n"
+        "Found 2 errors in 2 files\n"
+    )
+    assert [(f.file, f.rule) for f in parse_mypy_lines(mypy)] == [
+        ("pkg/a.py", "return-value"),
+        ("pkg/b.py", "no-untyped-def"),
+    ]
+    assert parse_flake8("./pkg/a.py:1:1: F401 'os' imported but unused\n") == [
+        Finding(file="pkg/a.py", rule="F401", message="'os' imported but unused")
+    ]
+    assert parse_black("would reformat /repo/pkg/a.py\nOh no!\n") == [
+        Finding(file="pkg/a.py", rule="black", message="would reformat")
+    ]
+    assert [
+        f.file for f in parse_isort("ERROR: /repo/pkg/a.py Imports are incorrectly sorted and/or formatted.\n")
+    ] == ["pkg/a.py"]
+    eslint = json.dumps(
+        [
+            {
+                "filePath": "/repo/src/a.js",
+                "messages": [{"ruleId": "no-unused-vars", "message": "'x' is unused", "line": 2}],
+            }
+        ]
+    )
+    assert parse_eslint_json(eslint) == [Finding(file="src/a.js", rule="no-unused-vars", message="'x' is unused")]
+    assert parse_ruff_json("not json") == [] and parse_eslint_json("") == []
+
+
+# ------------------------------------------------------------------------------------ diff-aware
+
+
+def test_findings_are_matched_without_line_numbers_and_counted():
+    assert normalise('Name "x" already defined on line 12') == normalise('Name "x" already defined on line 40')
+    base_findings = [
+        Finding(file="a.py", rule="E741", message="Ambiguous variable name: `l`"),
+        Finding(file="a.py", rule="F401", message="`os` imported but unused"),
+    ]
+    base = counts(base_findings)
+    # the same findings, moved: nothing new
+    assert new_findings("ruff", base, list(base_findings)) == []
+    # one more of a kind the base has once: one new, with its count; a new kind: new
+    now = [*base_findings, base_findings[0], Finding(file="a.py", rule="F841", message="unused `y`")]
+    found = {(n.rule, n.count) for n in new_findings("ruff", base, now)}
+    assert found == {("E741", 1), ("F841", 1)}
+    # a finding the patch removed is not "negative"
+    assert new_findings("ruff", base, base_findings[:1]) == []
+    assert new_findings("ruff", Counter(), []) == []
+
+
+# ------------------------------------------------------------------------------------ the policy
+
+
+def _row(own_checks):
+    from harness.records import ResultRow
+
+    axes = {"files": ["a.py"], "outside_scope": [], "size_ratio": 1.0}
+    if own_checks is not ...:
+        axes["own_checks"] = own_checks
+    return ResultRow(
+        run_id="r",
+        task_id="t",
+        task_hash="h",
+        config="c",
+        agent="a",
+        outcome="resolved",
+        resolved=True,
+        acceptance=axes,
+    )
+
+
+def test_the_policy_refuses_new_findings_and_an_unmeasured_axis_is_not_measured_never_false(tmp_path):
+    from harness.report.acceptance import judge, load_policy, tell
+
+    finding = {"check": "ruff", "file": "a.py", "rule": "F401", "message": "`os` imported but unused", "count": 1}
+    assert judge(_row({"checks": ["ruff"], "new": []})).accepted
+    assert judge(_row({"checks": [], "new": []})).accepted  # a repository without checks
+    refused = judge(_row({"checks": ["ruff"], "new": [finding]}))
+    assert refused.reasons == ["new findings of the repository's own checks"]
+    assert tell(refused) == (
+        "not accepted: new findings of the repository's own checks (ruff F401 in a.py: `os` imported but unused)"
+    )
+    # graded before grader 9 (no such key), or the checks could not run: not measured
+    assert judge(_row(...)).acceptance == "not_measured"
+    assert judge(_row({"checks": ["ruff"], "error": "ImageBuildError: no network"})).acceptance == "not_measured"
+    # a team that does not count them
+    (tmp_path / "p.yaml").write_text("acceptance:\n  own_checks: false\n")
+    lenient = load_policy(tmp_path / "p.yaml")
+    assert judge(_row({"checks": ["ruff"], "new": [finding]}), lenient).accepted
+    assert judge(_row(...), lenient).accepted
+
+
+def test_wholeloop_yaml_and_a_task_spec_take_a_checks_list_and_an_empty_one_switches_them_off():
+    from harness.authoring.environment import RepoConfig
+    from harness.tasks.spec import Task
+
+    assert RepoConfig.model_validate({"checks": ["ruff==0.6.9", "mypy"]}).checks == ["ruff==0.6.9", "mypy"]
+    assert RepoConfig.model_validate({"checks": []}).checks == []
+    base = {
+        "id": "t",
+        "repo": ".",
+        "base_commit": "a" * 40,
+        "problem_statement": "p",
+        "hidden_tests": {"command": "pytest"},
+        "FAIL_TO_PASS": ["x"],
+    }
+    unset, off, named = (Task.model_validate(base | extra) for extra in ({}, {"checks": []}, {"checks": ["ruff"]}))
+    assert unset.checks is None and off.checks == [] and named.checks == ["ruff"]
+    # a spec written before the field keeps its content hash; switching checks off changes it
+    assert len({unset.content_hash(), off.content_hash(), named.content_hash()}) == 3
