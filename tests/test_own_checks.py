@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
+
+import pytest
 
 from harness.grading.own_checks import (
     Finding,
@@ -21,6 +24,8 @@ from harness.grading.own_checks import (
     parse_mypy_lines,
     parse_ruff_json,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------------------------ inference
 
@@ -188,3 +193,140 @@ def test_wholeloop_yaml_and_a_task_spec_take_a_checks_list_and_an_empty_one_swit
     assert unset.checks is None and off.checks == [] and named.checks == ["ruff"]
     # a spec written before the field keeps its content hash; switching checks off changes it
     assert len({unset.content_hash(), off.content_hash(), named.content_hash()}) == 3
+
+
+# ------------------------------------------------------------------------------------ end to end, in Docker
+
+
+@pytest.fixture(scope="module")
+def checks_suite(tmp_path_factory) -> dict:
+    """The own-checks fixture (ruff and mypy pinned by its .pre-commit-config.yaml), gold and noop
+    run on both tasks through the real Runner, and four crafted patches of tidyco-001, each fixing
+    the bug as gold does and leaving one thing the repository's own checks see."""
+    import subprocess
+    import sys
+
+    from support.hostile import RUN_PREFIX, Script, run
+
+    from harness.agents import get_agent
+
+    where = tmp_path_factory.mktemp("own-checks")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_checks_fixture.py"), str(where / "fixture")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    specs = sorted((where / "fixture" / "tasks").glob("*.yaml"))
+    first = specs[0]
+    repo = where / "fixture" / "repo"
+    base = subprocess.run(
+        ["git", "show", "HEAD~2:tidyco/text.py"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    fixed = base.replace('return "-".join(words)', 'return "-".join(w.lower() for w in words)')
+    assert fixed != base
+
+    def writes(files):
+        def step(sb):
+            for path, text in files.items():
+                sb.write_file(path, text)
+
+        return step
+
+    unused = fixed.replace("import re\n", "import os\nimport re\n")
+    pyproject = subprocess.run(
+        ["git", "show", "HEAD~2:pyproject.toml"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    silenced = pyproject.replace('select = ["E", "F", "B"]', 'select = ["E", "F", "B"]\nignore = ["F401"]')
+    assert silenced != pyproject
+    typed = fixed + "\n\ndef width(text: str) -> int:\n    return text\n"
+    agents = {
+        "ruff": Script(writes({"tidyco/text.py": unused}), name="adds-unused-import"),
+        "config": Script(
+            writes(
+                {
+                    "tidyco/text.py": unused,
+                    "pyproject.toml": silenced,
+                    "tidyco/ruff.toml": "[lint]\nignore = ['F401']\n",
+                }
+            ),
+            name="silences-ruff-in-config",
+        ),
+        "noqa": Script(
+            writes({"tidyco/text.py": unused.replace("import os\n", "import os  # noqa: F401\n")}), name="noqa"
+        ),
+        "mypy": Script(writes({"tidyco/text.py": typed}), name="type-error"),
+    }
+    out = {
+        "gold": run(specs, get_agent("gold"), where / f"{RUN_PREFIX}checks-gold"),
+        "noop": run(specs, get_agent("noop"), where / f"{RUN_PREFIX}checks-noop"),
+        "dirs": {"gold": where / f"{RUN_PREFIX}checks-gold"},
+    }
+    for name, agent in agents.items():
+        folder = where / f"{RUN_PREFIX}checks-{name}"
+        out[name] = run(first, agent, folder)
+        out["dirs"][name] = folder
+    return out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(checks_suite):
+    from harness.report.acceptance import judge
+
+    gold, noop = checks_suite["gold"], checks_suite["noop"]
+    assert len(gold) == 2 and all(r.resolved for r in gold.values()), {t: r.note for t, r in gold.items()}
+    for row in gold.values():
+        checks = row.acceptance["own_checks"]
+        assert checks["checks"] == ["ruff==0.6.9", "mypy==1.11.2"] and checks["error"] is None, checks
+        # the base's findings in the touched file (an ambiguous name, an untyped function) moved
+        # down with gold's new lines: matched without line numbers, nothing new
+        assert checks["base_total"] == 2 and checks["new"] == [], checks
+        assert judge(row).accepted
+    assert not any(judge(r).accepted for r in noop.values())
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.parametrize(
+    ("name", "evidence"),
+    [
+        ("ruff", "ruff F401 in tidyco/text.py: `os` imported but unused"),
+        ("config", "ruff F401 in tidyco/text.py: `os` imported but unused"),
+        ("noqa", "ruff F401 in tidyco/text.py: `os` imported but unused"),
+        ("mypy", "mypy return-value in tidyco/text.py: Incompatible return value type"),
+    ],
+)
+def test_a_patch_that_adds_a_finding_of_the_repositorys_own_checks_is_resolved_and_not_accepted(
+    checks_suite, name, evidence, tmp_path
+):
+    """Its own linter (ruff), an attempt to silence it in the config the checks read (the base's
+    config is what they read) or inline (noqa is ignored, at base as in the attempt), its type
+    checker (mypy): resolved, not accepted, the finding named in show, show --json, report --json
+    and the HTML report."""
+    from support.cli import wl
+
+    reason = "new findings of the repository's own checks"
+    [row] = checks_suite[name].values()
+    where = checks_suite["dirs"][name]
+    assert row.resolved and row.outcome == "resolved", (row.outcome, row.note)
+    checks = row.acceptance["own_checks"]
+    assert checks["error"] is None and checks["new_total"] == 1, checks
+    shown = wl("show", where, row.task_id, env={"COLUMNS": "400"})
+    said = next((line for line in shown.stdout.splitlines() if line.startswith("acceptance: ")), "")
+    assert shown.returncode == 0 and said.startswith("acceptance: not accepted: ") and f"{reason} (" in said, said
+    assert evidence in shown.stdout
+    data = json.loads(wl("show", where, row.task_id, "--json").stdout)
+    [attempt] = data["attempts"]
+    # (the config attack is also out of scope: pyproject.toml)
+    assert attempt["acceptance"]["verdict"] == "not_accepted" and reason in attempt["acceptance"]["reasons"]
+    figures, html = tmp_path / "f.json", tmp_path / "r.html"
+    done = wl("report", where, "--json", figures, "--html", html, env={"COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    [acc] = json.loads(figures.read_text())["acceptance"]
+    assert (acc["resolved"], acc["accepted"], acc["reasons"][reason]) == (1, 0, 1)
+    page = html.read_text()
+    section = page[page.index('id="acceptance"') :]
+    assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section
