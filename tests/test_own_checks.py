@@ -330,3 +330,35 @@ def test_a_patch_that_adds_a_finding_of_the_repositorys_own_checks_is_resolved_a
     page = html.read_text()
     section = page[page.index('id="acceptance"') :]
     assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
+def test_tasks_check_records_the_base_findings_once_and_makes_the_layer_grading_uses(tmp_path):
+    import subprocess
+    import sys
+
+    from harness.authoring.check import CheckOptions, check_task, read_verdict
+    from harness.tasks import load_task
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_checks_fixture.py"), str(tmp_path / "fixture")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    spec = tmp_path / "fixture" / "tasks" / "tidyco-001.yaml"
+    check_task(load_task(spec), CheckOptions(repeats=1))
+    verdict = read_verdict(spec)
+    assert verdict is not None and verdict.passed and verdict.own_checks is not None, verdict
+    own = verdict.own_checks
+    assert own["checks"] == ["ruff==0.6.9", "mypy==1.11.2"] and own["error"] is None
+    # the whole base tree: an ambiguous name in each module, untyped functions in modules and tests
+    assert own["totals"] == {"ruff": 2, "mypy": 5}
+    assert own["findings"]["ruff"] == {
+        "tidyco/numbers.py | E741 | Ambiguous variable name: `l`": 1,
+        "tidyco/text.py | E741 | Ambiguous variable name: `l`": 1,
+    }
+    assert own["image"].startswith("wholeloop-checks:")
+    # gold adds none: no control failure
+    assert "own_checks" not in verdict.gold_not_accepted and verdict.gold_acceptance["own_checks"]["new"] == []

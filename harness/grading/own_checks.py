@@ -455,6 +455,48 @@ def checks_of(task_checks: list[str] | None, backend: Backend, image: str, limit
     return list(found)
 
 
+BASE_KEYS = 2000  # base findings kept per check in the check's record (the totals are whole)
+
+
+class BaseChecks(BaseModel):
+    """What `tasks check` records of the repository's own checks at the task's base: the checks,
+    the layer that holds their run on the base tree (and the type checkers' caches), and the base's
+    findings counted by key (file | rule | normalised message), per check."""
+
+    checks: list[str] = Field(default_factory=list)
+    image: str = ""  # the checks layer's tag
+    totals: dict[str, int] = Field(default_factory=dict)
+    findings: dict[str, dict[str, int]] = Field(default_factory=dict)
+    seconds: float = 0.0  # building the layer (its tools, their run on the base), or finding it
+    error: str | None = None
+
+
+def base_checks(task_checks: list[str] | None, image: str, backend: Backend, limits: Limits) -> BaseChecks:
+    """Infer the checks and make the checks layer of `image` (at check time, so grading finds it
+    built and the type checkers' caches warm); the base's findings, read back from it. Never raises."""
+    import time
+
+    started = time.monotonic()
+    record = BaseChecks()
+    try:
+        record.checks = checks_of(task_checks, backend, image, limits)
+        if not record.checks:
+            return record
+        built = layer(backend, image, record.checks)
+        record.image = built.tag
+        with backend.start(built.tag, limits=limits.with_(network=False), role="check") as sb:
+            for check in record.checks:
+                name = split(check)[0]
+                found = counts(TOOLS[name].parse(_read_text(sb, f"{CHECKS_DIR}/base/{name}.out")))
+                record.totals[name] = sum(found.values())
+                record.findings[name] = dict(sorted(found.items())[:BASE_KEYS])
+    except SandboxError as exc:
+        record.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    finally:
+        record.seconds = round(time.monotonic() - started, 3)
+    return record
+
+
 def measure_own_checks(
     checks: list[str],
     patch: str,
