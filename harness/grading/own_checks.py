@@ -354,6 +354,10 @@ def unknown(checks: list[str]) -> list[str]:
 
 # ------------------------------------------------------------------------------------ the layer
 
+_inferred: dict[str, list[str]] = {}  # image id -> the checks inferred from its base
+_layers: dict[tuple[str, tuple[str, ...]], BuiltImage] = {}  # (task image, checks) -> its layer
+_inferred_lock = threading.Lock()
+
 
 def install_commands(checks: list[str]) -> tuple[str, ...]:
     """The layer's install step: the Python tools in their own venv (never the project's), npm ones
@@ -401,8 +405,16 @@ def base_command(checks: list[str]) -> str:
 
 
 def layer(backend: Backend, task_image: str, checks: list[str], log: Callable[[str], None] | None = None) -> BuiltImage:
-    """The checks layer of `task_image` with `checks` (built once, then found by its tag)."""
-    return backend.checks_image(task_image, install_commands(checks), (base_command(checks),), log)
+    """The checks layer of `task_image` with `checks` (built once, then found by its tag; found
+    once per process: a task image's tag names its content)."""
+    key = (task_image, tuple(checks))
+    with _inferred_lock:
+        if key in _layers:
+            return _layers[key]
+    built = backend.checks_image(task_image, install_commands(checks), (base_command(checks),), log)
+    with _inferred_lock:
+        _layers[key] = BuiltImage(built.tag, built.id, cached=True)
+    return built
 
 
 # ------------------------------------------------------------------------------------ counting
@@ -425,9 +437,6 @@ def new_findings(check: str, base: Counter[str], now: list[Finding]) -> list[New
 
 
 # ------------------------------------------------------------------------------------ measuring
-
-_inferred: dict[str, list[str]] = {}
-_inferred_lock = threading.Lock()
 
 
 def checks_of(task_checks: list[str] | None, backend: Backend, image: str, limits: Limits) -> list[str]:
@@ -516,25 +525,13 @@ def measure_own_checks(
     try:
         built = layer(backend, image, checks)
         with backend.start(built.tag, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:
-            base_out = {split(c)[0]: _read_text(sb, f"{CHECKS_DIR}/base/{split(c)[0]}.out") for c in checks}
             configs = [f for f in files if is_config(f)]
             sb.write_file(DIFF, patch)
-            for cmd in (
-                ["git", "apply", "--whitespace=nowarn", DIFF],
-                ["git", "apply", "--3way", "--whitespace=nowarn", DIFF],
-                ["patch", "-p1", "--fuzz=5", "--batch", "-i", DIFF],
-            ):  # the appliers grading tries, in its order
-                applied = sb.exec(cmd, timeout=limits.step_timeout_s)
-                if applied.ok:
-                    break
-            if not applied.ok:
-                result.error = "the graded patch does not apply in the checks layer: " + applied.combined()[-300:]
+            prepared = sb.exec(_prepare_script(configs, files), timeout=limits.step_timeout_s)
+            if prepared.returncode == 3 or not prepared.ok:
+                result.error = "the graded patch does not apply in the checks layer: " + prepared.combined()[-300:]
                 return result
-            if configs:  # the checks read their settings from the base, never from the patch
-                sb.exec(["git", "checkout", "HEAD", "--", *configs], timeout=limits.step_timeout_s)
-                sb.exec(["git", "clean", "-fq", "--", *configs], timeout=limits.step_timeout_s)
-            present = sb.exec(["git", "ls-files", "--cached", "--others", "--", *files], timeout=limits.step_timeout_s)
-            live = set(present.stdout.split("\n"))
+            live = set(prepared.stdout.split("\n"))
             for check in checks:
                 tool = TOOLS[split(check)[0]]
                 mine = [f for f in files if f in live and f.endswith(tool.extensions) and not is_config(f)]
@@ -546,13 +543,8 @@ def measure_own_checks(
                     result.error = f"{check} did not finish within {limits.command_timeout_s:g}s"
                     return result
                 now = tool.parse(ran.stdout + "\n" + ran.stderr)
-                base = Counter(
-                    {
-                        k: n
-                        for k, n in counts(tool.parse(base_out[split(check)[0]])).items()
-                        if k.split(KEY_SEP)[0] in mine
-                    }
-                )
+                base_out = _read_text(sb, f"{CHECKS_DIR}/base/{split(check)[0]}.out")
+                base = Counter({k: n for k, n in counts(tool.parse(base_out)).items() if k.split(KEY_SEP)[0] in mine})
                 result.base_total += sum(base.values())
                 result.new += new_findings(check, base, now)
     except SandboxError as exc:
@@ -563,6 +555,21 @@ def measure_own_checks(
     result.new_total = sum(n.count for n in result.new)
     result.new = result.new[:EVIDENCE_FINDINGS]
     return result
+
+
+def _prepare_script(configs: list[str], files: list[str]) -> str:
+    """One command: apply the patch with the appliers grading tries, in its order (exit 3 when none
+    does), put the config files back to the base's (a new one removed), list which files exist."""
+    quoted = " ".join(shlex.quote(f) for f in files)
+    lines = [
+        f"{{ git apply --whitespace=nowarn {DIFF} || git apply --3way --whitespace=nowarn {DIFF} "
+        f"|| patch -p1 --fuzz=5 --batch -i {DIFF}; }} > {DIFF}.log 2>&1 || {{ cat {DIFF}.log; exit 3; }}",
+    ]
+    for path in configs:  # the checks read their settings from the base, never from the patch
+        q = shlex.quote(path)
+        lines.append(f"git checkout -q HEAD -- {q} 2>/dev/null || rm -f -- {q}")
+    lines.append(f"git ls-files --cached --others -- {quoted}")
+    return "\n".join(lines)
 
 
 def _read_text(sb: Sandbox, path: str) -> str:
