@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Build the own-checks fixture: a small Python repository whose config names its own linter and
-type checker (pyproject's [tool.ruff] and [tool.mypy], pinned by a .pre-commit-config.yaml), with
-two fix commits and their task specs (docs/acceptance.md, "The repository's own checks").
+"""Build the own-checks fixture: a small Python repository whose config names its own linters and
+type checker (pyproject's [tool.ruff] and [tool.mypy], package.json's eslint with an
+eslint.config.mjs, all pinned by a .pre-commit-config.yaml), with two fix commits and their task
+specs (docs/acceptance.md, "The repository's own checks").
 
     python scripts/make_checks_fixture.py OUT_DIR [--force]
 
 OUT_DIR/repo is the git repository (fixed names and dates: commit ids never change while this
 recipe does not), OUT_DIR/tasks/tidyco-00N.yaml the tasks. The base already has findings of both
-tools in the files the fixes touch (an ambiguous name, an untyped function), and each gold patch
+tools in the files the fixes touch (an ambiguous name, an untyped function; web/slug.js a `let`
+never reassigned), and each gold patch
 moves them down a few lines: gold adds no finding, so it must be accepted; a patch that adds one
 must not be.
 """
@@ -24,8 +26,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixturelib import build_once  # noqa: E402
 
-RECIPE = "1"
-RUFF, MYPY = "0.6.9", "1.11.2"
+RECIPE = "2"
+RUFF, MYPY, ESLINT = "0.6.9", "1.11.2", "9.12.0"
 IDENTITY = ("Tidy Maintainer", "tidy@example.invalid")
 
 PYPROJECT = """\
@@ -61,6 +63,38 @@ repos:
     rev: v{MYPY}
     hooks:
       - id: mypy
+  - repo: https://github.com/pre-commit/mirrors-eslint
+    rev: v{ESLINT}
+    hooks:
+      - id: eslint
+"""
+
+PACKAGE_JSON = f"""\
+{{
+  "name": "tidyco-web",
+  "private": true,
+  "devDependencies": {{
+    "eslint": "{ESLINT}"
+  }}
+}}
+"""
+
+ESLINT_CONFIG = """\
+export default [
+  {
+    files: ["**/*.js"],
+    languageOptions: { sourceType: "module" },
+    rules: { "no-unused-vars": "error", "prefer-const": "error" },
+  },
+];
+"""
+
+SLUG_JS = """\
+// The slug of a title, as the web page makes it (tidyco.text.slug in Python).
+export function slug(title) {
+  let words = title.split(/\\s+/);
+  return words.join("-").toLowerCase();
+}
 """
 
 TEXT_BASE = '''\
@@ -194,7 +228,13 @@ def _task(out: Path, task_id: str, base: str, statement: str, test_patch: str, g
         "repo": "../repo",
         "base_commit": base,
         "problem_statement": statement,
-        "environment": {"setup": ["pip install pytest==8.3.4"], "install": ["pip install -e ."]},
+        "environment": {
+            "setup": [
+                "apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*",
+                "pip install pytest==8.3.4",
+            ],
+            "install": ["pip install -e ."],
+        },
         "test_command": "python -m pytest -q tests",
         "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
         "gold_patch": gold,
@@ -221,6 +261,9 @@ def fill(out: Path) -> None:
             "tidyco/numbers.py": NUMBERS_BASE,
             "tests/test_text.py": TESTS_TEXT,
             "tests/test_numbers.py": TESTS_NUMBERS,
+            "package.json": PACKAGE_JSON,
+            "eslint.config.mjs": ESLINT_CONFIG,
+            "web/slug.js": SLUG_JS,
         },
     )
     base1 = _commit(repo, "tidyco: text and number helpers", 10)

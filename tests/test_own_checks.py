@@ -1,6 +1,6 @@
 """The repository's own checks (issue 25, item 1): inference from the base's config, one parser per
 output format, diff-aware counting, the policy over the recorded axis; end to end on the own-checks
-fixture (scripts/make_checks_fixture.py: ruff and mypy configured), graded for real in Docker."""
+fixture (scripts/make_checks_fixture.py: ruff, mypy and eslint configured), graded for real in Docker."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def test_wholeloop_yaml_and_a_task_spec_take_a_checks_list_and_an_empty_one_swit
 
 @pytest.fixture(scope="module")
 def checks_suite(tmp_path_factory) -> dict:
-    """The own-checks fixture (ruff and mypy pinned by its .pre-commit-config.yaml), gold and noop
+    """The own-checks fixture (ruff, mypy and eslint pinned by its .pre-commit-config.yaml), gold and noop
     run on both tasks through the real Runner, and four crafted patches of tidyco-001, each fixing
     the bug as gold does and leaving one thing the repository's own checks see."""
     import subprocess
@@ -240,6 +240,11 @@ def checks_suite(tmp_path_factory) -> dict:
     silenced = pyproject.replace('select = ["E", "F", "B"]', 'select = ["E", "F", "B"]\nignore = ["F401"]')
     assert silenced != pyproject
     typed = fixed + "\n\ndef width(text: str) -> int:\n    return text\n"
+    js = subprocess.run(
+        ["git", "show", "HEAD~2:web/slug.js"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    js_unused = js.replace("export function slug(title) {\n", "export function slug(title) {\n  const extra = 1;\n")
+    assert js_unused != js
     agents = {
         "ruff": Script(writes({"tidyco/text.py": unused}), name="adds-unused-import"),
         "config": Script(
@@ -256,6 +261,7 @@ def checks_suite(tmp_path_factory) -> dict:
             writes({"tidyco/text.py": unused.replace("import os\n", "import os  # noqa: F401\n")}), name="noqa"
         ),
         "mypy": Script(writes({"tidyco/text.py": typed}), name="type-error"),
+        "eslint": Script(writes({"tidyco/text.py": fixed, "web/slug.js": js_unused}), name="eslint-unused"),
     }
     out = {
         "gold": run(specs, get_agent("gold"), where / f"{RUN_PREFIX}checks-gold"),
@@ -279,7 +285,8 @@ def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(c
     assert len(gold) == 2 and all(r.resolved for r in gold.values()), {t: r.note for t, r in gold.items()}
     for row in gold.values():
         checks = row.acceptance["own_checks"]
-        assert checks["checks"] == ["ruff==0.6.9", "mypy==1.11.2"] and checks["error"] is None, checks
+        assert checks["checks"] == ["ruff==0.6.9", "mypy==1.11.2", "eslint==9.12.0"], checks
+        assert checks["error"] is None, checks
         # the base's findings in the touched file (an ambiguous name, an untyped function) moved
         # down with gold's new lines: matched without line numbers, nothing new
         assert checks["base_total"] == 2 and checks["new"] == [], checks
@@ -297,6 +304,7 @@ def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(c
         ("config", "ruff F401 in tidyco/text.py: `os` imported but unused"),
         ("noqa", "ruff F401 in tidyco/text.py: `os` imported but unused"),
         ("mypy", "mypy return-value in tidyco/text.py: Incompatible return value type"),
+        ("eslint", "eslint no-unused-vars in web/slug.js: 'extra' is assigned a value but never used"),
     ],
 )
 def test_a_patch_that_adds_a_finding_of_the_repositorys_own_checks_is_resolved_and_not_accepted(
@@ -304,7 +312,7 @@ def test_a_patch_that_adds_a_finding_of_the_repositorys_own_checks_is_resolved_a
 ):
     """Its own linter (ruff), an attempt to silence it in the config the checks read (the base's
     config is what they read) or inline (noqa is ignored, at base as in the attempt), its type
-    checker (mypy): resolved, not accepted, the finding named in show, show --json, report --json
+    checker (mypy), its JavaScript linter (eslint): resolved, not accepted, the finding named in show, show --json, report --json
     and the HTML report."""
     from support.cli import wl
 
@@ -352,9 +360,10 @@ def test_tasks_check_records_the_base_findings_once_and_makes_the_layer_grading_
     verdict = read_verdict(spec)
     assert verdict is not None and verdict.passed and verdict.own_checks is not None, verdict
     own = verdict.own_checks
-    assert own["checks"] == ["ruff==0.6.9", "mypy==1.11.2"] and own["error"] is None
-    # the whole base tree: an ambiguous name in each module, untyped functions in modules and tests
-    assert own["totals"] == {"ruff": 2, "mypy": 5}
+    assert own["checks"] == ["ruff==0.6.9", "mypy==1.11.2", "eslint==9.12.0"] and own["error"] is None
+    # the whole base tree: an ambiguous name in each module, untyped functions in modules and
+    # tests, a `let` never reassigned in web/slug.js
+    assert own["totals"] == {"ruff": 2, "mypy": 5, "eslint": 1}
     assert own["findings"]["ruff"] == {
         "tidyco/numbers.py | E741 | Ambiguous variable name: `l`": 1,
         "tidyco/text.py | E741 | Ambiguous variable name: `l`": 1,
