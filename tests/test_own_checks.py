@@ -371,3 +371,24 @@ def test_tasks_check_records_the_base_findings_once_and_makes_the_layer_grading_
     assert own["image"].startswith("wholeloop-checks:")
     # gold adds none: no control failure
     assert "own_checks" not in verdict.gold_not_accepted and verdict.gold_acceptance["own_checks"]["new"] == []
+
+
+def test_checks_are_inferred_from_the_image_and_a_layer_that_cannot_be_built_is_an_error_not_a_verdict(tmp_path):
+    """Through a backend that builds no images (tests/support's local one): the checks are read from
+    the image's base files; the layer fails, so the axis records why and is not measured."""
+    from support.fakesandbox import LocalBackend
+
+    from harness.grading.own_checks import checks_of, measure_own_checks
+    from harness.report.acceptance import judge
+    from sandbox import Limits
+
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n[tool.mypy]\nstrict = true\n")
+    backend = LocalBackend()
+    checks = checks_of(None, backend, str(image), Limits())
+    assert checks == ["ruff", "mypy"]
+    assert checks_of([], backend, str(image), Limits()) == []  # `checks: []` switches them off
+    result = measure_own_checks(checks, "diff --git a/x.py b/x.py\n", ["x.py"], str(image), backend, Limits())
+    assert result.error is not None and "builds no images" in result.error and result.new == []
+    assert judge(_row(result.model_dump(mode="json"))).acceptance == "not_measured"
