@@ -9,7 +9,7 @@ resolved attempt's patched files, diff-aware (docs/acceptance.md, "The repositor
   repository's wholeloop.yaml) replaces the inference; `checks: []` switches it off.
 - **The checks layer** (`Backend.checks_image`): the task image + the tools (installed with the
   network on, into their own folder) + one run of every check on the whole base tree with the
-  network off, whose findings are kept in the layer (`BASE_FILE`) beside the type checkers' caches.
+  network off, whose output is kept in the layer (`BASE_DIR`) beside the type checkers' caches.
   Built once per task image and tool set, so neither the task image nor a verdict goes stale.
 - **Diff-aware**: a finding is keyed by (file, rule, normalised message), never by line; the new
   findings of an attempt are its counts minus the base's, per key. The config files the checks read
@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from sandbox import Backend, BuiltImage, FileOpError, Limits, Sandbox, SandboxError
 
 CHECKS_DIR = "/opt/wholeloop/checks"  # in the checks layer: the tools, the caches, the base findings
-BASE_FILE = f"{CHECKS_DIR}/base.json"  # {check name: {key: count}} of the whole base tree
+BASE_DIR = f"{CHECKS_DIR}/base"  # in the layer: <check name>.out, each check's output on the whole base tree
 KEY_SEP = " | "
 DIFF = "/tmp/wholeloop-own-checks.diff"
 EVIDENCE_FINDINGS = 20  # new findings kept per attempt as evidence (the total is whole)
@@ -396,11 +396,12 @@ def run_command(check: str, files: list[str] | None) -> str:
 
 
 def base_command(checks: list[str]) -> str:
-    """The layer's base step: every check on the whole base tree, its findings' counts to BASE_FILE."""
-    parts = [f"mkdir -p {CHECKS_DIR}/base"]
+    """The layer's base step: every check on the whole base tree, its output kept in BASE_DIR
+    (parsed by whoever reads it: grading, `tasks check`)."""
+    parts = [f"mkdir -p {BASE_DIR}"]
     for check in checks:
         name = split(check)[0]
-        parts.append(f"( {run_command(check, None)} ) > {CHECKS_DIR}/base/{name}.out 2>&1 || true")
+        parts.append(f"( {run_command(check, None)} ) > {BASE_DIR}/{name}.out 2>&1 || true")
     return "\n".join(parts)
 
 
@@ -496,7 +497,7 @@ def base_checks(task_checks: list[str] | None, image: str, backend: Backend, lim
         with backend.start(built.tag, limits=limits.with_(network=False), role="check") as sb:
             for check in record.checks:
                 name = split(check)[0]
-                found = counts(TOOLS[name].parse(_read_text(sb, f"{CHECKS_DIR}/base/{name}.out")))
+                found = counts(TOOLS[name].parse(_read_text(sb, f"{BASE_DIR}/{name}.out")))
                 record.totals[name] = sum(found.values())
                 record.findings[name] = dict(sorted(found.items())[:BASE_KEYS])
     except SandboxError as exc:
@@ -543,7 +544,7 @@ def measure_own_checks(
                     result.error = f"{check} did not finish within {limits.command_timeout_s:g}s"
                     return result
                 now = tool.parse(ran.stdout + "\n" + ran.stderr)
-                base_out = _read_text(sb, f"{CHECKS_DIR}/base/{split(check)[0]}.out")
+                base_out = _read_text(sb, f"{BASE_DIR}/{split(check)[0]}.out")
                 base = Counter({k: n for k, n in counts(tool.parse(base_out)).items() if k.split(KEY_SEP)[0] in mine})
                 result.base_total += sum(base.values())
                 result.new += new_findings(check, base, now)
