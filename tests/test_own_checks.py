@@ -392,3 +392,61 @@ def test_checks_are_inferred_from_the_image_and_a_layer_that_cannot_be_built_is_
     result = measure_own_checks(checks, "diff --git a/x.py b/x.py\n", ["x.py"], str(image), backend, Limits())
     assert result.error is not None and "builds no images" in result.error and result.new == []
     assert judge(_row(result.model_dump(mode="json"))).acceptance == "not_measured"
+
+
+def test_a_go_module_gets_gofmt_and_go_vet_when_the_image_has_go_and_they_run_on_its_packages():
+    from harness.grading.own_checks import parse_go_vet, parse_gofmt, run_command
+
+    files = {"go.mod": "module example.com/verkit\n\ngo 1.19\n"}
+    assert infer(files.get, frozenset({"go", "gofmt"})) == ["gofmt", "go-vet"]
+    assert infer(files.get) == []  # no Go toolchain in the image: nothing to run them with
+    assert run_command("go-vet", ["semver/compare.go", "semver/parse.go", "main.go"]).startswith("go vet . ./semver ")
+    assert "./..." in run_command("go-vet", None)
+    vet = "# example.com/verkit/semver\nsemver/compare.go:12:2: unreachable code\n./cmd/x.go:3:1: fmt.Printf format %d has arg s of wrong type string\n"
+    assert [(f.file, f.rule) for f in parse_go_vet(vet)] == [("semver/compare.go", "vet"), ("cmd/x.go", "vet")]
+    assert parse_gofmt("semver/compare.go\n") == [
+        Finding(file="semver/compare.go", rule="gofmt", message="not gofmt-formatted")
+    ]
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("no_leftovers")
+def test_go_gold_is_clean_and_a_patch_gofmt_and_go_vet_refuse_is_found(tmp_path):
+    """The polyglot suite's Go task: its image has Go, so gofmt and go vet are inferred; gold adds no
+    finding; gold plus an unformatted line and a vet finding adds one of each."""
+    import subprocess
+
+    from support import git
+
+    from harness.agents import get_agent
+    from harness.grading.own_checks import checks_of, measure_own_checks
+    from harness.run import Runner, RunOptions
+    from harness.sandboxes import default_backend
+    from harness.tasks import load_task
+    from sandbox import Limits
+
+    spec = ROOT / "tasks" / "polyglot" / "verkit-001.yaml"
+    task = load_task(spec)
+    runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    image = runner.prepare(runner.tasks[0]).image
+    backend, limits = default_backend(), Limits()
+    checks = checks_of(None, backend, image, limits)
+    assert checks == ["gofmt", "go-vet"]
+    gold = task.gold()
+    clean = measure_own_checks(checks, gold, ["semver/compare.go"], image, backend, limits)
+    assert clean.error is None and clean.new == [], clean
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str((spec.parent / task.repo).resolve()), str(clone)], check=True)
+    git(clone, "checkout", "-q", task.base_commit)
+    (tmp_path / "gold.diff").write_text(gold)
+    git(clone, "apply", str(tmp_path / "gold.diff"))
+    path = clone / "semver" / "compare.go"
+    path.write_text(path.read_text() + '\nfunc  wrongFormat( ) string {\n\treturn fmt.Sprintf("%d", "text")\n}\n')
+    if 'import "fmt"' not in path.read_text() and '"fmt"' not in path.read_text():
+        text = path.read_text().replace("package semver\n", 'package semver\n\nimport "fmt"\n', 1)
+        path.write_text(text)
+    git(clone, "add", "-A")
+    crafted = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    found = measure_own_checks(checks, crafted, ["semver/compare.go"], image, backend, limits)
+    assert found.error is None, found
+    assert {(n.check, n.rule) for n in found.new} == {("gofmt", "gofmt"), ("go-vet", "vet")}, found

@@ -5,7 +5,8 @@ resolved attempt's patched files, diff-aware (docs/acceptance.md, "The repositor
   `.pre-commit-config.yaml` (names tools and their versions; hook repositories are never fetched,
   the tools are installed from PyPI or npm), pyproject's `[tool.ruff]`, `[tool.mypy]`,
   `[tool.black]`, `[tool.isort]`, `ruff.toml`, `setup.cfg` / `.flake8` / `tox.ini`'s `[flake8]`,
-  `mypy.ini`, and package.json's devDependencies (eslint). A task's `checks:` (from the
+  `mypy.ini`, package.json's devDependencies (eslint), and go.mod (gofmt, go vet) when the image
+  has Go. A task's `checks:` (from the
   repository's wholeloop.yaml) replaces the inference; `checks: []` switches it off.
 - **The checks layer** (`Backend.checks_image`): the task image + the tools (installed with the
   network on, into their own folder) + one run of every check on the whole base tree with the
@@ -16,7 +17,7 @@ resolved attempt's patched files, diff-aware (docs/acceptance.md, "The repositor
   are put back to the base's before the checks run (a patch that edits them silences nothing).
 
 One parser per output format: ruff's JSON, mypy's line format, flake8's default format, black's and
-isort's check lines, eslint's JSON.
+isort's check lines, eslint's JSON, gofmt's file list, go vet's line format.
 """
 
 from __future__ import annotations
@@ -47,11 +48,12 @@ class Tool:
     """How wholeloop installs, runs and reads one checking tool."""
 
     kind: str  # "linter", "formatter", "type checker"
-    installer: str  # "pip" or "npm"
+    installer: str  # "pip" or "npm"; "image": the toolchain the task image has (Go's), nothing installed
     package: str
     command: str  # {bin}: the tools' folder; {files}: the files, quoted; run in the repository
     extensions: tuple[str, ...]
     parse: Callable[[str], list[Finding]]
+    packages: bool = False  # {files} are the files' packages (`./dir`; `./...` for the whole tree)
 
 
 class Finding(BaseModel):
@@ -176,6 +178,28 @@ def parse_eslint_json(text: str) -> list[Finding]:
     return out
 
 
+def parse_gofmt(text: str) -> list[Finding]:
+    """`gofmt -l`: the files whose formatting differs, one a line."""
+    return [
+        Finding(file=_rel(line), rule="gofmt", message="not gofmt-formatted")
+        for line in text.splitlines()
+        if line.strip().endswith(".go") and ":" not in line
+    ]
+
+
+_GO_VET = re.compile(r"^(?:vet: )?(?P<file>[^:\s]+\.go):\d+(?::\d+)?: (?P<msg>.*)$")
+
+
+def parse_go_vet(text: str) -> list[Finding]:
+    """`go vet`: `file.go:line:col: message` lines (package headers `# pkg` and the rest left out)."""
+    out = []
+    for line in text.splitlines():
+        m = _GO_VET.match(line.strip())
+        if m:
+            out.append(Finding(file=_rel(m["file"]), rule="vet", message=m["msg"]))
+    return out
+
+
 def _json_array(text: str) -> list:
     start = text.find("[")
     if start < 0:
@@ -188,6 +212,8 @@ def _json_array(text: str) -> list:
 
 
 TOOLS: dict[str, Tool] = {
+    "gofmt": Tool("formatter", "image", "gofmt", "gofmt -l {files} 2>&1; true", (".go",), parse_gofmt),
+    "go-vet": Tool("linter", "image", "go", "go vet {files} 2>&1; true", (".go",), parse_go_vet, packages=True),
     "ruff": Tool(
         "linter",
         "pip",
@@ -266,6 +292,7 @@ _PRE_COMMIT = {
     "pre-commit/mirrors-eslint": "eslint",
 }
 INFERRED_FROM = (
+    "go.mod",
     "pyproject.toml",
     ".pre-commit-config.yaml",
     "setup.cfg",
@@ -279,9 +306,10 @@ INFERRED_FROM = (
 )
 
 
-def infer(read: Callable[[str], str | None]) -> list[str]:
+def infer(read: Callable[[str], str | None], toolchains: frozenset[str] = frozenset()) -> list[str]:
     """The checks the repository's config names, as `name` or `name==version`, in TOOLS' order;
-    `read(path)` gives a base file's text (None when there is none)."""
+    `read(path)` gives a base file's text (None when there is none); `toolchains`: the commands the
+    image has (`go`: a Go module gets gofmt and go vet)."""
     import tomllib
 
     import yaml
@@ -339,6 +367,9 @@ def infer(read: Callable[[str], str | None]) -> list[str]:
         if "eslint" in deps:
             version = str(deps["eslint"]).lstrip("^~=v")
             add("eslint", version if re.fullmatch(r"\d+(\.\d+)*", version) else None)
+    if read("go.mod") is not None and "go" in toolchains:
+        add("gofmt")
+        add("go-vet")
     return [f"{n}=={v}" if v else n for n in TOOLS if n in found for v in [found[n]]]
 
 
@@ -387,7 +418,10 @@ def run_command(check: str, files: list[str] | None) -> str:
     """The shell command that runs `check` on `files` (None: every file of its kinds in the tree).
     The base step keeps each check's raw output in the layer; grading parses it."""
     tool = TOOLS[split(check)[0]]
-    if files is None:
+    if tool.packages:
+        dirs = sorted({f.rsplit("/", 1)[0] if "/" in f else "." for f in files or []})
+        listed = "./..." if files is None else " ".join(shlex.quote(d if d == "." else f"./{d}") for d in dirs)
+    elif files is None:
         globs = " ".join(shlex.quote(f"*{e}") for e in tool.extensions)
         listed = f"$(git ls-files -- {globs})"
     else:
@@ -459,7 +493,11 @@ def checks_of(task_checks: list[str] | None, backend: Backend, image: str, limit
                 texts[path] = sb.read_file(path, max_bytes=2_000_000).decode("utf-8", "replace")
             except FileOpError:
                 texts[path] = None
-    found = infer(texts.get)
+        toolchains: frozenset[str] = frozenset()
+        if texts.get("go.mod") is not None:
+            has = sb.exec(["sh", "-c", "command -v go gofmt"], timeout=limits.setup_timeout_s)
+            toolchains = frozenset(line.rsplit("/", 1)[-1] for line in has.stdout.split())
+    found = infer(texts.get, toolchains)
     with _inferred_lock:
         _inferred[key] = found
     return list(found)
@@ -545,7 +583,14 @@ def measure_own_checks(
                     return result
                 now = tool.parse(ran.stdout + "\n" + ran.stderr)
                 base_out = _read_text(sb, f"{BASE_DIR}/{split(check)[0]}.out")
-                base = Counter({k: n for k, n in counts(tool.parse(base_out)).items() if k.split(KEY_SEP)[0] in mine})
+                # a tool run on packages reports on every file of them: the base's counts of all files
+                base = Counter(
+                    {
+                        k: n
+                        for k, n in counts(tool.parse(base_out)).items()
+                        if tool.packages or k.split(KEY_SEP)[0] in mine
+                    }
+                )
                 result.base_total += sum(base.values())
                 result.new += new_findings(check, base, now)
     except SandboxError as exc:
