@@ -12,6 +12,7 @@ item 7 and issue 14 (the run history). Usage:
     python scripts/bench_overhead.py --only failures # `wholeloop failures` over 1,000 indexed attempts (no Docker)
     python scripts/bench_overhead.py --json out.json # also save the figures
     python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
+    python scripts/bench_overhead.py --only own_checks   # the repository's own checks per resolved attempt
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
@@ -85,6 +86,7 @@ SECTIONS = (
     "failures",
     "proxy",
     "check",
+    "own_checks",
 )
 
 
@@ -1194,6 +1196,74 @@ def bench_check(tmp: Path, k: int, repeats: int) -> list[Row]:
     ]
 
 
+def bench_own_checks(tmp: Path, reps: int) -> list[Row]:
+    """The repository's own checks on a resolved attempt (the own-checks fixture's gold patch of
+    tidyco-001): a linter (ruff) and a type checker (mypy, its cache made with the layer at check
+    time), each in its own layer, timed as grading runs them (a container of the layer, the patch
+    applied, the base's config put back, the check on the touched files), against the budgets of
+    issue 25: linters <= +3 s, type checkers <= +10 s per resolved attempt. The layers' builds and
+    the inference of the checks from the base's config (once per image in a process) are shown."""
+    from harness.grading.own_checks import checks_of, layer, measure_own_checks, run_command
+    from harness.sandboxes import default_backend
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_checks_fixture import build as build_fixture
+
+    specs = build_fixture(tmp / "checks-fixture")
+    task = load_task(specs / "tidyco-001.yaml")
+    runner = Runner([task], get_agent("gold"), RunOptions(out=tmp / "checks-gold"))
+    prepared = runner.prepare(runner.tasks[0])
+    limits = task.limits.apply(Limits()).with_(network=False)
+    backend = default_backend()
+    gold = task.gold()
+    rows: list[Row] = []
+    t = time.perf_counter()
+    inferred = checks_of(None, backend, prepared.image, limits)
+    rows.append(
+        Row(f"infer the checks from the base's config ({', '.join(inferred)})", (time.perf_counter() - t) * 1000)
+    )
+    for check, budget in (("ruff==0.6.9", 3.0), ("mypy==1.11.2", 10.0)):
+        built = layer(backend, prepared.image, [check])
+        rows.append(
+            Row(
+                f"checks layer of {check} ({'found' if built.cached else 'built: tools + base run'})",
+                built.seconds,
+                unit="s",
+            )
+        )
+        raw_cmd = f"cat > /tmp/p.diff && git apply /tmp/p.diff && {run_command(check, ['tidyco/text.py'])}"
+
+        def raw(tag: str = built.tag, cmd: str = raw_cmd) -> None:
+            """The same work, raw: `docker run --rm` of the layer, the patch on stdin, the check."""
+            subprocess.run(
+                ["docker", "run", "--rm", "-i", "--network", "none", tag, "sh", "-c", cmd],
+                input=gold,
+                text=True,
+                capture_output=True,
+                check=True,
+            )
+
+        def ours(c: str = check) -> None:
+            measure_own_checks([c], gold, ["tidyco/text.py"], prepared.image, backend, limits)
+
+        measured = interleaved({"ours": ours, "raw": raw}, reps, 1)
+        samples = measured["ours"]
+        result = measure_own_checks([check], gold, ["tidyco/text.py"], prepared.image, backend, limits)
+        assert result.error is None and result.new == [], result
+        median = statistics.median(samples)
+        rows.append(
+            Row(
+                f"{check} on a resolved attempt's touched file (+ per attempt)",
+                median,
+                raw=statistics.median(measured["raw"]),
+                goal=f"<= +{budget:g} s",
+                ok=median <= budget,
+                unit="s",
+            )
+        )
+    return rows
+
+
 def _fabricate_failures_run(run_dir: Path, configs: int, tasks: int) -> int:
     """One run folder of configs x tasks attempts, each with a transcript of about 20 events like the
     built-in agent's (half of them failing): what `wholeloop failures` reads. Returns the failed count."""
@@ -1316,7 +1386,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="wl-bench-") as tmp:
         if "check" in only:  # its own repository and images: no warm-up run needed
             rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
-        if docker and only - {"check", "history-query", "proxy", "failures"}:
+        if "own_checks" in only:  # its own fixture and images
+            rows += bench_own_checks(Path(tmp), max(5, args.reps // 12))
+        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures"}:
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"

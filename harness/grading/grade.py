@@ -42,6 +42,7 @@ from .determinism import GRADING_SEED, HASH_SEED_VAR, hash_seed
 from .evidence import Hasher, TreeEvidence, claims, judge
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
+from .own_checks import OwnChecks, checks_of, measure_own_checks
 from .patching import (
     APPLIERS,
     RUNNER_MODULES,
@@ -82,9 +83,31 @@ def grade(
     the hash seed and test-order seed, grading's unless `tasks check` varies it, see `determinism`.)
     Every grade records the acceptance axes of the raw `patch` (before anything is stripped; see
     `acceptance`)."""
-    graded, output, parsed = _grade(task, patch, image, base, limits, backend, run_id, hasher, seed)
+    applied = _Applied()
+    graded, output, parsed = _grade(task, patch, image, base, limits, backend, run_id, hasher, seed, applied)
     graded.acceptance = measure(task, patch)
+    if graded.resolved and graded.outcome is Outcome.resolved:
+        graded.acceptance.own_checks = _own_checks(task, applied, image, limits, backend or default_backend(), run_id)
     return graded, output, parsed
+
+
+@dataclass
+class _Applied:
+    """What grading applied of the patch (the text and the files it changes), once it applied."""
+
+    text: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def _own_checks(task: Task, applied: _Applied, image: str, limits: Limits, backend: Backend, run_id: str) -> OwnChecks:
+    """The repository's own checks on the files the graded patch changes (`own_checks`)."""
+    try:
+        checks = checks_of(task.checks, backend, image, limits)
+    except SandboxError as exc:
+        return OwnChecks(error=f"cannot read the base's config: {type(exc).__name__}: {exc}")
+    if not checks or not applied.text.strip():
+        return OwnChecks(checks=checks)
+    return measure_own_checks(checks, applied.text, applied.files, image, backend, limits, run_id)
 
 
 def _grade(
@@ -97,6 +120,7 @@ def _grade(
     run_id: str,
     hasher: Hasher | None,
     seed: int,
+    applied: _Applied,
 ) -> tuple[Grade, str, TestReport | None]:
     backend = backend or default_backend()
     started = time.monotonic()
@@ -157,6 +181,8 @@ def _grade(
                     at.patchs_doing = bool(text) and _by_itself(sb)
                     raise
                 result.apply_method = method if text else None
+                applied.text = text
+                applied.files = [p for sec in decision.kept for p in (sec.new,) if p is not None]
                 _record(result, decision, inline)
                 _hold(result, evidence)
                 return _timed(result, started), output, parsed
