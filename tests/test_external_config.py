@@ -133,7 +133,9 @@ def test_a_cli_that_speaks_several_wires_speaks_the_one_its_model_needs(monkeypa
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-987654321")
     claude = get_agent("external:mini-swe-agent", model="anthropic/claude-sonnet-4-5")
     assert claude.config.wire == "anthropic" and claude.config.provider.api_key_env == "ANTHROPIC_API_KEY"
-    assert claude.config.env["ANTHROPIC_BASE_URL"] == "{base_url}" and claude.config.env["ANTHROPIC_API_KEY"] == "{token}"
+    assert (
+        claude.config.env["ANTHROPIC_BASE_URL"] == "{base_url}" and claude.config.env["ANTHROPIC_API_KEY"] == "{token}"
+    )
     assert not [p for p in claude.check() if "wire" in p or "price" in p]
     assert claude.describe()["external"]["wire"] == "anthropic"
     gpt = get_agent("external:mini-swe-agent", model="openai/gpt-4o")

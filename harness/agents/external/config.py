@@ -164,7 +164,7 @@ class ExternalConfig(_Strict):
         """Every wire this CLI can speak, its default first."""
         return [self.wire, *sorted(w for w in self.wires if w != self.wire)]
 
-    def speaking(self, wire: str) -> "ExternalConfig":
+    def speaking(self, wire: str) -> ExternalConfig:
         """This config set to speak `wire` (its default or one of `wires`): the wire, the provider's
         variables and the CLI's env of that wire. Raises KeyError for a wire it does not speak."""
         if wire == self.wire:
