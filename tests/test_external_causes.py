@@ -96,7 +96,7 @@ def rows_of(folder: Path) -> dict:
 @pytest.mark.parametrize("scaffold", list(SCAFFOLDS))
 def test_a_plan_that_shows_causes_gets_them_with_evidence_and_a_solution_none(runs, scaffold):
     folder = runs[scaffold]
-    manifest = RunFolder(folder).manifest()
+    manifest = RunFolder(folder).info()  # the typed manifest (issue 22)
     rows = rows_of(folder)
     assert rows[SOLVES].outcome == Outcome.resolved, rows[SOLVES]
     for task_id, expected in EXPECTED.items():
