@@ -370,7 +370,7 @@ def test_an_exported_task_runs_as_harbor_runs_it(tmp_path):
         dockerfile.write_text(f"{first}\n{trust}{rest}")
     tag = f"wholeloop-test-harbor:{uuid.uuid4().hex[:12]}"
     built = subprocess.run(
-        ["docker", "build", "-q", "-t", tag, str(task / "environment")], capture_output=True, text=True
+        ["docker", "build", "--force-rm", "-q", "-t", tag, str(task / "environment")], capture_output=True, text=True
     )
     try:
         assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
