@@ -339,3 +339,18 @@ def test_agents_verify_and_run_refuse_a_pairing_before_any_container_starts(tmp_
         env=env,
     )
     assert started >= 1 and (out / "results.jsonl").exists(), run.stdout + run.stderr
+
+
+def test_every_shipped_agent_verifies_with_its_own_model_and_each_wire_it_speaks():
+    """`wholeloop agents verify` accepts every shipped config with its default model, and
+    mini-swe-agent with an Anthropic model too (its second wire): the shipped configs hand their
+    CLI the proxy's endpoint and token on every wire they declare. Exit 0, the wire named."""
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-key-123456789", "ANTHROPIC_API_KEY": "sk-ant-test-key-9876"}
+    pairs = [(name, None) for name in shipped_configs()] + [("mini-swe-agent", "anthropic/claude-sonnet-5-5")]
+    for name, model in pairs:
+        args = [WHOLELOOP, "agents", "verify", f"external:{name}"] + (["--model", model] if model else [])
+        out = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0, (name, out.stdout, out.stderr)
+        wire = load_external_config(shipped_path(name)).wire if model is None else "anthropic"
+        assert out.stdout.split("wire used", 1)[1].split()[0] == wire, out.stdout
+        assert "ok: a run with this agent and model can start" in out.stdout
