@@ -327,3 +327,42 @@ def _print_plan(out, launch) -> None:
             f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)"
         )
     out.print("nothing was started (--dry-run)")
+
+
+@main.group()
+def agents():
+    """Agent CLIs (external agents): check one before a run."""
+
+
+@agents.command("verify")
+@click.argument("agent_name", metavar="AGENT", required=False)
+@click.option("--model", default=None, help="the model to pair it with (default: the config's own)")
+@click.option(
+    "--agent-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="an external agent config of your own (kind: external) instead of AGENT",
+)
+@click.option("--allow-unknown-model", is_flag=True, help="a model the price map does not know is not a problem")
+def agents_verify(agent_name, model, agent_config, allow_unknown_model):
+    """Check an external agent (external:NAME, or --agent-config FILE) with a model, as `run` does
+    before any container starts: the wire the model's provider needs is one the CLI speaks, the CLI
+    is handed the proxy's endpoint and its token on that wire, the provider's key is set, the model
+    has a price. Nothing is installed, started or sent. Exit 0 when a run could start, else 2
+    naming every problem."""
+    from ..launch import RunProblem, verify_agent
+    from ..run.spec import agent_spec
+    from . import InputProblem
+
+    if not agent_name and not agent_config:
+        raise click.UsageError("give AGENT (external:NAME) or --agent-config FILE")
+    spec = agent_spec(agent_name, model=model, config_path=agent_config)
+    try:
+        facts = verify_agent(spec, allow_unknown_model=allow_unknown_model)
+    except RunProblem as exc:
+        for what, fix in exc.problems:
+            click.secho(f"error: {what}" + (f"; {fix}" if fix else ""), fg="red", err=True)
+        raise InputProblem(str(exc), exc.hint) from None
+    width = max(len(what) for what, _ in facts)
+    for what, value in facts:
+        click.echo(f"{what:<{width}}  {value}")
+    click.secho("ok: a run with this agent and model can start", fg="green")

@@ -209,7 +209,10 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
 
 
 _SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
-_BLOCK = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
+# A block's header: its test's name between runs of underscores, down to one each side when the name
+# is too long for the terminal's width (`_ test_x[a long id] _`); not pytest's `_ _ _ _` line
+# between a traceback's entries, whose "name" is underscores and spaces.
+_BLOCK = re.compile(r"^_+ (?P<name>.*[^_ ].*?) _+$")
 _RULE = re.compile(r"^=+ .* =+$")
 _LOCATION = re.compile(r"^\S+:\d+: \w+")
 MESSAGE_LINES = 40
