@@ -679,3 +679,25 @@ def test_a_chunked_stream_is_read_in_batches_of_what_has_arrived():
     for broken in (b"3\r\nabcX\r\n0\r\n\r\n", b"zz\r\nabc\r\n", b"3\r\nab", b"1" * 2000):
         with pytest.raises(BadMessage):
             _batches([broken])
+
+
+def test_the_provider_connection_blocks_with_the_kernels_timeout():
+    """The relay's connection to the provider is a blocking socket (a socket with a Python timeout
+    polls before every send and receive: one more syscall, and one more wait for the GIL behind
+    the other calls' relays, each time), and its timeout still holds: a provider that accepts and
+    never answers ends the read with an error instead of holding the relay forever."""
+    from harness.agents.external.http1 import Upstream, read_head
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        upstream = Upstream("127.0.0.1", listener.getsockname()[1], https=False, timeout=0.3)
+        silent, _ = listener.accept()
+        try:
+            assert upstream.sock.gettimeout() is None  # no poll before each operation
+            with pytest.raises(OSError):
+                read_head(upstream.rf)  # as the relay reads the provider's answer
+        finally:
+            upstream.close()
+            silent.close()
+    finally:
+        listener.close()

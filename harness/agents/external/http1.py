@@ -12,6 +12,7 @@ import io
 import re
 import socket
 import ssl
+import struct
 from collections.abc import Iterator
 from typing import cast
 
@@ -259,17 +260,41 @@ def head_bytes(line: str, headers: list[tuple[str, str]]) -> bytes:
     return (line + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n").encode("latin-1")
 
 
+class _Received(io.RawIOBase):
+    """What a blocking socket receives, its kernel timeout (SO_RCVTIMEO) raised as TimeoutError
+    (`socket.makefile` would read it as "no data yet", and a buffered read would return None)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 (a writable buffer)
+        try:
+            return self.sock.recv_into(buffer)
+        except BlockingIOError:
+            raise TimeoutError("the provider sent nothing within the timeout") from None
+
+
 class Upstream:
     """One kept-alive connection to the provider (TCP_NODELAY; TLS for https)."""
 
     def __init__(self, host: str, port: int, https: bool, timeout: float = 900.0) -> None:
         sock = socket.create_connection((host, port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # The timeout is the kernel's (SO_RCVTIMEO/SO_SNDTIMEO), the socket itself blocking: a
+        # Python timeout polls before every send and receive, one more syscall (and one more
+        # release of the GIL, to wait for it again behind the other calls' relays) each time.
+        tv = struct.pack("ll", int(timeout), int((timeout % 1) * 1_000_000))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        sock.settimeout(None)
         if https:
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         self.sock = sock
-        # "rb" with a buffer is a BufferedReader (typeshed says IOBase for any buffer size but -1 and 1)
-        self.rf = cast(io.BufferedReader, sock.makefile("rb", buffering=1 << 18))
+        # (typed as the relay's readers are: typeshed's BufferedReader is generic in its raw stream)
+        self.rf = cast(io.BufferedReader, io.BufferedReader(_Received(sock), buffer_size=1 << 18))
 
     def close(self) -> None:
         try:
