@@ -701,3 +701,65 @@ def test_the_provider_connection_blocks_with_the_kernels_timeout():
             silent.close()
     finally:
         listener.close()
+
+
+def _stream_answer(chunks: list[bytes], end: bytes):
+    def answer(head: bytes):
+        yield b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        for data in chunks:
+            yield b"%x\r\n%s\r\n" % (len(data), data)
+        yield end
+
+    return answer
+
+
+def _stream_through(sock_dir: str, answer, monkeypatch) -> tuple[list[bytes], bytes]:
+    """What the relay wrote to the client (each write), and all the client read, for one stream."""
+    from harness.agents.external import relay
+
+    writes: list[bytes] = []
+    send = relay.Connection.send
+
+    def counted(self, data: bytes) -> None:
+        writes.append(data)
+        send(self, data)
+
+    monkeypatch.setattr(relay.Connection, "send", counted)
+    with _Scripted(answer) as provider:
+        proxy, _ = start(provider.url, sock_dir, "anthropic")
+        with proxy:
+            body = json.dumps(
+                {
+                    "model": "claude-sonnet-5-5",
+                    "max_tokens": 10,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "x"}],
+                }
+            ).encode()
+            sock = connect(proxy.socket_path)
+            sock.settimeout(10)
+            sock.sendall(
+                f"POST /v1/messages HTTP/1.1\r\nhost: p\r\nx-api-key: {TOKEN}\r\nconnection: close\r\n"
+                f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            got = b""
+            while more := sock.recv(65536):
+                got += more
+            sock.close()
+    return writes, got
+
+
+def test_a_streams_head_goes_out_with_its_first_chunks(sock_dir, monkeypatch):
+    """A stream's head is written with the first chunks that arrive (one write less a call, one
+    wait less for the GIL with 8 calls at once); a stream that ends before any chunk still gets
+    its head and its end, and one cut before any chunk gets its head and no end (the client must
+    see the reply did not finish)."""
+    start_event = b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3}}}\n\n'
+    writes, got = _stream_through(sock_dir, _stream_answer([start_event], b"0\r\n\r\n"), monkeypatch)
+    assert writes[0].startswith(b"HTTP/1.1 200 OK\r\n") and start_event in writes[0]
+    assert got.endswith(b"0\r\n\r\n") and got.count(b"HTTP/1.1 200") == 1
+    writes, got = _stream_through(sock_dir, _stream_answer([], b"0\r\n\r\n"), monkeypatch)
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.endswith(b"\r\n\r\n0\r\n\r\n")
+    writes, got = _stream_through(sock_dir, _stream_answer([], b""), monkeypatch)  # the provider hangs up
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.endswith(b"chunked\r\n\r\n")
