@@ -674,6 +674,13 @@ def test_a_chunked_stream_is_read_in_batches_of_what_has_arrived():
     assert [d for batch in batches for d in batch] == [b"abc", b"de", b"fghi", b"j"] and not extra
     assert batches[0] == [b"abc"]  # forwarded before the rest arrived
     assert _batches([body + b"HTTP/1.1 200 OK\r\n"]) == ([[b"abc", b"de", b"fghi", b"j"]], True)
+    from harness.agents.external.http1 import ChunkBatches
+
+    for pieces, ended in (([body], True), ([body[:-2], body[-2:]], False), (cuts, False)):  # (cuts: trailers last)
+        reader = ChunkBatches(io.BufferedReader(_Pieces(pieces), buffer_size=1 << 18))
+        seen = [(batch, reader.ended) for batch in reader]  # ended: while the last batch is read
+        assert [e for _, e in seen] == [False] * (len(seen) - 1) + [ended], pieces
+        assert [d for b, _ in seen for d in b] == [b"abc", b"de", b"fghi", b"j"] and not reader.extra
     from harness.agents.external.http1 import BadMessage
 
     for broken in (b"3\r\nabcX\r\n0\r\n\r\n", b"zz\r\nabc\r\n", b"3\r\nab", b"1" * 2000):
@@ -763,3 +770,20 @@ def test_a_streams_head_goes_out_with_its_first_chunks(sock_dir, monkeypatch):
     assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.endswith(b"\r\n\r\n0\r\n\r\n")
     writes, got = _stream_through(sock_dir, _stream_answer([], b""), monkeypatch)  # the provider hangs up
     assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.endswith(b"chunked\r\n\r\n")
+
+
+def test_a_streams_end_goes_out_with_its_last_chunks(sock_dir, monkeypatch):
+    """When the provider's last chunk and the body's end (size 0, trailers, blank line) arrive
+    together, the relay forwards them with one write; an end that arrives on its own, later, is
+    still forwarded (and a body whose end never comes is not ended: the cut stays visible)."""
+    stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+    def together(head: bytes):
+        yield b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        yield b"%x\r\n%s\r\n0\r\nx-t: 1\r\n\r\n" % (len(stop), stop)
+
+    writes, got = _stream_through(sock_dir, together, monkeypatch)
+    assert stop in writes[-1] and writes[-1].endswith(b"\r\n0\r\n\r\n")
+    assert got.endswith(stop + b"\r\n0\r\n\r\n") and got.count(b"0\r\n\r\n") == 1
+    writes, got = _stream_through(sock_dir, _stream_answer([stop], b"0\r\n\r\n"), monkeypatch)
+    assert got.endswith(stop + b"\r\n0\r\n\r\n")

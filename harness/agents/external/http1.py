@@ -171,11 +171,15 @@ class ChunkBatches:
     it (a size in hex with an optional extension, CRLF or LF); the last chunk (size 0) and its
     trailers end the iteration; BadMessage when the framing is broken or the body is cut off.
     `extra` says bytes came after the body (no honest server sends any before the next request):
-    the connection is then out of step and must not be used again."""
+    the connection is then out of step and must not be used again. `ended` is set while the last
+    batch is yielded when the body's end (its last chunk and trailers) arrived with it."""
 
     def __init__(self, rf: io.BufferedReader) -> None:
         self.rf = rf
         self.extra = False
+        # the last batch is being yielded, the body's end read with it (nothing more can fail):
+        # a relay forwards the end with that batch's write
+        self.ended = False
 
     def __iter__(self) -> Iterator[list[bytes]]:
         read1 = self.rf.read1
@@ -193,6 +197,10 @@ class ChunkBatches:
                     raise BadMessage("a chunk size is not a hexadecimal number")
                 size = int(found.group(1), 16)
                 if size == 0:
+                    if batch and self._ends_in(buf, eol + 1):  # the body's end has arrived with it
+                        self.ended = True
+                        yield batch
+                        return
                     if batch:
                         yield batch
                     self._trailers(buf, eol + 1)
@@ -216,6 +224,16 @@ class ChunkBatches:
             if not more:
                 raise BadMessage("chunk cut off")
             buf += more
+
+    def _ends_in(self, buf: bytearray, pos: int) -> bool:
+        """Whether the trailers and the blank line that ends the body are all in `buf` (then
+        read, and `extra` said)."""
+        while (eol := buf.find(b"\n", pos)) >= 0:
+            line, pos = buf[pos : eol + 1], eol + 1
+            if line in (b"\r\n", b"\n"):
+                self.extra = len(buf) > pos
+                return True
+        return False
 
     def _trailers(self, buf: bytearray, pos: int) -> None:
         """Read the trailer lines up to the blank line that ends the body (or the end of stream)."""

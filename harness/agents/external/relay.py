@@ -603,7 +603,7 @@ class Connection:
         usage = self.wire.stream()
         served: list[bytes] = []  # the data as served: split into events on the recorder's thread
         pending = held = b""
-        settled = False
+        settled = ended = False
         cut = ""
         batches = ChunkBatches(upstream.rf)
         try:
@@ -636,6 +636,12 @@ class Connection:
                         held, data = (data[len(data) - keep :], data[: len(data) - keep]) if keep else (b"", data)
                     if data:
                         out.append(b"%x\r\n%s\r\n" % (len(data), data))
+                if batches.ended and not self.gone:  # the end came with these chunks: one write
+                    if held:
+                        out.append(b"%x\r\n%s\r\n" % (len(held), scrub(held)))
+                        held = b""
+                    out.append(b"0\r\n\r\n")
+                    ended = True
                 if out:
                     if head:
                         out.insert(0, head)
@@ -652,7 +658,7 @@ class Connection:
             self.send(b"%x\r\n%s\r\n" % (len(held), scrub(held)))
         if cut:
             self.gone = True  # no last chunk: the client must see the reply did not end
-        else:
+        elif not ended:
             self.send(b"0\r\n\r\n")
         if self.gone:
             with proxy.lock:
