@@ -787,3 +787,48 @@ def test_a_streams_end_goes_out_with_its_last_chunks(sock_dir, monkeypatch):
     assert got.endswith(stop + b"\r\n0\r\n\r\n") and got.count(b"0\r\n\r\n") == 1
     writes, got = _stream_through(sock_dir, _stream_answer([stop], b"0\r\n\r\n"), monkeypatch)
     assert got.endswith(stop + b"\r\n0\r\n\r\n")
+
+
+def test_a_tls_provider_connection_keeps_its_timeout(tmp_path, monkeypatch):
+    """Over TLS the timeout stays Python's (the ssl module retries a blocking socket's EAGAIN
+    forever, so the kernel's timeout would never end a read): a TLS provider that accepts and
+    never answers still ends the read with an error."""
+    import shutil
+    import ssl
+    import subprocess
+
+    from harness.agents.external import http1
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1"]
+        + ["-subj", "/CN=localhost"],
+        check=True,
+        capture_output=True,
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    client = ssl.create_default_context(cafile=str(cert))
+    client.check_hostname = False
+    monkeypatch.setattr(http1.ssl, "create_default_context", lambda: client)
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def silent() -> None:
+        conn, _ = listener.accept()
+        with server.wrap_socket(conn, server_side=True):
+            done.wait(30)  # the handshake, then nothing
+
+    threading.Thread(target=silent, daemon=True).start()
+    try:
+        upstream = http1.Upstream("127.0.0.1", listener.getsockname()[1], https=True, timeout=0.3)
+        try:
+            with pytest.raises(OSError):
+                http1.read_head(upstream.rf)
+        finally:
+            upstream.close()
+    finally:
+        done.set()
+        listener.close()

@@ -279,7 +279,7 @@ def head_bytes(line: str, headers: list[tuple[str, str]]) -> bytes:
 
 
 class _Received(io.RawIOBase):
-    """What a blocking socket receives, its kernel timeout (SO_RCVTIMEO) raised as TimeoutError
+    """What a socket receives, a blocking one's kernel timeout (SO_RCVTIMEO) raised as TimeoutError
     (`socket.makefile` would read it as "no data yet", and a buffered read would return None)."""
 
     def __init__(self, sock: socket.socket) -> None:
@@ -301,15 +301,17 @@ class Upstream:
     def __init__(self, host: str, port: int, https: bool, timeout: float = 900.0) -> None:
         sock = socket.create_connection((host, port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # The timeout is the kernel's (SO_RCVTIMEO/SO_SNDTIMEO), the socket itself blocking: a
-        # Python timeout polls before every send and receive, one more syscall (and one more
-        # release of the GIL, to wait for it again behind the other calls' relays) each time.
-        tv = struct.pack("ll", int(timeout), int((timeout % 1) * 1_000_000))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
-        sock.settimeout(None)
-        if https:
+        if https:  # TLS reads and writes first and polls only when it must wait: the timeout stays Python's
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        else:
+            # Plain, the timeout is the kernel's (SO_RCVTIMEO/SO_SNDTIMEO), the socket itself
+            # blocking: a Python timeout polls before every send and receive, one more syscall (and
+            # one more release of the GIL, to wait for it again behind the other calls' relays)
+            # each time. (Not for TLS: the ssl module retries a blocking socket's EAGAIN forever.)
+            tv = struct.pack("ll", int(timeout), int((timeout % 1) * 1_000_000))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+            sock.settimeout(None)
         self.sock = sock
         # (typed as the relay's readers are: typeshed's BufferedReader is generic in its raw stream)
         self.rf = cast(io.BufferedReader, io.BufferedReader(_Received(sock), buffer_size=1 << 18))
