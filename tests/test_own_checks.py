@@ -201,11 +201,12 @@ def test_wholeloop_yaml_and_a_task_spec_take_a_checks_list_and_an_empty_one_swit
 @pytest.fixture(scope="module")
 def checks_suite(tmp_path_factory) -> dict:
     """The own-checks fixture (ruff, mypy and eslint pinned by its .pre-commit-config.yaml), gold and noop
-    run on both tasks through the real Runner, and four crafted patches of tidyco-001, each fixing
-    the bug as gold does and leaving one thing the repository's own checks see."""
+    run on both tasks through the real Runner, and three crafted patches of tidyco-001, each fixing
+    the bug as gold does and leaving what the repository's own checks see."""
     import subprocess
     import sys
 
+    import yaml
     from support.hostile import RUN_PREFIX, Script, run
 
     from harness.agents import get_agent
@@ -245,8 +246,15 @@ def checks_suite(tmp_path_factory) -> dict:
     ).stdout
     js_unused = js.replace("export function slug(title) {\n", "export function slug(title) {\n  const extra = 1;\n")
     assert js_unused != js
+    # three crafted patches, each one task (a copy of tidyco-001's spec under its own id) of ONE run
+    # with two workers: a run per patch cost a Runner and its containers each, one after another
     agents = {
-        "ruff": Script(writes({"tidyco/text.py": unused}), name="adds-unused-import"),
+        # its own linter, and an inline suppression, which is ignored (at base as in the attempt)
+        "ruff": Script(
+            writes({"tidyco/text.py": unused.replace("import os\n", "import os\nimport sys  # noqa: F401\n")}),
+            name="unused-imports",
+        ),
+        # an attempt to silence it in the config the checks read: they read the base's
         "config": Script(
             writes(
                 {
@@ -257,21 +265,36 @@ def checks_suite(tmp_path_factory) -> dict:
             ),
             name="silences-ruff-in-config",
         ),
-        "noqa": Script(
-            writes({"tidyco/text.py": unused.replace("import os\n", "import os  # noqa: F401\n")}), name="noqa"
-        ),
-        "mypy": Script(writes({"tidyco/text.py": typed}), name="type-error"),
-        "eslint": Script(writes({"tidyco/text.py": fixed, "web/slug.js": js_unused}), name="eslint-unused"),
+        # its type checker, and its JavaScript linter
+        "types": Script(writes({"tidyco/text.py": typed, "web/slug.js": js_unused}), name="type-and-eslint"),
     }
+    crafted = where / "fixture" / "crafted"  # beside tasks/: the spec's `repo: ../repo` still holds
+    crafted.mkdir()
+    copies = []
+    for name in agents:
+        spec = yaml.safe_load(first.read_text())
+        spec["id"] = f"tidyco-001-{name}"
+        copies.append(crafted / f"{spec['id']}.yaml")
+        copies[-1].write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    class ByTask:
+        """Each crafted task's Script, by the task's id."""
+
+        model = None
+        name = "crafted"
+
+        def run(self, ctx):
+            return agents[ctx.task.id.removeprefix("tidyco-001-")].run(ctx)
+
+        def describe(self) -> dict:
+            return {"agent": self.name, "by_task": {n: a.describe() for n, a in agents.items()}}
+
     out = {
-        "gold": run(specs, get_agent("gold"), where / f"{RUN_PREFIX}checks-gold"),
-        "noop": run(specs, get_agent("noop"), where / f"{RUN_PREFIX}checks-noop"),
-        "dirs": {"gold": where / f"{RUN_PREFIX}checks-gold"},
+        "gold": run(specs, get_agent("gold"), where / f"{RUN_PREFIX}checks-gold", workers=2),
+        "noop": run(specs, get_agent("noop"), where / f"{RUN_PREFIX}checks-noop", workers=2),
+        "crafted": run(copies, ByTask(), where / f"{RUN_PREFIX}checks-crafted", workers=2),
+        "dirs": {"gold": where / f"{RUN_PREFIX}checks-gold", "crafted": where / f"{RUN_PREFIX}checks-crafted"},
     }
-    for name, agent in agents.items():
-        folder = where / f"{RUN_PREFIX}checks-{name}"
-        out[name] = run(first, agent, folder)
-        out["dirs"][name] = folder
     return out
 
 
@@ -283,13 +306,15 @@ def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(c
 
     gold, noop = checks_suite["gold"], checks_suite["noop"]
     assert len(gold) == 2 and all(r.resolved for r in gold.values()), {t: r.note for t, r in gold.items()}
-    for row in gold.values():
+    for task, row in gold.items():
         checks = row.acceptance["own_checks"]
         assert checks["checks"] == ["ruff==0.6.9", "mypy==1.11.2", "eslint==9.12.0"], checks
         assert checks["error"] is None, checks
         # the base's findings in the touched file (an ambiguous name, an untyped function) moved
         # down with gold's new lines: matched without line numbers, nothing new
-        assert checks["base_total"] == 2 and checks["new"] == [], checks
+        # (base_total: ruff's one in the touched file, and mypy's of the whole tree, which it runs
+        # on: five at the first task's base, six at the second's)
+        assert checks["base_total"] == {"tidyco-001": 6, "tidyco-002": 7}[task] and checks["new"] == [], checks
         assert judge(row).accepted
     assert not any(judge(r).accepted for r in noop.values())
 
@@ -300,44 +325,92 @@ def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(c
 @pytest.mark.parametrize(
     ("name", "evidence"),
     [
-        ("ruff", "ruff F401 in tidyco/text.py: `os` imported but unused"),
-        ("config", "ruff F401 in tidyco/text.py: `os` imported but unused"),
-        ("noqa", "ruff F401 in tidyco/text.py: `os` imported but unused"),
-        ("mypy", "mypy return-value in tidyco/text.py: Incompatible return value type"),
-        ("eslint", "eslint no-unused-vars in web/slug.js: 'extra' is assigned a value but never used"),
+        (
+            "ruff",
+            [
+                "ruff F401 in tidyco/text.py: `os` imported but unused",
+                "ruff F401 in tidyco/text.py: `sys` imported but unused",  # despite its noqa
+            ],
+        ),
+        ("config", ["ruff F401 in tidyco/text.py: `os` imported but unused"]),
+        (
+            "types",
+            [
+                "mypy return-value in tidyco/text.py: Incompatible return value type",
+                "eslint no-unused-vars in web/slug.js: 'extra' is assigned a value but never used",
+            ],
+        ),
     ],
 )
 def test_a_patch_that_adds_a_finding_of_the_repositorys_own_checks_is_resolved_and_not_accepted(
-    checks_suite, name, evidence, tmp_path
+    checks_suite, name, evidence
 ):
     """Its own linter (ruff), an attempt to silence it in the config the checks read (the base's
     config is what they read) or inline (noqa is ignored, at base as in the attempt), its type
-    checker (mypy), its JavaScript linter (eslint): resolved, not accepted, the finding named in show, show --json, report --json
-    and the HTML report."""
+    checker (mypy), its JavaScript linter (eslint): resolved, not accepted, each finding named in
+    show and show --json."""
     from support.cli import wl
 
     reason = "new findings of the repository's own checks"
-    [row] = checks_suite[name].values()
-    where = checks_suite["dirs"][name]
+    row = checks_suite["crafted"][f"tidyco-001-{name}"]
+    where = checks_suite["dirs"]["crafted"]
     assert row.resolved and row.outcome == "resolved", (row.outcome, row.note)
     checks = row.acceptance["own_checks"]
-    assert checks["error"] is None and checks["new_total"] == 1, checks
+    assert checks["error"] is None and checks["new_total"] == len(evidence), checks
     shown = wl("show", where, row.task_id, env={"COLUMNS": "400"})
     said = next((line for line in shown.stdout.splitlines() if line.startswith("acceptance: ")), "")
     assert shown.returncode == 0 and said.startswith("acceptance: not accepted: ") and f"{reason} (" in said, said
-    assert evidence in shown.stdout
+    for each in evidence:
+        assert each in shown.stdout, each
     data = json.loads(wl("show", where, row.task_id, "--json").stdout)
     [attempt] = data["attempts"]
     # (the config attack is also out of scope: pyproject.toml)
     assert attempt["acceptance"]["verdict"] == "not_accepted" and reason in attempt["acceptance"]["reasons"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_the_report_counts_each_patch_with_new_findings_resolved_and_not_accepted(checks_suite, tmp_path):
+    """report --json and the HTML report over the crafted run: three resolved, none accepted, each
+    for the repository's own checks."""
+    from support.cli import wl
+
+    reason = "new findings of the repository's own checks"
     figures, html = tmp_path / "f.json", tmp_path / "r.html"
-    done = wl("report", where, "--json", figures, "--html", html, env={"COLUMNS": "300"})
+    done = wl("report", checks_suite["dirs"]["crafted"], "--json", figures, "--html", html, env={"COLUMNS": "300"})
     assert done.returncode == 0, done.stderr[-2000:]
     [acc] = json.loads(figures.read_text())["acceptance"]
-    assert (acc["resolved"], acc["accepted"], acc["reasons"][reason]) == (1, 0, 1)
+    assert (acc["resolved"], acc["accepted"], acc["reasons"][reason]) == (3, 0, 3), acc
     page = html.read_text()
     section = page[page.index('id="acceptance"') :]
-    assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section
+    assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 3" in section
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_the_task_images_of_one_environment_share_one_install_of_the_tools(checks_suite, tmp_path):
+    """The fixture's two tasks have two base commits, so two task images and two checks layers;
+    the tools (a venv with ruff and mypy, eslint from npm: the slow part, minutes cold) are
+    installed once, on their common environment image, and copied into both layers."""
+    from harness.agents import get_agent
+    from harness.grading.own_checks import CHECKS_DIR, base_command, install_commands
+    from harness.run import Runner, RunOptions
+    from harness.tasks import load_task
+    from sandbox.docker import images
+
+    specs = sorted((checks_suite["dirs"]["gold"].parent / "fixture" / "tasks").glob("*.yaml"))
+    assert len(specs) == 2, specs
+    runner = Runner([load_task(p) for p in specs], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    task_ids = {images.image_id(runner.prepare(t).image) for t in runner.tasks}
+    assert len(task_ids) == 2
+    checks = next(iter(checks_suite["gold"].values())).acceptance["own_checks"]["checks"]
+    install, base_run = install_commands(checks), (base_command(checks),)
+    tags = {images.checks_image_tags(t, install, base_run, CHECKS_DIR) for t in task_ids}
+    assert len({tools for tools, _ in tags}) == 1 and len({layer for _, layer in tags}) == 2, tags
+    for _, layer in tags:  # both layers were built (by the fixture's grading) and hold the tools
+        assert images.image_exists(layer), layer
 
 
 @pytest.mark.docker

@@ -88,7 +88,7 @@ class OwnChecks(BaseModel):
     files: list[str] = Field(default_factory=list, description="the patched files the checks ran on")
     new: list[NewFinding] = Field(default_factory=list, description="findings the base does not have (evidence)")
     new_total: int = 0
-    base_total: int = 0  # findings of the base on the same files
+    base_total: int = 0  # findings of the base on the same files (a whole-program checker's: the whole tree)
     seconds: float = 0.0
     error: str | None = Field(None, description="why the checks could not run: the axis is then not measured")
 
@@ -452,7 +452,10 @@ def layer(backend: Backend, task_image: str, checks: list[str], log: Callable[[s
     with _inferred_lock:
         if key in _layers:
             return _layers[key]
-    built = backend.checks_image(task_image, install_commands(checks), (base_command(checks),), log)
+    # the tools go in CHECKS_DIR alone: installed once per environment, copied into each task's layer
+    built = backend.checks_image(
+        task_image, install_commands(checks), (base_command(checks),), log, tools_dir=CHECKS_DIR
+    )
     with _inferred_lock:
         _layers[key] = BuiltImage(built.tag, built.id, cached=True)
     return built
