@@ -112,6 +112,74 @@ def test_each_output_format_is_read_into_file_rule_and_message():
     assert parse_ruff_json("not json") == [] and parse_eslint_json("") == []
 
 
+DATA = ROOT / "tests" / "data" / "own_checks"
+
+
+def test_pyright_tsc_prettier_rustfmt_and_clippy_output_is_read_from_what_the_tools_print():
+    """Each parser on the tool's real output (pyright 1.1.385 --outputjson, tsc 5.6.3 --pretty
+    false, prettier 3.3.3 --list-different, cargo fmt --check --message-format short and cargo
+    clippy --message-format json of rust 1.95, run on small projects; paths as in the container)."""
+    from harness.grading.own_checks import TOOLS, parse_clippy_json, parse_pyright_json, parse_tsc
+
+    assert parse_pyright_json((DATA / "pyright.json").read_text()) == [
+        Finding(file="src/b.py", rule="reportReturnType", message='Type "str" is not assignable to return type "int"'),
+        Finding(
+            file="src/b.py", rule="reportAttributeAccessIssue", message='"nope" is not a known attribute of module "os"'
+        ),
+    ]
+    tsc = (
+        "src/a.ts(2,3): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+        "src/a.ts(4,7): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+    )
+    found = parse_tsc(tsc)
+    assert (
+        found
+        == [Finding(file="src/a.ts", rule="TS2322", message="Type 'string' is not assignable to type 'number'.")] * 2
+    )
+    assert counts(found)[found[0].key] == 2  # one key, counted twice: a third would be new
+    assert TOOLS["prettier"].parse("src/c.js\n[warn] src/c.js\n") == [
+        Finding(file="src/c.js", rule="prettier", message="would reformat")
+    ]
+    assert TOOLS["rustfmt"].parse("/repo/src/lib.rs\n") == [
+        Finding(file="src/lib.rs", rule="rustfmt", message="not rustfmt-formatted")
+    ]
+    # the compiler-artifact and build-finished lines, and "N warnings emitted" (no code), left out
+    assert parse_clippy_json((DATA / "clippy.jsonl").read_text()) == [
+        Finding(file="src/lib.rs", rule="clippy::needless_return", message="unneeded `return` statement")
+    ]
+    assert parse_pyright_json("") == [] and parse_clippy_json("warning: not json\n") == []
+
+
+def test_inference_of_pyright_tsc_prettier_and_rust_checks_and_from_ci_workflow_steps():
+    pkg = json.dumps({"devDependencies": {"typescript": "5.6.3", "prettier": "^3.3.3"}})
+    assert infer(_reader({"package.json": pkg, "tsconfig.json": "{}"})) == ["tsc==5.6.3", "prettier==3.3.3"]
+    assert infer(_reader({"package.json": pkg})) == ["prettier==3.3.3"]  # typescript without a tsconfig: a dependency
+    assert infer(_reader({"pyproject.toml": "[tool.pyright]\nstrict = ['pkg']\n"})) == ["pyright"]
+    assert infer(_reader({"pyrightconfig.json": "{}", ".prettierrc": "{}"})) == ["pyright", "prettier"]
+    pre = (
+        "repos:\n"
+        "  - repo: https://github.com/RobertCraigie/pyright-python\n    rev: v1.1.385\n    hooks: [{id: pyright}]\n"
+        "  - repo: https://github.com/doublify/pre-commit-rust\n    rev: v1.0\n    hooks: [{id: fmt}, {id: clippy}]\n"
+    )
+    rust = frozenset({"cargo", "rustfmt", "cargo-clippy"})
+    assert infer(_reader({".pre-commit-config.yaml": pre}), rust) == ["pyright==1.1.385", "rustfmt", "clippy"]
+    # a Cargo crate gets them when the image has the tools, not when it lacks them
+    assert infer(_reader({"Cargo.toml": "[package]\nname = 'x'\n"}), rust) == ["rustfmt", "clippy"]
+    assert infer(_reader({"Cargo.toml": "[package]\nname = 'x'\n"}), frozenset({"cargo", "rustfmt"})) == ["rustfmt"]
+    assert infer(_reader({"Cargo.toml": "[package]\nname = 'x'\n"})) == []
+    workflow = (
+        "name: ci\non: [push]\njobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - run: pip install ruff mypy\n"
+        "      - name: lint\n        run: |\n          ruff check .\n          npx tsc --noEmit\n"
+        "      - run: cargo clippy -- -D warnings\n"
+        "  docs:\n    steps:\n      - run: echo checking the docs\n"
+    )
+    assert infer(_reader({}), rust, (workflow,)) == ["ruff", "mypy", "tsc", "clippy"]
+    assert infer(_reader({}), frozenset(), (workflow,)) == ["ruff", "mypy", "tsc"]  # no cargo in the image
+    assert infer(_reader({}), frozenset(), ("jobs: [", "on: push\n")) == []  # broken or jobless: nothing
+
+
 # ------------------------------------------------------------------------------------ diff-aware
 
 
