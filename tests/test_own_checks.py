@@ -591,3 +591,55 @@ def test_go_gold_is_clean_and_a_patch_gofmt_and_go_vet_refuse_is_found(tmp_path)
     found = measure_own_checks(checks, crafted, ["semver/compare.go"], image, backend, limits)
     assert found.error is None, found
     assert {(n.check, n.rule) for n in found.new} == {("gofmt", "gofmt"), ("go-vet", "vet")}, found
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_pyright_and_prettier_installed_in_a_layer_find_what_a_patch_adds_and_nothing_of_gold(tmp_path):
+    """pyright (pip, its Node program fetched at install) and prettier (npm) named by a task's
+    `checks:`, on the own-checks fixture's image: gold adds nothing; gold plus a type error and a
+    new misformatted script adds one finding of each, matched against the base run in the layer."""
+    import subprocess
+    import sys
+
+    from support import git
+
+    from harness.agents import get_agent
+    from harness.grading.own_checks import measure_own_checks
+    from harness.run import Runner, RunOptions
+    from harness.sandboxes import default_backend
+    from harness.tasks import load_task
+    from sandbox import Limits
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_checks_fixture.py"), str(tmp_path / "fixture")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    task = load_task(tmp_path / "fixture" / "tasks" / "tidyco-001.yaml")
+    runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    image = runner.prepare(runner.tasks[0]).image
+    backend, limits = default_backend(), Limits()
+    checks = ["pyright==1.1.385", "prettier==3.3.3"]
+    gold = task.gold()
+    clean = measure_own_checks(checks, gold, ["tidyco/text.py"], image, backend, limits)
+    # (pyright in its standard mode finds nothing in the base, prettier neither: base_total 0)
+    assert clean.error is None and clean.new == [] and clean.files == ["tidyco/text.py"], clean
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "fixture" / "repo"), str(clone)], check=True)
+    git(clone, "checkout", "-q", task.base_commit)
+    (tmp_path / "gold.diff").write_text(gold)
+    git(clone, "apply", str(tmp_path / "gold.diff"))
+    text = clone / "tidyco" / "text.py"
+    text.write_text(text.read_text() + "\n\ndef width(text: str) -> int:\n    return text\n")
+    (clone / "web" / "extra.js").write_text("export const  extra = {a:1,\nb:2}\n")
+    git(clone, "add", "-A")
+    crafted = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    found = measure_own_checks(checks, crafted, ["tidyco/text.py", "web/extra.js"], image, backend, limits)
+    assert found.error is None, found
+    assert {(n.check, n.rule, n.file) for n in found.new} == {
+        ("pyright", "reportReturnType", "tidyco/text.py"),
+        ("prettier", "prettier", "web/extra.js"),
+    }, found
