@@ -643,3 +643,45 @@ def test_pyright_and_prettier_installed_in_a_layer_find_what_a_patch_adds_and_no
         ("pyright", "reportReturnType", "tidyco/text.py"),
         ("prettier", "prettier", "web/extra.js"),
     }, found
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_the_typescript_task_gets_tsc_from_its_package_json_gold_is_clean_and_a_type_error_is_found(tmp_path):
+    """The polyglot suite's TypeScript task: package.json's typescript with a tsconfig.json names
+    tsc (installed at that version in the layer); gold adds no finding; gold plus a value of the
+    wrong type adds one TS2322."""
+    import subprocess
+
+    from support import git
+
+    from harness.agents import get_agent
+    from harness.grading.own_checks import checks_of, measure_own_checks
+    from harness.run import Runner, RunOptions
+    from harness.sandboxes import default_backend
+    from harness.tasks import load_task
+    from sandbox import Limits
+
+    spec = ROOT / "tasks" / "polyglot" / "timespan-001.yaml"
+    task = load_task(spec)
+    runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    image = runner.prepare(runner.tasks[0]).image
+    backend, limits = default_backend(), Limits()
+    checks = checks_of(None, backend, image, limits)
+    assert checks == ["tsc==5.6.3"]
+    gold = task.gold()
+    clean = measure_own_checks(checks, gold, ["src/parse.ts"], image, backend, limits)
+    assert clean.error is None and clean.new == [] and clean.files == ["src/parse.ts"], clean
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str((spec.parent / task.repo).resolve()), str(clone)], check=True)
+    git(clone, "checkout", "-q", task.base_commit)
+    (tmp_path / "gold.diff").write_text(gold)
+    git(clone, "apply", str(tmp_path / "gold.diff"))
+    path = clone / "src" / "parse.ts"
+    path.write_text(path.read_text() + '\nexport const limit: number = "ten";\n')
+    git(clone, "add", "-A")
+    crafted = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    found = measure_own_checks(checks, crafted, ["src/parse.ts"], image, backend, limits)
+    assert found.error is None, found
+    assert [(n.check, n.rule, n.file, n.count) for n in found.new] == [("tsc", "TS2322", "src/parse.ts", 1)], found
