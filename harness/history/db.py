@@ -17,6 +17,7 @@ whose message never carries the password.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import sqlite3
@@ -150,6 +151,21 @@ def regraded_source(manifest: Manifest) -> str | None:
     return None
 
 
+def reviews_json(folder: RunFolder, rows: list[ResultRow]) -> dict[tuple[str, str, int, int], str]:
+    """The human verdicts that count for each of `rows` (RunFolder.current_reviews: the latest of
+    each reviewer on the attempt's patch as it is now), as the index keeps them: JSON, reviewer ->
+    {verdict, reason, at}. Empty when the run has no review file."""
+    if not folder.reviews_path.exists():
+        return {}
+    return {
+        key: json.dumps(
+            {name: v.model_dump(mode="json", include={"verdict", "reason", "at"}) for name, v in sorted(by.items())},
+            sort_keys=True,
+        )
+        for key, by in folder.current_reviews(rows).items()
+    }
+
+
 def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -165,7 +181,9 @@ def suite_of(manifest: Manifest) -> tuple[str, str]:
     return common.name, str(common)
 
 
-def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool = False) -> dict:
+def _row_values(
+    row: ResultRow, run: int, seq: int, current: bool, retried: bool = False, reviews: str | None = None
+) -> dict:
     return {
         "run": run,
         "seq": seq,
@@ -194,6 +212,9 @@ def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool
         "finished_at": row.finished_at or "",
         "tampering": row.tampering,
         "grader_version": row.grader_version,
+        # the axes as grading recorded them (NULL: not measured); a policy applies to them at report time
+        "acceptance": None if row.acceptance is None else json.dumps(row.acceptance, sort_keys=True),
+        "reviews": reviews,
     }
 
 
@@ -350,7 +371,9 @@ class HistoryIndex:
 
         rows = folder.rows()
         manifest = folder.info()
-        current = {id(r) for r in latest_rows(rows)}
+        latest = latest_rows(rows)
+        current = {id(r) for r in latest}
+        verdicts = reviews_json(folder, latest)
         retried = {id(r) for one in retried_tries(rows) for r in one}
         values = _run_values(folder, manifest, rows)
         try:
@@ -360,7 +383,17 @@ class HistoryIndex:
                 if rows:
                     conn.execute(
                         _INSERT_ATTEMPT,
-                        [_row_values(r, key, i, id(r) in current, id(r) in retried) for i, r in enumerate(rows)],
+                        [
+                            _row_values(
+                                r,
+                                key,
+                                i,
+                                id(r) in current,
+                                id(r) in retried,
+                                verdicts.get(r.key()) if id(r) in current else None,
+                            )
+                            for i, r in enumerate(rows)
+                        ],
                     )
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index {folder.path}") from exc
@@ -727,9 +760,50 @@ class HistoryIndex:
                 finished_at=x["finished_at"],
                 tampering=x["tampering"],
                 grader_version=x["grader_version"],
+                acceptance=None if x["acceptance"] is None else json.loads(x["acceptance"]),
             )
             for x in found
         ]
+
+    # ------------------------------------------------------------------ human verdicts (issue 25)
+
+    def store_reviews(self, key: int, found: dict[tuple[str, str, int, int], str | None]) -> None:
+        """The verdicts that count (JSON, `reviews_json`) of current rows of the run, replacing
+        what was kept (`wholeloop review` tells the index after each verdict)."""
+        if not found:
+            return
+        a = attempts.c
+        statement = (
+            update(attempts)
+            .where(
+                a.run == key,
+                a.current,
+                a.task_id == bindparam("b_task"),
+                a.config == bindparam("b_config"),
+                a.repeat == bindparam("b_repeat"),
+                a.attempt == bindparam("b_attempt"),
+            )
+            .values(reviews=bindparam("b_reviews"))
+        )
+        values = [
+            {"b_task": t, "b_config": c, "b_repeat": r, "b_attempt": n, "b_reviews": text}
+            for (t, c, r, n), text in found.items()
+        ]
+        try:
+            with self._write_lock, self._write() as conn:
+                conn.execute(statement, values)
+        except SQLAlchemyError as exc:
+            raise self.error(exc, "cannot store human verdicts") from exc
+
+    def stored_reviews(self, key: int) -> dict[tuple[str, str, int, int], dict]:
+        """(task, config, repeat, attempt) -> reviewer -> {verdict, reason, at}, of the current rows
+        of the run that have verdicts."""
+        a = attempts.c
+        query = select(a.task_id, a.config, a.repeat, a.attempt, a.reviews).where(
+            a.run == key, a.current, a.reviews.is_not(None)
+        )
+        with self._read() as conn:
+            return {(t, c, r, n): json.loads(text) for t, c, r, n, text in conn.execute(query)}
 
     # ------------------------------------------------------------------ failure causes (issue 26)
 
