@@ -13,6 +13,7 @@ item 7 and issue 14 (the run history). Usage:
     python scripts/bench_overhead.py --json out.json # also save the figures
     python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
     python scripts/bench_overhead.py --only own_checks   # the repository's own checks per resolved attempt
+    python scripts/bench_overhead.py --only sweep_plan   # planning a sweep of 1,000 units (no Docker)
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
@@ -87,6 +88,7 @@ SECTIONS = (
     "proxy",
     "check",
     "own_checks",
+    "sweep_plan",
 )
 
 
@@ -1345,6 +1347,63 @@ def bench_failures(reps: int) -> list[Row]:
     ]
 
 
+def bench_sweep_plan(reps: int) -> list[Row]:
+    """Planning a sweep of 1,120 units (20 cells: 4 models x 5 temperatures, 7 demo tasks, 8
+    repeats) from an indexed history of 40 earlier runs of those cells: cells, units to do, and
+    each unit's estimate from the one estimator (no Docker, nothing started)."""
+    from harness.sweep.plan import plan
+    from harness.sweep.spec import SweepSpec
+
+    models = [f"anthropic/claude-model-{m}" for m in range(4)]
+    temperatures = [0.0, 0.2, 0.4, 0.6, 0.8]
+    sweep = SweepSpec.model_validate(
+        {
+            "name": "bench",
+            "suite": {"paths": [str(DEMO)]},
+            "base": {"agent": {"name": "default"}, "settings": {"repeats": 8}},
+            "matrix": {"agent.model": models, "agent.settings.temperature": temperatures},
+        }
+    )
+    demo = [load_task(p) for p in sorted(DEMO.glob("*.yaml"))]
+    labels = [c.label for c in sweep.cells()[0]]
+    with tempfile.TemporaryDirectory(prefix="wl-bench-sweep-") as tmp:
+        root = Path(tmp) / "runs"
+        sweep.out = str(root / "sweeps" / "bench")
+        for i in range(40):
+            folder_rows = [
+                ResultRow(
+                    run_id=f"run-{i:03d}",
+                    task_id=t.id,
+                    task_hash="h",
+                    config=labels[i % len(labels)],
+                    agent="default",
+                    model=models[i % len(models)],
+                    outcome="resolved",
+                    resolved=True,
+                    cost_usd=0.01 * (1 + n % 5),
+                    phases={"total_s": 30.0 + n},
+                ).model_dump_json()
+                + "\n"
+                for n, t in enumerate(demo)
+            ]
+            write_atomic(root / f"run-{i:03d}" / RunFolder.RESULTS, "".join(folder_rows))
+            write_json(root / f"run-{i:03d}" / RunFolder.MANIFEST, {"run_id": f"run-{i:03d}", "run_uid": f"b{i}"})
+        url = sqlite_url(root / "history.sqlite")
+        with HistoryIndex.open(url) as index:
+            index.rebuild([root])
+        planned = plan(sweep, demo, history_url=url)
+        took = [timed(lambda: plan(sweep, demo, history_url=url)) for _ in range(reps)]
+    ms = median_ms(took)
+    return [
+        Row(
+            f"planning a sweep: {len(planned.cells)} cells, {planned.units} units, estimates from the history",
+            ms,
+            goal="<= 1000 ms",
+            ok=ms <= 1000,
+        )
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
@@ -1373,7 +1432,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     only = set(args.only.split(","))
-    docker = bool(only - {"history-query", "proxy", "failures"})  # every section but these needs the engine
+    docker = bool(
+        only - {"history-query", "proxy", "failures", "sweep_plan"}
+    )  # every section but these needs the engine
     print(
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
         f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}"
@@ -1388,7 +1449,7 @@ def main() -> int:
             rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
         if "own_checks" in only:  # its own fixture and images
             rows += bench_own_checks(Path(tmp), max(5, args.reps // 12))
-        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures"}:
+        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures", "sweep_plan"}:
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
@@ -1415,6 +1476,8 @@ def main() -> int:
             rows += bench_history_query(max(8, args.reps // 4))
         if "failures" in only:
             rows += bench_failures(max(5, args.reps // 8))
+        if "sweep_plan" in only:
+            rows += bench_sweep_plan(max(5, args.reps // 6))
         if "report" in only:
             rows += bench_report(args.report_run, Path(tmp), 15)
     return _finish(rows, args)
