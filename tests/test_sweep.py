@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import textwrap
@@ -11,10 +12,13 @@ import pytest
 from support.cli import DEMO, wl
 from support.history import row, write_run
 
+from harness.history.types import TrialFigure
 from harness.history.url import sqlite_url
+from harness.records import RunFolder
 from harness.run.spec import RunSpec
 from harness.sweep.estimate import Config, Estimator, Source
 from harness.sweep.plan import BudgetError, plan
+from harness.sweep.scheduler import SweepRunner
 from harness.sweep.spec import Budget, SweepSpec, SweepSpecError
 from harness.tasks import load_tasks
 
@@ -204,3 +208,165 @@ def test_sweep_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
     refused = wl("sweep", path, "--dry-run", "--max-cost", "1", env={"ANTHROPIC_API_KEY": "sk-ant-not-a-real-key-0000"})
     assert refused.returncode == 0, refused.stdout + refused.stderr  # both models are in the price map
     assert "budget: sweep $1.00" in refused.stdout
+
+
+# ---------------------------------------------------------------------------- running a sweep
+# The scheduler's cells here are run folders whose units a scripted model "runs" (a row with its
+# known price): the interleaving, budgets and resume are the point, not Docker. The one Docker
+# test below runs real units.
+
+PRICES = {"scripted/cheap": 0.1, "scripted/mid": 0.2, "scripted/dear": 0.3}  # USD per unit
+
+
+class ScriptedCell:
+    """A cell whose units append one final row each at the model's price; `stop_at` interrupts
+    the sweep (Ctrl-C) on that call of all cells' units, before its row."""
+
+    def __init__(self, cell, calls: list, stop_at: int | None = None, price: float | None = None) -> None:
+        self.cell, self.calls, self.stop_at = cell, calls, stop_at
+        self.price = PRICES[cell.config.model] if price is None else price
+        self.folder = RunFolder(cell.out, create=True)
+
+    def begin(self) -> None:
+        pass
+
+    def run_unit(self, task, repeat):
+        self.calls.append((self.cell.name, task.id, repeat))
+        if self.stop_at is not None and len(self.calls) == self.stop_at:
+            raise KeyboardInterrupt
+        r = row(task.id, self.cell.cell.label, cost=self.price, model=self.cell.config.model, repeat=repeat)
+        self.folder.append(r)
+        return [r]
+
+    def cancel(self) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+def _scripted_sweep(tmp_path, workers: int = 1, **budget):
+    sweep = SweepSpec.model_validate(
+        {
+            "name": "s",
+            "suite": {"paths": [str(DEMO)]},
+            "base": {"agent": {"name": "default"}},
+            "matrix": {"agent.model": {n.split("/")[1]: n for n in PRICES}},
+            "prices": {n: {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6} for n in PRICES},
+            "budget": budget,
+            "workers": workers,
+            "out": str(tmp_path / "sweep"),
+        }
+    )
+    tasks = [t for t in load_tasks(DEMO) if t.id.startswith("inikit")]
+    return sweep, tasks
+
+
+def _estimator(sweep, per_unit: dict[str, float]) -> Estimator:
+    """Earlier trials of each cell at `per_unit` USD (the estimate the budget reads)."""
+    trials = [
+        TrialFigure(c.label, "default", c.spec.agent.model, t, per_unit[c.spec.agent.model], 10.0, 0, 0)
+        for c in sweep.cells()[0]
+        for t in ("inikit-001", "inikit-002", "inikit-003", "inikit-004")
+    ]
+    return Estimator(trials)
+
+
+def _run(sweep, tasks, estimator, calls, **cell_kw):
+    planned = plan(sweep, tasks, estimator=estimator)
+    runs = {c.name: ScriptedCell(c, calls, **cell_kw) for c in planned.cells}
+    return planned, SweepRunner(planned, runs).run()
+
+
+def _rows(tmp_path):
+    return [r for folder in sorted((tmp_path / "sweep" / "cells").iterdir()) for r in RunFolder(folder).rows()]
+
+
+def test_a_killed_sweep_resumes_interleaved_and_runs_no_unit_twice(tmp_path):
+    sweep, tasks = _scripted_sweep(tmp_path)
+    calls: list = []
+    with pytest.raises(KeyboardInterrupt):
+        _run(sweep, tasks, _estimator(sweep, PRICES), calls, stop_at=6)
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert record["status"] == "interrupted" and [c["finished"] for c in record["cells"]] == [2, 2, 1]
+    # round-robin: every cell's first unit before any cell's second
+    assert [c[:2] for c in calls[:4]] == [
+        ("model=cheap", "inikit-001"),
+        ("model=mid", "inikit-001"),
+        ("model=dear", "inikit-001"),
+        ("model=cheap", "inikit-002"),
+    ]
+    again: list = []
+    planned, result = _run(sweep, tasks, _estimator(sweep, PRICES), again)
+    assert planned.units == 7 and result.status == "finished"
+    assert ("model=dear", "inikit-002", 0) in again  # the unit interrupted before its row is done now
+    units = [(r.config, r.task_id, r.repeat) for r in _rows(tmp_path)]
+    assert len(units) == 12 and len(set(units)) == 12  # every unit once, none twice
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert record["status"] == "finished" and record["spent_usd"] == pytest.approx(4 * 0.6)
+    assert {c["status"] for c in record["cells"]} == {"finished"} and record["cells"][0]["run"] == "cells/model_cheap"
+    assert record["cells"][1]["recipe"]["agent"]["model"] == "scripted/mid"
+
+
+def test_max_cost_stops_new_units_before_the_budget_and_reports_no_overshoot_when_estimates_hold(tmp_path):
+    sweep, tasks = _scripted_sweep(tmp_path, max_cost=1.0)
+    calls: list = []
+    _, result = _run(sweep, tasks, _estimator(sweep, PRICES), calls)
+    # cheap, mid, dear, cheap, mid = $0.90; dear's second unit would pass $1.00
+    assert len(calls) == 5 and result.spent_usd == pytest.approx(0.9) and result.overshoot_usd == 0
+    assert result.status == "stopped" and {c.stopped for c in result.cells} == {"sweep budget"}
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert record["status"] == "stopped" and record["cells"][2]["status"] == "stopped: sweep budget"
+
+
+def test_units_in_flight_past_the_budget_are_reported_as_overshoot(tmp_path):
+    sweep, tasks = _scripted_sweep(tmp_path, workers=3, max_cost=0.5)
+    calls: list = []
+    # the history says $0.10 a unit, every unit costs $0.30: three start at once, then the spend says stop
+    _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.3)
+    assert len(calls) == 3 and result.spent_usd == pytest.approx(0.9)
+    assert result.overshoot_usd == pytest.approx(0.4) and result.status == "stopped"
+
+
+def test_a_cell_budget_stops_that_cell_only(tmp_path):
+    sweep, tasks = _scripted_sweep(tmp_path, per_cell=0.25)
+    calls: list = []
+    _, result = _run(sweep, tasks, _estimator(sweep, PRICES), calls)
+    ran = {name: sum(c[0] == name for c in calls) for name in ("model=cheap", "model=mid", "model=dear")}
+    assert ran == {"model=cheap": 2, "model=mid": 1, "model=dear": 0}
+    assert [c.stopped for c in result.cells] == ["cell budget"] * 3 and result.overshoot_usd == 0
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_sweep_of_controls_runs_real_units_into_one_run_folder_per_cell_and_resumes(tmp_path):
+    path = _sweep_file(
+        tmp_path,
+        f"""
+        suite: {{paths: [tasks/demo/inikit-001.yaml, tasks/demo/inikit-002.yaml]}}
+        matrix:
+          agent: {{gold: {{name: gold}}, noop: {{name: noop}}}}
+        workers: 2
+        out: {tmp_path / "runs" / "s"}
+        """,
+    )
+    first = wl("sweep", path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    cells = tmp_path / "runs" / "s" / "cells"
+    outcomes = {d.name: sorted(r.outcome for r in RunFolder(d).latest()) for d in cells.iterdir()}
+    assert outcomes == {"agent_gold": ["resolved", "resolved"], "agent_noop": ["empty_patch", "empty_patch"]}
+    again = wl("sweep", path)  # resumes: nothing left to run
+    assert again.returncode == 0 and "0 unit(s) to run" in again.stdout, again.stdout + again.stderr
+    assert sum(len(RunFolder(d).rows()) for d in cells.iterdir()) == 4
+    record = json.loads((tmp_path / "runs" / "s" / "sweep.json").read_text())
+    assert record["status"] == "finished" and [c["finished"] for c in record["cells"]] == [2, 2]
+    planned = wl("sweep", path, "--dry-run")  # the history now knows both cells: time from configuration
+    assert "from configuration" in planned.stdout, planned.stdout
+
+
+def test_the_estimates_of_units_in_flight_count_against_the_budget(tmp_path):
+    sweep, tasks = _scripted_sweep(tmp_path, workers=3, max_cost=0.25)
+    calls: list = []
+    _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.1)
+    # two in flight ($0.20 estimated): a third would make $0.30, so it never starts
+    assert len(calls) == 2 and result.spent_usd == pytest.approx(0.2) and result.overshoot_usd == 0
