@@ -148,6 +148,7 @@ def test_each_cell_of_a_sweep_is_a_run_spec_named_by_its_axes_and_exclusions_are
         ("matrix: {agent.name: [gold]}\nexclude: [{name: typo, where: {agent.name: glod}}]", "'typo' matches no cell"),
         ("matrix: {agent.name: [gold]}\nexclude: [{name: x, where: {agent.model: m}}]", "agent.model is not an axis"),
         ("base: {out: x}", r"base\.out"),
+        ("base: {agent: {name: gold}, executor: {kind: ray}}", "runs its units on this machine"),
     ],
 )
 def test_a_sweep_file_that_is_wrong_says_where(tmp_path, text, error):
@@ -360,8 +361,9 @@ def test_a_sweep_of_controls_runs_real_units_into_one_run_folder_per_cell_and_re
     assert sum(len(RunFolder(d).rows()) for d in cells.iterdir()) == 4
     record = json.loads((tmp_path / "runs" / "s" / "sweep.json").read_text())
     assert record["status"] == "finished" and [c["finished"] for c in record["cells"]] == [2, 2]
-    planned = wl("sweep", path, "--dry-run")  # the history now knows both cells: time from configuration
-    assert "from configuration" in planned.stdout, planned.stdout
+    # the history beside the sweep's folder now knows both cells: a new sweep of them is estimated from it
+    planned = wl("sweep", path, "--dry-run", "--out", tmp_path / "runs" / "s2")
+    assert "time 2 from configuration" in planned.stdout, planned.stdout
 
 
 def test_the_estimates_of_units_in_flight_count_against_the_budget(tmp_path):
