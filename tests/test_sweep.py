@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -223,8 +224,10 @@ class ScriptedCell:
     """A cell whose units append one final row each at the model's price; `stop_at` interrupts
     the sweep (Ctrl-C) on that call of all cells' units, before its row."""
 
-    def __init__(self, cell, calls: list, stop_at: int | None = None, price: float | None = None) -> None:
-        self.cell, self.calls, self.stop_at = cell, calls, stop_at
+    def __init__(
+        self, cell, calls: list, stop_at: int | None = None, price: float | None = None, together=None
+    ) -> None:
+        self.cell, self.calls, self.stop_at, self.together = cell, calls, stop_at, together
         self.price = PRICES[cell.config.model] if price is None else price
         self.folder = RunFolder(cell.out, create=True)
 
@@ -235,6 +238,8 @@ class ScriptedCell:
         self.calls.append((self.cell.name, task.id, repeat))
         if self.stop_at is not None and len(self.calls) == self.stop_at:
             raise KeyboardInterrupt
+        if self.together is not None:  # a barrier: these units are in flight at once
+            self.together.wait()
         r = row(task.id, self.cell.cell.label, cost=self.price, model=self.cell.config.model, repeat=repeat)
         self.folder.append(r)
         return [r]
@@ -324,7 +329,8 @@ def test_units_in_flight_past_the_budget_are_reported_as_overshoot(tmp_path):
     sweep, tasks = _scripted_sweep(tmp_path, workers=3, max_cost=0.5)
     calls: list = []
     # the history says $0.10 a unit, every unit costs $0.30: three start at once, then the spend says stop
-    _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.3)
+    together = threading.Barrier(3, timeout=60)  # the three run at once (else: BrokenBarrierError)
+    _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.3, together=together)
     assert len(calls) == 3 and result.spent_usd == pytest.approx(0.9)
     assert result.overshoot_usd == pytest.approx(0.4) and result.status == "stopped"
 

@@ -13,7 +13,9 @@ What was chosen, and why it is honest:
 - **Budgets**: a unit starts only when its cell's spend + the estimates of its cell's units in
   flight + its own estimate stay within the per-cell budget (else that cell starts no more), and
   the same over the whole sweep for `max_cost` (else no cell starts any more). Spend is every row
-  the cells' folders hold (every try, abandoned ones included), counted as each row is appended.
+  the cells' folders hold (every try, abandoned ones included), counted as each row is appended; a
+  unit's final row takes its estimate out of the in-flight sum in the same step (an earlier
+  attempt's row counts beside the estimate: erring on the side of the budget).
   A unit's estimate is the one estimator's; when it has none, the mean spend of the cell's
   finished units in this sweep, else 0 (the first unit of a cell never seen runs unestimated).
   What was spent past a budget (units in flight when it was reached) is reported as overshoot.
@@ -126,8 +128,10 @@ class SweepRunner:
             self._count(cell, row)
 
         def on_row(row: ResultRow) -> None:
-            with self._lock:
+            with self._lock:  # a unit's spend replaces its in-flight estimate at once, never both
                 self._count(cell, row)
+                if row.final:
+                    cell.in_flight.pop((row.task_id, row.repeat), None)
 
         cell.run.folder.on_row(on_row)
 
