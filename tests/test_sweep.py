@@ -346,30 +346,47 @@ def test_a_cell_budget_stops_that_cell_only(tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_a_sweep_of_controls_runs_real_units_into_one_run_folder_per_cell_and_resumes(tmp_path):
+def test_a_sweep_of_scripted_models_x_settings_stops_at_max_cost_then_resumes_to_the_end(tmp_path):
+    """Real units: gold and the replayed (scripted) model x two temperatures on two inikit tasks, one
+    worker. The replayed units cost $0.0712 on inikit-001 and nothing estimates them at first: $0.15
+    lets gold, both replay cells' first units and gold's second start; replay's second (estimated at
+    the cell's mean, $0.0712) would pass it. Then the same command without a budget finishes it."""
     path = _sweep_file(
         tmp_path,
         f"""
         suite: {{paths: [tasks/demo/inikit-001.yaml, tasks/demo/inikit-002.yaml]}}
         matrix:
-          agent: {{gold: {{name: gold}}, noop: {{name: noop}}}}
-        workers: 2
+          agent: {{gold: {{name: gold}}, replay: {{name: default, model: "{REPLAY}"}}}}
+          agent.settings.temperature: [0.0, 0.7]
+        exclude:
+          - {{name: gold-once, where: {{agent: gold, agent.settings.temperature: 0.7}}}}
         out: {tmp_path / "runs" / "s"}
         """,
     )
-    first = wl("sweep", path)
+    sweep_dir = tmp_path / "runs" / "s"
+    first = wl("sweep", path, "--max-cost", "0.15")
     assert first.returncode == 0, first.stdout + first.stderr
-    cells = tmp_path / "runs" / "s" / "cells"
+    record = json.loads((sweep_dir / "sweep.json").read_text())
+    assert record["status"] == "stopped" and record["spent_usd"] == pytest.approx(0.1424, abs=1e-4)
+    assert [c["finished"] for c in record["cells"]] == [2, 1, 1] and record["overshoot_usd"] == 0
+    assert "sweep stopped" in first.stdout and "stopped (sweep budget)" in first.stdout
+    again = wl("sweep", path)  # resumes: the two units left, none twice
+    assert again.returncode == 0 and "2 unit(s) to run" in again.stdout, again.stdout + again.stderr
+    cells = sweep_dir / "cells"
     outcomes = {d.name: sorted(r.outcome for r in RunFolder(d).latest()) for d in cells.iterdir()}
-    assert outcomes == {"agent_gold": ["resolved", "resolved"], "agent_noop": ["empty_patch", "empty_patch"]}
-    again = wl("sweep", path)  # resumes: nothing left to run
-    assert again.returncode == 0 and "0 unit(s) to run" in again.stdout, again.stdout + again.stderr
-    assert sum(len(RunFolder(d).rows()) for d in cells.iterdir()) == 4
-    record = json.loads((tmp_path / "runs" / "s" / "sweep.json").read_text())
-    assert record["status"] == "finished" and [c["finished"] for c in record["cells"]] == [2, 2]
-    # the history beside the sweep's folder now knows both cells: a new sweep of them is estimated from it
+    assert set(outcomes) == {
+        "agent_gold_temperature_0.0",
+        "agent_replay_temperature_0.0",
+        "agent_replay_temperature_0.7",
+    }
+    assert outcomes["agent_gold_temperature_0.0"] == ["resolved", "resolved"]
+    units = [(r.config, r.task_id, r.repeat) for d in cells.iterdir() for r in RunFolder(d).rows()]
+    assert len(units) == 6 == len(set(units))
+    record = json.loads((sweep_dir / "sweep.json").read_text())
+    assert record["status"] == "finished" and record["excluded"] == {"gold-once": ["agent=gold,temperature=0.7"]}
+    # the history beside the sweep's folder now knows every cell: a new sweep of them is estimated from it
     planned = wl("sweep", path, "--dry-run", "--out", tmp_path / "runs" / "s2")
-    assert "time 2 from configuration" in planned.stdout, planned.stdout
+    assert planned.stdout.count("time 2 from configuration; cost 2 from configuration") == 2, planned.stdout
 
 
 def test_the_estimates_of_units_in_flight_count_against_the_budget(tmp_path):
