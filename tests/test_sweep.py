@@ -16,6 +16,7 @@ from support.history import row, write_run
 from harness.history.types import TrialFigure
 from harness.history.url import sqlite_url
 from harness.records import RunFolder
+from harness.run.runner import ENGINE_DOWN_AFTER, EngineDown
 from harness.run.spec import RunSpec
 from harness.sweep.estimate import Config, Estimator, Source
 from harness.sweep.plan import BudgetError, plan
@@ -395,3 +396,26 @@ def test_the_estimates_of_units_in_flight_count_against_the_budget(tmp_path):
     _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.1)
     # two in flight ($0.20 estimated): a third would make $0.30, so it never starts
     assert len(calls) == 2 and result.spent_usd == pytest.approx(0.2) and result.overshoot_usd == 0
+
+
+class EngineGoneCell(ScriptedCell):
+    """Every unit ends as a unit does when the Docker engine does not answer."""
+
+    def run_unit(self, task, repeat):
+        self.calls.append((self.cell.name, task.id, repeat))
+        r = row(task.id, self.cell.cell.label, "infra_error", cost=0.0, model=self.cell.config.model, repeat=repeat)
+        r.error = "EngineUnavailable: the Docker engine does not answer"
+        self.folder.append(r)
+        return [r]
+
+
+def test_a_sweep_stops_when_the_engine_is_down_as_a_run_does(tmp_path):
+    sweep, tasks = _scripted_sweep(tmp_path)
+    planned = plan(sweep, tasks, estimator=_estimator(sweep, PRICES))
+    calls: list = []
+    runs = {c.name: EngineGoneCell(c, calls) for c in planned.cells}
+    with pytest.raises(EngineDown, match="engine does not answer"):
+        SweepRunner(planned, runs).run()
+    assert len(calls) == ENGINE_DOWN_AFTER  # not all 12 units burnt on an engine that is gone
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert record["status"] == "engine down"

@@ -28,6 +28,7 @@ def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out):
     workers; running the same command again resumes. Under a budget (--max-cost, --cell-max-cost)
     new units stop when the spend plus the estimates of units in flight would pass it, and the
     overshoot is reported. Exit 3 when units ended in infrastructure errors, 130 when interrupted."""
+    from ..run import EngineDown
     from ..sweep.launch import load_sweep, prepare_sweep, run_sweep
     from .exit_codes import INFRA, INTERRUPTED
 
@@ -48,6 +49,9 @@ def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out):
     except KeyboardInterrupt:
         out_console.print("[yellow]interrupted[/]: finished units are kept; run the same command to resume")
         sys.exit(INTERRUPTED)
+    except EngineDown as exc:
+        out_console.print(f"[bold red]engine down[/]: {exc}; `wholeloop doctor` checks the engine: exit {INFRA}")
+        sys.exit(INFRA)
     from ..report.format import usd
 
     out_console.print(f"sweep {result.status}: spent {usd(result.spent_usd)}", highlight=False)

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..records import ResultRow, RunFolder, write_json
+from ..run.runner import ENGINE_DOWN_AFTER, EngineDown
 from ..tasks import Task
+from ..vocabulary import Outcome
 from .plan import SWEEP_RECORD, CellPlan, SweepPlan
 
 SWEEP_RECORD_SCHEMA = 1
@@ -164,8 +166,9 @@ class SweepRunner:
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> SweepResult:
-        """Every unit of the plan, or until a budget stops it. Raises KeyboardInterrupt through
-        (units in flight are asked to stop; finished work is kept; sweep.json says interrupted)."""
+        """Every unit of the plan, or until a budget stops it. Raises KeyboardInterrupt through,
+        and EngineDown after ENGINE_DOWN_AFTER units in a row found no engine (units in flight are
+        asked to stop; finished work is kept; sweep.json says why it ended)."""
         self.plan.out.mkdir(parents=True, exist_ok=True)
         workers = self.plan.sweep.workers
         with ExitStack() as stack:
@@ -179,6 +182,7 @@ class SweepRunner:
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wholeloop-sweep")
             futures: dict[Future, tuple[CellState, Task, int]] = {}
             by_plan = {id(c.plan): c for c in self.cells}
+            streak = 0  # units in a row (as they finish) that failed on an engine that does not answer
             try:
                 exhausted = False
                 while True:
@@ -208,16 +212,23 @@ class SweepRunner:
                             cell.finished += 1
                             cell.session_spent += sum(r.cost_usd or 0.0 for r in rows)
                         final = next((r for r in rows if r.final), None)
+                        down = final is not None and final.outcome == Outcome.infra_error
+                        streak = streak + 1 if down and "EngineUnavailable" in (final.error or "") else 0
                         self.say(
                             f"{cell.plan.name}  {task.id}#{repeat}  {final.outcome if final else 'no final row'}  "
                             f"(cell ${cell.spent:.4f}, sweep ${self.spent:.4f})"
                         )
                         self.write_record()
+                    if streak >= ENGINE_DOWN_AFTER:  # as a run stops: the rest would fail the same way
+                        raise EngineDown(
+                            f"{streak} units in a row failed because the Docker engine does not answer; the "
+                            "sweep stopped: finished work is kept, a resume (the same command) redoes the rest"
+                        )
                 self.status = "stopped" if any(c.stopped for c in self.cells) else "finished"
-            except KeyboardInterrupt:
-                self.status = "interrupted"
+            except (KeyboardInterrupt, EngineDown) as exc:
+                self.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "engine down"
                 for cell in self.cells:
-                    cell.stopped = cell.stopped or "interrupted"
+                    cell.stopped = cell.stopped or self.status
                     cell.run.cancel()
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
