@@ -212,8 +212,12 @@ class SweepRunner:
                             cell.finished += 1
                             cell.session_spent += sum(r.cost_usd or 0.0 for r in rows)
                         final = next((r for r in rows if r.final), None)
-                        down = final is not None and final.outcome == Outcome.infra_error
-                        streak = streak + 1 if down and "EngineUnavailable" in (final.error or "") else 0
+                        down = (
+                            final is not None
+                            and final.outcome == Outcome.infra_error
+                            and "EngineUnavailable" in (final.error or "")
+                        )
+                        streak = streak + 1 if down else 0
                         self.say(
                             f"{cell.plan.name}  {task.id}#{repeat}  {final.outcome if final else 'no final row'}  "
                             f"(cell ${cell.spent:.4f}, sweep ${self.spent:.4f})"
