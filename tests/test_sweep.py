@@ -32,8 +32,15 @@ def _index(tmp_path):
     return sqlite_url(tmp_path / "runs" / "history.sqlite")
 
 
-def test_the_estimator_takes_the_configuration_then_the_model_then_tokens_x_price(tmp_path):
-    url = _index(tmp_path)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def index_url(request, tmp_path):
+    if request.param == "sqlite":
+        return _index(tmp_path)
+    return request.getfixturevalue("postgres").create_database()
+
+
+def test_the_estimator_takes_the_configuration_then_the_model_then_tokens_x_price(tmp_path, index_url):
+    url = index_url
     runs = tmp_path / "runs"
     write_run(
         runs / "gold", [row(t, "gold", agent="gold", model=None, cost=0.0, seconds=5.0) for t in ("a", "b")], url=url
