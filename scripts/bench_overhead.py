@@ -14,6 +14,7 @@ item 7 and issue 14 (the run history). Usage:
     python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
     python scripts/bench_overhead.py --only own_checks   # the repository's own checks per resolved attempt
     python scripts/bench_overhead.py --only sweep_plan   # planning a sweep of 1,000 units (no Docker)
+    python scripts/bench_overhead.py --only sweep_run    # the sweep scheduler's overhead per unit (no Docker)
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
@@ -89,6 +90,7 @@ SECTIONS = (
     "check",
     "own_checks",
     "sweep_plan",
+    "sweep_run",
 )
 
 
@@ -1404,6 +1406,76 @@ def bench_sweep_plan(reps: int) -> list[Row]:
     ]
 
 
+class _InstantCell:
+    """A cell (or a run's units) whose every unit only appends its row: what is left is the
+    scheduler's own work per unit (admission, bookkeeping, sweep.json) beside the executor's."""
+
+    def __init__(self, folder: RunFolder, label: str) -> None:
+        self.folder, self.label = folder, label
+        self.run_id = folder.path.name
+
+    def begin(self) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+    def run_unit(self, task, repeat: int) -> list:
+        row = ResultRow(
+            run_id=self.run_id, task_id=task.id, task_hash="h", config=self.label, agent="default",
+            repeat=repeat, outcome="resolved", resolved=True, cost_usd=0.01,
+        )  # fmt: skip
+        self.folder.append(row)
+        return [row]
+
+
+def bench_sweep_overhead(reps: int) -> list[Row]:
+    """The sweep scheduler's own overhead per unit, beside the runner's executor (LocalExecutor)
+    running the same number of units that only append their row: 1,120 units, 4 workers."""
+    from harness.run.executors import LocalExecutor
+    from harness.sweep.estimate import Estimator
+    from harness.sweep.plan import plan
+    from harness.sweep.scheduler import SweepRunner
+    from harness.sweep.spec import SweepSpec
+
+    demo = [load_task(p) for p in sorted(DEMO.glob("*.yaml"))]
+    sweep = SweepSpec.model_validate(
+        {
+            "name": "bench",
+            "suite": {"paths": [str(DEMO)]},
+            "base": {"agent": {"name": "default", "model": "anthropic/claude-sonnet-4-5"}, "settings": {"repeats": 8}},
+            "matrix": {"agent.settings.temperature": [round(0.05 * i, 2) for i in range(20)]},
+            "workers": 4,
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="wl-bench-sweep-run-") as tmp:
+        ours: list[float] = []
+        raw: list[float] = []
+        units = 0
+        for rep in range(reps):
+            sweep.out = str(Path(tmp) / f"sweep-{rep}")
+            planned = plan(sweep, demo, estimator=Estimator([]))
+            units = planned.units
+            cells = {c.name: _InstantCell(RunFolder(c.out, create=True), c.cell.label) for c in planned.cells}
+            ours.append(timed(lambda planned=planned, cells=cells: SweepRunner(planned, cells).run()))
+            run = _InstantCell(RunFolder(Path(tmp) / f"run-{rep}", create=True), "one")
+            todo = [(t, r) for r in range(units // len(demo)) for t in demo]
+            raw.append(timed(lambda run=run, todo=todo: [None for _ in LocalExecutor(4).run_units(run, todo)]))
+    per_ours, per_raw = median_ms(ours) / units, median_ms(raw) / units
+    return [
+        Row(
+            f"sweep scheduler per unit ({units} units, 20 cells, 4 workers; executor alone: raw)",
+            per_ours,
+            per_raw,
+            goal="<= the executor's",
+            ok=per_ours <= max(per_raw, 1.0),  # (or 1 ms a unit: far below any real unit's seconds)
+        )
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
@@ -1433,7 +1505,7 @@ def main() -> int:
     args = parser.parse_args()
     only = set(args.only.split(","))
     docker = bool(
-        only - {"history-query", "proxy", "failures", "sweep_plan"}
+        only - {"history-query", "proxy", "failures", "sweep_plan", "sweep_run"}
     )  # every section but these needs the engine
     print(
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
@@ -1449,7 +1521,7 @@ def main() -> int:
             rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
         if "own_checks" in only:  # its own fixture and images
             rows += bench_own_checks(Path(tmp), max(5, args.reps // 12))
-        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures", "sweep_plan"}:
+        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures", "sweep_plan", "sweep_run"}:
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
@@ -1478,6 +1550,8 @@ def main() -> int:
             rows += bench_failures(max(5, args.reps // 8))
         if "sweep_plan" in only:
             rows += bench_sweep_plan(max(5, args.reps // 6))
+        if "sweep_run" in only:
+            rows += bench_sweep_overhead(max(3, args.reps // 20))
         if "report" in only:
             rows += bench_report(args.report_run, Path(tmp), 15)
     return _finish(rows, args)

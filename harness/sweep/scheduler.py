@@ -23,7 +23,9 @@ What was chosen, and why it is honest:
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
@@ -32,13 +34,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..records import ResultRow, RunFolder, write_json
+from ..records import ResultRow, RunFolder, redo_on_resume, write_json
 from ..run.runner import ENGINE_DOWN_AFTER, EngineDown
 from ..tasks import Task
 from ..vocabulary import Outcome
 from .plan import SWEEP_RECORD, CellPlan, SweepPlan
 
 SWEEP_RECORD_SCHEMA = 1
+RECORD_EVERY_S = 1.0  # sweep.json is rewritten at most this often while units finish (and at the end)
 
 Say = Callable[[str], None]
 
@@ -94,7 +97,8 @@ class CellState:
     spent: float = 0.0  # every row's cost in its folder, as appended (None costs are not in it)
     unknown: int = 0  # rows whose cost was unknown
     in_flight: dict[tuple[str, int], float] = field(default_factory=dict)
-    finished: int = 0  # units finished in this session
+    finished: int = 0  # units run in this session
+    done: int = 0  # units with a final row that stands, in all (kept as units finish: no re-read)
     session_spent: float = 0.0
     stopped: str = ""  # why it starts no more units: "" | "cell budget" | "sweep budget" | "interrupted"
 
@@ -122,6 +126,8 @@ class SweepRunner:
         self._lock = threading.Lock()
         self.status = "running"
         self.record_path = plan.out / SWEEP_RECORD
+        self._written = 0.0  # when sweep.json was last written (monotonic)
+        self._started_at: str | None = None
 
     # ------------------------------------------------------------------ spend
 
@@ -177,6 +183,7 @@ class SweepRunner:
             for cell in self.cells:
                 self._watch(cell)
                 cell.run.begin()
+                cell.done = cell.plan.done
             self.write_record()
             queue = self.plan.interleaved()
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wholeloop-sweep")
@@ -212,6 +219,8 @@ class SweepRunner:
                             cell.finished += 1
                             cell.session_spent += sum(r.cost_usd or 0.0 for r in rows)
                         final = next((r for r in rows if r.final), None)
+                        if final is not None and not redo_on_resume(final):
+                            cell.done += 1
                         down = (
                             final is not None
                             and final.outcome == Outcome.infra_error
@@ -222,7 +231,8 @@ class SweepRunner:
                             f"{cell.plan.name}  {task.id}#{repeat}  {final.outcome if final else 'no final row'}  "
                             f"(cell ${cell.spent:.4f}, sweep ${self.spent:.4f})"
                         )
-                        self.write_record()
+                        if time.monotonic() - self._written >= RECORD_EVERY_S:
+                            self.write_record()
                     if streak >= ENGINE_DOWN_AFTER:  # as a run stops: the rest would fail the same way
                         raise EngineDown(
                             f"{streak} units in a row failed because the Docker engine does not answer; the "
@@ -257,21 +267,20 @@ class SweepRunner:
 
     def write_record(self) -> None:
         """sweep.json: the matrix, the cells with their run folders, spend and status."""
+        if self._started_at is None:  # a resumed sweep keeps when it first started
+            try:
+                self._started_at = json.loads(self.record_path.read_text()).get("started_at")
+            except (OSError, ValueError):
+                pass
+            self._started_at = self._started_at or datetime.now(UTC).isoformat()
         with self._lock:
-            record = sweep_record(self.plan, self.cells, self.status, self.overshoot(), self._previous())
+            record = sweep_record(self.plan, self.cells, self.status, self.overshoot(), self._started_at)
         write_json(self.record_path, record)
-
-    def _previous(self) -> dict:
-        import json
-
-        try:
-            return json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
-            return {}
+        self._written = time.monotonic()
 
 
 def sweep_record(
-    plan: SweepPlan, cells: list[CellState], status: str, overshoot: float, previous: dict
+    plan: SweepPlan, cells: list[CellState], status: str, overshoot: float, started_at: str
 ) -> dict[str, Any]:
     """The sweep's record. Later parts (the front, regimes, the decision) add their own keys."""
     now = datetime.now(UTC).isoformat()
@@ -279,7 +288,7 @@ def sweep_record(
     out: dict[str, Any] = {
         "schema_version": SWEEP_RECORD_SCHEMA,
         "name": sweep.name,
-        "started_at": previous.get("started_at", now),
+        "started_at": started_at,
         "updated_at": now,
         "status": status,
         "sweep": sweep.model_dump(mode="json"),  # the file as read: suite, base, matrix, exclusions, prices
@@ -295,7 +304,7 @@ def sweep_record(
                 "run": str(Path(c.plan.out).relative_to(plan.out)) if _under(c.plan.out, plan.out) else str(c.plan.out),
                 "recipe": c.plan.cell.spec.recipe(),
                 "units": c.plan.total,
-                "finished": _finished(c),
+                "finished": c.done,
                 "spent_usd": round(c.spent, 6),
                 "unknown_cost_rows": c.unknown,
                 "status": _cell_status(c, status),
@@ -314,13 +323,8 @@ def _under(path: Path, root: Path) -> bool:
         return False
 
 
-def _finished(cell: CellState) -> int:
-    folder = cell.run.folder
-    return len(folder.finished_units()) if folder.is_run() else 0
-
-
 def _cell_status(cell: CellState, status: str) -> str:
-    if _finished(cell) >= cell.plan.total:
+    if cell.done >= cell.plan.total:
         return "finished"
     if cell.stopped:
         return f"stopped: {cell.stopped}"
