@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
+from support import ROOT
 from support.cli import DEMO, wl
 from support.history import row, write_run
+from support.sweeps import PRICES, ScriptedCell, estimator_of, scripted_sweep
 
-from harness.history.types import TrialFigure
 from harness.history.url import sqlite_url
 from harness.records import RunFolder
 from harness.run.runner import ENGINE_DOWN_AFTER, EngineDown
@@ -225,66 +230,6 @@ def test_sweep_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
 # known price): the interleaving, budgets and resume are the point, not Docker. The one Docker
 # test below runs real units.
 
-PRICES = {"scripted/cheap": 0.1, "scripted/mid": 0.2, "scripted/dear": 0.3}  # USD per unit
-
-
-class ScriptedCell:
-    """A cell whose units append one final row each at the model's price; `stop_at` interrupts
-    the sweep (Ctrl-C) on that call of all cells' units, before its row."""
-
-    def __init__(
-        self, cell, calls: list, stop_at: int | None = None, price: float | None = None, together=None
-    ) -> None:
-        self.cell, self.calls, self.stop_at, self.together = cell, calls, stop_at, together
-        self.price = PRICES[cell.config.model] if price is None else price
-        self.folder = RunFolder(cell.out, create=True)
-
-    def begin(self) -> None:
-        pass
-
-    def run_unit(self, task, repeat):
-        self.calls.append((self.cell.name, task.id, repeat))
-        if self.stop_at is not None and len(self.calls) == self.stop_at:
-            raise KeyboardInterrupt
-        if self.together is not None:  # a barrier: these units are in flight at once
-            self.together.wait()
-        r = row(task.id, self.cell.cell.label, cost=self.price, model=self.cell.config.model, repeat=repeat)
-        self.folder.append(r)
-        return [r]
-
-    def cancel(self) -> None:
-        pass
-
-    def end(self) -> None:
-        pass
-
-
-def _scripted_sweep(tmp_path, workers: int = 1, **budget):
-    sweep = SweepSpec.model_validate(
-        {
-            "name": "s",
-            "suite": {"paths": [str(DEMO)]},
-            "base": {"agent": {"name": "default"}},
-            "matrix": {"agent.model": {n.split("/")[1]: n for n in PRICES}},
-            "prices": {n: {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6} for n in PRICES},
-            "budget": budget,
-            "workers": workers,
-            "out": str(tmp_path / "sweep"),
-        }
-    )
-    tasks = [t for t in load_tasks(DEMO) if t.id.startswith("inikit")]
-    return sweep, tasks
-
-
-def _estimator(sweep, per_unit: dict[str, float]) -> Estimator:
-    """Earlier trials of each cell at `per_unit` USD (the estimate the budget reads)."""
-    trials = [
-        TrialFigure(c.label, "default", c.spec.agent.model, t, per_unit[c.spec.agent.model], 10.0, 0, 0)
-        for c in sweep.cells()[0]
-        for t in ("inikit-001", "inikit-002", "inikit-003", "inikit-004")
-    ]
-    return Estimator(trials)
-
 
 def _run(sweep, tasks, estimator, calls, **cell_kw):
     planned = plan(sweep, tasks, estimator=estimator)
@@ -297,10 +242,10 @@ def _rows(tmp_path):
 
 
 def test_a_killed_sweep_resumes_interleaved_and_runs_no_unit_twice(tmp_path):
-    sweep, tasks = _scripted_sweep(tmp_path)
+    sweep, tasks = scripted_sweep(tmp_path)
     calls: list = []
     with pytest.raises(KeyboardInterrupt):
-        _run(sweep, tasks, _estimator(sweep, PRICES), calls, stop_at=6)
+        _run(sweep, tasks, estimator_of(sweep, PRICES), calls, stop_at=6)
     record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert record["status"] == "interrupted" and [c["finished"] for c in record["cells"]] == [2, 2, 1]
     # round-robin: every cell's first unit before any cell's second
@@ -311,7 +256,7 @@ def test_a_killed_sweep_resumes_interleaved_and_runs_no_unit_twice(tmp_path):
         ("model=cheap", "inikit-002"),
     ]
     again: list = []
-    planned, result = _run(sweep, tasks, _estimator(sweep, PRICES), again)
+    planned, result = _run(sweep, tasks, estimator_of(sweep, PRICES), again)
     assert planned.units == 7 and result.status == "finished"
     assert ("model=dear", "inikit-002", 0) in again  # the unit interrupted before its row is done now
     units = [(r.config, r.task_id, r.repeat) for r in _rows(tmp_path)]
@@ -322,10 +267,39 @@ def test_a_killed_sweep_resumes_interleaved_and_runs_no_unit_twice(tmp_path):
     assert record["cells"][1]["recipe"]["agent"]["model"] == "scripted/mid"
 
 
-def test_max_cost_stops_new_units_before_the_budget_and_reports_no_overshoot_when_estimates_hold(tmp_path):
-    sweep, tasks = _scripted_sweep(tmp_path, max_cost=1.0)
+def test_a_sweep_killed_with_sigkill_resumes_with_no_unit_run_twice(tmp_path):
+    """The sweep's process is killed (-9) while its sixth unit runs: the cells' folders keep five
+    rows, their writer locks go with the process, and the same sweep started again runs the seven
+    units left, each once."""
+    code = f"from support.sweeps import run_until_killed; run_until_killed({str(tmp_path)!r}, 5)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
+    try:
+        cells = tmp_path / "sweep" / "cells"
+        for _ in range(1200):  # until five rows are written (or the child ended: then it failed)
+            written = sum(1 for f in cells.glob("*/results.jsonl") for _ in f.open()) if cells.exists() else 0
+            if written >= 5 or child.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+        assert written == 5
+    finally:
+        child.kill()
+        child.wait()
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert record["status"] == "running"  # what a killed sweep leaves; the next start rewrites it
+    sweep, tasks = scripted_sweep(tmp_path)
     calls: list = []
-    _, result = _run(sweep, tasks, _estimator(sweep, PRICES), calls)
+    planned, result = _run(sweep, tasks, estimator_of(sweep, PRICES), calls)
+    assert planned.units == 7 and len(calls) == 7 and result.status == "finished"
+    units = [(r.config, r.task_id, r.repeat) for r in _rows(tmp_path)]
+    assert len(units) == 12 == len(set(units))
+
+
+def test_max_cost_stops_new_units_before_the_budget_and_reports_no_overshoot_when_estimates_hold(tmp_path):
+    sweep, tasks = scripted_sweep(tmp_path, max_cost=1.0)
+    calls: list = []
+    _, result = _run(sweep, tasks, estimator_of(sweep, PRICES), calls)
     # cheap, mid, dear, cheap, mid = $0.90; dear's second unit would pass $1.00
     assert len(calls) == 5 and result.spent_usd == pytest.approx(0.9) and result.overshoot_usd == 0
     assert result.status == "stopped" and {c.stopped for c in result.cells} == {"sweep budget"}
@@ -334,19 +308,19 @@ def test_max_cost_stops_new_units_before_the_budget_and_reports_no_overshoot_whe
 
 
 def test_units_in_flight_past_the_budget_are_reported_as_overshoot(tmp_path):
-    sweep, tasks = _scripted_sweep(tmp_path, workers=3, max_cost=0.5)
+    sweep, tasks = scripted_sweep(tmp_path, workers=3, max_cost=0.5)
     calls: list = []
     # the history says $0.10 a unit, every unit costs $0.30: three start at once, then the spend says stop
     together = threading.Barrier(3, timeout=60)  # the three run at once (else: BrokenBarrierError)
-    _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.3, together=together)
+    _, result = _run(sweep, tasks, estimator_of(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.3, together=together)
     assert len(calls) == 3 and result.spent_usd == pytest.approx(0.9)
     assert result.overshoot_usd == pytest.approx(0.4) and result.status == "stopped"
 
 
 def test_a_cell_budget_stops_that_cell_only(tmp_path):
-    sweep, tasks = _scripted_sweep(tmp_path, per_cell=0.25)
+    sweep, tasks = scripted_sweep(tmp_path, per_cell=0.25)
     calls: list = []
-    _, result = _run(sweep, tasks, _estimator(sweep, PRICES), calls)
+    _, result = _run(sweep, tasks, estimator_of(sweep, PRICES), calls)
     ran = {name: sum(c[0] == name for c in calls) for name in ("model=cheap", "model=mid", "model=dear")}
     assert ran == {"model=cheap": 2, "model=mid": 1, "model=dear": 0}
     assert [c.stopped for c in result.cells] == ["cell budget"] * 3 and result.overshoot_usd == 0
@@ -398,9 +372,9 @@ def test_a_sweep_of_scripted_models_x_settings_stops_at_max_cost_then_resumes_to
 
 
 def test_the_estimates_of_units_in_flight_count_against_the_budget(tmp_path):
-    sweep, tasks = _scripted_sweep(tmp_path, workers=3, max_cost=0.25)
+    sweep, tasks = scripted_sweep(tmp_path, workers=3, max_cost=0.25)
     calls: list = []
-    _, result = _run(sweep, tasks, _estimator(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.1)
+    _, result = _run(sweep, tasks, estimator_of(sweep, dict.fromkeys(PRICES, 0.1)), calls, price=0.1)
     # two in flight ($0.20 estimated): a third would make $0.30, so it never starts
     assert len(calls) == 2 and result.spent_usd == pytest.approx(0.2) and result.overshoot_usd == 0
 
@@ -417,8 +391,8 @@ class EngineGoneCell(ScriptedCell):
 
 
 def test_a_sweep_stops_when_the_engine_is_down_as_a_run_does(tmp_path):
-    sweep, tasks = _scripted_sweep(tmp_path)
-    planned = plan(sweep, tasks, estimator=_estimator(sweep, PRICES))
+    sweep, tasks = scripted_sweep(tmp_path)
+    planned = plan(sweep, tasks, estimator=estimator_of(sweep, PRICES))
     calls: list = []
     runs = {c.name: EngineGoneCell(c, calls) for c in planned.cells}
     with pytest.raises(EngineDown, match="engine does not answer"):
