@@ -400,3 +400,15 @@ def test_a_sweep_stops_when_the_engine_is_down_as_a_run_does(tmp_path):
     assert len(calls) == ENGINE_DOWN_AFTER  # not all 12 units burnt on an engine that is gone
     record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert record["status"] == "engine down"
+
+
+def test_a_bug_in_a_unit_leaves_the_record_saying_failed_not_running(tmp_path):
+    class Broken(ScriptedCell):
+        def run_unit(self, task, repeat):
+            raise RuntimeError("a bug of ours")
+
+    sweep, tasks = scripted_sweep(tmp_path)
+    planned = plan(sweep, tasks, estimator=estimator_of(sweep, PRICES))
+    with pytest.raises(RuntimeError, match="a bug of ours"):
+        SweepRunner(planned, {c.name: Broken(c, []) for c in planned.cells}).run()
+    assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["status"] == "failed"

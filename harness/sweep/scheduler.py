@@ -246,6 +246,11 @@ class SweepRunner:
                     cell.run.cancel()
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
+            except Exception:  # a bug of ours (a unit's own failures are rows): the record says so
+                self.status = "failed"
+                for cell in self.cells:
+                    cell.run.cancel()
+                raise
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
                 for cell in self.cells:
@@ -254,7 +259,8 @@ class SweepRunner:
         return SweepResult(self.status, self.spent, self.overshoot(), self.cells)
 
     def overshoot(self) -> float:
-        """USD spent past the budgets: the sweep's, else the largest past a cell's."""
+        """USD spent past the budgets: the larger of the spend past the sweep's and the sum of
+        each cell's spend past its own."""
         budget = self.plan.budget
         over = 0.0
         if budget.max_cost is not None:
