@@ -128,6 +128,7 @@ def write_crash_log(exc: BaseException) -> Path | None:
 COMMANDS = {
     "run": "run",
     "agents": "run",
+    "sweep": "sweep",
     "regrade": "regrade",
     "gate": "gate",
     "history": "history",

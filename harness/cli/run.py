@@ -282,9 +282,10 @@ def run(
 
 
 def _print_plan(out, launch) -> None:
-    """What the run would do, with a time and cost estimate from earlier runs of the same tasks."""
+    """What the run would do, with a time and cost estimate per unit from the one estimator
+    (harness.sweep.estimate: this configuration's history, then its model's, then tokens x price)."""
     from ..report.format import seconds, usd
-    from ..run.preflight import estimate
+    from ..sweep.estimate import Config, Estimator, history_url
 
     tasks, agent, label, options, where, notes = (
         launch.tasks,
@@ -295,37 +296,29 @@ def _print_plan(out, launch) -> None:
         launch.notes,
     )
     units = launch.pending()
-    est = estimate(tasks, units, out=options.out, model=agent.model, agent=agent.name, workers=options.workers)
+    history = launch.spec.history
+    estimator = Estimator.from_history(history_url(options.out, history.url, history.enabled), [t.id for t in tasks])
+    config = Config(label, agent.name, agent.model)
+    est = estimator.units(config, [t.id for t, _ in units])
     out.print(
         f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
         f"attempt(s), agent [cyan]{label}[/], {where} -> {options.out}"
     )
     for note in notes:
         out.print(f"  ok  {note}")
-    by_id = {t.task_id: t for t in est.tasks}
     for task in tasks:
-        e = by_id[task.id]
-        seen = f"~{seconds(e.seconds)} per trial" if e.seconds is not None else "no earlier run"
-        cost = f", ~{usd(e.cost_usd)}" if e.cost_usd is not None else ""
+        e = estimator.unit(config, task.id)
+        seen = f"~{seconds(e.seconds)} per trial" if e.seconds is not None else "time unknown"
+        cost = f", ~{usd(e.cost_usd)} ({e.cost_from.value})" if e.cost_usd is not None else ", cost unknown"
         out.print(f"  {task.id:<24} {task.repo} @ {task.base_commit[:12]}   {seen}{cost}", soft_wrap=True)
     out.print(f"{len(units)} unit(s) to run, {len(tasks) * options.repeats - len(units)} already done")
-    if est.seconds is None:
-        out.print("estimate: none (no earlier run of these tasks under " + str(options.out.parent) + ")")
-    else:
-        cost = (
-            f" and about {usd(est.cost_usd)}"
-            + (
-                ""
-                if est.cost_tasks == len({t.id for t, _ in units})
-                else f" (from the {est.cost_tasks} task(s) seen with this model)"
-            )
-            if est.cost_usd is not None
-            else "; cost: no earlier run with this model and agent"
-        )
-        out.print(
-            f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
-            f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)"
-        )
+    wall = est.wall_seconds(options.workers)
+    when = (
+        f"about {seconds(wall)} of wall time over {options.workers} worker(s)" if wall is not None else "time: unknown"
+    )
+    cost = f"about {usd(est.cost_usd)}" if est.cost_usd is not None else "cost: unknown"
+    sources = f"time {est.says('time')}; cost {est.says('cost')}" if units else "nothing to run"
+    out.print(f"estimate: {when}, {cost} ({sources})" + (f"; {estimator.note}" if estimator.note else ""))
     out.print("nothing was started (--dry-run)")
 
 

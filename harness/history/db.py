@@ -55,7 +55,7 @@ from ..vocabulary import Outcome
 from . import listing
 from . import url as urls
 from .schema import HEAD, attempts, runs
-from .types import HistoryFilter, RunSummary, TaskAggregate, bound_values, shape_of, summary_of, utc
+from .types import HistoryFilter, RunSummary, TaskAggregate, TrialFigure, bound_values, shape_of, summary_of, utc
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
@@ -721,6 +721,49 @@ class HistoryIndex:
         for found in out.values():  # in Python: the databases' collations order text differently
             found.sort(key=lambda t: t.task_id)
         return out
+
+    def trial_figures(self, task_ids: Iterable[str]) -> list[TrialFigure]:
+        """Every complete trial of these tasks in the index (current rows; not an infrastructure
+        error; regrades left out, their runs are there already): configuration, agent, model, cost,
+        time and tokens, summed over the trial's attempts. What `harness.sweep.estimate` reads."""
+        ids = sorted(set(task_ids))
+        if not ids:
+            return []
+        a = attempts.c
+        final = and_(a.final, a.outcome != Outcome.infra_error.value)
+        query = (
+            select(
+                a.config,
+                a.task_id,
+                func.max(a.agent).label("agent"),
+                func.max(a.model).label("model"),
+                func.sum(a.cost_usd).label("cost"),
+                func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("unknown"),
+                func.sum(a.total_s).label("time"),
+                func.sum(a.input_tokens).label("input"),
+                func.sum(a.output_tokens).label("output"),
+                func.max(case((final, 1), else_=0)).label("complete"),
+            )
+            .join(runs, runs.c.id == a.run)
+            .where(a.current, a.task_id.in_(ids), runs.c.regraded_from.is_(None))
+            .group_by(a.run, a.config, a.task_id, a.repeat)
+        )
+        with self._read() as conn:
+            found = conn.execute(query).all()
+        return [
+            TrialFigure(
+                config=x.config,
+                agent=x.agent,
+                model=x.model,
+                task_id=x.task_id,
+                cost_usd=None if x.unknown else float(x.cost or 0.0),
+                time_s=float(x.time or 0.0),
+                input_tokens=int(x.input or 0),
+                output_tokens=int(x.output or 0),
+            )
+            for x in found
+            if x.complete
+        ]
 
     def rows_of(self, key: int, config: str) -> list[ResultRow]:
         """The current rows of one configuration of one run, as ResultRows (what the gate reads when
