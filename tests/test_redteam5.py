@@ -5,7 +5,7 @@ wires of external agents -- knowing only what a user can (README.md, docs/*.md, 
 Every test asserts the SAFE outcome. An attack that succeeds today is marked
 `xfail(strict=True, reason=...)` naming the weakness: the suite stays green and shows it; once a
 defence lands, the strict xfail turns red and must be removed. An attack that is defended is a
-plain passing test.
+plain passing test. The results table is in docs/grading.md ("Held-out red team 5").
 """
 
 from __future__ import annotations
@@ -115,7 +115,26 @@ def checks_attacks(tmp_path_factory) -> dict:
     with_unused = fixed.replace("import re\n", "import os\nimport re\n", 1)
     # mypy: a real type error, and the file-level inline comment that tells mypy to ignore the file
     mypy_inline = "# mypy: ignore-errors\n" + fixed + "\n\ndef width(text: str) -> int:\n    return text\n"
+    # ruff: the fix calls a helper in a new module whose name is not ASCII (Python allows it) and which
+    # holds the new F401; git lists such a path quoted ("tidyco/help\303\251.py"), unlike the patch's
+    uses_helper = fixed.replace("import re\n", "import re\n\nfrom tidyco.helpé import lower_words\n", 1).replace(
+        '"-".join(w.lower() for w in words)', '"-".join(lower_words(words))'
+    )
+    helper = '"""Word helpers."""\n\nimport os\n\n\ndef lower_words(words: list[str]) -> list[str]:\n    return [w.lower() for w in words]\n'
+    # mypy: the fix reaches a new module through importlib, which mypy does not follow; the new module
+    # holds a type error. The whole-tree run lists the files git tracks, and a new file is untracked
+    dynamic = fixed.replace(
+        "import re\n", 'import importlib\nimport re\n\n_words = importlib.import_module("tidyco._words")\n', 1
+    ).replace('"-".join(w.lower() for w in words)', '"-".join(_words.lower_words(words))')
+    words_module = (
+        "def lower_words(words: list[str]) -> list[str]:\n    return [w.lower() for w in words]\n\n\n"
+        'def joined(words: list[str]) -> int:\n    return ",".join(words)\n'
+    )
     agents = {
+        "mypy-untracked": Script(
+            writes({"tidyco/text.py": dynamic, "tidyco/_words.py": words_module}), name="mypy-untracked"
+        ),
+        "quoted-name": Script(writes({"tidyco/text.py": uses_helper, "tidyco/helpé.py": helper}), name="quoted-name"),
         "ruff-flood": Script(writes({"tidyco/text.py": with_unused, "tidyco/_flood.py": flood}), name="ruff-flood"),
         "mypy-inline": Script(writes({"tidyco/text.py": mypy_inline}), name="mypy-inline"),
     }
@@ -142,6 +161,43 @@ def test_a_ruff_finding_hidden_by_flooding_the_checks_output_is_not_accepted(che
     [row] = checks_attacks["ruff-flood"].values()
     checks = _own(row)
     assert checks["error"] is not None or any(n["rule"] == "F401" for n in checks["new"]), checks
+    assert not judge(row).accepted
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.xfail(
+    strict=True,
+    reason="own checks: which patched files exist is read from `git ls-files`, which quotes a non-ASCII path "
+    '("tidyco/help\\303\\251.py"); the file matches no patched path, is never given to ruff, and its new '
+    "F401 is not counted: accepted",
+)
+def test_a_ruff_finding_in_a_new_file_with_a_non_ascii_name_is_not_accepted(checks_attacks):
+    from harness.report.acceptance import judge
+
+    [row] = checks_attacks["quoted-name"].values()
+    checks = _own(row)
+    assert "tidyco/helpé.py" in checks["files"], checks
+    assert any(n["rule"] == "F401" and n["file"] == "tidyco/helpé.py" for n in checks["new"]), checks
+    assert not judge(row).accepted
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.xfail(
+    strict=True,
+    reason="own checks: mypy runs on the files git tracks (the base's invocation) and follows static imports "
+    "only; a new module the fix loads with importlib is never type-checked, its type error not counted: accepted",
+)
+def test_a_type_error_in_a_new_module_loaded_through_importlib_is_not_accepted(checks_attacks):
+    from harness.report.acceptance import judge
+
+    [row] = checks_attacks["mypy-untracked"].values()
+    checks = _own(row)
+    assert "tidyco/_words.py" in checks["files"], checks
+    assert any(n["check"] == "mypy" and n["file"] == "tidyco/_words.py" for n in checks["new"]), checks
     assert not judge(row).accepted
 
 
@@ -341,6 +397,28 @@ def test_a_harbor_task_toml_cannot_name_a_host_file_for_the_image(tmp_path):
     assert not isinstance(task.environment.trust_ca_bundle, str), task.environment.trust_ca_bundle
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Harbor import (and any task spec): a test id listed several times in FAIL_TO_PASS is kept as "
+    "many times; grading's F2P tally counts each copy (a fix of one test of two reads 50/51), tasks check "
+    "reports 51 FAIL_TO_PASS",
+)
+def test_a_harbor_task_cannot_count_one_test_many_times(tmp_path):
+    from harness.authoring.harbor import HarborTaskRefused, spec_of
+    from harness.grading.outcome import classify
+    from harness.parsers.base import FAILED, PASSED
+
+    folder, _ = _hostile_harbor(tmp_path)
+    add, mul = "tests/test_add.py::test_add", "tests/test_mul.py::test_mul"
+    (folder / "tests" / "config.json").write_text(json.dumps({"FAIL_TO_PASS": [add] * 50 + [mul], "PASS_TO_PASS": []}))
+    try:
+        task, _ = spec_of(folder)
+    except HarborTaskRefused:
+        return
+    graded = classify(task, {add: PASSED, mul: FAILED}, exit_code=1, consistent=True, note="")
+    assert (graded.fail_to_pass.total, graded.fail_to_pass.passed) == (2, 1), graded.fail_to_pass
+
+
 def test_a_harbor_repositorys_git_config_runs_nothing_on_the_host_at_import(tmp_path):
     """The task's repository is the task author's, .git/config included: the git commands the import
     runs on it (rev-parse, bundle create) must run none of the commands a config can name."""
@@ -393,7 +471,8 @@ def proxy_rig():
 def test_a_cli_speaking_its_second_wire_reaches_neither_the_first_wires_api_nor_another_model(proxy_rig, monkeypatch):
     """mini-swe-agent given an Anthropic model speaks its `wires: anthropic` variant, yet its env
     still points OpenAI's variables at the proxy: the CLI (hostile) calls the default wire's API,
-    and the variant's API with a model the config does not name. Neither is forwarded."""
+    the variant's batch and legacy APIs (billed, never metered), and its Messages API with a model
+    the config does not name. None is forwarded."""
     from test_redteam4 import anthropic_message, json_answer, status_of
 
     from harness.agents import get_agent
@@ -413,6 +492,9 @@ def test_a_cli_speaking_its_second_wire_reaches_neither_the_first_wires_api_nor_
     assert status_of(rig.ask(chat, path="/v1/responses")) == 404
     other = {"model": "claude-opus-4-1", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     assert status_of(rig.ask(other)) == 403
+    allowed_model = {**other, "model": "claude-sonnet-4-5"}
+    for unmetered in ("/v1/messages/batches", "/v1/complete", "/v1/messages/count_tokens/../../messages/batches"):
+        assert status_of(rig.ask(allowed_model, path=unmetered)) == 404, unmetered  # billed, never metered
     prefixed = {**other, "model": "openai/claude-sonnet-4-5"}  # another provider's prefix on the allowed id
     assert status_of(rig.ask(prefixed)) == 403
     assert rig.provider.requests == []
