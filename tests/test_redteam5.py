@@ -261,7 +261,7 @@ SECRET = "AKIA-REDTEAM5-host-secret-do-not-ship"
 
 
 def _hostile_harbor(tmp_path: Path) -> tuple[Path, Path]:
-    from test_harbor_tasks import harbor_task
+    from support.harbor import harbor_task
 
     secret = tmp_path / "home" / "credentials"
     secret.parent.mkdir()
@@ -453,7 +453,7 @@ def test_a_harbor_repositorys_git_config_runs_nothing_on_the_host_at_import(tmp_
 
 @pytest.fixture
 def proxy_rig():
-    from test_redteam4 import Provider, Rig
+    from support.rawprovider import Provider, Rig
 
     made: list = []
 
@@ -473,7 +473,7 @@ def test_a_cli_speaking_its_second_wire_reaches_neither_the_first_wires_api_nor_
     still points OpenAI's variables at the proxy: the CLI (hostile) calls the default wire's API,
     the variant's batch and legacy APIs (billed, never metered), and its Messages API with a model
     the config does not name. None is forwarded."""
-    from test_redteam4 import anthropic_message, json_answer, status_of
+    from support.rawprovider import anthropic_message, json_answer, status_of
 
     from harness.agents import get_agent
 
@@ -509,7 +509,7 @@ def test_a_cli_speaking_its_second_wire_reaches_neither_the_first_wires_api_nor_
     "up to the clamped max_output_tokens, for every call the step limit allows",
 )
 def test_a_responses_call_sent_to_the_background_is_refused_or_charged(proxy_rig):
-    from test_redteam4 import GPT, json_answer, status_of
+    from support.rawprovider import GPT, json_answer, status_of
 
     queued = {
         "id": "resp_bg1",
@@ -542,7 +542,7 @@ def test_a_responses_call_sent_to_the_background_is_refused_or_charged(proxy_rig
 )
 @pytest.mark.parametrize("wire", ["openai-chat", "openai-responses"])
 def test_a_call_at_a_dearer_service_tier_is_charged_its_price_or_refused(proxy_rig, wire):
-    from test_redteam4 import GPT, json_answer, status_of
+    from support.rawprovider import GPT, json_answer, status_of
 
     from harness.models.pricing import litellm_price_map
 
@@ -576,7 +576,7 @@ def test_a_call_at_a_dearer_service_tier_is_charged_its_price_or_refused(proxy_r
     "map prices them 1.6x higher (cache_creation_input_token_cost_above_1hr)",
 )
 def test_one_hour_cache_writes_are_charged_their_price(proxy_rig):
-    from test_redteam4 import SONNET, anthropic_message, json_answer, status_of
+    from support.rawprovider import SONNET, anthropic_message, json_answer, status_of
 
     from harness.models.pricing import litellm_price_map
 
