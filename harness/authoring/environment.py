@@ -47,7 +47,7 @@ from .. import pysyntax
 from ..sandboxes import default_backend
 from .backends import HOOK_SCRIPT, Backend, read_backend, scm_version
 from .gitrepo import GitRepo, MineError, parse_date
-from .testdeps import read_tool_deps
+from .testdeps import addopts_plugins, pytest_config_addopts, read_tool_deps
 
 UV_PIN = "uv==0.9.5"  # the resolver and installer, from PyPI inside the image build
 HOOKS_PIN = "pyproject_hooks==1.2.0"  # how the resolver asks a build backend (as pip and build do)
@@ -488,6 +488,13 @@ def infer_environment(
                 f"cannot infer how to install {repo.source} at {base[:10]}: it has none of pyproject.toml, "
                 "setup.cfg, setup.py, requirements*.txt, tox.ini, noxfile.py"
             )
+    config_file, addopts = pytest_config_addopts(names, read, data)
+    if runner == "pytest":
+        present = {_req_name(t) for t in tests + (runtime or [])}
+        plugins = [p for p in addopts_plugins(addopts) if p not in present]
+        if plugins:
+            tests += plugins
+            notes.append(f"{config_file}'s pytest addopts need {', '.join(plugins)}: installed with the tests")
     if config.test_requirements is not None:
         tests = list(config.test_requirements)
         sources.append(f"{config._path}: test_requirements")
