@@ -282,3 +282,24 @@ def test_a_plugin_already_required_or_options_of_pytest_itself_add_nothing(tmp_p
     plan = infer_environment(repo, head, WHEN, RepoConfig())
     assert [r for r in plan.requirements if requirement_name(r) == "pytest-cov"] == ["pytest-cov>=4"]
     assert names(plan.requirements) - {"setuptools", "wheel"} == {"pytest-cov", "pytest"}
+
+
+def test_pins_of_different_requirements_files_that_disagree_are_left_to_the_resolver(tmp_path):
+    # as wcwidth 0.9.3's sdist has it: each tool's requirements file compiled on its own day
+    files = {
+        "setup.py": "from setuptools import setup\nsetup(name='demo', py_modules=['demo'])\n",
+        "demo.py": "",
+        "requirements-tests39.txt": "packaging==25.0\npytest==8.4.2\ncoverage==7.10.7\n",
+        "requirements-update.txt": "certifi==2026.5.20\nrequests==2.34.2\n",
+        "requirements-wheels.txt": "certifi==2026.7.22\npackaging==26.3\nbuild==1.6.1\n",
+        "requirements-lint.txt": "coverage>=7.11\n",
+    }
+    repo, head = _project(tmp_path, files)
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    by_name: dict[str, list[str]] = {}
+    for req in plan.requirements:
+        by_name.setdefault(requirement_name(req), []).append(req)
+    assert by_name["certifi"] == ["certifi"] and by_name["packaging"] == ["packaging"]
+    assert by_name["coverage"] == ["coverage>=7.11"]  # the pin it excludes goes, the range stays
+    assert by_name["pytest"] == ["pytest==8.4.2"] and by_name["requests"] == ["requests==2.34.2"]
+    assert any("certifi" in note and "disagree" in note for note in plan.notes)
