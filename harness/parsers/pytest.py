@@ -125,8 +125,8 @@ WHOLELOOP_PY
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
 _CLOSING = re.compile(
-    r"^(=+ )?(?P<body>(no tests ran|(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
-    r"(, )?)+) in [\d.]+s\b.*?)( =+)?$"
+    r"^(=+ )?(?P<body>(no tests ran|(\d+ (subtests (passed|failed|skipped|xfailed|xpassed)|passed|failed|errors?|"
+    r"skipped|xfailed|xpassed|deselected|warnings?|rerun)(, )?)+) in [\d.]+s\b.*?)( =+)?$"
 )
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -146,6 +146,25 @@ def _node_id(rest: str) -> str:
             break
         i += 1
     return rest[:i].strip()
+
+
+def _after_parameters(text: str) -> str:
+    """What follows a leading "(...)" (brackets and quotes inside it balanced), stripped."""
+    if not text.startswith("("):
+        return text.strip()
+    depth, quote = 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 :].strip()
+    return ""
 
 
 def _message(rest: str, node: str) -> str:
@@ -177,7 +196,8 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
         for line in lines[starts[0] + 1 :]:
             status, _, rest = line.partition(" ")
             if status.startswith("SUBFAILED"):  # pytest 9: a failed unittest subTest of a PASSED test
-                status = FAILED
+                # its parameters may hold spaces: "SUBFAILED(sep='a b', limit=13) t.py::T::test_a"
+                status, rest = FAILED, _after_parameters(line.removeprefix("SUBFAILED"))
             if status not in STATUSES or not rest:
                 if _CLOSING.match(line.strip()):
                     break
@@ -317,6 +337,7 @@ class ReportLog:
             if status not in (FAILED, ERROR):
                 return
             status = FAILED
+            self.counts["failed"] += 1  # pytest's closing line counts each failed subtest as failed
         else:
             self.counts[
                 {
