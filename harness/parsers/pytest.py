@@ -134,18 +134,17 @@ COUNTED = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 
 
 def _node_id(rest: str) -> str:
-    """The node id at the start of `rest`, which may be followed by ' - message'."""
-    depth, i = 0, 0
-    while i < len(rest):
-        ch = rest[i]
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and rest.startswith(" - ", i):
-            break
-        i += 1
-    return rest[:i].strip()
+    """The node id at the start of `rest`, which may be followed by ' - message'. A parametrized id
+    may hold " - " in its brackets (`test_x[a - b]`) and brackets that never close (an escaped ANSI
+    sequence: `test_x[\\x1b[31mHi-0]`): the id ends at the first " - " where its last part is
+    whole (no `[`, or ending in `]`); without one, `rest` is the id."""
+    at = rest.find(" - ")
+    while at != -1:
+        last = rest[:at].rsplit("::", 1)[-1]
+        if "[" not in last or last.endswith("]"):
+            return rest[:at].strip()
+        at = rest.find(" - ", at + 1)
+    return rest.strip()
 
 
 def _after_parameters(text: str) -> str:
