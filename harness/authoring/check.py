@@ -207,6 +207,16 @@ def up_to_date(task: Task) -> bool:
 # ----------------------------------------------------------------------------- one task
 
 
+def killed_by(exit_code: int | None) -> int | None:
+    """The signal that ended a test command, read from its exit code (a shell's 128 + N, or -N),
+    or None. Test runners exit with small codes of their own; 129-159 is a signal's."""
+    if exit_code is None:
+        return None
+    if exit_code < 0:
+        return -exit_code
+    return exit_code - 128 if 128 < exit_code < 160 else None
+
+
 class Quarantine(Exception):
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(reason)
@@ -335,6 +345,17 @@ def _run_phases(
             verdict.seeds.append(run.seeds)
             if run.timed_out or run.report is None:
                 raise Quarantine("tests timed out", f"a base run took more than {task.timeouts.tests_s:g} s")
+            if (signal := killed_by(run.exit_code)) is not None:
+                why = (
+                    f"; SIGKILL under the {limits.memory} memory limit is the out-of-memory killer's"
+                    if signal == 9
+                    else ""
+                )
+                raise Quarantine(
+                    "tests were killed",
+                    f"base run: the test command ended by signal {signal} (exit {run.exit_code}) after "
+                    f"{run.seconds:.0f} s{why}: {_tail(run.output)}",
+                )
             if run.report.disagreement:
                 raise Quarantine("test results cannot be trusted", f"base run: {run.report.disagreement}")
             if not run.report.found_summary:
