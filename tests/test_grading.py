@@ -683,3 +683,18 @@ def test_pytest_9_subtests_are_read_alike_from_both_channels(tmp_path):
             "test_sub.py::T::test_c": "PASSED",
         }
     assert any("subtests passed" in out for out in runs), runs[-1][-300:]
+
+
+def test_a_run_killed_by_a_signal_is_not_suspected_tampering():
+    """The memory limit's killer (SIGKILL: exit 137) ends pytest mid-run: no summary, a structured
+    report cut before the session's end. The tests did not run to the end; nothing disagrees."""
+    out = (
+        "============================= test session starts ==============================\ncollected 2 items\n\nt.py ."
+    )
+    cut = _log(*REAL).rsplit(b"\n", 2)[0] + b"\n"
+    report = PytestParser().parse(out, cut, setup=SETUP, exit_code=137)
+    assert not report.consistent and not report.disagreement, report.disagreement
+    assert "signal 9" in report.why
+    # a run that exits on its own with the report cut is still flagged
+    report = PytestParser().parse(out, cut, setup=SETUP, exit_code=1)
+    assert "session finish" in report.disagreement

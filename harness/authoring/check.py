@@ -59,7 +59,7 @@ from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_
 from ..grading.acceptance import refused_by_default
 from ..grading.determinism import check_seed, hash_seed_fixed_by_task
 from ..grading.own_checks import base_checks
-from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport
+from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport, killed_by
 from ..run.images import build_task_images, existing_task_images
 from ..sandboxes import default_backend
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
@@ -205,16 +205,6 @@ def up_to_date(task: Task) -> bool:
 
 
 # ----------------------------------------------------------------------------- one task
-
-
-def killed_by(exit_code: int | None) -> int | None:
-    """The signal that ended a test command, read from its exit code (a shell's 128 + N, or -N),
-    or None. Test runners exit with small codes of their own; 129-159 is a signal's."""
-    if exit_code is None:
-        return None
-    if exit_code < 0:
-        return -exit_code
-    return exit_code - 128 if 128 < exit_code < 160 else None
 
 
 class Quarantine(Exception):

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport
+from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport, killed_by
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
@@ -478,6 +478,15 @@ class PytestParser(ParserBase):
         log = ReportLog(results)
         report.exception_types = log.exception_types
         report.skip_reasons, report.collection_messages = log.skip_reasons, log.collection_messages
+        if log.exit_status is None and (signal := killed_by(exit_code)) is not None:
+            # ended by a signal (the memory limit's SIGKILL): the report is cut because pytest was,
+            # which is the tests not running to the end, not the channels disagreeing
+            report.consistent = False
+            report.why = f"exit code {exit_code}: the tests were killed by signal {signal} before the end"
+            report.channels["structured"] = "cut: the run was killed"
+            if log.statuses:
+                report.statuses = dict(log.statuses)
+            return report
         why = log.problem or _contradiction(report, log, exit_code)
         # messages: the structured report's; where the channels agree, the fuller ones pytest printed
         # (its FAILURES sections) -- printed lines that contradict the report can be anyone's
