@@ -635,8 +635,8 @@ def test_regrade_reads_a_saved_patch_byte_for_byte(tmp_path):
 
 def test_pytest_9_subtests_are_read_alike_from_both_channels(tmp_path):
     """A real pytest (9, whose unittest subTest support is built in) with pytest-reportlog: a failed
-    subtest whose parameters hold spaces (python-slugify 8.1's `SUBFAILED(separator='-', limit=13)`),
-    passed subtests counted in the closing line ("2 subtests passed", cachetools 8.0's run); both
+    subtest whose parameters hold spaces (python-slugify 9.1's `SUBFAILED(separator='-', limit=13)`),
+    passed subtests counted in the closing line ("465 passed, 24 subtests passed" in cachetools 8.0's run); both
     channels agree, and the failed subtest fails its test."""
     write(
         tmp_path,
