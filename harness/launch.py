@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .agents import Agent, ContainerAgent, build_agent
+from .agents import Agent, AgentSpec, ContainerAgent, build_agent
 from .errors import UserError
 from .records import ResultRow, RunFolder, slug
 from .run.executors import Executor, Unit
@@ -175,6 +175,32 @@ def start(
     launch = prepare(spec, redo=redo, say=say)
     launch.run(progress=progress, warn=say, backend=backend)
     return launch.out
+
+
+def verify_agent(spec: AgentSpec, *, allow_unknown_model: bool = False) -> list[tuple[str, str]]:
+    """`wholeloop agents verify`: the checks `run` makes of an external agent and its model before
+    any container starts (the wire the model's provider needs is one the CLI speaks; the CLI is
+    handed the proxy's endpoint and the attempt's token on that wire; the provider's key is set
+    here; the model has a price). Returns what was decided, (what, value) each; raises RunProblem
+    naming every problem. Nothing is built, started or sent."""
+    agent = build_agent(spec)
+    if not isinstance(agent, ContainerAgent):
+        raise RunProblem(
+            f"{spec.name} is not an external agent: there is no CLI to verify",
+            "give external:NAME or an --agent-config FILE of kind: external (the tool agent's model "
+            "is checked by `wholeloop doctor --model M`)",
+        )
+    facts = agent.pairing()
+    problems = agent.check(allow_unknown_price=allow_unknown_model)
+    if len(problems) == 1:
+        raise RunProblem(problems[0], "see docs/agents.md (wires, endpoint and key)")
+    if problems:
+        raise RunProblem(
+            f"{len(problems)} problems with this agent and model (above); a run would start no container",
+            "see docs/agents.md (wires, endpoint and key)",
+            problems=[(p, "") for p in problems],
+        )
+    return facts
 
 
 def _preflight(tasks: list[Task], agent: Agent, spec: RunSpec, out: Path) -> list[str]:

@@ -362,11 +362,14 @@ class Backend(Protocol):
         install: tuple[str, ...],
         base_run: tuple[str, ...],
         log: LogFn | None = None,
+        tools_dir: str | None = None,
     ) -> BuiltImage:
         """The checks layer of the task image `image`: `install` run with the network on (the
         repository's own linters and type checkers, in their own folder), then `base_run` with the
         network off (each check on the base tree, its output and caches kept in the layer). Tagged
-        by a hash of the task image's id and both steps: built once. Raises ImageBuildError,
+        by a hash of the task image's id and both steps: built once. With `tools_dir` (the one
+        folder `install` fills) the install may be done once for every task image of the same
+        environment and the folder copied into each layer. Raises ImageBuildError,
         ImageNotFound, EngineUnavailable."""
         ...
 

@@ -13,6 +13,8 @@ item 7 and issue 14 (the run history). Usage:
     python scripts/bench_overhead.py --json out.json # also save the figures
     python scripts/bench_overhead.py --only check    # tasks check: K candidates of one repository
     python scripts/bench_overhead.py --only own_checks   # the repository's own checks per resolved attempt
+    python scripts/bench_overhead.py --only sweep_plan   # planning a sweep of 1,000 units (no Docker)
+    python scripts/bench_overhead.py --only sweep_run    # the sweep scheduler's overhead per unit (no Docker)
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
@@ -87,6 +89,8 @@ SECTIONS = (
     "proxy",
     "check",
     "own_checks",
+    "sweep_plan",
+    "sweep_run",
 )
 
 
@@ -1345,6 +1349,133 @@ def bench_failures(reps: int) -> list[Row]:
     ]
 
 
+def bench_sweep_plan(reps: int) -> list[Row]:
+    """Planning a sweep of 1,120 units (20 cells: 4 models x 5 temperatures, 7 demo tasks, 8
+    repeats) from an indexed history of 40 earlier runs of those cells: cells, units to do, and
+    each unit's estimate from the one estimator (no Docker, nothing started)."""
+    from harness.sweep.plan import plan
+    from harness.sweep.spec import SweepSpec
+
+    models = [f"anthropic/claude-model-{m}" for m in range(4)]
+    temperatures = [0.0, 0.2, 0.4, 0.6, 0.8]
+    sweep = SweepSpec.model_validate(
+        {
+            "name": "bench",
+            "suite": {"paths": [str(DEMO)]},
+            "base": {"agent": {"name": "default"}, "settings": {"repeats": 8}},
+            "matrix": {"agent.model": models, "agent.settings.temperature": temperatures},
+        }
+    )
+    demo = [load_task(p) for p in sorted(DEMO.glob("*.yaml"))]
+    labels = [c.label for c in sweep.cells()[0]]
+    with tempfile.TemporaryDirectory(prefix="wl-bench-sweep-") as tmp:
+        root = Path(tmp) / "runs"
+        sweep.out = str(root / "sweeps" / "bench")
+        for i in range(40):
+            folder_rows = [
+                ResultRow(
+                    run_id=f"run-{i:03d}",
+                    task_id=t.id,
+                    task_hash="h",
+                    config=labels[i % len(labels)],
+                    agent="default",
+                    model=models[i % len(models)],
+                    outcome="resolved",
+                    resolved=True,
+                    cost_usd=0.01 * (1 + n % 5),
+                    phases={"total_s": 30.0 + n},
+                ).model_dump_json()
+                + "\n"
+                for n, t in enumerate(demo)
+            ]
+            write_atomic(root / f"run-{i:03d}" / RunFolder.RESULTS, "".join(folder_rows))
+            write_json(root / f"run-{i:03d}" / RunFolder.MANIFEST, {"run_id": f"run-{i:03d}", "run_uid": f"b{i}"})
+        url = sqlite_url(root / "history.sqlite")
+        with HistoryIndex.open(url) as index:
+            index.rebuild([root])
+        planned = plan(sweep, demo, history_url=url)
+        took = [timed(lambda: plan(sweep, demo, history_url=url)) for _ in range(reps)]
+    ms = median_ms(took)
+    return [
+        Row(
+            f"planning a sweep: {len(planned.cells)} cells, {planned.units} units, estimates from the history",
+            ms,
+            goal="<= 1000 ms",
+            ok=ms <= 1000,
+        )
+    ]
+
+
+class _InstantCell:
+    """A cell (or a run's units) whose every unit only appends its row: what is left is the
+    scheduler's own work per unit (admission, bookkeeping, sweep.json) beside the executor's."""
+
+    def __init__(self, folder: RunFolder, label: str) -> None:
+        self.folder, self.label = folder, label
+        self.run_id = folder.path.name
+
+    def begin(self) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+    def run_unit(self, task, repeat: int) -> list:
+        row = ResultRow(
+            run_id=self.run_id, task_id=task.id, task_hash="h", config=self.label, agent="default",
+            repeat=repeat, outcome="resolved", resolved=True, cost_usd=0.01,
+        )  # fmt: skip
+        self.folder.append(row)
+        return [row]
+
+
+def bench_sweep_overhead(reps: int) -> list[Row]:
+    """The sweep scheduler's own overhead per unit, beside the runner's executor (LocalExecutor)
+    running the same number of units that only append their row: 1,120 units, 4 workers."""
+    from harness.run.executors import LocalExecutor
+    from harness.sweep.estimate import Estimator
+    from harness.sweep.plan import plan
+    from harness.sweep.scheduler import SweepRunner
+    from harness.sweep.spec import SweepSpec
+
+    demo = [load_task(p) for p in sorted(DEMO.glob("*.yaml"))]
+    sweep = SweepSpec.model_validate(
+        {
+            "name": "bench",
+            "suite": {"paths": [str(DEMO)]},
+            "base": {"agent": {"name": "default", "model": "anthropic/claude-sonnet-4-5"}, "settings": {"repeats": 8}},
+            "matrix": {"agent.settings.temperature": [round(0.05 * i, 2) for i in range(20)]},
+            "workers": 4,
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="wl-bench-sweep-run-") as tmp:
+        ours: list[float] = []
+        raw: list[float] = []
+        units = 0
+        for rep in range(reps):
+            sweep.out = str(Path(tmp) / f"sweep-{rep}")
+            planned = plan(sweep, demo, estimator=Estimator([]))
+            units = planned.units
+            cells = {c.name: _InstantCell(RunFolder(c.out, create=True), c.cell.label) for c in planned.cells}
+            ours.append(timed(lambda planned=planned, cells=cells: SweepRunner(planned, cells).run()))
+            run = _InstantCell(RunFolder(Path(tmp) / f"run-{rep}", create=True), "one")
+            todo = [(t, r) for r in range(units // len(demo)) for t in demo]
+            raw.append(timed(lambda run=run, todo=todo: [None for _ in LocalExecutor(4).run_units(run, todo)]))
+    per_ours, per_raw = median_ms(ours) / units, median_ms(raw) / units
+    return [
+        Row(
+            f"sweep scheduler per unit ({units} units, 20 cells, 4 workers; executor alone: raw)",
+            per_ours,
+            per_raw,
+            goal="<= the executor's",
+            ok=per_ours <= max(per_raw, 1.0),  # (or 1 ms a unit: far below any real unit's seconds)
+        )
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
@@ -1373,7 +1504,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     only = set(args.only.split(","))
-    docker = bool(only - {"history-query", "proxy", "failures"})  # every section but these needs the engine
+    docker = bool(
+        only - {"history-query", "proxy", "failures", "sweep_plan", "sweep_run"}
+    )  # every section but these needs the engine
     print(
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
         f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}"
@@ -1388,7 +1521,7 @@ def main() -> int:
             rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
         if "own_checks" in only:  # its own fixture and images
             rows += bench_own_checks(Path(tmp), max(5, args.reps // 12))
-        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures"}:
+        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures", "sweep_plan", "sweep_run"}:
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"
@@ -1415,6 +1548,10 @@ def main() -> int:
             rows += bench_history_query(max(8, args.reps // 4))
         if "failures" in only:
             rows += bench_failures(max(5, args.reps // 8))
+        if "sweep_plan" in only:
+            rows += bench_sweep_plan(max(5, args.reps // 6))
+        if "sweep_run" in only:
+            rows += bench_sweep_overhead(max(3, args.reps // 20))
         if "report" in only:
             rows += bench_report(args.report_run, Path(tmp), 15)
     return _finish(rows, args)

@@ -19,7 +19,10 @@ import pytest
 from support import ROOT
 from support.cli import DEMO, wl
 from support.fabricate import fabricate_run
+from support.history import row as history_row
+from support.history import write_run
 
+from harness.history.url import sqlite_url
 from harness.records import PhaseTimes, ResultRow, RunFolder, write_json
 from harness.transcript import AttemptStart, Stop, TranscriptWriter
 
@@ -87,28 +90,16 @@ def test_a_task_whose_repository_is_missing_stops_the_run_before_any_container(t
 
 def test_dry_run_prints_the_plan_with_an_estimate_from_earlier_runs(tmp_path):
     runs = tmp_path / "runs"
-    earlier = RunFolder(runs / "20260101-000000-gold", create=True)
     ids = sorted(p.stem for p in DEMO.glob("*.yaml"))
-    for i, task in enumerate(ids):
-        earlier.append(
-            ResultRow(
-                run_id="e",
-                task_id=task,
-                task_hash="h",
-                config="gold",
-                agent="gold",
-                outcome="resolved",
-                resolved=True,
-                cost_usd=0.0,
-                phases=PhaseTimes(total_s=10.0 + i),
-            )
-        )
-    write_json(earlier.manifest_path, {"run_id": "e"})
+    rows = [
+        history_row(task, "gold", agent="gold", model=None, cost=0.0, seconds=10.0 + i) for i, task in enumerate(ids)
+    ]
+    write_run(runs / "20260101-000000-gold", rows, url=sqlite_url(runs / "history.sqlite"))  # indexed as a run does
     out = wl("run", DEMO, "--agent", "gold", "--dry-run", "--workers", "2", "--out", runs / "new")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert "dry run" in text and "7 task(s)" in text and all(t in text for t in ids)
-    assert re.search(r"estimate.*1 earlier run", text), text
+    assert re.search(r"estimate: about .* \$0 \(time 7 from configuration; cost 7 from no model\)", text), text
     assert not (runs / "new").exists()  # a dry run writes nothing
 
 

@@ -302,6 +302,9 @@ def test_a_go_module_needing_modules_no_proxy_serves_is_refused_naming_them_unle
     with pytest.raises(UnsupportedRepository, match="github.com/google/uuid, golang.org/x/text") as caught:
         complete(RepoConfig(), repo, repo.resolve("HEAD"), "go")
     assert "example.com/m/sub" not in str(caught.value) and "vendor" in str(caught.value)
+    # the hint says what to write for a Go module (a proxy in env), not the template for a repository
+    # whose language was not recognised (found mining mattn/go-isatty: "setup: ... TOOLCHAIN", "PARSER")
+    assert "GOPROXY" in caught.value.hint and "TOOLCHAIN" not in caught.value.hint
     vendored = make_repo(
         tmp_path / "v", {"go.mod": GO_MOD_REQUIRES, "m.go": "package m\n", "vendor/modules.txt": "# x\n"}
     )

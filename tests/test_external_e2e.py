@@ -280,6 +280,44 @@ def test_mini_swe_agent_end_to_end(tmp_path, monkeypatch):
     assert report.returncode == 0 and "mini-swe-agent" in report.stdout
 
 
+def test_mini_swe_agent_with_an_anthropic_model_end_to_end(tmp_path, monkeypatch):
+    """The issue's new-user failure: mini-swe-agent's own default family. Its config speaks
+    Anthropic's wire too (litellm underneath); the run picks it for an anthropic/ model, hands the
+    CLI an Anthropic endpoint and key, and meters the Messages traffic to the token."""
+    plan = Plan(tasks=[], tool="bash", token_var="ANTHROPIC_API_KEY", auth_header="x-api-key")
+    rows, fake, out, watch, listener = run_cli(
+        tmp_path,
+        monkeypatch,
+        "external:mini-swe-agent",
+        plan,
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        False,
+        TASKS,
+        model="anthropic/claude-sonnet-5-5",
+    )
+    assert [(r.task_id, r.outcome, r.stop_reason) for r in rows] == [(t, "resolved", "submitted") for t in TASKS]
+    assert all(r.model_calls == 5 for r in rows)
+    assert {b["model"] for b in fake.bodies() if isinstance(b, dict)} == {"claude-sonnet-5-5"}
+    check_tokens(fake, rows, out, "claude-sonnet-5-5", "anthropic", True)
+    for row in rows:
+        events = read_transcript(out / row.transcript_path)
+        said = next(e for e in events if e.type == "external_run").self_report
+        assert (said["input_tokens"], said["output_tokens"], said["cache_read_tokens"]) == (
+            row.usage.input_tokens,
+            row.usage.output_tokens,
+            row.usage.cache_read_tokens,
+        ), said
+        assert said["cost_usd"] == pytest.approx(row.cost_usd) and said["calls"] == row.model_calls
+        assert [e.kind for e in events if e.type == "tool_call"] == ["test", "edit", "test", "shell", "shell"]
+        assert [e.green for e in events if e.type == "test_run"] == [False, True]
+    manifest = RunFolder(out).manifest()
+    assert manifest["agent"]["external"]["wire"] == "anthropic"
+    assert manifest["agent"]["external"]["model"] == "anthropic/claude-sonnet-5-5"
+    check_probes(plan, listener, expected=len(TASKS))
+    check_secrets(out, watch, sorted({i["task"] for i in manifest["images"].values()}))
+
+
 def test_claude_code_end_to_end(tmp_path, monkeypatch):
     plan = Plan(
         tasks=[],

@@ -429,3 +429,71 @@ def test_compare_never_drops_a_task_the_other_side_has_not_finished_or_respecifi
     cmp = compare_pair(*load_configs([base, cand]), strict=True)
     assert cmp.better is None and cmp.changed == ["t07", "t08", "t09"] and cmp.unfinished == []
     assert "3 task(s) have a changed spec" in cmp.verdict
+
+
+def _axes(debug: bool) -> dict:
+    """Acceptance axes as grading records them: clean, or with a debug print left in."""
+    return {
+        "files": ["pkg/a.py"],
+        "outside_scope": [],
+        "tests_deleted": [],
+        "tests_weakened": [],
+        "top_level_added": [],
+        "binary_files": [],
+        "debug_leftovers": [{"path": "pkg/a.py", "line": "print(x)"}] if debug else [],
+        "size_ratio": 1.0,
+        "own_checks": {"checks": ["ruff"], "new": [], "error": None},
+    }
+
+
+def test_gate_on_the_accept_rate_reads_a_baseline_from_the_history(tmp_path):
+    """The history index keeps each attempt's acceptance axes (migration 0005), so `--metric
+    accept` gates a candidate against a baseline found in the history, as against a folder: every
+    patch resolves on both sides, ten of the candidate's leave a debug print."""
+    from datetime import datetime, timedelta
+
+    root = tmp_path / "runs"
+    url = sqlite_url(root / "history.sqlite")
+    day = datetime(2026, 5, 1, tzinfo=UTC)
+    main_rows = [r.model_copy(update={"acceptance": _axes(False)}) for r in outcomes(30, set(range(30)))]
+    cand_rows = [r.model_copy(update={"acceptance": _axes(n < 10)}) for n, r in enumerate(outcomes(30, set(range(30))))]
+    write_run(root / "main", main_rows, started=day, url=url)
+    cand = write_run(root / "cand", cand_rows, started=day + timedelta(days=1), url=url).path
+    done = cli("gate", "latest", str(cand), "--runs-root", str(root), "--metric", "resolve")
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = cli("gate", "latest", str(cand), "--runs-root", str(root), "--metric", "accept")
+    assert done.returncode == 1 and "latest = main" in done.stdout and "lost 10" in done.stdout, (
+        done.stdout + done.stderr
+    )
+
+
+def test_history_trend_gives_each_run_its_accept_rate_as_report_computes_it(tmp_path):
+    """`history trend` reads the axes the index keeps: the accept rate of each point is the one
+    `report` computes from the run folder; a run whose resolved attempts have no axes has none."""
+    from datetime import datetime, timedelta
+
+    from harness.history.db import HistoryIndex
+    from harness.history.trend import trend
+    from harness.report.acceptance import config_acceptance
+    from harness.report.stats import load_configs
+
+    root = tmp_path / "runs"
+    url = sqlite_url(root / "history.sqlite")
+    day = datetime(2026, 5, 1, tzinfo=UTC)
+    clean = [r.model_copy(update={"acceptance": _axes(False)}) for r in outcomes(20, set(range(15)))]
+    mixed = [r.model_copy(update={"acceptance": _axes(n < 4)}) for n, r in enumerate(outcomes(20, set(range(18))))]
+    runs = [
+        write_run(root / "a", clean, started=day, url=url).path,
+        write_run(root / "b", mixed, started=day + timedelta(days=1), url=url).path,
+        write_run(root / "c", outcomes(20, set(range(10))), started=day + timedelta(days=2), url=url).path,
+    ]
+    with HistoryIndex.open(url, create=False) as index:
+        [series] = trend(index)
+    points = {p.run_id: p for p in series.points}
+    for cfg in load_configs(runs[:2]):
+        theirs, ours = config_acceptance(cfg).accept_rate, points[cfg.run_dir.name].accept_rate
+        assert (ours.value, ours.low, ours.high, ours.n) == (theirs.value, theirs.low, theirs.high, theirs.n)
+    assert points["a"].accept_rate.value == pytest.approx(15 / 20) and points["b"].accept_rate.value == pytest.approx(
+        14 / 20
+    )
+    assert points["c"].accept_rate.value is None and "not measured" in points["c"].accept_rate.note

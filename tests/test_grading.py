@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -323,6 +324,21 @@ def test_plugins_are_the_recorded_ones_plus_the_tasks_and_never_autoloaded():
     assert opts.startswith("-x -p asyncio -p myplug -p pytest_reportlog.plugin --report-log=/tmp/wholeloop-report-tok/")
     assert any(p.endswith("pytest_reportlog/plugin.py") for p in setup.files)
     assert setup.imports == ("pytest_asyncio", "myplug") and setup.env["PYTEST_PLUGINS"] == ""
+
+
+def test_a_plugin_that_replaces_pytests_summary_is_not_loaded():
+    """pytest-pretty (pydantic-settings' dev dependency, trial5) prints a "Results (6.53s): 1 passed"
+    table instead of the -rA summary block and the closing line: with it loaded, every check run
+    was "no test results in the output" and the task was quarantined."""
+    facts = {
+        "pytest": "9.1.1",
+        "tools_path": True,
+        "pytest11": [{"name": "pretty", "value": "pytest_pretty"}, {"name": "pytest_mock", "value": "pytest_mock"}],
+    }
+    setup = PytestParser().run_setup(facts, "tok", ("pytest_pretty",))
+    opts = shlex.split(setup.env["PYTEST_ADDOPTS"])
+    assert "pretty" not in opts and "pytest_pretty" not in opts and opts[:2] == ["-p", "pytest_mock"]
+    assert setup.imports == ("pytest_mock",)
 
 
 def test_feedback_messages_lose_every_line_of_the_hidden_tests():

@@ -4,6 +4,7 @@ writers (RunFolder, manifests); one real gold run of a demo task goes through th
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from sqlalchemy import MetaData, create_engine
 from support.history import cli, manifest, outcomes, row, write_run
 
@@ -107,6 +109,47 @@ def test_each_row_is_in_the_index_the_moment_it_is_appended(tmp_path, history_ur
         [line] = reader.list_runs()
         assert (line.tasks, line.trials, line.resolved, line.suite) == (2, 2, 2, "demo")
         assert [r.task_id for r in reader.rows_of(line.key, "A")] == ["t00", "t00", "t01"]  # the current rows
+
+
+def test_acceptance_axes_and_human_verdicts_are_kept_in_the_index(tmp_path, history_url, monkeypatch):
+    """Migration 0005: each attempt's acceptance axes as grading recorded them (None: not
+    measured), read back with its rows; the human verdicts that count, told by `review` and kept
+    by a re-index (`history --add`), following the patch they were given on."""
+    from harness.cli.reports import _tell_history_reviews
+    from harness.records import Review
+    from harness.vocabulary import ReviewVerdict
+
+    monkeypatch.setenv("WHOLELOOP_HISTORY_URL", history_url)
+    axes = {"files": ["a.py"], "debug_leftovers": [{"path": "a.py", "line": "print(x)"}]}
+    run_dir = tmp_path / "runs" / "r1"
+    folder = write_run(run_dir, [row("t00").model_copy(update={"acceptance": axes}), row("t01")], url=history_url)
+    with HistoryIndex.open(history_url, create=False) as index:
+        [line] = index.list_runs()
+        assert [r.acceptance for r in index.rows_of(line.key, "A")] == [axes, None]
+        assert index.stored_reviews(line.key) == {}
+    first = folder.latest()[0]
+    sha = folder.patch_sha256(first)
+    for verdict, reason in ((ReviewVerdict.accept, "fine"), (ReviewVerdict.reject, "a print left in")):
+        folder.add_review(
+            Review(task_id="t00", config="A", patch_sha256=sha, verdict=verdict, reason=reason, reviewer="ann")
+        )
+    folder.add_review(  # on another patch: it does not count
+        Review(task_id="t01", config="A", patch_sha256="0" * 64, verdict=ReviewVerdict.accept, reviewer="bob")
+    )
+    _tell_history_reviews(run_dir, Console(file=io.StringIO()))
+    mock_at = "any"
+    expected = {("t00", "A", 0, 1): {"ann": {"verdict": "reject", "reason": "a print left in", "at": mock_at}}}
+    with HistoryIndex.open(history_url, create=False) as index:
+        [line] = index.list_runs()
+        kept = index.stored_reviews(line.key)
+        assert {k: {n: {**v, "at": mock_at} for n, v in by.items()} for k, by in kept.items()} == expected
+        assert all(v["at"] for by in kept.values() for v in by.values())
+    done = cli("history", "--add", str(run_dir), env={"WHOLELOOP_HISTORY_URL": history_url})
+    assert done.returncode == 0, done.stderr
+    with HistoryIndex.open(history_url, create=False) as index:
+        [line] = index.list_runs()
+        assert index.stored_reviews(line.key) == kept
+        assert [r.acceptance for r in index.rows_of(line.key, "A")] == [axes, None]
 
 
 def test_rows_appended_from_many_threads_are_all_indexed(tmp_path, history_url):

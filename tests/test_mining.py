@@ -19,7 +19,7 @@ from support import git, write
 from harness.authoring.check import Verdict, check_status, rewrite_spec, verdict_path
 from harness.authoring.environment import RepoConfig, infer_environment, load_config
 from harness.authoring.gitrepo import GitRepo, MineError
-from harness.authoring.mine import MineOptions, classify, judge
+from harness.authoring.mine import MineOptions, classify, commit_kind, judge
 from harness.authoring.secrets import SecretScanner, hashed, redact
 from harness.authoring.statements import BaseFailure, load_issues, model_statement, referenced_issue, statement_prompt
 from harness.parsers import get_parser
@@ -632,6 +632,25 @@ def test_list_shows_candidates_and_skip_counts_without_docker_and_writes_nothing
     assert "1 │ skipped: root commit (no parent)" in out and "1 │ skipped: no source change" in out
     assert max(len(line) for line in out.splitlines()) <= 150  # the table fits the terminal
     assert not list(work.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize(
+    "subject, kind",
+    [
+        ("feat(array): range", "feat"),
+        ("fix!: drop the old default", "fix"),
+        ("Chore: bump deps", "chore"),
+        # a module, class or package before the colon is no conventional-commit type: the words decide
+        # (found mining pydantic-settings and go-humanize, whose kinds read
+        # "googlesecretmanagersettingss..." and "si")
+        ("GoogleSecretManagerSettingsSource: support loading secrets by version", "feature"),
+        ("SI: handle negative numbers", "fix"),
+        ("color: add Equals() method", "feature"),
+        ("toml: rename a helper", "change"),
+    ],
+)
+def test_the_kind_is_a_conventional_type_only_when_the_prefix_is_one(subject, kind):
+    assert commit_kind(subject) == kind
 
 
 def test_only_picks_commits_and_the_table_counts_per_reason(small_repo, tmp_path):

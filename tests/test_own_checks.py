@@ -112,6 +112,74 @@ def test_each_output_format_is_read_into_file_rule_and_message():
     assert parse_ruff_json("not json") == [] and parse_eslint_json("") == []
 
 
+DATA = ROOT / "tests" / "data" / "own_checks"
+
+
+def test_pyright_tsc_prettier_rustfmt_and_clippy_output_is_read_from_what_the_tools_print():
+    """Each parser on the tool's real output (pyright 1.1.385 --outputjson, tsc 5.6.3 --pretty
+    false, prettier 3.3.3 --list-different, cargo fmt --check --message-format short and cargo
+    clippy --message-format json of rust 1.95, run on small projects; paths as in the container)."""
+    from harness.grading.own_checks import TOOLS, parse_clippy_json, parse_pyright_json, parse_tsc
+
+    assert parse_pyright_json((DATA / "pyright.json").read_text()) == [
+        Finding(file="src/b.py", rule="reportReturnType", message='Type "str" is not assignable to return type "int"'),
+        Finding(
+            file="src/b.py", rule="reportAttributeAccessIssue", message='"nope" is not a known attribute of module "os"'
+        ),
+    ]
+    tsc = (
+        "src/a.ts(2,3): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+        "src/a.ts(4,7): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+    )
+    found = parse_tsc(tsc)
+    assert (
+        found
+        == [Finding(file="src/a.ts", rule="TS2322", message="Type 'string' is not assignable to type 'number'.")] * 2
+    )
+    assert counts(found)[found[0].key] == 2  # one key, counted twice: a third would be new
+    assert TOOLS["prettier"].parse("src/c.js\n[warn] src/c.js\n") == [
+        Finding(file="src/c.js", rule="prettier", message="would reformat")
+    ]
+    assert TOOLS["rustfmt"].parse("/repo/src/lib.rs\n") == [
+        Finding(file="src/lib.rs", rule="rustfmt", message="not rustfmt-formatted")
+    ]
+    # the compiler-artifact and build-finished lines, and "N warnings emitted" (no code), left out
+    assert parse_clippy_json((DATA / "clippy.jsonl").read_text()) == [
+        Finding(file="src/lib.rs", rule="clippy::needless_return", message="unneeded `return` statement")
+    ]
+    assert parse_pyright_json("") == [] and parse_clippy_json("warning: not json\n") == []
+
+
+def test_inference_of_pyright_tsc_prettier_and_rust_checks_and_from_ci_workflow_steps():
+    pkg = json.dumps({"devDependencies": {"typescript": "5.6.3", "prettier": "^3.3.3"}})
+    assert infer(_reader({"package.json": pkg, "tsconfig.json": "{}"})) == ["tsc==5.6.3", "prettier==3.3.3"]
+    assert infer(_reader({"package.json": pkg})) == ["prettier==3.3.3"]  # typescript without a tsconfig: a dependency
+    assert infer(_reader({"pyproject.toml": "[tool.pyright]\nstrict = ['pkg']\n"})) == ["pyright"]
+    assert infer(_reader({"pyrightconfig.json": "{}", ".prettierrc": "{}"})) == ["pyright", "prettier"]
+    pre = (
+        "repos:\n"
+        "  - repo: https://github.com/RobertCraigie/pyright-python\n    rev: v1.1.385\n    hooks: [{id: pyright}]\n"
+        "  - repo: https://github.com/doublify/pre-commit-rust\n    rev: v1.0\n    hooks: [{id: fmt}, {id: clippy}]\n"
+    )
+    rust = frozenset({"cargo", "rustfmt", "cargo-clippy"})
+    assert infer(_reader({".pre-commit-config.yaml": pre}), rust) == ["pyright==1.1.385", "rustfmt", "clippy"]
+    # a Cargo crate gets them when the image has the tools, not when it lacks them
+    assert infer(_reader({"Cargo.toml": "[package]\nname = 'x'\n"}), rust) == ["rustfmt", "clippy"]
+    assert infer(_reader({"Cargo.toml": "[package]\nname = 'x'\n"}), frozenset({"cargo", "rustfmt"})) == ["rustfmt"]
+    assert infer(_reader({"Cargo.toml": "[package]\nname = 'x'\n"})) == []
+    workflow = (
+        "name: ci\non: [push]\njobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - run: pip install ruff mypy\n"
+        "      - name: lint\n        run: |\n          ruff check .\n          npx tsc --noEmit\n"
+        "      - run: cargo clippy -- -D warnings\n"
+        "  docs:\n    steps:\n      - run: echo checking the docs\n"
+    )
+    assert infer(_reader({}), rust, (workflow,)) == ["ruff", "mypy", "tsc", "clippy"]
+    assert infer(_reader({}), frozenset(), (workflow,)) == ["ruff", "mypy", "tsc"]  # no cargo in the image
+    assert infer(_reader({}), frozenset(), ("jobs: [", "on: push\n")) == []  # broken or jobless: nothing
+
+
 # ------------------------------------------------------------------------------------ diff-aware
 
 
@@ -201,11 +269,12 @@ def test_wholeloop_yaml_and_a_task_spec_take_a_checks_list_and_an_empty_one_swit
 @pytest.fixture(scope="module")
 def checks_suite(tmp_path_factory) -> dict:
     """The own-checks fixture (ruff, mypy and eslint pinned by its .pre-commit-config.yaml), gold and noop
-    run on both tasks through the real Runner, and four crafted patches of tidyco-001, each fixing
-    the bug as gold does and leaving one thing the repository's own checks see."""
+    run on both tasks through the real Runner, and three crafted patches of tidyco-001, each fixing
+    the bug as gold does and leaving what the repository's own checks see."""
     import subprocess
     import sys
 
+    import yaml
     from support.hostile import RUN_PREFIX, Script, run
 
     from harness.agents import get_agent
@@ -245,8 +314,15 @@ def checks_suite(tmp_path_factory) -> dict:
     ).stdout
     js_unused = js.replace("export function slug(title) {\n", "export function slug(title) {\n  const extra = 1;\n")
     assert js_unused != js
+    # three crafted patches, each one task (a copy of tidyco-001's spec under its own id) of ONE run
+    # with two workers: a run per patch cost a Runner and its containers each, one after another
     agents = {
-        "ruff": Script(writes({"tidyco/text.py": unused}), name="adds-unused-import"),
+        # its own linter, and an inline suppression, which is ignored (at base as in the attempt)
+        "ruff": Script(
+            writes({"tidyco/text.py": unused.replace("import os\n", "import os\nimport sys  # noqa: F401\n")}),
+            name="unused-imports",
+        ),
+        # an attempt to silence it in the config the checks read: they read the base's
         "config": Script(
             writes(
                 {
@@ -257,21 +333,36 @@ def checks_suite(tmp_path_factory) -> dict:
             ),
             name="silences-ruff-in-config",
         ),
-        "noqa": Script(
-            writes({"tidyco/text.py": unused.replace("import os\n", "import os  # noqa: F401\n")}), name="noqa"
-        ),
-        "mypy": Script(writes({"tidyco/text.py": typed}), name="type-error"),
-        "eslint": Script(writes({"tidyco/text.py": fixed, "web/slug.js": js_unused}), name="eslint-unused"),
+        # its type checker, and its JavaScript linter
+        "types": Script(writes({"tidyco/text.py": typed, "web/slug.js": js_unused}), name="type-and-eslint"),
     }
+    crafted = where / "fixture" / "crafted"  # beside tasks/: the spec's `repo: ../repo` still holds
+    crafted.mkdir()
+    copies = []
+    for name in agents:
+        spec = yaml.safe_load(first.read_text())
+        spec["id"] = f"tidyco-001-{name}"
+        copies.append(crafted / f"{spec['id']}.yaml")
+        copies[-1].write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    class ByTask:
+        """Each crafted task's Script, by the task's id."""
+
+        model = None
+        name = "crafted"
+
+        def run(self, ctx):
+            return agents[ctx.task.id.removeprefix("tidyco-001-")].run(ctx)
+
+        def describe(self) -> dict:
+            return {"agent": self.name, "by_task": {n: a.describe() for n, a in agents.items()}}
+
     out = {
-        "gold": run(specs, get_agent("gold"), where / f"{RUN_PREFIX}checks-gold"),
-        "noop": run(specs, get_agent("noop"), where / f"{RUN_PREFIX}checks-noop"),
-        "dirs": {"gold": where / f"{RUN_PREFIX}checks-gold"},
+        "gold": run(specs, get_agent("gold"), where / f"{RUN_PREFIX}checks-gold", workers=2),
+        "noop": run(specs, get_agent("noop"), where / f"{RUN_PREFIX}checks-noop", workers=2),
+        "crafted": run(copies, ByTask(), where / f"{RUN_PREFIX}checks-crafted", workers=2),
+        "dirs": {"gold": where / f"{RUN_PREFIX}checks-gold", "crafted": where / f"{RUN_PREFIX}checks-crafted"},
     }
-    for name, agent in agents.items():
-        folder = where / f"{RUN_PREFIX}checks-{name}"
-        out[name] = run(first, agent, folder)
-        out["dirs"][name] = folder
     return out
 
 
@@ -283,14 +374,15 @@ def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(c
 
     gold, noop = checks_suite["gold"], checks_suite["noop"]
     assert len(gold) == 2 and all(r.resolved for r in gold.values()), {t: r.note for t, r in gold.items()}
-    for row in gold.values():
+    for task, row in gold.items():
         checks = row.acceptance["own_checks"]
         assert checks["checks"] == ["ruff==0.6.9", "mypy==1.11.2", "eslint==9.12.0"], checks
         assert checks["error"] is None, checks
         # the base's findings in the touched file (an ambiguous name, an untyped function) moved
-        # down with gold's new lines: matched without line numbers, nothing new; base_total also
-        # counts mypy's findings in the other files (it runs on the whole tree, as at base)
-        assert checks["base_total"] > 2 and checks["new"] == [], checks
+        # down with gold's new lines: matched without line numbers, nothing new
+        # (base_total: ruff's one in the touched file, and mypy's of the whole tree, which it runs
+        # on: five at the first task's base, six at the second's)
+        assert checks["base_total"] == {"tidyco-001": 6, "tidyco-002": 7}[task] and checks["new"] == [], checks
         assert judge(row).accepted
     assert not any(judge(r).accepted for r in noop.values())
 
@@ -301,44 +393,92 @@ def test_gold_is_accepted_on_every_task_of_the_checks_fixture_and_noop_on_none(c
 @pytest.mark.parametrize(
     ("name", "evidence"),
     [
-        ("ruff", "ruff F401 in tidyco/text.py: `os` imported but unused"),
-        ("config", "ruff F401 in tidyco/text.py: `os` imported but unused"),
-        ("noqa", "ruff F401 in tidyco/text.py: `os` imported but unused"),
-        ("mypy", "mypy return-value in tidyco/text.py: Incompatible return value type"),
-        ("eslint", "eslint no-unused-vars in web/slug.js: 'extra' is assigned a value but never used"),
+        (
+            "ruff",
+            [
+                "ruff F401 in tidyco/text.py: `os` imported but unused",
+                "ruff F401 in tidyco/text.py: `sys` imported but unused",  # despite its noqa
+            ],
+        ),
+        ("config", ["ruff F401 in tidyco/text.py: `os` imported but unused"]),
+        (
+            "types",
+            [
+                "mypy return-value in tidyco/text.py: Incompatible return value type",
+                "eslint no-unused-vars in web/slug.js: 'extra' is assigned a value but never used",
+            ],
+        ),
     ],
 )
 def test_a_patch_that_adds_a_finding_of_the_repositorys_own_checks_is_resolved_and_not_accepted(
-    checks_suite, name, evidence, tmp_path
+    checks_suite, name, evidence
 ):
     """Its own linter (ruff), an attempt to silence it in the config the checks read (the base's
     config is what they read) or inline (noqa is ignored, at base as in the attempt), its type
-    checker (mypy), its JavaScript linter (eslint): resolved, not accepted, the finding named in show, show --json, report --json
-    and the HTML report."""
+    checker (mypy), its JavaScript linter (eslint): resolved, not accepted, each finding named in
+    show and show --json."""
     from support.cli import wl
 
     reason = "new findings of the repository's own checks"
-    [row] = checks_suite[name].values()
-    where = checks_suite["dirs"][name]
+    row = checks_suite["crafted"][f"tidyco-001-{name}"]
+    where = checks_suite["dirs"]["crafted"]
     assert row.resolved and row.outcome == "resolved", (row.outcome, row.note)
     checks = row.acceptance["own_checks"]
-    assert checks["error"] is None and checks["new_total"] == 1, checks
+    assert checks["error"] is None and checks["new_total"] == len(evidence), checks
     shown = wl("show", where, row.task_id, env={"COLUMNS": "400"})
     said = next((line for line in shown.stdout.splitlines() if line.startswith("acceptance: ")), "")
     assert shown.returncode == 0 and said.startswith("acceptance: not accepted: ") and f"{reason} (" in said, said
-    assert evidence in shown.stdout
+    for each in evidence:
+        assert each in shown.stdout, each
     data = json.loads(wl("show", where, row.task_id, "--json").stdout)
     [attempt] = data["attempts"]
     # (the config attack is also out of scope: pyproject.toml)
     assert attempt["acceptance"]["verdict"] == "not_accepted" and reason in attempt["acceptance"]["reasons"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_the_report_counts_each_patch_with_new_findings_resolved_and_not_accepted(checks_suite, tmp_path):
+    """report --json and the HTML report over the crafted run: three resolved, none accepted, each
+    for the repository's own checks."""
+    from support.cli import wl
+
+    reason = "new findings of the repository's own checks"
     figures, html = tmp_path / "f.json", tmp_path / "r.html"
-    done = wl("report", where, "--json", figures, "--html", html, env={"COLUMNS": "300"})
+    done = wl("report", checks_suite["dirs"]["crafted"], "--json", figures, "--html", html, env={"COLUMNS": "300"})
     assert done.returncode == 0, done.stderr[-2000:]
     [acc] = json.loads(figures.read_text())["acceptance"]
-    assert (acc["resolved"], acc["accepted"], acc["reasons"][reason]) == (1, 0, 1)
+    assert (acc["resolved"], acc["accepted"], acc["reasons"][reason]) == (3, 0, 3), acc
     page = html.read_text()
     section = page[page.index('id="acceptance"') :]
-    assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section
+    assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 3" in section
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_the_task_images_of_one_environment_share_one_install_of_the_tools(checks_suite, tmp_path):
+    """The fixture's two tasks have two base commits, so two task images and two checks layers;
+    the tools (a venv with ruff and mypy, eslint from npm: the slow part, minutes cold) are
+    installed once, on their common environment image, and copied into both layers."""
+    from harness.agents import get_agent
+    from harness.grading.own_checks import CHECKS_DIR, base_command, install_commands
+    from harness.run import Runner, RunOptions
+    from harness.tasks import load_task
+    from sandbox.docker import images
+
+    specs = sorted((checks_suite["dirs"]["gold"].parent / "fixture" / "tasks").glob("*.yaml"))
+    assert len(specs) == 2, specs
+    runner = Runner([load_task(p) for p in specs], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    task_ids = {images.image_id(runner.prepare(t).image) for t in runner.tasks}
+    assert len(task_ids) == 2
+    checks = next(iter(checks_suite["gold"].values())).acceptance["own_checks"]["checks"]
+    install, base_run = install_commands(checks), (base_command(checks),)
+    tags = {images.checks_image_tags(t, install, base_run, CHECKS_DIR) for t in task_ids}
+    assert len({tools for tools, _ in tags}) == 1 and len({layer for _, layer in tags}) == 2, tags
+    for _, layer in tags:  # both layers were built (by the fixture's grading) and hold the tools
+        assert images.image_exists(layer), layer
 
 
 @pytest.mark.docker
@@ -451,3 +591,97 @@ def test_go_gold_is_clean_and_a_patch_gofmt_and_go_vet_refuse_is_found(tmp_path)
     found = measure_own_checks(checks, crafted, ["semver/compare.go"], image, backend, limits)
     assert found.error is None, found
     assert {(n.check, n.rule) for n in found.new} == {("gofmt", "gofmt"), ("go-vet", "vet")}, found
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_pyright_and_prettier_installed_in_a_layer_find_what_a_patch_adds_and_nothing_of_gold(tmp_path):
+    """pyright (pip, its Node program fetched at install) and prettier (npm) named by a task's
+    `checks:`, on the own-checks fixture's image: gold adds nothing; gold plus a type error and a
+    new misformatted script adds one finding of each, matched against the base run in the layer."""
+    import subprocess
+    import sys
+
+    from support import git
+
+    from harness.agents import get_agent
+    from harness.grading.own_checks import measure_own_checks
+    from harness.run import Runner, RunOptions
+    from harness.sandboxes import default_backend
+    from harness.tasks import load_task
+    from sandbox import Limits
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_checks_fixture.py"), str(tmp_path / "fixture")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    task = load_task(tmp_path / "fixture" / "tasks" / "tidyco-001.yaml")
+    runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    image = runner.prepare(runner.tasks[0]).image
+    backend, limits = default_backend(), Limits()
+    checks = ["pyright==1.1.385", "prettier==3.3.3"]
+    gold = task.gold()
+    clean = measure_own_checks(checks, gold, ["tidyco/text.py"], image, backend, limits)
+    # (pyright in its standard mode finds nothing in the base, prettier neither: base_total 0)
+    assert clean.error is None and clean.new == [] and clean.files == ["tidyco/text.py"], clean
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "fixture" / "repo"), str(clone)], check=True)
+    git(clone, "checkout", "-q", task.base_commit)
+    (tmp_path / "gold.diff").write_text(gold)
+    git(clone, "apply", str(tmp_path / "gold.diff"))
+    text = clone / "tidyco" / "text.py"
+    text.write_text(text.read_text() + "\n\ndef width(text: str) -> int:\n    return text\n")
+    (clone / "web" / "extra.js").write_text("export const  extra = {a:1,\nb:2}\n")
+    git(clone, "add", "-A")
+    crafted = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    found = measure_own_checks(checks, crafted, ["tidyco/text.py", "web/extra.js"], image, backend, limits)
+    assert found.error is None, found
+    assert {(n.check, n.rule, n.file) for n in found.new} == {
+        ("pyright", "reportReturnType", "tidyco/text.py"),
+        ("prettier", "prettier", "web/extra.js"),
+    }, found
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_the_typescript_task_gets_tsc_from_its_package_json_gold_is_clean_and_a_type_error_is_found(tmp_path):
+    """The polyglot suite's TypeScript task: package.json's typescript with a tsconfig.json names
+    tsc (installed at that version in the layer); gold adds no finding; gold plus a value of the
+    wrong type adds one TS2322."""
+    import subprocess
+
+    from support import git
+
+    from harness.agents import get_agent
+    from harness.grading.own_checks import checks_of, measure_own_checks
+    from harness.run import Runner, RunOptions
+    from harness.sandboxes import default_backend
+    from harness.tasks import load_task
+    from sandbox import Limits
+
+    spec = ROOT / "tasks" / "polyglot" / "timespan-001.yaml"
+    task = load_task(spec)
+    runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+    image = runner.prepare(runner.tasks[0]).image
+    backend, limits = default_backend(), Limits()
+    checks = checks_of(None, backend, image, limits)
+    assert checks == ["tsc==5.6.3"]
+    gold = task.gold()
+    clean = measure_own_checks(checks, gold, ["src/parse.ts"], image, backend, limits)
+    assert clean.error is None and clean.new == [] and clean.files == ["src/parse.ts"], clean
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str((spec.parent / task.repo).resolve()), str(clone)], check=True)
+    git(clone, "checkout", "-q", task.base_commit)
+    (tmp_path / "gold.diff").write_text(gold)
+    git(clone, "apply", str(tmp_path / "gold.diff"))
+    path = clone / "src" / "parse.ts"
+    path.write_text(path.read_text() + '\nexport const limit: number = "ten";\n')
+    git(clone, "add", "-A")
+    crafted = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    found = measure_own_checks(checks, crafted, ["src/parse.ts"], image, backend, limits)
+    assert found.error is None, found
+    assert [(n.check, n.rule, n.file, n.count) for n in found.new] == [("tsc", "TS2322", "src/parse.ts", 1)], found

@@ -108,3 +108,53 @@ def test_a_node_id_whose_parameters_hold_unbalanced_brackets_ends_at_its_message
         "tests/test_h.py::test_c[x - y]": "PASSED",
     }
     assert report.listed[node] == {"PASSED", "ERROR"} and report.messages[node] == "ValueError: boom"
+
+
+LONG_IDS = """\
+import pytest
+
+
+def check(value):
+    assert value == "expected", "the helper says no"
+
+
+def test_short():
+    check("first test's own value")
+
+
+@pytest.mark.parametrize("text", ["a fairly long parameter value number one that goes on", "number two " * 5])
+def test_a_parser_reads_every_kind_of_line_written_by_the_tool(text):
+    assert text.upper() == text, "second or third"
+"""
+
+
+def test_each_failing_test_gets_its_own_block_when_pytest_shortens_the_block_headers(tmp_path):
+    """A test id too long for the terminal's width gets a block header with one underscore each side
+    (`_ test_x[long id] _`): it was not read as a header, so its block went on the previous test's,
+    and `show` printed two or three tests' assertions in one test's panel (issue 28). Real pytest
+    output, 80 columns; a traceback of two entries (pytest's `_ _ _` line between them) stays one
+    block."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_long.py").write_text(LONG_IDS)
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_long.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    ).stdout
+    assert "\n_ test_a_parser_reads_every_kind_of_line_written_by_the_tool[" in out  # the short header
+    assert "\n_ _ _ _" in out  # the separator between a traceback's entries
+    report = parse_pytest(out)
+    short = report.messages["test_long.py::test_short"]
+    assert "the helper says no" in short and "first test's own value" in short
+    assert "second or third" not in short and "NUMBER" not in short, short
+    one, two = (n for n in report.messages if "[" in n)
+    assert "NUMBER ONE" in report.messages[one] and "NUMBER TWO" not in report.messages[one], report.messages[one]
+    assert "NUMBER TWO" in report.messages[two] and "NUMBER ONE" not in report.messages[two], report.messages[two]
+    assert "first test's own value" not in report.messages[one] + report.messages[two]

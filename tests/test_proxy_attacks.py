@@ -674,8 +674,161 @@ def test_a_chunked_stream_is_read_in_batches_of_what_has_arrived():
     assert [d for batch in batches for d in batch] == [b"abc", b"de", b"fghi", b"j"] and not extra
     assert batches[0] == [b"abc"]  # forwarded before the rest arrived
     assert _batches([body + b"HTTP/1.1 200 OK\r\n"]) == ([[b"abc", b"de", b"fghi", b"j"]], True)
+    from harness.agents.external.http1 import ChunkBatches
+
+    for pieces, ended in (([body], True), ([body[:-2], body[-2:]], False), (cuts, False)):  # (cuts: trailers last)
+        reader = ChunkBatches(io.BufferedReader(_Pieces(pieces), buffer_size=1 << 18))
+        seen = [(batch, reader.ended) for batch in reader]  # ended: while the last batch is read
+        assert [e for _, e in seen] == [False] * (len(seen) - 1) + [ended], pieces
+        assert [d for b, _ in seen for d in b] == [b"abc", b"de", b"fghi", b"j"] and not reader.extra
     from harness.agents.external.http1 import BadMessage
 
     for broken in (b"3\r\nabcX\r\n0\r\n\r\n", b"zz\r\nabc\r\n", b"3\r\nab", b"1" * 2000):
         with pytest.raises(BadMessage):
             _batches([broken])
+
+
+def test_the_provider_connection_blocks_with_the_kernels_timeout():
+    """The relay's connection to the provider is a blocking socket (a socket with a Python timeout
+    polls before every send and receive: one more syscall, and one more wait for the GIL behind
+    the other calls' relays, each time), and its timeout still holds: a provider that accepts and
+    never answers ends the read with an error instead of holding the relay forever."""
+    from harness.agents.external.http1 import Upstream, read_head
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        upstream = Upstream("127.0.0.1", listener.getsockname()[1], https=False, timeout=0.3)
+        silent, _ = listener.accept()
+        try:
+            assert upstream.sock.gettimeout() is None  # no poll before each operation
+            with pytest.raises(OSError):
+                read_head(upstream.rf)  # as the relay reads the provider's answer
+        finally:
+            upstream.close()
+            silent.close()
+    finally:
+        listener.close()
+
+
+def _stream_answer(chunks: list[bytes], end: bytes):
+    def answer(head: bytes):
+        yield b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        for data in chunks:
+            yield b"%x\r\n%s\r\n" % (len(data), data)
+        yield end
+
+    return answer
+
+
+def _stream_through(sock_dir: str, answer, monkeypatch) -> tuple[list[bytes], bytes]:
+    """What the relay wrote to the client (each write), and all the client read, for one stream."""
+    from harness.agents.external import relay
+
+    writes: list[bytes] = []
+    send = relay.Connection.send
+
+    def counted(self, data: bytes) -> None:
+        writes.append(data)
+        send(self, data)
+
+    monkeypatch.setattr(relay.Connection, "send", counted)
+    with _Scripted(answer) as provider:
+        proxy, _ = start(provider.url, sock_dir, "anthropic")
+        with proxy:
+            body = json.dumps(
+                {
+                    "model": "claude-sonnet-5-5",
+                    "max_tokens": 10,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "x"}],
+                }
+            ).encode()
+            sock = connect(proxy.socket_path)
+            sock.settimeout(10)
+            sock.sendall(
+                f"POST /v1/messages HTTP/1.1\r\nhost: p\r\nx-api-key: {TOKEN}\r\nconnection: close\r\n"
+                f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            got = b""
+            while more := sock.recv(65536):
+                got += more
+            sock.close()
+    return writes, got
+
+
+def test_a_streams_head_goes_out_with_its_first_chunks(sock_dir, monkeypatch):
+    """A stream's head is written with the first chunks that arrive (one write less a call, one
+    wait less for the GIL with 8 calls at once); a stream that ends before any chunk still gets
+    its head and its end, and one cut before any chunk gets its head and no end (the client must
+    see the reply did not finish)."""
+    start_event = b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3}}}\n\n'
+    writes, got = _stream_through(sock_dir, _stream_answer([start_event], b"0\r\n\r\n"), monkeypatch)
+    assert writes[0].startswith(b"HTTP/1.1 200 OK\r\n") and start_event in writes[0]
+    assert got.endswith(b"0\r\n\r\n") and got.count(b"HTTP/1.1 200") == 1
+    writes, got = _stream_through(sock_dir, _stream_answer([], b"0\r\n\r\n"), monkeypatch)
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.endswith(b"\r\n\r\n0\r\n\r\n")
+    writes, got = _stream_through(sock_dir, _stream_answer([], b""), monkeypatch)  # the provider hangs up
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.endswith(b"chunked\r\n\r\n")
+
+
+def test_a_streams_end_goes_out_with_its_last_chunks(sock_dir, monkeypatch):
+    """When the provider's last chunk and the body's end (size 0, trailers, blank line) arrive
+    together, the relay forwards them with one write; an end that arrives on its own, later, is
+    still forwarded (and a body whose end never comes is not ended: the cut stays visible)."""
+    stop = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+    def together(head: bytes):
+        yield b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        yield b"%x\r\n%s\r\n0\r\nx-t: 1\r\n\r\n" % (len(stop), stop)
+
+    writes, got = _stream_through(sock_dir, together, monkeypatch)
+    assert stop in writes[-1] and writes[-1].endswith(b"\r\n0\r\n\r\n")
+    assert got.endswith(stop + b"\r\n0\r\n\r\n") and got.count(b"0\r\n\r\n") == 1
+    writes, got = _stream_through(sock_dir, _stream_answer([stop], b"0\r\n\r\n"), monkeypatch)
+    assert got.endswith(stop + b"\r\n0\r\n\r\n")
+
+
+def test_a_tls_provider_connection_keeps_its_timeout(tmp_path, monkeypatch):
+    """Over TLS the timeout stays Python's (the ssl module retries a blocking socket's EAGAIN
+    forever, so the kernel's timeout would never end a read): a TLS provider that accepts and
+    never answers still ends the read with an error."""
+    import shutil
+    import ssl
+    import subprocess
+
+    from harness.agents.external import http1
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1"]
+        + ["-subj", "/CN=localhost"],
+        check=True,
+        capture_output=True,
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    client = ssl.create_default_context(cafile=str(cert))
+    client.check_hostname = False
+    monkeypatch.setattr(http1.ssl, "create_default_context", lambda: client)
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def silent() -> None:
+        conn, _ = listener.accept()
+        with server.wrap_socket(conn, server_side=True):
+            done.wait(30)  # the handshake, then nothing
+
+    threading.Thread(target=silent, daemon=True).start()
+    try:
+        upstream = http1.Upstream("127.0.0.1", listener.getsockname()[1], https=True, timeout=0.3)
+        try:
+            with pytest.raises(OSError):
+                http1.read_head(upstream.rf)
+        finally:
+            upstream.close()
+    finally:
+        done.set()
+        listener.close()

@@ -145,6 +145,11 @@ class ContainerAgent(Protocol):
         is wrong, one line each; empty when nothing is."""
         ...
 
+    def pairing(self) -> list[tuple[str, str]]:
+        """What the checks decided for this agent and its model (the wire, how the CLI is pointed at
+        the proxy, the key), (what, value) each, for `wholeloop agents verify`."""
+        ...
+
     def prepare(self, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> None:
         """Get ready before any agent container starts (build an install, check it) on `backend`
         (the run's; default `harness.sandboxes.default_backend()`); raises with a clear message

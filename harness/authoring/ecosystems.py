@@ -69,11 +69,11 @@ def _apt(*packages: str) -> str:
 class UnsupportedRepository(EnvironmentNotInferred):
     """Nothing in the repository says which language it is, or it is one mining cannot set up."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         from ..parsers import PARSERS  # (the registry imports nothing of authoring)
 
-        self.hint = f"write {CONFIG_NAME} saying how to build and test it, for example:\n" + TEMPLATE.replace(
+        self.hint = hint or f"write {CONFIG_NAME} saying how to build and test it, for example:\n" + TEMPLATE.replace(
             "PARSERS", ", ".join(PARSERS.names())
         )
 
@@ -270,7 +270,10 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         if needed and "vendor/modules.txt" not in root and not own_toolchain and "GOPROXY" not in config.env:
             raise UnsupportedRepository(
                 f"{repo.source} at {commit[:10]}: go.mod requires {', '.join(needed)}, which no module proxy "
-                "this machine reaches serves, and the repository has no vendor/ (`go mod vendor` makes one)"
+                "this machine reaches serves, and the repository has no vendor/ (`go mod vendor` makes one)",
+                hint=f"give {CONFIG_NAME} a module proxy the image build reaches, `env: {{GOPROXY: URL}}` "
+                "(the install runs with the network on and the modules stay in the image for grading), "
+                "or mine a history whose commits have vendor/; see docs/tasks.md (Go, TypeScript and Rust)",
             )
         env = {"GOPROXY": "off", "GOSUMDB": "off", "GOTOOLCHAIN": "local"}
         if not own_toolchain:

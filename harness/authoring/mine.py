@@ -130,6 +130,11 @@ def classify(path: str, parser: Parser) -> str:
 
 
 _CONVENTIONAL = re.compile(r"^\s*(\w+)(\([^)]*\))?!?:\s")
+# The types conventional commits use (Angular's, and the common additions): any other word before
+# the colon is a module, class or package (`SI: handle ...`, `color: add ...`), not a kind.
+_CONVENTIONAL_TYPES = frozenset(
+    "feat feature fix bugfix hotfix docs doc style refactor perf test tests build ci chore revert deps security".split()
+)
 _FIX_WORDS = re.compile(r"\b(fix(es|ed)?|bug|crash(es)?|error|regression|wrong|broken|incorrect|handle)\b", re.I)
 _FEATURE_WORDS = re.compile(r"\b(add(s|ed)?|support|implement|new|allow|introduce)\b", re.I)
 
@@ -139,7 +144,7 @@ def commit_kind(subject: str) -> str:
     commit type when it has one (fix, feat, ...), else fix / feature / change by its words. A
     guess for the reader; no rule depends on it."""
     match = _CONVENTIONAL.match(subject)
-    if match:
+    if match and match.group(1).lower() in _CONVENTIONAL_TYPES:
         return match.group(1).lower()
     if _FIX_WORDS.search(subject):
         return "fix"

@@ -127,6 +127,8 @@ def write_crash_log(exc: BaseException) -> Path | None:
 #: pay for the run, mining or task commands' imports. tests/test_failures_cli.py checks it is complete.
 COMMANDS = {
     "run": "run",
+    "agents": "run",
+    "sweep": "sweep",
     "regrade": "regrade",
     "gate": "gate",
     "history": "history",

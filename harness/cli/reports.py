@@ -225,7 +225,7 @@ def compare(runs, scoring, json_out, strict, policy, metric):
         sys.exit(UNDECIDED)
 
 
-def _indexes(runs, out):
+def _indexes(runs, out, what: str = "causes"):
     """The history index of each run folder that has one, with the run's key in it."""
     if not runs:
         return []  # (the database layer is long to import)
@@ -239,7 +239,7 @@ def _indexes(runs, out):
         except FileNotFoundError:
             continue
         except HistoryError as exc:
-            out.print(f"[yellow]warning[/]: causes not kept in the history: {exc}", highlight=False)
+            out.print(f"[yellow]warning[/]: {what} not kept in the history: {exc}", highlight=False)
             continue
         key = index.run_key(run_dir)
         if key is None:
@@ -435,15 +435,36 @@ def review_cmd(run_dir, task_ids, reviewer, policy):
     from ..report.show import review
 
     name = reviewer or getpass.getuser()
-    done = review(
-        run_dir,
-        list(task_ids),
-        name,
-        lambda text: click.prompt(text, default="", show_default=False),
-        console=console(),
-        policy=load_policy(policy),
-    )
+    try:
+        done = review(
+            run_dir,
+            list(task_ids),
+            name,
+            lambda text: click.prompt(text, default="", show_default=False),
+            console=console(),
+            policy=load_policy(policy),
+        )
+    finally:
+        _tell_history_reviews(run_dir, console())
     click.echo(f"{done} verdict(s) recorded in {run_dir / 'reviews.jsonl'}")
+
+
+def _tell_history_reviews(run_dir: Path, out) -> None:
+    """The history index of the run (when it has one) told the verdicts that count now; a database
+    that is down only warns (the review file has them: `history --add RUN` tells it later)."""
+    if not (run_dir / "reviews.jsonl").exists():
+        return
+    from ..history.db import HistoryError, reviews_json
+    from ..records import RunFolder
+
+    for _, index, key in _indexes([run_dir], out, "human verdicts"):
+        try:
+            folder = RunFolder(run_dir)
+            index.store_reviews(key, reviews_json(folder, folder.latest()))
+        except HistoryError as exc:
+            out.print(f"[yellow]warning[/]: human verdicts not kept in the history: {exc}", highlight=False)
+        finally:
+            index.close()
 
 
 from .harbor import export_harbor  # noqa: E402  (Harbor's commands live in their own module)

@@ -282,9 +282,10 @@ def run(
 
 
 def _print_plan(out, launch) -> None:
-    """What the run would do, with a time and cost estimate from earlier runs of the same tasks."""
+    """What the run would do, with a time and cost estimate per unit from the one estimator
+    (harness.sweep.estimate: this configuration's history, then its model's, then tokens x price)."""
     from ..report.format import seconds, usd
-    from ..run.preflight import estimate
+    from ..sweep.estimate import Config, Estimator, history_url
 
     tasks, agent, label, options, where, notes = (
         launch.tasks,
@@ -295,35 +296,66 @@ def _print_plan(out, launch) -> None:
         launch.notes,
     )
     units = launch.pending()
-    est = estimate(tasks, units, out=options.out, model=agent.model, agent=agent.name, workers=options.workers)
+    history = launch.spec.history
+    estimator = Estimator.from_history(history_url(options.out, history.url, history.enabled), [t.id for t in tasks])
+    config = Config(label, agent.name, agent.model)
+    est = estimator.units(config, [t.id for t, _ in units])
     out.print(
         f"[bold]dry run[/]: {len(tasks)} task(s) x {options.repeats} repeat(s) x up to {options.attempts} "
         f"attempt(s), agent [cyan]{label}[/], {where} -> {options.out}"
     )
     for note in notes:
         out.print(f"  ok  {note}")
-    by_id = {t.task_id: t for t in est.tasks}
     for task in tasks:
-        e = by_id[task.id]
-        seen = f"~{seconds(e.seconds)} per trial" if e.seconds is not None else "no earlier run"
-        cost = f", ~{usd(e.cost_usd)}" if e.cost_usd is not None else ""
+        e = estimator.unit(config, task.id)
+        seen = f"~{seconds(e.seconds)} per trial" if e.seconds is not None else "time unknown"
+        cost = f", ~{usd(e.cost_usd)} ({e.cost_from.value})" if e.cost_usd is not None else ", cost unknown"
         out.print(f"  {task.id:<24} {task.repo} @ {task.base_commit[:12]}   {seen}{cost}", soft_wrap=True)
     out.print(f"{len(units)} unit(s) to run, {len(tasks) * options.repeats - len(units)} already done")
-    if est.seconds is None:
-        out.print("estimate: none (no earlier run of these tasks under " + str(options.out.parent) + ")")
-    else:
-        cost = (
-            f" and about {usd(est.cost_usd)}"
-            + (
-                ""
-                if est.cost_tasks == len({t.id for t, _ in units})
-                else f" (from the {est.cost_tasks} task(s) seen with this model)"
-            )
-            if est.cost_usd is not None
-            else "; cost: no earlier run with this model and agent"
-        )
-        out.print(
-            f"estimate: about {seconds(est.seconds)} of wall time over {options.workers} worker(s){cost}, "
-            f"from {est.runs} earlier run(s) of these tasks ({est.seen} of {len(tasks)} tasks seen)"
-        )
+    wall = est.wall_seconds(options.workers)
+    when = (
+        f"about {seconds(wall)} of wall time over {options.workers} worker(s)" if wall is not None else "time: unknown"
+    )
+    cost = f"about {usd(est.cost_usd)}" if est.cost_usd is not None else "cost: unknown"
+    sources = f"time {est.says('time')}; cost {est.says('cost')}" if units else "nothing to run"
+    out.print(f"estimate: {when}, {cost} ({sources})" + (f"; {estimator.note}" if estimator.note else ""))
     out.print("nothing was started (--dry-run)")
+
+
+@main.group()
+def agents():
+    """Agent CLIs (external agents): check one before a run."""
+
+
+@agents.command("verify")
+@click.argument("agent_name", metavar="AGENT", required=False)
+@click.option("--model", default=None, help="the model to pair it with (default: the config's own)")
+@click.option(
+    "--agent-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="an external agent config of your own (kind: external) instead of AGENT",
+)
+@click.option("--allow-unknown-model", is_flag=True, help="a model the price map does not know is not a problem")
+def agents_verify(agent_name, model, agent_config, allow_unknown_model):
+    """Check an external agent (external:NAME, or --agent-config FILE) with a model, as `run` does
+    before any container starts: the wire the model's provider needs is one the CLI speaks, the CLI
+    is handed the proxy's endpoint and its token on that wire, the provider's key is set, the model
+    has a price. Nothing is installed, started or sent. Exit 0 when a run could start, else 2
+    naming every problem."""
+    from ..launch import RunProblem, verify_agent
+    from ..run.spec import agent_spec
+    from . import InputProblem
+
+    if not agent_name and not agent_config:
+        raise click.UsageError("give AGENT (external:NAME) or --agent-config FILE")
+    spec = agent_spec(agent_name, model=model, config_path=agent_config)
+    try:
+        facts = verify_agent(spec, allow_unknown_model=allow_unknown_model)
+    except RunProblem as exc:
+        for what, fix in exc.problems:
+            click.secho(f"error: {what}" + (f"; {fix}" if fix else ""), fg="red", err=True)
+        raise InputProblem(str(exc), exc.hint) from None
+    width = max(len(what) for what, _ in facts)
+    for what, value in facts:
+        click.echo(f"{what:<{width}}  {value}")
+    click.secho("ok: a run with this agent and model can start", fg="green")

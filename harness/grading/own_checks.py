@@ -41,6 +41,7 @@ DIFF = "/tmp/wholeloop-own-checks.diff"
 EVIDENCE_FINDINGS = 20  # new findings kept per attempt as evidence (the total is whole)
 PY = (".py", ".pyi")
 JS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx")
+PRETTIER = (*JS, ".css", ".scss", ".less", ".html", ".vue", ".md", ".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class Tool:
     # an attempt is checked with the base's own invocation, the whole tree, its warm cache making
     # that incremental; and the findings of every file count (a changed signature breaks callers)
     whole: bool = False
+    # run once at install, network on, after the packages are in (pyright's Python wrapper fetches
+    # its Node program on first use: fetched then, into the tools' folder, never at check time)
+    warm: str = ""
 
 
 class Finding(BaseModel):
@@ -88,7 +92,7 @@ class OwnChecks(BaseModel):
     files: list[str] = Field(default_factory=list, description="the patched files the checks ran on")
     new: list[NewFinding] = Field(default_factory=list, description="findings the base does not have (evidence)")
     new_total: int = 0
-    base_total: int = 0  # findings of the base on the same files
+    base_total: int = 0  # findings of the base on the same files (a whole-program checker's: the whole tree)
     seconds: float = 0.0
     error: str | None = Field(None, description="why the checks could not run: the axis is then not measured")
 
@@ -205,6 +209,78 @@ def parse_go_vet(text: str) -> list[Finding]:
     return out
 
 
+def parse_pyright_json(text: str) -> list[Finding]:
+    """`pyright --outputjson`: `generalDiagnostics[]` with `file`, `rule` (absent for some), `message`."""
+    start = text.find("{")
+    try:
+        data = json.loads(text[start:]) if start >= 0 else {}
+    except ValueError:
+        return []
+    out = []
+    for d in data.get("generalDiagnostics") or [] if isinstance(data, dict) else []:
+        if isinstance(d, dict) and d.get("severity") in ("error", "warning"):
+            message = str(d.get("message", "")).split("\n", 1)[0]
+            out.append(
+                Finding(file=_rel(str(d.get("file", ""))), rule=str(d.get("rule") or d["severity"]), message=message)
+            )
+    return out
+
+
+_TSC = re.compile(r"^(?P<file>[^()\n]+)\(\d+,\d+\): (?:error|warning) (?P<code>TS\d+): (?P<msg>.*)$")
+
+
+def parse_tsc(text: str) -> list[Finding]:
+    """`tsc --pretty false`: `file(line,col): error TS2322: message` lines (continuation lines left out)."""
+    out = []
+    for line in text.splitlines():
+        m = _TSC.match(line.strip())
+        if m:
+            out.append(Finding(file=_rel(m["file"]), rule=m["code"], message=m["msg"]))
+    return out
+
+
+def parse_file_list(rule: str, message: str, extensions: tuple[str, ...]) -> Callable[[str], list[Finding]]:
+    """A formatter that lists the files it would change, one a line (prettier --list-different,
+    cargo fmt --check --message-format short)."""
+
+    def parse(text: str) -> list[Finding]:
+        return [
+            Finding(file=_rel(line), rule=rule, message=message)
+            for line in text.splitlines()
+            if line.strip().endswith(extensions) and " " not in line.strip()
+        ]
+
+    return parse
+
+
+def parse_clippy_json(text: str) -> list[Finding]:
+    """`cargo clippy --message-format json`: one JSON object a line; each `compiler-message`'s
+    message, its file the primary span's (a message without a span, or without a code, such as
+    "N warnings emitted", is left out)."""
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        msg = data.get("message") if isinstance(data, dict) and data.get("reason") == "compiler-message" else None
+        if not isinstance(msg, dict) or not msg.get("code") or msg.get("level") not in ("warning", "error"):
+            continue
+        span = next((sp for sp in msg.get("spans") or [] if sp.get("is_primary")), None)
+        if span is None:
+            continue
+        out.append(
+            Finding(
+                file=_rel(str(span.get("file_name", ""))),
+                rule=str(msg["code"].get("code")),
+                message=str(msg.get("message", "")),
+            )
+        )
+    return out
+
+
 def _json_array(text: str) -> list:
     start = text.find("[")
     if start < 0:
@@ -248,6 +324,53 @@ TOOLS: dict[str, Tool] = {
         "{bin}/../node_modules/.bin/eslint -f json --no-inline-config {files}; true",
         JS,
         parse_eslint_json,
+    ),
+    "pyright": Tool(
+        "type checker",
+        "pip",
+        "pyright",
+        f"PYRIGHT_PYTHON_CACHE_DIR={CHECKS_DIR}/cache/pyright "
+        + '{bin}/pyright --pythonpath "$(command -v python3)" --outputjson {files}; true',
+        PY,
+        parse_pyright_json,
+        whole=True,
+        warm=f"PYRIGHT_PYTHON_CACHE_DIR={CHECKS_DIR}/cache/pyright {CHECKS_DIR}/bin/pyright --version",
+    ),
+    "tsc": Tool(
+        "type checker",
+        "npm",
+        "typescript",
+        "{bin}/../node_modules/.bin/tsc --pretty false --noEmit -p . ; true",
+        (".ts", ".tsx", ".mts", ".cts"),
+        parse_tsc,
+        whole=True,
+    ),
+    "prettier": Tool(
+        "formatter",
+        "npm",
+        "prettier",
+        "{bin}/../node_modules/.bin/prettier --list-different {files} 2>/dev/null; true",
+        PRETTIER,
+        parse_file_list("prettier", "would reformat", PRETTIER),
+    ),
+    "rustfmt": Tool(
+        "formatter",
+        "image",
+        "rustfmt",
+        "cargo fmt --check --message-format short 2>/dev/null; true",
+        (".rs",),
+        parse_file_list("rustfmt", "not rustfmt-formatted", (".rs",)),
+        whole=True,
+    ),
+    "clippy": Tool(
+        "linter",
+        "image",
+        "clippy",
+        f"CARGO_TARGET_DIR={CHECKS_DIR}/cache/cargo cargo clippy --offline --quiet --message-format json "
+        "2>/dev/null; true",
+        (".rs",),
+        parse_clippy_json,
+        whole=True,
     ),
 }
 
@@ -296,7 +419,39 @@ _PRE_COMMIT = {
     "pycqa/flake8": "flake8",
     "pycqa/isort": "isort",
     "pre-commit/mirrors-eslint": "eslint",
+    "robertcraigie/pyright-python": "pyright",
+    "pre-commit/mirrors-prettier": "prettier",
 }
+# a pre-commit hook repository whose hooks name the tool (by hook id)
+_PRE_COMMIT_HOOKS = {"doublify/pre-commit-rust": {"fmt": "rustfmt", "clippy": "clippy"}}
+PRETTIER_CONFIGS = (
+    ".prettierrc",
+    ".prettierrc.json",
+    ".prettierrc.yaml",
+    ".prettierrc.yml",
+    ".prettierrc.js",
+    "prettier.config.js",
+)
+# the commands a CI workflow step's `run:` names -> the tool (a word match on each line)
+_WORKFLOW = (
+    (r"\bruff\b", "ruff"),
+    (r"\bflake8\b", "flake8"),
+    (r"\bblack\b", "black"),
+    (r"\bisort\b", "isort"),
+    (r"\bmypy\b", "mypy"),
+    (r"\bpyright\b", "pyright"),
+    (r"\beslint\b", "eslint"),
+    (r"\bprettier\b", "prettier"),
+    (r"\btsc\b", "tsc"),
+    (r"\bgofmt\b", "gofmt"),
+    (r"\bgo vet\b", "go-vet"),
+    (r"\bcargo fmt\b|\brustfmt\b", "rustfmt"),
+    (r"\bcargo clippy\b", "clippy"),
+)
+# a tool the task image must have (nothing is installed for it) -> the commands it needs
+_NEEDS = {"gofmt": {"go"}, "go-vet": {"go"}, "rustfmt": {"cargo", "rustfmt"}, "clippy": {"cargo", "cargo-clippy"}}
+TOOLCHAIN_COMMANDS = "go gofmt cargo rustfmt cargo-clippy"
+WORKFLOWS = ".github/workflows"
 INFERRED_FROM = (
     "go.mod",
     "pyproject.toml",
@@ -309,13 +464,38 @@ INFERRED_FROM = (
     "ruff.toml",
     ".ruff.toml",
     "package.json",
+    "pyrightconfig.json",
+    "tsconfig.json",
+    "Cargo.toml",
+    *PRETTIER_CONFIGS,
 )
 
 
-def infer(read: Callable[[str], str | None], toolchains: frozenset[str] = frozenset()) -> list[str]:
+def workflow_runs(text: str) -> list[str]:
+    """The `run:` scripts of a GitHub Actions workflow's steps (every job's)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return []
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    out = []
+    for job in jobs.values() if isinstance(jobs, dict) else []:
+        for step in job.get("steps") or [] if isinstance(job, dict) else []:
+            if isinstance(step, dict) and isinstance(step.get("run"), str):
+                out.append(step["run"])
+    return out
+
+
+def infer(
+    read: Callable[[str], str | None], toolchains: frozenset[str] = frozenset(), workflows: tuple[str, ...] = ()
+) -> list[str]:
     """The checks the repository's config names, as `name` or `name==version`, in TOOLS' order;
     `read(path)` gives a base file's text (None when there is none); `toolchains`: the commands the
-    image has (`go`: a Go module gets gofmt and go vet)."""
+    image has (`go`: a Go module gets gofmt and go vet; `cargo` with `rustfmt` / `cargo-clippy`: a
+    Cargo crate gets them); `workflows`: the texts of its CI workflows, whose steps' `run:` lines
+    name tools too. A tool the image must bring is named only when the image has it."""
     import tomllib
 
     import yaml
@@ -323,6 +503,8 @@ def infer(read: Callable[[str], str | None], toolchains: frozenset[str] = frozen
     found: dict[str, str | None] = {}
 
     def add(name: str, version: str | None = None) -> None:
+        if name in _NEEDS and not _NEEDS[name] <= toolchains:
+            return
         if name in TOOLS and (name not in found or (version and not found[name])):
             found[name] = version
 
@@ -334,6 +516,10 @@ def infer(read: Callable[[str], str | None], toolchains: frozenset[str] = frozen
             data = {}
         for repo in data.get("repos") or [] if isinstance(data, dict) else []:
             url = str(repo.get("repo", "")).lower().removesuffix(".git").rstrip("/") if isinstance(repo, dict) else ""
+            hooks = next((h for r, h in _PRE_COMMIT_HOOKS.items() if url.endswith("/" + r)), {})
+            for hook in repo.get("hooks") or [] if hooks else []:
+                if isinstance(hook, dict) and hook.get("id") in hooks:
+                    add(hooks[hook["id"]])
             tool = next((t for r, t in _PRE_COMMIT.items() if url.endswith("/" + r)), None)
             if tool:
                 rev = str(repo.get("rev", "")).lstrip("v")
@@ -344,9 +530,13 @@ def infer(read: Callable[[str], str | None], toolchains: frozenset[str] = frozen
             tool_table = tomllib.loads(pyproject).get("tool", {})
         except tomllib.TOMLDecodeError:
             tool_table = {}
-        for name in ("ruff", "mypy", "black", "isort"):
+        for name in ("ruff", "mypy", "black", "isort", "pyright"):
             if name in tool_table:
                 add(name)
+    if read("pyrightconfig.json") is not None:
+        add("pyright")
+    if any(read(name) is not None for name in PRETTIER_CONFIGS):
+        add("prettier")
     if read("ruff.toml") is not None or read(".ruff.toml") is not None:
         add("ruff")
     if read("mypy.ini") is not None or read(".mypy.ini") is not None:
@@ -370,12 +560,22 @@ def infer(read: Callable[[str], str | None], toolchains: frozenset[str] = frozen
         deps = (
             {**(pkg.get("devDependencies") or {}), **(pkg.get("dependencies") or {})} if isinstance(pkg, dict) else {}
         )
-        if "eslint" in deps:
-            version = str(deps["eslint"]).lstrip("^~=v")
-            add("eslint", version if re.fullmatch(r"\d+(\.\d+)*", version) else None)
-    if read("go.mod") is not None and "go" in toolchains:
+        for dep, name in (("eslint", "eslint"), ("prettier", "prettier"), ("typescript", "tsc")):
+            if dep in deps and (name != "tsc" or read("tsconfig.json") is not None):
+                version = str(deps[dep]).lstrip("^~=v")
+                add(name, version if re.fullmatch(r"\d+(\.\d+)*", version) else None)
+    if read("go.mod") is not None:
         add("gofmt")
         add("go-vet")
+    if read("Cargo.toml") is not None:
+        add("rustfmt")
+        add("clippy")
+    for text in workflows:
+        for script in workflow_runs(text):
+            for line in script.splitlines():
+                for pattern, name in _WORKFLOW:
+                    if re.search(pattern, line):
+                        add(name)
     return [f"{n}=={v}" if v else n for n in TOOLS if n in found for v in [found[n]]]
 
 
@@ -417,6 +617,7 @@ def install_commands(checks: list[str]) -> tuple[str, ...]:
                 cmds.append(f"ln -sf {CHECKS_DIR}/venv/bin/{n} {CHECKS_DIR}/bin/{n}")
     if npm:
         cmds.append(f"cd {CHECKS_DIR} && npm install --no-save --no-audit --no-fund {' '.join(npm)}")
+    cmds += [TOOLS[n].warm for n, _ in map(split, checks) if TOOLS[n].warm]
     return ("\n".join(cmds),)
 
 
@@ -452,7 +653,10 @@ def layer(backend: Backend, task_image: str, checks: list[str], log: Callable[[s
     with _inferred_lock:
         if key in _layers:
             return _layers[key]
-    built = backend.checks_image(task_image, install_commands(checks), (base_command(checks),), log)
+    # the tools go in CHECKS_DIR alone: installed once per environment, copied into each task's layer
+    built = backend.checks_image(
+        task_image, install_commands(checks), (base_command(checks),), log, tools_dir=CHECKS_DIR
+    )
     with _inferred_lock:
         _layers[key] = BuiltImage(built.tag, built.id, cached=True)
     return built
@@ -499,11 +703,23 @@ def checks_of(task_checks: list[str] | None, backend: Backend, image: str, limit
                 texts[path] = sb.read_file(path, max_bytes=2_000_000).decode("utf-8", "replace")
             except FileOpError:
                 texts[path] = None
-        toolchains: frozenset[str] = frozenset()
-        if texts.get("go.mod") is not None:
-            has = sb.exec(["sh", "-c", "command -v go gofmt"], timeout=limits.setup_timeout_s)
-            toolchains = frozenset(line.rsplit("/", 1)[-1] for line in has.stdout.split())
-    found = infer(texts.get, toolchains)
+        listed = sb.exec(
+            ["sh", "-c", f"ls {WORKFLOWS}/*.yml {WORKFLOWS}/*.yaml 2>/dev/null; true"], timeout=limits.setup_timeout_s
+        )
+        workflows = []
+        for path in listed.stdout.split()[:20]:
+            try:
+                workflows.append(sb.read_file(path, max_bytes=1_000_000).decode("utf-8", "replace"))
+            except FileOpError:
+                continue
+        # the toolchains an image must bring (nothing is installed for Go's or Rust's checks)
+        # (one name a `command -v`: dash's stops at the first it does not find)
+        has = sb.exec(
+            ["sh", "-c", f'for c in {TOOLCHAIN_COMMANDS}; do command -v "$c"; done; true'],
+            timeout=limits.setup_timeout_s,
+        )
+        toolchains = frozenset(line.rsplit("/", 1)[-1] for line in has.stdout.split())
+    found = infer(texts.get, toolchains, tuple(workflows))
     with _inferred_lock:
         _inferred[key] = found
     return list(found)

@@ -17,6 +17,7 @@ whose message never carries the password.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import sqlite3
@@ -54,7 +55,7 @@ from ..vocabulary import Outcome
 from . import listing
 from . import url as urls
 from .schema import HEAD, attempts, runs
-from .types import HistoryFilter, RunSummary, TaskAggregate, bound_values, shape_of, summary_of, utc
+from .types import HistoryFilter, RunSummary, TaskAggregate, TrialFigure, bound_values, shape_of, summary_of, utc
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
@@ -150,6 +151,21 @@ def regraded_source(manifest: Manifest) -> str | None:
     return None
 
 
+def reviews_json(folder: RunFolder, rows: list[ResultRow]) -> dict[tuple[str, str, int, int], str]:
+    """The human verdicts that count for each of `rows` (RunFolder.current_reviews: the latest of
+    each reviewer on the attempt's patch as it is now), as the index keeps them: JSON, reviewer ->
+    {verdict, reason, at}. Empty when the run has no review file."""
+    if not folder.reviews_path.exists():
+        return {}
+    return {
+        key: json.dumps(
+            {name: v.model_dump(mode="json", include={"verdict", "reason", "at"}) for name, v in sorted(by.items())},
+            sort_keys=True,
+        )
+        for key, by in folder.current_reviews(rows).items()
+    }
+
+
 def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -165,7 +181,9 @@ def suite_of(manifest: Manifest) -> tuple[str, str]:
     return common.name, str(common)
 
 
-def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool = False) -> dict:
+def _row_values(
+    row: ResultRow, run: int, seq: int, current: bool, retried: bool = False, reviews: str | None = None
+) -> dict:
     return {
         "run": run,
         "seq": seq,
@@ -194,6 +212,9 @@ def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool
         "finished_at": row.finished_at or "",
         "tampering": row.tampering,
         "grader_version": row.grader_version,
+        # the axes as grading recorded them (NULL: not measured); a policy applies to them at report time
+        "acceptance": None if row.acceptance is None else json.dumps(row.acceptance, sort_keys=True),
+        "reviews": reviews,
     }
 
 
@@ -350,7 +371,9 @@ class HistoryIndex:
 
         rows = folder.rows()
         manifest = folder.info()
-        current = {id(r) for r in latest_rows(rows)}
+        latest = latest_rows(rows)
+        current = {id(r) for r in latest}
+        verdicts = reviews_json(folder, latest)
         retried = {id(r) for one in retried_tries(rows) for r in one}
         values = _run_values(folder, manifest, rows)
         try:
@@ -360,7 +383,17 @@ class HistoryIndex:
                 if rows:
                     conn.execute(
                         _INSERT_ATTEMPT,
-                        [_row_values(r, key, i, id(r) in current, id(r) in retried) for i, r in enumerate(rows)],
+                        [
+                            _row_values(
+                                r,
+                                key,
+                                i,
+                                id(r) in current,
+                                id(r) in retried,
+                                verdicts.get(r.key()) if id(r) in current else None,
+                            )
+                            for i, r in enumerate(rows)
+                        ],
                     )
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index {folder.path}") from exc
@@ -689,6 +722,49 @@ class HistoryIndex:
             found.sort(key=lambda t: t.task_id)
         return out
 
+    def trial_figures(self, task_ids: Iterable[str]) -> list[TrialFigure]:
+        """Every complete trial of these tasks in the index (current rows; not an infrastructure
+        error; regrades left out, their runs are there already): configuration, agent, model, cost,
+        time and tokens, summed over the trial's attempts. What `harness.sweep.estimate` reads."""
+        ids = sorted(set(task_ids))
+        if not ids:
+            return []
+        a = attempts.c
+        final = and_(a.final, a.outcome != Outcome.infra_error.value)
+        query = (
+            select(
+                a.config,
+                a.task_id,
+                func.max(a.agent).label("agent"),
+                func.max(a.model).label("model"),
+                func.sum(a.cost_usd).label("cost"),
+                func.max(case((a.cost_usd.is_(None), 1), else_=0)).label("unknown"),
+                func.sum(a.total_s).label("time"),
+                func.sum(a.input_tokens).label("input"),
+                func.sum(a.output_tokens).label("output"),
+                func.max(case((final, 1), else_=0)).label("complete"),
+            )
+            .join(runs, runs.c.id == a.run)
+            .where(a.current, a.task_id.in_(ids), runs.c.regraded_from.is_(None))
+            .group_by(a.run, a.config, a.task_id, a.repeat)
+        )
+        with self._read() as conn:
+            found = conn.execute(query).all()
+        return [
+            TrialFigure(
+                config=x.config,
+                agent=x.agent,
+                model=x.model,
+                task_id=x.task_id,
+                cost_usd=None if x.unknown else float(x.cost or 0.0),
+                time_s=float(x.time or 0.0),
+                input_tokens=int(x.input or 0),
+                output_tokens=int(x.output or 0),
+            )
+            for x in found
+            if x.complete
+        ]
+
     def rows_of(self, key: int, config: str) -> list[ResultRow]:
         """The current rows of one configuration of one run, as ResultRows (what the gate reads when
         the run folder itself is on another machine). Per-test results are not in the index."""
@@ -727,9 +803,50 @@ class HistoryIndex:
                 finished_at=x["finished_at"],
                 tampering=x["tampering"],
                 grader_version=x["grader_version"],
+                acceptance=None if x["acceptance"] is None else json.loads(x["acceptance"]),
             )
             for x in found
         ]
+
+    # ------------------------------------------------------------------ human verdicts (issue 25)
+
+    def store_reviews(self, key: int, found: dict[tuple[str, str, int, int], str | None]) -> None:
+        """The verdicts that count (JSON, `reviews_json`) of current rows of the run, replacing
+        what was kept (`wholeloop review` tells the index after each verdict)."""
+        if not found:
+            return
+        a = attempts.c
+        statement = (
+            update(attempts)
+            .where(
+                a.run == key,
+                a.current,
+                a.task_id == bindparam("b_task"),
+                a.config == bindparam("b_config"),
+                a.repeat == bindparam("b_repeat"),
+                a.attempt == bindparam("b_attempt"),
+            )
+            .values(reviews=bindparam("b_reviews"))
+        )
+        values = [
+            {"b_task": t, "b_config": c, "b_repeat": r, "b_attempt": n, "b_reviews": text}
+            for (t, c, r, n), text in found.items()
+        ]
+        try:
+            with self._write_lock, self._write() as conn:
+                conn.execute(statement, values)
+        except SQLAlchemyError as exc:
+            raise self.error(exc, "cannot store human verdicts") from exc
+
+    def stored_reviews(self, key: int) -> dict[tuple[str, str, int, int], dict]:
+        """(task, config, repeat, attempt) -> reviewer -> {verdict, reason, at}, of the current rows
+        of the run that have verdicts."""
+        a = attempts.c
+        query = select(a.task_id, a.config, a.repeat, a.attempt, a.reviews).where(
+            a.run == key, a.current, a.reviews.is_not(None)
+        )
+        with self._read() as conn:
+            return {(t, c, r, n): json.loads(text) for t, c, r, n, text in conn.execute(query)}
 
     # ------------------------------------------------------------------ failure causes (issue 26)
 

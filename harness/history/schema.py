@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import false as sa_false
 
-HEAD = "0004"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
+HEAD = "0005"  # the newest migration's revision id (tests/test_history.py checks it against Alembic's head)
 
 metadata = MetaData(
     naming_convention={
@@ -103,6 +103,10 @@ attempts = Table(
     # version that found them; NULL until `wholeloop failures` computes them from the run folder
     Column("causes", Text, nullable=True),
     Column("causes_version", Integer, nullable=True),
+    # the acceptance axes grading recorded (JSON, the row's `acceptance`; NULL: not measured), and
+    # the human verdicts that count (JSON, reviewer -> {verdict, reason, at}; NULL: none)
+    Column("acceptance", Text, nullable=True),
+    Column("reviews", Text, nullable=True),
     UniqueConstraint("run", "seq"),
     Index(None, "run", "current", "config"),
     Index(None, "config", "task_id"),

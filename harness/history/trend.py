@@ -35,6 +35,9 @@ class TrendPoint(BaseModel):
     resolve_rate: Interval = Field(default_factory=Interval)
     cost_per_resolved: Interval = Field(default_factory=Interval)
     time_per_task: Interval = Field(default_factory=Interval)
+    # under the default policy, from the axes the index keeps (migration 0005); unknown (with a
+    # note) when a resolved trial was not measured: graded before the axes, or indexed before 0005
+    accept_rate: Interval = Field(default_factory=Interval)
 
 
 class TrendSeries(BaseModel):
@@ -43,6 +46,20 @@ class TrendSeries(BaseModel):
     agent: str = ""
     model: str | None = None
     points: list[TrendPoint] = Field(default_factory=list)  # oldest first
+
+
+def accept_rate_of(index: HistoryIndex, run: RunSummary, settings: BootstrapSettings) -> Interval:
+    """The run's accept rate, as `wholeloop report` computes it (`config_acceptance`, default
+    policy), from the rows and axes the index keeps."""
+    from pathlib import Path
+
+    from ..records import Manifest
+    from ..report.acceptance import config_acceptance
+    from ..report.stats import ConfigRows
+
+    rows = index.rows_of(run.key, run.config)
+    cfg = ConfigRows(run.config, run.config, Path(run.path), Manifest(), rows)
+    return config_acceptance(cfg, settings=settings).accept_rate
 
 
 def point_of(run: RunSummary, tasks: list[TaskAggregate], settings: BootstrapSettings) -> TrendPoint:
@@ -94,7 +111,12 @@ def trend(
                 config=config,
                 agent=kept[-1].agent,
                 model=kept[-1].model,
-                points=[point_of(r, aggregates[(r.key, r.config)], settings) for r in kept],
+                points=[
+                    point_of(r, aggregates[(r.key, r.config)], settings).model_copy(
+                        update={"accept_rate": accept_rate_of(index, r, settings)}
+                    )
+                    for r in kept
+                ],
             )
         )
     return out

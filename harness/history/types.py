@@ -67,6 +67,21 @@ class TaskAggregate:
     time_s: float
 
 
+@dataclass
+class TrialFigure:
+    """One complete trial (its current rows, not an infrastructure error) of an indexed run: what
+    an estimate of a later run's time and cost is made from."""
+
+    config: str
+    agent: str
+    model: str | None
+    task_id: str
+    cost_usd: float | None  # None: a price was unknown
+    time_s: float
+    input_tokens: int
+    output_tokens: int
+
+
 def utc(value: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes: every time in the index is UTC."""
     if value is None:

@@ -75,6 +75,10 @@ RANDOMISERS = {
     "randomly": ("--randomly-seed={seed}",),  # pytest-randomly: the order, and random/numpy/faker reseeded per test
     "random_order": ("--random-order-seed={seed}",),  # pytest-random-order
 }
+# Plugins that replace pytest's -rA summary block and closing line with their own (pytest-pretty: a
+# "Results (0.5s): 3 passed" table), by their module: never loaded in a graded run, whose results are
+# read from that block. Cosmetic: no test depends on them.
+SUMMARY_REPLACERS = frozenset({"pytest_pretty"})
 TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
@@ -224,7 +228,10 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
 
 
 _SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
-_BLOCK = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
+# A block's header: its test's name between runs of underscores, down to one each side when the name
+# is too long for the terminal's width (`_ test_x[a long id] _`); not pytest's `_ _ _ _` line
+# between a traceback's entries, whose "name" is underscores and spaces.
+_BLOCK = re.compile(r"^_+ (?P<name>.*[^_ ].*?) _+$")
 _RULE = re.compile(r"^=+ .* =+$")
 _LOCATION = re.compile(r"^\S+:\d+: \w+")
 MESSAGE_LINES = 40
@@ -405,8 +412,13 @@ class PytestParser(ParserBase):
 
     def run_setup(self, facts: dict | None, token: str, plugins: tuple[str, ...] = ()) -> RunSetup:
         facts = facts or {}
-        recorded = [p for p in facts.get("pytest11", []) if isinstance(p, dict) and p.get("name")]
-        names = [str(p["name"]) for p in recorded] + [p for p in plugins if p]
+        recorded = [
+            p
+            for p in facts.get("pytest11", [])
+            if isinstance(p, dict) and p.get("name") and _module(str(p.get("value", ""))) not in SUMMARY_REPLACERS
+        ]
+        plugins = tuple(p for p in plugins if p and _module(p) not in SUMMARY_REPLACERS)
+        names = [str(p["name"]) for p in recorded] + list(plugins)
         opts = shlex.split(str(facts.get("env_addopts") or "")) + [x for n in dict.fromkeys(names) for x in ("-p", n)]
         setup = RunSetup(env={"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
         loaded = _loaded_plugins(opts)
@@ -429,7 +441,7 @@ class PytestParser(ParserBase):
         # them (grading passes its value on); nothing found at test time does
         setup.env["PYTEST_PLUGINS"] = ""
         values = [str(p.get("value", "")) for p in recorded] + [p for p in plugins if p]  # modules, not entry names
-        setup.imports = tuple(dict.fromkeys(v.split(":")[0].split(".")[0].strip() for v in values if v.strip()))
+        setup.imports = tuple(dict.fromkeys(_module(v) for v in values if v.strip()))
         return setup
 
     def parse_output(self, output: str) -> TestReport:
@@ -497,6 +509,11 @@ class PytestParser(ParserBase):
         if log.statuses:
             report.statuses = dict(log.statuses)  # the same when they agree; the more trusted one when not
         return report
+
+
+def _module(value: str) -> str:
+    """The top-level module of an entry point's value or a plugin name (`pytest_asyncio.plugin:x`)."""
+    return value.split(":")[0].split(".")[0].strip()
 
 
 def _loaded_plugins(opts: list[str]) -> set[str]:

@@ -190,7 +190,10 @@ class Runner:
         with self.folder.writer():
             return self._run()
 
-    def _run(self) -> list[ResultRow]:
+    def begin(self) -> list[tuple[Task, int]]:
+        """Everything before the first unit, the folder's writer lock held: disk room, containers
+        left by dead runs, the agent's install, the manifest (a resume notes a session). Returns
+        the units to run. `run` calls it; a sweep calls it for each of its cells."""
         self._check_disk_room()
         self._clean_leftovers()
         # Before any container: an external agent builds (or finds) its install and checks it.
@@ -198,6 +201,14 @@ class Runner:
         self.write_manifest()
         todo = self.pending()
         self.progress("plan", "", self.plan_text(todo))
+        return todo
+
+    def end(self) -> None:
+        """The run's end in its manifest (a resume sets it again)."""
+        self.folder.update_manifest(lambda manifest: manifest.__setitem__("finished_at", now()))
+
+    def _run(self) -> list[ResultRow]:
+        todo = self.begin()
         streak = 0  # units in a row that failed on an engine that does not answer
         try:
             for rows in self.executor.run_units(self.view, todo):
@@ -224,7 +235,7 @@ class Runner:
             raise
         finally:
             self.executor.shutdown(cancel=False)
-            self.folder.update_manifest(lambda manifest: manifest.__setitem__("finished_at", now()))
+            self.end()
         return self.folder.latest()
 
     def _check_disk_room(self) -> None:

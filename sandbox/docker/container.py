@@ -742,9 +742,14 @@ class DockerBackend:
         return images.existing_task_image(spec, snapshot, install, network, setups, deps)
 
     def checks_image(
-        self, image: str, install: tuple[str, ...], base_run: tuple[str, ...], log: LogFn | None = None
+        self,
+        image: str,
+        install: tuple[str, ...],
+        base_run: tuple[str, ...],
+        log: LogFn | None = None,
+        tools_dir: str | None = None,
     ) -> BuiltImage:
-        return images.checks_image(image, install, base_run, log)
+        return images.checks_image(image, install, base_run, log, tools_dir)
 
     def image_id(self, tag: str) -> str:
         return images.image_id(tag)

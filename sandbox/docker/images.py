@@ -317,21 +317,62 @@ def existing_task_image(
 # ----------------------------------------------------------------------------- checks tier
 
 
-def checks_image_tags(task_id: str, install: tuple[str, ...], base_run: tuple[str, ...]) -> tuple[str, str]:
-    tools = {"format": IMAGE_FORMAT, "task": task_id, "install": list(install)}
-    base = {**tools, "base_run": list(base_run)}
-    return "wholeloop-checktools:" + _hash(tools), "wholeloop-checks:" + _hash(base)
+def checks_image_tags(
+    task_id: str, install: tuple[str, ...], base_run: tuple[str, ...], tools_dir: str | None = None
+) -> tuple[str, str]:
+    """The tags of the tools tier and of the checks layer of the task image `task_id`. With
+    `tools_dir` the tools tier is built on the task image's environment (`tools_base`), so every
+    task image of one environment shares one install; without, on the task image itself."""
+    base_id = tools_base(task_id) if tools_dir else task_id
+    tools = {"format": IMAGE_FORMAT, "task": base_id, "install": list(install)}
+    if tools_dir:
+        tools["dir"] = tools_dir
+    tools_tag = "wholeloop-checktools:" + _hash(tools)
+    base = {"format": IMAGE_FORMAT, "task": task_id, "tools": tools_tag, "base_run": list(base_run)}
+    return tools_tag, "wholeloop-checks:" + _hash(base)
+
+
+def tools_base(task_id: str) -> str:
+    """The image the checking tools of task image `task_id` are installed on: its nearest ancestor
+    that is a wholeloop environment image (`wholeloop-env:`, which brought its interpreters: Python,
+    Node), so the task images of one environment (one a base commit) share one install; the task
+    image itself when it has none (an image wholeloop did not build)."""
+    with translate(f"reading the history of image {task_id}"):
+        for entry in client().api.history(task_id):
+            if any(str(t).startswith("wholeloop-env:") for t in entry.get("Tags") or ()):
+                return str(entry["Id"])
+    return task_id
 
 
 def checks_image(
-    image: str, install: tuple[str, ...], base_run: tuple[str, ...], log: LogFn | None = None
+    image: str,
+    install: tuple[str, ...],
+    base_run: tuple[str, ...],
+    log: LogFn | None = None,
+    tools_dir: str | None = None,
 ) -> BuiltImage:
     """The task image + the repository's own checks (`install`, network on) + their run on the
-    base tree (`base_run`, network off), in two builds; see `sandbox.base.Backend.checks_image`."""
+    base tree (`base_run`, network off), in two builds; see `sandbox.base.Backend.checks_image`.
+    With `tools_dir` (the folder `install` fills), the tools are installed once per environment
+    (`tools_base`) and that folder is copied into the layer; an install that fails on the
+    environment (its interpreter came with the task's own install) is done on the task image."""
     task_id = image_id(image)
-    tools_tag, tag = checks_image_tags(task_id, install, base_run)
-    tools = _build_cached(tools_tag, [f"FROM {task_id}", *(f"RUN {_shell(cmd)}" for cmd in install)], {}, True, log)
-    lines = [f"FROM {tools.id}", f"WORKDIR {REPO_DIR}", *(f"RUN {_shell(cmd)}" for cmd in base_run)]
+    tools_tag, tag = checks_image_tags(task_id, install, base_run, tools_dir)
+    run_base = [f"WORKDIR {REPO_DIR}", *(f"RUN {_shell(cmd)}" for cmd in base_run)]
+    if tools_dir:
+        base_id = tools_base(task_id)
+        try:
+            tools = _build_cached(tools_tag, [f"FROM {base_id}", *(f"RUN {_shell(c)}" for c in install)], {}, True, log)
+        except ImageBuildError:
+            if base_id == task_id:
+                raise
+            tools_dir = None  # the environment alone cannot install them: on the task image, as before
+            tools_tag, tag = checks_image_tags(task_id, install, base_run)
+    if tools_dir:
+        lines = [f"FROM {task_id}", f"COPY --from={tools_tag} {tools_dir} {tools_dir}", *run_base]
+    else:
+        tools = _build_cached(tools_tag, [f"FROM {task_id}", *(f"RUN {_shell(c)}" for c in install)], {}, True, log)
+        lines = [f"FROM {tools.id}", *run_base]
     built = _build_cached(tag, lines, {}, False, log)
     built.seconds += tools.seconds
     built.cached = built.cached and tools.cached

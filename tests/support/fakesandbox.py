@@ -311,6 +311,7 @@ class LocalBackend:
         install: tuple[str, ...],
         base_run: tuple[str, ...],
         log: Callable[[str], None] | None = None,
+        tools_dir: str | None = None,
     ) -> BuiltImage:
         raise ImageBuildError("the local backend builds no images: start it from a host folder")
 

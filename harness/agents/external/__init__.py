@@ -66,6 +66,15 @@ DEFAULT_UPSTREAM = {
     "openai-responses": "https://api.openai.com",
 }
 PROVIDER_OF = {"anthropic": "anthropic", "openai-chat": "openai", "openai-responses": "openai"}
+#: The variables CLIs conventionally read for each wire's endpoint (the SDKs' and litellm's names).
+ENDPOINT_VARS = {
+    "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
+    "openai-chat": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+    "openai-responses": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+}
+OTHER_ENDPOINT_VARS = {
+    w: {v for o, vs in ENDPOINT_VARS.items() for v in vs} - set(ENDPOINT_VARS[w]) for w in ENDPOINT_VARS
+}
 _PLACEHOLDER = re.compile(
     r"\{(model|prompt|prompt_file|logs|home|base_url|token|workdir|test_command|install|attempt)\}"
 )
@@ -126,6 +135,7 @@ class ExternalAgent:
         except ExternalConfigError as exc:
             problems.append(str(exc))
         problems += self._wire_reaches_model()
+        problems += self._proxy_handed()
         name = self.model.split("/", 1)[-1]
         if (
             lookup_price(name, PROVIDER_OF[self.config.wire], overrides=self.config.prices or None) is None
@@ -161,6 +171,72 @@ class ExternalAgent:
             f"do{'' if len(spoken) > 1 else 'es'} not reach {provider}'s models ({self.model} needs "
             f"{' or '.join(needed)}): give it a model from {', '.join(served)} (its default: {self.config.model})"
             + (f", or use an agent that speaks {' or '.join(needed)}: {', '.join(others)}" if others else "")
+        ]
+
+    def handed(self, placeholder: str, *, variant_only: bool = False) -> list[str]:
+        """Where the CLI is handed `{placeholder}` (the proxy's URL, the attempt's token): its env
+        variables by name, "command", "file PATH". With `variant_only`: only the env of the wire
+        variant it speaks (a variant can change nothing else)."""
+        needle = "{" + placeholder + "}"
+        if variant_only:
+            own = load_external_config(self.config_path).wires.get(self.config.wire)  # type: ignore[call-overload]
+            return [k for k, v in (own.env if own else {}).items() if needle in v]
+        where = [k for k, v in self.config.env.items() if needle in v]
+        where += ["command"] if any(needle in a for a in self.config.command) else []
+        return where + [f"file {p}" for p, text in self.config.files.items() if needle in text or needle in p]
+
+    def _proxy_handed(self) -> list[str]:
+        """The CLI must be pointed at the proxy on the wire it speaks: {base_url} and {token} handed
+        to it somewhere (a wire variant: in its own env, since the default's variables name another
+        provider's endpoint), and not only under another wire's endpoint variable. Else every call
+        would go to the provider's public API, which the container cannot reach: one infrastructure
+        error per unit after its container started (issue 28)."""
+        wire = self.config.wire
+        variant = wire != load_external_config(self.config_path).wire
+        where = f"its {wire} variant's env (wires.{wire}.env)" if variant else "its env, command or files"
+        usual = " or ".join(ENDPOINT_VARS[wire])
+        problems = []
+        urls = self.handed("base_url", variant_only=variant)
+        if not urls:
+            problems.append(
+                f"{self.name}: the {wire} wire hands the CLI no endpoint: nothing in {where} holds "
+                f"{{base_url}}, so it would call the provider's public API, which the container cannot "
+                f"reach; set the variable the CLI reads for it (usually {usual}) to {{base_url}}"
+            )
+        elif all(u in OTHER_ENDPOINT_VARS[wire] for u in urls):
+            problems.append(
+                f"{self.name}: the {wire} wire hands the CLI {{base_url}} only as {', '.join(urls)}, another "
+                f"wire's endpoint variable; a CLI speaking {wire} reads {usual}"
+            )
+        if not self.handed("token", variant_only=variant):
+            problems.append(
+                f"{self.name}: the {wire} wire hands the CLI no key: nothing in {where} holds {{token}} "
+                f"(the attempt's token, which the proxy swaps for {self.config.provider.api_key_env}), so "
+                "every call would be refused; set the CLI's key variable to {token}"
+            )
+        return problems
+
+    def pairing(self) -> list[tuple[str, str]]:
+        """What the preflight decided for this agent and model, for `wholeloop agents verify`."""
+        from ..provider import WIRES_OF_PROVIDER
+
+        provider = model_provider(self.model)
+        return [
+            ("agent", f"{self.name} ({self.config.cli} {self.config.version}, {self.config_path})"),
+            ("model", f"{self.model} ({provider or 'provider unknown'}'s)"),
+            ("wires spoken", ", ".join(load_external_config(self.config_path).spoken())),
+            (
+                "wire used",
+                self.config.wire
+                + (f" (what {provider} needs: {' or '.join(sorted(WIRES_OF_PROVIDER[provider]))})" if provider else ""),
+            ),
+            ("endpoint handed as", ", ".join(self.handed("base_url")) or "nothing"),
+            ("token handed as", ", ".join(self.handed("token")) or "nothing"),
+            (
+                "provider key",
+                f"{self.config.provider.api_key_env} on this machine "
+                f"({'set' if os.environ.get(self.config.provider.api_key_env) else 'NOT set'})",
+            ),
         ]
 
     def prepare(self, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> None:

@@ -12,6 +12,7 @@ import io
 import re
 import socket
 import ssl
+import struct
 from collections.abc import Iterator
 from typing import cast
 
@@ -170,11 +171,15 @@ class ChunkBatches:
     it (a size in hex with an optional extension, CRLF or LF); the last chunk (size 0) and its
     trailers end the iteration; BadMessage when the framing is broken or the body is cut off.
     `extra` says bytes came after the body (no honest server sends any before the next request):
-    the connection is then out of step and must not be used again."""
+    the connection is then out of step and must not be used again. `ended` is set while the last
+    batch is yielded when the body's end (its last chunk and trailers) arrived with it."""
 
     def __init__(self, rf: io.BufferedReader) -> None:
         self.rf = rf
         self.extra = False
+        # the last batch is being yielded, the body's end read with it (nothing more can fail):
+        # a relay forwards the end with that batch's write
+        self.ended = False
 
     def __iter__(self) -> Iterator[list[bytes]]:
         read1 = self.rf.read1
@@ -192,6 +197,10 @@ class ChunkBatches:
                     raise BadMessage("a chunk size is not a hexadecimal number")
                 size = int(found.group(1), 16)
                 if size == 0:
+                    if batch and self._ends_in(buf, eol + 1):  # the body's end has arrived with it
+                        self.ended = True
+                        yield batch
+                        return
                     if batch:
                         yield batch
                     self._trailers(buf, eol + 1)
@@ -215,6 +224,16 @@ class ChunkBatches:
             if not more:
                 raise BadMessage("chunk cut off")
             buf += more
+
+    def _ends_in(self, buf: bytearray, pos: int) -> bool:
+        """Whether the trailers and the blank line that ends the body are all in `buf` (then
+        read, and `extra` said)."""
+        while (eol := buf.find(b"\n", pos)) >= 0:
+            line, pos = buf[pos : eol + 1], eol + 1
+            if line in (b"\r\n", b"\n"):
+                self.extra = len(buf) > pos
+                return True
+        return False
 
     def _trailers(self, buf: bytearray, pos: int) -> None:
         """Read the trailer lines up to the blank line that ends the body (or the end of stream)."""
@@ -259,17 +278,43 @@ def head_bytes(line: str, headers: list[tuple[str, str]]) -> bytes:
     return (line + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n").encode("latin-1")
 
 
+class _Received(io.RawIOBase):
+    """What a socket receives, a blocking one's kernel timeout (SO_RCVTIMEO) raised as TimeoutError
+    (`socket.makefile` would read it as "no data yet", and a buffered read would return None)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 (a writable buffer)
+        try:
+            return self.sock.recv_into(buffer)
+        except BlockingIOError:
+            raise TimeoutError("the provider sent nothing within the timeout") from None
+
+
 class Upstream:
     """One kept-alive connection to the provider (TCP_NODELAY; TLS for https)."""
 
     def __init__(self, host: str, port: int, https: bool, timeout: float = 900.0) -> None:
         sock = socket.create_connection((host, port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if https:
+        if https:  # TLS reads and writes first and polls only when it must wait: the timeout stays Python's
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        else:
+            # Plain, the timeout is the kernel's (SO_RCVTIMEO/SO_SNDTIMEO), the socket itself
+            # blocking: a Python timeout polls before every send and receive, one more syscall (and
+            # one more release of the GIL, to wait for it again behind the other calls' relays)
+            # each time. (Not for TLS: the ssl module retries a blocking socket's EAGAIN forever.)
+            tv = struct.pack("ll", int(timeout), int((timeout % 1) * 1_000_000))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+            sock.settimeout(None)
         self.sock = sock
-        # "rb" with a buffer is a BufferedReader (typeshed says IOBase for any buffer size but -1 and 1)
-        self.rf = cast(io.BufferedReader, sock.makefile("rb", buffering=1 << 18))
+        # (typed as the relay's readers are: typeshed's BufferedReader is generic in its raw stream)
+        self.rf = cast(io.BufferedReader, io.BufferedReader(_Received(sock), buffer_size=1 << 18))
 
     def close(self) -> None:
         try:

@@ -487,9 +487,13 @@ class Connection:
         encoding = answer.get("content-encoding").strip().lower()
         encoded = encoding not in ("", "identity") and not no_body
         if sse and answer.chunked and not no_body and not encoded:
-            self.send(scrub(head_bytes(line, out + [("transfer-encoding", "chunked")])))
             data = b""
-            self.relay_stream(upstream, exchange if counted else None, started)
+            self.relay_stream(
+                upstream,
+                exchange if counted else None,
+                started,
+                scrub(head_bytes(line, out + [("transfer-encoding", "chunked")])),
+            )
         else:
             if no_body:
                 data = b""
@@ -578,10 +582,12 @@ class Connection:
         model = exchange.model or reply.model
         exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s, reply.server_uses)
 
-    def relay_stream(self, upstream: Upstream, exchange: Exchange | None, started: float) -> None:
+    def relay_stream(self, upstream: Upstream, exchange: Exchange | None, started: float, head: bytes) -> None:
         """Forward a chunked stream as it arrives: the chunks that have arrived are forwarded
         together, each re-framed plainly (an extension, which may carry anything, is dropped),
-        with one write; the relay waits on the provider only when no whole chunk is there. Only
+        with one write; the relay waits on the provider only when no whole chunk is there. The
+        reply's `head` goes out with the first chunks (one write less a call; it is sent alone
+        when the stream ends before any, or is cut). Only
         events that carry usage are read on the way (so the reply is charged before its last event
         reaches the CLI); the rest are read by the recorder's thread afterwards.
 
@@ -597,7 +603,7 @@ class Connection:
         usage = self.wire.stream()
         served: list[bytes] = []  # the data as served: split into events on the recorder's thread
         pending = held = b""
-        settled = False
+        settled = ended = False
         cut = ""
         batches = ChunkBatches(upstream.rf)
         try:
@@ -630,18 +636,29 @@ class Connection:
                         held, data = (data[len(data) - keep :], data[: len(data) - keep]) if keep else (b"", data)
                     if data:
                         out.append(b"%x\r\n%s\r\n" % (len(data), data))
+                if batches.ended and not self.gone:  # the end came with these chunks: one write
+                    if held:
+                        out.append(b"%x\r\n%s\r\n" % (len(held), scrub(held)))
+                        held = b""
+                    out.append(b"0\r\n\r\n")
+                    ended = True
                 if out:
+                    if head:
+                        out.insert(0, head)
+                        head = b""
                     self.send(b"".join(out))
             if batches.extra:  # bytes after the body: the connection is out of step
                 proxy.drop_upstream()
         except (BadMessage, OSError) as exc:
             cut = f"{type(exc).__name__}: {exc}"
             proxy.drop_upstream()
+        if head:  # no chunk went out: the head alone, before the end (or the cut)
+            self.send(head)
         if held:
             self.send(b"%x\r\n%s\r\n" % (len(held), scrub(held)))
         if cut:
             self.gone = True  # no last chunk: the client must see the reply did not end
-        else:
+        elif not ended:
             self.send(b"0\r\n\r\n")
         if self.gone:
             with proxy.lock:
