@@ -22,8 +22,9 @@ How a release becomes a commit (the same for every kind):
   their tests are in the manifest.
 - **npm** (`kind = "npm"`): the package tarball's files (`package/`), plus a lockfile the
   registry's metadata never has, made by `npm install --package-lock-only --ignore-scripts
-  --before <release date>` (the dependency versions that existed at the release) and labelled so
-  in the commit message; version-only hunks dropped as for PyPI (`package.json`'s `version`).
+  --before <release date>` (the dependency versions that existed at the release; when the registry
+  dates none of a dependency's versions before it, as of the project's latest release, then with
+  `--legacy-peer-deps`: `npm_lockfile`) and labelled so in the commit message; version-only hunks dropped as for PyPI (`package.json`'s `version`).
 - **Debian** (`kind = "debian"`): a `golang-*-dev` or `librust-*-dev` binary package carries one
   version of the sources (`/usr/share/gocode/src/<import path>`, `/usr/share/cargo/registry/<crate>`):
   one commit of them, then two PLANTED probe commits (labelled so in their messages): a new
@@ -64,7 +65,7 @@ from sandbox import cache_dir  # noqa: E402
 MANIFEST = Path(__file__).resolve().parent / "corpus.toml"
 BUILD_FORMAT = 2  # bump when what a project's build produces changes
 PROBE_FORMAT = 2  # bump when the planted probe commits of Debian projects change
-NPM_FORMAT = 3  # bump when how an npm release's commit is made changes
+NPM_FORMAT = 4  # bump when how an npm release's commit is made changes
 DEBIAN_MIRROR = "https://deb.debian.org/debian/"
 
 
@@ -235,14 +236,27 @@ def keep_old_versions(repo: Path, old_version: str | list[str], new_version: str
 # ----------------------------------------------------------------------------- npm lockfiles
 
 
-def npm_lockfile(repo: Path, before: str) -> str:
-    """Write package-lock.json as of `before`; the npm version that made it."""
+def npm_lockfile(repo: Path, before: str, latest: str) -> tuple[str, str]:
+    """Write package-lock.json as of `before`; (the npm version that made it, the options used).
+
+    The registry's publication times of older packages are not always earlier than the releases
+    that depend on them (ts-dedent 2.2.0, dated 2024-02-23, needs @types/jest, none of whose
+    versions is dated before it: "No versions available"). A release that cannot resolve as of its
+    own date resolves as of the project's latest release date (`latest`), and then, when npm's peer
+    check refuses a devDependency set that predates it (fastest-levenshtein's eslint 7 and
+    eslint-plugin-import), with `--legacy-peer-deps` (npm 6's resolution); the commit message names
+    the options used."""
     env = dict(os.environ, npm_config_update_notifier="false", npm_config_fund="false", npm_config_audit="false")
     cmd = ["npm", "install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"]
-    proc = subprocess.run([*cmd, f"--before={before}"], cwd=repo, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise CorpusError(f"npm install --package-lock-only in {repo} failed:\n{proc.stderr.strip()[-2000:]}")
-    return subprocess.run(["npm", "--version"], capture_output=True, text=True).stdout.strip()
+    errors = []
+    for options in ([f"--before={before}"], [f"--before={latest}"], [f"--before={latest}", "--legacy-peer-deps"]):
+        proc = subprocess.run([*cmd, *options], cwd=repo, capture_output=True, text=True, env=env)
+        if proc.returncode == 0:
+            version = subprocess.run(["npm", "--version"], capture_output=True, text=True).stdout.strip()
+            return version, " ".join(options)
+        errors.append(f"{' '.join(options)}: {proc.stderr.strip()[-600:]}")
+        (repo / "package-lock.json").unlink(missing_ok=True)
+    raise CorpusError(f"npm install --package-lock-only in {repo} failed:\n" + "\n".join(errors))
 
 
 # ----------------------------------------------------------------------------- probes (Debian)
@@ -319,10 +333,16 @@ def build_project(project: dict, repo: Path, log=print) -> dict:
             source = f"the sources in Debian's {Path(release['file']).name} ({project['inner']})"
         lock_note = ""
         if kind == "npm" and project.get("lockfile", "npm") == "npm":
-            npm_version = npm_lockfile(repo, release["date"])
+            latest = max(r["date"] for r in project["release"])
+            npm_version, options = npm_lockfile(repo, release["date"], latest)
+            when = (
+                "as of the release's date"
+                if options == f"--before={release['date']}"
+                else "not as of the release's date: the registry dates none of some dependency's versions before it"
+            )
             lock_note = (
                 f"\npackage-lock.json is NOT the project's: made by wholeloop's corpus builder with npm "
-                f"{npm_version}\n(`npm install --package-lock-only --before {release['date']}`), as of the release's date.\n"
+                f"{npm_version}\n(`npm install --package-lock-only {options}`), {when}.\n"
             )
         kept_old: list[str] = []
         if previous is not None:  # after the lockfile, which repeats the version

@@ -220,3 +220,59 @@ def test_a_verdict_written_before_schema_2_reads_and_is_stale(tmp_path):
     verdict_path(spec).write_text(Verdict(task_id="t-1", spec_hash=task.content_hash(), passed=True).model_dump_json())
     assert json.loads(verdict_path(spec).read_text())["schema_version"] == VERDICT_SCHEMA
     assert check_status(task, look_up_image=False)[0] == "checked"
+
+
+@pytest.mark.docker
+def test_a_base_run_killed_by_a_signal_is_quarantined_as_killed_not_as_untrusted(tmp_path):
+    """cachetools 8.0.2's new test loops at base, growing a cache until the memory limit's killer
+    ends pytest: its structured report stops mid-run. That is the tests being killed, said so, not
+    results that "cannot be trusted" (grading's word for suspected tampering). Here the test sends
+    itself the killer's SIGKILL."""
+    repo = tmp_path / "killed"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(
+        repo,
+        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    write(
+        repo,
+        {
+            "tests/test_shout.py": (
+                "import os\nimport signal\n\nfrom pkg import shout\n\n\ndef test_shout():\n"
+                "    if shout('a') != 'A':\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+            )
+        },
+    )
+    git(repo, "add", "-A")
+    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
+    git(repo, "reset", "-q", "--hard")
+    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
+    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
+    gold = git(repo, "diff", "HEAD") + "\n"
+    git(repo, "checkout", "-q", ".")
+    spec = tmp_path / "killed.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "id": "killed",
+                "quarantined": NOT_CHECKED,
+                "repo": str(repo),
+                "base_commit": base,
+                "problem_statement": "shout() should upper-case its text",
+                "environment": {"setup": ["pip install pytest==8.3.4"]},
+                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
+                "gold_patch": gold,
+                "FAIL_TO_PASS": [],
+                "PASS_TO_PASS": [],
+            }
+        )
+    )
+    check_task(load_task(spec), CheckOptions(discover=True, repeats=1))
+    verdict = read_verdict(spec)
+    assert verdict is not None
+    assert verdict.quarantined == "tests were killed", (verdict.quarantined, verdict.detail)
+    assert "signal 9" in verdict.detail and "memory" in verdict.detail

@@ -245,3 +245,61 @@ def test_dependency_groups_that_tox_installs_are_expanded(tmp_path):
     plan = infer_environment(repo, head, WHEN, RepoConfig())
     assert {"hypothesis", "pytest-mock", "pytest", "pytest-xdist"} <= names(plan.requirements)
     assert "ruff" not in names(plan.requirements) and "tox.toml" in plan.sources
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # as parse 1.22's sdist has it: pytest-cov named nowhere but in addopts
+        (
+            "pyproject.toml",
+            '[project]\nname = "demo"\nversion = "1.0"\n[tool.pytest.ini_options]\n'
+            'addopts = "--cov=demo --cov-report=term-missing --doctest-modules --timeout 30 -n auto"\n',
+        ),
+        (
+            "setup.cfg",
+            "[metadata]\nname = demo\n[options]\npy_modules = demo\n[tool:pytest]\naddopts =\n  --cov demo\n  --timeout=30 --numprocesses=2\n",
+        ),
+        ("pytest.ini", "[pytest]\naddopts = --cov=demo --timeout=30 -nauto\n"),
+    ],
+)
+def test_plugins_the_pytest_config_options_need_are_test_dependencies(tmp_path, path, text):
+    files = {path: text, "demo.py": "", "tests/test_demo.py": "def test_x():\n    assert True\n"}
+    if path == "pytest.ini":
+        files["setup.py"] = "from setuptools import setup\nsetup(name='demo', py_modules=['demo'])\n"
+    repo, head = _project(tmp_path, files)
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    assert {"pytest-cov", "pytest-timeout", "pytest-xdist"} <= names(plan.requirements)
+    assert any("addopts" in note for note in plan.notes)
+
+
+def test_a_plugin_already_required_or_options_of_pytest_itself_add_nothing(tmp_path):
+    pyproject = (
+        '[project]\nname = "demo"\nversion = "1.0"\n[project.optional-dependencies]\ntest = ["pytest-cov>=4"]\n'
+        '[tool.pytest.ini_options]\naddopts = "--cov demo -ra --strict-markers --doctest-glob=*.rst -p no:cacheprovider"\n'
+    )
+    repo, head = _project(tmp_path, {"pyproject.toml": pyproject, "demo.py": ""})
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    assert [r for r in plan.requirements if requirement_name(r) == "pytest-cov"] == ["pytest-cov>=4"]
+    assert names(plan.requirements) - {"setuptools", "wheel"} == {"pytest-cov", "pytest"}
+
+
+def test_pins_of_different_requirements_files_that_disagree_are_left_to_the_resolver(tmp_path):
+    # as wcwidth 0.9.3's sdist has it: each tool's requirements file compiled on its own day
+    files = {
+        "setup.py": "from setuptools import setup\nsetup(name='demo', py_modules=['demo'])\n",
+        "demo.py": "",
+        "requirements-tests39.txt": "packaging==25.0\npytest==8.4.2\ncoverage==7.10.7\n",
+        "requirements-update.txt": "certifi==2026.5.20\nrequests==2.34.2\n",
+        "requirements-wheels.txt": "certifi==2026.7.22\npackaging==26.3\nbuild==1.6.1\n",
+        "requirements-lint.txt": "coverage>=7.11\n",
+    }
+    repo, head = _project(tmp_path, files)
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    by_name: dict[str, list[str]] = {}
+    for req in plan.requirements:
+        by_name.setdefault(requirement_name(req), []).append(req)
+    assert by_name["certifi"] == ["certifi"] and by_name["packaging"] == ["packaging"]
+    assert by_name["coverage"] == ["coverage>=7.11"]  # the pin it excludes goes, the range stays
+    assert by_name["pytest"] == ["pytest==8.4.2"] and by_name["requests"] == ["requests==2.34.2"]
+    assert any("certifi" in note and "disagree" in note for note in plan.notes)

@@ -11,6 +11,7 @@ a patch's paths are and which are stripped, the two result channels of pytest, f
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -646,3 +647,70 @@ def test_regrade_reads_a_saved_patch_byte_for_byte(tmp_path):
     patch = "diff --git a/w.txt b/w.txt\n--- a/w.txt\n+++ b/w.txt\n@@ -1 +1 @@\n-a\r\n+b\r\n"
     (tmp_path / "patch.diff").write_bytes(patch.encode())
     assert read_patch(tmp_path / "patch.diff") == patch
+
+
+def test_pytest_9_subtests_are_read_alike_from_both_channels(tmp_path):
+    """A real pytest (9, whose unittest subTest support is built in) with pytest-reportlog: a failed
+    subtest whose parameters hold spaces (python-slugify 9.1's `SUBFAILED(separator='-', limit=13)`),
+    passed subtests counted in the closing line ("465 passed, 24 subtests passed" in cachetools 8.0's run); both
+    channels agree, and the failed subtest fails its test."""
+    write(
+        tmp_path,
+        {
+            "test_sub.py": (
+                "import unittest\n\n\nclass T(unittest.TestCase):\n"
+                "    def test_a(self):\n        for x in (1, 2, 3):\n"
+                "            with self.subTest(x=x, sep='a b'):\n                self.assertNotEqual(x, 2)\n\n"
+                "    def test_b(self):\n        for x in (1, 2):\n            with self.subTest(x=x):\n"
+                "                self.assertTrue(x)\n\n    def test_c(self):\n        pass\n"
+            )
+        },
+    )
+    log = tmp_path / "report.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+    runs = []
+    for extra in ([], ["-q"]):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-rA",
+                "-p",
+                "no:cacheprovider",
+                "--color=no",
+                "-p",
+                "pytest_reportlog.plugin",
+                f"--report-log={log}",
+                *extra,
+            ],
+            cwd=tmp_path,
+            env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            capture_output=True,
+            text=True,
+        )
+        runs.append(proc.stdout)
+        setup = RunSetup(report_path=str(log), anchor=f"generated report log file: {log}")
+        report = PytestParser().parse(proc.stdout, log.read_bytes(), setup=setup, exit_code=proc.returncode)
+        assert report.consistent, (report.why, proc.stdout[-1500:])
+        assert report.statuses == {
+            "test_sub.py::T::test_a": "FAILED",
+            "test_sub.py::T::test_b": "PASSED",
+            "test_sub.py::T::test_c": "PASSED",
+        }
+    assert any("subtests passed" in out for out in runs), runs[-1][-300:]
+
+
+def test_a_run_killed_by_a_signal_is_not_suspected_tampering():
+    """The memory limit's killer (SIGKILL: exit 137) ends pytest mid-run: no summary, a structured
+    report cut before the session's end. The tests did not run to the end; nothing disagrees."""
+    out = (
+        "============================= test session starts ==============================\ncollected 2 items\n\nt.py ."
+    )
+    cut = _log(*REAL).rsplit(b"\n", 2)[0] + b"\n"
+    report = PytestParser().parse(out, cut, setup=SETUP, exit_code=137)
+    assert not report.consistent and not report.disagreement, report.disagreement
+    assert "signal 9" in report.why
+    # a run that exits on its own with the report cut is still flagged
+    report = PytestParser().parse(out, cut, setup=SETUP, exit_code=1)
+    assert "session finish" in report.disagreement

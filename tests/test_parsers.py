@@ -92,6 +92,24 @@ def test_a_parser_that_cannot_read_results_is_refused_when_it_is_defined():
             name = "nothing"
 
 
+def test_a_node_id_whose_parameters_hold_unbalanced_brackets_ends_at_its_message():
+    # wcwidth 0.9.3: pytest escapes the ANSI sequence of a parameter into the id ("\\x1b[31m": a `[`
+    # never closed), so counting brackets ran the id on into its message
+    node = "tests/test_h.py::test_parse[\\x1b[31mHello\\x1b[0m-0]"
+    text = (
+        "=== short test summary info ===\n"
+        f"PASSED {node}\nERROR {node} - ValueError: boom\nFAILED tests/test_h.py::test_b[a - b] - assert 1\n"
+        "PASSED tests/test_h.py::test_c[x - y]\n=== 1 failed, 2 passed, 1 error in 0.1s ===\n"
+    )
+    report = parse_pytest(text)
+    assert report.statuses == {
+        node: "ERROR",
+        "tests/test_h.py::test_b[a - b]": "FAILED",
+        "tests/test_h.py::test_c[x - y]": "PASSED",
+    }
+    assert report.listed[node] == {"PASSED", "ERROR"} and report.messages[node] == "ValueError: boom"
+
+
 LONG_IDS = """\
 import pytest
 

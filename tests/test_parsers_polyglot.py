@@ -956,3 +956,14 @@ def test_vitest_034_counting_skipped_tests_as_passed_is_read_as_what_it_lists():
     # a report whose counts agree with neither its list nor that quirk still disagrees
     forged = get_parser("vitest").parse(VITEST_034_OUTPUT, _vitest_034_report(3, 0), exit_code=0)
     assert not forged.consistent
+
+
+def test_jest_runs_a_file_named_test_by_default_vitest_does_not():
+    # Jest's default testMatch `**/?(*.)+(spec|test).[jt]s?(x)` takes a bare test.js (fastest-levenshtein
+    # keeps its tests in test.ts, compiled to test.js); Vitest's `**/*.{test,spec}.?(c|m)[jt]s?(x)` does not
+    jest, vitest = get_parser("jest"), get_parser("vitest")
+    for path in ("test.js", "test.ts", "src/spec.mjs"):
+        assert jest.is_test_path(path) and jest.is_test_module(path), path
+        assert not vitest.is_test_path(path), path
+    assert "--runTestsByPath test.js" in jest.test_command(["test.js", "mod.js"])
+    assert not jest.is_test_path("latest.js") and not jest.is_test_path("test.json")

@@ -59,7 +59,7 @@ from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_
 from ..grading.acceptance import refused_by_default
 from ..grading.determinism import check_seed, hash_seed_fixed_by_task
 from ..grading.own_checks import base_checks
-from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport
+from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport, killed_by
 from ..run.images import build_task_images, existing_task_images
 from ..sandboxes import default_backend
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
@@ -335,6 +335,17 @@ def _run_phases(
             verdict.seeds.append(run.seeds)
             if run.timed_out or run.report is None:
                 raise Quarantine("tests timed out", f"a base run took more than {task.timeouts.tests_s:g} s")
+            if (signal := killed_by(run.exit_code)) is not None:
+                why = (
+                    f"; SIGKILL under the {limits.memory} memory limit is the out-of-memory killer's"
+                    if signal == 9
+                    else ""
+                )
+                raise Quarantine(
+                    "tests were killed",
+                    f"base run: the test command ended by signal {signal} (exit {run.exit_code}) after "
+                    f"{run.seconds:.0f} s{why}: {_tail(run.output)}",
+                )
             if run.report.disagreement:
                 raise Quarantine("test results cannot be trusted", f"base run: {run.report.disagreement}")
             if not run.report.found_summary:

@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Literal, cast
 
 import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir, env_like
@@ -47,7 +49,7 @@ from .. import pysyntax
 from ..sandboxes import default_backend
 from .backends import HOOK_SCRIPT, Backend, read_backend, scm_version
 from .gitrepo import GitRepo, MineError, parse_date
-from .testdeps import read_tool_deps
+from .testdeps import addopts_plugins, pytest_config_addopts, read_tool_deps
 
 UV_PIN = "uv==0.9.5"  # the resolver and installer, from PyPI inside the image build
 HOOKS_PIN = "pyproject_hooks==1.2.0"  # how the resolver asks a build backend (as pip and build do)
@@ -488,6 +490,13 @@ def infer_environment(
                 f"cannot infer how to install {repo.source} at {base[:10]}: it has none of pyproject.toml, "
                 "setup.cfg, setup.py, requirements*.txt, tox.ini, noxfile.py"
             )
+    config_file, addopts = pytest_config_addopts(names, read, data)
+    if runner == "pytest":
+        present = {_req_name(t) for t in tests + (runtime or [])}
+        plugins = [p for p in addopts_plugins(addopts) if p not in present]
+        if plugins:
+            tests += plugins
+            notes.append(f"{config_file}'s pytest addopts need {', '.join(plugins)}: installed with the tests")
     if config.test_requirements is not None:
         tests = list(config.test_requirements)
         sources.append(f"{config._path}: test_requirements")
@@ -535,6 +544,11 @@ def infer_environment(
         if packaged
         else _dedupe((runtime or []) + tests + list(config.extra_requirements))
     )
+    relaxed: list[str] = []
+    if config.test_requirements is None and config.requirements is None:  # given ones are not second-guessed
+        requirements, relaxed = _relax_disagreeing_pins(requirements)
+    if relaxed:
+        notes.append(f"pins that disagree between requirement files left to the resolver: {', '.join(relaxed)}")
     choice = as_of or config.dependencies_as_of or "commit"
     if choice == "latest":
         when = None
@@ -574,6 +588,46 @@ def _lines(value: str) -> list[str]:
         for line in value.splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
+
+
+def _relax_disagreeing_pins(requirements: list[str]) -> tuple[list[str], list[str]]:
+    """Drop the exact pins (`name==v`) of a distribution that the requirements pin to different
+    versions, or that another of its requirements excludes: pins gathered from several files (a
+    requirements file compiled per tool, each on its own day: wcwidth's) were never meant to
+    be installed together, and uv refuses the union ("you require certifi==2026.5.20 and
+    certifi==2026.7.22"). The resolver then picks that distribution as of the date, within the
+    ranges that remain; a name left with nothing is kept bare. Returns (requirements, names)."""
+    parsed: dict[int, Requirement] = {}
+    for i, text in enumerate(requirements):
+        try:
+            parsed[i] = Requirement(text)
+        except InvalidRequirement:
+            continue
+    by_name: dict[str, list[int]] = {}
+    for i, one in parsed.items():
+        by_name.setdefault(canonicalize_name(one.name), []).append(i)
+
+    def pin(req: Requirement) -> str | None:
+        specs = list(req.specifier)
+        return specs[0].version if len(specs) == 1 and specs[0].operator in ("==", "===") else None
+
+    drop: set[int] = set()
+    relaxed: list[str] = []
+    for name, indices in by_name.items():
+        pins = {i: v for i in indices if (v := pin(parsed[i])) is not None and "*" not in v}
+        if not pins:
+            continue
+        others = [parsed[i].specifier for i in indices if i not in pins]
+        excluded = any(not spec.contains(v, prereleases=True) for v in pins.values() for spec in others)
+        if len(set(pins.values())) > 1 or excluded:
+            drop.update(pins)
+            relaxed.append(name)
+            if len(pins) == len(indices):  # nothing else names it: keep the name itself
+                requirements = list(requirements)
+                first = min(pins)
+                requirements[first] = parsed[first].name
+                drop.discard(first)
+    return [r for i, r in enumerate(requirements) if i not in drop], relaxed
 
 
 def _dedupe(items: list[str]) -> list[str]:

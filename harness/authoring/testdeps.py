@@ -16,6 +16,7 @@ from __future__ import annotations
 import configparser
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,6 +81,79 @@ def read_tool_deps(names: set[str], read: Callable[[str], str | None], pyproject
         if project and _uv_lock(_toml(read("uv.lock") or ""), project, out):
             out.sources.append("uv.lock")
     return out
+
+
+# ----------------------------------------------------------------------------- pytest's addopts
+
+# Options of pytest plugins, as a repository's pytest configuration passes them in `addopts`, and
+# the distribution that gives each: pytest exits "unrecognized arguments: --cov=parse" before
+# running a test when the plugin is missing, so a project that names the plugin only there (parse
+# 1.22) is tested with it installed, as its author runs it.
+PLUGIN_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("--cov", "pytest-cov"),
+    ("--no-cov", "pytest-cov"),
+    ("--numprocesses", "pytest-xdist"),
+    ("--dist", "pytest-xdist"),
+    ("--maxprocesses", "pytest-xdist"),
+    ("--timeout", "pytest-timeout"),
+    ("--benchmark-", "pytest-benchmark"),
+    ("--reruns", "pytest-rerunfailures"),
+    ("--doctest-plus", "pytest-doctestplus"),
+    ("--doctest-rst", "pytest-doctestplus"),
+    ("--mypy", "pytest-mypy"),
+    ("--randomly-", "pytest-randomly"),
+    ("--hypothesis-", "hypothesis"),
+    ("--asyncio-mode", "pytest-asyncio"),
+    ("--mpl", "pytest-mpl"),
+    ("--flake8", "pytest-flake8"),
+    ("--snapshot-update", "syrupy"),
+)
+# Short options: `-n auto`, `-n2`, `-nauto` (pytest-xdist).
+_SHORT_PLUGIN_OPTIONS = (("-n", "pytest-xdist"),)
+
+
+def pytest_config_addopts(names: set[str], read: Callable[[str], str | None], pyproject: dict) -> tuple[str, str]:
+    """(file, addopts) of the configuration pytest reads, in pytest's order (pytest.ini,
+    .pytest.ini, pyproject.toml, tox.ini, setup.cfg: the first holding a pytest section wins)."""
+    for path, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest")):
+        if path in names:
+            return path, _ini_option(read(path) or "", section, "addopts")
+    tool = (pyproject.get("tool") or {}).get("pytest")
+    if isinstance(tool, dict):
+        opts = (tool.get("ini_options") or {}).get("addopts", tool.get("addopts", ""))
+        return "pyproject.toml", " ".join(opts) if isinstance(opts, list) else str(opts or "")
+    for path, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        if path in names:
+            text = read(path) or ""
+            if re.search(rf"^\[{re.escape(section)}\]", text, re.M):
+                return path, _ini_option(text, section, "addopts")
+    return "", ""
+
+
+def _ini_option(text: str, section: str, option: str) -> str:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return ""
+    return parser.get(section, option, fallback="")
+
+
+def addopts_plugins(addopts: str) -> list[str]:
+    """The plugin distributions the options in `addopts` need (`--cov=x` -> pytest-cov)."""
+    try:
+        words = shlex.split(addopts)
+    except ValueError:
+        words = addopts.split()
+    out: list[str] = []
+    for word in words:
+        for option, dist in PLUGIN_OPTIONS:
+            if word == option or word.startswith(option + "=") or (option.endswith("-") and word.startswith(option)):
+                out.append(dist)
+        for option, dist in _SHORT_PLUGIN_OPTIONS:
+            if word.startswith(option) and not word.startswith("--"):
+                out.append(dist)
+    return list(dict.fromkeys(out))
 
 
 def _toml(text: str) -> dict:

@@ -35,6 +35,7 @@ from .base import (
     finish,
     glob_match,
     is_protected_path,
+    killed_by,
     matches_any,
 )
 
@@ -146,6 +147,7 @@ __all__ = [
     "get_parsers",
     "glob_match",
     "is_protected_path",
+    "killed_by",
     "matches_any",
     "merge",
     "parse_run",

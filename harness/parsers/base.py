@@ -401,3 +401,13 @@ def shell_quote(paths: Sequence[str]) -> str:
     import shlex
 
     return " ".join(shlex.quote(p) for p in paths)
+
+
+def killed_by(exit_code: int | None) -> int | None:
+    """The signal that ended a test command, read from its exit code (a shell's 128 + N, or -N),
+    or None. Test runners exit with small codes of their own; 129-159 is a signal's."""
+    if exit_code is None:
+        return None
+    if exit_code < 0:
+        return -exit_code
+    return exit_code - 128 if 128 < exit_code < 160 else None

@@ -24,7 +24,10 @@ from .vitest import CONFIG_PATHS as _JS_CONFIG
 from .vitest import TEST_PATHS as _JS_TESTS
 
 RESULTS_FILE = f"{REPORTS_DIR}/jest.json"
-TEST_PATHS = _JS_TESTS
+# Jest's default testMatch (`**/?(*.)+(spec|test).[jt]s?(x)`) also runs a file named just test.js
+# or spec.ts (fastest-levenshtein's test.js); Vitest's default include does not
+BARE_TESTS = tuple("**/" + name for name in config_names("test", "spec"))
+TEST_PATHS = _JS_TESTS + BARE_TESTS
 CONFIG_PATHS = tuple(p for p in _JS_CONFIG if "vite" not in p) + (
     "**/jest.config.*",
     "**/jest.setup.*",
@@ -56,8 +59,11 @@ class JestParser(JsParser):
         "pnpm-lock.yaml",
     )
 
+    def is_test_module(self, path: str) -> bool:
+        return is_js_test_module(path) or path.rsplit("/", 1)[-1] in config_names("test", "spec")
+
     def test_command(self, files: list[str] | None) -> str:
-        runnable = sorted(f for f in files or () if is_js_test_module(f))
+        runnable = sorted(f for f in files or () if self.is_test_module(f))
         base = f"npx jest --ci --json --outputFile={RESULTS_FILE}"
         return base + (" --runTestsByPath " + shell_quote(runnable) if runnable else "")
 

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport
+from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport, killed_by
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
@@ -129,8 +129,8 @@ WHOLELOOP_PY
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
 _CLOSING = re.compile(
-    r"^(=+ )?(?P<body>(no tests ran|(\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
-    r"(, )?)+) in [\d.]+s\b.*?)( =+)?$"
+    r"^(=+ )?(?P<body>(no tests ran|(\d+ (subtests (passed|failed|skipped|xfailed|xpassed)|passed|failed|errors?|"
+    r"skipped|xfailed|xpassed|deselected|warnings?|rerun)(, )?)+) in [\d.]+s\b.*?)( =+)?$"
 )
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -138,18 +138,36 @@ COUNTED = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 
 
 def _node_id(rest: str) -> str:
-    """The node id at the start of `rest`, which may be followed by ' - message'."""
-    depth, i = 0, 0
-    while i < len(rest):
-        ch = rest[i]
-        if ch == "[":
+    """The node id at the start of `rest`, which may be followed by ' - message'. A parametrized id
+    may hold " - " in its brackets (`test_x[a - b]`) and brackets that never close (an escaped ANSI
+    sequence: `test_x[\\x1b[31mHi-0]`): the id ends at the first " - " where its last part is
+    whole (no `[`, or ending in `]`); without one, `rest` is the id."""
+    at = rest.find(" - ")
+    while at != -1:
+        last = rest[:at].rsplit("::", 1)[-1]
+        if "[" not in last or last.endswith("]"):
+            return rest[:at].strip()
+        at = rest.find(" - ", at + 1)
+    return rest.strip()
+
+
+def _after_parameters(text: str) -> str:
+    """What follows a leading "(...)" (brackets and quotes inside it balanced), stripped."""
+    if not text.startswith("("):
+        return text.strip()
+    depth, quote = 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
             depth += 1
-        elif ch == "]":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and rest.startswith(" - ", i):
-            break
-        i += 1
-    return rest[:i].strip()
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 :].strip()
+    return ""
 
 
 def _message(rest: str, node: str) -> str:
@@ -181,7 +199,8 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
         for line in lines[starts[0] + 1 :]:
             status, _, rest = line.partition(" ")
             if status.startswith("SUBFAILED"):  # pytest 9: a failed unittest subTest of a PASSED test
-                status = FAILED
+                # its parameters may hold spaces: "SUBFAILED(sep='a b', limit=13) t.py::T::test_a"
+                status, rest = FAILED, _after_parameters(line.removeprefix("SUBFAILED"))
             if status not in STATUSES or not rest:
                 if _CLOSING.match(line.strip()):
                     break
@@ -324,6 +343,7 @@ class ReportLog:
             if status not in (FAILED, ERROR):
                 return
             status = FAILED
+            self.counts["failed"] += 1  # pytest's closing line counts each failed subtest as failed
         else:
             self.counts[
                 {
@@ -470,6 +490,15 @@ class PytestParser(ParserBase):
         log = ReportLog(results)
         report.exception_types = log.exception_types
         report.skip_reasons, report.collection_messages = log.skip_reasons, log.collection_messages
+        if log.exit_status is None and (signal := killed_by(exit_code)) is not None:
+            # ended by a signal (the memory limit's SIGKILL): the report is cut because pytest was,
+            # which is the tests not running to the end, not the channels disagreeing
+            report.consistent = False
+            report.why = f"exit code {exit_code}: the tests were killed by signal {signal} before the end"
+            report.channels["structured"] = "cut: the run was killed"
+            if log.statuses:
+                report.statuses = dict(log.statuses)
+            return report
         why = log.problem or _contradiction(report, log, exit_code)
         # messages: the structured report's; where the channels agree, the fuller ones pytest printed
         # (its FAILURES sections) -- printed lines that contradict the report can be anyone's
