@@ -16,6 +16,7 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written for an hour (a dearer price)
     reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:

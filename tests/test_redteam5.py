@@ -149,12 +149,6 @@ def _own(row) -> dict:
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftovers")
-@pytest.mark.xfail(
-    strict=True,
-    reason="own checks: a check's output is cut to 5 MB (head and tail) and the cut is not looked at; a new "
-    "file whose ruff JSON is bigger than that makes the JSON unreadable, every ruff finding (the new F401 "
-    "in the fixed file) is dropped and no error is recorded: accepted",
-)
 def test_a_ruff_finding_hidden_by_flooding_the_checks_output_is_not_accepted(checks_attacks):
     from harness.report.acceptance import judge
 
@@ -167,12 +161,6 @@ def test_a_ruff_finding_hidden_by_flooding_the_checks_output_is_not_accepted(che
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftovers")
-@pytest.mark.xfail(
-    strict=True,
-    reason="own checks: which patched files exist is read from `git ls-files`, which quotes a non-ASCII path "
-    '("tidyco/help\\303\\251.py"); the file matches no patched path, is never given to ruff, and its new '
-    "F401 is not counted: accepted",
-)
 def test_a_ruff_finding_in_a_new_file_with_a_non_ascii_name_is_not_accepted(checks_attacks):
     from harness.report.acceptance import judge
 
@@ -186,11 +174,6 @@ def test_a_ruff_finding_in_a_new_file_with_a_non_ascii_name_is_not_accepted(chec
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftovers")
-@pytest.mark.xfail(
-    strict=True,
-    reason="own checks: mypy runs on the files git tracks (the base's invocation) and follows static imports "
-    "only; a new module the fix loads with importlib is never type-checked, its type error not counted: accepted",
-)
 def test_a_type_error_in_a_new_module_loaded_through_importlib_is_not_accepted(checks_attacks):
     from harness.report.acceptance import judge
 
@@ -201,14 +184,9 @@ def test_a_type_error_in_a_new_module_loaded_through_importlib_is_not_accepted(c
     assert not judge(row).accepted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="own checks: ruff's JSON is parsed from stdout + stderr together; a malformed `# noqa` makes the "
-    "ruff this project pins warn on stderr after the JSON, the JSON no longer parses and every ruff finding "
-    "(the F401) is dropped, with no error recorded",
-)
 def test_a_ruff_finding_hidden_by_a_warning_on_stderr_is_found(tmp_path):
-    """Grading parses ruff's JSON from its stdout and stderr together. The pinned ruff of the checks
+    """Grading parsed ruff's JSON from its stdout and stderr together (now its command drops
+    stderr, and output that is not JSON is an error). The pinned ruff of the checks
     fixture (0.6.9) writes nothing to stderr for a malformed `# noqa` under --ignore-noqa (measured in
     Docker: the F401 is found), but the ruff this project runs (its dev dependency) warns about it on
     stderr, after the JSON: the JSON must still be read. The real ruff, grading's own command line."""
@@ -227,9 +205,8 @@ def test_a_ruff_finding_hidden_by_a_warning_on_stderr_is_found(tmp_path):
     command = run_command("ruff", ["text.py"]).replace("/opt/wholeloop/checks/bin", str(bin_dir))
     done = subprocess.run(["sh", "-c", command], cwd=repo, capture_output=True, text=True)
     found = TOOLS["ruff"].parse(done.stdout + "\n" + done.stderr)  # as measure_own_checks reads it
-    if not done.stderr.strip():
-        pytest.skip(f"this ruff writes nothing to stderr here: {done.stdout[:100]}")
-    assert any(f.rule == "F401" and f.file == "text.py" for f in found), (done.stderr, len(done.stdout))
+    # (the file is named from this tmp folder, not /repo/ as in the checks layer)
+    assert any(f.rule == "F401" and f.file.endswith("text.py") for f in found), (done.stderr, len(done.stdout))
 
 
 @pytest.mark.docker
@@ -286,11 +263,6 @@ def _refused_or_clean(folder: Path) -> None:
     assert SECRET not in _spec_text(task) + task.problem_statement + task.test_patch()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import: test.sh's `git apply /tests/F` joins F to tests/ unchecked; F = ../../../home/... "
-    "reads a file outside the task directory into the spec's hidden test patch",
-)
 def test_a_harbor_test_patch_named_outside_the_task_directory_is_not_read(tmp_path):
     folder, secret = _hostile_harbor(tmp_path)
     script = folder / "tests" / "test.sh"
@@ -300,11 +272,6 @@ def test_a_harbor_test_patch_named_outside_the_task_directory_is_not_read(tmp_pa
     _refused_or_clean(folder)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import: test.sh's `cp /tests/F DEST` joins F to tests/ unchecked; F = ../../../home/... "
-    "reads a file outside the task directory into the spec's hidden test files",
-)
 def test_a_harbor_test_file_copied_from_outside_the_task_directory_is_not_read(tmp_path):
     folder, secret = _hostile_harbor(tmp_path)
     script = folder / "tests" / "test.sh"
@@ -315,11 +282,6 @@ def test_a_harbor_test_file_copied_from_outside_the_task_directory_is_not_read(t
     _refused_or_clean(folder)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import: instruction.md (and every file the import reads) is followed through a symlink; "
-    "one pointing outside the task directory makes a host file the problem statement sent to the agent's model",
-)
 def test_a_harbor_instruction_that_links_outside_the_task_directory_is_not_read(tmp_path):
     folder, secret = _hostile_harbor(tmp_path)
     (folder / "instruction.md").unlink()
@@ -327,11 +289,6 @@ def test_a_harbor_instruction_that_links_outside_the_task_directory_is_not_read(
     _refused_or_clean(folder)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import: the Dockerfile's COPY source is joined to environment/ unchecked; an absolute "
-    "path (or ../) bundles a git repository from anywhere on the importing machine into the task",
-)
 def test_a_harbor_dockerfile_that_copies_a_repository_from_outside_the_task_directory_is_refused(tmp_path):
     from harness.authoring.harbor import HarborTaskRefused, spec_of
 
@@ -359,12 +316,6 @@ def _with_spec_metadata(folder: Path, extras: dict) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import: task.toml's [metadata] wholeloop_spec is merged over every field the import "
-    "derived, `repo` included: the written spec names a repository anywhere on the importing machine instead "
-    "of its own bundle, and building its image snapshots that repository for the agent",
-)
 def test_a_harbor_task_toml_cannot_point_the_spec_at_a_repository_outside_its_directory(tmp_path):
     from harness.authoring.harbor import HarborTaskRefused, spec_of
 
@@ -380,11 +331,6 @@ def test_a_harbor_task_toml_cannot_point_the_spec_at_a_repository_outside_its_di
     assert task.repo == f"{task.id}/repo.bundle", task.repo
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import: task.toml's [metadata] wholeloop_spec may set environment.trust_ca_bundle to any "
-    "host path: the import writes a spec whose image build copies that file (a key, say) in",
-)
 def test_a_harbor_task_toml_cannot_name_a_host_file_for_the_image(tmp_path):
     from harness.authoring.harbor import HarborTaskRefused, spec_of
 
@@ -397,12 +343,6 @@ def test_a_harbor_task_toml_cannot_name_a_host_file_for_the_image(tmp_path):
     assert not isinstance(task.environment.trust_ca_bundle, str), task.environment.trust_ca_bundle
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Harbor import (and any task spec): a test id listed several times in FAIL_TO_PASS is kept as "
-    "many times; grading's F2P tally counts each copy (a fix of one test of two reads 50/51), tasks check "
-    "reports 51 FAIL_TO_PASS",
-)
 def test_a_harbor_task_cannot_count_one_test_many_times(tmp_path):
     from harness.authoring.harbor import HarborTaskRefused, spec_of
     from harness.grading.outcome import classify
@@ -502,12 +442,6 @@ def test_a_cli_speaking_its_second_wire_reaches_neither_the_first_wires_api_nor_
     assert status_of(rig.ask(allowed)) == 200 and len(rig.provider.requests) == 1  # the rig does forward
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="openai-responses wire: `background: true` is forwarded; the provider answers at once with a "
-    "queued response and no usage, charged nothing, while it generates (and bills) the reply on its own, "
-    "up to the clamped max_output_tokens, for every call the step limit allows",
-)
 def test_a_responses_call_sent_to_the_background_is_refused_or_charged(proxy_rig):
     from support.rawprovider import GPT, json_answer, status_of
 
@@ -534,12 +468,6 @@ def test_a_responses_call_sent_to_the_background_is_refused_or_charged(proxy_rig
         assert status_of(answer) >= 400 or forwarded, answer[:300]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wires: `service_tier: priority` is forwarded and the reply (which says it was served at priority) is "
-    "charged at the standard price; litellm's map prices gpt-6.1-sol's priority tier at 2x: half the spend "
-    "is not charged, and the cost limit lets twice its worth through",
-)
 @pytest.mark.parametrize("wire", ["openai-chat", "openai-responses"])
 def test_a_call_at_a_dearer_service_tier_is_charged_its_price_or_refused(proxy_rig, wire):
     from support.rawprovider import GPT, json_answer, status_of
@@ -569,12 +497,6 @@ def test_a_call_at_a_dearer_service_tier_is_charged_its_price_or_refused(proxy_r
         assert status_of(answer) >= 400 or forwarded, answer[:300]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="anthropic wire: cache writes with a one-hour TTL (`cache_control.ttl: 1h`, reported under "
-    "usage.cache_creation.ephemeral_1h_input_tokens) are charged at the five-minute write price; litellm's "
-    "map prices them 1.6x higher (cache_creation_input_token_cost_above_1hr)",
-)
 def test_one_hour_cache_writes_are_charged_their_price(proxy_rig):
     from support.rawprovider import SONNET, anthropic_message, json_answer, status_of
 

@@ -294,20 +294,24 @@ def spec_of(folder: Path) -> tuple[Task, DockerfileShape]:
                     "holds no repository wholeloop can snapshot"
                 )
             raise HarborTaskRefused(f"{folder}: not a Harbor task directory: no {need}")
+    for need in ("task.toml", "instruction.md", "tests/test.sh", "solution", "environment/Dockerfile"):
+        _inside(folder, folder / need)
     toml = tomllib.loads((folder / "task.toml").read_text())
     if toml.get("steps"):
         raise HarborTaskRefused(f"{folder}: a multi-step task: wholeloop grades one patch per task")
     shape = read_dockerfile(folder / "environment" / "Dockerfile")
     script = read_test_script(folder / "tests" / "test.sh", shape.workdir)
-    fail, keep = _fail_pass(folder / "tests" / "config.json")
-    extras = json.loads(((toml.get("metadata") or {}).get(SPEC_KEY)) or "{}")
+    fail, keep = _fail_pass(_inside(folder, folder / "tests" / "config.json"))
+    extras = _spec_extras(folder, toml)
     task_id = extras.pop("id", None) or _task_id(toml, folder)
-    base = _git(folder / "environment" / shape.repo_source, "rev-parse", "HEAD").strip()
+    base = _git(_inside(folder, folder / "environment" / shape.repo_source), "rev-parse", "HEAD").strip()
     hidden: dict[str, Any] = {"command": script.command, "parser": script.parser}
     if script.patch_file:
-        hidden["patch"] = _read_text(folder / "tests" / script.patch_file)
+        hidden["patch"] = _read_text(_inside(folder, folder / "tests" / script.patch_file))
     if script.files:
-        hidden["files"] = {dest: _read_text(folder / "tests" / src) for src, dest in sorted(script.files.items())}
+        hidden["files"] = {
+            dest: _read_text(_inside(folder, folder / "tests" / src)) for src, dest in sorted(script.files.items())
+        }
     environment: dict[str, Any] = {"image": shape.image, "pull": "never", "setup": shape.setup}
     environment["python_venv"] = shape.python_venv
     environment.update(install=shape.install, env=shape.env, **extras.pop("environment", {}))
@@ -333,6 +337,39 @@ def spec_of(folder: Path) -> tuple[Task, DockerfileShape]:
     except ValueError as exc:
         raise HarborTaskRefused(f"{folder}: does not make a valid wholeloop task: {exc}") from None
     return task, shape
+
+
+def _inside(folder: Path, path: Path) -> Path:
+    """`path`, when it (through every symlink and `..`) stays inside the task directory `folder`;
+    the import reads nothing else of the importing machine (a hostile task could make a host file
+    its problem statement, hidden tests or repository)."""
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise HarborTaskRefused(f"{path}: points outside the task directory {folder}: the import reads nothing else")
+    return path
+
+
+# what task.toml's `wholeloop_spec` may set: the fields the export writes there, none naming a path
+# of the importing machine (`repo`, a Dockerfile, a CA bundle file are the import's own)
+SPEC_KEYS: tuple[str, ...] = ("test_command", "expected_xfail", "protected_paths", "allowed_paths", "limits")
+SPEC_KEYS += ("metadata", "created_at", "origin", "environment", "id")
+SPEC_ENV_REFUSED = ("dockerfile", "image", "setup", "install", "env", "python_venv")
+
+
+def _spec_extras(folder: Path, toml: dict[str, Any]) -> dict[str, Any]:
+    extras = json.loads(((toml.get("metadata") or {}).get(SPEC_KEY)) or "{}")
+    if not isinstance(extras, dict):
+        raise HarborTaskRefused(f"{folder}/task.toml: [metadata] {SPEC_KEY} is not a JSON object")
+    unknown = sorted(set(extras) - set(SPEC_KEYS))
+    env = extras.get("environment") or {}
+    unknown += [f"environment.{k}" for k in sorted(env) if k in SPEC_ENV_REFUSED]
+    if isinstance(env.get("trust_ca_bundle"), str):
+        unknown.append("environment.trust_ca_bundle (a path)")
+    if unknown:
+        raise HarborTaskRefused(
+            f"{folder}/task.toml: [metadata] {SPEC_KEY} sets {', '.join(unknown)}, which wholeloop's export never "
+            "writes there (the import derives them from the task directory)"
+        )
+    return extras
 
 
 def _read_text(path: Path) -> str:
@@ -402,6 +439,7 @@ def take_gold(task: Task, solution: Path, workdir: str) -> str:
     limits = task.limits.apply(Limits()).with_(network=False)
     with backend.start(images.task.tag, limits=limits, role="check", run_id="harbor-import") as sb:
         for path in sorted(p for p in solution.rglob("*") if p.is_file()):
+            _inside(solution, path)  # a link out of solution/ would carry a host file into the container
             rel = path.relative_to(solution).as_posix()
             sb.write_file(f"/solution/{rel}", path.read_bytes(), mode=0o755 if path.suffix == ".sh" else 0o644)
         link = f"ln -sfn {REPO_DIR} {shlex.quote(workdir)} && " if workdir.rstrip("/") != REPO_DIR else ""

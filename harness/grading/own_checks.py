@@ -60,6 +60,9 @@ class Tool:
     # an attempt is checked with the base's own invocation, the whole tree, its warm cache making
     # that incremental; and the findings of every file count (a changed signature breaks callers)
     whole: bool = False
+    # a JSON report on standard output (its standard error dropped by the command: a warning there
+    # would break the document): output that is not one is an error, never "no findings"
+    json: bool = False
     # run once at install, network on, after the packages are in (pyright's Python wrapper fetches
     # its Node program on first use: fetched then, into the tools' folder, never at check time)
     warm: str = ""
@@ -281,6 +284,18 @@ def parse_clippy_json(text: str) -> list[Finding]:
     return out
 
 
+def _is_json(text: str) -> bool:
+    """`text` holds one JSON document (a report), from its first bracket or brace to its end."""
+    starts = [i for i in (text.find("["), text.find("{")) if i >= 0]
+    if not starts:
+        return False
+    try:
+        json.loads(text[min(starts) :])
+    except ValueError:
+        return False
+    return True
+
+
 def _json_array(text: str) -> list:
     start = text.find("[")
     if start < 0:
@@ -299,9 +314,10 @@ TOOLS: dict[str, Tool] = {
         "linter",
         "pip",
         "ruff",
-        "{bin}/ruff check --no-cache --ignore-noqa --output-format json --exit-zero {files}",
+        "{bin}/ruff check --no-cache --ignore-noqa --output-format json --exit-zero {files} 2>/dev/null",
         PY,
         parse_ruff_json,
+        json=True,
     ),
     "flake8": Tool("linter", "pip", "flake8", "{bin}/flake8 --exit-zero --disable-noqa {files}", PY, parse_flake8),
     "black": Tool("formatter", "pip", "black", "{bin}/black --check {files} 2>&1; true", PY, parse_black),
@@ -321,19 +337,21 @@ TOOLS: dict[str, Tool] = {
         "linter",
         "npm",
         "eslint",
-        "{bin}/../node_modules/.bin/eslint -f json --no-inline-config {files}; true",
+        "{bin}/../node_modules/.bin/eslint -f json --no-inline-config {files} 2>/dev/null; true",
         JS,
         parse_eslint_json,
+        json=True,
     ),
     "pyright": Tool(
         "type checker",
         "pip",
         "pyright",
         f"PYRIGHT_PYTHON_CACHE_DIR={CHECKS_DIR}/cache/pyright "
-        + '{bin}/pyright --pythonpath "$(command -v python3)" --outputjson {files}; true',
+        + '{bin}/pyright --pythonpath "$(command -v python3)" --outputjson {files} 2>/dev/null; true',
         PY,
         parse_pyright_json,
         whole=True,
+        json=True,
         warm=f"PYRIGHT_PYTHON_CACHE_DIR={CHECKS_DIR}/cache/pyright {CHECKS_DIR}/bin/pyright --version",
     ),
     "tsc": Tool(
@@ -630,7 +648,7 @@ def run_command(check: str, files: list[str] | None) -> str:
         listed = "./..." if files is None else " ".join(shlex.quote(d if d == "." else f"./{d}") for d in dirs)
     elif files is None:
         globs = " ".join(shlex.quote(f"*{e}") for e in tool.extensions)
-        listed = f"$(git ls-files -- {globs})"
+        listed = f"$(git -c core.quotePath=false ls-files --cached --others --exclude-standard -- {globs})"
     else:
         listed = " ".join(shlex.quote(f) for f in files)
     return tool.command.format(bin=f"{CHECKS_DIR}/bin", files=listed)
@@ -807,6 +825,12 @@ def measure_own_checks(
                 if ran.timed_out:
                     result.error = f"{check} did not finish within {limits.command_timeout_s:g}s"
                     return result
+                if ran.truncated:  # a cut report loses findings: not measured, never "none found"
+                    result.error = f"{check} wrote {ran.output_bytes:,} bytes, more than grading reads"
+                    return result
+                if tool.json and not _is_json(ran.stdout):
+                    result.error = f"{check} gave no JSON report: {ran.combined().strip()[-200:]}"
+                    return result
                 now = tool.parse(ran.stdout + "\n" + ran.stderr)
                 base_out = _read_text(sb, f"{BASE_DIR}/{split(check)[0]}.out")
                 # a tool run on packages reports on every file of them: the base's counts of all files
@@ -840,7 +864,7 @@ def _prepare_script(configs: list[str], files: list[str]) -> str:
     for path in configs:  # the checks read their settings from the base, never from the patch
         q = shlex.quote(path)
         lines.append(f"git checkout -q HEAD -- {q} 2>/dev/null || rm -f -- {q}")
-    lines.append(f"git ls-files --cached --others -- {quoted}")
+    lines.append(f"git -c core.quotePath=false ls-files --cached --others -- {quoted}")
     return "\n".join(lines)
 
 

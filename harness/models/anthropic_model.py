@@ -213,6 +213,7 @@ def _usage_dict(u: Any) -> dict[str, int]:
         "output_tokens": field(u, "output_tokens", 0),
         "cache_read": field(u, "cache_read_input_tokens", 0),
         "cache_write": field(u, "cache_creation_input_tokens", 0),
+        "cache_write_1h": field(field(u, "cache_creation"), "ephemeral_1h_input_tokens", 0) or 0,
         "reasoning": field(details, "thinking_tokens", 0),
     }
 
@@ -253,6 +254,7 @@ def _turn(blocks: list[dict], usage: Any, stop: str | None, model: str, request_
             output_tokens=u["output_tokens"],
             cache_read_tokens=u["cache_read"],
             cache_write_tokens=u["cache_write"],
+            cache_write_1h_tokens=min(u.get("cache_write_1h", 0), u["cache_write"]),
             reasoning_tokens=u["reasoning"],
         ),
         stop_reason=_STOP.get(stop or "", stop or "end_turn"),

@@ -34,6 +34,7 @@ class Price(BaseModel):
     output_cost_per_token: float
     cache_read_input_token_cost: float | None = None
     cache_creation_input_token_cost: float | None = None
+    cache_creation_input_token_cost_above_1hr: float | None = None  # a one-hour cache write (Anthropic)
     output_cost_per_reasoning_token: float | None = None
     #: Long-context tiers: {threshold in prompt tokens: fields that replace the ones above}. Past a
     #: threshold the whole request is billed at that tier, as providers and litellm do.
@@ -128,7 +129,10 @@ def cost_usd(usage: Usage, price: Price | None) -> float | None:
     reasoning_price = price.output_cost_per_reasoning_token
     cost = plain_input * price.input_cost_per_token
     cost += cache_read * (price.input_cost_per_token if read_price is None else read_price)
-    cost += cache_write * (price.input_cost_per_token if write_price is None else write_price)
+    write_price = price.input_cost_per_token if write_price is None else write_price
+    hour = min(usage.cache_write_1h_tokens, cache_write)
+    hour_price = price.cache_creation_input_token_cost_above_1hr
+    cost += (cache_write - hour) * write_price + hour * (write_price if hour_price is None else hour_price)
     if reasoning_price is not None:
         reasoning = min(usage.reasoning_tokens, usage.output_tokens)
         cost += reasoning * reasoning_price

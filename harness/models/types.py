@@ -13,7 +13,8 @@ provider needs back verbatim on the next request (malformed raw arguments, signe
 
 Token accounting is the same for every provider, so runs on different models compare:
 ``input_tokens`` counts *all* prompt tokens, cache reads and writes included (cache_read_tokens and
-cache_write_tokens are subsets of it); ``output_tokens`` includes reasoning tokens.
+cache_write_tokens are subsets of it; cache_write_1h_tokens, of cache_write_tokens, are Anthropic's
+one-hour cache writes, priced apart); ``output_tokens`` includes reasoning tokens.
 """
 
 from __future__ import annotations

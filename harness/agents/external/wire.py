@@ -110,7 +110,9 @@ class Wire(ABC):
     server_tools: tuple[str, ...] = ()  # tool types (prefixes) that run at the provider
     refused_tools: tuple[str, ...] = ()  # server tool kinds refused rather than stripped (MCP)
     server_keys: tuple[str, ...] = ()  # top-level keys that make the provider reach out (refused)
-    strip_keys: tuple[str, ...] = ()  # top-level keys of provider-side features (stripped)
+    # top-level keys stripped: provider-side features, and serving the meter cannot price (a dearer
+    # `service_tier`; a `background` reply, generated and billed after a usage-less answer)
+    strip_keys: tuple[str, ...] = ()
     counted: tuple[str, ...] = ()  # paths of model calls (charged, clamped, recorded)
     free: tuple[str, ...] = ()  # paths forwarded without charge (POST token counting, GET lists)
     clamp_key = "max_tokens"
@@ -293,11 +295,14 @@ class Anthropic(Wire):
     def usage(self, raw: dict | None) -> Usage:
         raw = raw or {}
         read, write = _int(raw.get("cache_read_input_tokens")), _int(raw.get("cache_creation_input_tokens"))
+        split = raw.get("cache_creation")
+        hour = _int(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
         return Usage(
             input_tokens=_int(raw.get("input_tokens")) + read + write,
             output_tokens=_int(raw.get("output_tokens")),
             cache_read_tokens=read,
             cache_write_tokens=write,
+            cache_write_1h_tokens=min(hour, write),
         )
 
     def reply(self, body: dict) -> Reply:
@@ -393,7 +398,7 @@ def _anthropic_uses(raw: Any) -> dict[str, int]:
 class OpenAIChat(Wire):
     name = "openai-chat"
     prefixes = ("openai/", "openai_like/", "text-completion-openai/")
-    strip_keys = ("web_search_options",)
+    strip_keys = ("web_search_options", "service_tier")
     counted = ("/v1/chat/completions",)
     free = ("/v1/models",)
     clamp_key = "max_completion_tokens"
@@ -503,6 +508,7 @@ class OpenAIResponses(Wire):
         "tool_search",
     )
     refused_tools = ("mcp",)
+    strip_keys = ("background", "service_tier")
     conversation_key = "input"
     head_keys = ("instructions", "tools")
     counted = ("/v1/responses",)
