@@ -1,0 +1,109 @@
+"""The Ray executor on a cluster whose worker nodes share nothing with the driver (issue 27): each
+worker in its own network and mount namespaces with its own Docker engine, wholeloop from a built
+wheel, no view of the driver's files (see tests/support/raycluster.py). Everything here talks to
+the cluster from subprocesses (the CLI, or a small probe), so this process never joins it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.raycluster import ROOT, RayCluster, build_wheel, can_make_namespaces, template_venv
+
+from sandbox.base import DEFAULT_BASE
+
+DEMO = ROOT / "tasks" / "demo"
+RECORDINGS = DEMO / "recordings"
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """A head and two worker nodes (see tests/support/raycluster.py), torn down after the session
+    whatever happened."""
+    pytest.importorskip("ray")
+    why = can_make_namespaces()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the multi-node Ray cluster: {why}")
+        pytest.skip(why)
+    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    cluster = RayCluster(workers=2, base_images=(DEFAULT_BASE,), env=token)
+    try:
+        cluster.start(wheel, template_venv(wheel))
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def driver_env(cluster: RayCluster) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return {**env, "RAY_USAGE_STATS_ENABLED": "0", **cluster.env}
+
+
+PROBE = r"""
+import json, os, sys, ray
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+paths = json.loads(sys.argv[2])
+
+@ray.remote(num_cpus=0)
+def look(paths):
+    import harness, socket
+    from sandbox.docker.engine import client
+    routes = [line.split()[1] for line in open("/proc/net/route").read().splitlines()[1:]]
+    return {
+        "host": ray.get_runtime_context().get_node_id(),
+        "ip": ray.util.get_node_ip_address(),
+        "seen": [p for p in paths if os.path.exists(p)],
+        "harness": harness.__file__,
+        "docker_host": os.environ.get("DOCKER_HOST"),
+        "docker_root": client().info()["DockerRootDir"],
+        "default_route": "00000000" in routes,
+        "main_socket_is_socket": __import__("stat").S_ISSOCK(os.stat("/var/run/docker.sock").st_mode)
+        if os.path.exists("/var/run/docker.sock") else False,
+    }
+
+out = {}
+for name in json.loads(sys.argv[3]):
+    out[name] = ray.get(look.options(resources={name: 0.01}).remote(paths), timeout=120)
+print(json.dumps(out))
+"""
+
+
+def probe_nodes(cluster: RayCluster, paths: list[str]) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, cluster.address, json.dumps(paths), json.dumps([n.name for n in cluster.nodes])],
+        capture_output=True,
+        text=True,
+        env=driver_env(cluster),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_worker_nodes_share_no_files_network_or_engine_with_the_driver(cluster, tmp_path):
+    run_folder = tmp_path / "a-run"
+    run_folder.mkdir()
+    (run_folder / "results.jsonl").write_text("")
+    driver_paths = [str(run_folder), str(DEMO), str(DEMO / "inikit-001.yaml"), str(ROOT), str(tmp_path)]
+    seen = probe_nodes(cluster, driver_paths)
+    assert set(seen) == {"node1", "node2"}
+    for node in cluster.nodes:
+        info = seen[node.name]
+        assert info["seen"] == []  # none of the driver's files exists on the node
+        assert info["ip"] == node.ip and not info["default_route"]  # its own namespace: no way out
+        assert info["harness"].startswith(str(node.root / "venv"))  # installed from the wheel
+        assert info["docker_host"] == node.docker_host and info["docker_root"] == str(node.root / "docker")
+        assert not info["main_socket_is_socket"]  # the main engine's socket is covered
+        assert node.images() >= {DEFAULT_BASE}  # loaded, not pulled
+    assert all(Path(p).exists() for p in driver_paths)  # while the driver sees them all
+    assert len({seen[n]["host"] for n in seen}) == 2
