@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -107,3 +108,64 @@ def test_the_worker_nodes_share_no_files_network_or_engine_with_the_driver(clust
         assert node.images() >= {DEFAULT_BASE}  # loaded, not pulled
     assert all(Path(p).exists() for p in driver_paths)  # while the driver sees them all
     assert len({seen[n]["host"] for n in seen}) == 2
+
+
+AGENTS = {"gold": ["--agent", "gold"], "noop": ["--agent", "noop"], "replay": ["--model", f"replay:{RECORDINGS}"]}
+
+
+def wholeloop_run(out: Path, agent: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS[agent], "--out", str(out), *extra]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def local_runs(tmp_path_factory) -> dict[str, Path]:
+    """gold, noop and replay of the demo suite with the local executor: the results to match."""
+    runs = {}
+    for agent in AGENTS:
+        out = tmp_path_factory.mktemp("local") / agent
+        proc = wholeloop_run(out, agent, "--workers", "2")
+        assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+        runs[agent] = (out, proc.returncode)
+    return runs
+
+
+def report_text(run: Path, into: Path) -> Path:
+    """`wholeloop report RUN` as compare_runs reads it, less what differs by executor alone: the
+    command line, and the table widths that follow from the seconds (which are hidden)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "report", str(run)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if "harness/cli/__main__.py run" not in line]
+    into.write_text("\n".join(re.sub(r"[━─ ]+", " ", line) for line in lines) + "\n")
+    return into
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+def test_the_cluster_runs_the_demo_suite_as_the_local_executor_does(cluster, local_runs, agent, tmp_path):
+    out = tmp_path / agent
+    ray = ["--executor", "ray", "--ray-address", cluster.address, "--workers", "2"]
+    proc = wholeloop_run(out, agent, *ray, env=driver_env(cluster))
+    local, local_code = local_runs[agent]
+    assert proc.returncode == local_code, proc.stdout[-3000:] + proc.stderr[-3000:]
+    reports = [report_text(local, tmp_path / "local.txt"), report_text(out, tmp_path / "ray.txt")]
+    compare = [sys.executable, str(ROOT / "scripts" / "compare_runs.py"), str(local), str(out)]
+    same = subprocess.run(
+        [*compare, "--report-before", str(reports[0]), "--report-after", str(reports[1])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert same.returncode == 0, same.stdout[-4000:] + same.stderr[-2000:]  # rows, costs, grades, report
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 7 and {r["node"] for r in rows} <= {n.name for n in cluster.nodes}  # run on the workers
+    manifest = json.loads((out / "manifest.json").read_text())
+    arrived = {task: info.get("arrived") for task, info in manifest["images"].items()}
+    assert set(arrived) == {r["task_id"] for r in rows}
+    assert set(arrived.values()) <= {"shipped", "present"}  # never built on a node (it cannot reach a registry)
+    for node in cluster.nodes:
+        assert node.containers() == []  # nothing of the run outlives it on the nodes

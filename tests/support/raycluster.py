@@ -274,6 +274,7 @@ class RayCluster:
             [
                 "set -e",
                 "mount --make-rprivate /",
+                f"hostname {node.name}",
                 *(f"mount -t tmpfs -o size=1m,mode=755 wholeloop-hidden {shlex.quote(p)}" for p in hidden),
                 "if [ -S /var/run/docker.sock ]; then mount --bind /dev/null /var/run/docker.sock; fi",
                 f"{shlex.join(dockerd)} > {root / 'dockerd.log'} 2>&1 &",
@@ -299,7 +300,7 @@ class RayCluster:
         with open(log, "w") as fh:
             node.proc = subprocess.Popen(
                 # nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup mounts dockerd needs
-                ["nsenter", f"--net=/run/netns/{node.netns}", "unshare", "--mount", "--propagation", "private"]
+                ["nsenter", f"--net=/run/netns/{node.netns}", "unshare", "--mount", "--uts", "--propagation", "private"]
                 + ["bash", "-c", script],
                 env=env,
                 cwd=str(root / "work"),

@@ -40,6 +40,7 @@ from ...errors import UserError
 from .ray_node import LIVE_EVENT, ProgressBox, node_info, run_unit
 
 DEFAULT_MAX_SHIP_MB = 256
+DEFAULT_MAX_IMAGE_MB = 2048  # an image archive larger than this is not shipped: the node builds it
 
 
 class RayExecutorError(UserError):
@@ -293,6 +294,7 @@ class RayExecutor:
         per_task, hashes = {}, {}
         for task in {t.id: t for t, _ in units}.values():
             per_task[task.id] = _task_payload(task, shipper)
+            per_task[task.id]["images"] = shipper.images(task)
             per_task[task.id]["recording"] = _recording(Path(replay), task.id, shipper) if replay is not None else None
             per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
             hashes[task.id] = task.content_hash()
@@ -374,10 +376,41 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
 class _Shipper:
     """Puts each referenced input into the object store once, keyed by content."""
 
-    def __init__(self, ray, limit: int) -> None:
+    def __init__(self, ray, limit: int, image_limit: int | None = None) -> None:
         self.ray, self.limit = ray, limit
+        mb = float(os.environ.get("WHOLELOOP_RAY_MAX_IMAGE_MB", DEFAULT_MAX_IMAGE_MB))
+        self.image_limit = image_limit if image_limit is not None else int(mb * 1024 * 1024)
         self._done: dict[tuple[str, str], dict] = {}
         self._refs: dict[str, Any] = {}
+        self._images: dict[str, dict | None] = {}
+
+    def images(self, task) -> dict | None:
+        """The task's images as one archive in the object store, keyed by their content (the
+        image ids), for a node that lacks them; None when this machine's engine does not have them
+        all (or has no engine): the node then builds them, as a local run would."""
+        from sandbox import SandboxError
+
+        from ...sandboxes import default_backend
+        from ..images import present_image_tags
+
+        try:
+            backend = default_backend()
+            tags = present_image_tags(task, backend)
+            if not tags:
+                return None
+            ids = [backend.image_id(tag) for tag in tags]
+        except SandboxError:
+            return None
+        key = hashlib.sha256(json.dumps(sorted(zip(tags, ids))).encode()).hexdigest()[:24]
+        if key not in self._images:
+            data = backend.export_images(tags)
+            self._images[key] = (
+                None
+                if len(data) > self.image_limit
+                else {"key": key, "tags": tags, "ref": self.ray.put(data), "size": len(data)}
+            )
+            del data
+        return self._images[key]
 
     def _item(self, key: str, kind: str, name: str, data: bytes, path: Path, what: str) -> dict:
         if len(data) > self.limit:
