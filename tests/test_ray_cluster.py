@@ -12,6 +12,7 @@ import re
 import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,44 @@ def test_the_cluster_runs_the_demo_suite_as_the_local_executor_does(cluster, loc
     assert set(arrived.values()) <= {"shipped", "present"}  # never built on a node (it cannot reach a registry)
     for node in cluster.nodes:
         assert node.containers() == []  # nothing of the run outlives it on the nodes
+
+
+def test_a_node_lost_mid_run_has_its_units_redone_on_the_other(cluster, local_runs, tmp_path):
+    """Runs last (it kills node2): its raylet, Ray workers and engine are SIGKILLed while units run
+    there; Ray resubmits them, node1 runs them, each unit ends with one final row."""
+    out = tmp_path / "lost"
+    ray = ["--executor", "ray", "--ray-address", cluster.address, "--workers", "4"]
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS["replay"], "--out", str(out), *ray]
+    log = tmp_path / "run.log"
+    with open(log, "w") as fh:
+        run = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=driver_env(cluster))
+    node1, node2 = cluster.nodes
+    try:
+        deadline = time.monotonic() + 300
+        while not node2.containers():  # a unit is running on node2
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        cluster.kill_node(node2)
+        code = run.wait(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    final = [r for r in rows if not r.get("retried")]
+    assert sorted(r["task_id"] for r in final) == sorted(
+        json.loads(line)["task_id"] for line in (local_runs["replay"][0] / "results.jsonl").read_text().splitlines()
+    )  # each unit exactly one final row
+    local = {
+        r["task_id"]: r for r in map(json.loads, (local_runs["replay"][0] / "results.jsonl").read_text().splitlines())
+    }
+    for row in final:
+        assert (row["outcome"], row["resolved"]) == (
+            local[row["task_id"]]["outcome"],
+            local[row["task_id"]]["resolved"],
+        )
+    redone = {r["task_id"] for r in rows if r.get("retried")}
+    assert all((r.get("failed_in") or {}).get("error_type") == "Abandoned" for r in rows if r.get("retried"))
+    assert len(redone) == len([r for r in rows if r.get("retried")])  # each lost try recorded once
+    assert node1.containers() == []
