@@ -211,3 +211,7 @@ def test_a_node_lost_mid_run_has_its_units_redone_on_the_other(cluster, local_ru
     assert all((r.get("failed_in") or {}).get("error_type") == "Abandoned" for r in rows if r.get("retried"))
     assert len(redone) == len([r for r in rows if r.get("retried")])  # each lost try recorded once
     assert node1.containers() == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    (lost,) = manifest["executor"]["lost_nodes"]
+    assert lost["node"] == "node2" and lost["units_redone"] >= 1  # a unit was running there
+    assert f"node node2 lost at {lost['lost_at']}; {lost['units_redone']} unit(s) redone" in text

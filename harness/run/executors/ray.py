@@ -32,6 +32,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -196,11 +197,20 @@ class RayExecutor:
             runner.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
         payloads, hashes = self._payloads(runner, units)
         self._note_manifest(runner)
-        self._box = self.ray.remote(num_cpus=0)(ProgressBox).remote()
+        # on the driver's own node: a box on a worker would go with that worker, and with it the
+        # progress and the streamed spend of every unit
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(), soft=True)
+        self._box = self.ray.remote(num_cpus=0, scheduling_strategy=here)(ProgressBox).remote()
         for payload in payloads:
             payload["progress"] = self._box
         by_id = {t.id: t for t in runner.tasks}
         self._tries, self._open = {}, {(t.id, r) for t, r in units}
+        self._hosts: dict[str, list[str]] = {}  # the nodes each unit started on, in order
+        self._known = {n["host"] for n in self.nodes()}
+        self._lost: dict[str, float] = {}  # node host name: when it was first seen gone
+        self._looked = time.monotonic()
         for task, repeat in units:  # a killed driver's live copies: abandoned tries, recorded once
             self._abandon(runner, task, repeat)
         for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(runner)):
@@ -220,6 +230,36 @@ class RayExecutor:
             for row in rows:
                 runner.folder.append(row)
             yield rows
+        self._look_for_lost_nodes(force=True)
+        if self._lost:
+            lost = [
+                {"node": host, "lost_at": time.strftime("%H:%M:%S", time.localtime(when)), "units_redone": n}
+                for host, when in sorted(self._lost.items(), key=lambda kv: kv[1])
+                for n in [sum(host in hosts[:-1] for hosts in self._hosts.values())]
+            ]
+            for item in lost:
+                runner.progress(
+                    "note",
+                    "",
+                    f"ray: warning: node {item['node']} lost at {item['lost_at']}; "
+                    f"{item['units_redone']} unit(s) redone on other nodes",
+                )
+            runner.folder.update_manifest(
+                lambda manifest: manifest.setdefault("executor", {}).__setitem__("lost_nodes", lost)
+            )
+
+    def _look_for_lost_nodes(self, force: bool = False) -> None:
+        """Nodes of the cluster that were alive when the run began and are gone now (every 5 s)."""
+        now = time.monotonic()
+        if not force and now - self._looked < 5:
+            return
+        self._looked = now
+        try:
+            alive = {n["host"] for n in self.nodes()}
+        except Exception:  # the cluster is unreachable: the units' own errors say so
+            return
+        for host in self._known - alive:
+            self._lost.setdefault(host, time.time())
 
     def _probe(self) -> dict:
         ref = self.ray.remote(node_info).options(num_cpus=0).remote()
@@ -244,7 +284,11 @@ class RayExecutor:
             if event[0] == LIVE_EVENT:
                 self._stream(runner, json.loads(event[2]))
             else:
+                if event[0] == "start" and " on " in event[2]:
+                    self._hosts.setdefault(event[1], []).append(event[2].rsplit(" on ", 1)[1])
                 runner.progress(*event)
+        if hasattr(self, "_known"):
+            self._look_for_lost_nodes()
 
     # ------------------------------------------------------------------ spend streamed from the nodes
 
