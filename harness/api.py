@@ -77,7 +77,7 @@ class Attempt:
         """Each failing hidden test: test, status, kind (FAIL_TO_PASS / PASS_TO_PASS), message."""
         from .report.attempt import failing_tests, failure_messages
 
-        messages = failure_messages(self.run_dir, self.row, open_run(self.run_dir).manifest())
+        messages = failure_messages(self.run_dir, self.row, open_run(self.run_dir).info())
         return [
             {"test": t, "status": s, "kind": k, "message": messages.get(t, "")} for t, s, k in failing_tests(self.row)
         ]
@@ -85,7 +85,7 @@ class Attempt:
     def problem_statement(self) -> str:
         from .report.attempt import problem_statement
 
-        return problem_statement(self.run_dir, self.row, manifest=open_run(self.run_dir).manifest())
+        return problem_statement(self.run_dir, self.row, manifest=open_run(self.run_dir).info())
 
 
 @dataclass

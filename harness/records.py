@@ -364,6 +364,11 @@ class Manifest(_Open):
     recipe: dict[str, Any] | None = None
     grader_version: int | None = None
     regraded_from: dict[str, Any] | None = None
+    #: the machine the run was on, as the run recorded it (for a report's recipe)
+    python: str | None = None
+    dependencies: dict[str, Any] = Field(default_factory=dict)
+    docker_engine: dict[str, Any] = Field(default_factory=dict)
+    host: dict[str, Any] = Field(default_factory=dict)
 
     def resume_command(self) -> str:
         """The command that started the run (`wholeloop ...`), to run again to resume it."""

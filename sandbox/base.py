@@ -356,6 +356,20 @@ class Backend(Protocol):
         anything would have to be built. Never builds."""
         ...
 
+    def checks_image(
+        self,
+        image: str,
+        install: tuple[str, ...],
+        base_run: tuple[str, ...],
+        log: LogFn | None = None,
+    ) -> BuiltImage:
+        """The checks layer of the task image `image`: `install` run with the network on (the
+        repository's own linters and type checkers, in their own folder), then `base_run` with the
+        network off (each check on the base tree, its output and caches kept in the layer). Tagged
+        by a hash of the task image's id and both steps: built once. Raises ImageBuildError,
+        ImageNotFound, EngineUnavailable."""
+        ...
+
     def image_id(self, tag: str) -> str:
         """The id of an image there is (the content an install's cache key names). Raises
         ImageNotFound."""

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_corpus  # noqa: E402
 
 STATE = "state.jsonl"
+NO_CANDIDATE = "no candidate commit"  # mine's refusal when no commit passes the mining rules
 REPEATS = 3
 
 
@@ -159,7 +160,9 @@ def measure(project: dict, work: Path, *, controls: bool, max_candidates: int | 
     (work / "logs").mkdir(exist_ok=True)
     (work / "logs" / f"{name}.mine.log").write_text(proc.stdout + "\n--- stderr\n" + proc.stderr)
     if not (tasks / "mine-report.json").is_file():
-        row["error"] = (proc.stderr.strip().splitlines() or ["mine wrote no report"])[-1][:500]
+        lines = proc.stderr.strip().splitlines() or ["mine wrote no report"]
+        # the refusal's own line, not the last line of its hint (a template)
+        row["error"] = next((line for line in lines if line.startswith("error:")), lines[-1])[:500]
         row["seconds"] = round(time.monotonic() - started, 1)
         return row
     row.update(read_mining(repo, tasks))
@@ -188,8 +191,10 @@ def report(rows: list[dict], not_run: list[str]) -> dict:
     with_cand = [r for r in measured if r["candidates"]]
     healthy = [r for r in measured if r["healthy"]]
     # a project with a task spec had an environment to make: one whose resolution already failed
-    # at mining has no check verdict, and counts as not healthy
+    # at mining has no check verdict, and counts as not healthy; so does one whose mining was
+    # refused or stopped (an error row: no environment at all)
     tried = [r for r in measured if r["candidates"] - len(r["refused"]) > 0]
+    tried += [r for r in rows if "error" in r and NO_CANDIDATE not in r["error"]]
     keeping = [r for r in with_cand if r["kept"]]
     kept = sum(len(r["kept"]) for r in measured)
     gold_all = sum(len(r.get("gold_all", [])) for r in measured)
@@ -243,8 +248,13 @@ def markdown(rows: list[dict]) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        error = r.get("error", "")
+        if "candidates" not in r and NO_CANDIDATE in error:
+            why = error.split(" commit(s): ", 1)[-1].split("); See", 1)[0].replace(" (--allow-config takes it)", "")
+            out.append(f"| {r['name']} | {r['covers']} | 0 ({why}) | - | - | - | - | - | - | - | - |")
+            continue
         if "candidates" not in r:
-            out.append(f"| {r['name']} | {r['covers']} | error: {r.get('error', '')[:120]} | | | | | | | | |")
+            out.append(f"| {r['name']} | {r['covers']} | error: {error[:160]} | | | | | | | | |")
             continue
         per = round(r["image_seconds"] / r["checked"]) if r["checked"] else "-"
         out.append(

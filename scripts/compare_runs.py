@@ -53,6 +53,10 @@ _NUMBER_S = re.compile(r"\b\d+(\.\d+)?(ms|s|m|h)\b")  # 3.5s, 120ms, 1m ...
 _CLOCK = re.compile(r"\b\d+:\d\d(:\d\d)?\b")
 _DATE = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d)?(\.\d+)?(\+\d\d:\d\d|Z)?")
 _HEX = re.compile(r"\b[0-9a-f]{12,40}(-dirty)?\b")
+# The checkout a run was started from (`python -m harness.cli` records its path as argv[0]), and a
+# box's rule, whose width follows its longest line: where the code lives, not what it did.
+_CHECKOUT = re.compile(r"\S*/harness/cli/__main__\.py")
+_RULE = re.compile(r"─{2,}")
 
 
 def normalise_report(text: str, run: Path) -> list[str]:
@@ -61,6 +65,8 @@ def normalise_report(text: str, run: Path) -> list[str]:
     text = _NUMBER_S.sub("<t>", text)
     text = _CLOCK.sub("<t>", text)
     text = _HEX.sub("<hex>", text)
+    text = _CHECKOUT.sub("wholeloop", text)
+    text = _RULE.sub("─", text)
     lines = []
     for line in text.splitlines():
         if "wholeloop " in line and ("commit" in line or "version" in line):

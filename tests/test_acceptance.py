@@ -164,6 +164,7 @@ def _axes(**found) -> dict:
         "top_level_added": [],
         "debug_leftovers": [],
         "binary_files": [],
+        "own_checks": {"checks": ["ruff"], "new": []},
     }
     return {**base, **found}
 

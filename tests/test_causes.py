@@ -523,3 +523,52 @@ def test_a_test_run_belongs_to_its_own_call_when_a_step_has_several():
     other.add(ev.TestRun(step=1, command="pytest tests/test_b.py", exit_code=0, passed=1, green=True))
     d = first_divergence(s.events, other.events)
     assert (d.kind, d.index, d.failing.what, d.resolved.what) == ("test result", 2, "red: b", "green")
+
+
+def test_the_built_in_agents_bash_test_commands_and_git_apply_count_as_an_external_clis_do(repo, tmp_path):
+    """The same plan of shell commands gives the built-in agent the recovery figures an external
+    CLI's recorder gives (tests/test_external_causes.py checks it end to end): a test command run
+    with bash is a test run (red is no tool error), `git apply` is a file change."""
+    import sys
+
+    from harness.report.recovery import AttemptRecovery, analyse_attempt
+
+    diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,5 +1,5 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n \n \n def sub(a, b):\n"
+    (tmp_path / "fix.diff").write_text(diff)
+    tests = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+    plan = [
+        ("bash", {"command": tests}),
+        ("bash", {"command": "git apply ../fix.diff"}),  # (a path under pytest's tmp folder reads as a test run)
+        ("bash", {"command": tests}),
+        ("submit", {}),
+    ]
+    result, events = run_plan(plan, repo, tmp_path)
+    assert [e.green for e in events if e.type == "test_run"] == [False, True]
+    got = analyse_attempt(events, AttemptRecovery(task_id="t", config="c", repeat=0, attempt=1))
+    assert (got.test_runs, got.red_runs, got.edits, got.edits_after_red, got.tool_errors) == (2, 1, 1, 1, 0)
+    assert got.green_after_red and got.steps_to_green == 3
+    graded = row(Outcome.resolved, stop=result.stop_reason, f2p=(2, 2))
+    assert causes_of(events, graded.model_copy(update={"outcome": Outcome.unresolved, "resolved": False})) == []
+
+
+def test_the_turn_that_finishes_with_a_text_reply_is_a_step_as_a_submit_is():
+    """Claude Code finishes with a text reply, the built-in agent with `submit`, mini with a command:
+    the same plan is the same number of steps (RULES_VERSION 2), so gave_up_early agrees."""
+    built_in = Script()
+    built_in.tests(green=False, failing=["t"])
+    built_in.edit()
+    built_in.tests(green=True)
+    built_in.stop()
+    claude = Script()
+    claude.tests(green=False, failing=["t"])
+    claude.edit()
+    claude.tests(green=True)
+    claude.add(ev.ModelResponse(step=4, text="The fix is in and the tests pass."))
+    claude.add(ev.Stop(reason=StopReason.submitted))
+    for s in (built_in, claude):
+        assert Cause.gave_up_early not in found(s), s
+    early = Script()
+    early.edit()
+    early.add(ev.ModelResponse(step=2, text="Done."))
+    early.add(ev.Stop(reason=StopReason.submitted))
+    assert Cause.gave_up_early in found(early)

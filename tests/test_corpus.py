@@ -108,19 +108,9 @@ def test_the_rust_probe_replaces_its_function(tmp_path):
 
 # ----------------------------------------------------------------------------- the CI mini-corpus
 
-# a hatchling sdist, an npm package, a Debian Go package
-MINI_CORPUS = (
-    "execnet",
-    pytest.param(
-        "zod",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="zod's published package.json has no devDependencies: vitest is never installed, so the "
-            "check finds no vitest report (measured; /work/notes/i23corpus-findings.md)",
-        ),
-    ),
-    "golang-github-google-uuid-dev",
-)
+# a hatchling sdist and a Debian Go package mined and checked; the npm package (zod) is refused at
+# detection (test_mini_corpus_npm_package_without_its_runner_is_refused_at_detection)
+MINI_CORPUS = ("execnet", "golang-github-google-uuid-dev")
 
 
 @pytest.mark.docker
@@ -142,6 +132,19 @@ def test_mini_corpus_end_to_end(name, tmp_path):
         verdict = json.loads((tmp_path / "tasks" / name / f"{task}.check.json").read_text())
         assert verdict["passed"] and verdict["repeats"] == 3
         assert all(runs.split()[1] == "PPP" for runs in verdict["runs"].values() if runs.split()[0] == "FFF")
+
+
+@pytest.mark.slow  # a minute: the npm lock files of zod's releases are made from the registry
+def test_mini_corpus_npm_package_without_its_runner_is_refused_at_detection(tmp_path):
+    """zod's published package.json runs `pnpm vitest run` and lists no devDependencies (they live
+    in its monorepo's root): refused before any image is built, naming what is missing (it was
+    quarantined "no vitest JSON report" after two image builds)."""
+    import bench_reach
+
+    (project,) = build_corpus.select(build_corpus.load_manifest(), ["zod"])
+    row = bench_reach.measure(project, tmp_path, controls=False, max_candidates=1)
+    assert "runs vitest, but no dependency of package.json provides it" in row.get("error", ""), row
+    assert not (tmp_path / "tasks" / "zod" / "mine-report.json").exists()
 
 
 def test_bench_reach_counts_gold_only_when_every_repeat_resolved(tmp_path):
@@ -168,12 +171,13 @@ def test_bench_reach_totals():
         {"name": "r", **base, "candidates": 0, "checked": 0, "healthy": 0, "kept": []},
         {"name": "u", **base, "candidates": 1, "checked": 0, "env_built": 0, "healthy": 0, "kept": []},
         {"name": "s", "error": "not built: boom"},
+        {"name": "v", "error": "error: v: no candidate commit in the history of HEAD (2 commit(s): ...)"},
     ]
     total = bench_reach.report(rows, ["t"])
     # r had no candidate and q's only one was refused: not counted; u's environment did not
-    # resolve (no verdict): not healthy
-    assert total["healthy_projects"] == "1/2 (50 %)"
+    # resolve (no verdict) and s's mining stopped: not healthy
+    assert total["healthy_projects"] == "1/3 (33 %)"
     assert total["keeping_projects"] == "1/3 (33 %)"  # of the projects with a candidate
     assert total["gold_3_of_3"] == "1/1"
     assert total["false_refusals"] == 1 and total["files_scanned"] == 40
-    assert total["errors"] == {"s": "not built: boom"} and total["not_run"] == ["t"]
+    assert total["errors"]["s"] == "not built: boom" and total["not_run"] == ["t"]

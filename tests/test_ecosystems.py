@@ -83,6 +83,36 @@ def test_a_package_json_without_a_known_runner_names_its_test_script(tmp_path):
         detect(repo, repo.resolve("HEAD"))
 
 
+def test_a_test_script_runner_no_dependency_provides_is_refused_at_detection(tmp_path):
+    # zod's npm tarball: `"test": "pnpm vitest run"`, no devDependencies (they live in the monorepo's
+    # root): nothing would install Vitest, and the check could only quarantine "no vitest JSON report"
+    pkg = '{"scripts": {"test": "pnpm vitest run"}, "dependencies": {}}'
+    repo = make_repo(tmp_path / "js", {"package.json": pkg, "package-lock.json": "{}", "a.test.ts": "x\n"})
+    head = repo.resolve("HEAD")
+    assert detect(repo, head).parser == "vitest"
+    with pytest.raises(
+        UnsupportedRepository, match="runs vitest, but no dependency of package.json provides it"
+    ) as exc:
+        complete(RepoConfig(), repo, head, "vitest")
+    assert "install:" in exc.value.hint
+    given = complete(RepoConfig(setup=["npm install -g vitest@4"]), repo, head, "vitest")[0]
+    assert given.install == ["npm ci"]
+    peer = make_repo(
+        tmp_path / "peer", {"package.json": '{"scripts": {"test": "vitest"}, "peerDependencies": {"vitest": "4"}}'}
+    )
+    assert complete(RepoConfig(), peer, peer.resolve("HEAD"), "vitest")[0].install == ["npm install"]
+
+
+def test_go_sources_without_go_mod_are_refused_naming_it(tmp_path):
+    # Debian's golang-github-pkg-errors-dev: a GOPATH-era package (no go.mod), said to have "no
+    # language recognised" although its root is all .go files
+    files = {"errors.go": "package errors\n", "errors_test.go": "package errors\n"}
+    repo = make_repo(tmp_path / "errors", files)
+    with pytest.raises(UnsupportedRepository, match=r"Go sources \(errors.go, errors_test.go\) but no go.mod") as exc:
+        detect(repo, repo.resolve("HEAD"))
+    assert "go mod init" in str(exc.value)
+
+
 def test_python_packaging_wins_over_a_package_json(tmp_path):
     repo = make_repo(tmp_path / "py", {"pyproject.toml": "[project]\nname='p'\n", "package.json": "{}"})
     assert detect(repo, repo.resolve("HEAD")).parser == "pytest"
@@ -326,16 +356,23 @@ def test_a_crate_with_registry_dependencies_is_refused_naming_them_unless_vendor
     assert cfg.setup is not None and "cargo-web" in cfg.setup[0]
 
 
-def test_a_crate_without_a_lock_file_is_refused_naming_what_cargo_toml_needs(tmp_path):
-    """dtolnay/itoa commits no Cargo.lock; its dev-dependency criterion (under a target table) cannot
-    be fetched offline. Before, it was mined and its install failed in the image."""
+def test_a_crate_without_a_lock_file_gets_debian_crates_for_what_cargo_toml_needs(tmp_path):
+    """Debian's librust-semver-dev (no Cargo.lock, an optional serde) was refused "Cargo.toml needs
+    serde from a registry or git": with no lock file to honour, the crates Cargo.toml names (optional
+    ones and dev-dependencies under a target table too: cargo resolves them all) come from Debian's
+    packaged crates, a directory source cargo reads offline. A path dependency needs nothing."""
     toml = (
         '[package]\nname = "itoa"\nversion = "1.0.18"\n\n[dependencies]\nno-panic = { version = "0.1", optional = true }\n'
-        'local = { path = "local" }\n\n'
+        'local = { path = "local" }\nmy_serde = { package = "serde", version = "1" }\n\n'
         "[target.'cfg(not(miri))'.dev-dependencies]\ncriterion = { version = \"0.8\", default-features = false }\n"
     )
     repo = make_repo(tmp_path / "c", {"Cargo.toml": toml, "src/lib.rs": "\n"})
-    # optional ones count: at 92a899ded4 the image build said "no matching package named `no-panic` found"
-    with pytest.raises(UnsupportedRepository, match=r"Cargo.toml needs criterion, no-panic from a registry") as caught:
-        complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
-    assert "local" not in str(caught.value)
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    assert cfg.setup is not None and "rustc-web cargo-web" in cfg.setup[0]
+    assert (
+        "install -y --no-install-recommends librust-criterion-dev librust-no-panic-dev librust-serde-dev &&"
+        in cfg.setup[1]
+    )
+    assert "replace-with = 'debian'" in cfg.setup[1] and "directory = '/usr/share/cargo/registry'" in cfg.setup[1]
+    assert "local" not in cfg.setup[1]
+    assert cfg.install == ["cargo test --offline --no-run"]

@@ -104,12 +104,12 @@ def test_a_missing_key_is_said_before_anything_runs(tmp_path, monkeypatch):
 
 
 def test_a_model_the_cli_s_wire_cannot_reach_is_refused_before_anything_starts(tmp_path):
-    """mini-swe-agent speaks the OpenAI wire only: given an Anthropic model, every unit ended as an
-    infrastructure error after its container started (issue 28). Now `run` exits 2 at once, naming
-    the models and the agents that would work; a reachable pairing passes the same check."""
+    """Claude Code speaks Anthropic's wire only: given an OpenAI model, every unit would end as an
+    infrastructure error after its container started (issue 28, first met with mini-swe-agent). `run`
+    exits 2 at once, naming the models and the agents that would work; a reachable pairing passes."""
     env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-test-key-123456789", "ANTHROPIC_API_KEY": "sk-ant-1"}
     out = subprocess.run(
-        [WHOLELOOP, "run", str(TASK), "--agent", "external:mini-swe-agent", "--model", "anthropic/claude-sonnet-4-5"]
+        [WHOLELOOP, "run", str(TASK), "--agent", "external:claude-code", "--model", "openai/gpt-4o"]
         + ["--out", str(tmp_path / "run"), "--dry-run"],
         capture_output=True,
         text=True,
@@ -118,13 +118,34 @@ def test_a_model_the_cli_s_wire_cannot_reach_is_refused_before_anything_starts(t
     )
     assert out.returncode == 2, out.stdout + out.stderr
     message = " ".join(out.stderr.split())
-    assert "speaks the openai-chat wire only" in message and "needs anthropic" in message
-    assert "external:claude-code" in message and "openai/gpt-6.1-sol" in message
+    assert "speaks the anthropic wire only" in message and "needs openai-chat or openai-responses" in message
+    assert "external:mini-swe-agent" in message and "external:codex" in message
     assert not (tmp_path / "run" / "results.jsonl").exists()
-    ok = get_agent("external:mini-swe-agent", model="openai/gpt-4o")
-    assert not [p for p in ok.check() if "wire" in p]
     codex = get_agent("external:codex", model="claude-sonnet-4-5")  # a bare id: litellm's map says whose
     assert any("does not reach anthropic's models" in p for p in codex.check())
+
+
+def test_a_cli_that_speaks_several_wires_speaks_the_one_its_model_needs(monkeypatch):
+    """mini-swe-agent (litellm underneath) speaks OpenAI's and Anthropic's wires: the run picks the
+    one the model's provider needs, with that wire's key and URL variables, and the preflight passes;
+    before, an Anthropic model was refused (or, earlier still, failed in every container)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-987654321")
+    claude = get_agent("external:mini-swe-agent", model="anthropic/claude-sonnet-4-5")
+    assert claude.config.wire == "anthropic" and claude.config.provider.api_key_env == "ANTHROPIC_API_KEY"
+    assert (
+        claude.config.env["ANTHROPIC_BASE_URL"] == "{base_url}" and claude.config.env["ANTHROPIC_API_KEY"] == "{token}"
+    )
+    assert not [p for p in claude.check() if "wire" in p or "price" in p]
+    assert claude.describe()["external"]["wire"] == "anthropic"
+    gpt = get_agent("external:mini-swe-agent", model="openai/gpt-4o")
+    assert gpt.config.wire == "openai-chat" and gpt.config.provider.api_key_env == "OPENAI_API_KEY"
+    assert not [p for p in gpt.check() if "wire" in p]
+    bare = get_agent("external:mini-swe-agent", model="claude-sonnet-4-5")  # litellm's map says anthropic
+    assert bare.config.wire == "anthropic"
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ExternalConfigError, match="ANTHROPIC_API_KEY is not set"):
+        claude.prepare()
 
 
 @pytest.mark.docker

@@ -183,3 +183,30 @@ def test_causes_are_kept_and_replaced_on_both_databases(tmp_path, request, backe
         index.store_causes(key, {("t1", "A", 0, 1): "[]"}, RULES_VERSION + 1)  # newer rules replace them
         assert index.stored_causes(key, RULES_VERSION) == {}
         assert index.stored_causes(key, RULES_VERSION + 1) == {("t1", "A", 0, 1): "[]"}
+
+
+def test_failures_imports_only_its_own_commands_module(tmp_path):
+    """The CLI imports a command's module when the command is looked up: `failures` does not pay for
+    the run, mining, task or machine commands' imports (issue 26: `failures` in <= 1 s)."""
+    import subprocess
+    import sys
+
+    from harness.cli import COMMANDS, main
+
+    run_dir, _ = make_run(tmp_path)
+    code = (
+        "import sys\nfrom harness.cli import main\n"
+        f"main(['failures', {str(run_dir)!r}], standalone_mode=False)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('harness.cli.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert "harness.cli.reports" in loaded
+    for module in ("run", "tasks", "mining", "machine", "gate", "history", "regrade"):
+        assert f"harness.cli.{module}'" not in loaded, module
+    # the map names every command there is (each module registers its own on `main`)
+    for name in set(COMMANDS.values()):
+        __import__(f"harness.cli.{name}")
+    assert set(main.commands) == set(COMMANDS)
+    assert main.list_commands(None) == sorted(COMMANDS)  # `wholeloop --help` lists them all

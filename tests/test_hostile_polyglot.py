@@ -97,10 +97,16 @@ class _VitestWithoutInlineRestore(VitestParser):
     name = "vitest-no-inline-restore"
     inline_tests = ()
 
+    def canary(self, path: str, must_fail: str, must_pass: str, nonce: str) -> str | None:
+        return None  # the controls measure the path protection alone, without grading's canary tests
+
 
 class _JestWithoutInlineRestore(JestParser):
     name = "jest-no-inline-restore"
     inline_tests = ()
+
+    def canary(self, path: str, must_fail: str, must_pass: str, nonce: str) -> str | None:
+        return None
 
 
 WITHOUT_INLINE_RESTORE = {
@@ -113,7 +119,8 @@ for _parser in WITHOUT_INLINE_RESTORE.values():
 
 def unprotected(task: Task) -> Task:
     """The same task with no protected paths and no parts of files put back (package.json's keys,
-    Rust's test modules): what grading would do without the parser's protection."""
+    Rust's test modules) and no canary tests (Vitest, Jest): what grading would do without the
+    parser's protection."""
     parser = task.hidden_tests.parser
     assert isinstance(parser, str)
     plain = WITHOUT_INLINE_RESTORE[parser].name if parser in WITHOUT_INLINE_RESTORE else parser
@@ -900,10 +907,6 @@ KNOWN_LIMITS = {
     "itself and print a forged run; go 1.19's output cannot tell that from a real one",
     "rust_elf_constructor_forges_a_whole_run": "a static in .init_array runs before libtest's main in the test binary, "
     "with the same power as Go's init()",
-    "vitest_code_under_test_turns_chai_off": "the code under test runs in the same worker as the tests and shares "
-    "vitest's chai: it can make every expectation pass",
-    "jest_code_under_test_replaces_expect": "the code under test runs in the test file's context and can replace the "
-    "global expect",
 }
 
 
@@ -914,6 +917,16 @@ KNOWN_LIMITS = {
 def test_code_inside_the_test_process_is_a_known_limit(limit, other_grades):
     result, output = other_grades[f"limit/{limit}"]
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
+
+
+@pytest.mark.parametrize("attack", ["vitest_code_under_test_turns_chai_off", "jest_code_under_test_replaces_expect"])
+def test_code_under_test_that_turns_the_assertions_off_is_caught_by_the_canaries(attack, other_grades):
+    """The code under test makes every expectation pass (chai's assert a no-op in Vitest's worker; a
+    lax global `expect` in Jest's test context): the must-fail canary grading appends to each hidden
+    test file passes too (docs/grading.md, "Canary tests"). Known limits before the canaries."""
+    result, output = other_grades[f"limit/{attack}"]
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
+    assert result.tampering and "canary that must fail was reported PASSED" in result.tampering, result.note
 
 
 # ------------------------------------------------------------------------------------ agents editing tests, end to end

@@ -20,6 +20,7 @@ from harness.parsers import (
     REPO_ROOT,
     REPORTS_DIR,
     SKIPPED,
+    RunSetup,
     TestReport,
     get_parser,
     glob_match,
@@ -263,6 +264,143 @@ def test_vitest_without_its_json_report_reads_the_text_but_never_grades_by_it():
     assert graded.channels["structured"] == "missing" and "text output alone" in graded.disagreement
     garbage = get_parser("vitest").parse(output, b"{not json")
     assert not garbage.statuses and not garbage.consistent_with(1)[0]
+
+
+CANARIES = {"src/parse.test.ts": ("checks 1a2b3c", "checks 4d5e6f"), "test/format.spec.ts": ("checks 77", "checks 88")}
+
+
+def _with_canaries(output: str, data: dict, canary_status: dict[str, str]) -> tuple[str, bytes]:
+    """A captured Vitest run (output, JSON report) as it reads with grading's canaries in it, each
+    canary title reported with `canary_status[title]` ("passed" or "failed") in every channel."""
+    lines, counts = [], {"passed": 0, "failed": 0}
+    for file in data["testResults"]:
+        path = file["name"].removeprefix("/repo/")
+        for title in CANARIES[path]:
+            status = canary_status[title]
+            if status == "absent":
+                continue
+            file["assertionResults"].append({"ancestorTitles": [], "title": title, "status": status})
+            if status == "failed":
+                file["status"] = "failed"
+                file["assertionResults"][-1]["failureMessages"] = ["AssertionError: expected 10001 to be 10002"]
+            counts[status] += 1
+            lines.append(f" {'✓' if status == 'passed' else '×'} {path} > {title}")
+    data["numPassedTests"] += counts["passed"]
+    data["numFailedTests"] += counts["failed"]
+    passed, failed = data["numPassedTests"], data["numFailedTests"]
+    summary = (
+        f"      Tests  {failed} failed | {passed} passed ({passed + failed})"
+        if failed
+        else f"      Tests  {passed} passed ({passed})"
+    )
+    text = output.replace("      Tests  51 passed (51)", summary).replace(
+        " Test Files", "\n".join(lines) + "\n Test Files", 1
+    )
+    return text, json.dumps(data).encode()
+
+
+def test_vitest_grading_canaries_are_checked_then_left_out_of_the_results():
+    output, report_bytes, code = fixture("vitest/vitest-timespan-001-pass")
+    honest = get_parser("vitest").parse(output, report_bytes, exit_code=code)
+    setup = RunSetup(report_path="x", canaries=dict(CANARIES))
+    vitest = get_parser("vitest")
+    ran = {"checks 1a2b3c": "failed", "checks 4d5e6f": "passed", "checks 77": "failed", "checks 88": "passed"}
+
+    # an honest run: every canary as it must be, exit 1 (the must-fail ones): graded as the run without them
+    text, data = _with_canaries(output, json.loads(report_bytes), ran)
+    report = vitest.parse(text, data, setup=setup, exit_code=1)
+    assert report.consistent and not report.disagreement, report.why
+    assert report.statuses == honest.statuses and report.counts == honest.counts
+    assert report.channels == {**honest.channels, "exit_code": "1"} and not report.messages
+    # a real failure with them: still exit 1, still consistent, the failure stays
+    failing = json.loads(report_bytes)
+    failing["testResults"][0]["assertionResults"][0]["status"] = "failed"
+    failing["numPassedTests"], failing["numFailedTests"] = 50, 1
+    text1, data1 = _with_canaries(
+        output.replace(
+            " ✓ src/parse.test.ts > parse > single terms > 1ms", " × src/parse.test.ts > parse > single terms > 1ms"
+        ).replace("      Tests  51 passed (51)", "      Tests  1 failed | 50 passed (51)"),
+        failing,
+        ran,
+    )
+    report = vitest.parse(
+        text1.replace("      Tests  1 failed | 50 passed (51)", "      Tests  3 failed | 52 passed (55)"),
+        data1,
+        setup=setup,
+        exit_code=1,
+    )
+    assert report.consistent, report.why
+    assert report.failing() == ["src/parse.test.ts::parse > single terms > 1ms"]
+
+    # rows 21 and 25 of docs/grading.md: every failure reported passed (the must-fail canaries too), exit 0
+    text, data = _with_canaries(output, json.loads(report_bytes), dict.fromkeys(ran, "passed"))
+    forged = vitest.parse(text, data, setup=setup, exit_code=0)
+    assert not forged.consistent and "canary that must fail was reported PASSED" in forged.disagreement
+    assert "src/parse.test.ts" in forged.disagreement and "test/format.spec.ts" in forged.disagreement
+    assert "exit code 0 although grading's must-fail canary ran" in forged.disagreement
+    assert forged.statuses == honest.statuses  # the canaries are never results
+
+    # a rewrite that drops the canaries of a file whose other tests it reports
+    text, data = _with_canaries(output, json.loads(report_bytes), {**ran, "checks 77": "absent", "checks 88": "absent"})
+    report = vitest.parse(text, data, setup=setup, exit_code=1)
+    assert not report.consistent and "test/format.spec.ts: the canary that must fail is missing" in report.disagreement
+
+    # the canaries' exit code 1 does not hide an error thrown outside the tests (Vitest's "Errors" line)
+    text, data = _with_canaries(output, json.loads(report_bytes), ran)
+    errors = vitest.parse(
+        text.replace(" Test Files", "      Errors  1 error\n Test Files", 1), data, setup=setup, exit_code=1
+    )
+    assert not errors.consistent and "exit code 1" in errors.why
+
+    # a file that did not load: its canaries are missing with its tests, which is not a forgery
+    broken = json.loads(report_bytes)
+    broken["testResults"][1].update(status="failed", message="SyntaxError: x", assertionResults=[])
+    broken["numPassedTests"] = 38
+    text = "\n".join(line for line in output.splitlines() if "test/format.spec.ts >" not in line)
+    text, data = _with_canaries(text, broken, {**ran, "checks 77": "absent", "checks 88": "absent"})
+    report = vitest.parse(text, data, setup=setup, exit_code=1)
+    assert report.collection_errors == ["test/format.spec.ts"] and "canary" not in report.disagreement
+    assert report.consistent, report.why
+
+
+def test_vitest_1_canaries_under_the_files_empty_title_are_found():
+    """Vitest 1.x lists a file's top-level tests under the file's own suite, titled "" (ids
+    `<file>:: > <title>`, as measured on unjs/defu's tasks): the canaries are found there too."""
+    output, report_bytes, code = fixture("vitest/vitest-timespan-001-pass")
+    data = json.loads(report_bytes)
+    text, forged = _with_canaries(
+        output,
+        data,
+        {"checks 1a2b3c": "failed", "checks 4d5e6f": "passed", "checks 77": "failed", "checks 88": "passed"},
+    )
+    data = json.loads(forged)
+    for file in data["testResults"]:
+        for result in file["assertionResults"]:
+            result["ancestorTitles"] = ["", *result["ancestorTitles"]]
+    text = text.replace("✓ src/parse.test.ts > ", "✓ src/parse.test.ts >  > ").replace(
+        "× src/parse.test.ts > ", "× src/parse.test.ts >  > "
+    )
+    text = text.replace("✓ test/format.spec.ts > ", "✓ test/format.spec.ts >  > ").replace(
+        "× test/format.spec.ts > ", "× test/format.spec.ts >  > "
+    )
+    report = get_parser("vitest").parse(
+        text, json.dumps(data).encode(), setup=RunSetup(canaries=dict(CANARIES)), exit_code=1
+    )
+    assert report.consistent and not report.disagreement, report.why
+    assert len(report.statuses) == 51 and not any("checks" in t for t in report.statuses)
+
+
+def test_canary_sources_name_their_tests_as_the_parsers_read_them():
+    for name in ("vitest", "jest"):
+        source = get_parser(name).canary("src/a.test.ts", 'checks "x"', "checks y", "0123456789abcdef")
+        assert source is not None and '"checks \\"x\\""' in source and '"checks y"' in source
+        assert source.startswith("\n;")
+    assert "import * as wl_0000000000000000 from 'vitest'" in (
+        get_parser("vitest").canary("a.test.ts", "a", "b", "0" * 16) or ""
+    )
+    assert get_parser("vitest").canary("src/a.test.cjs", "a", "b", "0" * 16) is None  # no import in CommonJS
+    assert get_parser("vitest").canary("src/helpers.ts", "a", "b", "0" * 16) is None  # not a test module
+    assert get_parser("pytest").canary("tests/test_a.py", "a", "b", "0" * 16) is None
 
 
 @pytest.mark.parametrize(

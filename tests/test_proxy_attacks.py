@@ -8,6 +8,7 @@ did and what must hold.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import socket
 import socketserver
@@ -155,6 +156,83 @@ def test_a_stream_the_provider_cut_before_its_usage_is_charged_an_estimate(sock_
     response = next(e for e in events if e.type == "model_response")
     assert response.usage["output_tokens"] == usage.output_tokens  # the transcript has what was charged
     assert any(e.type == "error" and "estimated" in e.message for e in events)
+
+
+def _ragged_stream(release: threading.Event):
+    """An honest stream framed as awkwardly as HTTP allows: CRLF event separators, and a chunk
+    every 3 bytes, so the word "usage", a separator's CR and its LF, and every event fall apart.
+    The provider holds its last event (message_stop) until `release` is set."""
+    events = [
+        {"type": "message_start", "message": {"model": "claude-sonnet-5-5", "usage": {"input_tokens": 1234}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hel"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 56}},
+        {"type": "message_stop"},
+    ]
+    sse = [b"event: %s\r\ndata: %s\r\n\r\n" % (e["type"].encode(), json.dumps(e).encode()) for e in events]
+
+    def framed(data: bytes) -> list[bytes]:
+        return [b"%x\r\n%s\r\n" % (len(data[i : i + 3]), data[i : i + 3]) for i in range(0, len(data), 3)]
+
+    def answer(head: bytes):
+        yield b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        yield from framed(b"".join(sse[:-1]))
+        release.wait(10)
+        yield from framed(sse[-1])
+        yield b"0\r\n\r\n"
+
+    return answer
+
+
+def test_a_stream_cut_into_3_byte_chunks_is_charged_before_its_end_and_recorded_exactly(sock_dir):
+    """The relay reads a stream's usage on the way without splitting every chunk into events (a
+    chunk is read only when it completes an event with usage): however the provider cuts its
+    events, the call is charged the provider's figure to the token as soon as its usage event has
+    passed (before the stream ends, while the provider still holds its last event: the CLI's next
+    call is checked against it), never an estimate; the recorder, which splits the stream as served
+    on its own thread, gets the whole reply."""
+    recorded, release = [], threading.Event()
+    with _Scripted(_ragged_stream(release)) as provider:
+        proxy, notes = start(provider.url, sock_dir, "anthropic", record=recorded.append)
+        with proxy:
+            body = json.dumps(
+                {
+                    "model": "claude-sonnet-5-5",
+                    "max_tokens": 100,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "x"}],
+                }
+            ).encode()
+            sock = connect(proxy.socket_path)
+            sock.settimeout(10)
+            sock.sendall(
+                f"POST /v1/messages HTTP/1.1\r\nhost: p\r\nx-api-key: {TOKEN}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            reader = sock.makefile("rb")
+            while reader.readline() not in (b"\r\n", b""):
+                pass  # the answer's head
+            served = b""
+            while b'"output_tokens": 56}}\r\n\r\n' not in served:  # the usage event has reached the client
+                size = int(reader.readline(), 16)
+                served += reader.read(size)
+                assert size and reader.readline() == b"\r\n"
+            charged = (proxy.budget.usage.input_tokens, proxy.budget.usage.output_tokens)
+            release.set()
+            while size := int(reader.readline(), 16):
+                served += reader.read(size)
+                reader.readline()
+            reader.close()
+            sock.close()
+    assert charged == (1234, 56)  # charged before the stream ended
+    assert served.endswith(b'{"type": "message_stop"}\r\n\r\n')
+    assert (proxy.budget.usage.input_tokens, proxy.budget.usage.output_tokens) == (1234, 56)
+    assert proxy.stats.estimated == 0 and not any(n["event"] == "estimated" for n in notes)
+    (exchange,) = recorded
+    assert exchange.reply is not None and exchange.reply.text == "hello"
+    assert exchange.reply.stop_reason == "end_turn"
+    assert (exchange.reply.usage.input_tokens, exchange.reply.usage.output_tokens) == (1234, 56)
 
 
 # ----------------------------------------------------------------------------- 2: models
@@ -531,3 +609,73 @@ def test_logs_copied_out_of_the_container_are_scrubbed(tmp_path, monkeypatch):
     assert copied.count(b"[REDACTED]") == 4
     for form in (KEY, KEY.encode().hex(), KEY.encode().hex().upper(), forms[2][4:30]):
         assert form.encode() not in copied
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [b"Content-Length: 5\r\n", b"X-A: 1\r\n"],
+        [b"content-length :5\r\n", b"CONTENT-LENGTH:\t7 \r\n"],  # white space before the colon, twice
+        [b"x-a: v\rContent-Length: 9\r\n", b"Content-Length: 4\r\n"],  # a bare CR hides the second name
+        [b" content-length: 8\r\n", b"content-length: 3\n"],  # a folded line names nothing; a bare LF ends
+        [b"Transfer-Encoding: gzip\r\n", b"transfer-encoding: chunked\r\n", b"connection: close\r\n"],
+        [b"no colon here\r\n", b"x-empty:\r\n", b"x-api-key: \tsk \r\n"],
+    ],
+)
+def test_a_head_is_read_as_the_http_grammar_says(lines):
+    """A provider's head (read laxly) is split in one pass: each header's values are what the
+    pattern `^name[ \\t]*:([^\\r\\n]*)` over its lines finds, in order (the rule the relay
+    frames a body by), and what `get` returns is the first of them, stripped."""
+    import re
+
+    from harness.agents.external.http1 import Head
+
+    head = Head("HTTP/1.1 200 OK", lines)
+    raw = b"".join(lines)
+    for name in ("content-length", "transfer-encoding", "x-a", "x-empty", "x-api-key", "connection", "absent"):
+        expected = re.findall(rb"(?im)^" + re.escape(name.encode()) + rb"[ \t]*:([^\r\n]*)", raw)
+        assert head.values(name) == expected, name
+        assert head.get(name) == (expected[0].decode("latin-1").strip() if expected else "")
+
+
+class _Pieces(io.RawIOBase):
+    """A stream that arrives in the given pieces, one per read (as a socket delivers segments)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = list(pieces)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if not self.pieces:
+            return 0
+        piece = self.pieces.pop(0)
+        buffer[: len(piece)] = piece
+        return len(piece)
+
+
+def _batches(pieces: list[bytes]) -> tuple[list[list[bytes]], bool]:
+    from harness.agents.external.http1 import ChunkBatches
+
+    reader = ChunkBatches(io.BufferedReader(_Pieces(pieces), buffer_size=1 << 18))
+    return list(reader), reader.extra
+
+
+def test_a_chunked_stream_is_read_in_batches_of_what_has_arrived():
+    """The relay forwards the chunks already there with one write: each batch is every chunk
+    whole in what has arrived, however the provider's bytes are cut (inside a size line, a chunk's
+    data, between its CR and LF), with chunk extensions and LF-only lines read as `chunks` reads
+    them, trailers consumed, and bytes after the body flagged (the connection is then dropped)."""
+    body = b"3\r\nabc\r\n2;ext=x\r\nde\r\n4\nfghi\n1\r\nj\r\n0\r\nx-trailer: 1\r\n\r\n"
+    assert _batches([body]) == ([[b"abc", b"de", b"fghi", b"j"]], False)
+    cuts = [body[:1], body[1:9], body[9:19], body[19:30], body[30:37], body[37:]]
+    batches, extra = _batches(cuts)
+    assert [d for batch in batches for d in batch] == [b"abc", b"de", b"fghi", b"j"] and not extra
+    assert batches[0] == [b"abc"]  # forwarded before the rest arrived
+    assert _batches([body + b"HTTP/1.1 200 OK\r\n"]) == ([[b"abc", b"de", b"fghi", b"j"]], True)
+    from harness.agents.external.http1 import BadMessage
+
+    for broken in (b"3\r\nabcX\r\n0\r\n\r\n", b"zz\r\nabc\r\n", b"3\r\nab", b"1" * 2000):
+        with pytest.raises(BadMessage):
+            _batches([broken])

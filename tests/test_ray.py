@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -128,14 +129,41 @@ def test_a_replay_agent_is_rebuilt_on_a_node_with_the_tasks_recording(fake_node,
         "recording": _recording(RECORDINGS, "inikit-001", _Shipper(fake_node, 2**20)),
         "replay_is_dir": True,
     }
-    payload = {"agent": {"spec": get_agent("default", model=model).spec, "config_text": None}}
+    spec = RunOptions(out=tmp_path / "run").to_spec(get_agent("default", model=model).spec, [str(DEMO)])
     (tmp_path / "unit").mkdir()
-    agent = rebuild_agent(payload, task_payload, "inikit-001", tmp_path / "unit")
+    agent = rebuild_agent(spec, None, task_payload, "inikit-001", tmp_path / "unit")
     assert agent.model == model  # rows name the model as on the driver, not by the node's path
     assert len(agent.model_obj.for_task("inikit-001").turns) > 0
 
 
 # ---------------------------------------------------------------------------- a real cluster
+
+
+def test_a_run_assembled_in_code_ships_the_spec_its_options_come_from(tiny_task, fake_node, tmp_path):
+    """A Runner made from tasks, an agent and options (no RunSpec) still ships a RunSpec, and the
+    node's options made from it are the driver's (but for the one unit it runs, and where)."""
+    from harness.run.executors.ray import _Shipper, unit_payloads
+    from harness.run.executors.ray_node import rebuild_runner
+    from harness.tasks import LimitsSpec
+
+    options = RunOptions(
+        out=tmp_path / "run",
+        workers=3,
+        repeats=2,
+        attempts=2,
+        feedback="visible",
+        infra_retries=1,
+        limits=LimitsSpec(memory="1g", cpus=1),
+        label="mine",
+        training_cutoff="2024-06",
+    )
+    task = load_task(tiny_task["spec"])
+    runner = Runner([task], get_agent("noop"), options)
+    [payload] = unit_payloads(runner.view, [(task, 1)], _Shipper(fake_node, 2**20))
+    on_node, unit_runner = rebuild_runner(payload, tmp_path / "node")
+    assert on_node.id == task.id and unit_runner.agent.spec == runner.agent.spec
+    assert unit_runner.options == replace(options, out=tmp_path / "node" / "run", workers=1)
+    assert unit_runner.label == runner.label == "mine"
 
 
 def test_a_units_transcript_is_streamed_whole_lines_once_and_afresh_after_a_retry(tmp_path):

@@ -259,3 +259,90 @@ def test_the_transcripts_fast_path_scrubs_and_caps_as_the_full_walk_does(tmp_pat
         assert written == scrub(text, [secret])
     assert got[0] == "plain text" and all(REDACTED in g for g in got[1:4]) and "characters not kept" in got[4]
     assert all(secret not in line and secret.encode().hex() not in line for line in lines)
+
+
+def _code_mode_session(tmp_path, rules: ToolRules):
+    """Codex in code mode: every call is `exec` with a JavaScript script calling the real tools."""
+    scripts = [
+        'const r = await tools.exec_command({cmd: "python -m pytest -q tests", yield_time_ms: 1000});\ntext(r);',
+        "await tools.exec_command('pip install requests');",
+        "await tools.apply_patch(`*** Begin Patch\n*** Update File: a.py\n@@\n-a\n+b\n*** End Patch`);",
+        'await tools.exec_command({"cmd": "cat a.py | head -5"});\nawait tools.exec_command(`ls ${dir}`);',
+    ]
+    outputs = [
+        "Process exited with code 1\nOutput:\nF.\n=== 1 failed, 1 passed in 0.1s ===",
+        "Process exited with code 1\nOutput:\nERROR: Could not find a version that satisfies requests",
+        "Success. Updated the following files:\nM a.py",
+        "Process exited with code 0\nOutput:\nb",
+    ]
+    exchanges, items = [], [{"role": "user", "content": "fix a.py"}]
+    for n, source in enumerate(scripts):
+        call_id = f"x{n}"
+        exchanges.append(
+            ({"model": "gpt-6.1-sol", "input": list(items)}, Reply(calls=[Call(call_id, "exec", {"input": source})]))
+        )
+        items += [
+            {"type": "custom_tool_call", "call_id": call_id, "name": "exec", "input": source},
+            {"type": "custom_tool_call_output", "call_id": call_id, "output": outputs[n]},
+        ]
+    exchanges.append(({"model": "gpt-6.1-sol", "input": list(items)}, Reply(text="Done.")))
+    return record(tmp_path, "openai-responses", rules, exchanges)
+
+
+def test_codex_code_mode_scripts_are_read_for_the_commands_they_run(tmp_path):
+    from harness.agents.external.config import load_external_config, shipped_path
+    from harness.records import ResultRow
+    from harness.report.causes import causes_of
+    from harness.vocabulary import Cause, Outcome, StopReason
+
+    rules = load_external_config(shipped_path("codex")).tools
+    events = _code_mode_session(tmp_path, rules)
+    calls = [e for e in events if e.type == "tool_call"]
+    assert [(c.name, c.kind, c.command) for c in calls] == [
+        ("exec", "test", "python -m pytest -q tests"),
+        ("exec", "shell", "pip install requests"),
+        ("exec", "edit", ""),
+        ("exec", "shell", "cat a.py | head -5 ; ls ${dir}"),
+    ]
+    [run] = [e for e in events if e.type == "test_run"]
+    assert not run.green and run.failed == 1 and run.exit_code == 1
+    recovery = analyse_attempt(events, AttemptRecovery(task_id="t", config="c", repeat=0, attempt=1))
+    assert (recovery.test_runs, recovery.red_runs, recovery.edits, recovery.edits_after_red) == (1, 1, 1, 1)
+    assert recovery.tool_errors == 1  # pip install exited 1 (a test run going red is not a tool error)
+    row = ResultRow(
+        run_id="r",
+        task_id="t",
+        task_hash="h",
+        config="c",
+        agent="external:codex",
+        resolved=False,
+        outcome=Outcome.unresolved,
+        stop_reason=StopReason.submitted,
+    )
+    found = {f.cause for f in causes_of(events, row)}
+    # the tests did run (inside a script), red, before it submitted; it tried to install
+    assert Cause.never_ran_tests not in found
+    assert {Cause.submitted_failing, Cause.environment_confusion} <= found
+
+
+def test_a_code_mode_scripts_calls_are_read_from_literals_only():
+    from harness.agents.external.script import nested_calls
+
+    source = (
+        '// @exec: {"yield_time_ms": 10000}\n'
+        'const a = await tools.exec_command({yield_time_ms: 500, "cmd": "echo \\"a b\\"\\n"});\n'
+        "await tools.exec_command('it\\'s');\n"
+        "await tools.exec_command({cmd: base + ' -q'});\n"  # built at run time: not seen
+        "await tools.exec_command(command);\n"
+        "await tools . apply_patch(`*** Begin Patch\n*** End Patch`);\n"
+        "await tools.exec_command({justification: {x: 1}, cmd: 'ls'});\n"  # after a nested object: not seen
+    )
+    got = [(c.tool, c.argument) for c in nested_calls(source, {"exec_command": "cmd"})]
+    assert got == [
+        ("exec_command", 'echo "a b"\n'),
+        ("exec_command", "it's"),
+        ("exec_command", None),
+        ("exec_command", None),
+        ("apply_patch", "*** Begin Patch\n*** End Patch"),
+        ("exec_command", None),
+    ]

@@ -172,3 +172,22 @@ def test_a_row_holding_a_lone_surrogate_reads_back_as_written(tmp_path):
     rows = RunFolder(tmp_path).rows()
     assert [r.task_id for r in rows] == ["a", "b"]
     assert rows[0].error == odd.error and rows[0].acceptance["files"] == [name]
+
+
+def test_reports_history_and_the_gate_read_the_manifest_typed():
+    """The manifest is read through the typed Manifest (`RunFolder.info()`) by every reader of
+    runs: no report, history or gate module reads it as a raw dict (`.manifest()`, `manifest.get`,
+    `manifest[...]`). A version-1 folder reads the same way (tests/test_old_runs.py)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "harness"
+    readers = [*(root / "report").rglob("*.py"), *(root / "history").rglob("*.py"), root / "cli" / "gate.py"]
+    raw = re.compile(r"\.manifest\(\)|\bmanifest\.get\(|\bmanifest\[")
+    found = [
+        f"{path.relative_to(root)}:{n}: {line.strip()}"
+        for path in readers
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if raw.search(line)
+    ]
+    assert not found, "\n".join(found)

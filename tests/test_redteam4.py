@@ -649,15 +649,89 @@ NO_ASSERT = "import { chai } from 'vitest';\n\n(chai as any).Assertion.prototype
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="Vitest: the code under test imports chai from 'vitest' and makes Assertion.prototype.assert a "
-    "no-op in the worker; every expect() passes, both channels agree, the unfixed bug is graded resolved",
-)
 def test_a_vitest_non_fix_that_disables_the_assertions_is_not_resolved(polyglot_images):
     task, image, base = polyglot_images["timespan-001"]
     patch = craft(task, {"src/units.ts": lambda text: NO_ASSERT + text})
     assert "Assertion.prototype.assert" in patch
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam4"
+    )
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
+    # caught by grading's canaries: the one that must fail passed
+    assert result.tampering and "canary that must fail was reported PASSED" in result.tampering, result.note
+    assert not any("checks " in t for t in result.tests)  # the canaries are not results
+
+
+# A non-fix for timespan-001 found by a later attacker (docs/grading.md row 25): the bug is left as
+# it is; src/parse.ts, imported by the test file, wraps the worker's RPC to the main process
+# (`__vitest_worker__.rpc`) and rewrites every failed task result it sends as passed. The main
+# process then makes every channel (JSON report, summary, verbose lines, exit code) from forged
+# results, which all agree.
+RPC_HIJACK = """
+const w: any = (globalThis as any).__vitest_worker__
+if (w && w.rpc && !w.__h) {
+  w.__h = true
+  const orig = w.rpc
+  const fix = (r: any) => { if (r && r.state === 'fail') { r.state = 'pass'; delete r.errors } return r }
+  w.rpc = new Proxy(orig, { get(t: any, m: any) {
+    if (m === 'onTaskUpdate') return (packs: any[]) => orig.onTaskUpdate(packs.map((p: any) => [p[0], fix(p[1]), p[2]]))
+    return orig[m]
+  } })
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_vitest_non_fix_that_rewrites_the_workers_results_is_not_resolved(polyglot_images):
+    task, image, base = polyglot_images["timespan-001"]
+    patch = craft(task, {"src/parse.ts": lambda text: text + RPC_HIJACK})
+    assert "onTaskUpdate" in patch
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam4"
+    )
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
+    # caught by grading's canaries, planted in each hidden test file: the one that must fail passed
+    assert result.tampering and "canary that must fail was reported PASSED" in result.tampering, result.note
+    assert "src/parse.test.ts" in result.tampering and "test/format.spec.ts" in result.tampering
+
+
+# The same rewrite, told about the canaries: code that has read grading's source spares the tests
+# titled as its canaries are ("checks " and twelve hex digits) and rewrites every other failure.
+RPC_HIJACK_SPARING_CANARIES = (
+    RPC_HIJACK.replace(
+        "if (r && r.state === 'fail')",
+        "if (r && r.state === 'fail' && !/^checks [0-9a-f]{12}$/.test(names.get(p0) || ''))",
+    )
+    .replace(
+        "packs.map((p: any) => [p[0], fix(p[1]), p[2]])",
+        "packs.map((p: any) => { p0 = p[0]; return [p[0], fix(p[1]), p[2]] })",
+    )
+    .replace(
+        "  w.__h = true\n",
+        "  w.__h = true\n  let p0 = ''\n  const names = new Map<string, string>()\n"
+        "  const walk = (t: any) => { names.set(t.id, t.name); (t.tasks || []).forEach(walk) }\n"
+        "  const onCollected = w.rpc.onCollected.bind(w.rpc)\n",
+    )
+    .replace(
+        "    return orig[m]",
+        "    if (m === 'onCollected') return (files: any[]) => { files.forEach(walk); return onCollected(files) }\n"
+        "    return orig[m]",
+    )
+)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="Vitest: code under test that tells grading's canary tests apart (by their titles, or by reading the "
+    "test files, where they are appended) rewrites every other failure as passed: known limit, docs/grading.md row 25",
+)
+def test_a_vitest_rewrite_that_spares_gradings_canaries_is_not_resolved(polyglot_images):
+    task, image, base = polyglot_images["timespan-001"]
+    assert RPC_HIJACK_SPARING_CANARIES.count("names") == 3  # every replacement took
+    patch = craft(task, {"src/parse.ts": lambda text: text + RPC_HIJACK_SPARING_CANARIES})
     result, output, _ = grade(
         task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam4"
     )

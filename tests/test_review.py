@@ -12,7 +12,7 @@ from harness.records import Review, RunFolder
 from harness.report.acceptance import KAPPA_MIN_N, agreement, cohen_kappa
 from harness.vocabulary import Outcome
 
-CLEAN = {"tests_deleted": [], "outside_scope": [], "size_ratio": 1.0}
+CLEAN = {"tests_deleted": [], "outside_scope": [], "size_ratio": 1.0, "own_checks": {"checks": [], "new": []}}
 
 
 def _run(tmp_path: Path) -> RunFolder:

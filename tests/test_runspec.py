@@ -104,3 +104,37 @@ def test_the_api_docs_snippet_starts_resumes_and_reads_a_run(tmp_path, monkeypat
     rows = read_results(out / "results.jsonl")
     assert [(r.task_id, r.outcome) for r in rows] == [("inikit-001", "resolved")]  # the second start redid nothing
     assert json.loads((out / "manifest.json").read_text())["recipe"]["out"] == str(out)
+
+
+@pytest.mark.docker
+def test_the_cli_python_and_a_ray_node_build_the_same_spec(tiny_task, tmp_path, monkeypatch):
+    """The three ways of starting a run build one RunSpec: the command line's (the recipe its
+    manifest stores), `prepare(spec)`'s from Python, and the one a Ray node rebuilds from what the
+    driver shipped (the object store in memory here; tests/test_ray.py runs a real cluster)."""
+    import sys
+    import types
+
+    from harness.run import Runner
+    from harness.run.executors.ray import _Shipper, unit_payloads
+    from harness.run.executors.ray_node import rebuild_runner, rebuild_spec
+
+    out = tmp_path / "cli"
+    flags = ["--agent", "gold", "--no-history", "--attempts", "2", "--memory", "1g", "--config", "mine"]
+    done = CliRunner().invoke(main, ["run", str(tiny_task["dir"]), *flags, "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    from_cli = RunSpec.of(RunFolder(out).info().recipe)
+    python = _spec(tiny_task, out, attempts=2, label="mine").model_copy(update={"limits": LimitsSpec(memory="1g")})
+    launch = prepare(python)
+    assert launch.spec == from_cli
+    store: dict = {}
+    monkeypatch.setitem(
+        sys.modules, "ray", types.SimpleNamespace(put=lambda d: store.setdefault(id(d), d), get=lambda r: r)
+    )
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "node-cache"))
+    runner = Runner(launch.tasks, launch.agent, launch.options, spec=launch.spec)
+    units = [(launch.tasks[0], 0)]
+    [payload] = unit_payloads(runner.view, units, _Shipper(sys.modules["ray"], 2**20))
+    assert rebuild_spec(payload) == from_cli
+    _, on_node = rebuild_runner(payload, tmp_path / "node")
+    assert on_node.options.attempts == 2 and on_node.options.limits == LimitsSpec(memory="1g")
+    assert on_node.label == runner.label == "mine" and on_node.agent.spec == from_cli.agent

@@ -25,3 +25,25 @@ def test_a_run_builds_its_images_and_records_its_engine_through_the_backend_it_i
     assert "the local backend builds no images" in (rows[0].error or ""), rows[0]
     manifest = json.loads((run_folder(tmp_path) / "manifest.json").read_text())
     assert manifest["docker_engine"] == {"backend": "local"}, manifest["docker_engine"]
+
+
+def test_an_external_agents_install_goes_through_the_runs_backend(tiny_task, tmp_path, monkeypatch):
+    """The install (its cache key names the backend's base image) and the forwarder binary come
+    from the backend the run is given: on the local backend, which has neither, the run says so
+    before any unit, never building or finding them through Docker."""
+    import pytest
+
+    from harness.agents import get_agent
+    from sandbox import SandboxError
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-key")  # the proxy's key, read on the host; nothing is sent
+    agent = get_agent("external:mini-swe-agent", model="openai/gpt-4o-mini")
+    runner = Runner(
+        [load_task(tiny_task["spec"])],
+        agent,
+        RunOptions(out=run_folder(tmp_path), infra_retries=0),
+        backend=LocalBackend(),
+    )
+    with pytest.raises(SandboxError, match="a local image is a host folder"):
+        runner.run()
+    assert agent.installed is None

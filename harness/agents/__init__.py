@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import yaml
 from pydantic import BaseModel, Field
 
-from sandbox import Mount, Sandbox
+from sandbox import Backend, Mount, Sandbox
 
 from ..errors import UserError
 from ..models.types import Usage
@@ -145,27 +145,29 @@ class ContainerAgent(Protocol):
         is wrong, one line each; empty when nothing is."""
         ...
 
-    def prepare(self, log: Callable[[str], None] | None = None) -> None:
-        """Get ready before any agent container starts (build an install, check it); raises with
-        a clear message when that is impossible."""
+    def prepare(self, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> None:
+        """Get ready before any agent container starts (build an install, check it) on `backend`
+        (the run's; default `harness.sandboxes.default_backend()`); raises with a clear message
+        when that is impossible."""
         ...
 
-    def workspace(self, task: Task, folder: Path) -> AbstractContextManager[Workspace]:
-        """The mounts for one unit's container; `folder` is the unit's folder in the run (its
-        transcript's), where the agent's own logs are kept. Cleaned up when the block ends."""
+    def workspace(self, task: Task, folder: Path, backend: Backend | None = None) -> AbstractContextManager[Workspace]:
+        """The mounts for one unit's container on `backend`; `folder` is the unit's folder in the
+        run (its transcript's), where the agent's own logs are kept. Cleaned up when the block ends."""
         ...
 
 
-def prepare_agent(agent: Agent, log: Callable[[str], None] | None = None) -> None:
-    """Let an agent that needs it get ready (see ContainerAgent.prepare); others need nothing."""
+def prepare_agent(agent: Agent, log: Callable[[str], None] | None, backend: Backend) -> None:
+    """Let an agent that needs it get ready on the run's backend (see ContainerAgent.prepare);
+    others need nothing."""
     if isinstance(agent, ContainerAgent):
-        agent.prepare(log)
+        agent.prepare(log, backend)
 
 
-def agent_workspace(agent: Agent, task: Task, folder: Path) -> AbstractContextManager[Workspace]:
-    """The workspace of one unit's container: the agent's own, or nothing to arrange."""
+def agent_workspace(agent: Agent, task: Task, folder: Path, backend: Backend) -> AbstractContextManager[Workspace]:
+    """The workspace of one unit's container on the run's backend: the agent's own, or nothing to arrange."""
     if isinstance(agent, ContainerAgent):
-        return agent.workspace(task, folder)
+        return agent.workspace(task, folder, backend)
     return contextlib.nullcontext(Workspace())
 
 

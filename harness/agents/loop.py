@@ -206,6 +206,7 @@ class ToolAgent:
                 truncated=out.truncated,
                 timed_out=out.timed_out,
                 duration_s=round(out.duration_s, 3),
+                kind="test" if out.test else "",  # a red test run is a red run, not a tool error (recovery)
             )
         )
         if out.test:

@@ -8,6 +8,7 @@ Sandbox errors are *not* handled here: the agent loop translates them, in exactl
 from __future__ import annotations
 
 import posixpath
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,28 @@ from sandbox import FileOpError, Sandbox
 
 from ..parsers import parse_run
 from ..tasks import Task
+
+#: Shell commands that run tests, besides the task's own test command: the built-in agent's `bash`
+#: and an external CLI's shell tool (unless its config gives `test_commands`) record a test run
+#: after each, read by the task's test parser, as `run_tests` does.
+TEST_COMMANDS = (
+    r"\bpytest\b",
+    r"\bpython3?\s+-m\s+(pytest|unittest)\b",
+    r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
+    r"\bgo\s+test\b",
+    r"\bcargo\s+test\b",
+    r"\bmvn\b.*\btest\b",
+    r"\bgradle\w*\b.*\btest\b",
+    r"\btox\b",
+)
+_TEST_COMMANDS = [re.compile(p) for p in TEST_COMMANDS]
+
+
+def is_test_command(command: str, task_command: str = "") -> bool:
+    """Does this shell command run tests (the task's test command, or one of TEST_COMMANDS)?"""
+    return (bool(task_command.strip()) and task_command.strip() in command) or any(
+        p.search(command) for p in _TEST_COMMANDS
+    )
 
 
 class ToolFailure(Exception):
@@ -141,14 +164,11 @@ class Toolbox:
             exit_code=result.returncode,
             truncated=result.truncated,
             timed_out=result.timed_out,
+            # a test run as an external CLI's shell test command is one (recovery, causes: the same plan, the same figures)
+            test=self._summary(command, result) if is_test_command(command, self.task.test_command or "") else None,
         )
 
-    def _run_tests(self) -> ToolOutput:
-        command = self.task.test_command
-        if not command:
-            raise ToolFailure("this task has no visible test command; run tests yourself with bash")
-        result = self.sb.exec(command)
-
+    def _summary(self, command: str, result) -> TestSummary:
         def read(path: str) -> bytes | None:
             try:
                 return self.sb.read_file(path)
@@ -157,9 +177,17 @@ class Toolbox:
 
         parsed = parse_run(self.task.hidden_tests.parsers(), result.stdout + "\n" + result.stderr, read)
         failing = parsed.failing() + parsed.collection_errors
-        summary = TestSummary(
+        return TestSummary(
             command, result.returncode, parsed.count("passed"), parsed.count("failed"), parsed.count("errors"), failing
         )
+
+    def _run_tests(self) -> ToolOutput:
+        command = self.task.test_command
+        if not command:
+            raise ToolFailure("this task has no visible test command; run tests yourself with bash")
+        result = self.sb.exec(command)
+        summary = self._summary(command, result)
+        failing = summary.failing
         head = f"$ {command}\nexit code {result.returncode}: {summary.passed} passed, {summary.failed} failed, {summary.errors} errors"
         if failing:
             head += "\nfailing:\n" + "\n".join(f"  {t}" for t in failing[:30])

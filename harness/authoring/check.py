@@ -58,6 +58,7 @@ from .. import __version__
 from ..grading import Outcome, TestPatchError, grade, prepare_hidden_tests, run_hidden_tests
 from ..grading.acceptance import refused_by_default
 from ..grading.determinism import check_seed, hash_seed_fixed_by_task
+from ..grading.own_checks import base_checks
 from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, TestReport
 from ..run.images import build_task_images, existing_task_images
 from ..sandboxes import default_backend
@@ -124,6 +125,9 @@ class Verdict(BaseModel):
     # control failure of the policy or the task (docs/acceptance.md), said by `tasks check`
     gold_acceptance: dict | None = None
     gold_not_accepted: list[str] = Field(default_factory=list)
+    # the repository's own checks at the base (grading.own_checks.BaseChecks: the checks, their layer,
+    # the base's findings by key); None: checked before they were measured
+    own_checks: dict | None = None
     test_runs: int = 0
 
 
@@ -280,6 +284,10 @@ def check_task(task: Task, options: CheckOptions) -> CheckResult:
         if not gold.strip():
             raise Quarantine("no gold patch", "the spec has neither gold_patch nor gold_patch_file")
         limits = task.limits.apply(Limits()).with_(network=False)
+        progress(task.id, "own checks at base")
+        own = base_checks(task.checks, images.task.tag, backend, limits)
+        verdict.own_checks = own.model_dump(mode="json")
+        verdict.seconds["own_checks"] = own.seconds
         base_runs, gold_runs = _run_phases(
             task, images.task.tag, images.snapshot.commit, gold, limits, backend, options.repeats, verdict, progress
         )

@@ -3,7 +3,8 @@ mining uses, and for Go, Rust and JavaScript the environment (Python's is enviro
 
 The root of the tree decides, in this order: Python packaging (pyproject.toml, setup.py,
 setup.cfg) -> python; go.mod -> go; Cargo.toml -> rust; package.json -> javascript (Vitest or
-Jest, from its devDependencies, dependencies and `test` script); else requirements*.txt, tox.ini,
+Jest, from its devDependencies, dependencies and `test` script); .go files without go.mod are refused
+(a GOPATH-era package: module mode cannot build it); else requirements*.txt, tox.ini,
 noxfile.py or any .py file -> python. Nothing recognisable is refused (`UnsupportedRepository`)
 naming what was found, with a wholeloop.yaml template to fill in.
 
@@ -18,10 +19,13 @@ JavaScript: the package manager from `packageManager`, else the lockfile (npm ci
 --frozen-lockfile, yarn classic's --frozen-lockfile; yarn berry and bun refused without `install:`),
 the Node major from `engines.node`, `devEngines`, `volta`, `.nvmrc` or `.node-version`, raised to what
 the lock file's packages accept (their `engines`): above Debian's, the npm registry's `node` package
-is installed globally in the setup. With a lock file and no workspace, `dependency_files` lets every
+is installed globally in the setup. A test runner that only the `test` script names (no dependency,
+dev, peer or optional, provides it: a package published out of a monorepo) is refused naming it,
+unless wholeloop.yaml gives a setup or install. With a lock file and no workspace, `dependency_files` lets every
 task of one lock file share one install (the deps image tier). Rust: Debian's rustc-web/cargo-web,
-offline; a crate needing registry or git crates without a vendored directory source is refused
-naming them.
+offline; a crate with no Cargo.lock gets what its Cargo.toml names from Debian's packaged crates
+(librust-NAME-dev, /usr/share/cargo/registry as crates.io's replacement); one whose Cargo.lock
+needs registry or git crates without a vendored directory source is refused naming them.
 """
 
 from __future__ import annotations
@@ -106,11 +110,16 @@ def _package_json(repo: GitRepo, commit: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _js_runner(pkg: dict) -> str | None:
+def _js_deps(pkg: dict, keys: tuple[str, ...] = ("dependencies", "devDependencies")) -> dict:
     deps: dict = {}
-    for key in ("dependencies", "devDependencies"):
+    for key in keys:
         if isinstance(pkg.get(key), dict):
             deps.update(pkg[key])
+    return deps
+
+
+def _js_runner(pkg: dict) -> str | None:
+    deps = _js_deps(pkg)
     scripts = pkg.get("scripts")
     test = str(scripts.get("test", "")) if isinstance(scripts, dict) else ""
     for runner in ("vitest", "jest"):
@@ -127,6 +136,13 @@ def detect(repo: GitRepo, commit: str) -> Detected:
             return Detected("python", "pytest", marker)
     if "go.mod" in root:
         return Detected("go", "go", "go.mod")
+    go_files = sorted(p for p in root if p.endswith(".go"))
+    if go_files and not any(p in root for p in ("Cargo.toml", "package.json")):
+        shown = ", ".join(go_files[:3]) + (", ..." if len(go_files) > 3 else "")
+        raise UnsupportedRepository(
+            f"{repo.source}: Go sources ({shown}) but no go.mod at {commit[:10]}: a package of the GOPATH "
+            "era, which `go build` in module mode refuses; commit a go.mod (`go mod init IMPORT/PATH`)"
+        )
     if "Cargo.toml" in root:
         return Detected("rust", "cargo", "Cargo.toml")
     if "package.json" in root:
@@ -195,8 +211,24 @@ def _cargo_toml_fetched(text: str) -> list[str]:
             for name, spec in deps.items() if isinstance(deps, dict) else []:
                 if isinstance(spec, dict) and ("path" in spec or spec.get("workspace")):
                     continue
+                if isinstance(spec, dict) and isinstance(spec.get("package"), str):
+                    name = spec["package"]  # a renamed dependency: the crate is `package`
                 out.add(name)
     return sorted(out)
+
+
+#: Debian's packaged crates (librust-*-dev) live here, each as a directory source cargo can read offline
+DEBIAN_CARGO_REGISTRY = "/usr/share/cargo/registry"
+
+
+def _debian_crates_setup(crates: list[str]) -> str:
+    """Install Debian's packages of `crates` and make their registry crates.io's replacement, in a
+    cargo config at / (cargo reads the config files of every folder above the repository)."""
+    packages = [f"librust-{c.replace('_', '-').lower()}-dev" for c in crates]
+    config = (
+        f"[source.crates-io]\\nreplace-with = 'debian'\\n[source.debian]\\ndirectory = '{DEBIAN_CARGO_REGISTRY}'\\n"
+    )
+    return _apt(*packages) + f' && mkdir -p /.cargo && printf "{config}" > /.cargo/config.toml'
 
 
 def _cargo_vendored(repo: GitRepo, commit: str) -> bool:
@@ -260,7 +292,11 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
         else:
             where = "Cargo.toml"
             fetched = _cargo_toml_fetched((repo.read(commit, "Cargo.toml") or b"").decode("utf-8", "replace"))
-        if fetched and not own_toolchain and not _cargo_vendored(repo, commit):
+        debian = []
+        if fetched and not own_toolchain and not _cargo_vendored(repo, commit) and where == "Cargo.toml":
+            # no lock file to honour: Debian's packaged crates, of the versions bookworm carries
+            debian = [_debian_crates_setup(fetched)]
+        elif fetched and not own_toolchain and not _cargo_vendored(repo, commit):
             shown = ", ".join(fetched[:6]) + (f" and {len(fetched) - 6} more" if len(fetched) > 6 else "")
             raise UnsupportedRepository(
                 f"{repo.source} at {commit[:10]}: {where} needs {shown} from a registry or git, which "
@@ -268,7 +304,10 @@ def defaults(repo: GitRepo, commit: str, detected: Detected, config: RepoConfig)
                 f"or give {CONFIG_NAME} a setup that provides them"
             )
         return {
-            "setup": [_apt("rustc-web", "cargo-web")],  # bookworm's rustc/cargo (1.63) are too old for most crates
+            "setup": [
+                _apt("rustc-web", "cargo-web"),
+                *debian,
+            ],  # bookworm's rustc/cargo (1.63) are too old for most crates
             "env": {"CARGO_NET_OFFLINE": "true", "CARGO_TERM_COLOR": "never"},
             "install": [f"cargo test --offline{locked} --no-run"],
             "visible_test_command": "cargo test --offline",
@@ -359,6 +398,14 @@ def _javascript(repo: GitRepo, commit: str, root: set[str], detected: Detected, 
         raise UnsupportedRepository(
             f"{repo.source} at {commit[:10]}: package.json installed with {'yarn berry' if berry else manager}; "
             f"only npm, pnpm and yarn classic are installed without {CONFIG_NAME} yet"
+        )
+    provided = _js_deps(pkg, ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies"))
+    if detected.parser not in provided and config.install is None and config.setup is None:
+        # (a package published from a monorepo: its runner lives in the workspace root's package.json)
+        raise UnsupportedRepository(
+            f"{repo.source} at {commit[:10]}: package.json's test script runs {detected.parser}, but no dependency "
+            f"of package.json provides it, so nothing would install it; add it to devDependencies, or give "
+            f"{CONFIG_NAME} a setup or install that does"
         )
     globals_ = []
     node = _node_major(repo, commit, root, pkg)

@@ -88,6 +88,11 @@ class RepoConfig(BaseModel):
     egress: Literal["allow", "forbid"] | None = Field(
         None, description="forbid: no feature may send this repository's content to a model (docs/privacy.md)"
     )
+    checks: list[str] | None = Field(
+        None,
+        description="the repository's own linters and type checkers for acceptance (ruff, mypy==1.11.2, "
+        "flake8, black, isort, eslint; default: inferred from its config; []: none)",
+    )
     acceptance: dict | None = Field(
         None,
         description="the acceptance policy reports apply to this repository's runs (`--policy`; docs/acceptance.md); "

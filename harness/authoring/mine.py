@@ -772,6 +772,7 @@ def mine(
             pass_to_pass=[],
             gold_patch_file=f"{cand.task_id}/{GOLD_NAME}",
             timeouts=made.timeouts,
+            checks=configs[cand.task_id].checks,  # the repository's own checks, when wholeloop.yaml names them
             allowed_paths=list(cand.protected_files),
             created_at=cand.commit.date_iso,
             origin=Origin(

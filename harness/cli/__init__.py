@@ -1,7 +1,7 @@
 """The `wholeloop` command: parse arguments, call the library, print. Nothing else lives here.
 
 One module per group of commands (run, reports, tasks, machine, history, gate); each registers its commands on
-`main`. Heavy modules (docker, git, rich, model SDKs, scipy) are imported inside the commands that
+`main`, and is imported only when one of its commands is looked up (COMMANDS). Heavy modules (docker, git, rich, model SDKs, scipy) are imported inside the commands that
 need them, so `wholeloop --help` and `wholeloop report` stay fast and a run without a model never
 imports a model SDK.
 
@@ -13,6 +13,7 @@ else is a bug of ours: its traceback goes to a log whose path is printed, exit 7
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 import traceback
@@ -122,8 +123,36 @@ def write_crash_log(exc: BaseException) -> Path | None:
     return None
 
 
+#: Each command's module, imported only when that command is looked up: `wholeloop failures` does not
+#: pay for the run, mining or task commands' imports. tests/test_failures_cli.py checks it is complete.
+COMMANDS = {
+    "run": "run",
+    "regrade": "regrade",
+    "gate": "gate",
+    "history": "history",
+    "doctor": "machine",
+    "images": "machine",
+    "prune": "machine",
+    "env": "mining",
+    "tasks": "tasks",
+    "mine": "tasks",
+    **dict.fromkeys(
+        ("report", "compare", "failures", "show", "export", "import", "export-predictions", "review"), "reports"
+    ),
+}
+
+
 class _Group(click.Group):
-    """Turns errors into one line (the user's) or a log of the traceback (ours), never a traceback."""
+    """Turns errors into one line (the user's) or a log of the traceback (ours), never a traceback.
+    Its commands' modules are imported when a command is looked up (COMMANDS)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(f"{__package__}.{COMMANDS[cmd_name]}")  # it registers its commands on main
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context):
         from ..scrub import scrub_console
@@ -171,8 +200,6 @@ def main(repos_root: Path | None) -> None:
         # Every command loads tasks through harness.tasks, which reads this (and so do its workers).
         os.environ[REPOS_ROOT_ENV] = str(repos_root.resolve())
 
-
-from . import gate, history, machine, regrade, reports, run, tasks  # noqa: E402,F401  (each registers its commands on main)
 
 if __name__ == "__main__":
     main()

@@ -42,7 +42,7 @@ def _suite_of(path: Path) -> str | None:
     from ..history.db import suite_of
     from ..records import RunFolder
 
-    return suite_of(RunFolder(path).manifest())[0] or None
+    return suite_of(RunFolder(path).info())[0] or None
 
 
 @main.command(epilog=SIDE_HELP)

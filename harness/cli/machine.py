@@ -48,7 +48,7 @@ def images_bootstrap(tag, suite, mirror, force):
 
 @images.command("list")
 def images_list():
-    """Images wholeloop made (base, env and task tiers)."""
+    """Images wholeloop made (base, env, deps, task and checks tiers)."""
     from sandbox.docker import list_images
 
     for img in list_images():
@@ -57,7 +57,7 @@ def images_list():
 
 @main.command()
 @click.option("--all", "all_owners", is_flag=True, help="also containers of runs that look alive")
-@click.option("--images", "with_images", is_flag=True, help="also remove env and task images (they rebuild)")
+@click.option("--images", "with_images", is_flag=True, help="also remove env, task and checks images (they rebuild)")
 @click.option(
     "--run",
     "run_dir",
@@ -74,5 +74,6 @@ def prune(all_owners, with_images, run_dir):
     scope = f" of run {run_id}" if run_id else ""
     click.echo(f"removed {len(report.removed)} container(s){scope}; kept {len(report.kept_live)} of live runs")
     if with_images:
-        for name in remove_images(("env", "task")):
+        # the checks layers first: they are built on the task images
+        for name in remove_images(("checks", "checktools", "env", "task")):
             click.echo(f"removed image {name}")

@@ -372,7 +372,7 @@ def export_inspect(run_dir, out):
 def export_atif(run_dir, out):
     """Write each attempt's trajectory in ATIF, Harbor's trajectory format (one JSON file per
     attempt: steps, tool calls, observations, tokens and cost, the patch), each validated against
-    Harbor's own model (its pinned wheel, downloaded once into the cache; docs/interop.md)."""
+    Harbor's own model (its pinned wheel, downloaded once into the cache; docs/records.md, "ATIF")."""
     from ..report.atif_export import export_atif as write
 
     target = out or Path(run_dir) / "atif"
@@ -444,3 +444,8 @@ def review_cmd(run_dir, task_ids, reviewer, policy):
         policy=load_policy(policy),
     )
     click.echo(f"{done} verdict(s) recorded in {run_dir / 'reviews.jsonl'}")
+
+
+from .harbor import export_harbor  # noqa: E402  (Harbor's commands live in their own module)
+
+export.add_command(export_harbor)

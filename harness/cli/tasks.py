@@ -354,3 +354,8 @@ def tasks_check(paths, repeats, discover, force, workers):
     if bad:
         out_console.print(f"{bad} task(s) quarantined or not checked; `wholeloop run` skips the quarantined ones")
         sys.exit(1)
+
+
+from .harbor import tasks_import_harbor  # noqa: E402  (Harbor's commands live in their own module)
+
+tasks.add_command(tasks_import_harbor)

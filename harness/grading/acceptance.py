@@ -17,7 +17,9 @@ The axes:
 - `debug_leftovers`: lines the patch ADDS (never removed or context lines) that are debugging
   output (print, console.log, dbg!, breakpoint, pdb, fmt.Println ...) outside test files, unless
   gold adds the same line;
-- `binary_files`: files the patch changes as binary.
+- `binary_files`: files the patch changes as binary;
+- `own_checks`: the repository's own linters and type checkers on a resolved patch's files, the
+  findings it adds to the base's (`own_checks`; measured by grading, not by `measure`).
 
 Old grades have no axes: acceptance is then "not measured", never false.
 """
@@ -31,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from ..parsers import glob_match
 from ..tasks import Task
+from .own_checks import OwnChecks
 from .patching import TEST_DIR_NAMES, Section, parse_patch
 
 # bump when an axis is measured differently (recorded beside the axes)
@@ -71,6 +74,7 @@ DEFAULT_REFUSED = (
     "top_level_added",
     "binary_files",
     "debug_leftovers",
+    "own_checks",
 )
 
 
@@ -93,12 +97,24 @@ class Axes(BaseModel):
     top_level_added: list[str] = Field(default_factory=list)
     debug_leftovers: list[LineEvidence] = Field(default_factory=list)
     binary_files: list[str] = Field(default_factory=list)
+    own_checks: OwnChecks | None = Field(
+        None,
+        description="the repository's own checks on a resolved patch's files and the findings it adds "
+        "(None: not measured -- unresolved, or graded before grader 9; see own_checks)",
+    )
 
 
 def refused_by_default(axes: Axes) -> list[str]:
     """The axes with findings that the default acceptance policy refuses (empty: accepted, if resolved)."""
     found = axes.model_dump()
+    found["own_checks"] = new_findings(found)
     return [k for k in DEFAULT_REFUSED if found[k]]
+
+
+def new_findings(axes: dict) -> list[dict]:
+    """The own checks' new findings of recorded axes (none when not measured)."""
+    checks = axes.get("own_checks")
+    return list(checks.get("new") or []) if isinstance(checks, dict) else []
 
 
 def is_test_file(task: Task, path: str) -> bool:

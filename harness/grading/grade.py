@@ -42,6 +42,7 @@ from .determinism import GRADING_SEED, HASH_SEED_VAR, hash_seed
 from .evidence import Hasher, TreeEvidence, claims, judge
 from .feedback import scrub_messages
 from .outcome import GRADER_VERSION, FailedStep, Grade, Outcome, Stripped, TestTally, classify
+from .own_checks import OwnChecks, checks_of, measure_own_checks
 from .patching import (
     APPLIERS,
     RUNNER_MODULES,
@@ -82,9 +83,31 @@ def grade(
     the hash seed and test-order seed, grading's unless `tasks check` varies it, see `determinism`.)
     Every grade records the acceptance axes of the raw `patch` (before anything is stripped; see
     `acceptance`)."""
-    graded, output, parsed = _grade(task, patch, image, base, limits, backend, run_id, hasher, seed)
+    applied = _Applied()
+    graded, output, parsed = _grade(task, patch, image, base, limits, backend, run_id, hasher, seed, applied)
     graded.acceptance = measure(task, patch)
+    if graded.resolved and graded.outcome is Outcome.resolved:
+        graded.acceptance.own_checks = _own_checks(task, applied, image, limits, backend or default_backend(), run_id)
     return graded, output, parsed
+
+
+@dataclass
+class _Applied:
+    """What grading applied of the patch (the text and the files it changes), once it applied."""
+
+    text: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def _own_checks(task: Task, applied: _Applied, image: str, limits: Limits, backend: Backend, run_id: str) -> OwnChecks:
+    """The repository's own checks on the files the graded patch changes (`own_checks`)."""
+    try:
+        checks = checks_of(task.checks, backend, image, limits)
+    except SandboxError as exc:
+        return OwnChecks(error=f"cannot read the base's config: {type(exc).__name__}: {exc}")
+    if not checks or not applied.text.strip():
+        return OwnChecks(checks=checks)
+    return measure_own_checks(checks, applied.text, applied.files, image, backend, limits, run_id)
 
 
 def _grade(
@@ -97,6 +120,7 @@ def _grade(
     run_id: str,
     hasher: Hasher | None,
     seed: int,
+    applied: _Applied,
 ) -> tuple[Grade, str, TestReport | None]:
     backend = backend or default_backend()
     started = time.monotonic()
@@ -157,6 +181,8 @@ def _grade(
                     at.patchs_doing = bool(text) and _by_itself(sb)
                     raise
                 result.apply_method = method if text else None
+                applied.text = text
+                applied.files = [p for sec in decision.kept for p in (sec.new,) if p is not None]
                 _record(result, decision, inline)
                 _hold(result, evidence)
                 return _timed(result, started), output, parsed
@@ -280,7 +306,38 @@ def prepare_hidden_tests(
             raise TestPatchError("the task's hidden test patch does not apply to its base commit (the task's to fix)")
     for path, content in task.hidden_tests.files.items():
         sb.write_file(path, content)
+    _plant_canaries(sb, task, parsers, setups)
     return HiddenTests(parsers, setups, _hidden_lines(task))
+
+
+# A hidden command that picks tests by name runs no canary (its other tests are skipped).
+_BY_NAME = ("-t", "--testNamePattern")
+
+
+def _plant_canaries(sb: Sandbox, task: Task, parsers: list[Parser], setups: list[RunSetup]) -> None:
+    """Append each parser's canary tests (`Parser.canary`) to every hidden test file that holds a
+    listed test, titled at random for this grading, and record them in its setup: the parser
+    checks them after the run (a must-fail canary reported passed: the results were forged inside
+    the process that ran the tests). The test files are protected, so nothing of the patch is
+    in them."""
+    words = task.hidden_tests.command.split()
+    if len(parsers) != 1 or any(w.startswith(_BY_NAME) for w in words):
+        return  # several parsers: the exit code is a chain's, which the canaries' failure would hide
+    listed = [*task.fail_to_pass, *task.pass_to_pass]
+    for parser, setup in zip(parsers, setups):
+        files = sorted({f for t in listed if (f := parser.test_file(t))})
+        for path in files:
+            nonce = secrets.token_hex(8)
+            must_fail, must_pass = f"checks {secrets.token_hex(6)}", f"checks {secrets.token_hex(6)}"
+            source = parser.canary(path, must_fail, must_pass, nonce)
+            if source is None:
+                continue
+            try:
+                text = sb.read_file(path)
+            except FileOpError:
+                continue  # not in the tree: its tests are missing anyway
+            sb.write_file(path, text + source.encode())
+            setup.canaries[path] = (must_fail, must_pass)
 
 
 def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests, seed: int = GRADING_SEED) -> HiddenRun:

@@ -31,7 +31,9 @@ GRADE_SCHEMA = 1
 # with the rest of the file kept (issue 21).
 # 8: every grade records the acceptance axes of the agent's raw patch (`acceptance`; issue 25):
 # scope against gold, size, tests deleted or weakened, top-level files, debug leftovers, binaries.
-GRADER_VERSION = 8
+# 9: a resolved grade records the repository's own checks on its files, diff-aware against the
+# base (`acceptance.own_checks`; issue 25, item 1).
+GRADER_VERSION = 9
 
 
 class TestTally(BaseModel):

@@ -88,7 +88,7 @@ _RETRIED = (
 _DROP_COPIES = delete(runs).where(runs.c.uid == bindparam("b_uid"), runs.c.id != bindparam("b_id"))
 _REFRESH_RUN = update(runs).where(runs.c.id == bindparam("b_id"))  # SET: the columns a call gives
 if TYPE_CHECKING:  # at run time imported where rows are read or written: listing needs no pydantic
-    from ..records import ResultRow, RunFolder
+    from ..records import Manifest, ResultRow, RunFolder
 
 RESULTS_FILE = "results.jsonl"  # RunFolder.RESULTS (tests/test_history.py checks they agree)
 _alembic_version = Table("alembic_version", MetaData(), Column("version_num", String(32), primary_key=True))
@@ -118,28 +118,35 @@ def provisional_uid(folder: RunFolder) -> str:
     return "p-" + hashlib.sha256(seed.encode()).hexdigest()[:30]
 
 
-def run_uid(folder: RunFolder, manifest: dict) -> str:
+def _written(manifest: Manifest) -> bool:
+    """Whether the folder had a manifest at all (an empty Manifest is a run's first moments)."""
+    return bool(manifest.model_fields_set or manifest.model_extra)
+
+
+def run_uid(folder: RunFolder, manifest: Manifest) -> str:
     """The manifest's run_uid (for a regrade, derived from it: the regrade copied it from its source);
     for runs older than it, a hash of the folder, its run id and start time; without a manifest yet,
     `provisional_uid`."""
-    if manifest.get("run_uid"):
-        uid = str(manifest["run_uid"])
-        regraded = manifest.get("regraded_from")
-        if isinstance(regraded, dict):  # a regrade copies its source's manifest, run_uid included:
+    run_id = manifest.run_id if "run_id" in manifest.model_fields_set else folder.path.name
+    if manifest.run_uid:
+        uid = str(manifest.run_uid)
+        regraded = manifest.regraded_from
+        if regraded is not None:  # a regrade copies its source's manifest, run_uid included:
             # it is a run of its own, keyed by its source and when it was made
-            seed = f"{uid}|regrade|{regraded.get('at', '')}|{manifest.get('run_id', folder.path.name)}"
+            seed = f"{uid}|regrade|{regraded.get('at', '')}|{run_id}"
             return "r-" + hashlib.sha256(seed.encode()).hexdigest()[:30]
         return uid
-    if not manifest:
+    if not _written(manifest):
         return provisional_uid(folder)
-    seed = f"{folder.path.resolve()}|{manifest.get('run_id', folder.path.name)}|{manifest.get('started_at', '')}"
+    started = manifest.started_at if "started_at" in manifest.model_fields_set else ""
+    seed = f"{folder.path.resolve()}|{run_id}|{started}"
     return hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
-def regraded_source(manifest: dict) -> str | None:
+def regraded_source(manifest: Manifest) -> str | None:
     """The uid of the run a regrade re-graded (its manifest's run_uid, which the regrade copied)."""
-    if isinstance(manifest.get("regraded_from"), dict) and manifest.get("run_uid"):
-        return str(manifest["run_uid"])
+    if manifest.regraded_from is not None and manifest.run_uid:
+        return str(manifest.run_uid)
     return None
 
 
@@ -147,12 +154,12 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def suite_of(manifest: dict) -> tuple[str, str]:
+def suite_of(manifest: Manifest) -> tuple[str, str]:
     """(name, path) of the folder holding the run's task specs: tasks/demo/*.yaml -> ("demo", ".../tasks/demo")."""
-    specs = [Path(t["spec"]) for t in (manifest.get("tasks") or {}).values() if isinstance(t, dict) and t.get("spec")]
+    specs = [Path(t.spec) for t in manifest.tasks.values() if t.spec]
     if not specs:
         return "", ""
-    cwd = Path(manifest.get("cwd") or ".")
+    cwd = Path(manifest.cwd or ".")
     parents = [str((p if p.is_absolute() else cwd / p).parent) for p in specs]
     common = Path(os.path.commonpath(parents))
     return common.name, str(common)
@@ -190,27 +197,27 @@ def _row_values(row: ResultRow, run: int, seq: int, current: bool, retried: bool
     }
 
 
-def _run_values(folder: RunFolder, manifest: dict, rows: list[ResultRow]) -> dict:
+def _run_values(folder: RunFolder, manifest: Manifest, rows: list[ResultRow]) -> dict:
     suite, suite_path = suite_of(manifest)
-    started = parse_time(manifest.get("started_at")) or parse_time(
+    started = parse_time(manifest.started_at) or parse_time(
         min((r.started_at for r in rows if r.started_at), default=None)
     )
     if started is None and folder.results_path.exists():
         started = datetime.fromtimestamp(folder.results_path.stat().st_mtime, UTC)
-    wl = manifest.get("wholeloop") or {}
+    wl = manifest.wholeloop
     return {
         "uid": run_uid(folder, manifest),
-        "run_id": str(manifest.get("run_id") or folder.path.name),
+        "run_id": str(manifest.run_id or folder.path.name),
         "path": str(folder.path.resolve()),
         "host": socket.gethostname(),
         "suite": suite,
         "suite_path": suite_path,
         "started_at": started,
-        "finished_at": parse_time(manifest.get("finished_at")),
+        "finished_at": parse_time(manifest.finished_at),
         "wholeloop_version": wl.get("version"),
         "git_commit": (wl.get("git_commit") or None),
         "regraded_from": regraded_source(manifest),
-        "grader_version": _int(manifest.get("grader_version")),
+        "grader_version": _int(manifest.grader_version),
         "indexed_at": datetime.now(UTC),
     }
 
@@ -342,7 +349,7 @@ class HistoryIndex:
         from ..records import latest_rows, retried_tries
 
         rows = folder.rows()
-        manifest = folder.manifest()
+        manifest = folder.info()
         current = {id(r) for r in latest_rows(rows)}
         retried = {id(r) for one in retried_tries(rows) for r in one}
         values = _run_values(folder, manifest, rows)
@@ -357,7 +364,7 @@ class HistoryIndex:
                     )
         except SQLAlchemyError as exc:
             raise self.error(exc, f"cannot index {folder.path}") from exc
-        live = LiveRun(self, folder, key, values["uid"], seq=len(rows), has_manifest=bool(manifest))
+        live = LiveRun(self, folder, key, values["uid"], seq=len(rows), has_manifest=_written(manifest))
         for row in rows:
             if id(row) in current:
                 live.units[row.unit()] = max(live.units.get(row.unit(), 0), row.attempt)
@@ -376,10 +383,10 @@ class HistoryIndex:
 
     def refresh_run(self, live: LiveRun) -> None:
         """The run's manifest-derived facts (suite, start, finish, versions) again from its folder."""
-        manifest = live.folder.manifest()
+        manifest = live.folder.info()
         values = _run_values(live.folder, manifest, [])
         live.uid = values["uid"]
-        if not manifest.get("started_at"):  # keep what the rows said when the run was first indexed
+        if not manifest.started_at:  # keep what the rows said when the run was first indexed
             values.pop("started_at")
         try:
             with self._write_lock, self._row_writer() as conn:

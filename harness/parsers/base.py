@@ -153,6 +153,9 @@ class RunSetup:
     # environment variable `seed_var` of `env` (pytest: PYTEST_ADDOPTS); see harness.grading.determinism
     seed_options: tuple[str, ...] = ()
     seed_var: str = ""
+    # canary tests grading planted in the hidden test files (`Parser.canary`): test file -> (title
+    # of the one that must fail, title of the one that must pass), drawn at random per grading
+    canaries: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def env_for(self, seed: int) -> dict[str, str]:
         """`env` with the randomisers seeded with `seed`."""
@@ -226,6 +229,16 @@ class Parser(Protocol):
         """The repository-relative file a test id lives in, None when the id does not say."""
         ...
 
+    def canary(self, path: str, must_fail: str, must_pass: str, nonce: str) -> str | None:
+        """Source text that, appended to test file `path`, defines two top-level tests titled
+        `must_fail` (whose assertion fails) and `must_pass` (whose assertion holds), named by
+        `nonce` where it needs names of its own; None when this framework or file takes none.
+        Grading plants them in the hidden test files and `parse` (given the setup's `canaries`)
+        checks each was reported as it must be, then leaves them out of the results: a run whose
+        results were rewritten inside the process that runs the tests reports the must-fail one
+        passed."""
+        ...
+
     def restore_inline_tests(
         self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]
     ) -> tuple[dict[str, bytes | None], list[tuple[str, str]]]:
@@ -293,6 +306,9 @@ class ParserBase:
         return self.is_test_path(path)
 
     def test_file(self, test_id: str) -> str | None:
+        return None
+
+    def canary(self, path: str, must_fail: str, must_pass: str, nonce: str) -> str | None:
         return None
 
     def restore_inline_tests(

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from .base import REPORTS_DIR, ParserBase, TestReport, shell_quote
-from .jsreport import config_names, is_js_test_module, parse_js_report, put_back_package_keys
+from .base import REPORTS_DIR, shell_quote
+from .jsreport import JsParser, config_names, is_js_test_module, put_back_package_keys
 from .vitest import CONFIG_PATHS as _JS_CONFIG
 from .vitest import TEST_PATHS as _JS_TESTS
 
@@ -35,7 +35,7 @@ CONFIG_PATHS = tuple(p for p in _JS_CONFIG if "vite" not in p) + (
 )
 
 
-class JestParser(ParserBase):
+class JestParser(JsParser):
     """jest --json writing RESULTS_FILE."""
 
     name: ClassVar[str] = "jest"
@@ -56,19 +56,10 @@ class JestParser(ParserBase):
         "pnpm-lock.yaml",
     )
 
-    def read(self, output: str, results: bytes | None) -> TestReport:
-        return parse_js_report("jest", output, results)
-
-    def is_test_module(self, path: str) -> bool:
-        return is_js_test_module(path)
-
     def test_command(self, files: list[str] | None) -> str:
         runnable = sorted(f for f in files or () if is_js_test_module(f))
         base = f"npx jest --ci --json --outputFile={RESULTS_FILE}"
         return base + (" --runTestsByPath " + shell_quote(runnable) if runnable else "")
-
-    def test_file(self, test_id: str) -> str | None:
-        return test_id.split("::", 1)[0] if "::" in test_id else None
 
     def restore_inline_tests(
         self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]

@@ -13,6 +13,17 @@ prints, when the command asks for it: the summary line (`Tests  8 failed | 43 pa
 Vitest, `Tests:       8 failed, 43 passed, 51 total` for Jest) and, for Vitest's verbose reporter,
 one `✓`/`×` line per test. Disagreement makes the run inconsistent, and so does an exit code the
 runner does not end with on its own.
+
+Every one of those channels is made by the main process from what the workers send it, so code
+under test that rewrites what its worker sends (Vitest's `__vitest_worker__.rpc`, Jest's worker
+messages) or makes the assertions no-ops (chai's `Assertion.prototype.assert`) makes them all agree
+on a forged pass. Canaries: grading appends to each hidden test file two tests of its own, titled
+at random per grading (`canary_source`), one whose assertion fails and one whose assertion holds;
+`check_canaries` requires the first reported failed and the second passed, in every channel, and
+an exit code that says a test failed, then leaves both out of the results. A rewrite that turns
+failures into passes, or assertions that no longer fail, turns the must-fail canary too: the run
+is inconsistent, suspected tampering. (What this does not catch: code that tells the canaries
+apart, e.g. by reading the test files, and spares them: docs/grading.md, row 25.)
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ import json
 import posixpath
 import re
 
-from .base import ERROR, FAILED, PASSED, REPO_ROOT, SKIPPED, TestReport, strip_ansi
+from .base import ERROR, FAILED, PASSED, REPO_ROOT, SKIPPED, ParserBase, RunSetup, TestReport, finish, strip_ansi
 
 _STATUS = {
     "passed": PASSED,
@@ -227,6 +238,115 @@ def _from_text(framework: str, text: str, report: TestReport) -> None:
                 report.statuses[test_id] = mark
             report.listed_passed += mark == PASSED
     report.problems.append(f"no {framework} JSON report: the results come from its text output alone")
+
+
+# ------------------------------------------------------------------------------------ canaries
+
+# Vitest prints this in its summary when an error was thrown outside any test (an unhandled
+# rejection): it ends with exit code 1 then even when every test passed.
+_VITEST_ERRORS = re.compile(r"^\s*Errors\s{2,}\d+ errors?\b")
+# Files a canary is not appended to: CommonJS files, where `import` is not allowed (Vitest) and
+# Jest's globals may be all there is.
+_NO_CANARY = (".cjs", ".cts")
+
+
+def canary_source(framework: str, path: str, must_fail: str, must_pass: str, nonce: str) -> str | None:
+    """Two top-level tests to append to test file `path`: `must_fail` asserts that two different
+    numbers are equal, `must_pass` that one number equals itself. Vitest's are called through a
+    namespace import of 'vitest' named by `nonce` (import declarations are hoisted, so it may come
+    last); Jest's through its globals `test` and `expect`."""
+    if path.endswith(_NO_CANARY):
+        return None
+    a = int(nonce[:6], 16) % 90_000 + 10_000  # two different five-digit numbers
+    b = a + 1 + int(nonce[6:12] or "0", 16) % 1000
+    if framework == "vitest":
+        ns = f"wl_{nonce}"
+        test, expect, head = f"{ns}.test", f"{ns}.expect", f"\n;import * as {ns} from 'vitest';\n"
+    else:
+        test, expect, head = "test", "expect", "\n;"
+    return (
+        f"{head}{test}({json.dumps(must_fail)}, () => {{ {expect}({a}).toBe({b}); }});\n"
+        f"{test}({json.dumps(must_pass)}, () => {{ {expect}({a}).toBe({a}); }});\n"
+    )
+
+
+def check_canaries(
+    framework: str, report: TestReport, canaries: dict[str, tuple[str, str]], exit_code: int | None, text: str
+) -> int | None:
+    """Check the canaries grading planted (test file -> (must-fail title, must-pass title)) against
+    `report` (read with them in, its channels already cross-checked), then take them out of its
+    statuses, messages and counts. Each canary reported otherwise than it must be, or missing from a
+    file whose other tests were reported, is a problem (suspected tampering). Returns the exit code
+    the runner would have ended with without the canaries (the must-fail one makes it 1 always;
+    exit 0 then is itself a problem): 1 when a real test failed, a file did not load or (Vitest) an
+    error was thrown outside the tests, else 0."""
+    forged: list[str] = []
+    seen = 0
+    for path, (must_fail, must_pass) in sorted(canaries.items()):
+        of_file = [t for t in report.statuses if t.startswith(path + "::")]
+        for title, want in ((must_fail, FAILED), (must_pass, PASSED)):
+            # top-level: no describe titles, or (Vitest 1.x) the file's own, empty, title: "<path>:: > <title>"
+            test_id = next((t for t in of_file if _titles(t, path) == [title]), f"{path}::{title}")
+            got = report.statuses.pop(test_id, None)
+            for table in (report.messages, report.exception_types, report.listed, report.skip_reasons):
+                table.pop(test_id, None)
+            if got is None:
+                if of_file and path not in report.collection_errors:
+                    forged.append(f"{path}: the canary that must {'fail' if want == FAILED else 'pass'} is missing")
+                continue
+            seen += want == FAILED
+            key = {PASSED: "passed", FAILED: "failed", SKIPPED: "skipped"}.get(got)
+            if key and report.counts.get(key):
+                report.counts[key] -= 1
+            report.listed_passed -= got == PASSED
+            if got != want:
+                forged.append(f"{path}: the canary that must {'fail' if want == FAILED else 'pass'} was reported {got}")
+    if forged:
+        report.problems.append(
+            f"grading's canary tests were not reported as they ran ({'; '.join(forged[:5])}): the results were "
+            "rewritten, or the assertions disabled, in the process that runs the tests"
+        )
+    if exit_code is None or not seen:
+        return exit_code
+    if exit_code == 0:
+        report.problems.append(f"{framework} ended with exit code 0 although grading's must-fail canary ran")
+        return 0
+    if exit_code != 1:
+        return exit_code
+    errors = framework == "vitest" and any(_VITEST_ERRORS.match(line) for line in text.splitlines())
+    return 1 if report.failing() or report.collection_errors or errors else 0
+
+
+def _titles(test_id: str, path: str) -> list[str]:
+    """The non-empty titles of a test id of file `path` (describe titles, then the test's)."""
+    return [t for t in test_id[len(path) + 2 :].split(" > ") if t]
+
+
+class JsParser(ParserBase):
+    """What Vitest's and Jest's parsers share: the JSON report, canaries, package.json's keys."""
+
+    def read(self, output: str, results: bytes | None) -> TestReport:
+        return parse_js_report(self.name, output, results)
+
+    def parse(
+        self, output: str, results: bytes | None = None, *, setup: RunSetup | None = None, exit_code: int | None = None
+    ) -> TestReport:
+        report = super().parse(output, results, setup=setup)
+        if exit_code is None or setup is None or not setup.canaries:
+            return report if exit_code is None else finish(report, exit_code, self.exit_codes_ran)
+        without = check_canaries(self.name, report, setup.canaries, exit_code, strip_ansi(output))
+        finish(report, exit_code if without is None else without, self.exit_codes_ran)
+        report.channels["exit_code"] = str(exit_code)  # the run's own
+        return report
+
+    def canary(self, path: str, must_fail: str, must_pass: str, nonce: str) -> str | None:
+        return canary_source(self.name, path, must_fail, must_pass, nonce) if is_js_test_module(path) else None
+
+    def is_test_module(self, path: str) -> bool:
+        return is_js_test_module(path)
+
+    def test_file(self, test_id: str) -> str | None:
+        return test_id.split("::", 1)[0] if "::" in test_id else None
 
 
 # ------------------------------------------------------------------------------------ package.json

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from .base import REPORTS_DIR, ParserBase, TestReport, shell_quote
-from .jsreport import config_names, is_js_test_module, parse_js_report, put_back_package_keys
+from .base import REPORTS_DIR, shell_quote
+from .jsreport import JsParser, config_names, is_js_test_module, put_back_package_keys
 
 RESULTS_FILE = f"{REPORTS_DIR}/vitest.json"
 # Tests, their data, snapshots and the manual mocks a test's vi.mock() picks up by folder.
@@ -55,7 +55,7 @@ CONFIG_PATHS = (
 )
 
 
-class VitestParser(ParserBase):
+class VitestParser(JsParser):
     """vitest run with the JSON reporter writing RESULTS_FILE (and the verbose one on stdout)."""
 
     name: ClassVar[str] = "vitest"
@@ -74,19 +74,10 @@ class VitestParser(ParserBase):
         "pnpm-lock.yaml",
     )
 
-    def read(self, output: str, results: bytes | None) -> TestReport:
-        return parse_js_report("vitest", output, results)
-
-    def is_test_module(self, path: str) -> bool:
-        return is_js_test_module(path)
-
     def test_command(self, files: list[str] | None) -> str:
         runnable = sorted(f for f in files or () if is_js_test_module(f))
         base = f"npx vitest run --reporter=verbose --reporter=json --outputFile.json={RESULTS_FILE}"
         return base + (" " + shell_quote(runnable) if runnable else "")
-
-    def test_file(self, test_id: str) -> str | None:
-        return test_id.split("::", 1)[0] if "::" in test_id else None
 
     def restore_inline_tests(
         self, before: Mapping[str, bytes], after: Mapping[str, bytes], read: Callable[[str], bytes | None]

@@ -3,7 +3,7 @@
 Grading records facts (`acceptance` in grade.json and the row: scope, size, tests deleted or
 weakened, top-level files, debug leftovers, binary files, each with its evidence); this module
 decides, per row, whether a team's reviewers would accept the patch, and why not. Changing the
-policy needs no regrade. A row without axes (graded before grader 8) is **not measured**, never
+policy needs no regrade. A row without axes (graded before grader 9, or its own checks could not run) is **not measured**, never
 "not accepted".
 
 A policy is YAML: the keys below, at the top level or under ``acceptance:`` (so a repository's
@@ -16,6 +16,7 @@ wholeloop.yaml or a suite's config can carry it)::
       top_level_added: true    # new files at the repository's top level (default true)
       binary_files: true       # binary files (default true)
       debug_leftovers: true    # print / console.log / dbg! / breakpoint added (default true)
+      own_checks: true         # findings the repository's own linters/type checkers did not have at base
       max_size_ratio: 10       # more than 10x gold's changed lines (default: no limit)
 """
 
@@ -41,6 +42,7 @@ AXES = {
     "top_level_added": "new top-level files",
     "binary_files": "binary files",
     "debug_leftovers": "debugging left in",
+    "own_checks": "new findings of the repository's own checks",
 }
 TOO_BIG = "larger than allowed against gold"
 
@@ -56,6 +58,7 @@ class Policy(BaseModel):
     top_level_added: bool = True
     binary_files: bool = True
     debug_leftovers: bool = True
+    own_checks: bool = True
     max_size_ratio: float | None = Field(None, gt=0)
     source: str = "default"
 
@@ -92,6 +95,12 @@ def load_policy(path: Path | str | None) -> Policy:
         raise ReportInputError(f"{path}: invalid acceptance policy: {problems}") from None
 
 
+def new_findings(axes: dict) -> list[dict]:
+    """The new findings of the repository's own checks in recorded axes (none when not measured)."""
+    checks = axes.get("own_checks")
+    return list(checks.get("new") or []) if isinstance(checks, dict) else []
+
+
 @dataclass
 class Verdict:
     """One row under a policy: accepted, not accepted (with the reasons), or not measured."""
@@ -113,12 +122,16 @@ def judge(row: ResultRow, policy: Policy = DEFAULT_POLICY) -> Verdict:
     axes = row.acceptance
     if not axes:
         return Verdict(Acceptance.not_measured)
+    checks = axes.get("own_checks")
+    if policy.own_checks and (not isinstance(checks, dict) or checks.get("error")):
+        return Verdict(Acceptance.not_measured)  # graded before grader 9, or the checks could not run
     reasons, evidence = [], {}
     rules = policy.model_dump()
+    found = {**axes, "own_checks": new_findings(axes)}
     for key, said in AXES.items():
-        if rules[key] and axes.get(key):
+        if rules[key] and found.get(key):
             reasons.append(said)
-            evidence[said] = axes[key]
+            evidence[said] = found[key]
     ratio = axes.get("size_ratio")
     if policy.max_size_ratio and ratio is not None and ratio > policy.max_size_ratio:
         reasons.append(TOO_BIG)
@@ -136,7 +149,7 @@ def tell(verdict: Verdict) -> str:
     for reason in verdict.reasons:
         ev = verdict.evidence.get(reason)
         if isinstance(ev, list):
-            shown = [f"{e['path']}: {e['line']}" if isinstance(e, dict) else str(e) for e in ev[:3]]
+            shown = [_one(e) for e in ev[:3]]
             more = f" and {len(ev) - 3} more" if len(ev) > 3 else ""
             parts.append(f"{reason} ({'; '.join(shown)}{more})")
         elif ev:
@@ -144,6 +157,16 @@ def tell(verdict: Verdict) -> str:
         else:
             parts.append(reason)
     return "not accepted: " + ", ".join(parts)
+
+
+def _one(evidence: Any) -> str:
+    """One piece of an axis's evidence: a path, a line of a file, or a check's finding."""
+    if isinstance(evidence, dict) and "rule" in evidence:
+        times = f" (x{evidence['count']})" if evidence.get("count", 1) > 1 else ""
+        return f"{evidence.get('check')} {evidence['rule']} in {evidence.get('file')}: {evidence.get('message')}{times}"
+    if isinstance(evidence, dict):
+        return f"{evidence.get('path')}: {evidence.get('line')}"
+    return str(evidence)
 
 
 # ------------------------------------------------------------------------------------ figures
@@ -159,7 +182,9 @@ class ConfigAcceptance(BaseModel):
     trials: int = 0
     resolved: int = 0
     accepted: int = 0
-    not_measured: int = 0  # resolved trials whose grade has no axes (graded before grader 8)
+    not_measured: int = (
+        0  # resolved trials whose grade has no axes (graded before grader 9, or its own checks could not run)
+    )
     resolved_not_accepted: int = 0
     resolve_rate: Interval = Field(default_factory=Interval)
     accept_rate: Interval = Field(default_factory=Interval)  # null when a resolved trial is not measured
@@ -208,7 +233,9 @@ def config_acceptance(
                     )
     out.resolve_rate = wilson(out.resolved, out.trials, settings.confidence_level)
     if out.not_measured:
-        out.accept_rate = Interval(note=f"not measured: {out.not_measured} resolved trial(s) graded before grader 8")
+        out.accept_rate = Interval(
+            note=f"not measured: {out.not_measured} resolved trial(s) graded before grader 9, or its own checks could not run"
+        )
     else:
         out.accept_rate = wilson(out.accepted, out.trials, settings.confidence_level)
     return out
@@ -223,7 +250,7 @@ def acceptance_figures(
 def as_accepted(rows: list[ResultRow], policy: Policy = DEFAULT_POLICY, *, where: str = "") -> list[ResultRow]:
     """The rows with `resolved` meaning *accepted* under `policy` (their outcome kept): every rate,
     interval and paired statistic computed on them is the acceptance rate's (`--metric accept`).
-    Raises ReportInputError when a resolved row was never measured (no axes: graded before grader 8)."""
+    Raises ReportInputError when a resolved row was never measured (no axes: graded before grader 9, or its own checks could not run)."""
     out, unmeasured = [], []
     for row in rows:
         if row.outcome in NOT_SCORED or not row.resolved:

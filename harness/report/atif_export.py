@@ -212,7 +212,7 @@ def export_atif(run_dir: Path | str, out: Path | str, *, check: bool = True) -> 
     """Write every attempt of the run as an ATIF trajectory into `out`; validated unless `check` is False."""
     run_dir, out = Path(run_dir), Path(out)
     folder = open_run(run_dir)
-    run_id = folder.manifest().get("run_id") or run_dir.name
+    run_id = folder.info().run_id or run_dir.name
     out.mkdir(parents=True, exist_ok=True)
     cache: dict[str, list] = {}
     written: list[Path] = []

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..records import ResultRow
+from ..records import Manifest, ResultRow
 from ..transcript import Event, read_transcript
 from .acceptance import DEFAULT_POLICY, Policy, judge, tell
 
@@ -44,8 +44,9 @@ def failing_tests(row: ResultRow) -> list[tuple[str, str, str]]:
     ]
 
 
-def _spec_of(manifest: dict, task_id: str) -> dict:
-    spec = ((manifest.get("tasks") or {}).get(task_id) or {}).get("spec")
+def _spec_of(manifest: Manifest | None, task_id: str) -> dict:
+    entry = manifest.tasks.get(task_id) if manifest is not None else None
+    spec = entry.spec if entry is not None else ""
     if not spec or not Path(spec).is_file():
         return {}
     import yaml
@@ -57,7 +58,7 @@ def _spec_of(manifest: dict, task_id: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def failure_messages(run_dir: Path, row: ResultRow, manifest: dict | None = None) -> dict[str, str]:
+def failure_messages(run_dir: Path, row: ResultRow, manifest: Manifest | None = None) -> dict[str, str]:
     """test id -> failure message, for the failing listed tests of this attempt."""
     wanted = {t for t, _, _ in failing_tests(row)}
     if not wanted:
@@ -71,7 +72,7 @@ def failure_messages(run_dir: Path, row: ResultRow, manifest: dict | None = None
     from ..parsers import get_parser
     from ..registry import UnknownName
 
-    name = ((_spec_of(manifest or {}, row.task_id).get("hidden_tests") or {}).get("parser")) or "pytest"
+    name = ((_spec_of(manifest, row.task_id).get("hidden_tests") or {}).get("parser")) or "pytest"
     try:
         parser = get_parser(name)
     except UnknownName:
@@ -81,7 +82,7 @@ def failure_messages(run_dir: Path, row: ResultRow, manifest: dict | None = None
 
 
 def problem_statement(
-    run_dir: Path, row: ResultRow, events: list[Event] | None = None, manifest: dict | None = None
+    run_dir: Path, row: ResultRow, events: list[Event] | None = None, manifest: Manifest | None = None
 ) -> str:
     """What the agent was asked: the transcript's attempt_start, else the task spec the manifest
     names, else the first user message the model was sent."""
@@ -91,7 +92,7 @@ def problem_statement(
     for event in events:
         if event.type == "attempt_start" and event.problem_statement:
             return event.problem_statement
-    spec = _spec_of(manifest or {}, row.task_id).get("problem_statement")
+    spec = _spec_of(manifest, row.task_id).get("problem_statement")
     if isinstance(spec, str) and spec.strip():
         return spec
     for event in events:
@@ -158,7 +159,7 @@ def steps_of(events: list, attempt: int) -> list[dict]:
 
 
 def attempt_data(
-    run_dir: Path, rows: list[ResultRow], manifest: dict | None = None, policy: Policy = DEFAULT_POLICY
+    run_dir: Path, rows: list[ResultRow], manifest: Manifest | None = None, policy: Policy = DEFAULT_POLICY
 ) -> dict[str, Any]:
     """One (task, configuration, repeat) as data: the problem and, per attempt, its row, failing
     tests with messages, the tests it made pass, its acceptance under `policy` (verdict, reasons,

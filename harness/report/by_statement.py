@@ -26,10 +26,7 @@ class StatementSplit(BaseModel):
 
 
 def statement_split(cfg: ConfigRows) -> StatementSplit:
-    quality = {
-        tid: (info or {}).get("statement_quality") or UNCLASSIFIED
-        for tid, info in (cfg.manifest.get("tasks") or {}).items()
-    }
+    quality = {tid: info.statement_quality or UNCLASSIFIED for tid, info in cfg.manifest.tasks.items()}
     sides: dict[str, tuple[Side, set[str]]] = {}
     for trial in trials_of(cfg.rows):
         if not trial.scored:

@@ -20,12 +20,20 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..records import ResultRow
-from ..transcript import PatchEvent, Stop, TestRun, ToolCallEvent, ToolResultEvent, read_transcript
+from ..records import Manifest, ResultRow
+from ..transcript import (
+    ModelResponse,
+    PatchEvent,
+    Stop,
+    TestRun,
+    ToolCallEvent,
+    ToolResultEvent,
+    read_transcript,
+)
 from ..vocabulary import NOT_SCORED, Cause, Outcome, StopReason
 from .recovery import attempt_events, is_edit
 
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: the turn that finished with a text reply is a step; git apply/patch in bash are edits
 
 LOOP_REPEATS = 3  # the same normalised action this many times (with no file change between, but for edits)
 TOOL_ERRORS = 3  # refused tool calls in one attempt
@@ -151,15 +159,14 @@ def patch_files(diff: str) -> list[str]:
     return list(dict.fromkeys(b for _, b in _DIFF_FILE.findall(diff)))
 
 
-def task_facts(manifest: dict, task_id: str) -> TaskFacts:
+def task_facts(manifest: Manifest, task_id: str) -> TaskFacts:
     """Gold's footprint and the FAIL_TO_PASS ids, from the spec the manifest names (if still there)."""
-    entry = (manifest.get("tasks") or {}).get(task_id) or {}
-    spec = entry.get("spec")
-    if not spec:
+    entry = manifest.tasks.get(task_id)
+    if entry is None or not entry.spec:
         return TaskFacts()
-    path = Path(spec)
+    path = Path(entry.spec)
     if not path.is_absolute():
-        path = Path(manifest.get("cwd") or ".") / path
+        path = Path(manifest.cwd or ".") / path
     import yaml
 
     try:
@@ -212,6 +219,7 @@ def _sort(events: list) -> _Attempt:
     runs = runs_by_call(events)
     steps = set()
     waiting: dict[str, ToolCallEvent] = {}  # call ids repeat (a scripted model's, some CLIs'): the latest call's
+    last_turn: ModelResponse | None = None
     for e in events:
         if isinstance(e, ToolCallEvent):
             at.calls.append(e)
@@ -225,6 +233,8 @@ def _sort(events: list) -> _Attempt:
             at.patch = e
         elif isinstance(e, Stop):
             at.stop = e
+        elif isinstance(e, ModelResponse):
+            last_turn = e
     for call in at.calls:
         result = at.results.get(call.seq)
         if is_edit(call) and result is not None and not is_refused(result) and result.exit_code in (None, 0):
@@ -233,6 +243,8 @@ def _sort(events: list) -> _Attempt:
                 at.first_edit_seq = call.seq
         if is_test_call(call):
             at.tests.append((call, result, runs.get(call.seq)))
+    if last_turn is not None and not last_turn.tool_calls:
+        steps.add(last_turn.step)  # it finished by saying so (Claude Code, a no_tool_call stop): a step as a submit is
     at.steps = len(steps)
     return at
 
@@ -461,7 +473,7 @@ def _read(path: Path) -> str:
 
 
 def attempt_causes(
-    run_dir: Path, row: ResultRow, config: str, manifest: dict, cache: dict | None = None
+    run_dir: Path, row: ResultRow, config: str, manifest: Manifest, cache: dict | None = None
 ) -> AttemptCauses:
     """One row's causes, from its run folder. `cache` keeps transcripts and task facts between rows."""
     cache = {} if cache is None else cache

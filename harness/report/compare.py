@@ -172,11 +172,11 @@ def redo_command(run_dir: str | Path) -> tuple[str, str]:
     from ..records import RunFolder
 
     try:
-        manifest = RunFolder(Path(run_dir)).manifest()
-    except (OSError, ValueError):
+        manifest = RunFolder(Path(run_dir)).info()
+    except (OSError, ValueError):  # pydantic's ValidationError too: a manifest not as written
         return "", ""
-    argv = manifest.get("command") or []
-    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+    argv = manifest.command
+    if not argv:
         return "", ""
     out, skip = ["wholeloop" if os.path.basename(argv[0]) == "wholeloop" else argv[0]], False
     for arg in argv[1:]:
@@ -186,7 +186,7 @@ def redo_command(run_dir: str | Path) -> tuple[str, str]:
             skip = True
         elif not arg.startswith("--out="):
             out.append(arg)
-    return shlex.join([*out, "--out", str(run_dir)]), str(manifest.get("cwd") or "")
+    return shlex.join([*out, "--out", str(run_dir)]), str(manifest.cwd or "")
 
 
 def infra_redo(sides: list[tuple[str, str, set[str]]], shared: list[str]) -> list[Redo]:

@@ -121,8 +121,8 @@ def dating_split(
     rows = cfg.rows
     model = next((r.model for r in rows if r.model), None)
     out = DatingSplit(config=cfg.name, model=model)
-    from_run = (cfg.manifest.get("options") or {}).get("training_cutoff")
-    created = {tid: (info or {}).get("created_at") for tid, info in (cfg.manifest.get("tasks") or {}).items()}
+    from_run = cfg.manifest.options.training_cutoff
+    created = {tid: info.created_at for tid, info in cfg.manifest.tasks.items()}
     if from_run and not any(k in (model, _bare(model or "")) for k in overrides):
         out.cutoff, out.cutoff_source = str(from_run), "the run's --training-cutoff"
     elif not any(created.get(r.task_id) for r in rows):  # every trial would be undated: nothing to split by

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
-from ..records import ResultRow, open_run
+from ..records import Manifest, ResultRow, open_run
 from ..transcript import ToolCallEvent, ToolResultEvent, read_transcript
 from .causes import Finding, attempt_causes, command_of, is_test_call, runs_by_call
 from .recovery import attempt_events, is_edit
@@ -114,11 +114,11 @@ def _events(run_dir: str | Path, row: ResultRow, cache: dict) -> list | None:
     return attempt_events(cache[path], row.attempt)
 
 
-def _manifest(run_dir: str | Path) -> dict:
+def _manifest(run_dir: str | Path) -> Manifest:
     try:
-        return open_run(run_dir).manifest() if run_dir else {}
+        return open_run(run_dir).info() if run_dir else Manifest()
     except (OSError, ValueError, UserError):  # a folder that is gone or not a run: no facts of its tasks
-        return {}
+        return Manifest()
 
 
 def why_flipped(

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..records import RunFolder
+from ..records import Manifest, RunFolder
 from .acceptance import (
     DEFAULT_POLICY,
     Agreement,
@@ -155,25 +155,25 @@ def _scaffold(external: dict) -> str | None:
     )
 
 
-def recipe_of(manifest: dict, rows_models: list[str | None] | None = None) -> Recipe:
-    """The recipe block of one manifest; tolerant of older or partial manifests."""
-    agent = manifest.get("agent") or {}
+def recipe_of(manifest: Manifest, rows_models: list[str | None] | None = None) -> Recipe:
+    """The recipe block of one manifest, typed (any schema version; a part not written is empty)."""
+    agent = manifest.agent
     external = agent.get("external") or {}
     config = agent.get("config") or external
-    wl = manifest.get("wholeloop") or {}
-    command = manifest.get("command") or []
+    wl = manifest.wholeloop
+    command = manifest.command
     models = [m for m in [agent.get("model")] if m] or sorted({m for m in rows_models or [] if m})
     base_urls = [u for u in [agent.get("base_url")] if u]
     return Recipe(
-        run_id=manifest.get("run_id", ""),
-        command=shlex.join(command) if isinstance(command, list) else str(command),
-        cwd=manifest.get("cwd", ""),
+        run_id=manifest.run_id,
+        command=shlex.join(command),
+        cwd=manifest.cwd if "cwd" in manifest.model_fields_set else "",
         wholeloop_version=wl.get("version"),
         git_commit=wl.get("git_commit"),
-        python=manifest.get("python"),
-        dependencies=manifest.get("dependencies") or {},
-        docker_engine=manifest.get("docker_engine") or {},
-        host=manifest.get("host") or {},
+        python=manifest.python,
+        dependencies=manifest.dependencies,
+        docker_engine=manifest.docker_engine,
+        host=manifest.host,
         agent=agent.get("agent"),
         models=models,
         provider=agent.get("provider") or external.get("wire"),
@@ -184,15 +184,13 @@ def recipe_of(manifest: dict, rows_models: list[str | None] | None = None) -> Re
         agent_config_sha256=_sha(config),
         prompt_sha256=config.get("prompt_sha256"),
         tool_schema_sha256=config.get("tool_schema_sha256"),
-        options=manifest.get("options") or {},
-        tasks=len(manifest.get("tasks") or {}),
-        task_hashes={k: (v or {}).get("content_hash", "") for k, v in (manifest.get("tasks") or {}).items()},
-        task_checks={
-            k: v["check"] for k, v in (manifest.get("tasks") or {}).items() if isinstance(v, dict) and v.get("check")
-        },
-        started_at=manifest.get("started_at"),
-        finished_at=manifest.get("finished_at"),
-        sessions=len(manifest.get("sessions") or []),
+        options=manifest.options.model_dump(exclude_unset=True),  # as the run wrote them
+        tasks=len(manifest.tasks),
+        task_hashes={k: v.content_hash for k, v in manifest.tasks.items()},
+        task_checks={k: v.check for k, v in manifest.tasks.items() if v.check},
+        started_at=manifest.started_at,
+        finished_at=manifest.finished_at,
+        sessions=len(manifest.sessions),
     )
 
 
@@ -254,7 +252,7 @@ def compute_figures(
         figures.runs.append(
             RunFigures(
                 run_dir=str(run_dir),
-                run_id=manifest.get("run_id", run_dir.name),
+                run_id=manifest.run_id if "run_id" in manifest.model_fields_set else run_dir.name,
                 configs=[c.name for c in mine],
                 recipe=recipe_of(manifest, models),
             )
@@ -293,6 +291,5 @@ def review_figures(configs: list[ConfigRows], policy: Policy) -> dict | None:
     return dict(together.as_json(), verdicts=verdicts, said=together.tell()) if verdicts else None
 
 
-def _manifest(run_dir: Path) -> dict:
-    path = run_dir / "manifest.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+def _manifest(run_dir: Path) -> Manifest:
+    return RunFolder(run_dir).info()

@@ -98,14 +98,33 @@ def _parent(root: Path) -> Path:
 
 
 _VALIDATE = """
-import json, sys
-import harbor.models.trajectories as m
+import json, sys, types
 kind = sys.argv[1]
+if kind == "task":
+    # config.py imports `toml` only to write TOML (TaskConfig.model_dump_toml): never called here
+    sys.modules.setdefault("toml", types.ModuleType("toml"))
+    from pathlib import Path
+    from harbor.models.task.config import TaskConfig
+    from harbor.models.task.paths import TaskPaths
+import harbor.models.trajectories as m
 out = {}
 for path in sys.argv[2:]:
     try:
         if kind == "atif":
             m.Trajectory.model_validate(json.load(open(path, encoding="utf-8")))
+        elif kind == "task":
+            # harbor.models.task.task.Task needs Python 3.12 (typing.override): its checks, as it makes them
+            paths = TaskPaths(path)
+            config = TaskConfig.model_validate_toml(paths.config_path.read_text())
+            if not config.environment.docker_image and not (paths.environment_dir / "Dockerfile").is_file():
+                raise ValueError("environment/Dockerfile: missing, and task.toml names no docker_image")
+            paths.validate_input_tree(paths.tests_dir)
+            paths.validate_input_tree(paths.solution_dir)
+            for what, found in (("instruction.md", paths.instruction_path.is_file()),
+                                ("tests/test.sh", paths.discovered_test_path is not None),
+                                ("solution/solve.sh", paths.discovered_solve_path is not None)):
+                if not found:
+                    raise ValueError(what + ": missing")
         else:
             raise SystemExit("unknown kind " + kind)
         out[path] = ""
@@ -116,7 +135,9 @@ print(json.dumps(out))
 
 
 def validate(kind: str, paths: list[Path]) -> dict[str, str]:
-    """Each file against Harbor's model of `kind` ("atif"): path -> "" when accepted, else why not."""
+    """Each file against Harbor's model of `kind` ("atif": a trajectory file; "task": a task
+    directory, its task.toml by `TaskConfig` and its layout by `TaskPaths`): path -> "" when
+    accepted, else why not."""
     if not paths:
         return {}
     env = {**os.environ, "PYTHONPATH": str(models_path())}

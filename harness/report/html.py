@@ -23,7 +23,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..records import ResultRow, open_run, write_atomic
+from ..records import Manifest, ResultRow, open_run, write_atomic
 from ..scrub import scrub_bytes
 from ..transcript import read_transcript
 from . import format as fmt
@@ -129,9 +129,9 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None, manifest: dict | None = None) -> dict:
+def build_payload(rep: Rep, recovery: dict[tuple, dict] | None = None, manifest: Manifest | None = None) -> dict:
     """The detail of one repeat, capped so the JSON stays under MAX_PAYLOAD bytes."""
-    manifest = manifest if manifest is not None else open_run(rep.run_dir).manifest()
+    manifest = manifest if manifest is not None else open_run(rep.run_dir).info()
     events: list = []
     transcript = rep.run_dir / rep.final.transcript_path if rep.final.transcript_path else None
     if transcript and transcript.is_file():
@@ -243,7 +243,7 @@ def collect(run_dirs: list[Path]) -> list[Rep]:
     loaded = []
     for run_dir in run_dirs:
         folder = open_run(run_dir)
-        loaded.append((folder.path, folder.manifest().get("run_id") or folder.path.name, folder.latest()))
+        loaded.append((folder.path, folder.info().run_id or folder.path.name, folder.latest()))
     runs_of: dict[str, set[str]] = defaultdict(set)
     for run_dir, _, rows in loaded:
         for row in rows:
@@ -436,7 +436,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     view = html_view.build(reps, figs)
     charts = _charts(view, reps)
     recovery = _recovery_index(figs)
-    manifests = {d: open_run(d).manifest() for d in {rep.run_dir for rep in reps}}
+    manifests = {d: open_run(d).info() for d in {rep.run_dir for rep in reps}}
     payloads = [(rep.index, encode_payload(build_payload(rep, recovery, manifests[rep.run_dir]))) for rep in reps]
     env = _environment()
     index = [[r.final.task_id, r.config, r.final.repeat, r.final.outcome, len(r.rows)] for r in reps]

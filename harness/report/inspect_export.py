@@ -129,7 +129,7 @@ def build_log(run_dir: Path | str):
     log_api, model_api, scorer_api, tool_api, EvalError = _inspect()
     run_dir = Path(run_dir)
     folder = open_run(run_dir)
-    manifest = folder.manifest()
+    manifest = folder.info()
     units: dict[tuple, list[ResultRow]] = defaultdict(list)
     for row in folder.latest():
         units[row.unit()].append(row)
@@ -202,21 +202,21 @@ def build_log(run_dir: Path | str):
     accuracy = sum(scored) / n if n else 0.0
     stderr = math.sqrt(accuracy * (1 - accuracy) / (n - 1)) if n > 1 else 0.0
     configs = sorted({c for _, c, _ in units})
-    agent = manifest.get("agent") or {}
+    agent = manifest.agent
     model = agent.get("model") or (f"wholeloop/{agent.get('agent')}" if agent.get("agent") else "wholeloop/unknown")
     # Inspect needs a creation time: the manifest's, else the first sample's, else the folder's own
     # (a manifest written by hand or by an interrupted start may have none).
     started = (
-        manifest.get("started_at")
+        manifest.started_at
         or (samples[0].started_at if samples else None)
         or datetime.fromtimestamp(run_dir.stat().st_mtime, UTC).isoformat()
     )
-    finished = manifest.get("finished_at") or ""
+    finished = manifest.finished_at or ""
     spec = log_api.EvalSpec(
         created=started,
         task=f"wholeloop/{run_dir.name}",
-        task_id=manifest.get("run_id") or run_dir.name,
-        run_id=manifest.get("run_id") or run_dir.name,
+        task_id=manifest.run_id or run_dir.name,
+        run_id=manifest.run_id or run_dir.name,
         task_version=0,
         dataset=log_api.EvalDataset(
             name=run_dir.name, samples=len({t for t, _, _ in units}), sample_ids=sorted({t for t, _, _ in units})
@@ -230,9 +230,11 @@ def build_log(run_dir: Path | str):
             "wholeloop": {
                 "run_dir": str(run_dir),
                 "configs": configs,
-                "command": manifest.get("command"),
-                "options": manifest.get("options"),
-                "git_commit": (manifest.get("wholeloop") or {}).get("git_commit"),
+                "command": manifest.command if "command" in manifest.model_fields_set else None,
+                "options": manifest.options.model_dump(exclude_unset=True)
+                if "options" in manifest.model_fields_set
+                else None,
+                "git_commit": manifest.wholeloop.get("git_commit"),
             }
         },
     )

@@ -8,7 +8,7 @@ attempts of a trial are told apart by their ``attempt_start`` events):
 - **edits after red**: file changes made while the latest test run was red. A file change is a
   successful (no tool error) ``edit`` call with command ``create``, ``str_replace`` or ``insert``, a
   call of kind ``edit`` (an external CLI's edit tool, per its agent config), or a ``bash`` call (or
-  a call of kind ``shell``) whose command matches a heuristic: ``sed -i``, ``tee``, or an output redirection (``>``/``>>``) to a
+  a call of kind ``shell``) whose command matches a heuristic: ``sed -i``, ``tee``, ``git apply``, ``patch``, or an output redirection (``>``/``>>``) to a
   path other than ``/dev/null``, ``/tmp/...`` or a file descriptor (``2>&1``). Writes made by
   scripts (``python -c "open(...).write"``) are not seen;
 - **tool errors**: ``tool_result`` with ``is_error``, or a ``bash`` (or kind ``shell`` or ``edit``)
@@ -40,6 +40,7 @@ EDIT_COMMANDS = {"create", "str_replace", "insert"}
 _SED_INPLACE = re.compile(r"\bsed\s+(?:-[^\s]*\s+)*-[a-zA-Z]*i")
 _TEE = re.compile(r"(?:^|[|;&\s])tee\s")
 _REDIRECT = re.compile(r"(?<![0-9&<>])>>?\s*(?!&)([^\s;&|<>]+)")
+_APPLY = re.compile(r"\bgit\s+apply\b|(?:^|[;&|(]\s*)patch\s")  # as the shipped CLIs' edit_commands
 
 
 class AttemptRecovery(BaseModel):
@@ -106,8 +107,8 @@ class ConfigRecovery(BaseModel):
 
 
 def bash_modifies_files(command: str) -> bool:
-    """The documented heuristic: sed -i, tee, or a redirection to a real file."""
-    if _SED_INPLACE.search(command) or _TEE.search(command):
+    """The documented heuristic: sed -i, tee, git apply, patch, or a redirection to a real file."""
+    if _SED_INPLACE.search(command) or _TEE.search(command) or _APPLY.search(command):
         return True
     for target in _REDIRECT.findall(command):
         target = target.strip("'\"")

@@ -20,7 +20,7 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
-from ..records import ResultRow, Review, open_run
+from ..records import Manifest, ResultRow, Review, open_run
 from ..transcript import read_transcript
 from ..vocabulary import Outcome, ReviewVerdict
 from .acceptance import DEFAULT_POLICY, Policy, judge, tell
@@ -138,7 +138,7 @@ def render_outcome(console: Console, row: ResultRow, policy: Policy = DEFAULT_PO
         console.print(Text(f"grading note: {row.note}", style="dim"))
 
 
-def render_failing(console: Console, run_dir: Path, row: ResultRow, full: bool, manifest: dict) -> None:
+def render_failing(console: Console, run_dir: Path, row: ResultRow, full: bool, manifest: Manifest | None) -> None:
     """Each failing hidden test, with its failure message (the lines that explain it)."""
     failing = failing_tests(row)
     if not failing:
@@ -274,12 +274,11 @@ def render_attempt(
     row: ResultRow,
     *,
     full: bool = False,
-    manifest: dict | None = None,
+    manifest: Manifest | None = None,
     policy: Policy = DEFAULT_POLICY,
 ) -> None:
     """Every string from the run folder is made `visible` first (the agent's escape sequences are
     shown, never executed) and printed as text, never as rich markup."""
-    manifest = manifest or {}
     row = _visible_row(row)
     console.print(
         Rule(f"[bold]{escape(row.task_id)}[/]  {escape(row.config)}  repeat {row.repeat}  attempt {row.attempt}")
@@ -349,7 +348,7 @@ def show(
     console = console or Console()
     run_dir = Path(run_dir)
     rows = find_rows(run_dir, task_id, config, repeat)
-    manifest = open_run(run_dir).manifest()
+    manifest = open_run(run_dir).info()
     for row in rows:
         render_attempt(console, run_dir, row, full=full, manifest=manifest, policy=policy)
 
@@ -365,7 +364,7 @@ def show_json(
     """Each (configuration, repeat) of the task as data, attempts in order (see attempt.attempt_data)."""
     run_dir = Path(run_dir)
     rows = find_rows(run_dir, task_id, config, repeat)
-    manifest = open_run(run_dir).manifest()
+    manifest = open_run(run_dir).info()
     groups: dict[tuple, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault((row.config, row.repeat), []).append(row)
@@ -390,7 +389,7 @@ def review(
     stops) and a reason; each verdict is recorded at once in RUN/reviews.jsonl. Returns how many."""
     console = console or Console()
     folder = open_run(run_dir)
-    manifest = folder.manifest()
+    manifest = folder.info()
     rows = [r for r in folder.latest() if r.resolved and (not task_ids or r.task_id in task_ids)]
     current = folder.current_reviews(rows)
     todo = [r for r in rows if reviewer not in current.get(r.key(), {})]

@@ -41,7 +41,7 @@ from statistics import fmean
 
 from pydantic import BaseModel, Field
 
-from ..records import ResultRow, latest_rows, open_run, retried_tries
+from ..records import Manifest, ResultRow, latest_rows, open_run, retried_tries
 from ..vocabulary import NOT_SCORED, Outcome
 from . import memo
 
@@ -136,7 +136,7 @@ class ConfigRows:
     name: str
     label: str
     run_dir: Path
-    manifest: dict
+    manifest: Manifest  # the run's, typed (any schema version)
     rows: list[ResultRow]  # the rows that count (the latest-row rule)
     retried: list[list[ResultRow]] = field(default_factory=list)  # retried tries, each its rows (records.retried_tries)
 
@@ -187,11 +187,11 @@ class Trial:
 def load_configs(run_dirs: list[Path]) -> list[ConfigRows]:
     """Every configuration of every run folder. A label seen in two runs gets the run's folder
     name appended, so each configuration has a unique name in reports."""
-    found: list[tuple[Path, dict, str, list[ResultRow], list[list[ResultRow]]]] = []
+    found: list[tuple[Path, Manifest, str, list[ResultRow], list[list[ResultRow]]]] = []
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
         folder = open_run(run_dir)
-        manifest = folder.manifest()
+        manifest = folder.info()
         every = folder.rows()
         by_label: dict[str, list[ResultRow]] = defaultdict(list)
         retried: dict[str, list[list[ResultRow]]] = defaultdict(list)

@@ -9,6 +9,7 @@ command with the same folder resumes and never redoes finished work. Units run o
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from sandbox import Backend, DiskSpaceError, Limits, SandboxError
 
@@ -16,11 +17,12 @@ from ..agents import Agent, prepare_agent
 from ..errors import UserError
 from ..records import ResultRow, RunFolder
 from ..tasks import Task
+from ..transcript import ErrorEvent, TranscriptWriter
 from ..vocabulary import Outcome
-from .executors import Executor, LocalExecutor
+from .executors import Executor, LocalExecutor, UnitResult
 from .manifest import build_manifest, command_line, now
 from .spec import RunSpec
-from .unit import ProgressFn, RunOptions, UnitRunner
+from .unit import Prepared, ProgressFn, RunOptions, UnitRunner
 
 #: Units in a row (as they finish) whose final row is an infra_error because the Docker engine
 #: could not be reached: then the engine is down, and the run stops instead of burning every unit.
@@ -52,7 +54,83 @@ class EngineDown(Exception):
     work is kept; the units not run (and those infra errors) are redone by a resume."""
 
 
-class Runner(UnitRunner):
+class RunUnits:
+    """The side of a run its executor sees (`executors.Units`): the recipe to ship, a unit to run
+    here, and where a unit run elsewhere lands: its files in the run folder, its rows appended."""
+
+    def __init__(self, units: UnitRunner, spec: RunSpec | None, tasks: list[Task]) -> None:
+        self._units, self._spec, self._tasks = units, spec, tasks
+        self.label, self.run_id = units.label, units.run_id
+
+    @property
+    def spec(self) -> RunSpec:
+        """The run's RunSpec as given; for a run assembled in code from tasks, an agent and
+        options, the one they come from (made when an executor asks: only then must the agent
+        have a spec to be built again from)."""
+        if self._spec is None:
+            self._spec = self._units.options.to_spec(self._units.agent.spec, [str(t.spec_path) for t in self._tasks])
+        return self._spec
+
+    def progress(self, event: str, unit: str, text: str) -> None:
+        self._units.progress(event, unit, text)
+
+    def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
+        return self._units.run_unit(task, repeat)
+
+    def receive(self, task: Task, repeat: int, result: UnitResult) -> list[ResultRow]:
+        folder = self._units.folder
+        self._live_path(task.id, repeat).unlink(missing_ok=True)  # its rows have it all
+        folder.move_aside(folder.transcript_path(task.id, self.label, repeat))  # an unfinished earlier try
+        for rel, data in sorted(result.files.items()):
+            try:
+                folder.write_file(rel, data)
+            except ValueError:
+                continue  # only a unit's own attempt files are written
+        if result.log:
+            folder.log_image(result.log)
+        if result.images:
+            images = {**result.images, "node": result.node}
+            folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
+        task_hash = task.content_hash()  # this machine's, as a local run's rows have it
+        rows = [ResultRow.model_validate({**row, "task_hash": task_hash, "node": result.node}) for row in result.rows]
+        for row in rows:
+            folder.append(row)
+        return rows
+
+    def lost(self, task: Task, repeat: int, exc: BaseException) -> list[ResultRow]:
+        self.abandon(task, repeat)
+        folder = self._units.folder
+        path = folder.transcript_path(task.id, self.label, repeat)
+        folder.move_aside(path)
+        message = f"ray: {type(exc).__name__}: {str(exc).strip()[-2000:]}"
+        with TranscriptWriter(path) as transcript:
+            transcript.write(ErrorEvent(where="ray", error_type=type(exc).__name__, message=message))
+        row = self._units.failure_row(task, repeat, 1, message)
+        folder.append(row)
+        return [row]
+
+    def _live_path(self, task_id: str, repeat: int) -> Path:
+        """The live copy of a try running elsewhere (what its node wrote so far)."""
+        return self._units.folder.transcript_path(task_id, self.label, repeat).with_name("transcript.live.jsonl")
+
+    def stream(self, task: Task, repeat: int, lines: list[str], *, fresh: bool) -> None:
+        path = self._live_path(task.id, repeat)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w" if fresh else "a") as fh:
+            fh.writelines(line + "\n" for line in lines)
+
+    def abandon(self, task: Task, repeat: int) -> None:
+        moved = self._units.folder.move_aside(self._live_path(task.id, repeat))
+        if moved is not None:
+            self._units.record_abandoned(task, repeat, moved)
+
+    def note_executor(self, record: dict) -> None:
+        self._units.folder.update_manifest(lambda manifest: manifest.__setitem__("executor", record))
+
+
+class Runner:
+    """A run: its plan, its executor, its manifest; each unit is run by the UnitRunner it holds."""
+
     def __init__(
         self,
         tasks: list[Task],
@@ -64,8 +142,10 @@ class Runner(UnitRunner):
         redo: Iterable[str] = (),
         spec: RunSpec | None = None,
     ):
-        super().__init__(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
-        self.tasks = tasks
+        self.units = UnitRunner(agent, options, RunFolder(options.out, create=True), progress=progress, backend=backend)
+        self.tasks, self.agent, self.options = tasks, agent, options
+        self.folder = self.units.folder
+        self.label, self.run_id = self.units.label, self.units.run_id
         self.run_dir = self.folder.path
         self.executor = executor or LocalExecutor(options.workers)
         #: tasks to do again although they are finished (`--redo`): every repeat, from attempt 1
@@ -74,6 +154,15 @@ class Runner(UnitRunner):
         #: the manifest's recipe: the RunSpec the run was started from (`RunSpec.recipe()`); None for
         #: a run assembled in code from tasks, an agent and options
         self.recipe: dict | None = spec.recipe() if spec is not None else None
+        #: the side of the run its executor sees (it ships the RunSpec, given or made from the options)
+        self.view = RunUnits(self.units, spec, tasks)
+
+    def progress(self, event: str, unit: str, text: str) -> None:
+        self.units.progress(event, unit, text)
+
+    def prepare(self, task: Task) -> Prepared:
+        """A task's images and snapshot, as a unit of this run prepares them."""
+        return self.units.prepare(task)
 
     def pending(self) -> list[tuple[Task, int]]:
         """(task, repeat) units to run: those without a final row that stands (a re-run resumes and
@@ -105,20 +194,20 @@ class Runner(UnitRunner):
         self._check_disk_room()
         self._clean_leftovers()
         # Before any container: an external agent builds (or finds) its install and checks it.
-        prepare_agent(self.agent, lambda line: self.progress("note", "", line))
+        prepare_agent(self.agent, lambda line: self.progress("note", "", line), self.units.backend)
         self.write_manifest()
         todo = self.pending()
         self.progress("plan", "", self.plan_text(todo))
         streak = 0  # units in a row that failed on an engine that does not answer
         try:
-            for rows in self.executor.run_units(self, todo):
+            for rows in self.executor.run_units(self.view, todo):
                 for row in rows:
                     if row.final:
-                        self.progress("done", self.unit_name(row.task_id, row.repeat), row.outcome)
+                        self.progress("done", self.units.unit_name(row.task_id, row.repeat), row.outcome)
                         engine = row.outcome == Outcome.infra_error and "EngineUnavailable" in (row.error or "")
                         streak = streak + 1 if engine else 0
                 if streak >= ENGINE_DOWN_AFTER:
-                    self.cancel.set()
+                    self.units.cancel.set()
                     why = (
                         f"{streak} units in a row failed because the Docker engine does not answer; the run "
                         f"stopped: finished work is kept, a resume (the same command) redoes the rest"
@@ -127,7 +216,7 @@ class Runner(UnitRunner):
                     self.executor.shutdown(cancel=True)
                     raise EngineDown(why)
         except KeyboardInterrupt:
-            self.cancel.set()
+            self.units.cancel.set()
             self.progress(
                 "interrupt", "", "stopping: running agents stop at their next step; unfinished work is redone on resume"
             )
@@ -149,7 +238,7 @@ class Runner(UnitRunner):
             2 if self.options.attempts > 1 else 1
         )
         try:
-            self.backend.check_room(max(limits, default=0), at_once)
+            self.units.backend.check_room(max(limits, default=0), at_once)
         except DiskSpaceError:
             raise
         except SandboxError:
@@ -158,7 +247,7 @@ class Runner(UnitRunner):
     def _clean_leftovers(self) -> None:
         """Containers of runs whose process is gone (a SIGKILL leaves them) are removed first."""
         try:
-            removed = self.backend.prune()
+            removed = self.units.backend.prune()
         except SandboxError:
             return  # no engine: every unit will say so in its own row
         if removed:
@@ -180,7 +269,7 @@ class Runner(UnitRunner):
                         options=self.options.record(self.label),
                         checks=self.options.task_checks,
                         recipe=self.recipe,
-                        backend=self.backend,
+                        backend=self.units.backend,
                     )
                 )
 

@@ -22,7 +22,8 @@ import json
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -40,7 +41,7 @@ from sandbox import (
     take_patch,
 )
 
-from ..agents import Agent, AgentContext, AgentResult, Workspace, agent_workspace
+from ..agents import Agent, AgentContext, AgentResult, AgentSpec, Workspace, agent_workspace
 from ..grading import GRADER_VERSION, Grade, Outcome, grade
 from ..grading.feedback import FeedbackMode
 from ..models.types import Usage
@@ -101,6 +102,30 @@ class RunOptions:
             label=s.label,
             task_checks=dict(task_checks or {}),
             training_cutoff=s.training_cutoff,
+        )
+
+    def to_spec(self, agent: AgentSpec, suite: Sequence[str]) -> RunSpec:
+        """A RunSpec these options come from (`from_spec` of it gives them back, but for
+        `task_checks`): the recipe of a run assembled in code from tasks, an agent and options,
+        which an executor ships to another process as it would a started run's."""
+        from .spec import RunSpec, SettingsSpec, SuiteSpec
+
+        settings = SettingsSpec(
+            workers=self.workers,
+            repeats=self.repeats,
+            attempts=self.attempts,
+            feedback=self.feedback,
+            infra_retries=self.infra_retries,
+            label=self.label,
+            training_cutoff=self.training_cutoff,
+        )
+        return RunSpec(
+            suite=SuiteSpec(paths=list(suite)),
+            agent=agent.model_copy(deep=True),
+            settings=settings,
+            limits=self.limits.model_copy(),
+            history={"enabled": False},
+            out=str(self.out),
         )
 
     def record(self, label: str) -> dict:
@@ -203,6 +228,27 @@ class TryState:
         return {"phase": self.phase, "step": self.step, "error_type": type(exc).__name__}
 
 
+@dataclass
+class Phase:
+    """What the body of a phase may say about it: `seconds` when the work measured itself (an
+    image found in a cache, grading's own clock), the transcript event's `detail`."""
+
+    seconds: float | None = None
+    detail: str = ""
+
+
+#: the phases a unit walks: the PhaseTimes field each fills, the progress event that tells its
+#: start (if any), and whether a `phase` transcript event records it (the agent's turn and the
+#: patch have events of their own: stop, patch)
+PHASES: dict[str, tuple[str, str, bool]] = {
+    "image": ("image_s", "start", True),
+    "container_start": ("container_start_s", "", True),
+    "agent": ("agent_s", "agent", False),
+    "patch": ("patch_s", "", False),
+    "grading": ("grading_s", "grade", True),
+}
+
+
 class NotRetryable(Exception):
     """Not the agent's failure, and another try would not help (a bad API key, a wrong model)."""
 
@@ -233,6 +279,24 @@ class UnitRunner:
     def unit_name(self, task_id: str, repeat: int) -> str:
         return task_id if self.options.repeats == 1 else f"{task_id}#{repeat}"
 
+    @contextmanager
+    def phase(self, at: TryState, transcript: TranscriptWriter, unit: str, name: str, say: str = "") -> Iterator[Phase]:
+        """One phase of a try, the one mechanism for its narration and timing: the try is marked as
+        in it (where an infrastructure failure happened), `say` is told to the person watching, and
+        when the body ends normally its seconds go on the attempt's PhaseTimes and, for the phases
+        that have one, into a `phase` transcript event. A body that raises records neither."""
+        slot, event, recorded = PHASES[name]
+        at.phase = name
+        if say:
+            self.progress(event, unit, say)
+        t0 = time.monotonic()
+        ph = Phase()
+        yield ph
+        seconds = round(ph.seconds if ph.seconds is not None else time.monotonic() - t0, 3)
+        setattr(at.phases, slot, seconds)
+        if recorded:
+            transcript.write(PhaseEvent(name=name, seconds=seconds, detail=ph.detail))
+
     def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
         """All attempts of one (task, repeat), with bounded retries of machine failures.
         Never raises for task or infrastructure problems; returns the rows it appended."""
@@ -256,32 +320,28 @@ class UnitRunner:
         transcript_path = self.folder.transcript_path(task.id, self.label, repeat)
         moved = self.folder.move_aside(transcript_path)  # an unfinished earlier try keeps its story, apart
         if moved is not None:
-            self._record_abandoned(task, repeat, moved)
+            self.record_abandoned(task, repeat, moved)
         transcript = TranscriptWriter(transcript_path)
         rows: list[ResultRow] = []
         at = TryState()
         try:
-            self.progress("start", unit, "preparing images")
-            at.phases.image_cached = False  # until the images are found or built
-            prepared = self.prepare(task)
-            at.phases.image_s, at.phases.image_cached = round(prepared.seconds, 3), prepared.cached
-            transcript.write(
-                PhaseEvent(name="image", seconds=at.phases.image_s, detail="cached" if prepared.cached else "built")
-            )
+            with self.phase(at, transcript, unit, "image", "preparing images") as ph:
+                at.phases.image_cached = False  # until the images are found or built
+                prepared = self.prepare(task)
+                at.phases.image_cached, ph.seconds = prepared.cached, prepared.seconds
+                ph.detail = "cached" if prepared.cached else "built"
             limits = self.options.limits.apply(task.limits.apply(Limits()))
-            t0 = time.monotonic()
-            at.phase = "container_start"
-            # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
-            with agent_workspace(self.agent, task, transcript_path.parent) as workspace:
-                sb = self.backend.start(
-                    prepared.image, limits=limits, role="agent", run_id=self.run_id, mounts=workspace.mounts
-                )
-                try:
-                    at.phases.container_start_s = round(time.monotonic() - t0, 3)
-                    transcript.write(PhaseEvent(name="container_start", seconds=at.phases.container_start_s))
-                    rows = self._attempts(task, repeat, prepared, sb, limits, transcript, at, workspace)
-                finally:
-                    sb.close()
+            with ExitStack() as container:
+                with self.phase(at, transcript, unit, "container_start"):
+                    # What the agent arranges for its container (an external CLI: its install, the proxy's socket).
+                    workspace = container.enter_context(
+                        agent_workspace(self.agent, task, transcript_path.parent, self.backend)
+                    )
+                    sb = self.backend.start(
+                        prepared.image, limits=limits, role="agent", run_id=self.run_id, mounts=workspace.mounts
+                    )
+                    container.callback(sb.close)
+                rows = self._attempts(task, repeat, prepared, sb, limits, transcript, at, workspace)
         except (Interrupted, RetryUnit):
             raise
         except InfraError as exc:
@@ -313,6 +373,8 @@ class UnitRunner:
         at: TryState,
         workspace: Workspace,
     ) -> list[ResultRow]:
+        """The attempts of one try, each the same sequence: the agent's turn, the patch, the grade,
+        the row; then (not resolved, attempts left) the same container again, with feedback."""
         rows: list[ResultRow] = []
         messages: list = []
         feedback: str | None = None
@@ -333,107 +395,41 @@ class UnitRunner:
             )
             if feedback:
                 transcript.write(Feedback(attempt=attempt, mode=self.options.feedback, text=feedback))
-            self.progress("agent", unit, f"agent working (attempt {attempt})")
-            phases, at.phase = at.phases, "agent"
-            t1 = time.monotonic()
-            ctx = AgentContext(
-                task=task,
-                sandbox=sb,
-                transcript=transcript,
-                attempt=attempt,
-                feedback=feedback,
-                deadline_s=task.timeouts.agent_s,
-                messages=messages,
-                cancel=self.cancel,
-                on_step=lambda step: self.progress("step", unit, str(step)),
-                workspace=workspace,
-            )
-            if broken:  # the agent's doing: its container's files keep it from starting
-                transcript.write(Stop(reason=StopReason.container_broken, detail=broken))
-                result = AgentResult(stop_reason=StopReason.container_broken, detail=broken)
-            else:
-                result = run_agent(self.agent, ctx, sb, limits)
-            phases.agent_s = round(time.monotonic() - t1, 3)
-            phases.model_s, phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
-            phases.retry_wait_s = round(result.retry_wait_s, 3)
+            with self.phase(at, transcript, unit, "agent", f"agent working (attempt {attempt})"):
+                ctx = AgentContext(
+                    task=task,
+                    sandbox=sb,
+                    transcript=transcript,
+                    attempt=attempt,
+                    feedback=feedback,
+                    deadline_s=task.timeouts.agent_s,
+                    messages=messages,
+                    cancel=self.cancel,
+                    on_step=lambda step: self.progress("step", unit, str(step)),
+                    workspace=workspace,
+                )
+                result = self._turn(ctx, sb, limits, broken, transcript)
             at.result = result
+            at.phases.model_s, at.phases.tool_s = round(result.model_s, 3), round(result.tool_s, 3)
+            at.phases.retry_wait_s = round(result.retry_wait_s, 3)
             if result.stop_reason == StopReason.interrupted:
                 raise Interrupted()
             if result.infra_error:
                 raise (InfraError if result.infra_retryable else NotRetryable)(result.infra_error)
             adir = self.folder.attempt_dir(task.id, self.label, repeat, attempt)
             adir.mkdir(parents=True, exist_ok=True)
-            t2, at.phase = time.monotonic(), "patch"
-            # Every process of the agent ends, and its container stays stopped while the patch is
-            # taken from outside it (the engine's change list, its tree read out, diffed on the host)
-            # and graded: nothing of the agent's runs meanwhile.
-            sb.stop()
-            files: list[str] = []
-            try:
-                taken = take_patch(sb, rules)
-                patch, note, files = taken.text, "", taken.files
-            except PatchError as exc:  # a huge file or patch
-                patch, note = "", f"no patch could be taken: {exc}"
-            phases.patch_s = round(time.monotonic() - t2, 3)
-            self.folder.write_file(self.folder.relative(adir / "patch.diff"), patch)
-            transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=files, diff=patch))
+            with self.phase(at, transcript, unit, "patch"):
+                patch, note = self._patch(sb, rules, attempt, adir, transcript)
             if last:
                 sb.close()  # the agent's container is gone before the final grading
-            self.progress("grade", unit, f"grading attempt {attempt}")
-            at.phase = "grading"
-            if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
-                grade_, output, report = (
-                    Grade(
-                        task_id=task.id,
-                        grader_version=GRADER_VERSION,
-                        outcome=Outcome.task_error,
-                        resolved=False,
-                        note=result.task_error,
-                    ),
-                    "",
-                    None,
-                )
-            else:
-                grade_, output, report = grade(
-                    task,
-                    patch,
-                    prepared.image,
-                    base=prepared.base_commit,
-                    limits=limits,
-                    backend=self.backend,
-                    run_id=self.run_id,
-                )
-            if grade_.outcome is Outcome.infra_error:
-                at.step = grade_.failed_step.step if grade_.failed_step else ""
-                raise InfraError(grade_.note)
-            said = {
-                StopReason.disk_limit: f"the container's disk limit ({limits.disk}) was reached",
-                StopReason.memory_limit: f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
-                StopReason.container_broken: f"the agent left its container unusable: {result.detail}",
-            }
-            note = "; ".join(x for x in (said.get(result.stop_reason, ""), note) if x)
-            grade_.note = "; ".join(x for x in (note, grade_.note) if x)
-            phases.grading_s = grade_.seconds
-            transcript.write(PhaseEvent(name="grading", seconds=grade_.seconds))
-            self.folder.write_file(self.folder.relative(adir / "test_output.txt"), output)
-            self.folder.write_file(
-                self.folder.relative(adir / "grade.json"), json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n"
+            with self.phase(at, transcript, unit, "grading", f"grading attempt {attempt}") as ph:
+                grade_, output, report = self._grade(task, result, patch, prepared, limits, at)
+                ph.seconds = grade_.seconds
+            row = self._record(
+                task, repeat, attempt, last, result, grade_, output, note, patch, adir, limits, at, transcript
             )
-            transcript.write(
-                GradeEvent(
-                    attempt=attempt,
-                    outcome=grade_.outcome.value,
-                    resolved=grade_.resolved,
-                    failing=grade_.failing(),
-                    detail=grade_.note,
-                )
-            )
-            phases.total_s = round(time.monotonic() - at.started, 3)
-            final = grade_.resolved or last or grade_.outcome is Outcome.task_error
-            row = self.row(task, repeat, attempt, final, result, grade_, None, patch, phases, adir, at.started_at)
-            self.folder.append(row)
             rows.append(row)
-            if final:
+            if row.final:
                 break
             at.next_attempt()  # this attempt's spend is on its row; a failure from here on is the next one's
             try:
@@ -444,6 +440,103 @@ class UnitRunner:
                 feedback = next_feedback(self.options.feedback, task, grade_, report, None, transcript)
             at.new_phases()
         return rows
+
+    def _turn(
+        self, ctx: AgentContext, sb: Sandbox, limits: Limits, broken: str, transcript: TranscriptWriter
+    ) -> AgentResult:
+        """The agent's turn (none when its container is broken: the agent's doing)."""
+        if broken:  # its container's files keep it from starting
+            transcript.write(Stop(reason=StopReason.container_broken, detail=broken))
+            return AgentResult(stop_reason=StopReason.container_broken, detail=broken)
+        return run_agent(self.agent, ctx, sb, limits)
+
+    def _patch(
+        self, sb: Sandbox, rules: BaseRules, attempt: int, adir: Path, transcript: TranscriptWriter
+    ) -> tuple[str, str]:
+        """(the patch, a note when none could be taken), written beside the attempt and told."""
+        # Every process of the agent ends, and its container stays stopped while the patch is
+        # taken from outside it (the engine's change list, its tree read out, diffed on the host)
+        # and graded: nothing of the agent's runs meanwhile.
+        sb.stop()
+        files: list[str] = []
+        try:
+            taken = take_patch(sb, rules)
+            patch, note, files = taken.text, "", taken.files
+        except PatchError as exc:  # a huge file or patch
+            patch, note = "", f"no patch could be taken: {exc}"
+        self.folder.write_file(self.folder.relative(adir / "patch.diff"), patch)
+        transcript.write(PatchEvent(attempt=attempt, bytes=len(patch.encode()), files=files, diff=patch))
+        return patch, note
+
+    def _grade(
+        self, task: Task, result: AgentResult, patch: str, prepared: Prepared, limits: Limits, at: TryState
+    ) -> tuple[Grade, str, object]:
+        """The attempt's grade, test output and test report; InfraError when the machine failed it."""
+        if result.task_error:  # the task's inputs are wrong: nothing of the agent's to grade, no retry
+            task_error = Grade(
+                task_id=task.id,
+                grader_version=GRADER_VERSION,
+                outcome=Outcome.task_error,
+                resolved=False,
+                note=result.task_error,
+            )
+            return task_error, "", None
+        grade_, output, report = grade(
+            task,
+            patch,
+            prepared.image,
+            base=prepared.base_commit,
+            limits=limits,
+            backend=self.backend,
+            run_id=self.run_id,
+        )
+        if grade_.outcome is Outcome.infra_error:
+            at.step = grade_.failed_step.step if grade_.failed_step else ""
+            raise InfraError(grade_.note)
+        return grade_, output, report
+
+    def _record(
+        self,
+        task: Task,
+        repeat: int,
+        attempt: int,
+        last: bool,
+        result: AgentResult,
+        grade_: Grade,
+        output: str,
+        note: str,
+        patch: str,
+        adir: Path,
+        limits: Limits,
+        at: TryState,
+        transcript: TranscriptWriter,
+    ) -> ResultRow:
+        """The attempt's grade and test output beside it, its grade told, its row appended."""
+        said = {
+            StopReason.disk_limit: f"the container's disk limit ({limits.disk}) was reached",
+            StopReason.memory_limit: f"the agent's processes exhausted the container's memory ({limits.memory}): {result.detail}",
+            StopReason.container_broken: f"the agent left its container unusable: {result.detail}",
+        }
+        note = "; ".join(x for x in (said.get(result.stop_reason, ""), note) if x)
+        grade_.note = "; ".join(x for x in (note, grade_.note) if x)
+        self.folder.write_file(self.folder.relative(adir / "test_output.txt"), output)
+        self.folder.write_file(
+            self.folder.relative(adir / "grade.json"), json.dumps(grade_.model_dump(mode="json"), indent=2) + "\n"
+        )
+        transcript.write(
+            GradeEvent(
+                attempt=attempt,
+                outcome=grade_.outcome.value,
+                resolved=grade_.resolved,
+                failing=grade_.failing(),
+                detail=grade_.note,
+            )
+        )
+        at.phases.total_s = round(time.monotonic() - at.started, 3)
+        final = grade_.resolved or last or grade_.outcome is Outcome.task_error
+        row = self.row(task, repeat, attempt, final, result, grade_, None, patch, at.phases, adir, at.started_at)
+        self.folder.append(row)
+        return row
 
     def prepare(self, task: Task) -> Prepared:
         """Environment and task images (built once per distinct input), and the snapshot; the
@@ -515,7 +608,7 @@ class UnitRunner:
         self.folder.append(row)
         return row
 
-    def _record_abandoned(self, task: Task, repeat: int, moved: Path) -> None:
+    def record_abandoned(self, task: Task, repeat: int, moved: Path) -> None:
         """A try killed mid-attempt (kill -9, a lost node, Ctrl-C) wrote no row for the attempt it
         was in; its model calls are in its transcript, written as they happened. Before the unit is
         redone, that attempt is recorded once, as an abandoned try's row (`retried`, never final)

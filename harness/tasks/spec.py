@@ -246,6 +246,11 @@ class Task(_Strict):
     allowed_paths: list[str] = Field(
         default_factory=list, description="protected files this task's fix changes, exempt from protection for it"
     )
+    checks: list[str] | None = Field(
+        None,
+        description="the repository's own checks run on resolved patches (`ruff`, `mypy==1.11.2`, ...; "
+        "none: inferred from the base's config; []: none; docs/acceptance.md)",
+    )
     created_at: str | None = Field(None, description="when the task's fix was made (ISO 8601): contamination dating")
     origin: Origin | None = Field(None, description="where a mined or imported task came from")
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -397,6 +402,8 @@ class Task(_Strict):
         ):
             if not holder.get(key):
                 holder.pop(key, None)
+        if data.get("checks") is None:  # unset (inferred): the hash of a task written before the field
+            data.pop("checks", None)
         if data["limits"].get("disk") is None:  # unset: the hash of a task written before the field existed
             data["limits"].pop("disk", None)
         data["protected_paths"] = self.protected()

@@ -741,6 +741,11 @@ class DockerBackend:
     ) -> BuiltImage | None:
         return images.existing_task_image(spec, snapshot, install, network, setups, deps)
 
+    def checks_image(
+        self, image: str, install: tuple[str, ...], base_run: tuple[str, ...], log: LogFn | None = None
+    ) -> BuiltImage:
+        return images.checks_image(image, install, base_run, log)
+
     def image_id(self, tag: str) -> str:
         return images.image_id(tag)
 

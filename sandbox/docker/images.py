@@ -5,6 +5,7 @@ env   -- base + CA trust + Python venv + the environment's setup commands (no re
 deps  -- env + a few files of the repository (a lock file) + the install commands, when the task
          names those files: tasks whose files are the same share it (one install per lock file)
 task  -- env (or deps) + the repository snapshot + install commands that need the repository
+checks -- task + the repository's own linters and type checkers + their run on the base tree
 
 An unchanged input never rebuilds; a changed one always does, because the tag *is* the hash.
 Builds of the same tag happen once even when many workers (threads or processes) ask for it.
@@ -328,6 +329,30 @@ def import_images(archive: bytes) -> None:
         for chunk in client().api.load_image(archive, quiet=True):
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise ImageBuildError(f"loading images: {chunk['error']}")
+
+
+# ----------------------------------------------------------------------------- checks tier
+
+
+def checks_image_tags(task_id: str, install: tuple[str, ...], base_run: tuple[str, ...]) -> tuple[str, str]:
+    tools = {"format": IMAGE_FORMAT, "task": task_id, "install": list(install)}
+    base = {**tools, "base_run": list(base_run)}
+    return "wholeloop-checktools:" + _hash(tools), "wholeloop-checks:" + _hash(base)
+
+
+def checks_image(
+    image: str, install: tuple[str, ...], base_run: tuple[str, ...], log: LogFn | None = None
+) -> BuiltImage:
+    """The task image + the repository's own checks (`install`, network on) + their run on the
+    base tree (`base_run`, network off), in two builds; see `sandbox.base.Backend.checks_image`."""
+    task_id = image_id(image)
+    tools_tag, tag = checks_image_tags(task_id, install, base_run)
+    tools = _build_cached(tools_tag, [f"FROM {task_id}", *(f"RUN {_shell(cmd)}" for cmd in install)], {}, True, log)
+    lines = [f"FROM {tools.id}", f"WORKDIR {REPO_DIR}", *(f"RUN {_shell(cmd)}" for cmd in base_run)]
+    built = _build_cached(tag, lines, {}, False, log)
+    built.seconds += tools.seconds
+    built.cached = built.cached and tools.cached
+    return built
 
 
 @dataclass

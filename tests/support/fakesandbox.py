@@ -305,6 +305,15 @@ class LocalBackend:
     ) -> BuiltImage | None:
         return None
 
+    def checks_image(
+        self,
+        image: str,
+        install: tuple[str, ...],
+        base_run: tuple[str, ...],
+        log: Callable[[str], None] | None = None,
+    ) -> BuiltImage:
+        raise ImageBuildError("the local backend builds no images: start it from a host folder")
+
     def image_id(self, tag: str) -> str:
         path = Path(tag)
         if not path.is_absolute() or not path.is_dir():

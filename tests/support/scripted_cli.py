@@ -14,7 +14,9 @@ import json
 import re
 import textwrap
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from support.fakellm import Call, Error, Reply, Tokens
 
@@ -69,10 +71,14 @@ class Plan:
     provider_port: int = 9
     finish: str | None = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # None: finish with a text reply
     extra: dict = field(default_factory=dict)  # more arguments for each tool call (Claude's description)
+    script: Callable[[Any], list[str]] | None = None  # the commands for a task (default: solve it, then probe)
+    finish_tool: str | None = None  # finish by calling this tool without arguments (the built-in agent's submit)
     probes: list[dict] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def steps(self, task) -> list[str]:
+        if self.script is not None:
+            return self.script(task)
         probe = (
             PROBE.replace("TOKEN_VAR", repr(self.token_var))
             .replace("BRIDGE_PORT", str(self.bridge[1]))
@@ -113,6 +119,8 @@ class Plan:
             return Reply(
                 text=f"Step {done + 1}.", calls=[Call(self.tool, {self.arg: steps[done], **self.extra})], usage=usage
             )
+        if done == n and self.finish_tool:
+            return Reply(text="Done.", calls=[Call(self.finish_tool, {})], usage=usage)
         if done == n and self.finish:
             return Reply(text="Done.", calls=[Call(self.tool, {self.arg: self.finish, **self.extra})], usage=usage)
         return Reply(text="The fix is in and the tests pass.", usage=usage)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import InfraError, Mount, PatchError, SandboxError
+from sandbox import Backend, InfraError, Mount, PatchError, SandboxError
 
 from ...models.pricing import lookup_price
 from ...sandboxes import default_backend
@@ -139,40 +139,44 @@ class ExternalAgent:
         return problems
 
     def _wire_reaches_model(self) -> list[str]:
-        """The CLI speaks one wire format through the proxy: a model whose provider needs another
-        cannot be reached (every attempt would end as the setup's error), so say it before any
-        container starts, naming what would work."""
-        from ...models.pricing import litellm_price_map
-        from ..provider import WIRES_OF_PROVIDER, provider_of
+        """The CLI speaks the wires its config names: a model whose provider needs another cannot be
+        reached (every attempt would end as the setup's error), so say it before any container
+        starts, naming what would work. (`build` has already picked the wire that reaches it, when
+        the CLI speaks one.)"""
+        from ..provider import WIRES_OF_PROVIDER
 
-        provider = provider_of(self.model, litellm_price_map())
+        provider = model_provider(self.model)
         if provider is None or self.config.wire in WIRES_OF_PROVIDER[provider]:
             return []
         needed = sorted(WIRES_OF_PROVIDER[provider])
         others = [
             f"external:{name}"
             for name in shipped_configs()
-            if load_external_config(shipped_path(name)).wire in WIRES_OF_PROVIDER[provider]
+            if WIRES_OF_PROVIDER[provider] & set(load_external_config(shipped_path(name)).spoken())
         ]
-        served = sorted(p for p, wires in WIRES_OF_PROVIDER.items() if self.config.wire in wires)
+        spoken = self.config.spoken()
+        served = sorted(p for p, wires in WIRES_OF_PROVIDER.items() if wires & set(spoken))
         return [
-            f"{self.name} speaks the {self.config.wire} wire only, which does not reach {provider}'s models "
-            f"({self.model} needs {' or '.join(needed)}): give it a model from {', '.join(served)} (its "
-            f"default: {self.config.model})"
+            f"{self.name} speaks the {' and '.join(spoken)} wire{'s' if len(spoken) > 1 else ''} only, which "
+            f"do{'' if len(spoken) > 1 else 'es'} not reach {provider}'s models ({self.model} needs "
+            f"{' or '.join(needed)}): give it a model from {', '.join(served)} (its default: {self.config.model})"
             + (f", or use an agent that speaks {' or '.join(needed)}: {', '.join(others)}" if others else "")
         ]
 
-    def prepare(self, log: Callable[[str], None] | None = None) -> None:
-        """Check the key is there, build (or find) the install and the forwarder."""
+    def prepare(self, log: Callable[[str], None] | None = None, backend: Backend | None = None) -> None:
+        """Check the key is there, build (or find) the install and the forwarder on `backend`
+        (the run's; default: `default_backend()`)."""
         self.upstream()
+        backend = backend or default_backend()
         with self._lock:
             if self.installed is None:
-                self.installed = ensure_install(self.config, log=log)
-        default_backend().helper_binary("wl-fwd")
+                self.installed = ensure_install(self.config, log=log, backend=backend)
+        backend.helper_binary("wl-fwd")
 
     @contextlib.contextmanager
-    def workspace(self, task, folder: Path) -> Iterator[ExternalWorkspace]:
-        self.prepare()
+    def workspace(self, task, folder: Path, backend: Backend | None = None) -> Iterator[ExternalWorkspace]:
+        backend = backend or default_backend()
+        self.prepare(backend=backend)
         assert self.installed is not None
         logs = Path(folder) / "agent"
         logs.mkdir(parents=True, exist_ok=True)
@@ -183,7 +187,7 @@ class ExternalAgent:
             yield ExternalWorkspace(
                 mounts=(
                     Mount(str(self.installed.path), INSTALL_DIR),
-                    Mount(default_backend().helper_binary("wl-fwd"), FWD),
+                    Mount(backend.helper_binary("wl-fwd"), FWD),
                     Mount(sockets, SOCKET_DIR),
                 ),  # the logs stay inside, under the disk limit: _copy_logs
                 logs_dir=logs,
@@ -546,7 +550,30 @@ def build(spec: AgentSpec) -> ExternalAgent:
             f"{config.name}: --temperature and --max-tokens are the CLI's own settings; set them in "
             "its command or env in the agent config"
         )
-    return ExternalAgent(config, spec.model or config.model, path)
+    model = spec.model or config.model
+    return ExternalAgent(config.speaking(wire_for(config, model)), model, path)
+
+
+def model_provider(model: str) -> str | None:
+    """The provider `model` names (its prefix, else litellm's map), as the preflight reads it."""
+    from ...models.pricing import litellm_price_map
+    from ..provider import provider_of
+
+    return provider_of(model, litellm_price_map())
+
+
+def wire_for(config: ExternalConfig, model: str) -> str:
+    """The wire to speak to `model`: the config's default when it reaches the model's provider (or
+    the provider is unknown), else the first other wire the CLI speaks that does; else the default,
+    and the preflight refuses the pairing before any container starts."""
+    from ..provider import WIRES_OF_PROVIDER
+
+    if not config.wires:
+        return config.wire
+    provider = model_provider(model)
+    if provider is None:
+        return config.wire
+    return next((w for w in config.spoken() if w in WIRES_OF_PROVIDER[provider]), config.wire)
 
 
 __all__ = ["ExternalAgent", "ExternalConfigError", "InstallError", "build"]

@@ -76,11 +76,25 @@ class Provider(_Strict):
     api_key_env: str  # e.g. ANTHROPIC_API_KEY
 
 
+class WireVariant(_Strict):
+    """Another wire format the CLI can speak (CLIs built on litellm speak several), and how to point
+    it at the proxy: the provider's key and URL variables and the CLI's env for that wire, merged
+    over the config's own `env`. The run picks the wire from the model's provider."""
+
+    provider: Provider
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class ToolRules(_Strict):
     """How to read the CLI's tool calls, for transcripts and recovery metrics."""
 
     shell: dict[str, str] = Field(default_factory=dict, description="tool name -> the argument with the command")
     edit: list[str] = Field(default_factory=list, description="tools that change files")
+    scripts: dict[str, str] = Field(
+        default_factory=dict,
+        description="tool name -> the argument with a script whose `tools.NAME(...)` calls the shell and "
+        "edit rules read (Codex's code mode: `exec`)",
+    )
     edit_commands: list[str] = Field(default_factory=list, description="regexes: shell commands that change files")
     test_commands: list[str] = Field(default_factory=list, description="regexes: shell commands that run tests")
     exit_code: str | None = Field(None, description="regex, one group: the exit code in a shell tool's output")
@@ -116,6 +130,10 @@ class ExternalConfig(_Strict):
         description="argv run after the install, network off: must exit 0 (its output: the version)"
     )
     wire: Literal["anthropic", "openai-chat", "openai-responses"]
+    wires: dict[Literal["anthropic", "openai-chat", "openai-responses"], WireVariant] = Field(
+        default_factory=dict,
+        description="other wires the CLI speaks, picked when --model's provider needs one of them",
+    )
     model: str = Field(description="the model the CLI is given unless --model says otherwise")
     models: list[str] = Field(
         default_factory=list,
@@ -146,6 +164,18 @@ class ExternalConfig(_Strict):
     def _wire(cls, value: str) -> str:
         assert value in WIRES
         return value
+
+    def spoken(self) -> list[str]:
+        """Every wire this CLI can speak, its default first."""
+        return [self.wire, *sorted(w for w in self.wires if w != self.wire)]
+
+    def speaking(self, wire: str) -> ExternalConfig:
+        """This config set to speak `wire` (its default or one of `wires`): the wire, the provider's
+        variables and the CLI's env of that wire. Raises KeyError for a wire it does not speak."""
+        if wire == self.wire:
+            return self
+        variant = self.wires[wire]  # type: ignore[index]
+        return self.model_copy(update={"wire": wire, "provider": variant.provider, "env": {**self.env, **variant.env}})
 
     def describe(self) -> dict:
         """What the manifest records about this scaffold."""

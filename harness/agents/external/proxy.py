@@ -46,7 +46,7 @@ from ...models.types import Usage
 from ..budget import Budget, LimitReached
 from .config import ExternalConfigError
 from .http1 import Upstream
-from .relay import Connection, Exchange, ProxyStats, Scrubber, feed_events
+from .relay import Connection, Exchange, ProxyStats, Scrubber, feed_events, stream_events
 from .wire import Wire
 
 RECORD_DELAY_S = 2.0  # at most this long does recording wait for the relaying to pause
@@ -330,6 +330,8 @@ class MeteringProxy:
                 time.sleep(0.005)
                 waited += 0.005
             try:
+                if item.events is None and item.stream is not None:
+                    item.events = stream_events(item.stream)
                 if item.events is not None:  # a stream: read it whole now, off the relay path
                     reader = self.wire.stream()
                     for block in item.events:

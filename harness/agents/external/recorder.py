@@ -38,21 +38,15 @@ from ...transcript import (
     ToolResultEvent,
     TranscriptWriter,
 )
+from ..tools import TEST_COMMANDS
 from .config import ToolRules
 from .relay import Exchange
+from .script import nested_calls
 from .wire import LIMIT_KEYS, Call, Wire, strip_cache_marks
 
-#: Shell commands that run tests, besides the task's own test command and the config's patterns.
-DEFAULT_TEST_COMMANDS = (
-    r"\bpytest\b",
-    r"\bpython3?\s+-m\s+(pytest|unittest)\b",
-    r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b",
-    r"\bgo\s+test\b",
-    r"\bcargo\s+test\b",
-    r"\bmvn\b.*\btest\b",
-    r"\bgradle\w*\b.*\btest\b",
-    r"\btox\b",
-)
+#: Shell commands that run tests, besides the task's own test command and the config's patterns
+#: (the built-in agent's bash reads the same).
+DEFAULT_TEST_COMMANDS = TEST_COMMANDS
 _SEARCH_REPLACE = re.compile(r"(?ms)^([^\n`]*?)\n(?:```[^\n]*\n)?<{5,9} SEARCH\n(.*?)\n?={5,9}\n(.*?)\n?>{5,9} REPLACE")
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 #: How old the transcript's last fsync may be when a call's events are written (they are flushed
@@ -113,7 +107,9 @@ class Recorder:
         self.edit_patterns = [re.compile(p) for p in rules.edit_commands]
         self.exit_pattern = re.compile(rules.exit_code) if rules.exit_code else None
         # first message -> the latest conversation sent (raw, and its messages), and the chained hash after each
-        self.conversations: dict[str, tuple[bytes, list[dict], list[bytes]]] = {}
+        # (its bytes less the closing bracket, kept so that a request extending it is recognised by a
+        # prefix compare without slicing 100 KB copies on every call)
+        self.conversations: dict[str, tuple[bytes, bytes, list[dict], list[bytes]]] = {}
         self.heads: dict[str, str] = {}  # first message -> digest of its system prompt and tools
         self.calls: dict[str, _Call] = {}
         self.answered: set[str] = set()
@@ -185,11 +181,7 @@ class Recorder:
         # A request that extends one seen before starts with its bytes (less the closing bracket),
         # so it has the same first message: that conversation, found without parsing.
         key = next(
-            (
-                k
-                for k, (old, prev, _) in self.conversations.items()
-                if prev and old.endswith(b"]") and raw.startswith(old[:-1])
-            ),
+            (k for k, (_, prefix, prev, _) in self.conversations.items() if prev and prefix and raw.startswith(prefix)),
             "",
         )
         if not key:
@@ -197,12 +189,12 @@ class Recorder:
             if b"cache_control" in first:
                 first = orjson.dumps(strip_cache_marks(orjson.loads(first)))
             key = hashlib.sha256(first).hexdigest()[:16]
-        old_raw, previous, chain = self.conversations.get(key, (b"", [], []))
+        old_raw, old_prefix, previous, chain = self.conversations.get(key, (b"", b"", [], []))
         sent: list[dict] | None = None
         if old_raw and raw == old_raw:
             sent, same = previous, len(previous)
-        elif old_raw.endswith(b"]") and raw.startswith(old_raw[:-1]) and previous:
-            rest = raw[len(old_raw) - 1 :].lstrip()
+        elif old_prefix and previous and raw.startswith(old_prefix):
+            rest = raw[len(old_prefix) :].lstrip()
             if rest.startswith(b","):
                 tail = orjson.loads(b"[" + rest[1:])
                 if isinstance(tail, list):
@@ -218,7 +210,7 @@ class Recorder:
         chain = chain[:same]
         for message in sent[same:]:  # the conversation's hash, chained: only new messages serialised
             chain.append(hashlib.sha256((chain[-1] if chain else b"") + orjson.dumps(message)).digest())
-        self.conversations[key] = (raw, sent, chain)
+        self.conversations[key] = (raw, raw[:-1] if raw.endswith(b"]") else b"", sent, chain)
         head_raw = b"\0".join(bytes(top[k]) for k in self.wire.head_keys if k in top)
         digest = hashlib.sha256(head_raw).hexdigest()[:16]
         head: list[dict] = []
@@ -249,16 +241,34 @@ class Recorder:
         """(kind, command) of a call by the config's rules."""
         if call.name in self.rules.edit or (self.rules.text_edits and call.name == "search_replace"):
             return "edit", ""
+        if call.name in self.rules.scripts:
+            return self._classify_script(str((call.arguments or {}).get(self.rules.scripts[call.name], "")))
         arg = self.rules.shell.get(call.name)
         if arg is None:
             return "", ""
         value = (call.arguments or {}).get(arg, "")
         command = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        return self._classify_command(command), command
+
+    def _classify_script(self, source: str) -> tuple[str, str]:
+        """A code-mode script: its shell tools' commands joined by " ; ", its kind the first of test,
+        edit, shell that one of its calls has (a script that edits and runs the tests is a test run,
+        as a command `git apply x && pytest` is)."""
+        nested = nested_calls(source, self.rules.shell)
+        commands = [c.argument for c in nested if c.tool in self.rules.shell and c.argument is not None]
+        command = " ; ".join(commands)
+        kinds = {self._classify_command(c) for c in commands}
+        if any(c.tool in self.rules.edit for c in nested):
+            kinds.add("edit")
+        kind = next((k for k in ("test", "edit", "shell") if k in kinds), "")
+        return kind, command
+
+    def _classify_command(self, command: str) -> str:
         if any(p.search(command) for p in self.test_patterns):
-            return "test", command
+            return "test"
         if any(p.search(command) for p in self.edit_patterns):
-            return "edit", command
-        return "shell", command
+            return "edit"
+        return "shell"
 
     def _text_edit_calls(self, text: str, step: int) -> list[Call]:
         if self.rules.text_edits != "search_replace" or "SEARCH" not in text:

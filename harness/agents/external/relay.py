@@ -2,7 +2,7 @@
 
 Each request is checked (target, route, the attempt's token), a model call is admitted against the
 budget and clamped, then forwarded to the provider and its reply relayed back: a JSON reply whole
-(charged before it is sent), a stream chunk for chunk as the provider framed it (charged before
+(charged before it is sent), a stream chunk for chunk as it arrives, re-framed plainly (charged before
 its last event goes out). Only a request's top level is parsed here (msgspec; the conversation
 stays bytes); reading the whole exchange is the recorder's job, on its own thread.
 """
@@ -27,7 +27,7 @@ from ...models.pricing import litellm_price_map
 from ...models.types import Usage
 from ...scrub import REDACTED, needles
 from ..budget import LimitReached
-from .http1 import BadMessage, Head, Upstream, chunks, head_bytes, read_body, read_head
+from .http1 import BadMessage, ChunkBatches, Head, Upstream, head_bytes, read_body, read_head
 from .wire import CHOICE_KEYS, Reply, StreamReader, Wire, sse_payloads
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class Exchange:
     answered_at: float = 0.0  # when the reply was complete
     reply: Reply | None = None
     events: list[bytes] | None = None  # a streamed reply's SSE events, read into `reply` on the recorder's thread
+    stream: list[bytes] | None = None  # a streamed reply's data as served, split into `events` on the recorder's thread
     settled_usage: Usage | None = None
     estimated: bool = False  # the stream ended before its usage: counted with a tokenizer
     status: int = 0
@@ -164,6 +165,12 @@ def event_blocks(data: bytes) -> tuple[list[bytes], bytes]:
     if cut < 0:
         return [], data
     return [b for b in data[:cut].split(b"\n\n") if b.strip()], data[cut + 2 :]
+
+
+def stream_events(served: list[bytes]) -> list[bytes]:
+    """The SSE events of a stream's data as served (a last one cut before its blank line too)."""
+    blocks, rest = event_blocks(b"".join(served))
+    return [*blocks, rest] if rest.strip() else blocks
 
 
 class Connection:
@@ -572,47 +579,61 @@ class Connection:
         exchange.cost_usd = self.proxy.settle(reply.usage, model, exchange.latency_s, reply.server_uses)
 
     def relay_stream(self, upstream: Upstream, exchange: Exchange | None, started: float) -> None:
-        """Forward a chunked stream frame for frame. Only events that carry usage are read on the
-        way (so the reply is charged before its last event reaches the CLI); the rest are read by
-        the recorder's thread afterwards.
+        """Forward a chunked stream as it arrives: the chunks that have arrived are forwarded
+        together, each re-framed plainly (an extension, which may carry anything, is dropped),
+        with one write; the relay waits on the provider only when no whole chunk is there. Only
+        events that carry usage are read on the way (so the reply is charged before its last event
+        reaches the CLI); the rest are read by the recorder's thread afterwards.
 
         A client that hangs up does not end the relay: the stream is drained to its end (the
         provider generates it whether or not anyone reads, up to the clamped max_tokens) and charged
         the provider's own figure. A stream that ends before its usage event (the provider cut it)
         is charged what was served, counted with a tokenizer and marked estimated; the client's
         connection is then closed without the last chunk, so it sees the reply incomplete. The real
-        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one;
-        a chunk framed other than plainly (an extension, which may carry anything) is re-framed."""
+        key is scrubbed from every chunk, a chunk's end held back while it could be the start of one."""
         proxy = self.proxy
         scrub = proxy.scrubber
+        needles = bool(scrub.needles)
         usage = self.wire.stream()
-        blocks: list[bytes] = []
+        served: list[bytes] = []  # the data as served: split into events on the recorder's thread
         pending = held = b""
         settled = False
         cut = ""
+        batches = ChunkBatches(upstream.rf)
         try:
-            for frame, data in chunks(upstream.rf):
-                if exchange is not None:
-                    found, pending = event_blocks(pending + data)
-                    blocks += found
-                    if not settled:
-                        for block in found:
-                            if b"usage" in block or b"error" in block:
-                                feed_events(usage, block)
-                        if usage.complete:
-                            self.settle(exchange, usage.done(), started)
-                            settled = True
-                if self.gone:
-                    continue
-                buf = held + data if held else data
-                out = scrub(buf) if scrub.needles else buf
-                keep = scrub.hold(out) if scrub.needles else 0
-                if not held and not keep and out is data and frame.startswith(b"%x\r\n" % len(data)):
-                    self.send(frame)  # the common case: the provider's frame as it came (no extension)
-                else:
-                    held, out = out[len(out) - keep :] if keep else b"", out[: len(out) - keep]
-                    if out:
-                        self.send(b"%x\r\n%s\r\n" % (len(out), out))
+            for batch in batches:  # the chunks that have arrived, forwarded with one write
+                out = []
+                for data in batch:
+                    if exchange is not None:
+                        served.append(data)
+                    if exchange is not None and not settled:  # read on the way: the events with usage (or an error)
+                        buf = pending + data if pending else data
+                        if b"\r" in buf:
+                            buf = buf.replace(b"\r\n", b"\n")
+                        end = buf.rfind(b"\n\n")
+                        if end < 0:
+                            pending = buf
+                        else:
+                            done, pending = buf[:end], buf[end + 2 :]
+                            if b"usage" in done or b"error" in done:
+                                for block in done.split(b"\n\n"):
+                                    if b"usage" in block or b"error" in block:
+                                        feed_events(usage, block)
+                                if usage.complete:  # charged before the chunk with its usage goes out
+                                    self.settle(exchange, usage.done(), started)
+                                    settled = True
+                    if self.gone:
+                        continue
+                    if needles:  # the key's forms scrubbed; a chunk's end that could start one waits for the next
+                        data = scrub(held + data if held else data)
+                        keep = scrub.hold(data)
+                        held, data = (data[len(data) - keep :], data[: len(data) - keep]) if keep else (b"", data)
+                    if data:
+                        out.append(b"%x\r\n%s\r\n" % (len(data), data))
+                if out:
+                    self.send(b"".join(out))
+            if batches.extra:  # bytes after the body: the connection is out of step
+                proxy.drop_upstream()
         except (BadMessage, OSError) as exc:
             cut = f"{type(exc).__name__}: {exc}"
             proxy.drop_upstream()
@@ -627,19 +648,17 @@ class Connection:
                 proxy.stats.client_gone += not cut
             proxy.note({"event": "stream_cut" if cut else "client_gone", "error": cut, "settled": settled})
         if exchange is not None:
-            if pending.strip():
-                blocks.append(pending)
-            exchange.events = blocks
+            exchange.stream = served
             if not settled:  # the stream ended without its final event: read all of it, estimate
                 reader = self.wire.stream()
-                for block in blocks:
+                for block in stream_events(served):
                     feed_events(reader, block)
                 reply = reader.done()
                 if not reader.complete:
                     self.estimated(exchange, reply)
                 self.settle(exchange, reply, started)
                 usage.out.usage = reply.usage
-            exchange.reply = None  # the whole reply is read from `events` on the recorder's thread
+            exchange.reply = None  # the whole reply is read from `stream` on the recorder's thread
             exchange.settled_usage = usage.out.usage
 
 

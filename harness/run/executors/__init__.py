@@ -1,33 +1,90 @@
-"""Where units of work run. The runner hands an executor its units; the executor runs each one and
-yields the unit's rows once they are in the run folder.
+"""Where units of work run. The runner hands an executor its units and a narrow view of the run
+(`Units`: the recipe, a unit to run here, where a unit run elsewhere hands back its rows and
+files); the executor runs each unit and yields the unit's rows once they are in the run folder.
 
 `LocalExecutor` is a bounded thread pool: attempts spend their time waiting on the model and on
 Docker, not on this process's CPU, so threads are enough and share the image-build locks. Each
 unit appends its rows itself, the moment each is known.
 
-`harness.run.executors.ray.RayExecutor` runs units in other processes or machines: it runs each
-(task, repeat) elsewhere, writes the unit's files into the run folder and appends its rows there
-(exactly once, on this machine), then yields them.
+`harness.run.executors.ray.RayExecutor` runs units in other processes or machines: it ships the
+run's RunSpec as it is, runs each (task, repeat) elsewhere and hands the unit's rows and files to
+`Units.receive`, which writes them into the run folder and appends the rows (exactly once, on this
+machine); then yields them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ...records import ResultRow
 
 if TYPE_CHECKING:
     from ...tasks import Task
-    from ..runner import Runner
+    from ..spec import RunSpec
 
 Unit = tuple["Task", int]  # (task, repeat)
 
 
+@dataclass
+class UnitResult:
+    """What a unit run elsewhere hands back: its rows (as JSON), its files under the run folder
+    (relative path -> bytes), the image build log, the images it used, and the node it ran on."""
+
+    rows: list[dict]
+    files: dict[str, bytes] = field(default_factory=dict)
+    log: str = ""
+    images: dict = field(default_factory=dict)
+    node: str = ""
+
+
+class Units(Protocol):
+    """The side of a run an executor sees (never the whole Runner)."""
+
+    @property
+    def spec(self) -> RunSpec:
+        """The run's recipe, as is: what another process rebuilds its unit runner from."""
+        ...
+
+    #: the configuration's resolved name, and the run's id
+    label: str
+    run_id: str
+
+    def progress(self, event: str, unit: str, text: str) -> None:
+        """Tell the person watching (the run's progress function)."""
+        ...
+
+    def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
+        """Run the unit here, in this process; returns its rows, already appended."""
+        ...
+
+    def receive(self, task: Task, repeat: int, result: UnitResult) -> list[ResultRow]:
+        """A unit run elsewhere: its files written into the run folder, its rows appended; returns them."""
+        ...
+
+    def lost(self, task: Task, repeat: int, exc: BaseException) -> list[ResultRow]:
+        """A unit that could not be run elsewhere (its node died, our code failed there): an
+        infra_error row, appended, with a transcript saying why."""
+        ...
+
+    def stream(self, task: Task, repeat: int, lines: list[str], *, fresh: bool) -> None:
+        """New transcript lines of a unit running elsewhere, kept in its live copy (`fresh`: a new try's)."""
+        ...
+
+    def abandon(self, task: Task, repeat: int) -> None:
+        """A live copy left by a try that stopped: recorded once as an abandoned try, with its spend."""
+        ...
+
+    def note_executor(self, record: dict) -> None:
+        """Where the units ran, for the manifest."""
+        ...
+
+
 class Executor(Protocol):
-    def run_units(self, runner: Runner, units: Iterable[Unit]) -> Iterator[list[ResultRow]]:
-        """Run each unit of `runner`; yield its rows, already appended to the run folder, as units
+    def run_units(self, run: Units, units: Iterable[Unit]) -> Iterator[list[ResultRow]]:
+        """Run each unit of `run`; yield its rows, already appended to the run folder, as units
         complete. Raises KeyboardInterrupt through; a unit's own failures are rows, not raises."""
         ...
 
@@ -43,9 +100,9 @@ class LocalExecutor:
         self.workers = max(1, workers)
         self._pool: ThreadPoolExecutor | None = None
 
-    def run_units(self, runner: Runner, units: Iterable[Unit]) -> Iterator[list[ResultRow]]:
+    def run_units(self, run: Units, units: Iterable[Unit]) -> Iterator[list[ResultRow]]:
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="wholeloop")
-        pending: set[Future] = {self._pool.submit(runner.run_unit, task, repeat) for task, repeat in units}
+        pending: set[Future] = {self._pool.submit(run.run_unit, task, repeat) for task, repeat in units}
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in done:

@@ -35,10 +35,16 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import UserError
+from ...records import ResultRow
+from ...redact import hide_url_passwords
+from . import Unit, UnitResult, Units
 from .ray_node import LIVE_EVENT, ProgressBox, node_info, run_unit
+
+if TYPE_CHECKING:
+    from ...tasks import Task
 
 DEFAULT_MAX_SHIP_MB = 256
 DEFAULT_MAX_IMAGE_MB = 2048  # an image archive larger than this is not shipped: the node builds it
@@ -84,6 +90,7 @@ class RayExecutor:
         self._tries: dict[tuple[str, int], str] = {}  # the try (an id made on its node) each unit is in
         self._open: set[tuple[str, int]] = set()  # the units of run_units not finished yet
         self._owns = False
+        self._record: dict = {}  # the manifest's executor record of the current run
         self.ray = _import_ray()
         self._connect()
 
@@ -178,25 +185,28 @@ class RayExecutor:
 
     # ------------------------------------------------------------------ wholeloop units
 
-    def run_units(self, runner, units: Iterable[tuple]) -> Iterator[list]:
-        """Run (task, repeat) units of `runner` on the cluster; write each unit's files into the run
-        folder, append its rows there and yield them."""
+    def run_units(self, run: Units, units: Iterable[Unit]) -> Iterator[list[ResultRow]]:
+        """Run (task, repeat) units of `run` on the cluster; hand each unit's rows and files to
+        `run.receive` (which writes them into the run folder and appends the rows) and yield them."""
         from ... import __version__
-        from ...records import ResultRow
 
         units = list(units)
         if not units:
             return
         self._connect()
-        self._max_retries = runner.options.infra_retries
+        self._max_retries = run.spec.settings.infra_retries
         probe = self._probe()
-        runner.progress(
-            "note", "", f"ray: {len(self.nodes())} node(s); wholeloop {probe['version']} on {probe['node']}"
-        )
+        run.progress("note", "", f"ray: {len(self.nodes())} node(s); wholeloop {probe['version']} on {probe['node']}")
         if probe["version"] != __version__:
-            runner.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
-        payloads, hashes = self._payloads(runner, units)
-        self._note_manifest(runner)
+            run.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
+        payloads = unit_payloads(run, units, _Shipper(self.ray, self.max_ship_bytes))
+        self._record = {
+            "kind": "ray",
+            "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
+            "nodes": self.nodes(),
+            "unit_cpus": self.unit_cpus,
+        }
+        run.note_executor(self._record)
         # on the driver's own node: a box on a worker would go with that worker, and with it the
         # progress and the streamed spend of every unit
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -205,31 +215,32 @@ class RayExecutor:
         self._box = self.ray.remote(num_cpus=0, scheduling_strategy=here)(ProgressBox).remote()
         for payload in payloads:
             payload["progress"] = self._box
-        by_id = {t.id: t for t in runner.tasks}
+        by_id = {t.id: t for t, _ in units}
         self._tries, self._open = {}, {(t.id, r) for t, r in units}
         self._hosts: dict[str, list[str]] = {}  # the nodes each unit started on, in order
         self._known = {n["host"] for n in self.nodes()}
         self._lost: dict[str, float] = {}  # node host name: when it was first seen gone
         self._looked = time.monotonic()
         for task, repeat in units:  # a killed driver's live copies: abandoned tries, recorded once
-            self._abandon(runner, task, repeat)
-        for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(runner)):
+            run.abandon(task, repeat)
+        for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(run, by_id)):
             task, repeat = by_id[payload["task"]["task"]["id"]], payload["repeat"]
-            self._relay(runner)  # the unit's last streamed lines, before its live copy is settled
+            self._relay(run, by_id)  # the unit's last streamed lines, before its live copy is settled
             self._open.discard((task.id, repeat))  # later lines of its try are stale
             if isinstance(outcome, BaseException):
-                self._abandon(runner, task, repeat)
-                rows = [self._failure_row(runner, task, repeat, outcome)]
+                yield run.lost(task, repeat, outcome)
             else:
-                self._live_path(runner, task.id, repeat).unlink(missing_ok=True)  # its rows have it all
-                self._land(runner, task, repeat, outcome)
-                rows = [
-                    ResultRow.model_validate({**row, "task_hash": hashes[task.id], "node": outcome["node"]})
-                    for row in outcome["rows"]
-                ]
-            for row in rows:
-                runner.folder.append(row)
-            yield rows
+                yield run.receive(
+                    task,
+                    repeat,
+                    UnitResult(
+                        rows=outcome["rows"],
+                        files=outcome["files"],
+                        log=outcome["log"],
+                        images=outcome["images"],
+                        node=outcome["node"],
+                    ),
+                )
         self._look_for_lost_nodes(force=True)
         if self._lost:
             lost = [
@@ -238,15 +249,13 @@ class RayExecutor:
                 for n in [sum(host in hosts[:-1] for hosts in self._hosts.values())]
             ]
             for item in lost:
-                runner.progress(
+                run.progress(
                     "note",
                     "",
                     f"ray: warning: node {item['node']} lost at {item['lost_at']}; "
                     f"{item['units_redone']} unit(s) redone on other nodes",
                 )
-            runner.folder.update_manifest(
-                lambda manifest: manifest.setdefault("executor", {}).__setitem__("lost_nodes", lost)
-            )
+            run.note_executor({**self._record, "lost_nodes": lost})
 
     def _look_for_lost_nodes(self, force: bool = False) -> None:
         """Nodes of the cluster that were alive when the run began and are gone now (every 5 s)."""
@@ -272,7 +281,7 @@ class RayExecutor:
                 hint="install wholeloop on every node (bash scripts/setup.sh) and run `ray start` from its .venv",
             ) from exc
 
-    def _relay(self, runner) -> None:
+    def _relay(self, run: Units, by_id: dict[str, Task]) -> None:
         """Progress lines the nodes sent since the last look."""
         if self._box is None:
             return
@@ -282,110 +291,29 @@ class RayExecutor:
             return
         for event in events:
             if event[0] == LIVE_EVENT:
-                self._stream(runner, json.loads(event[2]))
+                self._stream(run, by_id, json.loads(event[2]))
             else:
                 if event[0] == "start" and " on " in event[2]:
                     self._hosts.setdefault(event[1], []).append(event[2].rsplit(" on ", 1)[1])
-                runner.progress(*event)
+                run.progress(*event)
         if hasattr(self, "_known"):
             self._look_for_lost_nodes()
 
     # ------------------------------------------------------------------ spend streamed from the nodes
 
-    @staticmethod
-    def _live_path(runner, task_id: str, repeat: int) -> Path:
-        """The driver's live copy of a running try's transcript (what the node wrote so far)."""
-        return runner.folder.transcript_path(task_id, runner.label, repeat).with_name("transcript.live.jsonl")
-
-    def _stream(self, runner, batch: dict) -> None:
-        """New transcript lines of a try on a node, appended to its live copy. The first lines of a
-        new try of the unit (Ray resubmitted it) make the last try's copy an abandoned try."""
+    def _stream(self, run: Units, by_id: dict[str, Task], batch: dict) -> None:
+        """New transcript lines of a try on a node, for its live copy. The first lines of a new try
+        of the unit (Ray resubmitted it) make the last try's copy an abandoned try."""
         key = (batch["task"], batch["repeat"])
-        if key not in self._open:
+        task = by_id.get(batch["task"])
+        if key not in self._open or task is None:
             return  # not a unit of this session, or one already finished: a stale line
-        task = next((t for t in runner.tasks if t.id == batch["task"]), None)
-        if task is None:
-            return
         if self._tries.get(key, batch["try"]) != batch["try"]:
-            self._abandon(runner, task, batch["repeat"])
+            run.abandon(task, batch["repeat"])
         self._tries[key] = batch["try"]
-        path = self._live_path(runner, task.id, batch["repeat"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w" if batch["fresh"] else "a") as fh:
-            fh.writelines(line + "\n" for line in batch["lines"])
-
-    def _abandon(self, runner, task, repeat: int) -> None:
-        """A live copy left by a try that stopped (its driver or node killed) is moved aside and
-        recorded as the local executor records an unfinished transcript: once, with its spend."""
-        moved = runner.folder.move_aside(self._live_path(runner, task.id, repeat))
-        if moved is not None:
-            runner._record_abandoned(task, repeat, moved)
+        run.stream(task, batch["repeat"], batch["lines"], fresh=batch["fresh"])
 
     # ------------------------------------------------------------------ what is shipped
-
-    def _payloads(self, runner, units: list[tuple]) -> tuple[list[dict], dict[str, str]]:
-        """One payload per unit; raises RayExecutorError (nothing submitted) if an input is too big."""
-        shipper = _Shipper(self.ray, self.max_ship_bytes)
-        spec = runner.agent.spec.model_dump()
-        agent = {"spec": spec, "config_text": None}
-        if spec.get("config_path"):
-            agent["config_text"] = Path(spec["config_path"]).read_text()
-        replay = (
-            (spec.get("model") or "").removeprefix("replay:")
-            if (spec.get("model") or "").startswith("replay:")
-            else None
-        )
-        per_task, hashes = {}, {}
-        for task in {t.id: t for t, _ in units}.values():
-            per_task[task.id] = _task_payload(task, shipper)
-            per_task[task.id]["images"] = shipper.images(task)
-            per_task[task.id]["recording"] = _recording(Path(replay), task.id, shipper) if replay is not None else None
-            per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
-            hashes[task.id] = task.content_hash()
-        options = runner.options
-        common = {
-            "run_id": runner.run_id,
-            "config": runner.label,
-            "agent": agent,
-            "options": options.record(runner.label),  # RunOptions' one serialised form
-        }
-        return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units], hashes
-
-    def _note_manifest(self, runner) -> None:
-        executor = {
-            "kind": "ray",
-            "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
-            "nodes": self.nodes(),
-            "unit_cpus": self.unit_cpus,
-        }
-        runner.folder.update_manifest(lambda manifest: manifest.__setitem__("executor", executor))
-
-    def _land(self, runner, task, repeat: int, result: dict) -> None:
-        """A finished unit's files from the node, written under the run folder (attempt files only)."""
-        folder = runner.folder
-        folder.move_aside(folder.transcript_path(task.id, runner.label, repeat))  # an unfinished earlier try
-        for rel, data in sorted(result["files"].items()):
-            try:
-                folder.write_file(rel, data)
-            except ValueError:
-                continue  # only a unit's own attempt files are written
-        if result.get("log"):
-            folder.log_image(result["log"])
-        if result.get("images"):
-            images = {**result["images"], "node": result["node"]}
-            folder.update_manifest(lambda manifest: manifest.setdefault("images", {}).__setitem__(task.id, images))
-
-    def _failure_row(self, runner, task, repeat: int, exc: BaseException):
-        """The unit could not be run on the cluster (its node died beyond Ray's retries, or our code
-        failed there): an infra_error row (not yet appended), with a transcript saying why."""
-        from ...transcript import ErrorEvent, TranscriptWriter
-
-        path = runner.folder.transcript_path(task.id, runner.label, repeat)
-        runner.folder.move_aside(path)
-        message = f"ray: {type(exc).__name__}: {str(exc).strip()[-2000:]}"
-        with TranscriptWriter(path) as transcript:
-            transcript.write(ErrorEvent(where="ray", error_type=type(exc).__name__, message=message))
-        return runner.failure_row(task, repeat, 1, message)
 
 
 # ---------------------------------------------------------------------------- shipping (driver)
@@ -415,6 +343,27 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
             hint="check HEAD:PORT (the head prints it: `ray start --address=HEAD:PORT`), or start one with "
             "`ray start --head --disable-usage-stats`",
         ) from exc
+
+
+def unit_payloads(run: Units, units: list[Unit], shipper: _Shipper) -> list[dict]:
+    """One payload per unit: the run's RunSpec as it is (a node rebuilds its unit runner from it,
+    see ray_node.rebuild_spec), the task and the files it references, the agent's config file and
+    replay recording. Raises RayExecutorError (nothing submitted) if an input is too big."""
+    spec = run.spec.model_dump(mode="json")
+    if spec["history"]["url"]:  # a node never writes the history: its password stays here
+        spec["history"]["url"] = hide_url_passwords(spec["history"]["url"])
+    agent = run.spec.agent
+    config_text = Path(agent.config_path).read_text() if agent.config_path else None
+    model = agent.model or ""
+    replay = model.removeprefix("replay:") if model.startswith("replay:") else None
+    per_task = {}
+    for task in {t.id: t for t, _ in units}.values():
+        per_task[task.id] = _task_payload(task, shipper)
+        per_task[task.id]["images"] = shipper.images(task)
+        per_task[task.id]["recording"] = _recording(Path(replay), task.id, shipper) if replay is not None else None
+        per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
+    common = {"run_id": run.run_id, "config": run.label, "spec": spec, "config_text": config_text}
+    return [{**common, "task": per_task[task.id], "repeat": repeat} for task, repeat in units]
 
 
 class _Shipper:

@@ -1,6 +1,6 @@
-"""The node's side of the Ray executor (see harness.executors_ray): one (task, repeat) run by
-`Runner.run_unit` in a temporary run folder, from shipped inputs kept in this node's cache; its
-rows and files go back to the driver. Imported on the nodes by Ray; imports ray only when fetching.
+"""The node's side of the Ray executor (see harness.run.executors.ray): one (task, repeat) run by
+`UnitRunner.run_unit` in a temporary run folder, the runner rebuilt from the driver's RunSpec as it
+was shipped, its inputs kept in this node's cache; its rows and files go back to the driver. Imported on the nodes by Ray; imports ray only when fetching.
 """
 
 from __future__ import annotations
@@ -18,8 +18,12 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox import pid_alive
+
+if TYPE_CHECKING:
+    from ..spec import RunSpec
 
 WORKDIR_PREFIX = "wholeloop-ray-"  # + the worker's pid: a unit's temporary run folder on the node
 LIVE_EVENT = "transcript"  # a ProgressBox item carrying new transcript lines of a unit's try (see TranscriptStream)
@@ -95,32 +99,53 @@ def rebuild_task(payload: dict, workdir: Path):
     return task
 
 
-def rebuild_agent(payload: dict, task_payload: dict, task_id: str, workdir: Path):
-    """The driver's agent, by `build_agent(spec)`, its config file and recording shipped with it."""
-    from ...agents import AgentSpec, build_agent
+def rebuild_spec(payload: dict) -> RunSpec:
+    """The driver's RunSpec, as it shipped it."""
+    from ..spec import RunSpec
 
-    spec = AgentSpec.model_validate(payload["agent"]["spec"])
-    if payload["agent"]["config_text"] is not None:
+    return RunSpec.of(payload["spec"], "the RunSpec shipped to this node")
+
+
+def rebuild_agent(spec: RunSpec, config_text: str | None, task_payload: dict, task_id: str, workdir: Path):
+    """The driver's agent, by `build_agent(spec.agent)`, its config file and recording shipped with it."""
+    from ...agents import build_agent
+
+    agent_spec = spec.agent.model_copy(deep=True)
+    if config_text is not None:
         config = workdir / "agent-config.yaml"
-        config.write_text(payload["agent"]["config_text"])
-        spec.config_path = str(config)
-    model = spec.model
+        config.write_text(config_text)
+        agent_spec.config_path = str(config)
+    model = agent_spec.model
     if model and model.startswith("replay:"):
         recording = task_payload["recording"]
         if recording is not None and not task_payload["replay_is_dir"]:
-            spec.model = "replay:" + str(materialise(recording))
+            agent_spec.model = "replay:" + str(materialise(recording))
         else:  # a folder holding this task's recording, or none (the agent then says so, as locally)
             folder = workdir / "replay"
             folder.mkdir()
             if recording is not None:
                 shutil.copyfile(materialise(recording), folder / f"{task_id}.jsonl")
-            spec.model = "replay:" + str(folder)
+            agent_spec.model = "replay:" + str(folder)
         # the rows and transcripts name the model as the driver does, not by a node's path
-        spec.model_options = {**spec.model_options, "name": model}
-    agent = build_agent(spec)
+        agent_spec.model_options = {**agent_spec.model_options, "name": model}
+    agent = build_agent(agent_spec)
     if model:
         agent.model = model
     return agent
+
+
+def rebuild_runner(payload: dict, workdir: Path, progress: Callable[[str, str, str], None] | None = None):
+    """(the task, a UnitRunner for it in a run folder under `workdir`), from the shipped RunSpec:
+    the agent and the options are made from it as the driver made its own."""
+    from ...records import RunFolder
+    from ..unit import RunOptions, UnitRunner
+
+    spec = rebuild_spec(payload)
+    task = rebuild_task(payload["task"], workdir)
+    agent = rebuild_agent(spec, payload["config_text"], payload["task"], task.id, workdir)
+    options = RunOptions.from_spec(spec, out=workdir / payload["run_id"])
+    options.workers, options.label = 1, payload["config"]  # one unit here; named as on the driver
+    return task, UnitRunner(agent, options, RunFolder(options.out, create=True), progress=progress)
 
 
 def run_unit(payload: dict) -> dict:
@@ -128,9 +153,7 @@ def run_unit(payload: dict) -> dict:
     from sandbox import SandboxError
 
     from ... import __version__
-    from ...records import RunFolder
     from ...sandboxes import default_backend
-    from ..unit import RunOptions, UnitRunner
 
     host = socket.gethostname()
     try:
@@ -140,17 +163,13 @@ def run_unit(payload: dict) -> dict:
     _remove_orphaned_workdirs()
     workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
     try:
-        task = rebuild_task(payload["task"], workdir)
-        agent = rebuild_agent(payload, payload["task"], task.id, workdir)
-        options = RunOptions.from_record(payload["options"], workdir / payload["run_id"])
-        options.workers, options.label = 1, payload["config"]
-        folder = RunFolder(options.out, create=True)
-        runner = UnitRunner(agent, options, folder, progress=forwarder(payload.get("progress"), host))
+        task, runner = rebuild_runner(payload, workdir, forwarder(payload.get("progress"), host))
+        folder = runner.folder
         arrival = receive_images(payload["task"].get("images"))
-        path = folder.transcript_path(task.id, options.label, payload["repeat"])
+        path = folder.transcript_path(task.id, runner.label, payload["repeat"])
         with TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"]):
             rows = runner.run_unit(task, payload["repeat"])
-        run_dir = options.out
+        run_dir = folder.path
         files = {
             str(p.relative_to(run_dir)): p.read_bytes()
             for p in sorted((run_dir / "attempts").rglob("*"))
