@@ -230,6 +230,7 @@ class RayExecutor:
             if isinstance(outcome, BaseException):
                 yield run.lost(task, repeat, outcome)
             else:
+                self._settle(run, task, repeat, outcome.get("try"))
                 yield run.receive(
                     task,
                     repeat,
@@ -256,6 +257,15 @@ class RayExecutor:
                     f"{item['units_redone']} unit(s) redone on other nodes",
                 )
             run.note_executor({**self._record, "lost_nodes": lost})
+
+    def _settle(self, run: Units, task: Task, repeat: int, finished: str | None) -> None:
+        """Before a unit's rows land (which drops its live copy): a live copy streamed by another
+        try than the one that `finished` (a try whose node died, when Ray's redo ended before it
+        streamed a line) is that lost try's, recorded once as an abandoned try with its spend. A
+        node of an older wholeloop names no try (`finished` None): its copy is taken as the rows'."""
+        streamed = self._tries.pop((task.id, repeat), None)
+        if finished is not None and streamed not in (None, finished):
+            run.abandon(task, repeat)
 
     def _look_for_lost_nodes(self, force: bool = False) -> None:
         """Nodes of the cluster that were alive when the run began and are gone now (every 5 s)."""

@@ -167,7 +167,8 @@ def run_unit(payload: dict) -> dict:
         folder = runner.folder
         arrival = receive_images(payload["task"].get("images"))
         path = folder.transcript_path(task.id, runner.label, payload["repeat"])
-        with TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"]):
+        stream = TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"])
+        with stream:
             rows = runner.run_unit(task, payload["repeat"])
         run_dir = folder.path
         files = {
@@ -184,6 +185,7 @@ def run_unit(payload: dict) -> dict:
             "images": images,
             "node": host,
             "version": __version__,
+            "try": stream.head["try"],  # the try these rows are from (see RayExecutor._settle)
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
