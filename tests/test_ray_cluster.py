@@ -40,7 +40,7 @@ def cluster(tmp_path_factory):
     token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     cluster = RayCluster(workers=2, base_images=(DEFAULT_BASE,), env=token)
     try:
-        cluster.start(wheel, template_venv(wheel))
+        cluster.start(wheel, template_venv())
         yield cluster
     finally:
         cluster.stop()

@@ -13,9 +13,10 @@ own HOME and working folder, and wholeloop installed from a built wheel into a v
 Everything is undone by `stop()`: Ray and the engines stopped, leftover processes of the node
 killed, namespaces, links and folders removed. The main Docker engine is never stopped.
 
-Building the node venv's dependencies takes minutes the first time; they are kept (without
-wholeloop) in a template venv under TEMPLATE_ROOT, keyed by the dependency list, and copied for
-each node. wholeloop itself is always installed fresh from a wheel built from this checkout.
+The node venvs' dependencies are the driver's own packages: a template venv under TEMPLATE_ROOT,
+keyed by the driver venv's package list, is linked from the driver's venv once (seconds; pip
+never downloads or builds a dependency for it) and linked again for each node. wholeloop itself
+is always installed fresh from a wheel built from this checkout.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,12 +66,6 @@ def can_make_namespaces() -> str | None:
     return None
 
 
-def ray_version() -> str:
-    import importlib.metadata
-
-    return importlib.metadata.version("ray")
-
-
 def build_wheel(dest: Path) -> Path:
     """wholeloop as a wheel, built from this checkout (what a node installs)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -77,29 +73,34 @@ def build_wheel(dest: Path) -> Path:
     return next(dest.glob("wholeloop-*.whl"))
 
 
-def template_venv(wheel: Path) -> Path:
-    """A venv holding wholeloop's dependencies and Ray (the driver's version), wholeloop removed:
-    made once per dependency list, copied for each node."""
-    requires = _check(
-        [
-            sys.executable,
-            "-c",
-            f"import zipfile,sys; z=zipfile.ZipFile({str(wheel)!r}); "
-            "n=[x for x in z.namelist() if x.endswith('METADATA')][0]; "
-            "print('\\n'.join(l for l in z.read(n).decode().splitlines() if l.startswith('Requires-Dist') "
-            "and 'extra ==' not in l))",
-        ]
-    )
-    key = hashlib.sha256(f"{sys.version}\n{ray_version()}\n{requires}".encode()).hexdigest()[:16]
+def template_venv() -> Path:
+    """A venv holding every package of the driver's own venv (wholeloop's dependencies, Ray at the
+    driver's version) but wholeloop itself: made once per package list, by hard links to the
+    driver's files (a copy across file systems), never by pip downloading or building anything,
+    so a fresh machine pays seconds for it, not minutes. Each node's venv is linked from it and
+    gets wholeloop from the wheel."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    packages = sorted(p.name for p in site.glob("*.dist-info") if not p.name.startswith("wholeloop-"))
+    key = hashlib.sha256((f"{sys.version}\n{site}\n" + "\n".join(packages)).encode()).hexdigest()[:16]
     venv = TEMPLATE_ROOT / f"venv-{key}"
     if (venv / ".complete").is_file():
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
     base = getattr(sys, "_base_executable", sys.executable)
-    _check([base, "-m", "venv", str(venv)])
-    _check([str(venv / "bin/python"), "-m", "pip", "install", "-q", str(wheel), f"ray=={ray_version()}"])
+    _check([base, "-m", "venv", "--without-pip", str(venv)])
+    target = Path(
+        _check([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
+    )
+    shutil.rmtree(target)
+    if _run(["cp", "-al", str(site), str(target)]).returncode != 0:  # another file system: copied
+        shutil.rmtree(target, ignore_errors=True)
+        _check(["cp", "-a", str(site), str(target)])
+    # wholeloop's editable install (its .pth and finder point at the checkout) goes; pip stays
     _check([str(venv / "bin/python"), "-m", "pip", "uninstall", "-q", "-y", "wholeloop"])
+    leftover = _run([str(venv / "bin/python"), "-c", "import harness"], cwd=str(venv))
+    if leftover.returncode == 0:
+        raise RuntimeError(f"the template venv {venv} still imports wholeloop from the checkout")
     (venv / ".complete").touch()
     return venv
 
@@ -234,6 +235,12 @@ class RayCluster:
         (root / "venv" / ".complete").unlink(missing_ok=True)
         _check([str(node.python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)])
         (root / "daemon.json").write_text("{}\n")
+        self._launch(node)
+        return node
+
+    def _launch(self, node: Node) -> None:
+        """The node's namespaces, engine and raylet (its folders and venv exist)."""
+        root = node.root
         # the network: a veth from the cluster's bridge into the node's namespace, no default route
         _check(["ip", "netns", "add", node.netns])
         _check(["ip", "link", "add", node.host_link, "type", "veth", "peer", "name", "eth0", "netns", node.netns])
@@ -308,7 +315,7 @@ class RayCluster:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        return node
+        node.alive = True
 
     def _wait_engine(self, node: Node) -> None:
         _wait(
@@ -355,6 +362,33 @@ class RayCluster:
             node.proc.wait()
         node.alive = False
 
+    def restart_node(self, node: Node) -> None:
+        """A killed node back in the cluster: the same name, address, folders and engine data (its
+        images and caches survive, as a rebooted machine's disk would); whatever of a unit its
+        engine still lists is removed, as an operator would on bringing the machine back."""
+        self._release(node)
+        for stale in ("docker.sock", "docker.pid", "dockerd.launch.pid"):
+            (node.root / stale).unlink(missing_ok=True)
+        shutil.rmtree(node.root / "exec", ignore_errors=True)
+        (node.root / "exec").mkdir()
+        self._launch(node)
+        self._wait_engine(node)
+        for cid in node.containers():
+            node.docker("rm", "-f", cid)
+        self.wait_for_nodes(1 + sum(n.alive for n in self.nodes))
+
+    def _release(self, node: Node) -> None:
+        """A dead node's namespace, link and cgroups go."""
+        _run(["ip", "netns", "del", node.netns])
+        _run(["ip", "link", "del", node.host_link])
+        for cgroup in sorted(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup}"), reverse=True):
+            for sub in sorted(cgroup.rglob("*"), key=lambda p: -len(p.parts)):
+                if sub.is_dir():
+                    with contextlib.suppress(OSError):
+                        sub.rmdir()
+            with contextlib.suppress(OSError):
+                cgroup.rmdir()
+
     def _stop_node(self, node: Node) -> None:
         if node.alive:
             for cid in node.containers():  # nothing of a unit outlives the cluster
@@ -367,15 +401,7 @@ class RayCluster:
                 while pidfile.exists() and time.monotonic() < deadline:
                     time.sleep(0.2)
         self.kill_node(node)  # Ray's processes, and whatever else is left in its namespaces
-        _run(["ip", "netns", "del", node.netns])
-        _run(["ip", "link", "del", node.host_link])
-        for cgroup in sorted(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup}"), reverse=True):
-            for sub in sorted(cgroup.rglob("*"), key=lambda p: -len(p.parts)):
-                if sub.is_dir():
-                    with contextlib.suppress(OSError):
-                        sub.rmdir()
-            with contextlib.suppress(OSError):
-                cgroup.rmdir()
+        self._release(node)
 
     def stop(self) -> None:
         for node in self.nodes:
