@@ -6,18 +6,24 @@ the cluster from subprocesses (the CLI, or a small probe), so this process never
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from support.fakellm import Call, FakeLLM, Reply, Tokens
 from support.raycluster import ROOT, RayCluster, build_wheel, can_make_namespaces, template_venv
 
+from harness.records import latest_rows, read_results
+from harness.report.stats import config_stats, load_configs
 from sandbox.base import DEFAULT_BASE
 
 DEMO = ROOT / "tasks" / "demo"
@@ -37,8 +43,9 @@ def cluster(tmp_path_factory):
             pytest.fail(f"CI needs the multi-node Ray cluster: {why}")
         pytest.skip(why)
     wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
-    token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    cluster = RayCluster(workers=2, base_images=(DEFAULT_BASE,), env=token)
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env["OPENAI_API_KEY"] = "sk-cluster-test-not-a-key"  # the nodes' agents call the tests' scripted model
+    cluster = RayCluster(workers=2, base_images=(DEFAULT_BASE,), env=env)
     try:
         cluster.start(wheel, template_venv())
         yield cluster
@@ -114,21 +121,35 @@ def test_the_worker_nodes_share_no_files_network_or_engine_with_the_driver(clust
 AGENTS = {"gold": ["--agent", "gold"], "noop": ["--agent", "noop"], "replay": ["--model", f"replay:{RECORDINGS}"]}
 
 
-def wholeloop_run(out: Path, agent: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS[agent], "--out", str(out), *extra]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+def demo_runs(root: Path, *extra: str, env: dict | None = None) -> dict[str, tuple[Path, int, str]]:
+    """gold, noop and replay of the demo suite at once (three CLI runs side by side: the units
+    mostly wait, so this costs about one run's time, not three): agent -> (run folder, exit code,
+    output)."""
+    procs = {}
+    for agent in AGENTS:
+        out, log = root / agent, root / f"{agent}.log"
+        cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS[agent], "--out", str(out), *extra]
+        with open(log, "w") as fh:
+            procs[agent] = (out, log, subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env))
+    runs = {}
+    try:
+        for agent, (out, log, proc) in procs.items():
+            runs[agent] = (out, proc.wait(timeout=900), log.read_text())
+    finally:
+        for _, _, proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return runs
 
 
 @pytest.fixture(scope="session")
-def local_runs(tmp_path_factory) -> dict[str, Path]:
+def local_runs(tmp_path_factory) -> dict[str, tuple[Path, int]]:
     """gold, noop and replay of the demo suite with the local executor: the results to match."""
-    runs = {}
-    for agent in AGENTS:
-        out = tmp_path_factory.mktemp("local") / agent
-        proc = wholeloop_run(out, agent, "--workers", "2")
-        assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
-        runs[agent] = (out, proc.returncode)
-    return runs
+    runs = demo_runs(tmp_path_factory.mktemp("local"), "--workers", "2")
+    for _, code, text in runs.values():
+        assert code in (0, 1), text[-3000:]
+    return {agent: (out, code) for agent, (out, code, _) in runs.items()}
 
 
 def report_text(run: Path, into: Path) -> Path:
@@ -150,7 +171,8 @@ def report_text(run: Path, into: Path) -> Path:
 def test_the_cluster_runs_the_demo_suite_as_the_local_executor_does(cluster, local_runs, agent, tmp_path):
     out = tmp_path / agent
     ray = ["--executor", "ray", "--ray-address", cluster.address, "--workers", "2"]
-    proc = wholeloop_run(out, agent, *ray, env=driver_env(cluster))
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS[agent], "--out", str(out), *ray]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=driver_env(cluster), timeout=600)
     local, local_code = local_runs[agent]
     assert proc.returncode == local_code, proc.stdout[-3000:] + proc.stderr[-3000:]
     reports = [report_text(local, tmp_path / "local.txt"), report_text(out, tmp_path / "ray.txt")]
@@ -170,6 +192,121 @@ def test_the_cluster_runs_the_demo_suite_as_the_local_executor_does(cluster, loc
     assert set(arrived.values()) <= {"shipped", "present"}  # never built on a node (it cannot reach a registry)
     for node in cluster.nodes:
         assert node.containers() == []  # nothing of the run outlives it on the nodes
+
+
+def test_a_driver_killed_mid_run_resumes_against_the_same_cluster(cluster, local_runs, tmp_path):
+    """The driver (the CLI) is SIGKILLed once two units have finished; the same command again
+    resumes against the same cluster: finished units untouched, the rest run on the nodes, each
+    unit one final row with the local run's outcome, nothing left on the nodes' engines."""
+    out = tmp_path / "resumed"
+    ray = ["--executor", "ray", "--ray-address", cluster.address, "--workers", "2"]
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS["replay"], "--out", str(out), *ray]
+    log = tmp_path / "first.log"
+    with open(log, "w") as fh:
+        first = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=driver_env(cluster), start_new_session=True
+        )
+    results = out / "results.jsonl"
+    try:
+        deadline = time.monotonic() + 300
+        while len(read_results(results)) < 2:
+            assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # no clean-up of any kind in the driver
+        first.wait()
+    before = read_results(results)
+    assert 2 <= len(before) < 7
+    deadline = time.monotonic() + 60  # Ray ends the dead driver's units; the next unit on a node prunes them
+    while any(_owned_by_live_processes(n) for n in cluster.nodes) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=driver_env(cluster), timeout=600)
+    assert second.returncode == local_runs["replay"][1], second.stdout[-3000:] + second.stderr[-3000:]
+    assert f"{7 - len(before)} to run, {len(before)} already done" in second.stdout
+    after = read_results(results)
+    assert after[: len(before)] == before  # finished units never redone
+    abandoned = [r for r in after if r.retried]  # the units in flight when the driver died
+    assert all((r.failed_in or {}).get("error_type") == "Abandoned" for r in abandoned)
+    assert len({r.task_id for r in abandoned}) == len(abandoned)
+    local = {r.task_id: r for r in read_results(local_runs["replay"][0] / "results.jsonl")}
+    final = [r for r in after if not r.retried]
+    assert sorted(r.task_id for r in final) == sorted(local) and all(r.final for r in final)
+    assert {r.task_id: (r.outcome, r.resolved) for r in final} == {k: (r.outcome, r.resolved) for k, r in local.items()}
+    assert {r.node for r in final} <= {n.name for n in cluster.nodes}
+    assert [n.containers() for n in cluster.nodes] == [[], []]
+
+
+def _owned_by_live_processes(node) -> list[str]:
+    """Containers on the node whose owner (the unit's process; the node shares this machine's pid
+    namespace) is alive."""
+    proc = node.docker("ps", "-a", "--format", '{{.Label "wholeloop.owner"}}')
+    pids = [line.partition(":")[2] for line in proc.stdout.split()] if proc.returncode == 0 else []
+    return [pid for pid in pids if pid.isdigit() and Path(f"/proc/{pid}").exists()]
+
+
+def test_a_lost_nodes_try_is_recorded_once_with_the_spend_it_had_streamed(cluster, local_runs, tmp_path):
+    """A scripted model answers the unit's first call (1000 + 50 tokens, a tool call), then holds
+    the second; the node running the unit is SIGKILLed once that first call's usage has streamed
+    to the driver. Ray redoes the unit on the other node (one call, no patch): the lost try is one
+    abandoned row with the first call's spend, the redo the one final row, the run's cost both,
+    exit 0 with the lost-node warning. The node is brought back after, for the tests that follow."""
+    seen, hold = threading.Event(), threading.Event()
+    calls = itertools.count()
+
+    def respond(request):
+        n = next(calls)
+        if n == 0:
+            return Reply(calls=[Call("bash", {"command": "ls"})], usage=Tokens(1000, 50))
+        if n == 1:
+            seen.set()  # the lost try's second call: it never gets an answer
+            hold.wait(300)
+            return Reply(text="too late", usage=Tokens(1, 1))
+        return Reply(text="I give up", usage=Tokens(10, 2))  # the redone try: one call, no patch
+
+    out = tmp_path / "spend"
+    log = tmp_path / "run.log"
+    with FakeLLM(responder=respond, host=cluster.head_ip) as model:
+        cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO / "inikit-001.yaml"), "--model", "openai/gpt-4o"]
+        cmd += ["--base-url", f"{model.base_url}/v1", "--out", str(out)]
+        cmd += ["--executor", "ray", "--ray-address", cluster.address]
+        with open(log, "w") as fh:
+            run = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=driver_env(cluster))
+        lost = None
+        try:
+            assert seen.wait(300), log.read_text()[-3000:]
+            deadline = time.monotonic() + 60  # the first call's usage is in the driver's live copy
+            while not any('"model_response"' in p.read_text() for p in out.rglob("transcript.live.jsonl")):
+                assert time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.2)
+            (lost,) = [n for n in cluster.nodes if n.containers()]  # the node the unit runs on
+            cluster.kill_node(lost)
+            code = run.wait(timeout=600)
+        finally:
+            hold.set()
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+            if lost is not None:
+                cluster.restart_node(lost)
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    rows = read_results(out / "results.jsonl")
+    abandoned = [r for r in rows if r.retried]
+    assert len(abandoned) == 1, [r.model_dump() for r in rows]  # the lost try, recorded once
+    gone = abandoned[0]
+    assert (gone.failed_in or {}).get("error_type") == "Abandoned" and not gone.final
+    assert gone.model_calls == 1 and (gone.usage.input_tokens, gone.usage.output_tokens) == (1000, 50)
+    assert (gone.cost_usd or 0) > 0 and (out / gone.transcript_path).name.startswith("transcript.unfinished-")
+    (final,) = [r for r in latest_rows(rows) if r.final]
+    assert final.model_calls == 1 and final.node != lost.name
+    stats = config_stats(load_configs([out])[0])
+    assert stats.retried_tries == 1 and stats.total_cost_usd == pytest.approx(gone.cost_usd + final.cost_usd)
+    assert not list(out.rglob("transcript.live.jsonl"))
+    manifest = json.loads((out / "manifest.json").read_text())
+    (gone_node,) = manifest["executor"]["lost_nodes"]
+    assert gone_node["node"] == lost.name and gone_node["units_redone"] == 1
+    assert f"node {lost.name} lost at {gone_node['lost_at']}; 1 unit(s) redone" in text
+    assert all(n.containers() == [] for n in cluster.nodes if n is not lost)
 
 
 def test_a_node_lost_mid_run_has_its_units_redone_on_the_other(cluster, local_runs, tmp_path):

@@ -157,7 +157,8 @@ class Node:
 class RayCluster:
     workers: int = 2
     cpus_per_node: int = 2
-    object_store_mb: int = 400
+    object_store_mb: int = 1024  # per worker: two units at once may each hold a task's image archive (~260 MB)
+    head_store_mb: int = 3072  # the driver's puts: one image archive per task of a run, kept until it ends
     base_images: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # for the head, the nodes and the driver
     hidden: tuple[Path, ...] = ()  # paths of the driver no node may see (besides ROOT, /tmp, /work)
@@ -210,7 +211,7 @@ class RayCluster:
         cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block"]
         cmd += [f"--port={port}", f"--node-ip-address={self.head_ip}", "--num-cpus=0"]
         cmd += ["--disable-usage-stats", "--include-dashboard=false", f"--temp-dir={temp}"]
-        cmd += [f"--object-store-memory={self.object_store_mb * 2**20 * 2}"]
+        cmd += [f"--object-store-memory={self.head_store_mb * 2**20}"]
         with open(log, "w") as fh:
             self.head = subprocess.Popen(
                 cmd, env=self._env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True

@@ -211,7 +211,8 @@ class RayExecutor:
         # progress and the streamed spend of every unit
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(), soft=True)
+        # (hard: a soft affinity was seen to place it on a worker, which then took it down with it)
+        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(), soft=False)
         self._box = self.ray.remote(num_cpus=0, scheduling_strategy=here)(ProgressBox).remote()
         for payload in payloads:
             payload["progress"] = self._box
@@ -243,6 +244,13 @@ class RayExecutor:
                     ),
                 )
         self._look_for_lost_nodes(force=True)
+        # a unit redone on another node: Ray resubmits as soon as the try's worker is gone, often
+        # before the cluster marks its node dead (a missed health check, some 15-30 s); wait for that
+        redone_from = {h for hosts in self._hosts.values() for h in hosts[:-1] if h != hosts[-1]}
+        deadline = time.monotonic() + 45
+        while redone_from & self._known - set(self._lost) and time.monotonic() < deadline:
+            time.sleep(1)
+            self._look_for_lost_nodes(force=True)
         if self._lost:
             lost = [
                 {"node": host, "lost_at": time.strftime("%H:%M:%S", time.localtime(when)), "units_redone": n}
