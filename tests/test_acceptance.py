@@ -595,24 +595,80 @@ def _with_gold(task, extra: str) -> str:
     return (task.gold() or "") + extra
 
 
-@pytest.mark.xfail(strict=True, reason="known limit: a skip marker added to a test file is not an axis finding")
-def test_known_limit_a_skip_marker_added_to_a_test_file_is_refused():
+def _test_file_patch(*added: str) -> str:
+    first = "from inikit import Config"
+    body = "".join(f"+{line}\n" for line in added)
+    return (
+        "diff --git a/tests/test_parser.py b/tests/test_parser.py\n--- a/tests/test_parser.py\n"
+        f"+++ b/tests/test_parser.py\n@@ -1,1 +1,{len(added) + 1} @@\n{body} {first}\n"
+    )
+
+
+# each was `accepted` on the old axes (a strict xfail until 2026-12-03)
+@pytest.mark.parametrize(
+    "added",
+    [
+        ("import pytest", "pytestmark = pytest.mark.skip('flaky')"),
+        ("collect_ignore = ['test_parser.py']",),
+        ("@pytest.mark.skip(reason='later')",),
+        ("    pytest.skip('not today')",),
+        ("    self.skipTest('later')",),
+        ("@unittest.skip('later')",),
+        ("it.skip('parses', () => {});",),
+        ("describe.skip('parser', () => {});",),
+        ("xit('parses', () => {});",),
+        ('    t.Skip("later")',),
+        ("#[ignore]",),
+    ],
+)
+def test_a_test_switched_off_in_a_test_file_is_refused(added):
     from harness.grading.acceptance import refused_by_default
     from harness.tasks import load_task
 
     task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
-    first = "from inikit import Config"
-    patch = _with_gold(
-        task,
+    axes = measure(task, _with_gold(task, _test_file_patch(*added)))
+    assert "tests_weakened" in refused_by_default(axes), axes
+    assert axes.tests_weakened[-1].line == added[-1].strip()
+
+
+def test_an_assertion_replaced_by_one_that_always_holds_weakens_the_test():
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
+    patch = (
         "diff --git a/tests/test_parser.py b/tests/test_parser.py\n--- a/tests/test_parser.py\n"
-        f"+++ b/tests/test_parser.py\n@@ -1,1 +1,3 @@\n+import pytest\n+pytestmark = pytest.mark.skip('flaky')\n {first}\n",
+        "+++ b/tests/test_parser.py\n@@ -1,2 +1,2 @@\n from inikit import Config\n"
+        "-    assert Config.parse('a=1')['a'] == '1'\n+    assert True\n"
     )
-    assert refused_by_default(measure(task, patch))
+    assert [e.line for e in measure(task, patch).tests_weakened] == ["assert Config.parse('a=1')['a'] == '1'"]
 
 
-@pytest.mark.xfail(strict=True, reason="known limit: debug output after a ';' or via console.error is not matched")
-@pytest.mark.parametrize("line", ['_dbg = 1; print("DEBUG", _dbg)', 'console.error("DEBUG", x)'])
-def test_known_limit_debug_output_the_patterns_miss_is_refused(line):
+def test_a_skip_marker_gold_adds_too_is_not_a_finding():
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
+    line = "@pytest.mark.skipif(sys.platform == 'win32', reason='posix paths')"
+    task_gold = _test_file_patch(line)
+    axes = measure(
+        task.model_copy(update={"gold_patch": (task.gold() or "") + task_gold, "gold_patch_file": None}), task_gold
+    )
+    assert axes.tests_weakened == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '_dbg = 1; print("DEBUG", _dbg)',
+        'console.error("DEBUG", x)',
+        "console.warn(x)",
+        "console.info('here')",
+        "println(x)",
+        'eprint!("{:?}", x);',
+        "sys.stderr.write(repr(x))",
+        "sys.stdout.write(f'{x}')",
+    ],
+)
+def test_debug_output_the_old_patterns_missed_is_refused(line):
     from harness.grading.acceptance import refused_by_default
     from harness.tasks import load_task
 
@@ -622,4 +678,4 @@ def test_known_limit_debug_output_the_patterns_miss_is_refused(line):
         "diff --git a/inikit/parser.py b/inikit/parser.py\n--- a/inikit/parser.py\n+++ b/inikit/parser.py\n"
         f"@@ -1,1 +1,2 @@\n import re\n+{line}\n",
     )
-    assert refused_by_default(measure(task, patch))
+    assert refused_by_default(measure(task, patch)) == ["debug_leftovers"]

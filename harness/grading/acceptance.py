@@ -12,7 +12,10 @@ The axes:
   modules (folders) of gold's files (a top-level file is its own module); test files excluded;
 - `size`: changed lines (added + removed) of the patch and of gold, and their ratio;
 - `tests_deleted` / `tests_weakened`: test files the patch deletes; test files from which it
-  removes more assertions than it adds (the removed lines as evidence);
+  removes more assertions than it adds (an assertion that always holds, `assert True`, adds none;
+  the removed lines as evidence), and lines it adds to a test file that switch tests off (skip and
+  xfail markers, `collect_ignore`, `it.skip`/`xit`/`.only`, `t.Skip`, `#[ignore]`) unless gold
+  adds the same line;
 - `top_level_added`: files the patch creates at the repository's top level that gold does not;
 - `debug_leftovers`: lines the patch ADDS (never removed or context lines) that are debugging
   output (print, console.log, dbg!, breakpoint, pdb, fmt.Println ...) outside test files, unless
@@ -37,7 +40,7 @@ from .own_checks import OwnChecks
 from .patching import TEST_DIR_NAMES, Section, parse_patch
 
 # bump when an axis is measured differently (recorded beside the axes)
-AXES_VERSION = 1
+AXES_VERSION = 2  # 2: tests switched off and always-true assertions weaken; more debug forms
 EVIDENCE_LINES = 20  # lines kept per axis as evidence (the counts are whole)
 
 # test files of every ecosystem wholeloop grades (besides the task parsers' own test paths)
@@ -57,12 +60,29 @@ _ASSERTION = re.compile(
     r"\S*\.?(assert|expect)\w*\s*[(!]|t\.(Error|Errorf|Fatal|Fatalf|Fail|FailNow)\(|require\.\w+\(|"
     r"assert(_eq|_ne|_matches)?!\(|debug_assert\w*!\()"
 )
-# debugging output left behind, per language (matched on an added line, comments aside)
+# an assertion that always holds: it replaces a real one without counting as one
+_TRIVIAL = re.compile(
+    r"^\s*(assert\s*\(?\s*(True|1|not\s+False)\s*\)?\s*(,.*)?$|self\.assertTrue\(\s*True\s*\)|"
+    r"expect\(\s*true\s*\)\.toBe\(\s*true\s*\)|assert!\(\s*true\s*\))"
+)
+# a line added to a test file that switches tests off (or focuses one, which switches off the rest)
+_SWITCHED_OFF = re.compile(
+    r"^\s*(pytestmark\s*[+]?=.*\b(skip|skipif|xfail)\b|@?pytest\.mark\.(skip|skipif|xfail)\b|"
+    r"pytest\.(skip|xfail)\s*\(|self\.skipTest\s*\(|@?unittest\.(skip|skipIf|skipUnless|expectedFailure)\b|"
+    r"collect_ignore(_glob)?\s*[+]?=|(it|test|describe|context)\.(skip|todo|only)\s*\(|[xf](it|describe|test)\s*\(|"
+    r"t\.Skip(f|Now)?\s*\(|#\[ignore\b)"
+)
+# debugging output left behind, per language (matched on each statement of an added line)
 _DEBUG = re.compile(
     r"^\s*(print\s*\(|pprint\s*\(|breakpoint\s*\(\s*\)|import\s+i?pdb\b|(i?pdb)\.set_trace\s*\(|"
-    r"console\.(log|debug|trace)\s*\(|debugger\s*;?\s*$|dbg!\s*\(|(e)?println!\s*\(|"
-    r"fmt\.Print(ln|f)?\s*\(|log\.Print(ln|f)?\s*\()"
+    r"console\.(log|debug|trace|error|warn|info|dir|table)\s*\(|debugger\s*;?\s*$|dbg!\s*\(|e?print(ln)?!\s*\(|"
+    r"println\s*\(|sys\.(stdout|stderr)\.write\s*\(|fmt\.Print(ln|f)?\s*\(|log\.Print(ln|f)?\s*\()"
 )
+
+
+def _debugging(line: str) -> bool:
+    """A line with a debugging statement, also after a `;` (`x = 1; print(x)`)."""
+    return any(_DEBUG.match(part) for part in line.split(";"))
 
 
 # the axes whose findings the default acceptance policy refuses (harness.report.acceptance's
@@ -156,14 +176,19 @@ def measure(task: Task, patch: str) -> Axes:
                 axes.tests_deleted.append(section.old or path)
             else:
                 removed = [line for line in _removed(section) if _ASSERTION.match(line)]
-                added = [line for line in _added(section) if _ASSERTION.match(line)]
+                added = [line for line in _added(section) if _ASSERTION.match(line) and not _TRIVIAL.match(line)]
                 if len(removed) > len(added):
                     axes.tests_weakened += [LineEvidence(path=path, line=line.strip()) for line in removed]
+                axes.tests_weakened += [
+                    LineEvidence(path=path, line=line.strip())
+                    for line in _added(section)
+                    if _SWITCHED_OFF.match(line) and line.strip() not in gold_added_lines
+                ]
         else:
             axes.debug_leftovers += [
                 LineEvidence(path=path, line=line.strip())
                 for line in _added(section)
-                if _DEBUG.match(line) and line.strip() not in gold_added_lines
+                if _debugging(line) and line.strip() not in gold_added_lines
             ]
     axes.tests_weakened = axes.tests_weakened[:EVIDENCE_LINES]
     axes.debug_leftovers = axes.debug_leftovers[:EVIDENCE_LINES]
