@@ -91,6 +91,10 @@ class RayExecutor:
         self._open: set[tuple[str, int]] = set()  # the units of run_units not finished yet
         self._owns = False
         self._record: dict = {}  # the manifest's executor record of the current run
+        self._hosts: dict[str, list[str]] = {}  # the nodes each unit started on, in order
+        self._known: set[str] = set()  # the nodes alive when run_units began (none before)
+        self._lost: dict[str, float] = {}  # node host name: when it was first seen gone
+        self._looked = 0.0
         self.ray = _import_ray()
         self._connect()
 
@@ -218,10 +222,8 @@ class RayExecutor:
             payload["progress"] = self._box
         by_id = {t.id: t for t, _ in units}
         self._tries, self._open = {}, {(t.id, r) for t, r in units}
-        self._hosts: dict[str, list[str]] = {}  # the nodes each unit started on, in order
+        self._hosts, self._lost, self._looked = {}, {}, time.monotonic()
         self._known = {n["host"] for n in self.nodes()}
-        self._lost: dict[str, float] = {}  # node host name: when it was first seen gone
-        self._looked = time.monotonic()
         for task, repeat in units:  # a killed driver's live copies: abandoned tries, recorded once
             run.abandon(task, repeat)
         for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(run, by_id)):
@@ -314,7 +316,7 @@ class RayExecutor:
                 if event[0] == "start" and " on " in event[2]:
                     self._hosts.setdefault(event[1], []).append(event[2].rsplit(" on ", 1)[1])
                 run.progress(*event)
-        if hasattr(self, "_known"):
+        if self._known:  # during run_units
             self._look_for_lost_nodes()
 
     # ------------------------------------------------------------------ spend streamed from the nodes
