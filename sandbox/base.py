@@ -378,6 +378,14 @@ class Backend(Protocol):
         ImageNotFound."""
         ...
 
+    def export_images(self, tags: list[str]) -> bytes:
+        """One archive of these images (as `docker save`), to load into another engine."""
+        ...
+
+    def import_images(self, archive: bytes) -> None:
+        """Load an archive made by `export_images` (as `docker load`). Raises ImageBuildError."""
+        ...
+
     def helper_binary(self, name: str) -> str:
         """The host path of a static helper program of wholeloop's built for the sandboxes'
         platform (`wl-fwd`, the forwarder an external agent's container reaches its proxy through),

@@ -194,6 +194,33 @@ def test_a_units_transcript_is_streamed_whole_lines_once_and_afresh_after_a_retr
     assert len({b["try"] for b in batches}) == 1 and batches[0]["task"] == "t" and batches[0]["repeat"] == 1
 
 
+def test_a_lost_tries_spend_is_kept_when_the_try_that_finished_streamed_nothing(tiny_task, tmp_path):
+    """Try A streamed a model call, then its node died; Ray's redo (try B) finished before it
+    streamed a line. B's rows replace the unit's live copy, so A's spend must be recorded first.
+    Before: A's live copy was dropped with B's rows and its call never counted."""
+    from harness.run.executors.ray import RayExecutor
+    from harness.transcript import AttemptStart, ModelResponse, TranscriptWriter
+
+    task = load_task(tiny_task["spec"])
+    view = Runner([task], get_agent("noop"), RunOptions(out=tmp_path / "run")).view
+    written = tmp_path / "try-a.jsonl"
+    with TranscriptWriter(written) as transcript:
+        transcript.write(AttemptStart(task_id=task.id, attempt=1))
+        transcript.write(ModelResponse(step=1, usage={"input_tokens": 1000, "output_tokens": 50}, cost_usd=0.25))
+    executor = RayExecutor.__new__(RayExecutor)  # no cluster: only its bookkeeping of tries
+    executor._tries, executor._open = {}, {(task.id, 0)}
+    batch = {"task": task.id, "repeat": 0, "try": "A", "fresh": True, "lines": written.read_text().splitlines()}
+    executor._stream(view, {task.id: task}, batch)
+    executor._settle(view, task, 0, "A")  # the try that streamed is the one that finished: nothing lost
+    assert read_results(tmp_path / "run" / "results.jsonl") == []
+    executor._stream(view, {task.id: task}, batch)
+    executor._settle(view, task, 0, "B")
+    (gone,) = read_results(tmp_path / "run" / "results.jsonl")
+    assert gone.retried and gone.model_calls == 1 and gone.cost_usd == pytest.approx(0.25)
+    executor._settle(view, task, 0, "B")  # recorded once
+    assert len(read_results(tmp_path / "run" / "results.jsonl")) == 1
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -131,3 +131,17 @@ def existing_task_images(task: Task, backend: Backend | None = None) -> BuiltIma
         parser_setups(task),
         dependency_inputs(snapshot.path, task.environment.dependency_files),
     )
+
+
+def present_image_tags(task: Task, backend: Backend | None = None) -> list[str] | None:
+    """Every tag a node needs to run `task` without building (base image, environment, deps and
+    task images), when all of them exist on this engine now; None when something would have to be
+    built (then nothing is shipped and a node builds for itself). Never builds."""
+    backend = backend or default_backend()
+    if existing_task_images(task, backend) is None:
+        return None
+    built = build_task_images(task, backend=backend)  # every tier is there: this finds them
+    spec = task.env_spec()
+    tags = [] if spec.dockerfile else [spec.image]
+    tags += [built.env.tag, *([built.deps.tag] if built.deps else []), built.task.tag]
+    return tags

@@ -754,6 +754,12 @@ class DockerBackend:
     def image_id(self, tag: str) -> str:
         return images.image_id(tag)
 
+    def export_images(self, tags: list[str]) -> bytes:
+        return images.export_images(tags)
+
+    def import_images(self, archive: bytes) -> None:
+        images.import_images(archive)
+
     def helper_binary(self, name: str) -> str:
         return str(binary(name))
 

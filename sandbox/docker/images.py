@@ -314,6 +314,23 @@ def existing_task_image(
             return None
 
 
+def export_images(tags: list[str]) -> bytes:
+    """`docker save` of these tags as one archive (layers they share appear once)."""
+    with translate("saving images"):
+        api = client().api
+        response = api._get(api._url("/images/get"), params={"names": tags}, stream=True)
+        api._raise_for_status(response)
+        return b"".join(response.iter_content(chunk_size=1 << 20))
+
+
+def import_images(archive: bytes) -> None:
+    """`docker load` of an archive made by `export_images`."""
+    with translate("loading images"):
+        for chunk in client().api.load_image(archive, quiet=True):
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise ImageBuildError(f"loading images: {chunk['error']}")
+
+
 # ----------------------------------------------------------------------------- checks tier
 
 

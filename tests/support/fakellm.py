@@ -107,16 +107,16 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeLLM:
-    """Threaded HTTP server on 127.0.0.1 (random port); a context manager."""
+    """Threaded HTTP server on 127.0.0.1 (or `host`; random port); a context manager."""
 
-    def __init__(self, responder: Callable[[Request], Reply | Error] | None = None) -> None:
+    def __init__(self, responder: Callable[[Request], Reply | Error] | None = None, host: str = "127.0.0.1") -> None:
         self.responder = responder  # answers every request when set (the queue is then unused)
         self.queue: deque[Reply | Error] = deque()
         self.requests: list[Request] = []
         self.other_requests: list[Request] = []  # not model calls: token counting, the model list
         self.reported: list[Tokens] = []  # the usage of every successful reply, as sent
         self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _make_handler(self))
+        self._server = _Server((host, 0), _make_handler(self))
         # A short poll interval keeps shutdown (once per test) fast.
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 

@@ -321,6 +321,12 @@ class LocalBackend:
             raise ImageNotFound(f"image {tag} is not present (a local image is a host folder)")
         return f"local:{path.resolve()}"
 
+    def export_images(self, tags: list[str]) -> bytes:
+        raise SandboxError("the local backend has no images to export")
+
+    def import_images(self, archive: bytes) -> None:
+        raise SandboxError("the local backend has no images to import")
+
     def helper_binary(self, name: str) -> str:
         raise SandboxError(f"the local backend has no helper {name!r}: external agents need a container")
 

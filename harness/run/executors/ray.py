@@ -32,6 +32,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ...tasks import Task
 
 DEFAULT_MAX_SHIP_MB = 256
+DEFAULT_MAX_IMAGE_MB = 2048  # an image archive larger than this is not shipped: the node builds it
 
 
 class RayExecutorError(UserError):
@@ -88,6 +90,11 @@ class RayExecutor:
         self._tries: dict[tuple[str, int], str] = {}  # the try (an id made on its node) each unit is in
         self._open: set[tuple[str, int]] = set()  # the units of run_units not finished yet
         self._owns = False
+        self._record: dict = {}  # the manifest's executor record of the current run
+        self._hosts: dict[str, list[str]] = {}  # the nodes each unit started on, in order
+        self._known: set[str] = set()  # the nodes alive when run_units began (none before)
+        self._lost: dict[str, float] = {}  # node host name: when it was first seen gone
+        self._looked = 0.0
         self.ray = _import_ray()
         self._connect()
 
@@ -197,19 +204,26 @@ class RayExecutor:
         if probe["version"] != __version__:
             run.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
         payloads = unit_payloads(run, units, _Shipper(self.ray, self.max_ship_bytes))
-        run.note_executor(
-            {
-                "kind": "ray",
-                "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
-                "nodes": self.nodes(),
-                "unit_cpus": self.unit_cpus,
-            }
-        )
-        self._box = self.ray.remote(num_cpus=0)(ProgressBox).remote()
+        self._record = {
+            "kind": "ray",
+            "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
+            "nodes": self.nodes(),
+            "unit_cpus": self.unit_cpus,
+        }
+        run.note_executor(self._record)
+        # on the driver's own node: a box on a worker would go with that worker, and with it the
+        # progress and the streamed spend of every unit
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # (hard: a soft affinity was seen to place it on a worker, which then took it down with it)
+        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(), soft=False)
+        self._box = self.ray.remote(num_cpus=0, scheduling_strategy=here)(ProgressBox).remote()
         for payload in payloads:
             payload["progress"] = self._box
         by_id = {t.id: t for t, _ in units}
         self._tries, self._open = {}, {(t.id, r) for t, r in units}
+        self._hosts, self._lost, self._looked = {}, {}, time.monotonic()
+        self._known = {n["host"] for n in self.nodes()}
         for task, repeat in units:  # a killed driver's live copies: abandoned tries, recorded once
             run.abandon(task, repeat)
         for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(run, by_id)):
@@ -219,6 +233,7 @@ class RayExecutor:
             if isinstance(outcome, BaseException):
                 yield run.lost(task, repeat, outcome)
             else:
+                self._settle(run, task, repeat, outcome.get("try"))
                 yield run.receive(
                     task,
                     repeat,
@@ -230,6 +245,50 @@ class RayExecutor:
                         node=outcome["node"],
                     ),
                 )
+        self._look_for_lost_nodes(force=True)
+        # a unit redone on another node: Ray resubmits as soon as the try's worker is gone, often
+        # before the cluster marks its node dead (a missed health check, some 15-30 s); wait for that
+        redone_from = {h for hosts in self._hosts.values() for h in hosts[:-1] if h != hosts[-1]}
+        deadline = time.monotonic() + 45
+        while redone_from & self._known - set(self._lost) and time.monotonic() < deadline:
+            time.sleep(1)
+            self._look_for_lost_nodes(force=True)
+        if self._lost:
+            lost = [
+                {"node": host, "lost_at": time.strftime("%H:%M:%S", time.localtime(when)), "units_redone": n}
+                for host, when in sorted(self._lost.items(), key=lambda kv: kv[1])
+                for n in [sum(host in hosts[:-1] for hosts in self._hosts.values())]
+            ]
+            for item in lost:
+                run.progress(
+                    "note",
+                    "",
+                    f"ray: warning: node {item['node']} lost at {item['lost_at']}; "
+                    f"{item['units_redone']} unit(s) redone on other nodes",
+                )
+            run.note_executor({**self._record, "lost_nodes": lost})
+
+    def _settle(self, run: Units, task: Task, repeat: int, finished: str | None) -> None:
+        """Before a unit's rows land (which drops its live copy): a live copy streamed by another
+        try than the one that `finished` (a try whose node died, when Ray's redo ended before it
+        streamed a line) is that lost try's, recorded once as an abandoned try with its spend. A
+        node of an older wholeloop names no try (`finished` None): its copy is taken as the rows'."""
+        streamed = self._tries.pop((task.id, repeat), None)
+        if finished is not None and streamed not in (None, finished):
+            run.abandon(task, repeat)
+
+    def _look_for_lost_nodes(self, force: bool = False) -> None:
+        """Nodes of the cluster that were alive when the run began and are gone now (every 5 s)."""
+        now = time.monotonic()
+        if not force and now - self._looked < 5:
+            return
+        self._looked = now
+        try:
+            alive = {n["host"] for n in self.nodes()}
+        except Exception:  # the cluster is unreachable: the units' own errors say so
+            return
+        for host in self._known - alive:
+            self._lost.setdefault(host, time.time())
 
     def _probe(self) -> dict:
         ref = self.ray.remote(node_info).options(num_cpus=0).remote()
@@ -254,7 +313,11 @@ class RayExecutor:
             if event[0] == LIVE_EVENT:
                 self._stream(run, by_id, json.loads(event[2]))
             else:
+                if event[0] == "start" and " on " in event[2]:
+                    self._hosts.setdefault(event[1], []).append(event[2].rsplit(" on ", 1)[1])
                 run.progress(*event)
+        if self._known:  # during run_units
+            self._look_for_lost_nodes()
 
     # ------------------------------------------------------------------ spend streamed from the nodes
 
@@ -316,6 +379,7 @@ def unit_payloads(run: Units, units: list[Unit], shipper: _Shipper) -> list[dict
     per_task = {}
     for task in {t.id: t for t, _ in units}.values():
         per_task[task.id] = _task_payload(task, shipper)
+        per_task[task.id]["images"] = shipper.images(task)
         per_task[task.id]["recording"] = _recording(Path(replay), task.id, shipper) if replay is not None else None
         per_task[task.id]["replay_is_dir"] = replay is not None and Path(replay).is_dir()
     common = {"run_id": run.run_id, "config": run.label, "spec": spec, "config_text": config_text}
@@ -325,10 +389,41 @@ def unit_payloads(run: Units, units: list[Unit], shipper: _Shipper) -> list[dict
 class _Shipper:
     """Puts each referenced input into the object store once, keyed by content."""
 
-    def __init__(self, ray, limit: int) -> None:
+    def __init__(self, ray, limit: int, image_limit: int | None = None) -> None:
         self.ray, self.limit = ray, limit
+        mb = float(os.environ.get("WHOLELOOP_RAY_MAX_IMAGE_MB", DEFAULT_MAX_IMAGE_MB))
+        self.image_limit = image_limit if image_limit is not None else int(mb * 1024 * 1024)
         self._done: dict[tuple[str, str], dict] = {}
         self._refs: dict[str, Any] = {}
+        self._images: dict[str, dict | None] = {}
+
+    def images(self, task) -> dict | None:
+        """The task's images as one archive in the object store, keyed by their content (the
+        image ids), for a node that lacks them; None when this machine's engine does not have them
+        all (or has no engine): the node then builds them, as a local run would."""
+        from sandbox import SandboxError
+
+        from ...sandboxes import default_backend
+        from ..images import present_image_tags
+
+        try:
+            backend = default_backend()
+            tags = present_image_tags(task, backend)
+            if not tags:
+                return None
+            ids = [backend.image_id(tag) for tag in tags]
+        except SandboxError:
+            return None
+        key = hashlib.sha256(json.dumps(sorted(zip(tags, ids))).encode()).hexdigest()[:24]
+        if key not in self._images:
+            data = backend.export_images(tags)
+            self._images[key] = (
+                None
+                if len(data) > self.image_limit
+                else {"key": key, "tags": tags, "ref": self.ray.put(data), "size": len(data)}
+            )
+            del data
+        return self._images[key]
 
     def _item(self, key: str, kind: str, name: str, data: bytes, path: Path, what: str) -> dict:
         if len(data) > self.limit:

@@ -165,8 +165,10 @@ def run_unit(payload: dict) -> dict:
     try:
         task, runner = rebuild_runner(payload, workdir, forwarder(payload.get("progress"), host))
         folder = runner.folder
+        arrival = receive_images(payload["task"].get("images"))
         path = folder.transcript_path(task.id, runner.label, payload["repeat"])
-        with TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"]):
+        stream = TranscriptStream(payload.get("progress"), path, task.id, payload["repeat"])
+        with stream:
             rows = runner.run_unit(task, payload["repeat"])
         run_dir = folder.path
         files = {
@@ -175,7 +177,7 @@ def run_unit(payload: dict) -> dict:
             if p.is_file()
         }
         log = folder.image_log_path
-        images = folder.info().images.get(task.id, {})
+        images = {**folder.info().images.get(task.id, {}), **arrival}
         return {
             "rows": [row.model_dump(mode="json") for row in rows],
             "files": files,
@@ -183,9 +185,47 @@ def run_unit(payload: dict) -> dict:
             "images": images,
             "node": host,
             "version": __version__,
+            "try": stream.head["try"],  # the try these rows are from (see RayExecutor._settle)
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def receive_images(desc: dict | None) -> dict:
+    """The task's images on this node's engine: loaded from the archive the driver shipped when
+    the engine lacks any of them (once per node, whichever unit gets there first). Says how they
+    arrived: "shipped" (loaded here now), "present" (already here), "node" (nothing was shipped:
+    the unit builds or finds them itself)."""
+    if desc is None:
+        return {"arrived": "node"}
+    import fcntl
+
+    import ray
+
+    from sandbox import ImageNotFound, cache_dir
+
+    from ...sandboxes import default_backend
+
+    backend = default_backend()
+
+    def missing() -> bool:
+        for tag in desc["tags"]:
+            try:
+                backend.image_id(tag)
+            except ImageNotFound:
+                return True
+        return False
+
+    if not missing():
+        return {"arrived": "present", "archive": desc["key"]}
+    lock = cache_dir() / "ray-files" / f"images-{desc['key']}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        if not missing():
+            return {"arrived": "present", "archive": desc["key"]}
+        backend.import_images(ray.get(desc["ref"]))
+    return {"arrived": "shipped", "archive": desc["key"], "archive_bytes": desc["size"]}
 
 
 class TranscriptStream:
