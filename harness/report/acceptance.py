@@ -30,21 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..records import ResultRow
 from ..vocabulary import NOT_SCORED, Acceptance
+from .axes import AXES, NOT_RESOLVED, TOO_BIG, decide, new_findings
 from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, trials_of, wilson
-
-NOT_RESOLVED = "not resolved"
-# the axes a policy can count, in the order reasons are told, with how a reason reads
-AXES = {
-    "tests_deleted": "deleted tests",
-    "tests_weakened": "weakened tests",
-    "outside_scope": "files outside the fix's scope",
-    "top_level_added": "new top-level files",
-    "binary_files": "binary files",
-    "debug_leftovers": "debugging left in",
-    "own_checks": "new findings of the repository's own checks",
-}
-TOO_BIG = "larger than allowed against gold"
 
 
 class Policy(BaseModel):
@@ -95,12 +83,6 @@ def load_policy(path: Path | str | None) -> Policy:
         raise ReportInputError(f"{path}: invalid acceptance policy: {problems}") from None
 
 
-def new_findings(axes: dict) -> list[dict]:
-    """The new findings of the repository's own checks in recorded axes (none when not measured)."""
-    checks = axes.get("own_checks")
-    return list(checks.get("new") or []) if isinstance(checks, dict) else []
-
-
 @dataclass
 class Verdict:
     """One row under a policy: accepted, not accepted (with the reasons), or not measured."""
@@ -116,29 +98,10 @@ class Verdict:
 
 def judge(row: ResultRow, policy: Policy = DEFAULT_POLICY) -> Verdict:
     """The policy's verdict on one row: an unresolved row is not accepted ("not resolved"); a
-    resolved row without axes is not measured; otherwise each counted axis with findings is a reason."""
-    if not row.resolved:
-        return Verdict(Acceptance.not_accepted, [NOT_RESOLVED])
-    axes = row.acceptance
-    if not axes:
-        return Verdict(Acceptance.not_measured)
-    checks = axes.get("own_checks")
-    if policy.own_checks and (not isinstance(checks, dict) or checks.get("error")):
-        return Verdict(Acceptance.not_measured)  # graded before grader 9, or the checks could not run
-    reasons, evidence = [], {}
-    rules = policy.model_dump()
-    found = {**axes, "own_checks": new_findings(axes)}
-    for key, said in AXES.items():
-        if rules[key] and found.get(key):
-            reasons.append(said)
-            evidence[said] = found[key]
-    ratio = axes.get("size_ratio")
-    if policy.max_size_ratio and ratio is not None and ratio > policy.max_size_ratio:
-        reasons.append(TOO_BIG)
-        evidence[TOO_BIG] = (
-            f"{ratio:g}x gold's changed lines ({axes.get('lines_changed')} vs {axes.get('gold_lines_changed')})"
-        )
-    return Verdict(Acceptance.not_accepted if reasons else Acceptance.accepted, reasons, evidence)
+    resolved row without axes is not measured; otherwise each counted axis with findings is a
+    reason (`axes.decide`, the one place this is decided)."""
+    acceptance, reasons, evidence = decide(bool(row.resolved), row.acceptance, policy.model_dump())
+    return Verdict(acceptance, reasons, evidence)
 
 
 def tell(verdict: Verdict) -> str:
@@ -288,6 +251,9 @@ class NotMeasured(ReportInputError):
 
 __all__ = [
     "AXES",
+    "NOT_RESOLVED",
+    "TOO_BIG",
+    "new_findings",
     "DEFAULT_POLICY",
     "ConfigAcceptance",
     "NotMeasured",
