@@ -425,14 +425,33 @@ main.add_command(export_predictions, "export-predictions")  # the same command u
 @click.argument("task_ids", nargs=-1)
 @click.option("--reviewer", default=None, help="your name, recorded with each verdict (default: the login name)")
 @click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
-def review_cmd(run_dir, task_ids, reviewer, policy):
+@click.option(
+    "--review-model",
+    "review_model",
+    metavar="MODEL",
+    help="instead of you, this model reviews each resolved attempt it has not reviewed (sends the problem "
+    "and the patch; kept apart in RUN/model_reviews.jsonl, never counted as acceptance)",
+)
+@click.option("--base-url", default=None, help="--review-model: the model's endpoint (default: its provider's)")
+def review_cmd(run_dir, task_ids, reviewer, policy, review_model, base_url):
     """Record human verdicts: for each resolved attempt you have not reviewed, show it (the problem,
     outcome and acceptance, the steps, the patch, the agent's final message) and read accept /
-    reject / unsure and a reason, kept in RUN/reviews.jsonl (docs/records.md)."""
+    reject / unsure and a reason, kept in RUN/reviews.jsonl (docs/records.md). With --review-model,
+    a model reviews them against a rubric instead (docs/acceptance.md, "Model review")."""
     import getpass
 
     from ..report.acceptance import load_policy
     from ..report.show import review
+
+    if review_model:
+        from ..model_review import model_review
+
+        out = console()
+        done = model_review(
+            run_dir, list(task_ids), review_model, base_url=base_url, say=lambda t: out.print(t, highlight=False)
+        )
+        click.echo(f"{done} model review(s) recorded in {run_dir / 'model_reviews.jsonl'}")
+        return
 
     name = reviewer or getpass.getuser()
     try:

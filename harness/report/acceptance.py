@@ -381,3 +381,112 @@ def agreement(
         if found is not None:
             out.kappa, out.interval = found
     return out
+
+
+# ---------------------------------------------------------------------- model reviews
+
+
+def model_agreement(rows: list[ResultRow], humans: dict, models: dict, *, into: dict | None = None) -> dict:
+    """Per reviewing model, its reviews (`RunFolder.current_model_reviews()`) of `rows` and how it
+    agrees with the current human verdicts (`current_reviews()`) where both exist: one pair per
+    human verdict on an attempt the model reviewed; "unsure" on either side counted apart; Cohen's
+    kappa from KAPPA_MIN_N pairs on. A model's verdict is never an acceptance verdict.
+    `into`: add to an earlier run folder's figures (recomputed over all)."""
+    out = into if into is not None else {}
+    for row in rows:
+        for name, review in sorted(models.get(row.key(), {}).items()):
+            m = out.setdefault(
+                name,
+                {
+                    "model": name,
+                    "reviews": 0,
+                    "accept": 0,
+                    "reject": 0,
+                    "unsure": 0,
+                    "unreadable": 0,
+                    "cost_usd": 0.0,
+                    "rubric_versions": [],
+                    "pairs": Agreement(),
+                },
+            )
+            m["reviews"] += 1
+            m[str(review.verdict)] += 1
+            m["unreadable"] += not review.readable
+            m["cost_usd"] = (
+                None if m["cost_usd"] is None or review.cost_usd is None else m["cost_usd"] + review.cost_usd
+            )
+            if review.rubric_version not in m["rubric_versions"]:
+                m["rubric_versions"].append(review.rubric_version)
+            pairs: Agreement = m["pairs"]
+            for reviewer, human in sorted(humans.get(row.key(), {}).items()):
+                if "unsure" in (human.verdict, review.verdict):
+                    pairs.unsure += 1
+                    continue
+                said, judged = review.verdict == "accept", human.verdict == "accept"
+                if said and judged:
+                    pairs.both_accept += 1
+                elif not said and not judged:
+                    pairs.both_reject += 1
+                else:
+                    if said:
+                        pairs.policy_only += 1
+                    else:
+                        pairs.human_only += 1
+                    pairs.disagreements.append(
+                        {
+                            "task_id": row.task_id,
+                            "config": row.config,
+                            "repeat": row.repeat,
+                            "attempt": row.attempt,
+                            "reviewer": reviewer,
+                            "model_verdict": str(review.verdict),
+                            "model_reasoning": review.reasoning,
+                            "reviewer_verdict": str(human.verdict),
+                            "reason": human.reason,
+                        }
+                    )
+    for m in out.values():
+        pairs = m["pairs"]
+        pairs.kappa = pairs.interval = None
+        if pairs.n >= KAPPA_MIN_N:
+            found = cohen_kappa(pairs.both_accept, pairs.policy_only, pairs.human_only, pairs.both_reject)
+            if found is not None:
+                pairs.kappa, pairs.interval = found
+    return out
+
+
+def model_agreement_json(found: dict) -> list[dict]:
+    """`model_agreement`'s figures as JSON: per model its counts and `humans` (the agreement with
+    human verdicts: `n`, `both_accept`, `both_reject`, `model_accepts_reviewer_rejects`,
+    `reviewer_accepts_model_rejects`, `unsure`, `kappa`, `kappa_interval`, `disagreements`, `said`)."""
+    out = []
+    for _, m in sorted(found.items()):
+        pairs: Agreement = m["pairs"]
+        agree = pairs.both_accept + pairs.both_reject
+        if not pairs.n:
+            said = "no human verdict on the attempts it reviewed" + (
+                f" ({pairs.unsure} unsure)" if pairs.unsure else ""
+            )
+        elif pairs.kappa is None or pairs.interval is None:
+            said = f"agrees with reviewers on {agree}/{pairs.n}; kappa: n < {KAPPA_MIN_N}"
+        else:
+            lo, hi = pairs.interval
+            said = f"agrees with reviewers on {agree}/{pairs.n}; Cohen's kappa {pairs.kappa:.2f} [{lo:.2f}, {hi:.2f}]"
+        out.append(
+            {
+                **{k: v for k, v in m.items() if k != "pairs"},
+                "humans": {
+                    "n": pairs.n,
+                    "both_accept": pairs.both_accept,
+                    "both_reject": pairs.both_reject,
+                    "model_accepts_reviewer_rejects": pairs.policy_only,
+                    "reviewer_accepts_model_rejects": pairs.human_only,
+                    "unsure": pairs.unsure,
+                    "kappa": pairs.kappa,
+                    "kappa_interval": list(pairs.interval) if pairs.interval else None,
+                    "disagreements": pairs.disagreements,
+                    "said": said,
+                },
+            }
+        )
+    return out

@@ -45,6 +45,8 @@ from .acceptance import (
     acceptance_figures,
     agreement,
     load_policy,
+    model_agreement,
+    model_agreement_json,
 )
 from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
@@ -137,6 +139,9 @@ class Figures(BaseModel):
     acceptance: list[ConfigAcceptance] = Field(default_factory=list)  # both rates side by side, and why not accepted
     # human verdicts (RUN/reviews.jsonl) against the policy: Agreement.as_json(); None when no verdict
     review: dict | None = None
+    # model reviews (RUN/model_reviews.jsonl, `review --review-model`): per model its verdicts and
+    # its agreement with the human verdicts (model_agreement_json); empty when there is none
+    model_reviews: list[dict] = Field(default_factory=list)
 
 
 def _sha(data) -> str | None:
@@ -259,6 +264,7 @@ def compute_figures(
         )
     figures.acceptance = acceptance_figures(configs, policy, settings)
     figures.review = review_figures(configs, policy)
+    figures.model_reviews = model_review_figures(configs)
     figures.metric = metric
     if metric == "accept":
         configs = accept_configs(configs, policy)
@@ -289,6 +295,19 @@ def review_figures(configs: list[ConfigRows], policy: Policy) -> dict | None:
         verdicts += sum(len(v) for v in current.values())
         agreement(rows, current, policy, into=together)
     return dict(together.as_json(), verdicts=verdicts, said=together.tell()) if verdicts else None
+
+
+def model_review_figures(configs: list[ConfigRows]) -> list[dict]:
+    """Every run folder's current model reviews, per model, with their agreement with the current
+    human verdicts (never with the policy: a model's verdict is not an acceptance verdict)."""
+    together: dict = {}
+    for run_dir in dict.fromkeys(c.run_dir for c in configs):
+        folder = RunFolder(run_dir)
+        if not folder.model_reviews_path.exists():
+            continue
+        rows = [r for c in configs if c.run_dir == run_dir for r in c.rows]
+        model_agreement(rows, folder.current_reviews(rows), folder.current_model_reviews(rows), into=together)
+    return model_agreement_json(together)
 
 
 def _manifest(run_dir: Path) -> Manifest:
