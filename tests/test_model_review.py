@@ -60,7 +60,7 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def _report(folder: RunFolder, out: Path) -> tuple[str, dict]:
-    done = _cli("report", str(folder.path), "--json", str(out))
+    done = _cli("report", str(folder.path), "--json", str(out), "--html", str(out.with_suffix(".html")))
     assert done.returncode == 0, done.stderr
     return done.stdout, json.loads(out.read_text())
 
@@ -126,6 +126,9 @@ def test_a_model_reviews_each_resolved_patch_recorded_apart_and_compared_with_hu
     screen = " ".join(out.split())
     assert f"model review by {MODEL} (never counted as acceptance): 3 reviewed" in screen
     assert "agrees with reviewers on 1/2; kappa: n < 20" in screen
+    page = (tmp_path / "after.html").read_text()
+    assert 'id="model-review"' in page and "It only handles the case the test checks." in page
+    assert 'id="model-review"' not in (tmp_path / "before.html").read_text()
 
 
 def test_a_forbidden_egress_sends_nothing_and_records_nothing(tmp_path):

@@ -461,6 +461,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         controls=figs.get("controls") or [],
         acceptance=figs.get("acceptance") or [],
         review=figs.get("review"),
+        model_reviews=figs.get("model_reviews") or [],
         metric=figs.get("metric") or "resolve",
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),
