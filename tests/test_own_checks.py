@@ -755,3 +755,10 @@ def test_the_typescript_task_gets_tsc_from_its_package_json_gold_is_clean_and_a_
     found = measure_own_checks(checks, crafted, ["src/parse.ts"], image, backend, limits)
     assert found.error is None, found
     assert [(n.check, n.rule, n.file, n.count) for n in found.new] == [("tsc", "TS2322", "src/parse.ts", 1)], found
+    # the same type error under a `// @ts-nocheck` the patch adds: tsc is run without it
+    path.write_text("// @ts-nocheck\n" + path.read_text())
+    git(clone, "add", "-A")
+    hidden = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    unsilenced = measure_own_checks(checks, hidden, ["src/parse.ts"], image, backend, limits, gold=gold)
+    assert [(n.rule, n.count) for n in unsilenced.new] == [("TS2322", 1)], unsilenced
+    assert [(u.file, u.line) for u in unsilenced.unsilenced] == [("src/parse.ts", "// @ts-nocheck")], unsilenced
