@@ -20,6 +20,10 @@ Shape (stable; fields are only ever added):
                    every task, noop that resolved one; shown first, before any number
     statements[]:  StatementSplit per configuration (by_statement.py): resolve rate per class of the
                    tasks' problem statements
+    front:         Front (front.py), with two configurations or more: rates, cost and time per
+                   configuration, the Pareto fronts on cost x rate and time x rate, who is dominated
+                   (on point estimates, and with intervals), each extra attempt's value, and the
+                   paired comparisons against the best with Holm's correction
 
 Pure functions over run folders: no Docker, no network.
 """
@@ -51,6 +55,7 @@ from .compare import Comparison, compare_all
 from .controls import ControlFailure, control_checks
 from .dating import DatingSplit, dating_figures, load_table
 from .failures import FailureFigures, failure_figures
+from .front import ALPHA, Front, compute_front
 from .recovery import ConfigRecovery, config_recovery
 from .scoring import Scoring, ScoringFigures, load_scoring, score_configs
 from .stats import BootstrapSettings, ConfigRows, ConfigStats, config_stats, load_configs
@@ -137,6 +142,7 @@ class Figures(BaseModel):
     acceptance: list[ConfigAcceptance] = Field(default_factory=list)  # both rates side by side, and why not accepted
     # human verdicts (RUN/reviews.jsonl) against the policy: Agreement.as_json(); None when no verdict
     review: dict | None = None
+    front: Front | None = None  # with two configurations or more (front.py)
 
 
 def _sha(data) -> str | None:
@@ -229,13 +235,15 @@ def compute_figures(
     strict: bool = False,
     policy: Policy | Path | str | None = None,
     metric: str = "resolve",
+    alpha: float = ALPHA,
 ) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
     (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
     training-cutoff table; ``strict``: infra errors count as failures in each configuration's
     figures instead of being left out (for CI); ``policy``: the acceptance policy (a Policy, a file, or
     None: the default); ``metric``: `accept` makes every rate and comparison the acceptance rate's
-    (raises NotMeasured when a resolved attempt has no axes). Raises FileNotFoundError for a folder
+    (raises NotMeasured when a resolved attempt has no axes); ``alpha``: the front's level for the
+    comparisons against the best (Holm-corrected). Raises FileNotFoundError for a folder
     that is not a run."""
     settings = settings or BootstrapSettings()
     if not isinstance(policy, Policy):
@@ -275,6 +283,10 @@ def compute_figures(
         configs, table=load_table(cutoff_table) if cutoff_table else None, overrides=cutoffs
     )
     figures.statements = statement_figures(configs)
+    if len(configs) >= 2:
+        figures.front = compute_front(
+            configs, figures.configs, figures.acceptance, settings=settings, alpha=alpha, metric=metric
+        )
     return figures
 
 
