@@ -90,6 +90,19 @@ class FrontPoint(BaseModel):
     attempts: list[AttemptStep] = Field(default_factory=list)  # empty with one attempt
     versus_best: VersusBest | None = None  # None for the best itself
 
+    def on_front(self, spend: str) -> bool:
+        return self.on_cost_front if spend == "cost" else self.on_time_front
+
+    def dominated_by(self, spend: str) -> list[str]:
+        return self.cost_dominated_by if spend == "cost" else self.time_dominated_by
+
+    def dominated_with_intervals_by(self, spend: str) -> list[str]:
+        return self.cost_dominated_with_intervals_by if spend == "cost" else self.time_dominated_with_intervals_by
+
+    def spend(self, spend: str) -> Interval:
+        """Cost or time per trial."""
+        return self.cost_per_trial if spend == "cost" else self.time_per_trial
+
 
 class Front(BaseModel):
     metric: str = "resolve"
@@ -303,16 +316,20 @@ def compute_front(
             iv = p.cost_per_trial if spend == "cost" else p.time_per_trial
             values[p.config] = None if iv.value is None or iv.unknown else (p.resolve_rate.value, iv.value)  # type: ignore[assignment]
         front = _front(values)
-        setattr(out, f"{spend}_front", front)
+        if spend == "cost":
+            out.cost_front = front
+        else:
+            out.time_front = front
         for p in rated:
             mine = values[p.config]
             if mine is None:
                 continue
-            setattr(p, f"on_{spend}_front", p.config in front)
             by = [q for q, v in values.items() if q != p.config and v is not None and point_dominates(v, mine)]
-            setattr(p, f"{spend}_dominated_by", by)
             clear = [q for q in by if interval_dominates(per[q], per[p.config], spend, settings)]
-            setattr(p, f"{spend}_dominated_with_intervals_by", clear)
+            if spend == "cost":
+                p.on_cost_front, p.cost_dominated_by, p.cost_dominated_with_intervals_by = p.config in front, by, clear
+            else:
+                p.on_time_front, p.time_dominated_by, p.time_dominated_with_intervals_by = p.config in front, by, clear
         unknown = [k for k, v in values.items() if v is None]
         if unknown:
             out.notes.append(

@@ -581,6 +581,10 @@ def print_figures(
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures, width))
     console.print(acceptance_block(figures))
+    if figures.front is not None:
+        from .front_view import front_table
+
+        console.print(front_table(figures.front, width))
     for c in figures.configs:
         retried = (
             (
