@@ -114,3 +114,11 @@ def test_decide_on_a_folder_that_is_not_a_sweep_says_what_to_give(tmp_path):
         decide(tmp_path)
     done = wl("decide", tmp_path)
     assert done.returncode == 2 and "not a sweep's folder" in done.stderr and "wholeloop sweep" in done.stderr
+
+
+def test_report_of_a_sweeps_folder_reports_its_cells_with_the_front_in_the_terminal(swept):
+    done = wl("report", swept, "--no-tasks", env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The front (resolve rate)" in done.stdout
+    assert "the best" in done.stdout and "dominated" in done.stdout
+    assert "smallest possible p is 0.125" in done.stdout
