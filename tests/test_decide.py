@@ -75,6 +75,7 @@ def test_the_markdown_record_says_the_question_the_rule_and_what_cannot_be_separ
     assert "smallest p the test can reach is 0.125" in md  # four tasks: said, not hidden
     assert md.count("```yaml") == 12 and "scripted/dear" in md  # every recipe
     assert "## Contamination split" in md and "## Failure-cost weighting" in md
+    assert "## Regimes" in md and "<= 32k tokens" in md
 
 
 def _sweep_of(tmp_path: Path, configs: dict[str, tuple[int, float]], tasks: int = 12) -> Path:

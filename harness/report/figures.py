@@ -24,6 +24,8 @@ Shape (stable; fields are only ever added):
                    configuration, the Pareto fronts on cost x rate and time x rate, who is dominated
                    (on point estimates, and with intervals), each extra attempt's value, and the
                    paired comparisons against the best with Holm's correction
+    regimes:       Regimes (regimes.py): each configuration's rate by gold patch size and by tokens
+                   per trial, with intervals; the spread across prompt variants of one agent and model
 
 Pure functions over run folders: no Docker, no network.
 """
@@ -57,6 +59,7 @@ from .dating import DatingSplit, dating_figures, load_table
 from .failures import FailureFigures, failure_figures
 from .front import ALPHA, Front, compute_front
 from .recovery import ConfigRecovery, config_recovery
+from .regimes import Regimes, regimes
 from .scoring import Scoring, ScoringFigures, load_scoring, score_configs
 from .stats import BootstrapSettings, ConfigRows, ConfigStats, config_stats, load_configs
 
@@ -143,6 +146,7 @@ class Figures(BaseModel):
     # human verdicts (RUN/reviews.jsonl) against the policy: Agreement.as_json(); None when no verdict
     review: dict | None = None
     front: Front | None = None  # with two configurations or more (front.py)
+    regimes: Regimes = Field(default_factory=Regimes)  # rate by gold patch size and tokens; prompt spread
 
 
 def _sha(data) -> str | None:
@@ -283,6 +287,8 @@ def compute_figures(
         configs, table=load_table(cutoff_table) if cutoff_table else None, overrides=cutoffs
     )
     figures.statements = statement_figures(configs)
+    prompts = {name: run.recipe.prompt_sha256 for run in figures.runs for name in run.configs}
+    figures.regimes = regimes(configs, figures.configs, prompts)
     if len(configs) >= 2:
         figures.front = compute_front(
             configs, figures.configs, figures.acceptance, settings=settings, alpha=alpha, metric=metric

@@ -585,6 +585,10 @@ def print_figures(
         from .front_view import front_table
 
         console.print(front_table(figures.front, width))
+    if any(c.gold_size or c.tokens for c in figures.regimes.configs):
+        from .regimes import regimes_table
+
+        console.print(regimes_table(figures.regimes, width))
     for c in figures.configs:
         retried = (
             (

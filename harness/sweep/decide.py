@@ -35,6 +35,7 @@ from ..report.figures import Figures, compute_figures
 from ..report.format import pct, usd
 from ..report.front import ALPHA, Front
 from ..report.front_view import caption, front_markdown, front_svg, rows
+from ..report.regimes import spread_lines, table_rows
 from ..report.stats import BootstrapSettings
 
 SWEEP_RECORD = "sweep.json"  # as harness/sweep/plan.py names it (the one writer: scheduler.py)
@@ -340,6 +341,14 @@ def render_html(figures: Figures, decision: Decision, base: Path) -> str:
     for dated in _dating_rows(figures):
         parts.append("<tr>" + "".join(f"<td>{e(v)}</td>" for v in dated) + "</tr>")
     parts.append("</tbody></table>")
+    heads, regime_rows = table_rows(figures.regimes)
+    parts.append("<h2 id='regimes'>Regimes (rate by gold patch size and tokens per trial, 95% Wilson)</h2>")
+    parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>")
+    for regime in regime_rows:
+        parts.append("<tr>" + "".join(f"<td>{e(v)}</td>" for v in regime) + "</tr>")
+    parts.append("</tbody></table>")
+    spreads = spread_lines(figures.regimes) or ["no prompt variants of one agent and model to compare"]
+    parts.append("".join(f"<p>{e(line)}</p>" for line in spreads))
     parts.append("<h2 id='candidates'>The candidates and their recipes</h2>")
     for c in decision.candidates:
         axes = ", ".join(f"{k} = {v}" for k, v in c.axes.items())
@@ -389,6 +398,10 @@ def render_markdown(figures: Figures, decision: Decision, base: Path) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     out += ["| " + " | ".join(r) + " |" for r in _dating_rows(figures)]
+    heads, regime_rows = table_rows(figures.regimes)
+    out += ["", "## Regimes", "", "| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
+    out += ["| " + " | ".join(r) + " |" for r in regime_rows]
+    out += ["", *(spread_lines(figures.regimes) or ["no prompt variants of one agent and model to compare"])]
     out += ["", "## The candidates and their recipes", ""]
     for c in decision.candidates:
         out += [
