@@ -123,3 +123,30 @@ def test_report_of_a_sweeps_folder_reports_its_cells_with_the_front_in_the_termi
     assert "The front (resolve rate)" in done.stdout
     assert "the best" in done.stdout and "dominated" in done.stdout
     assert "smallest possible p is 0.125" in done.stdout
+
+
+def test_the_hardest_failures_link_to_transcripts_that_open(tmp_path):
+    """No configuration resolved t11: it leads the hardest failures, each link a relative path from
+    the page to a transcript on disk; the recommended configuration's own failures follow."""
+    out = tmp_path / "sweep"
+    cells = []
+    for label, resolved in (("a", 11), ("b", 10)):
+        rows = []
+        for i in range(12):
+            rows.append(row(f"t{i:02d}", label, "resolved" if i < resolved else "unresolved", cost=0.1))
+        for r in write_run(out / "cells" / label, rows).rows():  # the folder names each attempt's transcript
+            path = out / "cells" / label / r.transcript_path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}\n")
+        cells.append({"name": label, "label": label, "axes": {}, "run": f"cells/{label}"})
+    (out / "sweep.json").write_text(json.dumps({"schema_version": 1, "name": "hand", "sweep": {}, "cells": cells}))
+    from harness.sweep.decide import write_decision
+
+    html, md, decision = write_decision(out, tmp_path / "record", settings=BootstrapSettings(n_resamples=199))
+    text = md.read_text()
+    hardest = text.split("## Hardest failures")[1].split("##")[0]
+    assert hardest.strip().startswith("- t11: no configuration resolved it")
+    links = [part.split(")")[0] for part in hardest.split("](")[1:]]
+    assert links and all((html.parent / link).is_file() for link in links), links
+    assert decision.recommended == "a" and "the recommended configuration failed it" in hardest
+    assert html.read_text().count("transcript.jsonl") == len(links)
