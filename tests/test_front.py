@@ -96,3 +96,12 @@ def test_the_sign_flip_test_and_holm_give_the_textbook_values():
     assert sign_flip_p([1, 1, 1, -1]) == 10 / 16
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5]) == [0.5] and holm([]) == []
+
+
+def test_infra_errors_are_left_out_of_the_front_and_said(tmp_path):
+    tasks = [f"t{i}" for i in range(4)]
+    write_run(tmp_path / "a", [row(t, "a") for t in tasks])
+    write_run(tmp_path / "b", [row(t, "b", "infra_error" if t == "t0" else "resolved") for t in tasks])
+    front = compute_figures([tmp_path / "a", tmp_path / "b"], settings=FEW).front
+    assert front.point("b").trials == 3 and front.point("b").versus_best.shared_tasks == 3
+    assert any(n.startswith("b: 1 trial(s) ended in an infrastructure error") for n in front.notes), front.notes

@@ -335,6 +335,12 @@ def compute_front(
             out.notes.append(
                 f"not on the {spend} front (its {spend} is unknown, never taken as 0): {', '.join(unknown)}"
             )
+    for st in stats:
+        if st.infra_errors or st.incomplete:
+            out.notes.append(
+                f"{st.name}: {st.infra_errors} trial(s) ended in an infrastructure error and {st.incomplete} are "
+                "unfinished: left out of its figures and of its paired tasks (resume its run to redo them)"
+            )
     _versus_best(out, per, settings)
     return out
 
