@@ -61,6 +61,11 @@ def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out):
         if cell.stopped:
             out_console.print(f"  {cell.plan.name}: stopped ({cell.stopped}), {usd(cell.spent)} spent")
     out_console.print(f"sweep folder: {planned.out} (sweep.json; each cell's run under cells/)")
+    out_console.print(
+        f"the front: wholeloop report {planned.out}; the decision record: wholeloop decide {planned.out}",
+        highlight=False,
+        soft_wrap=True,
+    )
     infra = sum(r.final and r.outcome == "infra_error" for c in result.cells for r in c.run.folder.latest())
     sys.exit(INFRA if infra else 0)
 
