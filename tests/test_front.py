@@ -105,3 +105,11 @@ def test_infra_errors_are_left_out_of_the_front_and_said(tmp_path):
     front = compute_figures([tmp_path / "a", tmp_path / "b"], settings=FEW).front
     assert front.point("b").trials == 3 and front.point("b").versus_best.shared_tasks == 3
     assert any(n.startswith("b: 1 trial(s) ended in an infrastructure error") for n in front.notes), front.notes
+
+
+def test_past_sixteen_tasks_the_sign_flip_test_samples_and_stays_close_to_exact():
+    # 20 equal positive differences: exact p = 2 / 2^20; sampled, (1 + hits) / 20001 with hits ~ 0
+    assert sign_flip_p([1.0] * 20) == pytest.approx(1 / 20_001, abs=2e-4)
+    # half up, half down: p near 1 either way
+    assert sign_flip_p([1.0, -1.0] * 10) > 0.9
+    assert sign_flip_p([1.0] * 16) == 2 / 2**16  # exact at the limit

@@ -240,6 +240,7 @@ def compute_figures(
     policy: Policy | Path | str | None = None,
     metric: str = "resolve",
     alpha: float = ALPHA,
+    comparisons: bool = True,
 ) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
     (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
@@ -247,7 +248,8 @@ def compute_figures(
     figures instead of being left out (for CI); ``policy``: the acceptance policy (a Policy, a file, or
     None: the default); ``metric``: `accept` makes every rate and comparison the acceptance rate's
     (raises NotMeasured when a resolved attempt has no axes); ``alpha``: the front's level for the
-    comparisons against the best (Holm-corrected). Raises FileNotFoundError for a folder
+    comparisons against the best (Holm-corrected); ``comparisons``: False leaves out the comparison
+    of every pair (quadratic in configurations). Raises FileNotFoundError for a folder
     that is not a run."""
     settings = settings or BootstrapSettings()
     if not isinstance(policy, Policy):
@@ -278,7 +280,8 @@ def compute_figures(
     figures.controls = control_checks(figures.configs, figures.acceptance)
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
-    figures.comparisons = compare_all(configs, settings, strict=strict)
+    if comparisons:  # every pair: the decision record, which compares each with the best, goes without
+        figures.comparisons = compare_all(configs, settings, strict=strict)
     figures.scoring = score_configs(configs, scoring, settings, policy)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]

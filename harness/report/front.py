@@ -28,9 +28,7 @@ Comparisons of numbers use a relative tolerance (1e-9), so $0.30 spent as 0.2 + 
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -188,17 +186,23 @@ def sign_flip_p(diffs: Sequence[float], *, seed: int = 20240917) -> float:
     symmetric about 0": the share of sign assignments whose |sum| reaches the observed |sum|.
     Exact over the 2^n assignments of the n nonzero differences up to EXACT_UP_TO, else
     SAMPLED_FLIPS random ones with a fixed seed ((1 + hits) / (1 + draws))."""
-    d = [v for v in diffs if abs(v) > TOLERANCE]
-    if not d:
+    import numpy as np
+
+    d = np.asarray([v for v in diffs if abs(v) > TOLERANCE], dtype=float)
+    n = len(d)
+    if not n:
         return 1.0
-    observed = abs(sum(d)) - TOLERANCE
-    if len(d) <= EXACT_UP_TO:
-        hits = sum(
-            abs(sum(s * v for s, v in zip(signs, d))) >= observed for signs in itertools.product((1, -1), repeat=len(d))
-        )
-        return hits / 2 ** len(d)
-    rng = random.Random(seed)
-    hits = sum(abs(sum(v if rng.random() < 0.5 else -v for v in d)) >= observed for _ in range(SAMPLED_FLIPS))
+    observed = abs(float(d.sum())) - TOLERANCE
+    if n <= EXACT_UP_TO:  # every sign vector: row i's signs are the bits of i
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        return int(np.count_nonzero(np.abs((1 - 2 * bits) @ d) >= observed)) / 2**n
+    rng = np.random.default_rng(seed)
+    hits, left = 0, SAMPLED_FLIPS
+    while left:  # in chunks, so a suite of thousands of tasks stays small in memory
+        rows = min(left, 1000)
+        signs = rng.choice((-1.0, 1.0), size=(rows, n))
+        hits += int(np.count_nonzero(np.abs(signs @ d) >= observed))
+        left -= rows
     return (1 + hits) / (1 + SAMPLED_FLIPS)
 
 

@@ -110,7 +110,16 @@ def decide(
     if rule == "failure-cost" and scoring is None:
         raise UserError("the failure-cost rule needs a scoring file", "give --scoring FILE (docs/outcomes.md)")
     record, folders = sweep_cells(sweep_dir)
-    figures = compute_figures(folders, scoring, policy=policy, metric=metric, alpha=alpha, settings=settings)
+    figures = compute_figures(
+        folders,
+        scoring,
+        policy=policy,
+        metric=metric,
+        alpha=alpha,
+        settings=settings,
+        recovery=False,
+        comparisons=False,  # every pair of cells: the record compares each with the best (the front)
+    )
     front = figures.front or Front(metric=metric, alpha=alpha)
     by_label = {c.get("label") or c["name"]: c for c in record.get("cells", [])}
     scores = {s.config: s.expected_cost_per_task.value for s in figures.scoring.configs}
