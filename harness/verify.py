@@ -253,6 +253,7 @@ class ScriptedPlan:
     task: Task
     shell: dict[str, str]  # the config's tools.shell: tool name -> the argument with the command
     finish: str | None
+    refuse_status: int = 400  # the status the CLI treats as final (the config's refuse_status)
     offered: set[str] = field(default_factory=set)  # every tool name the CLI offered
     used: str = ""  # the shell tool the plan used
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -279,7 +280,11 @@ class ScriptedPlan:
             self.offered |= set(tools)
         tool = next((t for t in self.shell if t in tools), None)
         if tool is None:
-            return Error(400, f"agents verify: no tool named in the config's tools.shell is offered ({sorted(tools)})")
+            # a status the CLI gives up on at once (it would retry a 400 until the time limit)
+            return Error(
+                self.refuse_status,
+                f"agents verify: no tool named in the config's tools.shell is offered ({sorted(tools)})",
+            )
         self.used = tool
         conversation = json.dumps(body.get("messages") or body.get("input") or [])
         done = len(re.findall(r'"(?:tool_call_id|tool_use_id|call_id)"', conversation))
@@ -327,7 +332,9 @@ def verify_release(
     saved = os.environ.get(key_env)
     os.environ[key_env] = "wl-verify-" + secrets.token_urlsafe(16)  # the scripted provider's made-up key
     try:
-        plan = ScriptedPlan(write_task(work / "task"), agent.config.tools.shell, config.verify.finish)
+        plan = ScriptedPlan(
+            write_task(work / "task"), agent.config.tools.shell, config.verify.finish, agent.config.refuse_status
+        )
         with FakeLLM(responder=plan) as provider:
             limits = agent.config.limits.model_copy(
                 update={"max_steps": min(agent.config.limits.max_steps, MAX_STEPS), "max_wall_s": MAX_WALL_S}

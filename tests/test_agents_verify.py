@@ -90,9 +90,9 @@ def test_the_scripted_plan_speaks_each_clis_own_shell_tool(tmp_path):
 
 
 def test_a_release_that_renamed_its_shell_tool_fails_the_tool_shapes_check(tmp_path):
-    plan = ScriptedPlan(write_task(tmp_path), {"bash": "command"}, None)
+    plan = ScriptedPlan(write_task(tmp_path), {"bash": "command"}, None, refuse_status=401)
     answer = plan(_request([{"name": "run_shell", "input_schema": {}}], [{"role": "user", "content": "x"}]))
-    assert isinstance(answer, Error) and answer.status == 400
+    assert isinstance(answer, Error) and answer.status == 401  # one the CLI gives up on (mini retries a 400)
     check = _tool_shapes(plan, [])
     assert not check.ok and "offers no tool the config's tools.shell names (bash); it offers: run_shell" in check.detail
 
