@@ -4,7 +4,7 @@ run against the scripted provider, judged on its tool shapes, tokens and model i
 The fast tests read the parts (the version set in the config's pins, the scripted plan in each
 wire's tool shape, the usage errors); the slow one runs the real mini-swe-agent from PyPI at its
 pinned version end to end (exit 0, the table), a copy of its config whose shell tool the release
-does not offer (exit 1, the check named), and a version that cannot install (exit 2, pip's words).
+does not offer (exit 1, the check named), and a version that cannot install (exit 2, the installer's words).
 """
 
 from __future__ import annotations
@@ -141,10 +141,12 @@ def test_mini_swe_agent_verified_end_to_end_and_what_fails(tmp_path):
     kept = said.split("the verification's run folder is kept: ")[1].split()[0]
     assert (Path(kept) / "run" / "results.jsonl").is_file()
     shutil.rmtree(kept, ignore_errors=True)
-    # a version that cannot be installed: exit 2, pip's own words, nothing run
-    missing = wl("agents", "verify", "external:mini-swe-agent@99.99.99", timeout=1200)
+    # a version that cannot be installed: exit 2, the installer's own words, nothing run. npm's
+    # refusal comes in ~10 s; pip's (mini-swe-agent@99.99.99: "No matching distribution found",
+    # the versions there are) takes ~75 s, the bundled Python being made first: the same path
+    missing = wl("agents", "verify", "external:claude-code@99.99.99", timeout=1200)
     assert missing.returncode == 2, missing.stdout + missing.stderr
     said = " ".join(missing.stderr.split())
-    assert "mini-swe-agent 99.99.99 cannot be installed" in said
-    assert "No matching distribution found for mini-swe-agent==99.99.99" in said
-    assert "is mini-swe-agent 99.99.99 published?" in said
+    assert "@anthropic-ai/claude-code 99.99.99 cannot be installed" in said
+    assert "No matching version found for @anthropic-ai/claude-code@99.99.99" in said
+    assert "is @anthropic-ai/claude-code 99.99.99 published?" in said
