@@ -158,6 +158,12 @@ def build_verified(
         assert config_path is not None
         path = config_path
     config = load_external_config(path)
+    if not config.tools.shell:
+        raise VerifyError(
+            f"{config.name}: its config names no shell tool (tools.shell), and agents verify drives a CLI "
+            "through its shell tool",
+            "a CLI whose edits are reply text (aider) is checked by the end-to-end tests only (docs/agents.md)",
+        )
     if version is not None:
         config = versioned(config, version)
     chosen = model or config.verify.model or config.model

@@ -106,6 +106,8 @@ def test_usage_errors_exit_2_before_anything_is_installed():
     assert static.returncode == 2 and "--static installs nothing" in static.stderr
     unpinned = wl("agents", "verify", "external:claude-code@2.2")
     assert unpinned.returncode == 2 and "not pinned" in unpinned.stderr, unpinned.stderr
+    aider = wl("agents", "verify", "external:aider")  # its edits are reply text: no shell tool to drive
+    assert aider.returncode == 2 and "names no shell tool (tools.shell)" in aider.stderr, aider.stderr
     unknown = wl("agents", "verify", "external:no-such-cli@1.0.0")
     assert unknown.returncode == 2 and "no shipped external agent 'no-such-cli'" in unknown.stderr
 
