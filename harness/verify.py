@@ -364,7 +364,9 @@ def verify_release(
                 ) from None
             log(f"running it on a task of its own against the scripted provider ({agent.config.wire}, {agent.model})")
             runnable = cast(Agent, agent)
-            runnable.spec = AgentSpec(name=agent_name or config.name, model=agent.model, config_path=config_path)
+            # (the manifest's recipe names the agent without its version: the manifest's agent says it)
+            name = split_version(agent_name)[0] if agent_name else config.name
+            runnable.spec = AgentSpec(name=name, model=agent.model, config_path=config_path)
             rows = Runner([plan.task], runnable, RunOptions(out=work / "run", infra_retries=0)).run()
         checks = judge(agent, config, plan, provider, rows, work / "run")
     except BaseException:
