@@ -311,3 +311,14 @@ def test_modules_declared_only_under_markers_false_on_the_interpreter_are_named(
     assert marker_excluded(
         {"setup.cfg": "[options]\ninstall_requires =\n    exceptiongroup; python_version<'3.11'\n"}, (3, 12, 0)
     ) == {"exceptiongroup"}
+
+
+def test_test_ids_that_differ_by_a_memory_address_are_said_so():
+    # as annotated-types 0.7.0: parametrized ids hold an object's default repr, `<... object at 0x...>`;
+    # every run had the same hash seed, so "depend on the test order" misled
+    task = load_task_stub(fail_to_pass=["t.py::ok"], pass_to_pass=[])
+    runs = [{"t.py::ok": PASSED, f"t.py::case[<demo.Meta object at 0x7f84332ee9{n}0>]": PASSED} for n in range(3)]
+    with pytest.raises(Quarantine) as q:
+        _judge(task, Verdict(task_id="x", seeds=[{"PYTHONHASHSEED": "0"}] * 6), True, runs, runs)
+    assert q.value.reason.startswith("test ids hold memory addresses"), q.value.reason
+    assert "object at 0x7f84332ee900" in q.value.detail
