@@ -34,6 +34,7 @@ from harness.report.stats import config_stats, load_configs
 from harness.run import Runner, RunOptions
 from harness.run.executors import LocalExecutor
 from harness.tasks import TaskSpecError, load_task, load_tasks
+from harness.vocabulary import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "tasks" / "demo"
@@ -471,6 +472,46 @@ def test_a_ray_driver_killed_mid_attempt_keeps_the_attempts_spend_once(ray_clust
     stats = config_stats(load_configs([out])[0])
     assert stats.retried_tries == 1 and stats.total_cost_usd == pytest.approx(gone.cost_usd + final[0].cost_usd)
     assert not list(out.rglob("transcript.live.jsonl"))
+
+
+# The CLI, with the node side of every unit replaced by one whose Ray worker dies on each try (as
+# it does when its node is lost): defined in __main__, so Ray ships it by value to the workers.
+DYING_NODE = r"""
+import os, signal, sys
+import harness.run.executors.ray as executor
+
+TRIES = sys.argv[1]
+
+def unit_on_a_lost_node(payload):
+    with open(TRIES, "a") as fh:
+        fh.write(f"{payload['task']['task']['id']} {payload['repeat']}\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+executor.run_unit = unit_on_a_lost_node
+sys.argv = ["wholeloop", *sys.argv[2:]]
+from harness.cli import main
+main()
+"""
+
+
+@pytest.mark.slow  # 20-80 s by load: a CLI run on the Ray cluster, each unit's worker killed 1 + infra_retries times
+@pytest.mark.timeout(300)
+def test_a_ray_run_whose_units_all_die_after_their_retries_exits_3(ray_cluster, tiny_task, tmp_path):
+    """Every try of every unit loses its Ray worker (as with its node): Ray retries each unit
+    infra_retries times, then the unit ends as infra_error and the run exits 3, as a local run
+    whose units end in infrastructure errors does."""
+    tries, out = tmp_path / "tries.txt", tmp_path / "run"
+    run = [sys.executable, "-c", DYING_NODE, str(tries), "run", str(tiny_task["spec"]), "--agent", "noop"]
+    run += ["--repeats", "2", "--infra-retries", "1", "--out", str(out), "--no-history"]
+    run += ["--executor", "ray", "--ray-address", ray_cluster]
+    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 unit(s) ended in infrastructure errors" in proc.stdout and "exit 3" in proc.stdout
+    task_id = load_task(tiny_task["spec"]).id
+    assert sorted(tries.read_text().splitlines()) == [f"{task_id} 0"] * 2 + [f"{task_id} 1"] * 2  # 1 + 1 retry each
+    final = [r for r in read_results(out / "results.jsonl") if r.final]
+    assert sorted(r.repeat for r in final) == [0, 1]
+    assert all(r.outcome == Outcome.infra_error and "ray: " in (r.error or "") for r in final), final
 
 
 def _wait_for_owners_to_die(run_id: str, timeout: float = 30) -> None:
