@@ -143,6 +143,33 @@ def demo_runs(root: Path, *extra: str, env: dict | None = None) -> dict[str, tup
     return runs
 
 
+def run_logged(cmd: list[str], log: Path, cluster: RayCluster, timeout: float) -> subprocess.CompletedProcess:
+    """The CLI run with its output in LOG as it goes; past TIMEOUT it is killed and the test fails
+    with what it had printed, its rows so far and the tail of each node's logs (a bare
+    TimeoutExpired says nothing of where a cluster run stalled)."""
+    with open(log, "w") as fh:
+        env = {**driver_env(cluster), "PYTHONFAULTHANDLER": "1"}  # SIGABRT prints every thread's stack
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            rows = ""
+            if "--out" in cmd:
+                results = Path(cmd[cmd.index("--out") + 1]) / "results.jsonl"
+                rows = results.read_text()[-3000:] if results.exists() else "(no results.jsonl)"
+            nodes = "".join(
+                f"\n--- {path}:\n{path.read_text(errors='replace')[-2000:]}" for path in cluster.logs if path.exists()
+            )
+            pytest.fail(f"timed out after {timeout:.0f} s\n{log.read_text()[-8000:]}\n--- rows:\n{rows}{nodes}")
+    return subprocess.CompletedProcess(cmd, code, log.read_text(), "")
+
+
 @pytest.fixture(scope="session")
 def local_runs(tmp_path_factory) -> dict[str, tuple[Path, int]]:
     """gold, noop and replay of the demo suite with the local executor: the results to match."""
@@ -172,9 +199,9 @@ def test_the_cluster_runs_the_demo_suite_as_the_local_executor_does(cluster, loc
     out = tmp_path / agent
     ray = ["--executor", "ray", "--ray-address", cluster.address, "--workers", "2"]
     cmd = [sys.executable, "-m", "harness.cli", "run", str(DEMO), *AGENTS[agent], "--out", str(out), *ray]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=driver_env(cluster), timeout=600)
+    proc = run_logged(cmd, tmp_path / f"{agent}.log", cluster, timeout=900)
     local, local_code = local_runs[agent]
-    assert proc.returncode == local_code, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == local_code, proc.stdout[-3000:]
     reports = [report_text(local, tmp_path / "local.txt"), report_text(out, tmp_path / "ray.txt")]
     compare = [sys.executable, str(ROOT / "scripts" / "compare_runs.py"), str(local), str(out)]
     same = subprocess.run(

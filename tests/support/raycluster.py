@@ -153,6 +153,16 @@ class Node:
         return sorted(pids)
 
 
+def _cover(path: Path) -> Path:
+    """The topmost ancestor of PATH (or PATH itself) that holds nothing a node needs: its own
+    folders, the venv template and the interpreter the venvs link to."""
+    needed = [NODES_ROOT, TEMPLATE_ROOT, Path(sys.base_prefix).resolve(), Path("/usr"), Path("/etc"), Path("/var/run")]
+    for candidate in reversed(path.parents[:-1]):  # from the top down, "/" left out
+        if not any(n == candidate or candidate in n.parents for n in needed):
+            return candidate
+    return path
+
+
 @dataclass
 class RayCluster:
     workers: int = 2
@@ -176,8 +186,12 @@ class RayCluster:
         self.logs: list[Path] = []
 
     def hidden_paths(self) -> list[Path]:
-        """The driver's folders covered on every node (a folder inside another is covered by it)."""
-        paths = sorted({Path(p).resolve() for p in (ROOT, "/tmp", "/work", *self.hidden) if Path(p).is_dir()})
+        """The driver's folders covered on every node (a folder inside another is covered by it).
+
+        The checkout is covered at its topmost folder the nodes do not need (/work for /work/main,
+        /check for CI's /check/work/main): a tmpfs mounted on the checkout itself would leave an
+        empty folder of that name on the node, so the node would still "see" the driver's path."""
+        paths = sorted({Path(p).resolve() for p in (_cover(ROOT), "/tmp", "/work", *self.hidden) if Path(p).is_dir()})
         return [p for p in paths if not any(q != p and q in p.parents for q in paths)]
 
     # ------------------------------------------------------------------ start

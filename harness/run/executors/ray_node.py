@@ -193,7 +193,8 @@ def run_unit(payload: dict) -> dict:
 
 def receive_images(desc: dict | None) -> dict:
     """The task's images on this node's engine: loaded from the archive the driver shipped when
-    the engine lacks any of them (once per node, whichever unit gets there first). Says how they
+    the engine lacks any of them (once per node, whichever unit gets there first; one load at a
+    time on the node). Says how they
     arrived: "shipped" (loaded here now), "present" (already here), "node" (nothing was shipped:
     the unit builds or finds them itself)."""
     if desc is None:
@@ -218,7 +219,9 @@ def receive_images(desc: dict | None) -> dict:
 
     if not missing():
         return {"arrived": "present", "archive": desc["key"]}
-    lock = cache_dir() / "ray-files" / f"images-{desc['key']}.lock"
+    # one load at a time per node, whatever the archive: task archives share their base layers, and
+    # two loads at once would unpack those layers twice into the one engine (and race on them)
+    lock = cache_dir() / "ray-files" / "images.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
