@@ -36,7 +36,8 @@ THE MINING RULES (pytest ecosystem)
       that starts with "." (a dotfile at the root, e.g. .gitignore, .readthedocs.yaml) or the
       first component starts with "." (a dot-folder at the root, e.g. .idea/); or the basename
       ends in .md, .rst or .txt (case-insensitive; so requirements.txt is docs); or the basename,
-      upper-cased, starts with LICENSE, CHANGES, CHANGELOG, HISTORY, NEWS or AUTHORS;
+      upper-cased, starts with LICENSE, CHANGES, CHANGELOG, HISTORY, NEWS or AUTHORS; or the
+      basename is a dependency lock file (LOCK_FILES: uv.lock, poetry.lock, package-lock.json...);
    d. source: everything else.
    A protected pyproject.toml whose two sides both parse as TOML and are equal once the [project]
    keys classifiers, urls, description, keywords, authors, maintainers, readme, license and
@@ -171,6 +172,22 @@ PROTECTED = {
 }
 TEST_DIRS = {"tests", "test", "testing"}
 DOCS_PREFIXES = ("LICENSE", "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS")
+LOCK_FILES = {
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "Cargo.lock",
+    "go.sum",
+    "go.work.sum",
+    "poetry.lock",
+    "uv.lock",
+    "pdm.lock",
+    "Pipfile.lock",
+    "composer.lock",
+    "packages.lock.json",
+    "Package.resolved",
+}
 STATUSES = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS")
 FAILING = ("FAILED", "ERROR", "MISSING")
 
@@ -195,6 +212,8 @@ def classify(path: str) -> str:
     if parts[0] in ("docs", "doc", ".github") or parts[0].startswith("."):
         return "docs"
     if base.lower().endswith((".md", ".rst", ".txt")) or base.upper().startswith(DOCS_PREFIXES):
+        return "docs"
+    if base in LOCK_FILES:
         return "docs"
     return "source"
 

@@ -108,10 +108,45 @@ def small_repo(tmp_path: Path) -> dict:
         ("pkg/tests.py", "source"),
         ("contest.py", "source"),
         ("pkg/.hidden.py", "source"),
+        ("uv.lock", "docs"),
+        ("poetry.lock", "docs"),
+        ("web/package-lock.json", "docs"),
+        ("Cargo.lock", "docs"),
     ],
 )
 def test_each_path_is_classified_by_the_first_rule_that_matches(path, kind):
     assert classify(path, PYTEST) == kind
+
+
+def test_a_lock_file_is_packaging_not_source_and_a_parser_that_protects_it_still_does(small_repo):
+    """trial5: a dependabot commit changing only uv.lock and a test was a candidate, uv.lock its
+    whole gold patch. A lock file is not a source change: the environment is built at the base
+    commit, so a gold patch bumping it would install nothing. Where a parser protects its
+    ecosystem's lock file (Vitest's pnpm-lock.yaml, Go's go.sum) that rule comes first."""
+    repo_dir = small_repo["repo"]
+    bump = commit(
+        repo_dir,
+        "chore(deps): bump attrs",
+        {"uv.lock": "version = 1\n", "tests/test_more.py": "def test_x():\n    assert True\n"},
+        "2024-05-01T12:00:00+00:00",
+    )
+    fix = commit(
+        repo_dir,
+        "fix: add keeps ints",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return int(a + b)\n",
+            "uv.lock": "version = 2\n",
+            "tests/test_more.py": "def test_x():\n    assert True\n\n\ndef test_y():\n    pass\n",
+        },
+        "2024-06-01T12:00:00+00:00",
+    )
+    repo = GitRepo.open(repo_dir)
+    assert judge(repo, repo.commit(bump), PYTEST, MineOptions()).skipped == "no source change"
+    cand = judge(repo, repo.commit(fix), PYTEST, MineOptions()).candidate
+    assert cand is not None
+    assert cand.gold_files == ["smallpkg/__init__.py"] and cand.docs_files == ["uv.lock"]
+    assert classify("pnpm-lock.yaml", get_parser("vitest")) == "protected"
+    assert classify("go.sum", get_parser("go")) == "protected"
 
 
 def test_commits_are_split_skipped_with_their_reason_and_get_stable_ids(small_repo):

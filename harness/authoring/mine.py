@@ -11,9 +11,13 @@ implementation the tests compare against):
    pyproject.toml, setup.py, noxfile.py, MANIFEST.in... at any depth), test (the parser decides:
    test_*.py, *_test.py, conftest.py, anything under tests/ test/ testing/), docs (under docs/,
    doc/, .github/, any root dotfile or dot-folder, *.md *.rst *.txt, LICENSE*, CHANGES*, CHANGELOG*,
-   HISTORY*, NEWS*, AUTHORS*), else source. A pyproject.toml change confined to what describes
-   the project (classifiers, urls, description, ...) and to the tables of tools that only lint,
-   format, type-check or release it (describes_only) is docs, not protected.
+   HISTORY*, NEWS*, AUTHORS*; and packaging: a dependency lock file, uv.lock, poetry.lock,
+   package-lock.json, Cargo.lock... at any depth, unless the parser protects it), else source.
+   A lock file is never source: the environment is built at the base commit, so a gold patch
+   bumping one would install nothing.
+   A pyproject.toml change confined to what describes the project (classifiers, urls, description,
+   ...) and to the tables of tools that only lint, format, type-check or release it (describes_only)
+   is docs, not protected.
 3. Skipped, first reason that applies: merge commit; root commit (no parent); docs or packaging
    only; no test change; no source change; changes protected file <first path> (unless
    --allow-config: then protected files join the gold patch and are exempt from protection for
@@ -80,6 +84,7 @@ from .environment import (
     setup_commands,
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
+from .lockfiles import PARSERS as LOCK_PARSERS
 from .secrets import Finding, SecretScanner, redact
 from .setup_agent import FEATURE as SETUP_FEATURE
 from .statements import (
@@ -113,6 +118,8 @@ DOCS_DIRS = ("docs", "doc", ".github")
 DOCS_SUFFIXES = (".md", ".rst", ".txt")
 DOCS_PREFIXES = ("LICENSE", "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS")
 GOLD_NAME, TEST_NAME = "gold.diff", "test.diff"
+# Dependency lock files of every ecosystem (packaging, dropped like docs), the pre-commit pins aside.
+LOCK_FILES = frozenset(name for name in LOCK_PARSERS if not name.startswith("."))
 
 LogFn = Callable[[str], None]
 
@@ -128,6 +135,8 @@ def classify(path: str, parser: Parser) -> str:
     if parts[0] in DOCS_DIRS or parts[0].startswith("."):
         return "docs"
     if name.lower().endswith(DOCS_SUFFIXES) or name.upper().startswith(DOCS_PREFIXES):
+        return "docs"
+    if name in LOCK_FILES:
         return "docs"
     return "source"
 
