@@ -20,6 +20,19 @@ POLICY_HELP = (
 _METRIC_HELP = "what rates and comparisons count: resolved patches, or resolved and accepted ones (--policy)"
 
 
+def with_sweeps(runs) -> tuple[Path, ...]:
+    """Run folders, a sweep's folder (it holds sweep.json and no manifest) standing for its cells'."""
+    out: list[Path] = []
+    for path in runs:
+        if (Path(path) / "sweep.json").is_file() and not (Path(path) / "manifest.json").exists():
+            from ..sweep.decide import sweep_cells
+
+            out += sweep_cells(path)[1]
+        else:
+            out.append(Path(path))
+    return tuple(out)
+
+
 def _rows(runs):
     from ..records import open_run
 
@@ -119,7 +132,8 @@ def report(
     metric,
 ):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
-    recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
+    recovery, failure analysis and the recipe behind them; with two configurations or more, the
+    front. A sweep's folder stands for its cells' run folders. Tables fit the terminal (COLUMNS is
     honoured); what does not fit is named, and --json / --csv have everything."""
     from ..records import open_run, write_json
     from ..report.dating import parse_cutoff
@@ -128,6 +142,7 @@ def report(
     from ..report.terminal import print_figures
 
     _check_outputs(files=(json_out, csv_out, html_out), folders=(evidence,))
+    runs = with_sweeps(runs)
     for run_dir in runs:
         open_run(run_dir)  # a folder that is not a run (or has no row yet) says so before any work
     out = console()

@@ -597,6 +597,14 @@ def print_figures(
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures, width))
     console.print(acceptance_block(figures))
+    if figures.front is not None:
+        from .front_view import front_table
+
+        console.print(front_table(figures.front, width))
+    if any(c.gold_size or c.tokens for c in figures.regimes.configs):
+        from .regimes import regimes_table
+
+        console.print(regimes_table(figures.regimes, width))
     for c in figures.configs:
         retried = (
             (
