@@ -9,8 +9,8 @@ from __future__ import annotations
 
 #: Success; for `gate`: no regression.
 OK = 0
-#: A negative verdict: `gate` found a regression; `tasks validate` / `tasks check` found invalid
-#: tasks; `mine`: no task kept; `doctor`: this machine cannot run tasks; `run`: a control failed (gold
+#: A negative verdict: `gate` found a regression; `tasks validate` found invalid tasks; `tasks
+#: check`: no task left to run or one not checked (`--strict`: any quarantined); `mine`: no task kept; `doctor`: this machine cannot run tasks; `run`: a control failed (gold
 #: did not resolve every task, noop resolved one), which takes precedence over INFRA.
 NEGATIVE = 1
 #: A usage or input error: a wrong option, a path that is not what it should be, a task spec that
@@ -30,7 +30,8 @@ TABLE: tuple[tuple[int, str], ...] = (
     (OK, "success (gate: no regression)"),
     (
         NEGATIVE,
-        "a negative verdict (gate: a regression; tasks validate/check: invalid tasks; "
+        "a negative verdict (gate: a regression; tasks validate: invalid tasks; tasks check: no task left to "
+        "run, or one not checked, with --strict any quarantined; "
         "mine: no task kept; doctor: this machine cannot run tasks; run: a control failed, gold not resolving "
         "every task or noop resolving one, which takes precedence over 3)",
     ),
