@@ -780,3 +780,33 @@ def test_tasks_check_exits_as_mine_does_quarantined_tasks_fail_it_only_with_stri
     (suite / "inikit-001.yaml").unlink()
     nothing_left = wholeloop("tasks", "check", str(suite))
     assert nothing_left.returncode == 1 and "no task left to run" in nothing_left.stdout, nothing_left.stdout
+
+
+def test_the_check_estimate_counts_the_own_checks_or_says_it_leaves_them_out(tmp_path):
+    """trial5: "about 3 min ... plus building images" for a check that took 31 min, eslint 122-128 s
+    a task of it: the repository's own checks (inferred at check time) were neither in the estimate
+    nor named as left out. An earlier verdict's own-check time counts; without one, the plan says."""
+    from harness.authoring.check import CheckOptions, plan_checks
+
+    def spec(name: str, checks: str = "") -> Path:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(
+            f"id: {name}\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {{command: pytest}}\n"
+            f"FAIL_TO_PASS: [t.py::a]\n{checks}"
+        )
+        return path
+
+    fresh = plan_checks([load_task(spec("t-1"))], CheckOptions(repeats=3))
+    text = fresh.describe(3)
+    assert "own checks" in text and "not included" in text, text
+    assert "own checks" not in plan_checks([load_task(spec("t-0", "checks: []\n"))], CheckOptions()).describe(3)
+
+    task = load_task(spec("t-2"))
+    verdict_path(task.spec_path).write_text(
+        Verdict(
+            task_id="t-2", spec_hash="old", passed=True, run_seconds=[10.0] * 6, seconds={"own_checks": 120.0}
+        ).model_dump_json()
+    )
+    measured = plan_checks([task], CheckOptions(repeats=3))
+    assert measured.seconds_estimate == 6 * 10.0 + 120.0
+    assert "own checks included" in measured.describe(3), measured.describe(3)
