@@ -810,3 +810,46 @@ def test_the_check_estimate_counts_the_own_checks_or_says_it_leaves_them_out(tmp
     measured = plan_checks([task], CheckOptions(repeats=3))
     assert measured.seconds_estimate == 6 * 10.0 + 120.0
     assert "own checks included" in measured.describe(3), measured.describe(3)
+
+
+PYPROJECT_V1 = """[project]
+name = "smallpkg"
+classifiers = ["Programming Language :: Python :: 3.12"]
+dependencies = ["attrs"]
+
+[tool.ruff]
+line-length = 100
+"""
+
+
+def test_a_pyproject_change_that_only_describes_the_project_is_dropped_like_docs(small_repo):
+    # as packaging 26.2 (only [tool.ruff]) and annotated-types 0.7.0 (classifiers): nothing a test run
+    # reads changed, so the release is a candidate; pyproject.toml stays out of the gold patch
+    repo_dir = small_repo["repo"]
+    commit(repo_dir, "add pyproject", {"pyproject.toml": PYPROJECT_V1}, "2024-04-01T12:00:00+00:00")
+    described = PYPROJECT_V1.replace('3.12"]', '3.12", "Programming Language :: Python :: 3.13"]').replace("100", "120")
+    sha = commit(
+        repo_dir,
+        "fix: add in the other order",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
+            "tests/test_add.py": "def test_y():\n    pass\n",
+            "pyproject.toml": described,
+        },
+        "2024-05-01T12:00:00+00:00",
+    )
+    repo = GitRepo.open(repo_dir)
+    cand = judge(repo, repo.commit(sha), PYTEST, MineOptions()).candidate
+    assert cand is not None and cand.gold_files == ["smallpkg/__init__.py"] and "pyproject.toml" in cand.docs_files
+    # a change to what installing or testing reads is still protected
+    sha = commit(
+        repo_dir,
+        "fix: needs cattrs",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return a + b\n",
+            "tests/test_add.py": "def test_z():\n    pass\n",
+            "pyproject.toml": described.replace('["attrs"]', '["attrs", "cattrs"]'),
+        },
+        "2024-06-01T12:00:00+00:00",
+    )
+    assert judge(repo, repo.commit(sha), PYTEST, MineOptions()).skipped == "changes protected file pyproject.toml"

@@ -15,6 +15,9 @@ implementation the tests compare against):
    package-lock.json, Cargo.lock... at any depth, unless the parser protects it), else source.
    A lock file is never source: the environment is built at the base commit, so a gold patch
    bumping one would install nothing.
+   A pyproject.toml change confined to what describes the project (classifiers, urls, description,
+   ...) and to the tables of tools that only lint, format, type-check or release it (describes_only)
+   is docs, not protected.
 3. Skipped, first reason that applies: merge commit; root commit (no parent); docs or packaging
    only; no test change; no source change; changes protected file <first path> (unless
    --allow-config: then protected files join the gold patch and are exempt from protection for
@@ -43,6 +46,7 @@ import json
 import os
 import re
 import shlex
+import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -135,6 +139,36 @@ def classify(path: str, parser: Parser) -> str:
     if name in LOCK_FILES:
         return "docs"
     return "source"
+
+
+#: pyproject.toml keys that describe the project and tools that only lint, format, type-check or
+#: release it: a change confined to them changes nothing that installing or testing reads
+DESCRIPTIVE_PROJECT_KEYS = frozenset(
+    "classifiers urls description keywords authors maintainers readme license license-files".split()
+)
+NON_TEST_TOOLS = frozenset(
+    "ruff black isort mypy pyright codespell towncrier bumpversion bumpver tbump pylint pydocstyle "
+    "check-manifest cibuildwheel repo-review commitizen interrogate docformatter typos semantic_release "
+    "pyproject-fmt zizmor djlint mdformat check-wheel-contents validate-pyproject pyroma".split()
+)
+
+
+def describes_only(path: str, old: bytes | None, new: bytes | None) -> bool:
+    """A pyproject.toml change confined to DESCRIPTIVE_PROJECT_KEYS and NON_TEST_TOOLS' sections
+    (both sides parse, and are equal without them): mining drops it like docs (rule 2)."""
+    if PurePosixPath(path).name != "pyproject.toml" or old is None or new is None:
+        return False
+    try:
+        before, after = (tomllib.loads(side.decode("utf-8")) for side in (old, new))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+    def essential(data: dict) -> dict:
+        project = {k: v for k, v in (data.get("project") or {}).items() if k not in DESCRIPTIVE_PROJECT_KEYS}
+        tool = {k: v for k, v in (data.get("tool") or {}).items() if k not in NON_TEST_TOOLS}
+        return {**data, "project": project, "tool": tool}
+
+    return essential(before) == essential(after)
 
 
 _CONVENTIONAL = re.compile(r"^\s*(\w+)(\([^)]*\))?!?:\s")
@@ -294,7 +328,12 @@ def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOption
     kinds: dict[str, list[str]] = {"protected": [], "test": [], "docs": [], "source": []}
     lines: dict[str, int] = {}
     for changed in repo.changed(parent, commit.sha):
-        kinds[classify(changed.path, parser)].append(changed.path)
+        kind = classify(changed.path, parser)
+        if kind == "protected" and describes_only(
+            changed.path, repo.read(parent, changed.path), repo.read(commit.sha, changed.path)
+        ):
+            kind = "docs"
+        kinds[kind].append(changed.path)
         lines[changed.path] = changed.lines
     for paths in kinds.values():
         paths.sort()
