@@ -748,6 +748,70 @@ def test_refresh_env_reapplies_a_changed_wholeloop_yaml_and_origin_names_it(smal
     )
 
 
+@pytest.mark.docker
+def test_tasks_check_exits_as_mine_does_quarantined_tasks_fail_it_only_with_strict(tmp_path, monkeypatch):
+    """trial5: `tasks check` right after a mine that exited 0 exited 1 on the same state, because
+    mining had quarantined a task. The rule is mine's: 1 when no task is left to run, or a task could
+    not be checked; quarantined tasks are listed and `run` skips them. `--strict` (a hand-written
+    suite in CI, where every task must pass) exits 1 on any quarantined task."""
+    from harness.run.images import build_task_images, existing_task_images
+
+    monkeypatch.setenv("COLUMNS", "200")
+    shutil.copytree(ROOT / "tasks" / "demo", tmp_path / "tasks" / "demo", ignore=shutil.ignore_patterns("recordings"))
+    shutil.copytree(ROOT / "repos", tmp_path / "repos", ignore=shutil.ignore_patterns("src"))
+    suite = tmp_path / "tasks" / "demo"
+    for spec in suite.glob("*.yaml"):
+        if spec.stem not in ("inikit-001", "inikit-002"):
+            spec.unlink()
+    kept = load_task(suite / "inikit-001.yaml")
+    image = existing_task_images(kept) or build_task_images(kept).task
+    verdict_path(kept.spec_path).write_text(
+        Verdict(
+            task_id=kept.id, spec_hash=kept.content_hash(), passed=True, image={"task_id": image.id}
+        ).model_dump_json()
+    )
+    rewrite_spec(suite / "inikit-002.yaml", {"quarantined": "no test file to run"})
+
+    result = wholeloop("tasks", "check", str(suite))
+    assert "quarantined inikit-002: no test file to run" in result.stdout, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    strict = wholeloop("tasks", "check", str(suite), "--strict")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    (suite / "inikit-001.yaml").unlink()
+    nothing_left = wholeloop("tasks", "check", str(suite))
+    assert nothing_left.returncode == 1 and "no task left to run" in nothing_left.stdout, nothing_left.stdout
+
+
+def test_the_check_estimate_counts_the_own_checks_or_says_it_leaves_them_out(tmp_path):
+    """trial5: "about 3 min ... plus building images" for a check that took 31 min, eslint 122-128 s
+    a task of it: the repository's own checks (inferred at check time) were neither in the estimate
+    nor named as left out. An earlier verdict's own-check time counts; without one, the plan says."""
+    from harness.authoring.check import CheckOptions, plan_checks
+
+    def spec(name: str, checks: str = "") -> Path:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(
+            f"id: {name}\nrepo: .\nbase_commit: abc\nproblem_statement: x\nhidden_tests: {{command: pytest}}\n"
+            f"FAIL_TO_PASS: [t.py::a]\n{checks}"
+        )
+        return path
+
+    fresh = plan_checks([load_task(spec("t-1"))], CheckOptions(repeats=3))
+    text = fresh.describe(3)
+    assert "own checks" in text and "not included" in text, text
+    assert "own checks" not in plan_checks([load_task(spec("t-0", "checks: []\n"))], CheckOptions()).describe(3)
+
+    task = load_task(spec("t-2"))
+    verdict_path(task.spec_path).write_text(
+        Verdict(
+            task_id="t-2", spec_hash="old", passed=True, run_seconds=[10.0] * 6, seconds={"own_checks": 120.0}
+        ).model_dump_json()
+    )
+    measured = plan_checks([task], CheckOptions(repeats=3))
+    assert measured.seconds_estimate == 6 * 10.0 + 120.0
+    assert "own checks included" in measured.describe(3), measured.describe(3)
+
+
 PYPROJECT_V1 = """[project]
 name = "smallpkg"
 classifiers = ["Programming Language :: Python :: 3.12"]

@@ -728,9 +728,13 @@ class Plan:
     to_check: list[Task]
     up_to_date: list[Task]
     runs: int
-    seconds_estimate: float  # test runs only (image builds come on top)
+    seconds_estimate: float  # test runs and timed own checks (image builds come on top)
     estimated_from: int  # how many tasks' earlier checks the estimate comes from (0: a guess)
     images_to_build: int = 0
+    # the repository's own checks (inferred at check time: eslint, ruff, mypy...): tasks whose
+    # earlier checks timed them are in seconds_estimate; this many may have some, not estimated
+    own_checks_unknown: int = 0
+    own_checks_estimated: bool = False
 
     def describe(self, repeats: int) -> str:
         """What `check` says before it starts."""
@@ -747,8 +751,15 @@ class Plan:
             f"checking {len(self.to_check)} task(s): {self.runs} test runs ({repeats} at base in one container and "
             f"{repeats} with gold, each in a fresh container, per task), {how_long} ({basis})"
         )
+        if self.own_checks_estimated:
+            text += ", own checks included"
         if self.images_to_build:
             text += f", plus building images for {self.images_to_build} task(s)"
+        if self.own_checks_unknown:
+            text += (
+                f", plus the repository's own checks (eslint, ruff, mypy...) for {self.own_checks_unknown} task(s), "
+                "not included: minutes a task for some repositories"
+            )
         if self.up_to_date:
             text += f"; {len(self.up_to_date)} up to date, skipped"
         return text
@@ -759,6 +770,8 @@ def plan_checks(tasks: list[Task], options: CheckOptions) -> Plan:
     (from the run times of earlier verdicts, stale ones included)."""
     to_check, fresh = [], []
     per_run: list[float] = []
+    own_seconds = 0.0
+    own_unknown = own_known = 0
     to_build = 0
     for task in tasks:
         verdict = read_verdict(task.spec_path) if task.spec_path else None
@@ -768,14 +781,21 @@ def plan_checks(tasks: list[Task], options: CheckOptions) -> Plan:
         to_check.append(task)
         if verdict and verdict.run_seconds:
             per_run.append(sum(verdict.run_seconds) / len(verdict.run_seconds))
+        if task.checks == []:  # none, said in the spec
+            pass
+        elif verdict and "own_checks" in verdict.seconds:
+            own_seconds += verdict.seconds["own_checks"]
+            own_known += 1
+        else:
+            own_unknown += 1
         try:
             to_build += existing_task_images(task) is None
         except SandboxError:
             to_build += 1
     runs = len(to_check) * 2 * options.repeats
     mean = sum(per_run) / len(per_run) if per_run else GUESS_RUN_S
-    estimate = mean * runs / max(1, min(options.workers, len(to_check) or 1))
-    return Plan(tasks, to_check, fresh, runs, estimate, len(per_run), to_build)
+    estimate = (mean * runs + own_seconds) / max(1, min(options.workers, len(to_check) or 1))
+    return Plan(tasks, to_check, fresh, runs, estimate, len(per_run), to_build, own_unknown, own_known > 0)
 
 
 INFRA_RETRIES = 2
