@@ -321,7 +321,9 @@ def test_agents_verify_and_run_refuse_a_pairing_before_any_container_starts(tmp_
     assert started == 0 and not (out / "results.jsonl").exists()
     anthropic_env = '            env: {ANTHROPIC_BASE_URL: "{base_url}", ANTHROPIC_API_KEY: "{token}"}\n'
     fixed = config(tmp_path, cli.rstrip(" ") + anthropic_env, "fixed.yaml")
-    verified, started = wholeloop("agents", "verify", "--agent-config", str(fixed), "--model", claude, env=env)
+    verified, started = wholeloop(
+        "agents", "verify", "--static", "--agent-config", str(fixed), "--model", claude, env=env
+    )
     assert verified.returncode == 0 and started == 0, verified.stdout + verified.stderr
     assert "wire used" in verified.stdout and "anthropic" in verified.stdout.split("wire used")[1].splitlines()[0]
     out = tmp_path / "accepted"
@@ -348,7 +350,7 @@ def test_every_shipped_agent_verifies_with_its_own_model_and_each_wire_it_speaks
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-key-123456789", "ANTHROPIC_API_KEY": "sk-ant-test-key-9876"}
     pairs = [(name, None) for name in shipped_configs()] + [("mini-swe-agent", "anthropic/claude-sonnet-5-5")]
     for name, model in pairs:
-        args = [WHOLELOOP, "agents", "verify", f"external:{name}"] + (["--model", model] if model else [])
+        args = [WHOLELOOP, "agents", "verify", "--static", f"external:{name}"] + (["--model", model] if model else [])
         out = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
         assert out.returncode == 0, (name, out.stdout, out.stderr)
         wire = load_external_config(shipped_path(name)).wire if model is None else "anthropic"

@@ -123,6 +123,47 @@ def test_a_dockerfile_line_wholeloop_cannot_carry_is_named(tmp_path):
         spec_of(task)
 
 
+@pytest.mark.parametrize(
+    ("lines", "workdir"),
+    [
+        ("COPY --chown=app:app repo /app\nWORKDIR /app\n", "/app"),  # the owner is the sandbox's: ignored
+        ("WORKDIR /app\nCOPY --chown=1000 repo .\n", "/app"),  # a relative DEST is relative to WORKDIR
+        ("WORKDIR /srv\nWORKDIR app/\nCOPY repo ./\n", "/srv/app"),  # a relative WORKDIR to the one before
+        ("WORKDIR /\nCOPY repo srv/app\nWORKDIR /srv/app\n", "/srv/app"),
+    ],
+)
+def test_copy_chown_and_relative_workdirs_are_carried_over(tmp_path, lines, workdir):
+    """Issue 28: `COPY --chown` and the WORKDIR forms SWE-bench-style Dockerfiles use were refused
+    (`COPY --chown=...: wholeloop reads one COPY`, `copied to ., not to WORKDIR`)."""
+    task = harbor_task(tmp_path)
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("COPY repo /app\nWORKDIR /app\n", lines))
+    found, shape = spec_of(task)
+    assert shape.workdir == workdir and shape.repo_source == "repo"
+    assert found.environment.setup == ["pip install pytest==8.3.4"] and found.environment.install == []
+    assert found.fail_to_pass == ["tests/test_add.py::test_add"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        (
+            "COPY --from=builder repo /app\nWORKDIR /app\n",
+            r"Dockerfile:\d+: COPY --from=builder cannot be carried over",
+        ),
+        ("COPY --chmod=700 repo /app\nWORKDIR /app\n", r"Dockerfile:\d+: COPY --chmod=700 cannot be carried over"),
+        ("WORKDIR /app\nCOPY repo sub\n", r"copied to /app/sub, not to WORKDIR \(/app\)"),
+        ("WORKDIR $HOME/app\nCOPY repo .\n", r"Dockerfile:\d+: WORKDIR \$HOME/app: a variable"),
+    ],
+)
+def test_copy_and_workdir_forms_that_cannot_be_carried_over_are_named(tmp_path, lines, said):
+    task = harbor_task(tmp_path)
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("COPY repo /app\nWORKDIR /app\n", lines))
+    with pytest.raises(HarborTaskRefused, match=said):
+        spec_of(task)
+
+
 # ------------------------------------------------------------------------- export, no Docker
 
 

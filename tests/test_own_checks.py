@@ -233,7 +233,13 @@ def test_inline_settings_a_patch_adds_are_taken_out_before_the_checks_run_and_ke
         )
         + diff(
             "src/a.ts",
-            ["+// @ts-nocheck", " const a = 1;", "+const b: number = 'x'; // @ts-ignore", "+// eslint-disable"],
+            [
+                "+// @ts-nocheck",
+                " const a = 1;",
+                "+const b: number = 'x'; // @ts-ignore",
+                "+// eslint-disable",
+                "+  /* prettier-ignore */ const c = [1,2];",
+            ],
         )
         + diff("src/lib.rs", ["+#![allow(clippy::all)]", " fn a() {}", "+    #[allow(dead_code)] fn b() {}"])
     )
@@ -252,6 +258,7 @@ def test_inline_settings_a_patch_adds_are_taken_out_before_the_checks_run_and_ke
         "// " + NEUTRAL,
         "const b: number = 'x';",
         "// eslint-disable",  # eslint --no-inline-config
+        "  const c = [1,2];",  # a block comment: the code after it kept
         "// " + NEUTRAL,
         "    fn b() {}",
     ]
@@ -262,6 +269,7 @@ def test_inline_settings_a_patch_adds_are_taken_out_before_the_checks_run_and_ke
         ("pkg/text.py", "# fmt: off"),
         ("src/a.ts", "// @ts-nocheck"),
         ("src/a.ts", "const b: number = 'x'; // @ts-ignore"),
+        ("src/a.ts", "/* prettier-ignore */ const c = [1,2];"),
         ("src/lib.rs", "#![allow(clippy::all)]"),
         ("src/lib.rs", "#[allow(dead_code)] fn b() {}"),
     ]

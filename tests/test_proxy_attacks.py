@@ -258,6 +258,9 @@ def test_only_the_configured_model_may_be_called(sock_dir):
         "claude-sonnet-5-5-20260115",
     ]
     assert proxy.budget.cost_known and proxy.stats.refused_model == 4
+    # the proxy's log names each refused id (`agents verify` reads them: a CLI release asking for a new model)
+    named = [n.get("model") for n in notes if n["event"] == "refused" and n["why"] == "model"]
+    assert named == ["claude-opus-9", "some-unpriced-model", "evil/claude-sonnet-5-5", "claude-sonnet-5-5x"]
 
 
 def test_an_allow_listed_side_model_is_priced_and_an_unpriced_one_needs_the_flag(sock_dir):

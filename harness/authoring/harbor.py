@@ -41,6 +41,7 @@ same content hash). Protected paths and every other grading rule apply to import
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
 import shutil
@@ -161,14 +162,27 @@ def read_dockerfile(path: Path) -> DockerfileShape:
                 raise HarborTaskRefused(f"{where}: RUN in exec form; write it as a shell command")
             (shape.install if copied else shape.setup).append(arg)
         elif word == "WORKDIR":
-            shape.workdir = arg
+            if "$" in arg:
+                raise HarborTaskRefused(f"{where}: WORKDIR {arg}: a variable in WORKDIR is not expanded here")
+            # a relative WORKDIR is relative to the one before (Docker's rule)
+            shape.workdir = posixpath.normpath(posixpath.join(shape.workdir or "/", arg.strip()))
         elif word == "COPY":
             parts = shlex.split(arg)
-            if len(parts) != 2 or parts[0].startswith("--") or copied:
+            flags = [p for p in parts if p.startswith("--")]
+            # --chown is ignored: the repository's files belong to the sandbox's user in wholeloop
+            other = next((f for f in flags if not f.startswith("--chown=")), None)
+            if other is not None:
+                raise HarborTaskRefused(
+                    f"{where}: COPY {other} cannot be carried over (wholeloop reads COPY [--chown=...] SRC DEST)"
+                )
+            parts = [p for p in parts if not p.startswith("--")]
+            if len(parts) != 2 or copied:
                 raise HarborTaskRefused(
                     f"{where}: COPY {arg}: wholeloop reads one COPY, of the repository's folder to WORKDIR"
                 )
-            copied = (parts[0].rstrip("/"), parts[1].rstrip("/") or "/")
+            # a relative DEST is relative to the WORKDIR of that point
+            dest = posixpath.normpath(posixpath.join(shape.workdir or "/", parts[1]))
+            copied = (parts[0].rstrip("/"), dest)
             shape.repo_source = copied[0]
         else:
             raise HarborTaskRefused(f"{where}: {word} cannot be carried over into a wholeloop environment")
@@ -181,7 +195,7 @@ def read_dockerfile(path: Path) -> DockerfileShape:
             "container's state in place (a Terminal-Bench-style task); wholeloop grades a patch to a "
             "repository in a fresh container"
         )
-    if copied[1] != (shape.workdir or copied[1]) or not shape.workdir:
+    if not shape.workdir or copied[1] != shape.workdir:
         raise HarborTaskRefused(f"{path}: the repository is copied to {copied[1]}, not to WORKDIR ({shape.workdir})")
     return shape
 

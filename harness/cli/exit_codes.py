@@ -11,7 +11,8 @@ from __future__ import annotations
 OK = 0
 #: A negative verdict: `gate` found a regression; `tasks validate` / `tasks check` found invalid
 #: tasks; `mine`: no task kept; `doctor`: this machine cannot run tasks; `run`: a control failed (gold
-#: did not resolve every task, noop resolved one), which takes precedence over INFRA.
+#: did not resolve every task, noop resolved one), which takes precedence over INFRA; `agents verify`:
+#: the CLI failed a check.
 NEGATIVE = 1
 #: A usage or input error: a wrong option, a path that is not what it should be, a task spec that
 #: does not load, a model without credentials, nothing to check. Nothing was run.
@@ -31,7 +32,8 @@ TABLE: tuple[tuple[int, str], ...] = (
     (
         NEGATIVE,
         "a negative verdict (gate: a regression; tasks validate/check: invalid tasks; "
-        "mine: no task kept; doctor: this machine cannot run tasks; run: a control failed, gold not resolving "
+        "mine: no task kept; doctor: this machine cannot run tasks; agents verify: a check failed; "
+        "run: a control failed, gold not resolving "
         "every task or noop resolving one, which takes precedence over 3)",
     ),
     (USAGE, "usage or input error (nothing was run)"),

@@ -336,26 +336,70 @@ def agents():
     help="an external agent config of your own (kind: external) instead of AGENT",
 )
 @click.option("--allow-unknown-model", is_flag=True, help="a model the price map does not know is not a problem")
-def agents_verify(agent_name, model, agent_config, allow_unknown_model):
-    """Check an external agent (external:NAME, or --agent-config FILE) with a model, as `run` does
-    before any container starts: the wire the model's provider needs is one the CLI speaks, the CLI
-    is handed the proxy's endpoint and its token on that wire, the provider's key is set, the model
-    has a price. Nothing is installed, started or sent. Exit 0 when a run could start, else 2
-    naming every problem."""
-    from ..launch import RunProblem, verify_agent
-    from ..run.spec import agent_spec
+@click.option(
+    "--static",
+    is_flag=True,
+    help="only the checks `run` makes before any container starts: nothing installed, started or sent",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="keep the verification's task and run folder here (default: a temporary folder, kept only on failure)",
+)
+def agents_verify(agent_name, model, agent_config, allow_unknown_model, static, out):
+    """Verify an external agent (external:NAME[@VERSION], or --agent-config FILE): install that
+    version as `run` would, run it in a container on a small task against wholeloop's scripted
+    provider, and check that its tool calls are still classified, the tokens charged are the
+    provider's own count, and it asks for no model the config does not know. Exit 0 with a table
+    when all hold, 1 naming each that does not, 2 when it cannot be verified as asked. --static: only
+    the pre-run checks (the wire the model needs, the proxy's endpoint and token handed, the key,
+    the price); nothing is installed, started or sent."""
     from . import InputProblem
 
     if not agent_name and not agent_config:
-        raise click.UsageError("give AGENT (external:NAME) or --agent-config FILE")
-    spec = agent_spec(agent_name, model=model, config_path=agent_config)
-    try:
-        facts = verify_agent(spec, allow_unknown_model=allow_unknown_model)
-    except RunProblem as exc:
-        for what, fix in exc.problems:
-            click.secho(f"error: {what}" + (f"; {fix}" if fix else ""), fg="red", err=True)
-        raise InputProblem(str(exc), exc.hint) from None
-    width = max(len(what) for what, _ in facts)
-    for what, value in facts:
-        click.echo(f"{what:<{width}}  {value}")
-    click.secho("ok: a run with this agent and model can start", fg="green")
+        raise click.UsageError("give AGENT (external:NAME[@VERSION]) or --agent-config FILE")
+    if agent_name and agent_config:
+        raise click.UsageError("give AGENT or --agent-config FILE, not both")
+    if static:
+        from ..launch import RunProblem, verify_agent
+        from ..run.spec import agent_spec
+
+        if agent_name and "@" in agent_name:
+            raise click.UsageError("--static installs nothing, so it checks no version: drop @VERSION or --static")
+        spec = agent_spec(agent_name, model=model, config_path=agent_config)
+        try:
+            facts = verify_agent(spec, allow_unknown_model=allow_unknown_model)
+        except RunProblem as exc:
+            for what, fix in exc.problems:
+                click.secho(f"error: {what}" + (f"; {fix}" if fix else ""), fg="red", err=True)
+            raise InputProblem(str(exc), exc.hint) from None
+        width = max(len(what) for what, _ in facts)
+        for what, value in facts:
+            click.echo(f"{what:<{width}}  {value}")
+        click.secho("ok: a run with this agent and model can start", fg="green")
+        return
+    from ..verify import verify_release
+    from .exit_codes import NEGATIVE
+
+    verdict = verify_release(
+        agent_name,
+        config_path=agent_config,
+        model=model,
+        allow_unknown_model=allow_unknown_model,
+        out=out,
+        log=lambda line: click.echo(line, err=True),
+    )
+    click.echo(verdict.agent)
+    width = max(len(c.name) for c in verdict.checks)
+    for check in verdict.checks:
+        mark = click.style("ok  " if check.ok else "FAIL", fg="green" if check.ok else "red")
+        click.echo(f"  {check.name:<{width}}  {mark}  {check.detail}")
+    if verdict.ok:
+        click.secho("ok: this CLI release works with wholeloop as configured", fg="green")
+        return
+    for check in verdict.checks:
+        if not check.ok:
+            click.secho(f"error: {check.name}: {check.detail}", fg="red", err=True)
+    click.echo(f"the verification's run folder is kept: {verdict.out}", err=True)
+    sys.exit(NEGATIVE)

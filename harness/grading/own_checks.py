@@ -489,17 +489,31 @@ def _setting(path: str, line: str) -> re.Match[str] | None:
     return None
 
 
+def _span(path: str, line: str, match: re.Match[str]) -> tuple[int, int]:
+    """Where the setting lies on `line`: a Rust attribute; a `/* ... */` comment to its close; any
+    other comment to the end of the line."""
+    if path.endswith(".rs"):
+        return match.start(), match.end()
+    if match.group(0).startswith("/*"):
+        close = line.find("*/", match.end())
+        if close >= 0:
+            return match.start(), close + 2
+    return match.start(), len(line)
+
+
 def _directive(path: str, line: str, match: re.Match[str]) -> str:
-    """The setting itself: a comment's text to the end of the line, a Rust attribute."""
-    return match.group(0) if path.endswith(".rs") else line[match.start() :].strip()
+    """The setting itself (what `_span` covers)."""
+    start, end = _span(path, line, match)
+    return line[start:end].strip()
 
 
 def _without(path: str, line: str, match: re.Match[str]) -> str:
-    """`line` with its inline setting taken out: a trailing comment cut off (with what follows it
-    on the line), a Rust attribute removed; a line that held nothing else becomes a plain comment
-    (so no blank line appears for a formatter to flag)."""
-    is_comment = not path.endswith(".rs")
-    rest = line[: match.start()] + ("" if is_comment else line[match.end() :].lstrip(" \t"))
+    """`line` with its inline setting taken out (a trailing comment cut off, a block comment or a
+    Rust attribute removed, the code around it kept); a line that held nothing else becomes a plain
+    comment (so no blank line appears for a formatter to flag)."""
+    start, end = _span(path, line, match)
+    after = line[end:]
+    rest = line[:start] + (after.lstrip(" \t") if not line[:start].strip() else after)
     if rest.strip():
         return rest.rstrip()
     indent = line[: len(line) - len(line.lstrip())]

@@ -119,6 +119,17 @@ class ToolRules(_Strict):
         return value
 
 
+class VerifySettings(_Strict):
+    """How `wholeloop agents verify` runs this CLI against the scripted provider."""
+
+    model: str | None = Field(None, description="the model it is verified with (default: `model`)")
+    finish: str | None = Field(
+        None,
+        description="a shell command the CLI ends its run on (mini-swe-agent's submit echo); "
+        "without it the scripted provider ends with a text reply",
+    )
+
+
 class ExternalConfig(_Strict):
     kind: Literal["external"]
     name: str
@@ -158,6 +169,7 @@ class ExternalConfig(_Strict):
         default_factory=dict,
         description="provider-side tools allowed (web_search, web_fetch, ...), each with its fee per use in USD",
     )
+    verify: VerifySettings = Field(default_factory=VerifySettings)
 
     @field_validator("wire")
     @classmethod

@@ -231,11 +231,14 @@ class Connection:
             + data
         )
 
-    def refuse(self, status: int, message: str, why: str, method: str, target: str, counter: str) -> None:
+    def refuse(
+        self, status: int, message: str, why: str, method: str, target: str, counter: str, *, model: str = ""
+    ) -> None:
         proxy = self.proxy
         with proxy.lock:
             count_refusal(proxy.stats, counter)
-        proxy.note({"event": "refused", "why": why, "method": method, "path": target[:200], "status": status})
+        entry = {"event": "refused", "why": why, "method": method, "path": target[:200], "status": status}
+        proxy.note({**entry, "model": model[:200]} if model else entry)  # the id refused, for `agents verify`
         self.reply_json(
             status,
             self.wire.error_body(f"wholeloop proxy: {message}", KINDS.get(status, "api_error")),
@@ -339,7 +342,7 @@ class Connection:
             return keep
         refusal = self.proxy.refusal(model)
         if refusal:
-            self.refuse(403, refusal, "model", method, target, "refused_model")
+            self.refuse(403, refusal, "model", method, target, "refused_model", model=model or "(none)")
             return keep
         changed, why = self.server_side(top)
         if why:
