@@ -15,7 +15,7 @@ item 7 and issue 14 (the run history). Usage:
     python scripts/bench_overhead.py --only own_checks   # the repository's own checks per resolved attempt
     python scripts/bench_overhead.py --only sweep_plan   # planning a sweep of 1,000 units (no Docker)
     python scripts/bench_overhead.py --only sweep_run    # the sweep scheduler's overhead per unit (no Docker)
-    python scripts/bench_overhead.py --only cluster      # a Ray cluster of 1 then 2 worker nodes (root; ~10 min)
+    python scripts/bench_overhead.py --only cluster      # a Ray cluster of 1 then 2 worker nodes (root; ~15 min)
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
