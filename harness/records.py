@@ -8,6 +8,7 @@
     RUN/attempts/<task>/<config>/rep-<r>/attempt-<k>/{patch.diff,test_output.txt,grade.json}
     RUN/logs/images.log      image build output
     RUN/reviews.jsonl        human verdicts (`wholeloop review`), appended after the run, its own lock
+    RUN/model_reviews.jsonl  model reviews (`wholeloop review --review-model`), apart from them, the same lock
     RUN/.writer.lock         held (flock) by the one run writing the folder, for its whole life
 
 Everything a report shows is recomputed from these files, with no Docker. Every part of wholeloop
@@ -136,6 +137,40 @@ class Review(BaseModel):
     verdict: ReviewVerdict
     reason: str = ""
     reviewer: str
+    at: str = ""  # ISO time, UTC
+
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.task_id, self.config, self.repeat, self.attempt)
+
+
+MODEL_REVIEW_SCHEMA = 1
+
+
+class ModelReview(BaseModel):
+    """One model's review of one attempt's patch (`wholeloop review --review-model`): a line of
+    RUN/model_reviews.jsonl, apart from the human verdicts so that it is never counted as one.
+    Keyed like a Review; recorded with the model, the rubric and the exact prompt sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = MODEL_REVIEW_SCHEMA
+    task_id: str
+    config: str
+    repeat: int = 0
+    attempt: int = 1
+    patch_sha256: str
+    verdict: ReviewVerdict
+    reasoning: str = ""
+    readable: bool = True  # False: the reply held no verdict in the asked form (then verdict unsure)
+    model: str
+    endpoint: str = ""
+    rubric_version: int = 0
+    prompt: str = ""  # every character sent
+    prompt_sha256: str = ""
+    reply: str = ""  # the model's whole answer
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: the price is unknown
     at: str = ""  # ISO time, UTC
 
     def key(self) -> tuple[str, str, int, int]:
@@ -382,6 +417,7 @@ class RunFolder:
     MANIFEST = "manifest.json"
     WRITER_LOCK = ".writer.lock"
     REVIEWS = "reviews.jsonl"
+    MODEL_REVIEWS = "model_reviews.jsonl"
 
     def __init__(self, path: Path | str, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -520,6 +556,9 @@ class RunFolder:
         """Append one verdict to reviews.jsonl: one whole line, under its own lock (a thread lock
         and an flock on RUN/.reviews.lock), since reviewers write after the run, beside any other
         reader or reviewer, never under the run's writer lock. Every verdict is kept."""
+        self._append_review(self.reviews_path, review)
+
+    def _append_review(self, path: Path, review: Review | ModelReview) -> None:
         if not review.at:
             review = review.model_copy(update={"at": datetime.now(UTC).isoformat(timespec="seconds")})
         line = (
@@ -530,10 +569,41 @@ class RunFolder:
         with self._reviews_lock, open(self.path / ".reviews.lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
-                drop_torn_tail(self.reviews_path)
-                append_line(self.reviews_path, line)
+                drop_torn_tail(path)
+                append_line(path, line)
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    @property
+    def model_reviews_path(self) -> Path:
+        return self.path / self.MODEL_REVIEWS
+
+    def add_model_review(self, review: ModelReview) -> None:
+        """Append one model review to model_reviews.jsonl (the review lock; every review kept)."""
+        self._append_review(self.model_reviews_path, review)
+
+    def model_reviews(self) -> list[ModelReview]:
+        """Every valid model review, in the order written (a torn or invalid line is skipped)."""
+        out: list[ModelReview] = []
+        for line in complete_lines(self.model_reviews_path):
+            try:
+                out.append(ModelReview.model_validate_json(line))
+            except ValidationError:
+                continue
+        return out
+
+    def current_model_reviews(
+        self, rows: list[ResultRow] | None = None
+    ) -> dict[tuple[str, str, int, int], dict[str, ModelReview]]:
+        """The model reviews that count, per attempt key, per model: each model's latest review of
+        the attempt's patch as it is now (as `current_reviews` does for human verdicts)."""
+        rows = self.latest() if rows is None else rows
+        shas = {row.key(): self.patch_sha256(row) for row in rows}
+        out: dict[tuple[str, str, int, int], dict[str, ModelReview]] = {}
+        for review in self.model_reviews():
+            if shas.get(review.key()) == review.patch_sha256:
+                out.setdefault(review.key(), {})[review.model] = review
+        return out
 
     def reviews(self) -> list[Review]:
         """Every valid verdict, in the order written (a torn or invalid line is skipped)."""

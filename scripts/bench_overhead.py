@@ -15,6 +15,7 @@ item 7 and issue 14 (the run history). Usage:
     python scripts/bench_overhead.py --only own_checks   # the repository's own checks per resolved attempt
     python scripts/bench_overhead.py --only sweep_plan   # planning a sweep of 1,000 units (no Docker)
     python scripts/bench_overhead.py --only sweep_run    # the sweep scheduler's overhead per unit (no Docker)
+    python scripts/bench_overhead.py --only cluster      # a Ray cluster of 1 then 2 worker nodes (root; ~10 min)
 
 Speed claims live here, never in the test suite. Uses only public APIs of harness and sandbox.
 """
@@ -91,6 +92,7 @@ SECTIONS = (
     "own_checks",
     "sweep_plan",
     "sweep_run",
+    "cluster",
 )
 
 
@@ -1476,10 +1478,263 @@ def bench_sweep_overhead(reps: int) -> list[Row]:
     ]
 
 
+# ---------------------------------------------------------------------------- cluster (issue 27)
+
+
+def _cluster_unit(payload: dict) -> dict:
+    """A simulated unit on a node (no containers): one final row and a small transcript, what a
+    real unit hands back, made at once. Defined here, so Ray ships it by value to the nodes."""
+    import socket
+
+    task_id, repeat = payload["task"]["task"]["id"], payload["repeat"]
+    where = f"attempts/{task_id}/{payload['config']}/rep-{repeat}/attempt-1"
+    row = {
+        "run_id": payload["run_id"], "task_id": task_id, "task_hash": "", "config": payload["config"],
+        "agent": "noop", "repeat": repeat, "outcome": "unresolved", "resolved": False, "stop_reason": "submitted",
+        "dir": where, "transcript_path": f"{where}/transcript.jsonl",
+    }  # fmt: skip
+    line = json.dumps({"type": "phase", "phase": "agent", "note": "x" * 200}) + "\n"
+    return {
+        "rows": [row], "files": {f"{where}/transcript.jsonl": (line * 8).encode()}, "log": "", "images": {},
+        "node": socket.gethostname(), "try": None,
+    }  # fmt: skip
+
+
+def _slow_model(latency: float, calls: int):
+    """An OpenAI-compatible responder: every call sleeps `latency`, then a bash call, the last a submit."""
+    from support.fakellm import Call, Reply, Tokens
+
+    commands = ["ls", "git status --short", "cat README.md | head -20", "ls tests", "git log --oneline | head"]
+
+    def respond(request):
+        turns = sum(m.get("role") == "assistant" for m in request.body.get("messages", []))
+        time.sleep(latency)
+        if turns + 1 >= calls:
+            return Reply(calls=[Call("submit", {})], usage=Tokens(200, 20))
+        return Reply(calls=[Call("bash", {"command": commands[turns % len(commands)]})], usage=Tokens(200, 20))
+
+    return respond
+
+
+def _cluster_run(cluster, spec: Path, out: Path, repeats: int, base_url: str) -> dict:
+    """`wholeloop run --executor ray` as a user runs it (the driver is that process): its wall time,
+    CPU time (user + system, from wait4), the rows' span, the manifest's traffic."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update({"RAY_USAGE_STATS_ENABLED": "0", **cluster.env})
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(spec), "--model", "openai/gpt-4o"]
+    cmd += ["--base-url", f"{base_url}/v1", "--repeats", str(repeats), "--out", str(out)]
+    cmd += ["--executor", "ray", "--ray-address", cluster.address, "--no-history"]
+    log = out.with_suffix(".log")
+    started = time.perf_counter()
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    rows = [r for r in (json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()) if r["final"]]
+    if proc.returncode not in (0, 1) or len(rows) != repeats:
+        raise RuntimeError(f"the cluster run failed (exit {proc.returncode}):\n{log.read_text()[-3000:]}")
+    stamps = [datetime.fromisoformat(r[k]) for r in rows for k in ("started_at", "finished_at")]
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "span": (max(stamps) - min(stamps)).total_seconds(),
+        "rows": rows,
+        "nodes": sorted({r["node"] for r in rows}),
+        "clean": sum(r["outcome"] != "infra_error" and r["stop_reason"] == "submitted" for r in rows),
+        "traffic": manifest["executor"].get("traffic", {}),
+    }
+
+
+def _simulated_plan(address: str, task, units: int, tmp: Path) -> tuple[float, float, float]:
+    """The driver's own work for a plan of `units` units (up to 10 tasks, copies of `task`, x
+    repeats) whose node side is `_cluster_unit` (no containers, no images shipped): CPU seconds of
+    this thread (the driver's bookkeeping: submitting, looking, receiving, appending rows), of the
+    whole process (Ray's own threads too, which poll for as long as the run lasts), and wall
+    seconds, of Runner.run."""
+    from harness.run.executors import ray as ray_executor
+
+    executor = ray_executor.RayExecutor(address)
+    out = tmp / f"sim-{units}-{time.monotonic_ns()}"
+    width = 10 if units % 10 == 0 else 1
+    tasks = [task.model_copy(update={"id": f"{task.id}-{n}"}) for n in range(width)]
+    runner = Runner(tasks, get_agent("noop"), RunOptions(out=out, repeats=units // width), executor=executor)
+    mine, cpu, wall = time.thread_time(), time.process_time(), time.perf_counter()
+    rows = runner.run()
+    mine, cpu, wall = time.thread_time() - mine, time.process_time() - cpu, time.perf_counter() - wall
+    assert len(rows) == units and all(r.final for r in rows), f"{len(rows)} rows for {units} units"
+    shutil.rmtree(out, ignore_errors=True)
+    return mine, cpu, wall
+
+
+def bench_cluster(latency: float, calls: int, units: int, per_node: int, sim_units: list[int]) -> list[Row]:
+    """Issue 27 item 4, on a real cluster of this machine (tests/support/raycluster.py: worker nodes
+    in their own network and mount namespaces with their own Docker engines): throughput with 1 and
+    then 2 worker nodes of `per_node` units each, the model sleeping `latency` s per call; the
+    driver's CPU and the object-store traffic per unit; then a simulated plan of 100 and 10,000
+    units (no containers) through the same executor, per-unit driver cost compared."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import secrets
+
+    from support.fakellm import FakeLLM
+    from support.raycluster import RayCluster, build_wheel, can_make_namespaces, template_venv
+
+    from harness.run.executors import ray as ray_executor
+    from harness.run.images import present_image_tags
+    from sandbox.base import DEFAULT_BASE
+
+    why = can_make_namespaces()
+    if why:
+        return [Row(f"cluster: cannot build a cluster here ({why})", 0, unit="", goal="a cluster", ok=False)]
+    task = load_task(SPEC)
+    with tempfile.TemporaryDirectory(prefix="wl-bench-cluster-") as tmp_name:
+        tmp = Path(tmp_name)
+        # the task's images on this machine's engine (a gold run builds or finds them): what is shipped
+        gold = Runner([task], get_agent("gold"), RunOptions(out=tmp / "gold")).run()
+        assert all(r.resolved for r in gold), "the gold run must resolve the task"
+        tags = present_image_tags(task) or []
+        env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "OPENAI_API_KEY": "sk-bench"}
+        cluster = RayCluster(workers=1, cpus_per_node=per_node, base_images=(DEFAULT_BASE,), env=env)
+        started = time.perf_counter()
+        wheel, template = build_wheel(tmp / "wheel"), template_venv()
+        rows: list[Row] = []
+        saved = {k: os.environ.get(k) for k in (*env, "RAY_ADDRESS")}
+        try:
+            cluster.start(wheel, template)
+            for tag in tags:  # steady state: the task's images already on the node (shipping is measured apart)
+                cluster.ship_image(cluster.nodes[0], tag)
+            print(f"cluster: head + 1 node up in {time.perf_counter() - started:.0f} s", flush=True)
+            with FakeLLM(responder=_slow_model(latency, calls), host=cluster.head_ip) as model:
+                one = _cluster_run(cluster, SPEC, tmp / "one", units, model.base_url)
+                print(f"cluster: 1 node: {units} units in {one['span']:.0f} s ({one['wall']:.0f} s wall)", flush=True)
+                cluster.nodes.append(cluster._start_node(2, wheel, template))
+                cluster._wait_engine(cluster.nodes[1])
+                for image in (DEFAULT_BASE, *tags):
+                    cluster.ship_image(cluster.nodes[1], image)
+                cluster.wait_for_nodes(3)
+                two = _cluster_run(cluster, SPEC, tmp / "two", units, model.base_url)
+                print(f"cluster: 2 nodes: {units} units in {two['span']:.0f} s ({two['wall']:.0f} s wall)", flush=True)
+                resumed = _cluster_run(cluster, SPEC, tmp / "two", units, model.base_url)  # nothing to do
+            per_min = {n: units / r["span"] * 60 for n, r in ((1, one), (2, two))}
+            speedup = per_min[2] / per_min[1]
+            model_s = latency * calls
+            for n, r in ((1, one), (2, two)):
+                rows.append(
+                    Row(
+                        f"cluster, {n} worker node(s) x {per_node} units: {units} units in {r['span']:.1f} s "
+                        f"(driver wall {r['wall']:.1f} s; ran on {','.join(r['nodes'])}"
+                        + (f"; {units - r['clean']} not clean)" if r["clean"] != units else ")"),
+                        per_min[n],
+                        unit="/min",
+                    )
+                )
+            rows.append(
+                Row(
+                    f"  speed-up of 2 nodes over 1 ({calls} model calls x {latency:g} s = {model_s:g} s a unit)",
+                    speedup,
+                    goal=">= 1.7x",
+                    ok=speedup >= 1.7 and one["clean"] == two["clean"] == units and two["nodes"] == ["node1", "node2"],
+                    unit="x",
+                )
+            )
+            rows.append(
+                Row(
+                    "  the same from the driver's wall time (start-up, image export, connect included)",
+                    one["wall"] / two["wall"],
+                    unit="x",
+                )
+            )
+            fixed = resumed["cpu"]
+            for n, r in ((1, one), (2, two)):
+                rows.append(
+                    Row(
+                        f"driver CPU per unit, {n} node(s) (total {r['cpu']:.1f} s less a no-op resume's {fixed:.1f} s)",
+                        (r["cpu"] - fixed) / units * 1000,
+                        goal="<= 1000 ms",
+                        ok=(r["cpu"] - fixed) / units <= 1.0,
+                    )
+                )
+            traffic = two["traffic"]
+            rows.append(
+                Row(
+                    f"object store, per run: {traffic.get('put_items', 0)} item(s) put (inputs + image archive)",
+                    traffic.get("put_bytes", 0) / 2**20,
+                    unit="MB",
+                )
+            )
+            rows.append(
+                Row(
+                    "object store, per unit: rows and files handed back",
+                    traffic.get("returned_bytes", 0) / units / 1024,
+                    unit="KB",
+                )
+            )
+            rows.append(
+                Row(
+                    f"object store, per unit over this {units}-unit run (both)",
+                    (traffic.get("put_bytes", 0) + traffic.get("returned_bytes", 0)) / units / 2**20,
+                    unit="MB",
+                )
+            )
+            # the driver's bookkeeping at scale: units with no containers, through the same executor
+            for key, value in {**env, "RAY_ADDRESS": None}.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            real_unit = ray_executor.run_unit
+            real_images = ray_executor._Shipper.images
+            ray_executor.run_unit = _cluster_unit
+            ray_executor._Shipper.images = lambda self, task: None
+            try:
+                small, large = sim_units
+                _simulated_plan(cluster.address, task, 20, tmp)  # warm-up: workers started, function shipped
+                base = [_simulated_plan(cluster.address, task, 1, tmp) for _ in range(3)]
+                at_small = [_simulated_plan(cluster.address, task, small, tmp) for _ in range(3)]
+                at_large = _simulated_plan(cluster.address, task, large, tmp)
+            finally:
+                ray_executor.run_unit = real_unit
+                ray_executor._Shipper.images = real_images
+            per_unit = {}  # what a unit adds, a 1-unit run's cost subtracted: (small, large) per figure
+            for i, name in enumerate(("thread", "process", "wall")):
+                fixed = statistics.median(b[i] for b in base)
+                per_unit[name] = (
+                    (statistics.median(r[i] for r in at_small) - fixed) / (small - 1),
+                    (at_large[i] - fixed) / (large - 1),
+                )
+            thread = per_unit["thread"]
+            rows.append(
+                Row(
+                    f"simulated plan: driver bookkeeping CPU per unit, {large} vs {small} units (its thread)",
+                    thread[1] * 1000,
+                    thread[0] * 1000,
+                    goal="<= 1.2x",
+                    ok=thread[1] <= 1.2 * thread[0],
+                )
+            )
+            for name, what in (("process", "driver process CPU (Ray's threads too)"), ("wall", "wall")):
+                rows.append(
+                    Row(
+                        f"simulated plan: {what} per unit, {large} vs {small} units",
+                        per_unit[name][1] * 1000,
+                        per_unit[name][0] * 1000,
+                    )
+                )
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            cluster.stop()
+    return rows
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\n{'what':72} {'ours':>10} {'raw':>10} {'ratio':>7}  {'target':16} result")
     for r in rows:
-        fmt = (lambda v: f"{v:.2f}") if r.unit in ("ms", "x", "/min", "%") else (lambda v: f"{v:g}")
+        fmt = (lambda v: f"{v:.2f}") if r.unit in ("ms", "x", "/min", "%", "MB", "KB") else (lambda v: f"{v:g}")
         unit = r.unit if r.unit != "x" else "x"
         ours = f"{fmt(r.ours)} {unit}".strip()
         raw = f"{fmt(r.raw)} {unit}".strip() if r.raw is not None else ""
@@ -1497,6 +1752,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--check-k", type=int, default=3, help="candidates of one repository for the check section")
     parser.add_argument("--check-repeats", type=int, default=3, help="base and gold runs per task in the check section")
+    parser.add_argument("--cluster-latency", type=float, default=5.0, help="cluster: the model's seconds per call")
+    parser.add_argument("--cluster-calls", type=int, default=3, help="cluster: model calls per unit")
+    parser.add_argument("--cluster-units", type=int, default=12, help="cluster: units per throughput run")
+    parser.add_argument("--cluster-per-node", type=int, default=2, help="cluster: units at once per node (its CPUs)")
+    parser.add_argument("--cluster-sim", default="100,10000", help="cluster: the simulated plans' sizes")
     parser.add_argument(
         "--report-run",
         type=Path,
@@ -1506,7 +1766,7 @@ def main() -> int:
     only = set(args.only.split(","))
     docker = bool(
         only - {"history-query", "proxy", "failures", "sweep_plan", "sweep_run"}
-    )  # every section but these needs the engine
+    )  # every section but these needs the engine (cluster: the driver's, and its own nodes')
     print(
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} before; "
         f"docker {engine_version().get('Version') if docker else '(not used)'}; python {sys.version.split()[0]}"
@@ -1521,7 +1781,14 @@ def main() -> int:
             rows += bench_check(Path(tmp), args.check_k, args.check_repeats)
         if "own_checks" in only:  # its own fixture and images
             rows += bench_own_checks(Path(tmp), max(5, args.reps // 12))
-        if docker and only - {"check", "own_checks", "history-query", "proxy", "failures", "sweep_plan", "sweep_run"}:
+        if "cluster" in only:  # its own cluster, images and model
+            sizes = [int(n) for n in args.cluster_sim.split(",")]
+            rows += bench_cluster(
+                args.cluster_latency, args.cluster_calls, args.cluster_units, args.cluster_per_node, sizes
+            )
+        if docker and only - {
+            "check", "own_checks", "history-query", "proxy", "failures", "sweep_plan", "sweep_run", "cluster"
+        }:  # fmt: skip
             # A gold run builds (or finds) the images, and is the warm-up of everything below.
             runner = Runner(tasks, get_agent("gold"), RunOptions(out=Path(tmp) / "gold", workers=2))
             assert all(r.resolved for r in runner.run()), "the gold run must resolve every task"

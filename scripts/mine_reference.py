@@ -36,8 +36,14 @@ THE MINING RULES (pytest ecosystem)
       that starts with "." (a dotfile at the root, e.g. .gitignore, .readthedocs.yaml) or the
       first component starts with "." (a dot-folder at the root, e.g. .idea/); or the basename
       ends in .md, .rst or .txt (case-insensitive; so requirements.txt is docs); or the basename,
-      upper-cased, starts with LICENSE, CHANGES, CHANGELOG, HISTORY, NEWS or AUTHORS;
+      upper-cased, starts with LICENSE, CHANGES, CHANGELOG, HISTORY, NEWS or AUTHORS; or the
+      basename is a dependency lock file (LOCK_FILES: uv.lock, poetry.lock, package-lock.json...);
    d. source: everything else.
+   A protected pyproject.toml whose two sides both parse as TOML and are equal once the [project]
+   keys classifiers, urls, description, keywords, authors, maintainers, readme, license and
+   license-files and the [tool.*] tables of linters, formatters, type checkers and release tools
+   (ruff, black, isort, mypy, pyright, codespell, towncrier, ...: LINT_TOOLS below) are removed
+   is docs instead (the change describes the project; nothing a test run reads changed).
 
 4. Reasons a commit is skipped, checked in this order (the first that applies is reported):
    "merge commit"                       more than one parent;
@@ -166,6 +172,22 @@ PROTECTED = {
 }
 TEST_DIRS = {"tests", "test", "testing"}
 DOCS_PREFIXES = ("LICENSE", "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS")
+LOCK_FILES = {
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "Cargo.lock",
+    "go.sum",
+    "go.work.sum",
+    "poetry.lock",
+    "uv.lock",
+    "pdm.lock",
+    "Pipfile.lock",
+    "composer.lock",
+    "packages.lock.json",
+    "Package.resolved",
+}
 STATUSES = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS")
 FAILING = ("FAILED", "ERROR", "MISSING")
 
@@ -191,7 +213,45 @@ def classify(path: str) -> str:
         return "docs"
     if base.lower().endswith((".md", ".rst", ".txt")) or base.upper().startswith(DOCS_PREFIXES):
         return "docs"
+    if base in LOCK_FILES:
+        return "docs"
     return "source"
+
+
+DESCRIBING = {
+    "classifiers",
+    "urls",
+    "description",
+    "keywords",
+    "authors",
+    "maintainers",
+    "readme",
+    "license",
+    "license-files",
+}
+LINT_TOOLS = set(
+    "ruff black isort mypy pyright codespell towncrier bumpversion bumpver tbump pylint pydocstyle check-manifest "
+    "cibuildwheel repo-review commitizen interrogate docformatter typos semantic_release pyproject-fmt zizmor djlint "
+    "mdformat check-wheel-contents validate-pyproject pyroma".split()
+)
+
+
+def _only_description(repo: Path, parent: str, commit: str, path: str) -> bool:
+    import tomllib
+
+    sides = []
+    for rev in (parent, commit):
+        proc = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], capture_output=True)
+        if proc.returncode != 0:
+            return False
+        try:
+            data = tomllib.loads(proc.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return False
+        data["project"] = {k: v for k, v in data.get("project", {}).items() if k not in DESCRIBING}
+        data["tool"] = {k: v for k, v in data.get("tool", {}).items() if k not in LINT_TOOLS}
+        sides.append(data)
+    return sides[0] == sides[1]
 
 
 def is_test_module(path: str) -> bool:
@@ -500,7 +560,10 @@ def judge(repo: Path, c: dict, args, work: Path, log) -> dict:
     kinds: dict[str, list[str]] = {"protected": [], "test": [], "docs": [], "source": []}
     lines: dict[str, int] = {}
     for path, n in rows:
-        kinds[classify(path)].append(path)
+        kind = classify(path)
+        if kind == "protected" and PurePosixPath(path).name == "pyproject.toml":
+            kind = "docs" if _only_description(repo, parent, commit, path) else kind
+        kinds[kind].append(path)
         lines[path] = n
     for paths in kinds.values():
         paths.sort()

@@ -23,6 +23,7 @@ from harness.authoring.check import (
     missing_module,
     read_verdict,
 )
+from harness.authoring.testdeps import marker_excluded
 from harness.parsers import ERROR, FAILED, PASSED, SKIPPED, RunSetup, TestReport, get_parser
 from harness.tasks import load_task
 
@@ -276,3 +277,48 @@ def test_a_base_run_killed_by_a_signal_is_quarantined_as_killed_not_as_untrusted
     assert verdict is not None
     assert verdict.quarantined == "tests were killed", (verdict.quarantined, verdict.detail)
     assert "signal 9" in verdict.detail and "memory" in verdict.detail
+
+
+def test_skips_for_a_module_the_projects_own_markers_leave_out_on_this_python_are_healthy():
+    # as pyproject-metadata 0.12: `exceptiongroup>=1.0;python_version<"3.11"` (optional), and its
+    # tests skip "exceptiongroup is not installed": on 3.11 its own CI skips them too
+    many = {f"t.py::p{i}": PASSED for i in range(10)}
+    skips = {f"t.py::g{i}": "exceptiongroup is not installed" for i in range(5)}
+    base = _report({**many, **dict.fromkeys(skips, SKIPPED)}, skips)
+    assert not environment_health(base, base).healthy
+    health = environment_health(base, base, not_here={"exceptiongroup"})
+    assert health.healthy and health.skipped == 5 and health.import_errors == {}
+    assert health.skip_reasons == {"exceptiongroup is not installed": 5}  # still named
+    # another module's skips still count
+    other = {f"t.py::r{i}": "Needs Rich." for i in range(5)}
+    both = _report({**many, **dict.fromkeys(skips, SKIPPED), **dict.fromkeys(other, SKIPPED)}, {**skips, **other})
+    assert environment_health(both, both, not_here={"exceptiongroup"}).import_errors == {"rich": 5}
+
+
+PYPROJECT_MARKERS = """[project]
+name = "demo"
+dependencies = ["packaging>=23", 'tomli; python_version < "3.11"']
+
+[project.optional-dependencies]
+test = ['exceptiongroup>=1.0;python_version<"3.11"', "pytest>=7", 'rich; python_version >= "3.8"']
+"""
+
+
+def test_modules_declared_only_under_markers_false_on_the_interpreter_are_named():
+    texts = {"pyproject.toml": PYPROJECT_MARKERS, "requirements-dev.txt": "tomli==2.0.1\n"}
+    assert marker_excluded(texts, (3, 11, 2)) == {"exceptiongroup"}  # tomli is also asked for unconditionally
+    assert marker_excluded(texts, (3, 10, 12)) == set()
+    assert marker_excluded(
+        {"setup.cfg": "[options]\ninstall_requires =\n    exceptiongroup; python_version<'3.11'\n"}, (3, 12, 0)
+    ) == {"exceptiongroup"}
+
+
+def test_test_ids_that_differ_by_a_memory_address_are_said_so():
+    # as annotated-types 0.7.0: parametrized ids hold an object's default repr, `<... object at 0x...>`;
+    # every run had the same hash seed, so "depend on the test order" misled
+    task = load_task_stub(fail_to_pass=["t.py::ok"], pass_to_pass=[])
+    runs = [{"t.py::ok": PASSED, f"t.py::case[<demo.Meta object at 0x7f84332ee9{n}0>]": PASSED} for n in range(3)]
+    with pytest.raises(Quarantine) as q:
+        _judge(task, Verdict(task_id="x", seeds=[{"PYTHONHASHSEED": "0"}] * 6), True, runs, runs)
+    assert q.value.reason.startswith("test ids hold memory addresses"), q.value.reason
+    assert "object at 0x7f84332ee900" in q.value.detail

@@ -21,6 +21,7 @@ from harness.authoring.environment import (
     ToolchainMissing,
     infer_environment,
     load_config,
+    setup_commands,
 )
 from harness.authoring.gitrepo import GitRepo
 from harness.authoring.testdeps import expand_braces, is_test_env, poetry_requirement, read_tool_deps
@@ -303,3 +304,26 @@ def test_pins_of_different_requirements_files_that_disagree_are_left_to_the_reso
     assert by_name["coverage"] == ["coverage>=7.11"]  # the pin it excludes goes, the range stays
     assert by_name["pytest"] == ["pytest==8.4.2"] and by_name["requests"] == ["requests==2.34.2"]
     assert any("certifi" in note and "disagree" in note for note in plan.notes)
+
+
+EXT_SETUP = """from setuptools import Extension, setup
+setup(name="fast", ext_modules=[Extension("fast._speed", ["fast/_speed.c"])])
+"""
+
+
+def test_a_project_that_builds_c_extensions_gets_a_c_compiler_in_its_environment(tmp_path):
+    # as wcwidth 0.9.3: its setup.py builds an optional C extension and its conftest requires it;
+    # the base image has no compiler, so every test errored "C extension not loaded"
+    repo, head = _project(
+        tmp_path, {"setup.py": EXT_SETUP, "fast/__init__.py": "", "fast/_speed.c": "", "tests/test_x.py": ""}
+    )
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    first = setup_commands(plan, ["setuptools==80.0"])[0]
+    assert "apt-get install" in first and "build-essential" in first and "python3-dev" in first
+    assert any("C" in note and "build-essential" in note for note in plan.notes)
+    # a pure-Python project's image stays as small as the base
+    (tmp_path / "pure").mkdir()
+    pure, pure_head = _project(tmp_path / "pure", {"setup.py": "from setuptools import setup\nsetup(name='p')\n"})
+    assert not any("apt-get" in c for c in setup_commands(infer_environment(pure, pure_head, WHEN, RepoConfig()), []))
+    # a setup of the team's own is not second-guessed
+    assert setup_commands(infer_environment(repo, head, WHEN, RepoConfig(setup=["true"])), []) == ["true"]

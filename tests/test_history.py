@@ -481,6 +481,45 @@ def test_trend_points_are_the_reports_figures(tmp_path, history_url):
     assert series[("other", "noop")].points[0].cost_per_resolved.unknown
 
 
+def test_the_history_tables_show_the_accept_rate_beside_the_resolve_rate(tmp_path, history_url):
+    """`history` and `history trend` print the accept rate (default policy, from the axes the index
+    keeps) beside the resolve rate, as `report` judges the same rows; a run whose resolved trials
+    have no axes says "n/m" (not measured), never a rate it cannot know."""
+    from harness.history import listing as fast
+    from harness.report.acceptance import judge
+
+    root = tmp_path / "runs"
+    checked = {"checks": ["ruff==0.6.9"], "new": [], "error": None}
+    clean = {"files": ["a.py"], "own_checks": checked}
+    debug = {**clean, "debug_leftovers": [{"path": "a.py", "line": "print(x)"}]}
+    rows = [
+        row("t00").model_copy(update={"acceptance": clean}),
+        row("t01").model_copy(update={"acceptance": debug}),
+        row("t02", outcome="unresolved"),
+        row("t03").model_copy(update={"acceptance": clean}),
+    ]
+    assert [judge(r).accepted for r in rows] == [True, False, False, True]
+    day = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    write_run(root / "old", outcomes(2, {0, 1}), started=day, url=history_url)  # graded before the axes
+    write_run(root / "new", rows, started=day + timedelta(days=1), url=history_url)
+    out = listing(history_url, root, "--json", str(tmp_path / "h.json"))
+    head, new, old = out.splitlines()[:3]
+    assert head.split()[6:12] == ["resolved", "rate", "accepted", "accept", "rate", "infra"], head
+    assert new.split()[2] == "new" and new.split()[6:10] == ["3/4", "75%", "2/4", "50%"], new
+    assert old.split()[2] == "old" and old.split()[6:10] == ["2/2", "100%", "0/2", "n/m"], old
+    assert "accept rate n/m: not measured, 2 resolved trial(s) without acceptance axes" in " ".join(out.split())
+    data = {d["run_id"]: d for d in json.loads((tmp_path / "h.json").read_text())}
+    assert (data["new"]["accept_rate"], data["new"]["accepted"], data["new"]["not_measured"]) == (0.5, 2, 0)
+    assert (data["old"]["accept_rate"], data["old"]["not_measured"]) == (None, 2)
+    if history_url.startswith("sqlite"):  # the listing without SQLAlchemy gives the same counts
+        from harness.history.types import HistoryFilter
+
+        found, _ = fast.list_runs(root / "history.sqlite", HistoryFilter(), limit=50)
+        assert [(r.run_id, r.accepted, r.not_measured) for r in found] == [("new", 2, 0), ("old", 0, 2)]
+    trend = listing(history_url, root, "trend")
+    assert "accept rate [95% CI]" in trend and "50% [" in trend, trend
+
+
 def test_trend_in_the_terminal_and_as_html(tmp_path, history_url):
     root = tmp_path / "runs"
     runs = fabricate_history(root, history_url)

@@ -93,7 +93,8 @@ def test_report_opens_from_disk_and_two_clicks_reach_transcript_and_diff(tmp_pat
     browser.wait_js("window.__wholeloop && window.__wholeloop.ready")
     assert browser.errors() == []
     assert browser.js("document.querySelectorAll('#mx .cell').length") == 12 * 3
-    assert browser.js("document.querySelectorAll('svg.chart').length") == 6  # cost, phases, 4 distributions
+    assert browser.js("document.querySelectorAll('svg.chart:not(.front)').length") == 6  # cost, phases, 4 distributions
+    assert browser.js("document.querySelectorAll('#front svg.front').length") == 2  # the front: cost and time x rate
     assert browser.js("document.getElementById('drawer').hidden") is True
     shot = browser.screenshot(tmp_path / "html-report-overview.png", full=True)
 

@@ -108,10 +108,45 @@ def small_repo(tmp_path: Path) -> dict:
         ("pkg/tests.py", "source"),
         ("contest.py", "source"),
         ("pkg/.hidden.py", "source"),
+        ("uv.lock", "docs"),
+        ("poetry.lock", "docs"),
+        ("web/package-lock.json", "docs"),
+        ("Cargo.lock", "docs"),
     ],
 )
 def test_each_path_is_classified_by_the_first_rule_that_matches(path, kind):
     assert classify(path, PYTEST) == kind
+
+
+def test_a_lock_file_is_packaging_not_source_and_a_parser_that_protects_it_still_does(small_repo):
+    """trial5: a dependabot commit changing only uv.lock and a test was a candidate, uv.lock its
+    whole gold patch. A lock file is not a source change: the environment is built at the base
+    commit, so a gold patch bumping it would install nothing. Where a parser protects its
+    ecosystem's lock file (Vitest's pnpm-lock.yaml, Go's go.sum) that rule comes first."""
+    repo_dir = small_repo["repo"]
+    bump = commit(
+        repo_dir,
+        "chore(deps): bump attrs",
+        {"uv.lock": "version = 1\n", "tests/test_more.py": "def test_x():\n    assert True\n"},
+        "2024-05-01T12:00:00+00:00",
+    )
+    fix = commit(
+        repo_dir,
+        "fix: add keeps ints",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return int(a + b)\n",
+            "uv.lock": "version = 2\n",
+            "tests/test_more.py": "def test_x():\n    assert True\n\n\ndef test_y():\n    pass\n",
+        },
+        "2024-06-01T12:00:00+00:00",
+    )
+    repo = GitRepo.open(repo_dir)
+    assert judge(repo, repo.commit(bump), PYTEST, MineOptions()).skipped == "no source change"
+    cand = judge(repo, repo.commit(fix), PYTEST, MineOptions()).candidate
+    assert cand is not None
+    assert cand.gold_files == ["smallpkg/__init__.py"] and cand.docs_files == ["uv.lock"]
+    assert classify("pnpm-lock.yaml", get_parser("vitest")) == "protected"
+    assert classify("go.sum", get_parser("go")) == "protected"
 
 
 def test_commits_are_split_skipped_with_their_reason_and_get_stable_ids(small_repo):
@@ -711,3 +746,46 @@ def test_refresh_env_reapplies_a_changed_wholeloop_yaml_and_origin_names_it(smal
         "content hashes changed" not in " ".join(unchanged.stdout.split())
         and load_task(spec).content_hash() == task.content_hash()
     )
+
+
+PYPROJECT_V1 = """[project]
+name = "smallpkg"
+classifiers = ["Programming Language :: Python :: 3.12"]
+dependencies = ["attrs"]
+
+[tool.ruff]
+line-length = 100
+"""
+
+
+def test_a_pyproject_change_that_only_describes_the_project_is_dropped_like_docs(small_repo):
+    # as packaging 26.2 (only [tool.ruff]) and annotated-types 0.7.0 (classifiers): nothing a test run
+    # reads changed, so the release is a candidate; pyproject.toml stays out of the gold patch
+    repo_dir = small_repo["repo"]
+    commit(repo_dir, "add pyproject", {"pyproject.toml": PYPROJECT_V1}, "2024-04-01T12:00:00+00:00")
+    described = PYPROJECT_V1.replace('3.12"]', '3.12", "Programming Language :: Python :: 3.13"]').replace("100", "120")
+    sha = commit(
+        repo_dir,
+        "fix: add in the other order",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return b + a\n",
+            "tests/test_add.py": "def test_y():\n    pass\n",
+            "pyproject.toml": described,
+        },
+        "2024-05-01T12:00:00+00:00",
+    )
+    repo = GitRepo.open(repo_dir)
+    cand = judge(repo, repo.commit(sha), PYTEST, MineOptions()).candidate
+    assert cand is not None and cand.gold_files == ["smallpkg/__init__.py"] and "pyproject.toml" in cand.docs_files
+    # a change to what installing or testing reads is still protected
+    sha = commit(
+        repo_dir,
+        "fix: needs cattrs",
+        {
+            "smallpkg/__init__.py": "def add(a, b):\n    return a + b\n",
+            "tests/test_add.py": "def test_z():\n    pass\n",
+            "pyproject.toml": described.replace('["attrs"]', '["attrs", "cattrs"]'),
+        },
+        "2024-06-01T12:00:00+00:00",
+    )
+    assert judge(repo, repo.commit(sha), PYTEST, MineOptions()).skipped == "changes protected file pyproject.toml"

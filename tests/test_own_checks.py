@@ -201,6 +201,76 @@ def test_findings_are_matched_without_line_numbers_and_counted():
     assert new_findings("ruff", Counter(), []) == []
 
 
+def test_inline_settings_a_patch_adds_are_taken_out_before_the_checks_run_and_kept_as_evidence():
+    """mypy, pyright, tsc, black, prettier, rustfmt and clippy honour inline settings no flag turns
+    off (`# mypy: ignore-errors`, a module-level `# type: ignore`, `// @ts-nocheck`, `#![allow]`):
+    the lines the patch adds are applied without them, so what they hid is found. A line gold adds
+    too, a setting the patch also removes in that file (a line rewritten with the setting it had),
+    a string that only looks like one, and noqa/eslint-disable (turned off by flags) are left."""
+    from harness.grading.own_checks import NEUTRAL, unsilence
+
+    def diff(path: str, lines: list[str]) -> str:
+        body = "".join(line + "\n" for line in lines)
+        old = sum(not line.startswith("+") for line in lines)
+        new = sum(not line.startswith("-") for line in lines)
+        return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,{old} +1,{new} @@\n{body}"
+
+    patch = (
+        diff(
+            "pkg/text.py",
+            [
+                "+# mypy: ignore-errors",
+                "+# type: ignore",
+                " import re",
+                "-x = f(a)  # type: ignore[arg-type]",
+                "+x = f(b)  # type: ignore[arg-type]",
+                '+y = g("it\'s")  # type: ignore[call-arg]',
+                '+z = "# type: ignore"',
+                "+import os  # noqa: F401",
+                "+from typing import cast  # type: ignore[attr-defined]",
+                "+    # fmt: off",
+            ],
+        )
+        + diff(
+            "src/a.ts",
+            ["+// @ts-nocheck", " const a = 1;", "+const b: number = 'x'; // @ts-ignore", "+// eslint-disable"],
+        )
+        + diff("src/lib.rs", ["+#![allow(clippy::all)]", " fn a() {}", "+    #[allow(dead_code)] fn b() {}"])
+    )
+    gold = diff("pkg/text.py", ["+from typing import cast  # type: ignore[attr-defined]"])
+    out, found = unsilence(patch, gold)
+    added = [line[1:] for line in out.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == [
+        "# " + NEUTRAL,
+        "# " + NEUTRAL,
+        "x = f(b)  # type: ignore[arg-type]",  # rewritten with the setting the base line had
+        'y = g("it\'s")',
+        'z = "# type: ignore"',  # a string
+        "import os  # noqa: F401",  # ruff --ignore-noqa, flake8 --disable-noqa
+        "from typing import cast  # type: ignore[attr-defined]",  # gold adds it too
+        "    # " + NEUTRAL,
+        "// " + NEUTRAL,
+        "const b: number = 'x';",
+        "// eslint-disable",  # eslint --no-inline-config
+        "// " + NEUTRAL,
+        "    fn b() {}",
+    ]
+    assert [(s.file, s.line) for s in found] == [
+        ("pkg/text.py", "# mypy: ignore-errors"),
+        ("pkg/text.py", "# type: ignore"),
+        ("pkg/text.py", 'y = g("it\'s")  # type: ignore[call-arg]'),
+        ("pkg/text.py", "# fmt: off"),
+        ("src/a.ts", "// @ts-nocheck"),
+        ("src/a.ts", "const b: number = 'x'; // @ts-ignore"),
+        ("src/lib.rs", "#![allow(clippy::all)]"),
+        ("src/lib.rs", "#[allow(dead_code)] fn b() {}"),
+    ]
+    # the hunks still count what they did: the patch applies as the original would
+    assert out.count("\n") == patch.count("\n") and out.count("\n+") == patch.count("\n+")
+    # nothing to take out: the patch unchanged
+    assert unsilence(gold, gold) == (gold, [])
+
+
 # ------------------------------------------------------------------------------------ the policy
 
 
@@ -685,3 +755,10 @@ def test_the_typescript_task_gets_tsc_from_its_package_json_gold_is_clean_and_a_
     found = measure_own_checks(checks, crafted, ["src/parse.ts"], image, backend, limits)
     assert found.error is None, found
     assert [(n.check, n.rule, n.file, n.count) for n in found.new] == [("tsc", "TS2322", "src/parse.ts", 1)], found
+    # the same type error under a `// @ts-nocheck` the patch adds: tsc is run without it
+    path.write_text("// @ts-nocheck\n" + path.read_text())
+    git(clone, "add", "-A")
+    hidden = git(clone, "diff", "--cached", task.base_commit) + "\n"
+    unsilenced = measure_own_checks(checks, hidden, ["src/parse.ts"], image, backend, limits, gold=gold)
+    assert [(n.rule, n.count) for n in unsilenced.new] == [("TS2322", 1)], unsilenced
+    assert [(u.file, u.line) for u in unsilenced.unsilenced] == [("src/parse.ts", "// @ts-nocheck")], unsilenced

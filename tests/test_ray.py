@@ -9,6 +9,7 @@ clients holding this test's own token.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -34,6 +35,7 @@ from harness.report.stats import config_stats, load_configs
 from harness.run import Runner, RunOptions
 from harness.run.executors import LocalExecutor
 from harness.tasks import TaskSpecError, load_task, load_tasks
+from harness.vocabulary import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "tasks" / "demo"
@@ -230,6 +232,13 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def ray_cluster():
     """`ray start --head` on loopback, 2 CPUs, in its own session; stopped (that session only) after."""
+    with _ray_head("--num-cpus=2") as address:
+        yield address
+
+
+@contextlib.contextmanager
+def _ray_head(*declared: str):
+    """A Ray head on loopback declaring `declared` (its CPUs, memory, resources): its address."""
     if importlib.util.find_spec("ray") is None:  # not imported here: Ray reads LOOPBACK_ENV on import
         if os.environ.get("CI"):
             pytest.fail("CI needs the ray extra (pip install -e '.[test,ray]'; scripts/setup.sh does it)")
@@ -250,7 +259,7 @@ def ray_cluster():
             "--head",
             "--block",
             f"--port={port}",
-            "--num-cpus=2",
+            *declared,
             "--disable-usage-stats",
             "--include-dashboard=false",
             f"--temp-dir={temp}",
@@ -471,6 +480,117 @@ def test_a_ray_driver_killed_mid_attempt_keeps_the_attempts_spend_once(ray_clust
     stats = config_stats(load_configs([out])[0])
     assert stats.retried_tries == 1 and stats.total_cost_usd == pytest.approx(gone.cost_usd + final[0].cost_usd)
     assert not list(out.rglob("transcript.live.jsonl"))
+
+
+# The CLI, with the node side of every unit replaced by one whose Ray worker dies on each try (as
+# it does when its node is lost): defined in __main__, so Ray ships it by value to the workers.
+DYING_NODE = r"""
+import os, signal, sys
+import harness.run.executors.ray as executor
+
+TRIES = sys.argv[1]
+
+def unit_on_a_lost_node(payload):
+    with open(TRIES, "a") as fh:
+        fh.write(f"{payload['task']['task']['id']} {payload['repeat']}\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+executor.run_unit = unit_on_a_lost_node
+sys.argv = ["wholeloop", *sys.argv[2:]]
+from harness.cli import main
+main()
+"""
+
+
+@pytest.mark.slow  # 20-80 s by load: a CLI run on the Ray cluster, each unit's worker killed 1 + infra_retries times
+@pytest.mark.timeout(300)
+def test_a_ray_run_whose_units_all_die_after_their_retries_exits_3(ray_cluster, tiny_task, tmp_path):
+    """Every try of every unit loses its Ray worker (as with its node): Ray retries each unit
+    infra_retries times, then the unit ends as infra_error and the run exits 3, as a local run
+    whose units end in infrastructure errors does."""
+    tries, out = tmp_path / "tries.txt", tmp_path / "run"
+    run = [sys.executable, "-c", DYING_NODE, str(tries), "run", str(tiny_task["spec"]), "--agent", "noop"]
+    run += ["--repeats", "2", "--infra-retries", "1", "--out", str(out), "--no-history"]
+    run += ["--executor", "ray", "--ray-address", ray_cluster]
+    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 unit(s) ended in infrastructure errors" in proc.stdout and "exit 3" in proc.stdout
+    task_id = load_task(tiny_task["spec"]).id
+    assert sorted(tries.read_text().splitlines()) == [f"{task_id} 0"] * 2 + [f"{task_id} 1"] * 2  # 1 + 1 retry each
+    final = [r for r in read_results(out / "results.jsonl") if r.final]
+    assert sorted(r.repeat for r in final) == [0, 1]
+    assert all(r.outcome == Outcome.infra_error and "ray: " in (r.error or "") for r in final), final
+
+
+def test_a_units_reservation_is_its_cpus_its_containers_memory_and_the_nodes_container_cap(tiny_task, tmp_path):
+    from harness.run.executors.ray import CONTAINERS, RayExecutor, RayExecutorError, check_fits
+    from harness.tasks import LimitsSpec
+
+    task = load_task(tiny_task["spec"])
+    executor = RayExecutor.__new__(RayExecutor)  # no cluster: only its reservations
+    executor.unit_cpus, executor.unit_memory = 1.0, None
+    for attempts, limit, containers in ((1, "1g", 1), (2, "512m", 2)):
+        options = RunOptions(out=tmp_path / "run", attempts=attempts, limits=LimitsSpec(memory=limit))
+        view = Runner([task], get_agent("noop"), options).view
+        need = executor.reservation(view, task, capped=True)
+        one = 2**30 if limit == "1g" else 2**29
+        assert need == {"num_cpus": 1.0, "memory": one * containers, "resources": {CONTAINERS: containers}}
+        assert "resources" not in executor.reservation(view, task, capped=False)  # no node caps: none asked
+    executor.unit_memory = 0  # WHOLELOOP_RAY_UNIT_MEMORY_MB=0: no memory reserved
+    assert executor.reservation(view, task, capped=False) == {"num_cpus": 1.0}
+    node = {"host": "n1", "cpus": 4, "memory": 6 * 2**30, "containers": 2}
+    check_fits([node], {"num_cpus": 1, "memory": 6 * 2**30, "resources": {CONTAINERS: 2}})
+    for need in ({"num_cpus": 5}, {"num_cpus": 1, "memory": 7 * 2**30}, {"num_cpus": 1, "resources": {CONTAINERS: 3}}):
+        with pytest.raises(RayExecutorError, match="no node of the Ray cluster can run a unit") as info:
+            check_fits([node, {**node, "host": "n2", "containers": None}], need)
+        assert "--memory" in info.value.hint and CONTAINERS in info.value.hint
+
+
+def _most_at_once(rows) -> int:
+    """The most units whose [started_at, finished_at] overlapped at one moment."""
+    from datetime import datetime
+
+    edges = sorted(
+        (datetime.fromisoformat(getattr(r, edge)), +1 if edge == "started_at" else -1)
+        for r in rows
+        for edge in ("started_at", "finished_at")
+    )  # at one instant an end sorts before a start
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.docker
+@pytest.mark.slow  # about 90 s: a Ray head with a budget, four units capped at two, then one at a time
+@pytest.mark.timeout(600)
+def test_the_scheduler_keeps_a_nodes_container_cap_and_memory_budget(tmp_path):
+    """A node declaring 4 CPUs, 6 GiB and 2 containers: units of 1 GiB run at most 2 at once (the
+    cap; its CPUs would take 4), units of 4 GiB one at a time (the memory), and units of 8 GiB
+    no node can ever hold are refused before anything runs (exit 2, with a hint). Before: 4 at
+    once, and an 8 GiB unit ran."""
+    tasks = [str(DEMO / f"inikit-00{n}.yaml") for n in range(1, 5)]
+    budget = ["--num-cpus=4", f"--memory={6 * 2**30}", '--resources={"wholeloop_containers": 2}']
+    with _ray_head(*budget) as address:
+
+        def run(name: str, memory: str) -> subprocess.CompletedProcess:
+            cmd = [sys.executable, "-m", "harness.cli", "run", *tasks, "--agent", "noop", "--memory", memory]
+            cmd += ["--out", str(tmp_path / name), "--no-history", "--executor", "ray", "--ray-address", address]
+            return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400)
+
+        for name, memory, most in (("capped", "1g", 2), ("budget", "4g", 1)):
+            proc = run(name, memory)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+            rows = [r for r in read_results(tmp_path / name / "results.jsonl") if r.final]
+            assert len(rows) == 4 and all(r.outcome != Outcome.infra_error for r in rows)
+            assert _most_at_once(rows) <= most, [(r.started_at, r.finished_at) for r in rows]
+            executor = json.loads((tmp_path / name / "manifest.json").read_text())["executor"]
+            assert executor["nodes"][0]["containers"] == 2
+        refused = run("too-big", "8g")
+        assert refused.returncode == 2, refused.stdout[-3000:] + refused.stderr[-3000:]
+        assert "no node of the Ray cluster can run a unit that reserves 1 CPU, 8.0 GiB" in refused.stderr
+        assert not read_results(tmp_path / "too-big" / "results.jsonl")
 
 
 def _wait_for_owners_to_die(run_id: str, timeout: float = 30) -> None:

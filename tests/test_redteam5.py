@@ -115,6 +115,8 @@ def checks_attacks(tmp_path_factory) -> dict:
     with_unused = fixed.replace("import re\n", "import os\nimport re\n", 1)
     # mypy: a real type error, and the file-level inline comment that tells mypy to ignore the file
     mypy_inline = "# mypy: ignore-errors\n" + fixed + "\n\ndef width(text: str) -> int:\n    return text\n"
+    # mypy: the same type error under a module-level `# type: ignore` (before any code: the whole file)
+    type_ignore = "# type: ignore\n" + fixed + "\n\ndef width(text: str) -> int:\n    return text\n"
     # ruff: the fix calls a helper in a new module whose name is not ASCII (Python allows it) and which
     # holds the new F401; git lists such a path quoted ("tidyco/help\303\251.py"), unlike the patch's
     uses_helper = fixed.replace("import re\n", "import re\n\nfrom tidyco.helpé import lower_words\n", 1).replace(
@@ -137,6 +139,7 @@ def checks_attacks(tmp_path_factory) -> dict:
         "quoted-name": Script(writes({"tidyco/text.py": uses_helper, "tidyco/helpé.py": helper}), name="quoted-name"),
         "ruff-flood": Script(writes({"tidyco/text.py": with_unused, "tidyco/_flood.py": flood}), name="ruff-flood"),
         "mypy-inline": Script(writes({"tidyco/text.py": mypy_inline}), name="mypy-inline"),
+        "type-ignore": Script(writes({"tidyco/text.py": type_ignore}), name="type-ignore"),
     }
     return {name: run(spec, agent, where / f"{RUN_PREFIX}rt5-{name}") for name, agent in agents.items()}
 
@@ -212,18 +215,27 @@ def test_a_ruff_finding_hidden_by_a_warning_on_stderr_is_found(tmp_path):
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftovers")
-@pytest.mark.xfail(
-    strict=True,
-    reason="own checks: mypy honours `# mypy: ignore-errors` (and a module-level `# type: ignore`) in the "
-    "patched file itself; nothing turns inline configuration off for mypy as --ignore-noqa / "
-    "--disable-noqa / --no-inline-config do for ruff, flake8 and eslint: a new type error is accepted",
-)
 def test_a_mypy_finding_hidden_by_an_inline_ignore_errors_comment_is_not_accepted(checks_attacks):
     from harness.report.acceptance import judge
 
     [row] = checks_attacks["mypy-inline"].values()
     checks = _own(row)
     assert checks["error"] is not None or any(n["check"] == "mypy" for n in checks["new"]), checks
+    assert not judge(row).accepted
+    # the setting is named as evidence: the checks ran without the line's comment
+    assert {"file": "tidyco/text.py", "line": "# mypy: ignore-errors"} in checks["unsilenced"], checks
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_mypy_finding_hidden_by_a_module_level_type_ignore_is_not_accepted(checks_attacks):
+    from harness.report.acceptance import judge
+
+    [row] = checks_attacks["type-ignore"].values()
+    checks = _own(row)
+    assert any(n["check"] == "mypy" and n["file"] == "tidyco/text.py" for n in checks["new"]), checks
+    assert {"file": "tidyco/text.py", "line": "# type: ignore"} in checks["unsilenced"], checks
     assert not judge(row).accepted
 
 

@@ -51,6 +51,7 @@ from sandbox import (
     InputError,
     Limits,
     RepositoryError,
+    Sandbox,
     SandboxError,
 )
 
@@ -63,6 +64,7 @@ from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, Tes
 from ..run.images import build_task_images, existing_task_images
 from ..sandboxes import default_backend
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
+from .testdeps import marker_excluded
 
 # 1: before issue 20 (written as `format`); 2: per-run seeds, the environment's health at base.
 # 3: gold's acceptance axes, and those the default acceptance policy refuses (issue 25).
@@ -328,6 +330,7 @@ def _run_phases(
             raise Quarantine(
                 "test patch does not apply", "git apply of the hidden test patch failed at the base commit"
             ) from None
+        not_here = _marker_excluded(sb)
         for n in range(repeats):
             progress(task.id, f"base run {n + 1}/{repeats}")
             run = run_hidden_tests(sb, task, prepared, seed=check_seed(n))
@@ -393,8 +396,35 @@ def _run_phases(
             verdict.gold_not_accepted = refused_by_default(result.acceptance)
     verdict.seconds["gold"] = round(time.monotonic() - t0, 3)
     if first_base is not None and first_gold is not None:
-        verdict.health = environment_health(first_base, first_gold)
+        verdict.health = environment_health(first_base, first_gold, not_here)
     return base_runs, gold_runs
+
+
+_DECLARED = r"""
+import glob, json, os, sys
+names = [n for n in ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini") if os.path.isfile(n)]
+names += sorted(glob.glob("requirements*.txt") + glob.glob("requirements/*.txt"))
+texts = {}
+for n in names:
+    with open(n, encoding="utf-8", errors="replace") as f:
+        texts[n] = f.read(200000)
+print(json.dumps({"python": list(sys.version_info[:3]), "texts": texts}))
+"""
+
+
+def _marker_excluded(sb: Sandbox) -> set[str]:
+    """What the project asks for only under markers false on the image's Python (read in the
+    container at base: its declaring files and its interpreter); empty when there is no Python."""
+    try:
+        result = sb.exec(
+            ["sh", "-c", 'py=$(command -v python || command -v python3) && "$py" -'],
+            stdin=_DECLARED.encode(),
+            timeout=60,
+        )
+        found = json.loads(result.stdout.strip().splitlines()[-1])
+        return marker_excluded(found["texts"], tuple(found["python"]))
+    except (SandboxError, ValueError, IndexError, KeyError, TypeError):
+        return set()
 
 
 def _judge(
@@ -514,10 +544,12 @@ def missing_module(text: str) -> str | None:
     return None
 
 
-def environment_health(base: TestReport, gold: TestReport) -> Health:
+def environment_health(base: TestReport, gold: TestReport, not_here: set[str] | frozenset[str] = frozenset()) -> Health:
     """The test command's health at base: counts, skip reasons, import errors; unhealthy when a test
     file cannot be collected with gold either, or when more than HEALTH_LIMIT of the collected tests
-    error with gold too or are skipped for a missing module."""
+    error with gold too or are skipped for a missing module. `not_here`: modules the project asks for
+    only under markers false on this interpreter (testdeps.marker_excluded): skips for them are the
+    project's own on this Python, named in skip_reasons but not counted."""
     statuses = base.statuses
     module_skips = {n: r for n, r in base.skip_reasons.items() if "::" not in n}
     health = Health(
@@ -534,7 +566,7 @@ def environment_health(base: TestReport, gold: TestReport) -> Health:
     modules: dict[str, int] = {}
     skipped_missing = 0
     for reason in reasons.values():
-        if module := missing_module(reason):
+        if (module := missing_module(reason)) and module.replace("-", "_") not in not_here:
             modules[module] = modules.get(module, 0) + 1
             skipped_missing += 1
     # errors the fix does not explain: with gold too (at base alone, a new test's import of what the
@@ -560,7 +592,11 @@ def environment_health(base: TestReport, gold: TestReport) -> Health:
     elif skipped_missing + len(stuck_tests) > limit:
         parts = []
         if skipped_missing:
-            why = [r for r, _ in sorted(health.skip_reasons.items(), key=lambda kv: -kv[1]) if missing_module(r)]
+            why = [
+                r
+                for r, _ in sorted(health.skip_reasons.items(), key=lambda kv: -kv[1])
+                if (m := missing_module(r)) and m.replace("-", "_") not in not_here
+            ]
             parts.append(f"{skipped_missing} of {health.collected} tests skipped: {' / '.join(why[:3])}")
         if stuck_tests:
             message = _last_line(base.messages.get(stuck_tests[0], ""))
@@ -582,6 +618,9 @@ def _health_detail(health: Health) -> str:
     )
 
 
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{6,}")
+
+
 def _same_ids(task: Task, verdict: Verdict, base_runs: list[dict[str, str]], gold_runs: list[dict[str, str]]) -> None:
     """The runs of one phase, each with its own hash seed and test order, must report the same test
     ids: otherwise a test grading lists may not exist in the run that grades it (parametrized ids
@@ -599,6 +638,12 @@ def _same_ids(task: Task, verdict: Verdict, base_runs: list[dict[str, str]], gol
             f"{t} (in run(s) {', '.join(str(n + 1) for n, i in enumerate(ids) if t in i)} of {len(ids)})"
             for t in odd[:5]
         ]
+        if odd and all(_ADDRESS.search(t) for t in odd):  # an object's default repr in a parametrized id
+            raise Quarantine(
+                f"test ids hold memory addresses: {len(odd)} of {len(some)} test ids of the {phase} runs are not in every run",
+                "an id names an object by its default repr (`<... object at 0x...>`), which differs in every "
+                "run, so no list can name it: " + "; ".join(said),
+            )
         what = "the hash seed or the test order" if not hash_seed_fixed_by_task(task) else "the test order"
         seeds_said = "; ".join(
             f"run {n + 1}: {', '.join(f'{k}={v}' for k, v in s.items())}" for n, s in enumerate(seeds)

@@ -223,6 +223,7 @@ class EnvPlan:
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     probe: BackendProbe | None = None  # ask the build backend what an editable install needs
+    system: list[str] = field(default_factory=list)  # Debian packages the setup installs first (a C compiler)
 
     def resolution_key(self) -> str:
         data: dict[str, object] = {
@@ -289,6 +290,22 @@ def _literal(node: ast.AST) -> object:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError):
         return None
+
+
+#: what a project that compiles C extensions gets (the base image has no compiler, nor Python's headers)
+C_TOOLCHAIN = ("build-essential", "python3-dev")
+_EXTENSION = re.compile(r"\b(?:ext_modules|Extension\s*\(|cythonize\s*\()")
+
+
+def builds_c(read: Callable[[str], str | None]) -> str | None:
+    """Why the project compiles C code when installed ("setup.py builds C extensions"), or None:
+    setup.py declaring extension modules (setuptools' Extension, ext_modules, cythonize) or
+    pyproject.toml's [tool.setuptools] ext-modules."""
+    if _EXTENSION.search(read("setup.py") or ""):
+        return "setup.py builds C extensions"
+    if re.search(r"^\s*ext-modules\s*=", read("pyproject.toml") or "", re.MULTILINE):
+        return "pyproject.toml's [tool.setuptools] ext-modules builds C extensions"
+    return None
 
 
 def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
@@ -513,6 +530,10 @@ def infer_environment(
             f"{repo.source} at {base[:10]}: its build backend needs {needed[0]}, which needs {needed[1]}; "
             f"the default image {DEFAULT_BASE} has none"
         )
+    system: list[str] = []
+    if packaged and not own_image and (why := builds_c(read)):
+        system = list(C_TOOLCHAIN)
+        notes.append(f"{why}: Debian's {' and '.join(C_TOOLCHAIN)} are installed")
     probe = None
     if config.install is not None:
         install = list(config.install)
@@ -567,6 +588,7 @@ def infer_environment(
         env={"PYTHONHASHSEED": "0", **config.env},  # as grading's (grading.determinism): the agent's runs agree
         notes=notes,
         probe=probe,
+        system=system,
     )
 
 
@@ -797,7 +819,14 @@ def setup_commands(plan: EnvPlan, pins: list[str] | None) -> list[str]:
     if plan.setup is not None:
         return list(plan.setup)
     body = "\n".join(pins or [])
-    return [f"pip install -q {UV_PIN}", f"uv pip install --quiet --no-cache -r /dev/stdin <<'PINS'\n{body}\nPINS"]
+    apt = (
+        [
+            f"apt-get update && apt-get install -y --no-install-recommends {' '.join(plan.system)} && rm -rf /var/lib/apt/lists/*"
+        ]
+        if plan.system
+        else []
+    )
+    return apt + [f"pip install -q {UV_PIN}", f"uv pip install --quiet --no-cache -r /dev/stdin <<'PINS'\n{body}\nPINS"]
 
 
 def environment_builds(checked: list[tuple[str, str | None, list[str]]]) -> dict[str, dict[str, int]]:

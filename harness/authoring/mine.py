@@ -11,7 +11,13 @@ implementation the tests compare against):
    pyproject.toml, setup.py, noxfile.py, MANIFEST.in... at any depth), test (the parser decides:
    test_*.py, *_test.py, conftest.py, anything under tests/ test/ testing/), docs (under docs/,
    doc/, .github/, any root dotfile or dot-folder, *.md *.rst *.txt, LICENSE*, CHANGES*, CHANGELOG*,
-   HISTORY*, NEWS*, AUTHORS*), else source.
+   HISTORY*, NEWS*, AUTHORS*; and packaging: a dependency lock file, uv.lock, poetry.lock,
+   package-lock.json, Cargo.lock... at any depth, unless the parser protects it), else source.
+   A lock file is never source: the environment is built at the base commit, so a gold patch
+   bumping one would install nothing.
+   A pyproject.toml change confined to what describes the project (classifiers, urls, description,
+   ...) and to the tables of tools that only lint, format, type-check or release it (describes_only)
+   is docs, not protected.
 3. Skipped, first reason that applies: merge commit; root commit (no parent); docs or packaging
    only; no test change; no source change; changes protected file <first path> (unless
    --allow-config: then protected files join the gold patch and are exempt from protection for
@@ -40,6 +46,7 @@ import json
 import os
 import re
 import shlex
+import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -77,6 +84,7 @@ from .environment import (
     setup_commands,
 )
 from .gitrepo import CommitInfo, GitRepo, parse_date
+from .lockfiles import PARSERS as LOCK_PARSERS
 from .secrets import Finding, SecretScanner, redact
 from .setup_agent import FEATURE as SETUP_FEATURE
 from .statements import (
@@ -110,6 +118,8 @@ DOCS_DIRS = ("docs", "doc", ".github")
 DOCS_SUFFIXES = (".md", ".rst", ".txt")
 DOCS_PREFIXES = ("LICENSE", "CHANGES", "CHANGELOG", "HISTORY", "NEWS", "AUTHORS")
 GOLD_NAME, TEST_NAME = "gold.diff", "test.diff"
+# Dependency lock files of every ecosystem (packaging, dropped like docs), the pre-commit pins aside.
+LOCK_FILES = frozenset(name for name in LOCK_PARSERS if not name.startswith("."))
 
 LogFn = Callable[[str], None]
 
@@ -126,7 +136,39 @@ def classify(path: str, parser: Parser) -> str:
         return "docs"
     if name.lower().endswith(DOCS_SUFFIXES) or name.upper().startswith(DOCS_PREFIXES):
         return "docs"
+    if name in LOCK_FILES:
+        return "docs"
     return "source"
+
+
+#: pyproject.toml keys that describe the project and tools that only lint, format, type-check or
+#: release it: a change confined to them changes nothing that installing or testing reads
+DESCRIPTIVE_PROJECT_KEYS = frozenset(
+    "classifiers urls description keywords authors maintainers readme license license-files".split()
+)
+NON_TEST_TOOLS = frozenset(
+    "ruff black isort mypy pyright codespell towncrier bumpversion bumpver tbump pylint pydocstyle "
+    "check-manifest cibuildwheel repo-review commitizen interrogate docformatter typos semantic_release "
+    "pyproject-fmt zizmor djlint mdformat check-wheel-contents validate-pyproject pyroma".split()
+)
+
+
+def describes_only(path: str, old: bytes | None, new: bytes | None) -> bool:
+    """A pyproject.toml change confined to DESCRIPTIVE_PROJECT_KEYS and NON_TEST_TOOLS' sections
+    (both sides parse, and are equal without them): mining drops it like docs (rule 2)."""
+    if PurePosixPath(path).name != "pyproject.toml" or old is None or new is None:
+        return False
+    try:
+        before, after = (tomllib.loads(side.decode("utf-8")) for side in (old, new))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+    def essential(data: dict) -> dict:
+        project = {k: v for k, v in (data.get("project") or {}).items() if k not in DESCRIPTIVE_PROJECT_KEYS}
+        tool = {k: v for k, v in (data.get("tool") or {}).items() if k not in NON_TEST_TOOLS}
+        return {**data, "project": project, "tool": tool}
+
+    return essential(before) == essential(after)
 
 
 _CONVENTIONAL = re.compile(r"^\s*(\w+)(\([^)]*\))?!?:\s")
@@ -286,7 +328,12 @@ def judge(repo: GitRepo, commit: CommitInfo, parser: Parser, options: MineOption
     kinds: dict[str, list[str]] = {"protected": [], "test": [], "docs": [], "source": []}
     lines: dict[str, int] = {}
     for changed in repo.changed(parent, commit.sha):
-        kinds[classify(changed.path, parser)].append(changed.path)
+        kind = classify(changed.path, parser)
+        if kind == "protected" and describes_only(
+            changed.path, repo.read(parent, changed.path), repo.read(commit.sha, changed.path)
+        ):
+            kind = "docs"
+        kinds[kind].append(changed.path)
         lines[changed.path] = changed.lines
     for paths in kinds.values():
         paths.sort()

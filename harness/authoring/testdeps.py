@@ -378,3 +378,46 @@ def _uv_requirement(dep: dict) -> str | None:
     extras = dep.get("extra") or dep.get("extras") or []
     req = str(name) + (f"[{','.join(extras)}]" if extras else "") + str(dep.get("specifier") or "")
     return req + (f"; {dep['marker']}" if dep.get("marker") else "")
+
+
+#: the files whose requirement strings `marker_excluded` reads
+DECLARING = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini")
+_QUOTED = re.compile(r"""(?:"([^"\n]+)"|'([^'\n]+)')""")
+
+
+def _declarations(text: str) -> list[str]:
+    """Candidate requirement strings in a file: its quoted strings and its lines (a string that is
+    no requirement is dropped by the caller's parse)."""
+    quoted = [a or b for a, b in _QUOTED.findall(text)]
+    lines = [line.split(" #", 1)[0].strip() for line in text.splitlines()]
+    return quoted + [line for line in lines if line and not line.startswith(("#", "-", "["))]
+
+
+def marker_excluded(texts: dict[str, str], python: tuple[int, ...]) -> set[str]:
+    """The distributions (normalised names: lower case, `_` for `-` and `.`) that the project asks
+    for only under environment markers, none of which holds on this Python: `exceptiongroup;
+    python_version<"3.11"` on 3.11. A test that skips because such a module is missing skips in the
+    project's own CI on this interpreter too. `texts`: file name -> text (DECLARING and
+    requirements files)."""
+    from packaging.markers import InvalidMarker, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    version = ".".join(map(str, python[:2]))
+    full = ".".join(map(str, (list(python) + [0, 0])[:3]))
+    holds: dict[str, bool] = {}  # name -> some declaration of it applies here
+    for text in texts.values():
+        for candidate in _declarations(text):
+            try:
+                req = Requirement(candidate)
+            except InvalidRequirement:
+                continue
+            name = re.sub(r"[-.]+", "_", req.name).lower()
+            if req.marker is None or "extra" in str(req.marker):  # an extra's: asked for when it is
+                holds[name] = True
+                continue
+            try:
+                here = req.marker.evaluate({"python_version": version, "python_full_version": full, "extra": ""})
+            except (InvalidMarker, UndefinedEnvironmentName):
+                here = True  # not understood: counted as asked for
+            holds[name] = holds.get(name, False) or here
+    return {name for name, applies in holds.items() if not applies}

@@ -129,6 +129,7 @@ COMMANDS = {
     "run": "run",
     "agents": "run",
     "sweep": "sweep",
+    "decide": "sweep",
     "regrade": "regrade",
     "gate": "gate",
     "history": "history",

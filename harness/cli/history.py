@@ -126,8 +126,8 @@ def _when(value: datetime | None) -> str:
 )
 @click.pass_context
 def history(ctx, history_url, runs_root, suite, model, agent, config_label, since, limit, json_out, rebuild, add):
-    """Every indexed run, newest first: one line per configuration with its resolve rate, infra
-    errors, cost and time. Runs index themselves as they write their rows (SQLite beside the run
+    """Every indexed run, newest first: one line per configuration with its resolve rate, its accept
+    rate (default acceptance policy; n/m: not measured), infra errors, cost and time. Runs index themselves as they write their rows (SQLite beside the run
     folders, or --history-url / $WHOLELOOP_HISTORY_URL); the index is a cache of the run folders:
     --rebuild recreates it from them."""
     ctx.obj = {
@@ -184,6 +184,7 @@ def _summary_json(r) -> dict:
     data["started_at"] = r.started_at.isoformat() if r.started_at else None
     data["finished_at"] = r.finished_at.isoformat() if r.finished_at else None
     data["resolve_rate"] = r.rate
+    data["accept_rate"] = r.accept_rate  # default policy; null when a resolved trial was not measured
     return data
 
 
@@ -200,8 +201,22 @@ def _runs_table(found) -> str:
     """Plain aligned columns (no rich: this command's start-up time is measured, and it pipes well)."""
     from ..report.format import pct, seconds, usd
 
-    header = ["started (UTC)", "run", "suite", "config", "tasks", "resolved", "rate", "infra", "cost", "time/trial", ""]
-    right = {"tasks", "resolved", "rate", "infra", "cost", "time/trial"}
+    header = [
+        "started (UTC)",
+        "run",
+        "suite",
+        "config",
+        "tasks",
+        "resolved",
+        "rate",
+        "accepted",
+        "accept rate",
+        "infra",
+        "cost",
+        "time/trial",
+        "",
+    ]
+    right = {"tasks", "resolved", "rate", "accepted", "accept rate", "infra", "cost", "time/trial"}
     lines = [
         [
             _when(r.started_at),
@@ -211,6 +226,8 @@ def _runs_table(found) -> str:
             str(r.tasks),
             f"{r.resolved}/{r.scored}",
             pct(r.rate),
+            f"{r.accepted}/{r.scored}",
+            "n/m" if r.not_measured else pct(r.accept_rate),
             str(r.infra_errors) if r.infra_errors else "",
             usd(r.cost_usd),
             seconds(r.time_s / r.scored) if r.scored else "-",
@@ -223,7 +240,16 @@ def _runs_table(found) -> str:
     def fmt(cells: list[str]) -> str:
         return "  ".join(c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(cells, widths, header)).rstrip()
 
-    return "\n".join([fmt(header), *map(fmt, lines)])
+    unmeasured = sum(r.not_measured for r in found)
+    said = (
+        [
+            f"accept rate n/m: not measured, {unmeasured} resolved trial(s) without acceptance axes (graded "
+            "before them: wholeloop regrade RUN; or indexed before the index kept them: history --add RUN)"
+        ]
+        if unmeasured
+        else []
+    )
+    return "\n".join([fmt(header), *map(fmt, lines), *said])
 
 
 @history.command("trend")
@@ -235,8 +261,8 @@ def _runs_table(found) -> str:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the series as JSON")
 @click.pass_obj
 def history_trend(obj, suite, model, agent, config_label, since, last, html_out, json_out):
-    """Resolve rate (95% Wilson interval), cost per resolved task and time per task (bootstrap
-    intervals over tasks) run after run, one series per suite and configuration."""
+    """Resolve and accept rates (95% Wilson intervals), cost per resolved task and time per task
+    (bootstrap intervals over tasks) run after run, one series per suite and configuration."""
     from ..history.trend import trend
 
     out = console()
@@ -293,6 +319,7 @@ def _trend_table(series):
         "tasks",
         "resolved",
         "resolve rate [95% CI]",
+        "accept rate [95% CI]",
         "cost/resolved [95% CI]",
         "time/task [95% CI]",
         "infra",
@@ -305,6 +332,7 @@ def _trend_table(series):
             str(p.tasks),
             f"{p.resolved}/{p.scored}",
             _interval(p.resolve_rate, pct),
+            _interval(p.accept_rate, pct),
             _interval(p.cost_per_resolved, usd),
             _interval(p.time_per_task, seconds),
             str(p.infra_errors) if p.infra_errors else "",

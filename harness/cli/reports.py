@@ -20,6 +20,19 @@ POLICY_HELP = (
 _METRIC_HELP = "what rates and comparisons count: resolved patches, or resolved and accepted ones (--policy)"
 
 
+def with_sweeps(runs) -> tuple[Path, ...]:
+    """Run folders, a sweep's folder (it holds sweep.json and no manifest) standing for its cells'."""
+    out: list[Path] = []
+    for path in runs:
+        if (Path(path) / "sweep.json").is_file() and not (Path(path) / "manifest.json").exists():
+            from ..sweep.decide import sweep_cells
+
+            out += sweep_cells(path)[1]
+        else:
+            out.append(Path(path))
+    return tuple(out)
+
+
 def _rows(runs):
     from ..records import open_run
 
@@ -119,7 +132,8 @@ def report(
     metric,
 ):
     """Report one or more run folders from disk only (no Docker): numbers with intervals, pass@k,
-    recovery, failure analysis and the recipe behind them. Tables fit the terminal (COLUMNS is
+    recovery, failure analysis and the recipe behind them; with two configurations or more, the
+    front. A sweep's folder stands for its cells' run folders. Tables fit the terminal (COLUMNS is
     honoured); what does not fit is named, and --json / --csv have everything."""
     from ..records import open_run, write_json
     from ..report.dating import parse_cutoff
@@ -128,6 +142,7 @@ def report(
     from ..report.terminal import print_figures
 
     _check_outputs(files=(json_out, csv_out, html_out), folders=(evidence,))
+    runs = with_sweeps(runs)
     for run_dir in runs:
         open_run(run_dir)  # a folder that is not a run (or has no row yet) says so before any work
     out = console()
@@ -425,14 +440,33 @@ main.add_command(export_predictions, "export-predictions")  # the same command u
 @click.argument("task_ids", nargs=-1)
 @click.option("--reviewer", default=None, help="your name, recorded with each verdict (default: the login name)")
 @click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=POLICY_HELP)
-def review_cmd(run_dir, task_ids, reviewer, policy):
+@click.option(
+    "--review-model",
+    "review_model",
+    metavar="MODEL",
+    help="instead of you, this model reviews each resolved attempt it has not reviewed (sends the problem "
+    "and the patch; kept apart in RUN/model_reviews.jsonl, never counted as acceptance)",
+)
+@click.option("--base-url", default=None, help="--review-model: the model's endpoint (default: its provider's)")
+def review_cmd(run_dir, task_ids, reviewer, policy, review_model, base_url):
     """Record human verdicts: for each resolved attempt you have not reviewed, show it (the problem,
     outcome and acceptance, the steps, the patch, the agent's final message) and read accept /
-    reject / unsure and a reason, kept in RUN/reviews.jsonl (docs/records.md)."""
+    reject / unsure and a reason, kept in RUN/reviews.jsonl (docs/records.md). With --review-model,
+    a model reviews them against a rubric instead (docs/acceptance.md, "Model review")."""
     import getpass
 
     from ..report.acceptance import load_policy
     from ..report.show import review
+
+    if review_model:
+        from ..model_review import model_review
+
+        out = console()
+        done = model_review(
+            run_dir, list(task_ids), review_model, base_url=base_url, say=lambda t: out.print(t, highlight=False)
+        )
+        click.echo(f"{done} model review(s) recorded in {run_dir / 'model_reviews.jsonl'}")
+        return
 
     name = reviewer or getpass.getuser()
     try:

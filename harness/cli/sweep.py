@@ -61,6 +61,11 @@ def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out):
         if cell.stopped:
             out_console.print(f"  {cell.plan.name}: stopped ({cell.stopped}), {usd(cell.spent)} spent")
     out_console.print(f"sweep folder: {planned.out} (sweep.json; each cell's run under cells/)")
+    out_console.print(
+        f"the front: wholeloop report {planned.out}; the decision record: wholeloop decide {planned.out}",
+        highlight=False,
+        soft_wrap=True,
+    )
     infra = sum(r.final and r.outcome == "infra_error" for c in result.cells for r in c.run.folder.latest())
     sys.exit(INFRA if infra else 0)
 
@@ -103,3 +108,41 @@ def print_plan(out, planned) -> None:
         parts = [f"sweep {usd(budget.max_cost)}" if budget.max_cost is not None else ""]
         parts.append(f"each cell {usd(budget.per_cell)}" if budget.per_cell is not None else "")
         out.print("budget: " + ", ".join(p for p in parts if p), highlight=False)
+
+
+@main.command()
+@click.argument("sweep_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="where to write (default: SWEEP_DIR)")
+@click.option(
+    "--scoring",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="a failure-cost file (outcome -> cost): shown per configuration, and the failure-cost rule's measure",
+)
+@click.option("--policy", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="an acceptance policy")
+@click.option("--metric", type=click.Choice(["resolve", "accept"]), default="resolve", show_default=True)
+@click.option(
+    "--rule",
+    type=click.Choice(["cheapest", "failure-cost"]),
+    default="cheapest",
+    show_default=True,
+    help="cheapest: the cheapest configuration the data cannot separate from the best; failure-cost: the lowest "
+    "expected failure cost (--scoring) among them",
+)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--question", help="the question the record answers (default: the sweep file's `question:`)")
+def decide(sweep_dir, out, scoring, policy, metric, rule, alpha, question):
+    """Write the decision record of a sweep: decision.html (one self-contained page) and decision.md.
+
+    The question, the candidates and each one's recipe, the front (cost x rate, time x rate), the
+    failure-cost weighting, what the data cannot separate from the best (Holm-corrected paired
+    tests), the hardest failures with links to their transcripts, the split by the models' training
+    cutoffs, and the recommendation rule applied (docs/sweeps.md). From disk only: no Docker."""
+    from ..sweep.decide import write_decision
+
+    out_console = console()
+    html, md, decision = write_decision(
+        sweep_dir, out, scoring=scoring, policy=policy, metric=metric, rule=rule, alpha=alpha, question=question
+    )
+    out_console.print(f"recommendation: {decision.recommended or 'none'}", highlight=False)
+    out_console.print(f"  {decision.because}", highlight=False, soft_wrap=True)
+    out_console.print(f"wrote {html}\nwrote {md}", highlight=False)

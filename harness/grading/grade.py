@@ -107,7 +107,9 @@ def _own_checks(task: Task, applied: _Applied, image: str, limits: Limits, backe
         return OwnChecks(error=f"cannot read the base's config: {type(exc).__name__}: {exc}")
     if not checks or not applied.text.strip():
         return OwnChecks(checks=checks)
-    return measure_own_checks(checks, applied.text, applied.files, image, backend, limits, run_id)
+    return measure_own_checks(
+        checks, applied.text, applied.files, image, backend, limits, run_id, gold=task.gold() or ""
+    )
 
 
 def _grade(

@@ -34,6 +34,8 @@ from pydantic import BaseModel, Field
 
 from sandbox import Backend, BuiltImage, FileOpError, Limits, Sandbox, SandboxError
 
+from .patching import parse_patch
+
 CHECKS_DIR = "/opt/wholeloop/checks"  # in the checks layer: the tools, the caches, the base findings
 BASE_DIR = f"{CHECKS_DIR}/base"  # in the layer: <check name>.out, each check's output on the whole base tree
 KEY_SEP = " | "
@@ -88,6 +90,13 @@ class NewFinding(BaseModel):
     count: int = 1  # how many more times than at base
 
 
+class SilencedLine(BaseModel):
+    """A line the patch adds whose inline check setting the checks were run without."""
+
+    file: str
+    line: str
+
+
 class OwnChecks(BaseModel):
     """The `own_checks` axis of one attempt: which checks ran and the findings its patch added."""
 
@@ -98,6 +107,11 @@ class OwnChecks(BaseModel):
     base_total: int = 0  # findings of the base on the same files (a whole-program checker's: the whole tree)
     seconds: float = 0.0
     error: str | None = Field(None, description="why the checks could not run: the axis is then not measured")
+    unsilenced: list[SilencedLine] = Field(
+        default_factory=list,
+        description="lines the patch adds with an inline setting no flag turns off (`# type: ignore`, "
+        "`# mypy: ignore-errors`, `// @ts-nocheck`, `#[allow(...)]` ...): the checks ran without it",
+    )
 
 
 def normalise(message: str) -> str:
@@ -423,6 +437,114 @@ _CONFIG_NAMES = frozenset(CONFIG_FILES)
 def is_config(path: str) -> bool:
     """A file (anywhere in the tree: tools read per-folder configs) the checks take settings from."""
     return path.rsplit("/", 1)[-1] in _CONFIG_NAMES or path.rsplit("/", 1)[-1].startswith(".eslintrc")
+
+
+# ------------------------------------------------------------------------------------ inline settings
+
+# Inline comments that switch a check off for a line or a whole file and that no command-line flag
+# makes the tool ignore (ruff's and flake8's noqa comments and eslint's `eslint-disable` are turned off
+# by their commands: --ignore-noqa, --disable-noqa, --no-inline-config). The lines a patch ADDS with
+# one are applied without it in the checks layer (`unsilence`), so what it hid is found.
+_SILENCERS: dict[tuple[str, ...], re.Pattern[str]] = {
+    PY: re.compile(
+        r"#\s*(?:type\s*:\s*ignore\b|mypy\s*:|pyright\s*:|fmt\s*:\s*(?:off|skip)\b|isort\s*:\s*(?:skip|off))"
+    ),
+    JS: re.compile(r"(?://|/\*)\s*(?:@ts-(?:nocheck|ignore|expect-error)\b|prettier-ignore\b)"),
+    (".rs",): re.compile(r"#!?\[\s*(?:allow|expect|rustfmt::skip)\b[^\]]*\]"),
+}
+NEUTRAL = "inline check setting removed by wholeloop"  # what stands where a whole-line setting was
+
+
+def _silencer(path: str) -> re.Pattern[str] | None:
+    return next((rx for exts, rx in _SILENCERS.items() if path.endswith(exts)), None)
+
+
+def _in_string(code: str) -> bool:
+    """Is the end of `code` (a line up to a match) inside a one-line string literal? (a quote
+    opened and not closed, a comment's text left out)"""
+    quote, i = "", 0
+    while i < len(code):
+        c = code[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'`":
+            quote = c
+        elif c == "#" or code.startswith(("//", "/*"), i):
+            return False  # a comment: what follows is no string
+        i += 1
+    return bool(quote)
+
+
+def _setting(path: str, line: str) -> re.Match[str] | None:
+    """The inline check setting on `line` of `path`, if it holds one (outside a string literal)."""
+    rx = _silencer(path)
+    if rx is None:
+        return None
+    for match in rx.finditer(line):
+        if not _in_string(line[: match.start()]):
+            return match
+    return None
+
+
+def _directive(path: str, line: str, match: re.Match[str]) -> str:
+    """The setting itself: a comment's text to the end of the line, a Rust attribute."""
+    return match.group(0) if path.endswith(".rs") else line[match.start() :].strip()
+
+
+def _without(path: str, line: str, match: re.Match[str]) -> str:
+    """`line` with its inline setting taken out: a trailing comment cut off (with what follows it
+    on the line), a Rust attribute removed; a line that held nothing else becomes a plain comment
+    (so no blank line appears for a formatter to flag)."""
+    is_comment = not path.endswith(".rs")
+    rest = line[: match.start()] + ("" if is_comment else line[match.end() :].lstrip(" \t"))
+    if rest.strip():
+        return rest.rstrip()
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent + ("# " if path.endswith(PY) else "// ") + NEUTRAL
+
+
+def _has_hunks(body: list[str]) -> bool:
+    return len(body) > 2 and body[0].startswith("--- ") and body[1].startswith("+++ ")
+
+
+def unsilence(patch: str, gold: str = "") -> tuple[str, list[SilencedLine]]:
+    """`patch` with the inline check settings of the lines it adds taken out, and those lines.
+    Kept: a line gold adds too, and a setting the patch also removes in that file (a line rewritten
+    with the setting it had at base). The patch's line counts are unchanged."""
+    gold_lines = {
+        line[1:].strip()
+        for s in parse_patch(gold)[0]
+        if not s.binary and _has_hunks(s.body)
+        for line in s.body[2:]
+        if line.startswith("+")
+    }
+    sections, _ = parse_patch(patch)
+    found: list[SilencedLine] = []
+    for section in sections:
+        path = section.new
+        if path is None or section.binary or _silencer(path) is None or not _has_hunks(section.body):
+            continue
+        removed: Counter[str] = Counter()
+        for line in section.body[2:]:
+            if line.startswith("-") and (m := _setting(path, line[1:])):
+                removed[_directive(path, line[1:], m)] += 1
+        for i, line in enumerate(section.body):
+            if i < 2 or not line.startswith("+"):
+                continue
+            m = _setting(path, line[1:])
+            if m is None or line[1:].strip() in gold_lines:
+                continue
+            if removed[_directive(path, line[1:], m)] > 0:
+                removed[_directive(path, line[1:], m)] -= 1
+                continue
+            section.body[i] = "+" + _without(path, line[1:], m)
+            found.append(SilencedLine(file=path, line=line[1:].strip()[:300]))
+    if not found:
+        return patch, []
+    return "".join(s.text() for s in sections), found
 
 
 # ------------------------------------------------------------------------------------ inference
@@ -793,14 +915,18 @@ def measure_own_checks(
     backend: Backend,
     limits: Limits,
     run_id: str = "",
+    gold: str = "",
 ) -> OwnChecks:
     """Run `checks` on `files` (the patched files) with `patch` applied in a container of the checks
-    layer of `image`, network off, the config files put back to the base's; the findings beyond the
-    base's. Never raises: a failure is recorded as `error` (the axis is then not measured)."""
+    layer of `image`, network off, the config files put back to the base's and the inline check
+    settings the patch adds (`unsilence`; those `gold` adds too kept) taken out; the findings beyond
+    the base's. Never raises: a failure is recorded as `error` (the axis is then not measured)."""
     import time
 
     started = time.monotonic()
     result = OwnChecks(checks=list(checks))
+    patch, unsilenced = unsilence(patch, gold)
+    result.unsilenced = unsilenced[:EVIDENCE_FINDINGS]
     try:
         built = layer(backend, image, checks)
         with backend.start(built.tag, limits=limits.with_(network=False), role="grading", run_id=run_id) as sb:

@@ -55,7 +55,17 @@ from ..vocabulary import Outcome
 from . import listing
 from . import url as urls
 from .schema import HEAD, attempts, runs
-from .types import HistoryFilter, RunSummary, TaskAggregate, TrialFigure, bound_values, shape_of, summary_of, utc
+from .types import (
+    HistoryFilter,
+    RunSummary,
+    TaskAggregate,
+    TrialFigure,
+    bound_values,
+    shape_of,
+    summary_of,
+    utc,
+    with_acceptance,
+)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The statements a live run executes per row, built once: SQLAlchemy then compiles them once too.
@@ -586,13 +596,16 @@ class HistoryIndex:
         """Indexed runs, one line per configuration, newest first. With a limit, only the newest
         runs that match are aggregated (the listing stays quick however long the history)."""
         flt = flt or HistoryFilter()
-        query = self._listing(flt, limit)
+        query, accepting = self._listing(flt, limit), self._accepting(flt, limit)
         self._remember("list_runs", shape_of(flt, limit), query)
+        self._remember("list_acceptance", shape_of(flt, limit), accepting)
         with self._read() as conn:
             found = conn.execute(query).mappings().all()
-        return [summary_of(x) for x in found]
+            axes = conn.execute(accepting).all()
+        return with_acceptance([summary_of(x) for x in found], axes)
 
-    def _listing(self, flt: HistoryFilter, limit: int | None):
+    def _matching(self, flt: HistoryFilter, limit: int | None):
+        """The ids of the runs a listing shows (the newest `limit` that match)."""
         r = runs.c
         matching = (
             select(r.id)
@@ -602,7 +615,19 @@ class HistoryIndex:
         )
         if limit:
             matching = matching.limit(bindparam("limit", limit))
-        t = self._trials(flt, matching.subquery("matching"))
+        return matching.subquery("matching")
+
+    def _accepting(self, flt: HistoryFilter, limit: int | None):
+        """(run, config, acceptance axes as JSON text) of every resolved trial of the listed runs
+        (its current final row): what the accept rate beside the resolve rate is judged from."""
+        a = attempts.c
+        return select(a.run, a.config, a.acceptance).where(
+            *self._attempt_filter(flt), a.final, a.resolved, a.run.in_(select(self._matching(flt, limit).c.id))
+        )
+
+    def _listing(self, flt: HistoryFilter, limit: int | None):
+        r = runs.c
+        t = self._trials(flt, self._matching(flt, limit))
         scored = and_(t.c.complete == 1, t.c.infra == 0)
         per_config = (
             select(
@@ -679,6 +704,8 @@ class HistoryIndex:
         for limit in (50, None):
             if path is not None and not listing.known(path, "list_runs", shape_of(flt, limit)):  # built only if missing
                 self._remember("list_runs", shape_of(flt, limit), self._listing(flt, limit))
+            if path is not None and not listing.known(path, "list_acceptance", shape_of(flt, limit)):
+                self._remember("list_acceptance", shape_of(flt, limit), self._accepting(flt, limit))
         if path is not None and not listing.known(path, "count_runs", shape_of(flt, None)):
             self._remember("count_runs", shape_of(flt, None), self._counting(flt))
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from .types import HistoryFilter, RunSummary, bound_values, shape_of, summary_of
+from .types import HistoryFilter, RunSummary, bound_values, shape_of, summary_of, with_acceptance
 
 SUFFIX = ".queries.json"
 _SOURCES = ("db.py", "schema.py", "types.py", "listing.py")  # the code that builds, compiles and runs the queries
@@ -90,11 +90,12 @@ def list_runs(index: Path | None, flt: HistoryFilter, *, limit: int | None) -> t
         return None
     data = _load(index)
     statements = data.get("statements") or {}
-    listing, counting = (
+    listing, accepting, counting = (
         (statements.get("list_runs") or {}).get(shape),
+        (statements.get("list_acceptance") or {}).get(shape),
         (statements.get("count_runs") or {}).get(shape_of(flt, None)),
     )
-    if not listing or (limit and not counting):
+    if not listing or not accepting or (limit and not counting):
         return None
     values = {**bound_values(flt), "limit": limit}
     try:
@@ -105,6 +106,7 @@ def list_runs(index: Path | None, flt: HistoryFilter, *, limit: int | None) -> t
         if conn.execute("SELECT version_num FROM alembic_version").fetchall() != [(data.get("head"),)]:
             return None
         found = [summary_of(dict(zip(listing["columns"], row))) for row in _run(conn, listing, values)]
+        with_acceptance(found, _run(conn, accepting, values))
         total = len(found)
         if limit and counting and len(found) == limit:  # (a limit has its count: see above)
             total = int(_run(conn, counting, values)[0][0] or 0)

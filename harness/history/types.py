@@ -4,6 +4,7 @@ through `harness.history.listing` with these alone (its start-up time is measure
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,10 +49,19 @@ class RunSummary:
     time_s: float  # over scored trials
     regraded_from: str | None = None  # a regrade: the uid of the run it re-graded
     tampering: int = 0  # complete trials whose grade suspects tampering
+    # under the default acceptance policy, from the axes the index keeps (harness.report.axes)
+    accepted: int = 0
+    not_measured: int = 0  # resolved trials whose acceptance was not measured (then no accept rate)
 
     @property
     def rate(self) -> float | None:
         return self.resolved / self.scored if self.scored else None
+
+    @property
+    def accept_rate(self) -> float | None:
+        """Accepted over scored trials; None when nothing was scored or a resolved trial was not
+        measured (graded before the axes, or indexed before the index kept them): never a guess."""
+        return self.accepted / self.scored if self.scored and not self.not_measured else None
 
 
 @dataclass
@@ -114,6 +124,29 @@ def summary_of(x) -> RunSummary:
         regraded_from=x["regraded_from"],
         tampering=int(x["tampering"] or 0),
     )
+
+
+def with_acceptance(found: list[RunSummary], axes: Iterable[Sequence]) -> list[RunSummary]:
+    """`found` with each line's accepted and not-measured counts, judged under the default policy
+    from (run key, config, acceptance JSON text or None) of its resolved trials."""
+    import json
+
+    from ..report.axes import decide
+    from ..vocabulary import Acceptance
+
+    lines = {(r.key, r.config): r for r in found}
+    for run, config, text in axes:
+        line = lines.get((run, config))
+        if line is None:
+            continue
+        try:
+            recorded = json.loads(text) if text else None
+        except ValueError:
+            recorded = None
+        verdict = decide(True, recorded if isinstance(recorded, dict) else None)[0]
+        line.accepted += verdict is Acceptance.accepted
+        line.not_measured += verdict is Acceptance.not_measured
+    return found
 
 
 def _when(value: datetime | str | None) -> datetime | None:

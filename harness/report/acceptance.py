@@ -30,21 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..records import ResultRow
 from ..vocabulary import NOT_SCORED, Acceptance
+from .axes import AXES, NOT_RESOLVED, TOO_BIG, decide, new_findings
 from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, trials_of, wilson
-
-NOT_RESOLVED = "not resolved"
-# the axes a policy can count, in the order reasons are told, with how a reason reads
-AXES = {
-    "tests_deleted": "deleted tests",
-    "tests_weakened": "weakened tests",
-    "outside_scope": "files outside the fix's scope",
-    "top_level_added": "new top-level files",
-    "binary_files": "binary files",
-    "debug_leftovers": "debugging left in",
-    "own_checks": "new findings of the repository's own checks",
-}
-TOO_BIG = "larger than allowed against gold"
 
 
 class Policy(BaseModel):
@@ -95,12 +83,6 @@ def load_policy(path: Path | str | None) -> Policy:
         raise ReportInputError(f"{path}: invalid acceptance policy: {problems}") from None
 
 
-def new_findings(axes: dict) -> list[dict]:
-    """The new findings of the repository's own checks in recorded axes (none when not measured)."""
-    checks = axes.get("own_checks")
-    return list(checks.get("new") or []) if isinstance(checks, dict) else []
-
-
 @dataclass
 class Verdict:
     """One row under a policy: accepted, not accepted (with the reasons), or not measured."""
@@ -116,29 +98,10 @@ class Verdict:
 
 def judge(row: ResultRow, policy: Policy = DEFAULT_POLICY) -> Verdict:
     """The policy's verdict on one row: an unresolved row is not accepted ("not resolved"); a
-    resolved row without axes is not measured; otherwise each counted axis with findings is a reason."""
-    if not row.resolved:
-        return Verdict(Acceptance.not_accepted, [NOT_RESOLVED])
-    axes = row.acceptance
-    if not axes:
-        return Verdict(Acceptance.not_measured)
-    checks = axes.get("own_checks")
-    if policy.own_checks and (not isinstance(checks, dict) or checks.get("error")):
-        return Verdict(Acceptance.not_measured)  # graded before grader 9, or the checks could not run
-    reasons, evidence = [], {}
-    rules = policy.model_dump()
-    found = {**axes, "own_checks": new_findings(axes)}
-    for key, said in AXES.items():
-        if rules[key] and found.get(key):
-            reasons.append(said)
-            evidence[said] = found[key]
-    ratio = axes.get("size_ratio")
-    if policy.max_size_ratio and ratio is not None and ratio > policy.max_size_ratio:
-        reasons.append(TOO_BIG)
-        evidence[TOO_BIG] = (
-            f"{ratio:g}x gold's changed lines ({axes.get('lines_changed')} vs {axes.get('gold_lines_changed')})"
-        )
-    return Verdict(Acceptance.not_accepted if reasons else Acceptance.accepted, reasons, evidence)
+    resolved row without axes is not measured; otherwise each counted axis with findings is a
+    reason (`axes.decide`, the one place this is decided)."""
+    acceptance, reasons, evidence = decide(bool(row.resolved), row.acceptance, policy.model_dump())
+    return Verdict(acceptance, reasons, evidence)
 
 
 def tell(verdict: Verdict) -> str:
@@ -288,6 +251,9 @@ class NotMeasured(ReportInputError):
 
 __all__ = [
     "AXES",
+    "NOT_RESOLVED",
+    "TOO_BIG",
+    "new_findings",
     "DEFAULT_POLICY",
     "ConfigAcceptance",
     "NotMeasured",
@@ -414,4 +380,113 @@ def agreement(
         found = cohen_kappa(out.both_accept, out.policy_only, out.human_only, out.both_reject)
         if found is not None:
             out.kappa, out.interval = found
+    return out
+
+
+# ---------------------------------------------------------------------- model reviews
+
+
+def model_agreement(rows: list[ResultRow], humans: dict, models: dict, *, into: dict | None = None) -> dict:
+    """Per reviewing model, its reviews (`RunFolder.current_model_reviews()`) of `rows` and how it
+    agrees with the current human verdicts (`current_reviews()`) where both exist: one pair per
+    human verdict on an attempt the model reviewed; "unsure" on either side counted apart; Cohen's
+    kappa from KAPPA_MIN_N pairs on. A model's verdict is never an acceptance verdict.
+    `into`: add to an earlier run folder's figures (recomputed over all)."""
+    out = into if into is not None else {}
+    for row in rows:
+        for name, review in sorted(models.get(row.key(), {}).items()):
+            m = out.setdefault(
+                name,
+                {
+                    "model": name,
+                    "reviews": 0,
+                    "accept": 0,
+                    "reject": 0,
+                    "unsure": 0,
+                    "unreadable": 0,
+                    "cost_usd": 0.0,
+                    "rubric_versions": [],
+                    "pairs": Agreement(),
+                },
+            )
+            m["reviews"] += 1
+            m[str(review.verdict)] += 1
+            m["unreadable"] += not review.readable
+            m["cost_usd"] = (
+                None if m["cost_usd"] is None or review.cost_usd is None else m["cost_usd"] + review.cost_usd
+            )
+            if review.rubric_version not in m["rubric_versions"]:
+                m["rubric_versions"].append(review.rubric_version)
+            pairs: Agreement = m["pairs"]
+            for reviewer, human in sorted(humans.get(row.key(), {}).items()):
+                if "unsure" in (human.verdict, review.verdict):
+                    pairs.unsure += 1
+                    continue
+                said, judged = review.verdict == "accept", human.verdict == "accept"
+                if said and judged:
+                    pairs.both_accept += 1
+                elif not said and not judged:
+                    pairs.both_reject += 1
+                else:
+                    if said:
+                        pairs.policy_only += 1
+                    else:
+                        pairs.human_only += 1
+                    pairs.disagreements.append(
+                        {
+                            "task_id": row.task_id,
+                            "config": row.config,
+                            "repeat": row.repeat,
+                            "attempt": row.attempt,
+                            "reviewer": reviewer,
+                            "model_verdict": str(review.verdict),
+                            "model_reasoning": review.reasoning,
+                            "reviewer_verdict": str(human.verdict),
+                            "reason": human.reason,
+                        }
+                    )
+    for m in out.values():
+        pairs = m["pairs"]
+        pairs.kappa = pairs.interval = None
+        if pairs.n >= KAPPA_MIN_N:
+            found = cohen_kappa(pairs.both_accept, pairs.policy_only, pairs.human_only, pairs.both_reject)
+            if found is not None:
+                pairs.kappa, pairs.interval = found
+    return out
+
+
+def model_agreement_json(found: dict) -> list[dict]:
+    """`model_agreement`'s figures as JSON: per model its counts and `humans` (the agreement with
+    human verdicts: `n`, `both_accept`, `both_reject`, `model_accepts_reviewer_rejects`,
+    `reviewer_accepts_model_rejects`, `unsure`, `kappa`, `kappa_interval`, `disagreements`, `said`)."""
+    out = []
+    for _, m in sorted(found.items()):
+        pairs: Agreement = m["pairs"]
+        agree = pairs.both_accept + pairs.both_reject
+        if not pairs.n:
+            said = "no human verdict on the attempts it reviewed" + (
+                f" ({pairs.unsure} unsure)" if pairs.unsure else ""
+            )
+        elif pairs.kappa is None or pairs.interval is None:
+            said = f"agrees with reviewers on {agree}/{pairs.n}; kappa: n < {KAPPA_MIN_N}"
+        else:
+            lo, hi = pairs.interval
+            said = f"agrees with reviewers on {agree}/{pairs.n}; Cohen's kappa {pairs.kappa:.2f} [{lo:.2f}, {hi:.2f}]"
+        out.append(
+            {
+                **{k: v for k, v in m.items() if k != "pairs"},
+                "humans": {
+                    "n": pairs.n,
+                    "both_accept": pairs.both_accept,
+                    "both_reject": pairs.both_reject,
+                    "model_accepts_reviewer_rejects": pairs.policy_only,
+                    "reviewer_accepts_model_rejects": pairs.human_only,
+                    "unsure": pairs.unsure,
+                    "kappa": pairs.kappa,
+                    "kappa_interval": list(pairs.interval) if pairs.interval else None,
+                    "disagreements": pairs.disagreements,
+                    "said": said,
+                },
+            }
+        )
     return out

@@ -20,6 +20,12 @@ Shape (stable; fields are only ever added):
                    every task, noop that resolved one; shown first, before any number
     statements[]:  StatementSplit per configuration (by_statement.py): resolve rate per class of the
                    tasks' problem statements
+    front:         Front (front.py), with two configurations or more: rates, cost and time per
+                   configuration, the Pareto fronts on cost x rate and time x rate, who is dominated
+                   (on point estimates, and with intervals), each extra attempt's value, and the
+                   paired comparisons against the best with Holm's correction
+    regimes:       Regimes (regimes.py): each configuration's rate by gold patch size and by tokens
+                   per trial, with intervals; the spread across prompt variants of one agent and model
 
 Pure functions over run folders: no Docker, no network.
 """
@@ -45,13 +51,17 @@ from .acceptance import (
     acceptance_figures,
     agreement,
     load_policy,
+    model_agreement,
+    model_agreement_json,
 )
 from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
 from .controls import ControlFailure, control_checks
 from .dating import DatingSplit, dating_figures, load_table
 from .failures import FailureFigures, failure_figures
+from .front import ALPHA, Front, compute_front
 from .recovery import ConfigRecovery, config_recovery
+from .regimes import Regimes, regimes
 from .scoring import Scoring, ScoringFigures, load_scoring, score_configs
 from .stats import BootstrapSettings, ConfigRows, ConfigStats, config_stats, load_configs
 
@@ -137,6 +147,11 @@ class Figures(BaseModel):
     acceptance: list[ConfigAcceptance] = Field(default_factory=list)  # both rates side by side, and why not accepted
     # human verdicts (RUN/reviews.jsonl) against the policy: Agreement.as_json(); None when no verdict
     review: dict | None = None
+    # model reviews (RUN/model_reviews.jsonl, `review --review-model`): per model its verdicts and
+    # its agreement with the human verdicts (model_agreement_json); empty when there is none
+    model_reviews: list[dict] = Field(default_factory=list)
+    front: Front | None = None  # with two configurations or more (front.py)
+    regimes: Regimes = Field(default_factory=Regimes)  # rate by gold patch size and tokens; prompt spread
 
 
 def _sha(data) -> str | None:
@@ -229,13 +244,17 @@ def compute_figures(
     strict: bool = False,
     policy: Policy | Path | str | None = None,
     metric: str = "resolve",
+    alpha: float = ALPHA,
+    comparisons: bool = True,
 ) -> Figures:
     """All figures for the given run folders. ``scoring``: a Scoring, a scoring file path, or None
     (every failure costs 1); ``cutoffs`` (model -> date) and ``cutoff_table`` override the shipped
     training-cutoff table; ``strict``: infra errors count as failures in each configuration's
     figures instead of being left out (for CI); ``policy``: the acceptance policy (a Policy, a file, or
     None: the default); ``metric``: `accept` makes every rate and comparison the acceptance rate's
-    (raises NotMeasured when a resolved attempt has no axes). Raises FileNotFoundError for a folder
+    (raises NotMeasured when a resolved attempt has no axes); ``alpha``: the front's level for the
+    comparisons against the best (Holm-corrected); ``comparisons``: False leaves out the comparison
+    of every pair (quadratic in configurations). Raises FileNotFoundError for a folder
     that is not a run."""
     settings = settings or BootstrapSettings()
     if not isinstance(policy, Policy):
@@ -259,6 +278,7 @@ def compute_figures(
         )
     figures.acceptance = acceptance_figures(configs, policy, settings)
     figures.review = review_figures(configs, policy)
+    figures.model_reviews = model_review_figures(configs)
     figures.metric = metric
     if metric == "accept":
         configs = accept_configs(configs, policy)
@@ -266,7 +286,8 @@ def compute_figures(
     figures.controls = control_checks(figures.configs, figures.acceptance)
     if recovery:
         figures.recovery = [config_recovery(c) for c in configs]
-    figures.comparisons = compare_all(configs, settings, strict=strict)
+    if comparisons:  # every pair: the decision record, which compares each with the best, goes without
+        figures.comparisons = compare_all(configs, settings, strict=strict)
     figures.scoring = score_configs(configs, scoring, settings, policy)
     figures.failures = failure_figures(configs)
     figures.cells = [cell for c in configs for cell in _cells(c)]
@@ -275,6 +296,12 @@ def compute_figures(
         configs, table=load_table(cutoff_table) if cutoff_table else None, overrides=cutoffs
     )
     figures.statements = statement_figures(configs)
+    prompts = {name: run.recipe.prompt_sha256 for run in figures.runs for name in run.configs}
+    figures.regimes = regimes(configs, figures.configs, prompts)
+    if len(configs) >= 2:
+        figures.front = compute_front(
+            configs, figures.configs, figures.acceptance, settings=settings, alpha=alpha, metric=metric
+        )
     return figures
 
 
@@ -289,6 +316,19 @@ def review_figures(configs: list[ConfigRows], policy: Policy) -> dict | None:
         verdicts += sum(len(v) for v in current.values())
         agreement(rows, current, policy, into=together)
     return dict(together.as_json(), verdicts=verdicts, said=together.tell()) if verdicts else None
+
+
+def model_review_figures(configs: list[ConfigRows]) -> list[dict]:
+    """Every run folder's current model reviews, per model, with their agreement with the current
+    human verdicts (never with the policy: a model's verdict is not an acceptance verdict)."""
+    together: dict = {}
+    for run_dir in dict.fromkeys(c.run_dir for c in configs):
+        folder = RunFolder(run_dir)
+        if not folder.model_reviews_path.exists():
+            continue
+        rows = [r for c in configs if c.run_dir == run_dir for r in c.rows]
+        model_agreement(rows, folder.current_reviews(rows), folder.current_model_reviews(rows), into=together)
+    return model_agreement_json(together)
 
 
 def _manifest(run_dir: Path) -> Manifest:

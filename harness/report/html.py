@@ -454,6 +454,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
     return env.get_template("report.html.j2").render(
         view=view,
         charts=charts,
+        front=_front_section(figs),
         payloads=payloads,
         trend=trend,
         tampering=tampering,
@@ -461,6 +462,7 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         controls=figs.get("controls") or [],
         acceptance=figs.get("acceptance") or [],
         review=figs.get("review"),
+        model_reviews=figs.get("model_reviews") or [],
         metric=figs.get("metric") or "resolve",
         index_json=json.dumps(index, separators=(",", ":")).replace("<", "\\u003c"),
         css=(TEMPLATES / "report.css").read_text(),
@@ -469,6 +471,24 @@ def render_html(run_dirs: list[Path], *, figures: Any = None, trend: dict | None
         n_attempts=sum(len(r.rows) for r in reps),
         n_reps=len(reps),
     )
+
+
+def _front_section(figs: dict) -> dict | None:
+    """The front's charts and table (front_view.py), with two configurations or more."""
+    if not figs.get("front"):
+        return None
+    from .front import Front
+    from .front_view import caption, front_svg, rows
+
+    front = Front.model_validate(figs["front"])
+    table = rows(front)
+    return {
+        "cost": front_svg(front, "cost"),
+        "time": front_svg(front, "time"),
+        "heads": list(table[0]) if table else [],
+        "rows": table,
+        "caption": caption(front),
+    }
 
 
 def write_html(run_dirs: list[Path], path: Path, *, figures: Any = None, trend: dict | None = None) -> Path:

@@ -220,6 +220,22 @@ def acceptance_block(figures: Figures) -> Text:
             )
         if len(review["disagreements"]) > 10:
             lines.append(f"      ... and {len(review['disagreements']) - 10} more disagreements (--json lists them)")
+    for m in figures.model_reviews:
+        lines.append(
+            f"  model review by {escape(m['model'])} (never counted as acceptance): {m['reviews']} reviewed, "
+            f"{m['accept']} accept, {m['reject']} reject, {m['unsure']} unsure"
+            + (f" ({m['unreadable']} unreadable)" if m["unreadable"] else "")
+            + f" · {escape(m['humans']['said'])}"
+        )
+        for d in m["humans"]["disagreements"][:10]:
+            lines.append(
+                escape(
+                    visible(
+                        f"      {d['task_id']} {d['config']} rep {d['repeat']} attempt {d['attempt']}: model "
+                        f"{d['model_verdict']}s, {d['reviewer']} {d['reviewer_verdict']}s"
+                    )
+                )
+            )
     return Text.from_markup("\n".join(lines))
 
 
@@ -581,6 +597,14 @@ def print_figures(
         console.print(recipe_block(run.recipe, run.run_dir, run.configs))
     console.print(stats_table(figures, width))
     console.print(acceptance_block(figures))
+    if figures.front is not None:
+        from .front_view import front_table
+
+        console.print(front_table(figures.front, width))
+    if any(c.gold_size or c.tokens for c in figures.regimes.configs):
+        from .regimes import regimes_table
+
+        console.print(regimes_table(figures.regimes, width))
     for c in figures.configs:
         retried = (
             (

@@ -1,6 +1,7 @@
 """A sweep file: a suite, a base recipe and a matrix over RunSpec fields; each cell IS a RunSpec.
 
     name: models-x-temperature          # default: the file's name
+    question: Which model should review our PRs, and at what cost?   # the decision record's first line
     suite: {paths: [tasks/demo]}        # one suite for every cell (RunSpec.suite)
     base:                               # any RunSpec field but suite and out: every cell starts here
       agent: {name: default}
@@ -66,6 +67,7 @@ class Budget(_Strict):
 class SweepSpec(_Strict):
     schema_version: int = SWEEP_SCHEMA
     name: str = ""
+    question: str = ""  # what the sweep is to decide: the decision record's first line (`wholeloop decide`)
     suite: SuiteSpec
     base: dict[str, Any] = Field(default_factory=dict)
     matrix: dict[str, list[Any] | dict[str, Any]] = Field(default_factory=dict)

@@ -19,6 +19,13 @@ Trade-offs: a transcript is written as it happens on the node but reaches the ru
 unit ends; images are built (once) on every node that runs a task needing them; model API keys
 are read from each node's environment (nothing secret is shipped).
 
+What a node runs at once is bounded by Ray's scheduler, from what each node declares at `ray
+start` and what each unit reserves (see `reservation`): its CPUs (`--num-cpus`; a unit reserves
+WHOLELOOP_RAY_UNIT_CPUS, default 1), its memory budget (`--memory`; a unit reserves its
+containers' memory limit, or WHOLELOOP_RAY_UNIT_MEMORY_MB) and, when nodes declare one, a cap on
+concurrent containers (`--resources='{"wholeloop_containers": N}'`; a unit reserves the containers
+it holds at once). A run that no live node could ever fit stops before anything is submitted.
+
 The node's side lives in harness.ray_node. `ray` is imported by these two modules only, and they
 only when `--executor ray` is asked for.
 """
@@ -33,6 +40,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +55,9 @@ if TYPE_CHECKING:
     from ...tasks import Task
 
 DEFAULT_MAX_SHIP_MB = 256
+#: the custom Ray resource a node declares to cap its concurrent containers (Docker engines degrade
+#: past a few dozen): `ray start --resources='{"wholeloop_containers": 24}'`
+CONTAINERS = "wholeloop_containers"
 DEFAULT_MAX_IMAGE_MB = 2048  # an image archive larger than this is not shipped: the node builds it
 
 
@@ -63,8 +74,11 @@ class RayExecutor:
 
     `address`: HEAD:PORT of a cluster; None means RAY_ADDRESS or the cluster started on this
     machine with `ray start --head`; "local" starts a private one-machine cluster for this run.
-    `max_in_flight`: units submitted at once (None: all; the cluster's CPUs bound what runs).
+    `max_in_flight`: units submitted at once (None: twice the live nodes' CPUs; Ray's scheduler,
+    from what the nodes declare and each unit reserves, bounds what runs).
     `unit_cpus`: CPUs a unit reserves on its node (units mostly wait on Docker and the model).
+    `unit_memory_mb`: memory a unit reserves on its node (None: its containers' memory limit;
+    0: none). See `reservation`.
     """
 
     def __init__(
@@ -74,10 +88,14 @@ class RayExecutor:
         max_in_flight: int | None = None,
         unit_cpus: float | None = None,
         max_ship_mb: float | None = None,
+        unit_memory_mb: float | None = None,
     ) -> None:
         self.address = address
         self.max_in_flight = max_in_flight
         self.unit_cpus = unit_cpus if unit_cpus is not None else float(os.environ.get("WHOLELOOP_RAY_UNIT_CPUS", "1"))
+        if unit_memory_mb is None and os.environ.get("WHOLELOOP_RAY_UNIT_MEMORY_MB"):
+            unit_memory_mb = float(os.environ["WHOLELOOP_RAY_UNIT_MEMORY_MB"])
+        self.unit_memory = None if unit_memory_mb is None else int(unit_memory_mb * 2**20)
         mb = (
             max_ship_mb
             if max_ship_mb is not None
@@ -118,12 +136,15 @@ class RayExecutor:
         self._owns = True
 
     def nodes(self) -> list[dict]:
-        """The cluster's live nodes: host name, address and CPUs."""
+        """The cluster's live nodes: host name, address, and what they declared: CPUs, memory
+        (bytes) and the cap on concurrent containers (None: no cap declared)."""
         return [
             {
                 "host": n.get("NodeManagerHostname"),
                 "address": n.get("NodeManagerAddress"),
                 "cpus": n.get("Resources", {}).get("CPU", 0),
+                "memory": int(n.get("Resources", {}).get("memory", 0)),
+                "containers": n.get("Resources", {}).get(CONTAINERS),
             }
             for n in self.ray.nodes()
             if n.get("Alive")
@@ -163,19 +184,39 @@ class RayExecutor:
             self._owns = False
 
     def _submit(
-        self, fn: Callable[[Any], Any], units: list[Any], tick: Callable[[], None] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        units: list[Any],
+        tick: Callable[[], None] | None = None,
+        reserve: Callable[[Any], dict] | None = None,
     ) -> Iterator[tuple[Any, Any]]:
-        """(unit, result or exception) per unit, as they complete, at most max_in_flight at once."""
+        """(unit, result or exception) per unit, as they complete, at most max_in_flight at once;
+        `reserve(unit)`: the Ray resources the unit holds while it runs (default: unit_cpus)."""
         ray = self.ray
-        remote = ray.remote(fn).options(
-            num_cpus=self.unit_cpus, max_retries=self._max_retries, retry_exceptions=False, scheduling_strategy="SPREAD"
-        )
-        queue = list(units)
+        base = ray.remote(fn)
+        remotes: dict[str, Any] = {}
+
+        def remote_for(unit: Any) -> Any:
+            need = reserve(unit) if reserve is not None else {"num_cpus": self.unit_cpus}
+            key = json.dumps(need, sort_keys=True)
+            if key not in remotes:
+                remotes[key] = base.options(
+                    **need, max_retries=self._max_retries, retry_exceptions=False, scheduling_strategy="SPREAD"
+                )
+            return remotes[key]
+
+        queue = deque(units)
+        limit, looked = self._in_flight_limit(), time.monotonic()
         while queue or self._inflight:
-            while queue and (self.max_in_flight is None or len(self._inflight) < self.max_in_flight):
-                unit = queue.pop(0)
-                self._inflight[remote.remote(unit)] = unit
-            done, _ = ray.wait(list(self._inflight), num_returns=1, timeout=0.5)
+            if time.monotonic() - looked > 5:  # nodes come and go
+                limit, looked = self._in_flight_limit(), time.monotonic()
+            while queue and len(self._inflight) < limit:
+                unit = queue.popleft()
+                self._inflight[remote_for(unit).remote(unit)] = unit
+            refs = list(self._inflight)
+            done, _ = ray.wait(refs, num_returns=1, timeout=0.5)
+            if done and len(refs) > 1:  # every other unit finished by now, in the same look
+                done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             if tick:
                 tick()
             for ref in done:
@@ -186,6 +227,18 @@ class RayExecutor:
                     yield unit, exc
         if tick:
             tick()
+
+    def _in_flight_limit(self) -> int:
+        """Units submitted at once: max_in_flight, else twice what the live nodes' CPUs run at
+        once (at least 8), so that the driver's look at its units (ray.wait over all of them)
+        stays as cheap at 10,000 units as at 100, while every node always has the next unit queued."""
+        if self.max_in_flight is not None:
+            return self.max_in_flight
+        try:
+            cpus = sum(n["cpus"] for n in self.nodes())
+        except Exception:  # the cluster is unreachable: the units' own errors say so
+            cpus = 0
+        return max(8, 2 * int(cpus / max(self.unit_cpus, 0.01)))
 
     # ------------------------------------------------------------------ wholeloop units
 
@@ -203,12 +256,25 @@ class RayExecutor:
         run.progress("note", "", f"ray: {len(self.nodes())} node(s); wholeloop {probe['version']} on {probe['node']}")
         if probe["version"] != __version__:
             run.progress("note", "", f"ray: the nodes run wholeloop {probe['version']}, this machine {__version__}")
-        payloads = unit_payloads(run, units, _Shipper(self.ray, self.max_ship_bytes))
+        nodes = self.nodes()
+        capped = any(n["containers"] for n in nodes)
+        needs = {task.id: self.reservation(run, task, capped=capped) for task, _ in units}
+        for need in {json.dumps(n, sort_keys=True): n for n in needs.values()}.values():
+            check_fits(nodes, need)  # before anything is shipped or submitted
+        for node in nodes:
+            if capped and node["cpus"] and not node["containers"]:
+                run.progress(
+                    "note", "", f"ray: node {node['host']} declares no {CONTAINERS} (others do): it runs no units"
+                )
+        shipper = _Shipper(self.ray, self.max_ship_bytes)
+        payloads = unit_payloads(run, units, shipper)
+        returned = 0  # bytes of the units' rows and files that came back
         self._record = {
             "kind": "ray",
             "address": self.address or os.environ.get("RAY_ADDRESS") or "auto",
-            "nodes": self.nodes(),
+            "nodes": nodes,
             "unit_cpus": self.unit_cpus,
+            "reservations": sorted({json.dumps(n, sort_keys=True) for n in needs.values()}),
         }
         run.note_executor(self._record)
         # on the driver's own node: a box on a worker would go with that worker, and with it the
@@ -226,13 +292,15 @@ class RayExecutor:
         self._known = {n["host"] for n in self.nodes()}
         for task, repeat in units:  # a killed driver's live copies: abandoned tries, recorded once
             run.abandon(task, repeat)
-        for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(run, by_id)):
+        reserve = lambda payload: needs[payload["task"]["task"]["id"]]  # noqa: E731
+        for payload, outcome in self._submit(run_unit, payloads, tick=lambda: self._relay(run, by_id), reserve=reserve):
             task, repeat = by_id[payload["task"]["task"]["id"]], payload["repeat"]
             self._relay(run, by_id)  # the unit's last streamed lines, before its live copy is settled
             self._open.discard((task.id, repeat))  # later lines of its try are stale
             if isinstance(outcome, BaseException):
                 yield run.lost(task, repeat, outcome)
             else:
+                returned += len(json.dumps(outcome["rows"])) + sum(map(len, outcome["files"].values()))
                 self._settle(run, task, repeat, outcome.get("try"))
                 yield run.receive(
                     task,
@@ -245,6 +313,11 @@ class RayExecutor:
                         node=outcome["node"],
                     ),
                 )
+        # what went through the object store: the inputs and image archives put once for the run,
+        # the rows and files the units handed back
+        self._record["traffic"] = {"put_bytes": shipper.put_bytes, "put_items": shipper.put_items}
+        self._record["traffic"]["returned_bytes"] = returned
+        run.note_executor(self._record)
         self._look_for_lost_nodes(force=True)
         # a unit redone on another node: Ray resubmits as soon as the try's worker is gone, often
         # before the cluster marks its node dead (a missed health check, some 15-30 s); wait for that
@@ -267,6 +340,23 @@ class RayExecutor:
                     f"{item['units_redone']} unit(s) redone on other nodes",
                 )
             run.note_executor({**self._record, "lost_nodes": lost})
+
+    def reservation(self, run: Units, task: Task, *, capped: bool) -> dict:
+        """The Ray resources one unit of `task` holds on its node while it runs: unit_cpus CPUs;
+        memory, the memory limit of the containers it holds at once (or unit_memory); and, when the
+        nodes cap their containers (`capped`), those containers: 2 when attempts > 1 (the agent's
+        container waits while an attempt is graded), else 1."""
+        from sandbox import Limits, parse_size
+
+        containers = 2 if run.spec.settings.attempts > 1 else 1
+        limits = run.spec.limits.apply(task.limits.apply(Limits()))
+        memory = self.unit_memory if self.unit_memory is not None else (parse_size(limits.memory) or 0) * containers
+        need: dict[str, Any] = {"num_cpus": self.unit_cpus}
+        if memory:
+            need["memory"] = memory
+        if capped:
+            need["resources"] = {CONTAINERS: containers}
+        return need
 
     def _settle(self, run: Units, task: Task, repeat: int, finished: str | None) -> None:
         """Before a unit's rows land (which drops its live copy): a live copy streamed by another
@@ -365,6 +455,33 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         ) from exc
 
 
+def check_fits(nodes: list[dict], need: dict) -> None:
+    """Raise RayExecutorError (a hint saying what to change) when no live node declares enough for
+    one unit's reservation `need`: Ray would keep such a unit waiting for ever."""
+    containers = need.get("resources", {}).get(CONTAINERS, 0)
+    for node in nodes:
+        if (
+            node["cpus"] >= need["num_cpus"]
+            and node["memory"] >= need.get("memory", 0)
+            and (node["containers"] or 0) >= containers
+        ):
+            return
+    gib = need.get("memory", 0) / 2**30
+    have = "; ".join(
+        f"{n['host']}: {n['cpus']:g} CPU, {n['memory'] / 2**30:.1f} GiB"
+        + (f", {n['containers']:g} containers" if n["containers"] else "")
+        for n in nodes
+    )
+    raise RayExecutorError(
+        f"no node of the Ray cluster can run a unit that reserves {need['num_cpus']:g} CPU, {gib:.1f} GiB"
+        + (f" and {containers} container(s)" if containers else "")
+        + f" (nodes: {have or 'none'})",
+        hint="give the nodes more (`ray start --num-cpus N --memory BYTES --resources "
+        f"'{{\"{CONTAINERS}\": N}}'`), lower the tasks' memory limit (--memory), or reserve less per unit "
+        "(WHOLELOOP_RAY_UNIT_CPUS, WHOLELOOP_RAY_UNIT_MEMORY_MB)",
+    )
+
+
 def unit_payloads(run: Units, units: list[Unit], shipper: _Shipper) -> list[dict]:
     """One payload per unit: the run's RunSpec as it is (a node rebuilds its unit runner from it,
     see ray_node.rebuild_spec), the task and the files it references, the agent's config file and
@@ -396,6 +513,12 @@ class _Shipper:
         self._done: dict[tuple[str, str], dict] = {}
         self._refs: dict[str, Any] = {}
         self._images: dict[str, dict | None] = {}
+        self.put_bytes = self.put_items = 0  # what this shipper put into the object store
+
+    def _put(self, data: bytes) -> Any:
+        self.put_bytes += len(data)
+        self.put_items += 1
+        return self.ray.put(data)
 
     def images(self, task) -> dict | None:
         """The task's images as one archive in the object store, keyed by their content (the
@@ -420,7 +543,7 @@ class _Shipper:
             self._images[key] = (
                 None
                 if len(data) > self.image_limit
-                else {"key": key, "tags": tags, "ref": self.ray.put(data), "size": len(data)}
+                else {"key": key, "tags": tags, "ref": self._put(data), "size": len(data)}
             )
             del data
         return self._images[key]
@@ -433,7 +556,7 @@ class _Shipper:
                 hint="raise WHOLELOOP_RAY_MAX_SHIP_MB, or name the repository by a git URL the nodes can clone",
             )
         if key not in self._refs:
-            self._refs[key] = self.ray.put(data)
+            self._refs[key] = self._put(data)
         return {"key": key, "kind": kind, "name": name, "ref": self._refs[key], "size": len(data)}
 
     def file(self, path: Path, what: str) -> dict | None:

@@ -1,0 +1,180 @@
+"""A model reviews resolved patches (`wholeloop review RUN --review-model MODEL`; issue 25 item 5).
+
+Off unless asked for. For each resolved attempt of the run's latest rows (of the named tasks, or
+all) that this model has not reviewed in its current patch, it is sent the problem statement and
+the patch, under a rubric (correctness beyond the tests, scope, the codebase's style), and asked
+for a verdict (accept / reject / unsure) and its reasoning. Each answer is recorded at once in
+RUN/model_reviews.jsonl (`RunFolder.add_model_review`), with the model, its endpoint, the rubric's
+version, the exact prompt and the whole reply, tokens and cost: apart from the human verdicts of
+reviews.jsonl, so it is never counted as one, and never part of `accepted` (the acceptance policy
+reads the axes alone). Reports show how often it agrees with human verdicts when both exist
+(`harness.report.acceptance.model_agreement`).
+
+Egress (docs/privacy.md): the repository's content goes to the model, so the machine
+(`WHOLELOOP_NO_EGRESS=1`) or the suite (`egress: forbid` in the wholeloop.yaml beside the run's
+task specs) can forbid it, which refuses before any request; what is sent is said first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from .egress import Egress, check, endpoint_of
+from .errors import UserError
+from .records import ModelReview, ResultRow, RunFolder, open_run
+from .report.attempt import problem_statement
+from .vocabulary import ReviewVerdict
+
+FEATURE = "--review-model"
+RUBRIC_VERSION = 1
+PATCH_CHARS = 60_000  # of the patch sent (its head; the cut is said in the prompt)
+PROBLEM_CHARS = 20_000
+MAX_TOKENS = 1200
+RUBRIC = """You review a patch for a software repository as one of its maintainers would before
+merging it. The repository's hidden tests for the problem below already pass with the patch.
+Judge what the tests cannot:
+
+1. Correctness beyond the tests: does it fix the problem for every case the problem implies,
+   without breaking other behaviour or hiding the symptom?
+2. Scope: does it change only what the fix needs (no unrelated files, no deleted, skipped or
+   weakened tests, no leftover debugging output, no stray files)?
+3. Style: does it read like the surrounding code (names, idioms, error handling, comments)?
+
+Answer with one JSON object and nothing else:
+{"verdict": "accept" | "reject" | "unsure", "reasoning": "<why, in at most five sentences>"}
+"""
+
+
+class ModelReviewFailed(UserError):
+    """The reviewing model could not be asked (its id, key or endpoint; the reviews before are kept)."""
+
+
+def review_prompt(problem: str, patch: str) -> str:
+    """The prompt: the rubric, the problem the agent was given, and its patch (the gold patch and
+    the hidden tests are never sent)."""
+    cut = len(patch) > PATCH_CHARS
+    shown = patch[:PATCH_CHARS] + (f"\n[... the patch goes on: {len(patch):,} characters in all]\n" if cut else "")
+    return (
+        f"{RUBRIC}\n## The problem\n\n{problem.strip()[:PROBLEM_CHARS] or '(no problem statement recorded)'}\n\n"
+        f"## The patch\n\n```diff\n{shown.rstrip()}\n```\n"
+    )
+
+
+_VERDICT = re.compile(r'"verdict"\s*:\s*"(accept|reject|unsure)"', re.I)
+
+
+def parse_reply(text: str) -> tuple[ReviewVerdict, str, bool]:
+    """(verdict, reasoning, readable) of a reply: the JSON object it holds (also inside a code
+    fence or after words); a reply with no verdict in that form is `unsure` and not readable."""
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        try:
+            data = json.loads(text[start : end + 1])
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and str(data.get("verdict", "")).strip().lower() in ("accept", "reject", "unsure"):
+            return ReviewVerdict(str(data["verdict"]).strip().lower()), str(data.get("reasoning", "")).strip(), True
+    found = _VERDICT.search(text)
+    if found:
+        return ReviewVerdict(found.group(1).lower()), text.strip(), True
+    return ReviewVerdict.unsure, text.strip(), False
+
+
+def suite_egress(folder: RunFolder) -> tuple[str | None, str]:
+    """The suite's `egress:` setting: from a wholeloop.yaml beside the run's task specs ("forbid"
+    in any of them wins), and which file said it."""
+    import yaml
+
+    setting, source = None, "wholeloop.yaml"
+    for task in folder.info().tasks.values():
+        config = Path(task.spec).parent / "wholeloop.yaml" if task.spec else None
+        if config is None or not config.is_file():
+            continue
+        try:
+            data = yaml.safe_load(config.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        value = data.get("egress") if isinstance(data, dict) else None
+        if value == "forbid":
+            return "forbid", str(config)
+        if value is not None:
+            setting, source = str(value), str(config)
+    return setting, source
+
+
+def model_review(
+    run_dir: Path,
+    task_ids: list[str],
+    model_spec: str,
+    *,
+    base_url: str | None = None,
+    say: Callable[[str], None] = print,
+) -> int:
+    """Review each resolved attempt (of `task_ids`, or all) that `model_spec` has no current review
+    of; returns how many were recorded. Raises EgressForbidden before any request when egress is
+    forbidden, and the model's errors (the reviews recorded before one are kept)."""
+    folder = open_run(run_dir)
+    setting, source = suite_egress(folder)
+    check(FEATURE, model_spec, suite_setting=setting, suite_source=source)
+    manifest = folder.info()
+    rows = [r for r in folder.latest() if r.resolved and (not task_ids or r.task_id in task_ids)]
+    current = folder.current_model_reviews(rows)
+    todo = [r for r in rows if model_spec not in current.get(r.key(), {})]
+    say(f"{len(todo)} resolved attempt(s) for {model_spec} to review ({len(rows) - len(todo)} done)")
+    if not todo:
+        return 0
+    from .models import ModelConfigError, ModelError, Settings, UserMessage, get_model
+
+    try:
+        model = get_model(model_spec, base_url=base_url)
+    except ModelConfigError as exc:
+        raise ModelReviewFailed(f"--review-model {model_spec}: {exc}", "give a model id such as anthropic/...") from exc
+    egress = Egress(FEATURE, model_spec, endpoint_of(model_spec, base_url))
+    egress.sent.append(
+        f"for each of {len(todo)} resolved attempt(s): the rubric, the problem statement and the agent's patch"
+    )
+    say(egress.announce())
+    done = 0
+    for row in todo:
+        prompt = review_prompt(problem_statement(folder.path, row, manifest=manifest), _patch(folder, row))
+        try:
+            turn = model.complete([UserMessage(role="user", content=prompt)], [], Settings(max_tokens=MAX_TOKENS))
+        except ModelError as exc:
+            raise ModelReviewFailed(
+                f"--review-model {model_spec}: {type(exc).__name__}: {exc} ({done} review(s) recorded before it)",
+                "check the model's key and endpoint, then run the same command again: it continues",
+            ) from exc
+        verdict, reasoning, readable = parse_reply(turn.text or "")
+        folder.add_model_review(
+            ModelReview(
+                task_id=row.task_id,
+                config=row.config,
+                repeat=row.repeat,
+                attempt=row.attempt,
+                patch_sha256=folder.patch_sha256(row),
+                verdict=verdict,
+                reasoning=reasoning,
+                readable=readable,
+                model=model_spec,
+                endpoint=egress.endpoint,
+                rubric_version=RUBRIC_VERSION,
+                prompt=prompt,
+                prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                reply=turn.text or "",
+                input_tokens=turn.usage.input_tokens,
+                output_tokens=turn.usage.output_tokens,
+                cost_usd=turn.cost_usd,
+            )
+        )
+        say(f"{row.task_id} {row.config} rep {row.repeat} attempt {row.attempt}: {verdict}")
+        done += 1
+    return done
+
+
+def _patch(folder: RunFolder, row: ResultRow) -> str:
+    path = folder.path / row.patch_path if row.patch_path else None
+    return path.read_text(errors="replace") if path is not None and path.is_file() else ""
