@@ -158,12 +158,6 @@ def build_verified(
         assert config_path is not None
         path = config_path
     config = load_external_config(path)
-    if not config.tools.shell:
-        raise VerifyError(
-            f"{config.name}: its config names no shell tool (tools.shell), and agents verify drives a CLI "
-            "through its shell tool",
-            "a CLI whose edits are reply text (aider) is checked by the end-to-end tests only (docs/agents.md)",
-        )
     if version is not None:
         config = versioned(config, version)
     chosen = model or config.verify.model or config.model
@@ -352,6 +346,12 @@ def verify_release(
             if problems:
                 raise VerifyError(
                     "; ".join(problems), "the same checks `run` makes before any container starts (docs/agents.md)"
+                )
+            if not config.tools.shell:  # after the pairing: a pairing `run` refuses is said first, as run says it
+                raise VerifyError(
+                    f"{config.name}: its config names no shell tool (tools.shell), and agents verify drives a CLI "
+                    "through its shell tool",
+                    "a CLI whose edits are reply text (aider) is checked by the end-to-end tests only (docs/agents.md)",
                 )
             log(f"installing {config.cli} {config.version} ({'; '.join(s.describe() for s in config.install)})")
             try:
