@@ -334,6 +334,20 @@ def redo_on_resume(row: ResultRow) -> bool:
 
 
 RowListener = Callable[["ResultRow"], None]
+_Reviewed = TypeVar("_Reviewed", Review, ModelReview)  # a human verdict or a model review
+_Line = TypeVar("_Line", bound=BaseModel)
+
+
+def _valid_lines(path: Path, model: type[_Line]) -> list[_Line]:
+    """Every line of the JSONL at PATH that validates as MODEL, in the order written (a torn or
+    invalid line is skipped)."""
+    out: list[_Line] = []
+    for line in complete_lines(path):
+        try:
+            out.append(model.model_validate_json(line))
+        except ValidationError:
+            continue
+    return out
 
 
 class RunFolderBusy(UserError):
@@ -584,36 +598,18 @@ class RunFolder:
 
     def model_reviews(self) -> list[ModelReview]:
         """Every valid model review, in the order written (a torn or invalid line is skipped)."""
-        out: list[ModelReview] = []
-        for line in complete_lines(self.model_reviews_path):
-            try:
-                out.append(ModelReview.model_validate_json(line))
-            except ValidationError:
-                continue
-        return out
+        return _valid_lines(self.model_reviews_path, ModelReview)
 
     def current_model_reviews(
         self, rows: list[ResultRow] | None = None
     ) -> dict[tuple[str, str, int, int], dict[str, ModelReview]]:
         """The model reviews that count, per attempt key, per model: each model's latest review of
         the attempt's patch as it is now (as `current_reviews` does for human verdicts)."""
-        rows = self.latest() if rows is None else rows
-        shas = {row.key(): self.patch_sha256(row) for row in rows}
-        out: dict[tuple[str, str, int, int], dict[str, ModelReview]] = {}
-        for review in self.model_reviews():
-            if shas.get(review.key()) == review.patch_sha256:
-                out.setdefault(review.key(), {})[review.model] = review
-        return out
+        return self._current(self.model_reviews(), rows, lambda review: review.model)
 
     def reviews(self) -> list[Review]:
         """Every valid verdict, in the order written (a torn or invalid line is skipped)."""
-        out: list[Review] = []
-        for line in complete_lines(self.reviews_path):
-            try:
-                out.append(Review.model_validate_json(line))
-            except ValidationError:
-                continue
-        return out
+        return _valid_lines(self.reviews_path, Review)
 
     def current_reviews(
         self, rows: list[ResultRow] | None = None
@@ -621,12 +617,18 @@ class RunFolder:
         """The verdicts that count, per attempt key, per reviewer: the latest verdict of each
         reviewer whose patch sha256 is that of the attempt's patch now (a regrade that keeps the
         patch keeps its verdicts; a verdict on another patch no longer applies)."""
+        return self._current(self.reviews(), rows, lambda review: review.reviewer)
+
+    def _current(
+        self, reviews: list[_Reviewed], rows: list[ResultRow] | None, who: Callable[[_Reviewed], str]
+    ) -> dict[tuple[str, str, int, int], dict[str, _Reviewed]]:
+        """Per attempt key, per `who`: the latest of `reviews` made on the attempt's patch as it is now."""
         rows = self.latest() if rows is None else rows
         shas = {row.key(): self.patch_sha256(row) for row in rows}
-        out: dict[tuple[str, str, int, int], dict[str, Review]] = {}
-        for review in self.reviews():
+        out: dict[tuple[str, str, int, int], dict[str, _Reviewed]] = {}
+        for review in reviews:
             if shas.get(review.key()) == review.patch_sha256:
-                out.setdefault(review.key(), {})[review.reviewer] = review
+                out.setdefault(review.key(), {})[who(review)] = review
         return out
 
     # ------------------------------------------------------------------ manifest
