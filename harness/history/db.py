@@ -22,7 +22,7 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -840,30 +840,7 @@ class HistoryIndex:
     def store_reviews(self, key: int, found: dict[tuple[str, str, int, int], str | None]) -> None:
         """The verdicts that count (JSON, `reviews_json`) of current rows of the run, replacing
         what was kept (`wholeloop review` tells the index after each verdict)."""
-        if not found:
-            return
-        a = attempts.c
-        statement = (
-            update(attempts)
-            .where(
-                a.run == key,
-                a.current,
-                a.task_id == bindparam("b_task"),
-                a.config == bindparam("b_config"),
-                a.repeat == bindparam("b_repeat"),
-                a.attempt == bindparam("b_attempt"),
-            )
-            .values(reviews=bindparam("b_reviews"))
-        )
-        values = [
-            {"b_task": t, "b_config": c, "b_repeat": r, "b_attempt": n, "b_reviews": text}
-            for (t, c, r, n), text in found.items()
-        ]
-        try:
-            with self._write_lock, self._write() as conn:
-                conn.execute(statement, values)
-        except SQLAlchemyError as exc:
-            raise self.error(exc, "cannot store human verdicts") from exc
+        self._store_per_attempt(key, found, {"reviews": bindparam("b_text")}, "human verdicts")
 
     def stored_reviews(self, key: int) -> dict[tuple[str, str, int, int], dict]:
         """(task, config, repeat, attempt) -> reviewer -> {verdict, reason, at}, of the current rows
@@ -895,6 +872,15 @@ class HistoryIndex:
 
     def store_causes(self, key: int, found: dict[tuple[str, str, int, int], str], version: int) -> None:
         """Keep the causes (JSON) of current rows of the run, found by rules of this version."""
+        self._store_per_attempt(
+            key, found, {"causes": bindparam("b_text"), "causes_version": version}, "failure causes"
+        )
+
+    def _store_per_attempt(
+        self, key: int, found: Mapping[tuple[str, str, int, int], str | None], values: dict, what: str
+    ) -> None:
+        """One UPDATE of the run's current rows, per (task, config, repeat, attempt) of `found`,
+        setting `values` (bindparam("b_text") is that attempt's text)."""
         if not found:
             return
         a = attempts.c
@@ -908,17 +894,17 @@ class HistoryIndex:
                 a.repeat == bindparam("b_repeat"),
                 a.attempt == bindparam("b_attempt"),
             )
-            .values(causes=bindparam("b_causes"), causes_version=version)
+            .values(**values)
         )
-        values = [
-            {"b_task": t, "b_config": c, "b_repeat": r, "b_attempt": n, "b_causes": text}
+        params = [
+            {"b_task": t, "b_config": c, "b_repeat": r, "b_attempt": n, "b_text": text}
             for (t, c, r, n), text in found.items()
         ]
         try:
             with self._write_lock, self._write() as conn:
-                conn.execute(statement, values)
+                conn.execute(statement, params)
         except SQLAlchemyError as exc:
-            raise self.error(exc, "cannot store failure causes") from exc
+            raise self.error(exc, f"cannot store {what}") from exc
 
     def row_count(self) -> int:
         with self._read() as conn:
