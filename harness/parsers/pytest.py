@@ -30,7 +30,19 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport, killed_by
+from .base import (
+    ERROR,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    STATUSES,
+    XFAIL,
+    XPASS,
+    ParserBase,
+    RunSetup,
+    TestReport,
+    killed_by,
+)
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
@@ -83,6 +95,8 @@ TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
 TOOLS_DIR = "/opt/wholeloop/python"  # grading's own Python packages (never in the agent's container)
+# wholeloop's own plugin: fails a test phase that outlasts the task's per-test limit (TEST_LIMIT_VAR)
+TEST_LIMIT_PLUGIN = "wholeloop_test_limit"
 REPORTLOG_MIN_PYTEST = (6, 0)  # pytest-reportlog's hooks (pytest_warning_recorded) need pytest 6
 # Run at the end of a task image build, with the environment's `python`: records the pytest11 entry
 # points the environment has (the plugins grading may load), pytest's version and the image's own
@@ -434,8 +448,9 @@ class PytestParser(ParserBase):
             path = f"/tmp/wholeloop-report-{token}/report.jsonl"
             own = any(str(p.get("value", "")).startswith("pytest_reportlog") for p in recorded)
             opts += ([] if own else ["-p", "pytest_reportlog.plugin"]) + [f"--report-log={path}"]
+            opts += ["-p", TEST_LIMIT_PLUGIN]  # the per-test time limit (TEST_LIMIT_VAR)
             setup.report_path, setup.anchor = path, f"generated report log file: {path}"
-            setup.files = _reportlog_files()
+            setup.files = {**_reportlog_files(), **_test_limit_files()}
         setup.env["PYTEST_ADDOPTS"] = shlex.join(opts)
         # PYTEST_PLUGINS loads modules even with autoload off: only the task's environment may name
         # them (grading passes its value on); nothing found at test time does
@@ -565,6 +580,12 @@ def _shown(text: str, limit: int = 200) -> str:
 
 def _disagree(report: TestReport, why: str) -> None:
     report.consistent, report.why, report.disagreement = False, why, why
+
+
+def _test_limit_files() -> dict[str, bytes]:
+    """wholeloop's per-test time limit plugin (harness/data/pytest), for TOOLS_DIR."""
+    source = resources.files("harness.data").joinpath(f"pytest/{TEST_LIMIT_PLUGIN}.py").read_bytes()
+    return {f"{TOOLS_DIR}/{TEST_LIMIT_PLUGIN}.py": source}
 
 
 def _reportlog_files() -> dict[str, bytes]:
