@@ -389,3 +389,15 @@ def test_a_test_that_hangs_at_base_fails_there_and_the_other_results_are_kept(tm
     assert verdict.pass_to_pass == ["tests/test_old.py::test_old", "tests/test_shout.py::test_after"]
     assert verdict.runs["tests/test_shout.py::test_shout"] == "FF PP"
     assert verdict.health is not None and verdict.health.healthy
+
+
+def test_a_skip_for_a_missing_program_names_its_debian_package_and_the_key_to_add_it():
+    # dunamai: "Requires Mercurial / Darcs / Subversion" were hinted as extra_requirements (Python
+    # packages); they are programs: the hint names Debian's packages and wholeloop.yaml's key
+    many = {f"t.py::p{i}": PASSED for i in range(10)}
+    skips = {"t.py::hg": "Requires Mercurial", "t.py::svn": "Requires Subversion", "t.py::rich": "Needs Rich."}
+    base = _report({**many, **dict.fromkeys(skips, SKIPPED)}, skips)
+    health = environment_health(base, base)
+    assert not health.healthy
+    assert "system_packages: [mercurial, subversion]" in health.summary, health.summary
+    assert "`rich` to extra_requirements" in health.summary and "mercurial`" not in health.summary
