@@ -230,18 +230,16 @@ def test_mini_swe_agent_verified_end_to_end_and_what_fails(tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_aider_verified_end_to_end_and_an_edit_format_it_no_longer_reads_as_written(tmp_path):
+def test_aider_verified_end_to_end(tmp_path):
     """aider's edits are SEARCH/REPLACE blocks in its replies: the scripted provider replies with the
-    fix in that format. The real aider at its pin (the install cached, shared with
-    test_external_e2e), then a copy of its config that asks it for another edit format (`whole`):
-    the same blocks are then not applied as written, and the edit-format check says so."""
+    fix in that format; the real aider at its pin (the install cached, shared with test_external_e2e)
+    passes every check. (A copy of its config asking for the `whole` edit format exits 1 naming the
+    edit format, measured by hand in 48 s, docs/agents.md; in CI the check's failures are the unit
+    test's above, for the CI minutes.)"""
     ok = wl("agents", "verify", "external:aider", "--out", tmp_path / "ok", timeout=1200)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    table = {
-        line.split()[0]: line
-        for line in ok.stdout.splitlines()[1:-1]
-        if line.strip().startswith(("installed", "edit", "tokens", "model", "run", "self-report"))
-    }
+    rows = ("installed", "edit", "tokens", "model", "run", "self-report")
+    table = {line.split()[0]: line for line in ok.stdout.splitlines()[1:-1] if line.strip().startswith(rows)}
     assert "aider 0.86.2" in table["installed"]
     assert "search_replace: 1 edit(s) recovered" in table["edit"] and "applied" in table["edit"]
     assert "the provider's own count" in table["tokens"]
@@ -249,12 +247,3 @@ def test_aider_verified_end_to_end_and_an_edit_format_it_no_longer_reads_as_writ
     assert "submitted, resolved" in table["run"] and "ok" in table["self-report"]
     [row] = [json.loads(line) for line in (tmp_path / "ok" / "run" / "results.jsonl").read_text().splitlines()]
     assert row["outcome"] == "resolved"
-    config = yaml.safe_load(shipped_path("aider").read_text())
-    config["command"][config["command"].index("--edit-format") + 1] = "whole"
-    whole = tmp_path / "whole.yaml"
-    whole.write_text(yaml.safe_dump(config))
-    bad = wl("agents", "verify", "--agent-config", whole, "--out", tmp_path / "whole", timeout=1200)
-    assert bad.returncode == 1, bad.stdout + bad.stderr
-    said = " ".join(bad.stderr.split())
-    assert "error: edit format: search_replace:" in said
-    assert "the attempt's patch is not the edit blocks' change: the CLI did not apply them as written" in said
