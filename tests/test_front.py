@@ -55,6 +55,17 @@ def test_the_front_of_a_scripted_sweep_is_what_its_qualities_and_prices_imply(sw
     assert set(front.time_front) == {_name("dear", "builtin", 1), _name("dear", "builtin", 2)}
 
 
+def test_the_external_cli_ran_its_two_tasks_only_and_the_front_says_so(swept):
+    """The done-when's sweep: the external CLI's cells on 2 of the 4 tasks (a named override of
+    their suite), every trial of theirs on those two; the front's notes say which cells ran fewer."""
+    ext = [p for p in swept.front.points if ",name=ext," in p.config]
+    assert len(ext) == 6 and all(p.trials == 2 * 2 for p in ext)  # 2 tasks x 2 repeats
+    assert all(p.trials == 4 * 2 for p in swept.front.points if ",name=builtin," in p.config)
+    for p in ext:
+        assert p.versus_best is None or p.versus_best.shared_tasks == 2
+    assert any("2 of the 4 tasks" in n and "name=ext" in n for n in swept.front.notes), swept.front.notes
+
+
 def test_each_extra_attempt_says_the_rate_it_buys_per_dollar(swept):
     steps = swept.front.point(_name("cheap", "builtin", 2)).attempts
     assert [(s.attempt, s.rate) for s in steps] == [(1, 0.25), (2, 0.5)]
@@ -69,8 +80,10 @@ def test_four_tasks_cannot_separate_anything_and_the_front_says_so(swept):
     assert front.min_p == 2 / 2**4
     assert set(front.not_separable) == {p.config for p in front.points}  # no p below 0.125 on 4 tasks
     assert any("smallest possible p is 0.125" in n for n in front.notes), front.notes
-    worst = front.point(_name("cheap", "ext", 1)).versus_best
+    worst = front.point(_name("cheap", "builtin", 1)).versus_best
     assert worst.differing_tasks == 4 and worst.p == 0.125 and not worst.separable
+    cli = front.point(_name("cheap", "ext", 1)).versus_best  # the CLI shares two tasks with the best
+    assert cli.differing_tasks == 2 and cli.p == 0.5 and not cli.separable
 
 
 def test_on_more_tasks_the_best_is_separated_from_the_worse_holm_corrected(tmp_path):
