@@ -4,6 +4,8 @@ best with Holm's correction; on a sweep of scripted models of known quality and 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from support.history import row, write_run
 from support.sweeps import run_quality_sweep
@@ -126,3 +128,30 @@ def test_past_sixteen_tasks_the_sign_flip_test_samples_and_stays_close_to_exact(
     # half up, half down: p near 1 either way
     assert sign_flip_p([1.0, -1.0] * 10) > 0.9
     assert sign_flip_p([1.0] * 16) == 2 / 2**16  # exact at the limit
+
+
+def test_the_report_computes_the_all_pairs_comparisons_only_where_it_shows_them(tmp_path, monkeypatch):
+    """Quadratic in configurations (most of a 12-cell report's time): the terminal report shows them
+    only with --compare, so without it they are not computed; --compare, --json and --html have them."""
+    from click.testing import CliRunner
+
+    import harness.report.figures as figures_module
+    from harness.cli import main
+
+    calls: list[int] = []
+    real = figures_module.compare_all
+    monkeypatch.setattr(
+        figures_module, "compare_all", lambda configs, *a, **k: calls.append(1) or real(configs, *a, **k)
+    )
+    runs = []
+    for label in ("a", "b", "c"):
+        write_run(tmp_path / label, [row(f"t{i}", label, cost=0.1) for i in range(3)])
+        runs.append(str(tmp_path / label))
+    plain = CliRunner().invoke(main, ["report", *runs])
+    assert plain.exit_code == 0, plain.output
+    assert calls == [] and "front" in plain.output.lower()
+    shown = CliRunner().invoke(main, ["report", *runs, "--compare"])
+    assert shown.exit_code == 0 and calls == [1], shown.output
+    out = tmp_path / "f.json"
+    assert CliRunner().invoke(main, ["report", *runs, "--json", str(out)]).exit_code == 0 and calls == [1, 1]
+    assert len(json.loads(out.read_text())["comparisons"]) == 3
