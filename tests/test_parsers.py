@@ -326,3 +326,74 @@ def test_memory_addresses_in_test_ids_are_one_token_and_a_collision_keeps_the_fa
         tmp_path, ADDRESS_IDS.replace("Thing(True), Thing(False), Thing(True)", "Thing(True)")
     )
     assert alone.statuses[collided] == PASSED and alone.merged_ids == {} and alone.consistent
+
+
+OUTPUT_THAT_LOOKS_LIKE_PYTEST = """\
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_alpha():
+    assert 1 == 2, "alpha's own"
+
+
+def test_prints_a_header():
+    print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
+    print("E   AssertionError: printed, not alpha's")
+    print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
+    print("E   AssertionError: printed, not omega's")
+    print("=" * 30 + " a rule of its own " + "=" * 30)
+    assert 3 == 4, "the printer's own"
+
+
+def test_runs_pytest_inside(pytester):
+    # a plugin's tests run pytest in pytest: the inner run's whole output is this test's output
+    pytester.makepyfile("def test_alpha():\\n    assert 7 == 8, 'the inner alpha'\\n")
+    print(pytester.runpytest("-rA").stdout.str())
+    assert 9 == 10, "the nesting test's own"
+
+
+class TestK:
+    def test_in_class(self):
+        print("=" * 30 + " FAILURES " + "=" * 30)
+        assert 5 == 6, "the class test's own"
+
+
+def test_omega():
+    assert 11 == 12, "omega's own"
+"""
+
+
+def test_output_that_looks_like_pytests_own_lines_is_the_tests_output(tmp_path):
+    """A test's captured output can hold lines shaped like pytest's block headers and rules: a
+    printed `____ test_alpha ____`, or a whole inner pytest run (pytester). They were read as pytest's:
+    test_alpha's panel showed the inner run's assertion, or the printed one, and the failures after
+    the inner run's closing rule kept only the summary's one-line message. Real pytest output."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_looks.py").write_text(OUTPUT_THAT_LOOKS_LIKE_PYTEST)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_looks.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    ).stdout
+    assert "the inner alpha" in out and "printed, not alpha's" in out
+    report = parse_pytest(out)
+    own = {
+        "test_alpha": "alpha's own",
+        "test_prints_a_header": "the printer's own",
+        "test_runs_pytest_inside": "the nesting test's own",
+        "TestK::test_in_class": "the class test's own",
+        "test_omega": "omega's own",
+    }
+    for name, mine in own.items():
+        message = report.messages[f"test_looks.py::{name}"]
+        assert f"AssertionError: {mine}" in message, (name, message)  # from its block, not the summary line
+        others = [m for m in (*own.values(), "the inner alpha", "printed, not") if m != mine and m in message]
+        assert not others, (name, message)

@@ -267,49 +267,99 @@ _SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
 # is too long for the terminal's width (`_ test_x[a long id] _`); not pytest's `_ _ _ _` line
 # between a traceback's entries, whose "name" is underscores and spaces.
 _BLOCK = re.compile(r"^_+ (?P<name>.*[^_ ].*?) _+$")
-_RULE = re.compile(r"^=+ .* =+$")
+_RULE = re.compile(r"^=+ (?P<title>.*) =+$")
 _LOCATION = re.compile(r"^\S+:\d+: \w+")
+# The start of what a test printed (pytest's captured output), and of a whole pytest run inside it.
+_CAPTURED = re.compile(r"^-+ Captured (stdout|stderr|log) (setup|call|teardown) -+$")
+_SESSION = re.compile(r"^=+ test session starts =+$")
+# The sections pytest prints after ERRORS and FAILURES, by title: inside a test's printed output
+# only these (and, for ERRORS, FAILURES) end the section, not a rule the test printed.
+_LATER = ("warnings summary", "PASSES", "XFAILURES", "XPASSES", "rerun test summary info")
 MESSAGE_LINES = 40
 MESSAGE_CHARS = 4000
+
+
+def _padded(text: str, width: int) -> bool:
+    """`text` is a header line as pytest pads one to the terminal's `width`: the same run of
+    underscores each side (one more on the right when the width is odd), or one each side when
+    the name is too long."""
+    left, right = len(text) - len(text.lstrip("_")), len(text) - len(text.rstrip("_"))
+    return right - left in (0, 1) and (abs(len(text) - width) <= 1 or (left == 1 and len(text) > width))
 
 
 def _messages_from_sections(lines: list[str], report: TestReport) -> None:
     """Failure messages from the FAILURES / ERRORS sections (the `>` line, the `E` lines and the
     `file:line: Error` line of each block), which say far more than the summary line's cut message.
     A block is matched to a failing node id by its name (`test_x[p]`, `TestC.test_x`); a name two
-    failing nodes share keeps the summary message."""
+    failing nodes share keeps the summary message.
+
+    What a test printed (after pytest's `--- Captured stdout call ---`) is the test's: a line in it
+    shaped like a header or a rule is pytest's only when it can be. A header is when it names a
+    failing test whose block has not come yet, or is padded as pytest pads the section's headers (a
+    header printed for a test already shown is text); a rule is when it is a section pytest prints
+    later; a whole pytest run in it (a plugin's tests, pytester) is text up to that run's closing line."""
     failing = [n for n, s in report.statuses.items() if s in (FAILED, ERROR)]
     by_name: dict[str, list[str]] = {}
     for node in failing:
         by_name.setdefault(".".join(node.split("::")[1:]), []).append(node)
-    section, name = False, None
+    section, name = "", None
     block: list[str] = []
+    captured = nested = provisional = False  # in printed output; in a pytest run it printed; a block begun there
+    seen: set[str] = set()  # the failing tests whose block this section has had
+    width = 0  # the length of the section's first header (pytest pads every header to the terminal's width)
+
+    def key_of(title: str) -> str:
+        return stable_id(title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of "))
 
     def close() -> None:
         if name is None:
             return
-        key = stable_id(name.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of "))
-        nodes = by_name.get(key, [])
+        nodes = by_name.get(key_of(name), [])
         if len(nodes) != 1:
             return
-        kept = [line for line in block if line.startswith(("E ", ">")) or _LOCATION.match(line)]
-        kept = kept or block[-15:]
+        # the traceback: what follows pytest's `--- Captured ... ---` lines is what the test printed
+        trace = next((block[:i] for i, line in enumerate(block) if _CAPTURED.match(line.strip())), block)
+        kept = [line for line in trace if line.startswith(("E ", ">")) or _LOCATION.match(line)]
+        kept = kept or trace[-15:] or block[-15:]
         text = "\n".join(line.rstrip() for line in kept[-MESSAGE_LINES:]).strip()
         if text:
             report.messages[nodes[0]] = text[-MESSAGE_CHARS:]
 
     for line in lines:
-        if _SECTION.match(line.strip()):
+        text = line.strip()
+        if nested:  # a pytest run the test printed: its lines, to its closing line, are the test's
+            nested = not (text.startswith("=") and _CLOSING.match(text))
+            block.append(line)
+            continue
+        header = _BLOCK.match(text) if section else None
+        rule = _RULE.match(text)
+        real = header is not None and width > 0 and _padded(text, width)
+        if captured and header and not real:
+            key = key_of(header.group("name"))
+            if key not in by_name or (key in seen and not (provisional and name is not None and key_of(name) == key)):
+                header = None  # the test printed it: a header of a test already shown, or of none that failed
+        if captured and rule:
+            title = rule.group("title")
+            if not (title in _LATER or (section == "ERRORS" and title == "FAILURES")):
+                rule = None  # a rule the test printed (pytest's own ones after this section are kept)
+        if rule and (m := _SECTION.match(text)):
             close()
-            section, name, block = True, None, []
-        elif section and (m := _BLOCK.match(line.strip())):
+            section, name, block, captured, seen, width = m.group(1), None, [], False, set(), 0
+        elif header:
             close()
-            name, block = m.group("name"), []
-        elif section and _RULE.match(line.strip()):
+            name, block = header.group("name"), []
+            seen.add(key_of(name))
+            width = width or len(text)
+            captured = provisional = captured and not real  # found in printed output: printed output too
+        elif rule:
             close()
-            section, name, block = False, None, []
+            section, name, block, captured = "", None, [], False
         elif name is not None:
             block.append(line)
+            if _CAPTURED.match(text):
+                captured = True
+            elif captured and _SESSION.match(text):
+                nested = True
     close()
 
 
