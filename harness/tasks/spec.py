@@ -141,7 +141,7 @@ class LimitsSpec(_Strict):
 
 
 # a test running this long fails (docs/grading.md, "One test that hangs"): far above any test's own time
-# on a loaded machine (dunamai's Mercurial test: 73 s at a load of 7, over 120 s at 13)
+# on a loaded machine (dunamai's Mercurial test: 73 s at a load of 7; with 120 s, flaky at a load of 10-13)
 DEFAULT_TEST_S = 300.0
 
 
