@@ -163,12 +163,42 @@ def test_each_cell_of_a_sweep_is_a_run_spec_named_by_its_axes_and_exclusions_are
         ("matrix: {agent.name: [gold]}\nexclude: [{name: x, where: {agent.model: m}}]", "agent.model is not an axis"),
         ("base: {out: x}", r"base\.out"),
         ("base: {agent: {name: gold}, executor: {kind: ray}}", "runs its units on this machine"),
+        (
+            "matrix: {agent.name: [gold]}\noverrides: [{name: o, where: {agent.name: glod}, set: {agent.model: m}}]",
+            "'o' matches no",
+        ),
+        ("matrix: {agent.name: [gold]}\noverrides: [{name: o, where: {agent.name: gold}, set: {out: x}}]", r"o.*out"),
     ],
 )
 def test_a_sweep_file_that_is_wrong_says_where(tmp_path, text, error):
     path = _sweep_file(tmp_path, "suite: {paths: [tasks/demo]}\nbase: {agent: {name: gold}}\n" + text)
     with pytest.raises(SweepSpecError, match=error):
         SweepSpec.load(path).cells()
+
+
+def test_a_named_override_restricts_some_cells_to_a_subset_of_the_suite(tmp_path):
+    text = (
+        "suite: {paths: [tasks/demo]}\nbase: {agent: {name: default}}\n"
+        "matrix: {agent.name: {builtin: default, ext: 'external:mini-swe-agent'}, agent.model: [scripted/cheap]}\n"
+        "overrides: [{name: cli-on-two, where: {agent.name: ext},"
+        " set: {suite.paths: [tasks/demo/inikit-001.yaml, tasks/demo/inikit-002.yaml]}}]\n"
+    )
+    sweep = SweepSpec.load(_sweep_file(tmp_path, text))
+    sweep.out = str(tmp_path / "s")
+    cells, _ = sweep.cells()
+    assert cells[0].spec.suite.paths == ["tasks/demo"]
+    assert cells[1].spec.suite.paths == ["tasks/demo/inikit-001.yaml", "tasks/demo/inikit-002.yaml"]
+    assert cells[1].overrides == ["cli-on-two"] and cells[0].overrides == []
+    tasks = [t for t in load_tasks(DEMO) if t.id.startswith("inikit")]
+    planned = plan(sweep, tasks, estimator=Estimator([]))
+    assert [(c.total, [t.id for t, _ in c.todo]) for c in planned.cells] == [
+        (4, ["inikit-001", "inikit-002", "inikit-003", "inikit-004"]),
+        (2, ["inikit-001", "inikit-002"]),
+    ]
+    # a cell's own suite must stay inside the sweep's: tasks from elsewhere are refused
+    outside = SweepSpec.load(_sweep_file(tmp_path, text.replace("inikit-002.yaml", "ledgerly-001.yaml")))
+    with pytest.raises(SweepSpecError, match=r"cell .*ledgerly-001.* not in the sweep's suite"):
+        plan(outside, tasks, estimator=Estimator([]))
 
 
 def test_the_plan_counts_each_cells_units_and_estimates_them_from_the_history(tmp_path):
@@ -223,6 +253,20 @@ def test_sweep_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
     refused = wl("sweep", path, "--dry-run", "--max-cost", "1", env={"ANTHROPIC_API_KEY": "sk-ant-not-a-real-key-0000"})
     assert refused.returncode == 0, refused.stdout + refused.stderr  # both models are in the price map
     assert "budget: sweep $1.00" in refused.stdout
+
+
+def test_sweep_dry_run_plans_an_overridden_cell_on_its_own_tasks(tmp_path):
+    """Through the command's whole path (each cell prepared as a run, then planned): the gold cell on
+    the whole suite, the noop cell narrowed to two of its tasks."""
+    text = (
+        f"suite: {{paths: [{DEMO}]}}\nmatrix: {{agent.name: [gold, noop]}}\nout: {tmp_path / 's'}\n"
+        f"overrides: [{{name: two, where: {{agent.name: noop}}, "
+        f"set: {{suite.paths: [{DEMO / 'inikit-001.yaml'}, {DEMO / 'inikit-002.yaml'}]}}}}]\n"
+    )
+    out = wl("sweep", _sweep_file(tmp_path, text), "--dry-run")
+    assert out.returncode == 0, out.stdout + out.stderr
+    whole = len(load_tasks(DEMO))
+    assert f"2 cell(s), {whole + 2} unit(s) to run" in out.stdout, out.stdout
 
 
 # ---------------------------------------------------------------------------- running a sweep

@@ -307,6 +307,7 @@ def sweep_record(
                 "name": c.plan.name,
                 "label": c.plan.cell.label,
                 "axes": c.plan.cell.axes,
+                "overrides": c.plan.cell.overrides,
                 "run": str(Path(c.plan.out).relative_to(plan.out)) if _under(c.plan.out, plan.out) else str(c.plan.out),
                 "recipe": c.plan.cell.spec.recipe(),
                 "units": c.plan.total,
