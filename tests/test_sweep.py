@@ -162,7 +162,7 @@ def test_each_cell_of_a_sweep_is_a_run_spec_named_by_its_axes_and_exclusions_are
         ("matrix: {agent.name: [gold]}\nexclude: [{name: typo, where: {agent.name: glod}}]", "'typo' matches no cell"),
         ("matrix: {agent.name: [gold]}\nexclude: [{name: x, where: {agent.model: m}}]", "agent.model is not an axis"),
         ("base: {out: x}", r"base\.out"),
-        ("base: {agent: {name: gold}, executor: {kind: ray}}", "runs its units on this machine"),
+        ("base: {agent: {name: gold}}\nmatrix: {executor.kind: [local, ray]}", "share the sweep's workers"),
         (
             "matrix: {agent.name: [gold]}\noverrides: [{name: o, where: {agent.name: glod}, set: {agent.model: m}}]",
             "'o' matches no",

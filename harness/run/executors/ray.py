@@ -116,6 +116,17 @@ class RayExecutor:
         self.ray = _import_ray()
         self._connect()
 
+    def sibling(self) -> RayExecutor:
+        """Another executor on this cluster, through the same connection (it never owns it: only
+        the executor that connected shuts it down), with its own units, tries and progress box."""
+        return RayExecutor(
+            self.address,
+            max_in_flight=self.max_in_flight,
+            unit_cpus=self.unit_cpus,
+            max_ship_mb=self.max_ship_bytes / (1024 * 1024),
+            unit_memory_mb=None if self.unit_memory is None else self.unit_memory / 2**20,
+        )
+
     # ------------------------------------------------------------------ connection
 
     def _connect(self) -> None:
