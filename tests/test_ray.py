@@ -660,3 +660,25 @@ def test_a_sweep_runs_its_cells_on_ray_and_a_killed_one_resumes_with_no_unit_twi
         assert manifest["recipe"]["executor"]["kind"] == "ray"
     record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert record["status"] == "finished" and all(c["status"] == "finished" for c in record["cells"])
+
+
+@pytest.mark.slow  # a few seconds: connects to the module's Ray head
+def test_a_sweeps_sibling_executors_ship_each_input_once(ray_cluster, tiny_task, tmp_path):
+    """A sweep's worker threads each run units through a sibling executor; their inputs (the
+    repository bundle, the patches, the images) go into the object store once, not once a unit."""
+    from harness.run.executors.ray import RayExecutor, unit_payloads
+
+    parent = RayExecutor(ray_cluster)
+    try:
+        a, b = parent.sibling(), parent.sibling()
+        assert a.shipping is not None and a.shipping is b.shipping
+        task = load_task(tiny_task["spec"])
+        runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+        shipper = a.shipping[0]
+        unit_payloads(runner.view, [(task, 0)], shipper)
+        first = shipper.put_items
+        assert first >= 3  # the repository, the gold patch, the test patch
+        unit_payloads(runner.view, [(task, 1)], b.shipping[0])  # another thread's unit of the same task
+        assert shipper.put_items == first
+    finally:
+        parent.shutdown(cancel=False)
