@@ -322,3 +322,70 @@ def test_test_ids_that_differ_by_a_memory_address_are_said_so():
         _judge(task, Verdict(task_id="x", seeds=[{"PYTHONHASHSEED": "0"}] * 6), True, runs, runs)
     assert q.value.reason.startswith("test ids hold memory addresses"), q.value.reason
     assert "object at 0x7f84332ee900" in q.value.detail
+
+
+def _hanging_task(tmp_path: Path, timeouts: dict) -> Path:
+    """A task whose new test loops forever at base (as cachetools 8.0.2's `test_ttl_iter_modify`,
+    which inserts into the cache it iterates) and passes with gold; an old test passes throughout."""
+    repo = tmp_path / "hangs"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(
+        repo,
+        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    write(
+        repo,
+        {
+            "tests/test_shout.py": (
+                "from pkg import shout\n\n\ndef test_shout():\n    n = 0\n"
+                "    while shout('a') != 'A':\n        n += 1\n\n\ndef test_after():\n    assert shout('') == ''\n"
+            )
+        },
+    )
+    git(repo, "add", "-A")
+    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
+    git(repo, "reset", "-q", "--hard")
+    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
+    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
+    gold = git(repo, "diff", "HEAD") + "\n"
+    git(repo, "checkout", "-q", ".")
+    spec = tmp_path / "hangs.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "id": "hangs",
+                "quarantined": NOT_CHECKED,
+                "repo": str(repo),
+                "base_commit": base,
+                "problem_statement": "shout() should upper-case its text",
+                "environment": {"setup": ["pip install pytest==8.3.4"]},
+                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
+                "gold_patch": gold,
+                "FAIL_TO_PASS": [],
+                "PASS_TO_PASS": [],
+                "timeouts": timeouts,
+            }
+        )
+    )
+    return spec
+
+
+@pytest.mark.docker
+def test_a_test_that_hangs_at_base_fails_there_and_the_other_results_are_kept(tmp_path):
+    """A test that never ends at base is a failing test, not an environment that gives no reading:
+    wholeloop's per-test time limit (timeouts.test_s) fails it where it hangs and pytest goes on;
+    the whole run's limit (tests_s) is not reached. Before it, the check quarantined the task "tests
+    timed out" (or "tests were killed" when the loop filled the memory first)."""
+    spec = _hanging_task(tmp_path, {"tests_s": 60, "test_s": 3})
+    check_task(load_task(spec), CheckOptions(discover=True, repeats=2))
+    verdict = read_verdict(spec)
+    assert verdict is not None
+    assert verdict.passed, (verdict.quarantined, verdict.detail)
+    assert verdict.fail_to_pass == ["tests/test_shout.py::test_shout"]
+    assert verdict.pass_to_pass == ["tests/test_old.py::test_old", "tests/test_shout.py::test_after"]
+    assert verdict.runs["tests/test_shout.py::test_shout"] == "FF PP"
+    assert verdict.health is not None and verdict.health.healthy

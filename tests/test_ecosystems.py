@@ -129,6 +129,9 @@ def test_go_vendor_and_a_too_new_go_line(tmp_path):
     assert why == "go.mod (detected: go)"
     assert cfg.env["GOFLAGS"] == "-mod=vendor" and cfg.env["CGO_ENABLED"] == "0"
     assert cfg.setup and "golang-go" in cfg.setup[0]
+    # vet findings are not test results (test_polyglot_e2e.py: Debian's pflag): no vet gate at install
+    assert cfg.install == ["go build ./... && go test -vet=off -count=1 -run '^$' ./... >/dev/null"]
+    assert cfg.visible_test_command == "go test -vet=off ./..."
 
     # newer than bookworm's 1.19: the oldest of bookworm-backports' Go that is new enough
     newer = make_repo(tmp_path / "b", {"go.mod": GO_MOD.format(version="1.22.3"), "b.go": "package b\n"})

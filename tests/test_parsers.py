@@ -158,3 +158,145 @@ def test_each_failing_test_gets_its_own_block_when_pytest_shortens_the_block_hea
     assert "NUMBER ONE" in report.messages[one] and "NUMBER TWO" not in report.messages[one], report.messages[one]
     assert "NUMBER TWO" in report.messages[two] and "NUMBER ONE" not in report.messages[two], report.messages[two]
     assert "first test's own value" not in report.messages[one] + report.messages[two]
+
+
+def test_the_per_test_time_limit_fails_a_hanging_test_and_keeps_the_other_results(tmp_path):
+    """wholeloop's pytest plugin (harness/data/pytest), run by this pytest in a subprocess as
+    grading runs it: a test that loops, one that sleeps in a blocking call and one that swallows
+    exceptions each fail where they hang; the tests around them pass; the run ends well within the
+    limit's multiples, with pytest's exit code for failed tests."""
+    import os
+    import subprocess
+    import sys
+    from importlib import resources
+
+    from harness.parsers import ERROR, FAILED, PASSED, TEST_LIMIT_VAR
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "wholeloop_test_limit.py").write_bytes(
+        resources.files("harness.data").joinpath("pytest/wholeloop_test_limit.py").read_bytes()
+    )
+    (tmp_path / "test_hang.py").write_text(
+        "import time\nimport pytest\n\n\ndef test_before():\n    pass\n\n\n"
+        "def test_loops():\n    while True:\n        pass\n\n\n"
+        "def test_sleeps():\n    time.sleep(600)\n\n\n"
+        "def test_swallows():\n    while True:\n        try:\n            time.sleep(600)\n"
+        "        except Exception:\n            pass\n\n\n"
+        "@pytest.fixture\ndef stuck():\n    while True:\n        pass\n\n\n"
+        "def test_setup_hangs(stuck):\n    pass\n\n\n"
+        "def test_after():\n    time.sleep(0.1)\n"
+    )
+    env = {**os.environ, TEST_LIMIT_VAR: "1", "PYTHONPATH": str(tools), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", "wholeloop_test_limit", "test_hang.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = parse_pytest(run.stdout)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert report.statuses == {
+        "test_hang.py::test_before": PASSED,
+        "test_hang.py::test_loops": FAILED,
+        "test_hang.py::test_sleeps": FAILED,
+        "test_hang.py::test_swallows": FAILED,
+        "test_hang.py::test_setup_hangs": ERROR,
+        "test_hang.py::test_after": PASSED,
+    }, run.stdout[-3000:]
+    assert "ran longer than 1 s: wholeloop's per-test time limit" in report.messages["test_hang.py::test_loops"]
+    # without the variable the plugin does nothing
+    quiet = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rA",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "wholeloop_test_limit",
+            "-k",
+            "before or after",
+            "test_hang.py",
+        ],
+        cwd=tmp_path,
+        env={k: v for k, v in env.items() if k != TEST_LIMIT_VAR},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert quiet.returncode == 0, quiet.stdout[-2000:]
+
+
+OUTPUT_THAT_LOOKS_LIKE_PYTEST = """\
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_alpha():
+    assert 1 == 2, "alpha's own"
+
+
+def test_prints_a_header():
+    print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
+    print("E   AssertionError: printed, not alpha's")
+    print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
+    print("E   AssertionError: printed, not omega's")
+    print("=" * 30 + " a rule of its own " + "=" * 30)
+    assert 3 == 4, "the printer's own"
+
+
+def test_runs_pytest_inside(pytester):
+    # a plugin's tests run pytest in pytest: the inner run's whole output is this test's output
+    pytester.makepyfile("def test_alpha():\\n    assert 7 == 8, 'the inner alpha'\\n")
+    print(pytester.runpytest("-rA").stdout.str())
+    assert 9 == 10, "the nesting test's own"
+
+
+class TestK:
+    def test_in_class(self):
+        print("=" * 30 + " FAILURES " + "=" * 30)
+        assert 5 == 6, "the class test's own"
+
+
+def test_omega():
+    assert 11 == 12, "omega's own"
+"""
+
+
+def test_output_that_looks_like_pytests_own_lines_is_the_tests_output(tmp_path):
+    """A test's captured output can hold lines shaped like pytest's block headers and rules: a
+    printed `____ test_alpha ____`, or a whole inner pytest run (pytester). They were read as pytest's:
+    test_alpha's panel showed the inner run's assertion, or the printed one, and the failures after
+    the inner run's closing rule kept only the summary's one-line message. Real pytest output."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_looks.py").write_text(OUTPUT_THAT_LOOKS_LIKE_PYTEST)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_looks.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    ).stdout
+    assert "the inner alpha" in out and "printed, not alpha's" in out
+    report = parse_pytest(out)
+    own = {
+        "test_alpha": "alpha's own",
+        "test_prints_a_header": "the printer's own",
+        "test_runs_pytest_inside": "the nesting test's own",
+        "TestK::test_in_class": "the class test's own",
+        "test_omega": "omega's own",
+    }
+    for name, mine in own.items():
+        message = report.messages[f"test_looks.py::{name}"]
+        assert f"AssertionError: {mine}" in message, (name, message)  # from its block, not the summary line
+        others = [m for m in (*own.values(), "the inner alpha", "printed, not") if m != mine and m in message]
+        assert not others, (name, message)

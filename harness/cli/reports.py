@@ -453,7 +453,8 @@ main.add_command(export_predictions, "export-predictions")  # the same command u
     "review_model",
     metavar="MODEL",
     help="instead of you, this model reviews each resolved attempt it has not reviewed (sends the problem "
-    "and the patch; kept apart in RUN/model_reviews.jsonl, never counted as acceptance)",
+    "and the patch; kept apart in RUN/model_reviews.jsonl, never counted as acceptance unless a --policy "
+    "names the model: model_review: MODEL)",
 )
 @click.option("--base-url", default=None, help="--review-model: the model's endpoint (default: its provider's)")
 def review_cmd(run_dir, task_ids, reviewer, policy, review_model, base_url):

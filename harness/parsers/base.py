@@ -139,6 +139,12 @@ class TestReport:
         return True, ""
 
 
+# Grading's per-test time limit (a task's `timeouts.test_s`), in seconds, set for every hidden test
+# run; pytest's plugin reads it (harness/data/pytest/wholeloop_test_limit.py); Jest, Vitest and Go
+# have per-test limits of their own.
+TEST_LIMIT_VAR = "WHOLELOOP_TEST_LIMIT_S"
+
+
 @dataclass
 class RunSetup:
     """What a parser asks of the hidden test run in grading's container (never the agent's)."""
