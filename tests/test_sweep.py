@@ -267,6 +267,7 @@ def test_sweep_dry_run_plans_an_overridden_cell_on_its_own_tasks(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     whole = len(load_tasks(DEMO))
     assert f"2 cell(s), {whole + 2} unit(s) to run" in out.stdout, out.stdout
+    assert "override two on name=noop: suite.paths (2 task(s))" in out.stdout, out.stdout
 
 
 # ---------------------------------------------------------------------------- running a sweep

@@ -109,6 +109,16 @@ def print_plan(out, planned) -> None:
         )
     for name, cells in planned.excluded.items():
         out.print(f"  excluded by {escape(name)}: {escape(', '.join(cells))}", highlight=False)
+    for override in sweep.overrides:
+        hit = [c for c in planned.cells if override.name in c.cell.overrides]
+        fields = ", ".join(override.set)
+        counts = ", ".join(sorted({f"{c.total // max(1, c.cell.spec.settings.repeats)} task(s)" for c in hit}))
+        out.print(
+            f"  override {escape(override.name)} on {escape(', '.join(c.name for c in hit))}: {escape(fields)}"
+            + (f" ({counts})" if "suite.paths" in override.set else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     wall = planned.wall_seconds()
     total_cost = planned.cost_usd
     out.print(
