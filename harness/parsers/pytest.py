@@ -140,6 +140,23 @@ print(json.dumps(out))
 WHOLELOOP_PY
 """.replace("TOOLS", repr(TOOLS_DIR))
 
+# An object's default repr in a parametrized id (`<pkg.Thing object at 0x7f84332ee990>`): its address
+# differs in every run, so no list could name the test. It is read as one token, `0xADDRESS`, in both
+# channels; tests whose ids then coincide are named in `merged_ids` (the check refuses such a task)
+# and their status is the worst of theirs (a failure wins), so none can hide a failure (docs/grading.md).
+_ADDRESS = re.compile(r"(?<=\bat 0x)[0-9a-fA-F]{6,}(?=>)")
+ADDRESS_TOKEN = "ADDRESS"
+
+
+def stable_id(node: str) -> str:
+    """A node id with every object address in it read as one token."""
+    return _ADDRESS.sub(ADDRESS_TOKEN, node) if "0x" in node else node
+
+
+def _merged(raw: dict[str, set[str]]) -> dict[str, int]:
+    return {node: len(ids) for node, ids in sorted(raw.items()) if len(ids) > 1}
+
+
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
 _CLOSING = re.compile(
@@ -208,6 +225,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
         starts = [i for i, line in enumerate(lines) if _HEADER.match(line.strip())][-1:]
         closing = next((i for i in range(len(lines) - 1, -1, -1) if _CLOSING.match(lines[i].strip())), None)
     listed = report.listed
+    raw_ids: dict[str, set[str]] = {}
     if starts:
         report.found_summary = True
         for line in lines[starts[0] + 1 :]:
@@ -221,7 +239,9 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
                 continue
             if status == SKIPPED:
                 continue  # "SKIPPED [1] file.py:12: reason" carries no node id
-            node = _node_id(rest)
+            raw_node = _node_id(rest)
+            node = stable_id(raw_node)
+            raw_ids.setdefault(node, set()).add(raw_node)
             report.listed_passed += status == PASSED
             if status == ERROR and "::" not in node:
                 report.collection_errors.append(node)
@@ -233,6 +253,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
             report.statuses[node] = status
             if status in (FAILED, ERROR) and (message := _message(rest, node)):
                 report.messages[node] = message
+    report.merged_ids = _merged(raw_ids)
     _messages_from_sections(lines, report)
     if closing is not None and (match := _CLOSING.match(lines[closing].strip())):  # (it matched: found so)
         for num, word in _COUNT.findall(match.group("body")):
@@ -287,8 +308,8 @@ def _messages_from_sections(lines: list[str], report: TestReport) -> None:
     seen: set[str] = set()  # the failing tests whose block this section has had
     width = 0  # the length of the section's first header (pytest pads every header to the terminal's width)
 
-    def key_of(title: str) -> str:
-        return title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of ")
+    def key_of(title: str) -> str:  # a header's title as the failing node ids are keyed (addresses read as one token)
+        return stable_id(title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of "))
 
     def close() -> None:
         if name is None:
@@ -357,6 +378,7 @@ class ReportLog:
         self.exception_types: dict[str, str] = {}
         self.exit_status: int | None = None
         self.problem = ""
+        self.raw_ids: dict[str, set[str]] = {}
         for number, raw in enumerate(data.splitlines(), 1):
             if not raw.strip():
                 continue
@@ -393,7 +415,9 @@ class ReportLog:
             self._test(entry, sub=kind == "SubTestReport")
 
     def _test(self, entry: dict, *, sub: bool) -> None:
-        node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        raw_node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        node = stable_id(raw_node)
+        self.raw_ids.setdefault(node, set()).add(raw_node)
         xfail = "wasxfail" in entry
         if outcome == "failed":
             status = FAILED if when == "call" else ERROR
@@ -553,6 +577,7 @@ class PytestParser(ParserBase):
                 )
             return report
         log = ReportLog(results)
+        report.merged_ids = {**report.merged_ids, **_merged(log.raw_ids)}
         report.exception_types = log.exception_types
         report.skip_reasons, report.collection_messages = log.skip_reasons, log.collection_messages
         if log.exit_status is None and (signal := killed_by(exit_code)) is not None:
