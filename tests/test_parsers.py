@@ -229,3 +229,54 @@ def test_output_that_looks_like_pytests_own_lines_is_the_tests_output(tmp_path):
         assert f"AssertionError: {mine}" in message, (name, message)  # from its block, not the summary line
         others = [m for m in (*own.values(), "the inner alpha", "printed, not") if m != mine and m in message]
         assert not others, (name, message)
+
+
+SECTIONS_AFTER_PRINTED_OUTPUT = """\
+import warnings
+
+import pytest
+
+
+@pytest.fixture
+def broken():
+    print("setting up, then failing")
+    raise RuntimeError("the setup's own")
+
+
+def test_needs_broken(broken):
+    pass
+
+
+def test_fails():
+    print("some output of its own")
+    warnings.warn("a warning")
+    assert 1 == 2, "the failure's own"
+
+
+def test_passes():
+    print("passing output")
+"""
+
+
+def test_pytests_own_sections_still_end_a_block_that_ends_in_printed_output(tmp_path):
+    """The guard of the test above, the other way: after a block's printed output, pytest's own next
+    section (FAILURES after ERRORS, the warnings summary, PASSES) ends it. Real pytest output."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_err.py").write_text(SECTIONS_AFTER_PRINTED_OUTPUT)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_err.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    ).stdout
+    assert "Captured stdout setup" in out and "warnings summary" in out and "= PASSES =" in out
+    report = parse_pytest(out)
+    assert report.messages["test_err.py::test_needs_broken"].endswith(
+        "RuntimeError: the setup's own\ntest_err.py:9: RuntimeError"
+    )
+    assert report.messages["test_err.py::test_fails"].endswith("assert 1 == 2\ntest_err.py:17: AssertionError")
