@@ -279,4 +279,4 @@ def test_pytests_own_sections_still_end_a_block_that_ends_in_printed_output(tmp_
     assert report.messages["test_err.py::test_needs_broken"].endswith(
         "RuntimeError: the setup's own\ntest_err.py:9: RuntimeError"
     )
-    assert report.messages["test_err.py::test_fails"].endswith("assert 1 == 2\ntest_err.py:17: AssertionError")
+    assert report.messages["test_err.py::test_fails"].endswith("assert 1 == 2\ntest_err.py:19: AssertionError")
