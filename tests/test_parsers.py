@@ -173,6 +173,8 @@ def test_alpha():
 def test_prints_a_header():
     print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
     print("E   AssertionError: printed, not alpha's")
+    print("_" * 34 + " test_alpha " + "_" * 34)  # ...padded as pytest pads, at the terminal's width
+    print("E   AssertionError: printed, not alpha's")
     print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
     print("E   AssertionError: printed, not omega's")
     print("=" * 30 + " a rule of its own " + "=" * 30)
