@@ -245,6 +245,8 @@ def test_alpha():
 def test_prints_a_header():
     print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
     print("E   AssertionError: printed, not alpha's")
+    print("_" * 34 + " test_alpha " + "_" * 34)  # ...padded as pytest pads, at the terminal's width
+    print("E   AssertionError: printed, not alpha's")
     print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
     print("E   AssertionError: printed, not omega's")
     print("=" * 30 + " a rule of its own " + "=" * 30)
@@ -397,3 +399,54 @@ def test_memory_addresses_in_test_ids_are_one_token_and_a_collision_keeps_the_fa
         tmp_path, ADDRESS_IDS.replace("Thing(True), Thing(False), Thing(True)", "Thing(True)")
     )
     assert alone.statuses[collided] == PASSED and alone.merged_ids == {} and alone.consistent
+
+
+SECTIONS_AFTER_PRINTED_OUTPUT = """\
+import warnings
+
+import pytest
+
+
+@pytest.fixture
+def broken():
+    print("setting up, then failing")
+    raise RuntimeError("the setup's own")
+
+
+def test_needs_broken(broken):
+    pass
+
+
+def test_fails():
+    print("some output of its own")
+    warnings.warn("a warning")
+    assert 1 == 2, "the failure's own"
+
+
+def test_passes():
+    print("passing output")
+"""
+
+
+def test_pytests_own_sections_still_end_a_block_that_ends_in_printed_output(tmp_path):
+    """The guard of the test above, the other way: after a block's printed output, pytest's own next
+    section (FAILURES after ERRORS, the warnings summary, PASSES) ends it. Real pytest output."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_err.py").write_text(SECTIONS_AFTER_PRINTED_OUTPUT)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_err.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    ).stdout
+    assert "Captured stdout setup" in out and "warnings summary" in out and "= PASSES =" in out
+    report = parse_pytest(out)
+    assert report.messages["test_err.py::test_needs_broken"].endswith(
+        "RuntimeError: the setup's own\ntest_err.py:9: RuntimeError"
+    )
+    assert report.messages["test_err.py::test_fails"].endswith("assert 1 == 2\ntest_err.py:19: AssertionError")
