@@ -1,3 +1,4 @@
+from harness.parsers import FAILED, PASSED
 from harness.parsers.pytest import parse_pytest
 
 OUTPUT = """\
@@ -170,7 +171,7 @@ def test_the_per_test_time_limit_fails_a_hanging_test_and_keeps_the_other_result
     import sys
     from importlib import resources
 
-    from harness.parsers import ERROR, FAILED, PASSED, TEST_LIMIT_VAR
+    from harness.parsers import ERROR, TEST_LIMIT_VAR
 
     tools = tmp_path / "tools"
     tools.mkdir()
@@ -244,6 +245,8 @@ def test_alpha():
 def test_prints_a_header():
     print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
     print("E   AssertionError: printed, not alpha's")
+    print("_" * 34 + " test_alpha " + "_" * 34)  # ...padded as pytest pads, at the terminal's width
+    print("E   AssertionError: printed, not alpha's")
     print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
     print("E   AssertionError: printed, not omega's")
     print("=" * 30 + " a rule of its own " + "=" * 30)
@@ -300,3 +303,150 @@ def test_output_that_looks_like_pytests_own_lines_is_the_tests_output(tmp_path):
         assert f"AssertionError: {mine}" in message, (name, message)  # from its block, not the summary line
         others = [m for m in (*own.values(), "the inner alpha", "printed, not") if m != mine and m in message]
         assert not others, (name, message)
+
+
+ADDRESS_IDS = """import pytest
+
+
+class Thing:
+    def __init__(self, ok):
+        self.ok = ok
+
+
+CASES = [Thing(True), Thing(False), Thing(True)]
+
+
+@pytest.mark.parametrize("thing", CASES, ids=repr)
+def test_thing(thing):
+    assert thing.ok
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_plain(n):
+    assert n
+"""
+
+
+def _run_pytest_with_both_channels(tmp_path, source: str):
+    import subprocess
+    import sys
+
+    from harness.parsers import get_parser
+
+    (tmp_path / "test_ids.py").write_text(source)
+    log = tmp_path / "report.jsonl"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rA",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "pytest_reportlog.plugin",
+            f"--report-log={log}",
+            "test_ids.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    parser = get_parser("pytest")
+    setup = parser.run_setup({"pytest": "8.3", "tools_path": True}, "t0ken")
+    setup.report_path, setup.anchor = str(log), f"generated report log file: {log}"
+    return parser.parse(run.stdout, log.read_bytes(), setup=setup, exit_code=run.returncode)
+
+
+def test_memory_addresses_in_test_ids_are_one_token_and_a_collision_keeps_the_failure(tmp_path):
+    """annotated-types: 45 parametrized ids hold `<... object at 0x7f84332ee990>`, an address that
+    differs in every run, so no list could name them. The address is read as one token (`0xADDRESS`);
+    ids that then collide are named (the check refuses the task) and, in grading, can never let a
+    failing test hide behind a passing one: the failure wins, in both channels (a hostile agent's
+    package can shape such ids: annotated-types builds its cases in the package)."""
+    from harness.grading.outcome import classify
+
+    report = _run_pytest_with_both_channels(tmp_path, ADDRESS_IDS)
+    collided = "test_ids.py::test_thing[<test_ids.Thing object at 0xADDRESS>]"
+    assert report.statuses == {
+        collided: FAILED,
+        "test_ids.py::test_plain[1]": PASSED,
+        "test_ids.py::test_plain[2]": PASSED,
+    }, report.statuses
+    assert report.consistent, report.why
+    assert report.merged_ids == {collided: 3}
+    assert "assert False" in report.messages[collided]
+    # a task listing that id is not resolved, whichever of the three objects passed
+    from harness.tasks.spec import Task
+
+    task = Task.model_validate(
+        {
+            "id": "t",
+            "repo": ".",
+            "base_commit": "0" * 40,
+            "problem_statement": "x",
+            "hidden_tests": {"command": "python -m pytest -rA", "patch": ""},
+            "gold_patch": "x",
+            "FAIL_TO_PASS": [collided],
+            "PASS_TO_PASS": [],
+        }
+    )
+    assert not classify(task, report.statuses, 1, report.consistent, report.why).resolved
+    # without a collision: one id a test, named the same in every run
+    alone = _run_pytest_with_both_channels(
+        tmp_path, ADDRESS_IDS.replace("Thing(True), Thing(False), Thing(True)", "Thing(True)")
+    )
+    assert alone.statuses[collided] == PASSED and alone.merged_ids == {} and alone.consistent
+
+
+SECTIONS_AFTER_PRINTED_OUTPUT = """\
+import warnings
+
+import pytest
+
+
+@pytest.fixture
+def broken():
+    print("setting up, then failing")
+    raise RuntimeError("the setup's own")
+
+
+def test_needs_broken(broken):
+    pass
+
+
+def test_fails():
+    print("some output of its own")
+    warnings.warn("a warning")
+    assert 1 == 2, "the failure's own"
+
+
+def test_passes():
+    print("passing output")
+"""
+
+
+def test_pytests_own_sections_still_end_a_block_that_ends_in_printed_output(tmp_path):
+    """The guard of the test above, the other way: after a block's printed output, pytest's own next
+    section (FAILURES after ERRORS, the warnings summary, PASSES) ends it. Real pytest output."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_err.py").write_text(SECTIONS_AFTER_PRINTED_OUTPUT)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_err.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    ).stdout
+    assert "Captured stdout setup" in out and "warnings summary" in out and "= PASSES =" in out
+    report = parse_pytest(out)
+    assert report.messages["test_err.py::test_needs_broken"].endswith(
+        "RuntimeError: the setup's own\ntest_err.py:9: RuntimeError"
+    )
+    assert report.messages["test_err.py::test_fails"].endswith("assert 1 == 2\ntest_err.py:19: AssertionError")
