@@ -15,8 +15,9 @@ from support.fabricate import fabricate_run
 from support.fakellm import FakeLLM, Reply
 
 from harness.model_review import RUBRIC_VERSION, parse_reply
-from harness.records import Review, RunFolder
-from harness.vocabulary import Outcome, ReviewVerdict
+from harness.records import ModelReview, Review, RunFolder
+from harness.report.axes import DEFAULT_RULES, decide
+from harness.vocabulary import Acceptance, Outcome, ReviewVerdict
 
 CLEAN = {"tests_deleted": [], "outside_scope": [], "size_ratio": 1.0, "own_checks": {"checks": [], "new": []}}
 MODEL = "anthropic/claude-test"
@@ -158,3 +159,111 @@ def test_a_reply_is_read_from_its_json_object_and_anything_else_is_unsure():
     assert parse_reply('{"verdict": "reject", "reasoning": "a } in it" ')[0] is ReviewVerdict.reject  # cut JSON
     assert parse_reply("I would merge it.") == (ReviewVerdict.unsure, "I would merge it.", False)
     assert parse_reply('{"verdict": "maybe"}')[2] is False
+
+
+def _model(folder: RunFolder, row, verdict: str, reasoning: str, *, model: str = MODEL, readable: bool = True):
+    folder.add_model_review(
+        ModelReview(
+            task_id=row.task_id,
+            config=row.config,
+            repeat=row.repeat,
+            attempt=row.attempt,
+            patch_sha256=folder.patch_sha256(row),
+            verdict=verdict,
+            reasoning=reasoning,
+            readable=readable,
+            model=model,
+        )
+    )
+
+
+def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_default_never_does(tmp_path):
+    """The policy key `model_review: MODEL` (default: none): the same run folder reads differently
+    with and without it, no regrade; its reason names the model and its reasoning; an attempt the
+    model has not reviewed readably is not measured (never false); a run folder without model
+    reviews reads as before under the default policy."""
+    folder = _run(tmp_path)
+    first, second, third = [r for r in folder.latest() if r.resolved]
+    policy = tmp_path / "wholeloop.yaml"
+    policy.write_text(f"acceptance:\n  model_review: {MODEL}\n")
+
+    # a run folder without model reviews: the default reads it as before; the key makes it not measured
+    _, old = _report(folder, tmp_path / "old.json")
+    [a] = old["acceptance"]
+    assert (a["accepted"], a["not_measured"], old["model_reviews"]) == (3, 0, [])
+    done = _cli("report", str(folder.path), "--policy", str(policy), "--json", str(tmp_path / "old-key.json"))
+    assert done.returncode == 0, done.stderr
+    [a] = json.loads((tmp_path / "old-key.json").read_text())["acceptance"]
+    assert (a["accepted"], a["not_measured"], a["resolved_not_accepted"], a["accept_rate"]["value"]) == (0, 3, 0, None)
+
+    _model(folder, first, "reject", "It only handles the case the test checks.")
+    _model(folder, second, "accept", "A clean fix.")
+    _model(folder, third, "unsure", "Looks fine to me overall.", readable=False)
+    _model(folder, third, "reject", "Another model's view.", model="openai/other")
+
+    # without the key: a model's verdict is never counted
+    screen, without = _report(folder, tmp_path / "without.json")
+    assert without["acceptance"] == old["acceptance"]
+    assert [(m["model"], m["counted"]) for m in without["model_reviews"]] == [(MODEL, False), ("openai/other", False)]
+    assert f"model review by {MODEL} (never counted as acceptance)" in " ".join(screen.split())
+
+    # with it: the first is refused by the model's reject, the second accepted, the third (no verdict
+    # in the asked form) not measured; the other model's reject is not counted
+    done = _cli(
+        "report",
+        str(folder.path),
+        "--policy",
+        str(policy),
+        "--json",
+        str(tmp_path / "with.json"),
+        "--html",
+        str(tmp_path / "with.html"),
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads((tmp_path / "with.json").read_text())
+    [a] = found["acceptance"]
+    assert (a["accepted"], a["resolved_not_accepted"], a["not_measured"]) == (1, 1, 1)
+    assert a["reasons"] == {"rejected by the model review": 1}
+    assert a["examples"]["rejected by the model review"] == [
+        f"{first.task_id} (repeat 0): rejected by the model review ({MODEL}: It only handles the case the test checks.)"
+    ]
+    assert f"not rejected by {MODEL}'s review" in a["policy"]
+    assert [(m["model"], m["counted"]) for m in found["model_reviews"]] == [(MODEL, True), ("openai/other", False)]
+    screen = " ".join(done.stdout.split())
+    assert f"model review by {MODEL} (counted by the policy: its reject refuses a patch)" in screen
+    assert "(counted by the policy)" in (tmp_path / "with.html").read_text()
+
+    # show names the reason; without the key the same attempt is accepted
+    shown = _cli("show", str(folder.path), first.task_id, "--json", "--policy", str(policy))
+    assert shown.returncode == 0, shown.stderr
+    [attempt] = json.loads(shown.stdout)["attempts"]
+    assert attempt["acceptance"]["verdict"] == "not_accepted"
+    assert attempt["acceptance"]["reasons"] == ["rejected by the model review"]
+    assert MODEL in attempt["acceptance"]["said"] and "only handles the case" in attempt["acceptance"]["said"]
+    assert "model_review" not in (attempt["row"]["acceptance"] or {})  # the record is not changed
+    plain = _cli("show", str(folder.path), first.task_id, "--json")
+    assert json.loads(plain.stdout)["attempts"][0]["acceptance"]["verdict"] == "accepted"
+    text = _cli("show", str(folder.path), first.task_id, "--policy", str(policy))
+    assert "acceptance: not accepted: rejected by the model review" in " ".join(text.stdout.split())
+
+    # --metric accept: the attempt the model gave no verdict on refuses, with what to run
+    refused = _cli("report", str(folder.path), "--policy", str(policy), "--metric", "accept")
+    assert refused.returncode == 2, refused.stdout
+    said = " ".join((refused.stderr + refused.stdout).split())
+    assert third.task_id in said and f"--review-model {MODEL}" in said
+    assert _cli("report", str(folder.path), "--metric", "accept").returncode == 0
+
+
+def test_the_decision_counts_only_the_named_models_readable_verdict():
+    clean = dict(CLEAN)
+    rules = {**DEFAULT_RULES, "model_review": MODEL}
+    review = {"model": MODEL, "verdict": "reject", "reasoning": "wrong\n  module", "readable": True}
+    assert decide(True, {**clean, "model_review": review}, DEFAULT_RULES)[0] is Acceptance.accepted
+    verdict, reasons, evidence = decide(True, {**clean, "model_review": review}, rules)
+    assert (verdict, reasons) == (Acceptance.not_accepted, ["rejected by the model review"])
+    assert evidence == {"rejected by the model review": f"{MODEL}: wrong module"}
+    unsure = {**review, "verdict": "unsure"}
+    assert decide(True, {**clean, "model_review": unsure}, rules)[0] is Acceptance.accepted
+    assert decide(True, {**clean, "model_review": {**unsure, "readable": False}}, rules)[0] is Acceptance.not_measured
+    assert decide(True, {**clean, "model_review": None}, rules)[0] is Acceptance.not_measured
+    assert decide(False, {**clean, "model_review": None}, rules)[0] is Acceptance.not_accepted

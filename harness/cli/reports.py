@@ -157,7 +157,15 @@ def report(
             raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
     figures = compute_figures(
-        list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table, strict=strict, policy=policy, metric=metric
+        list(runs),
+        scoring,
+        cutoffs=overrides,
+        cutoff_table=cutoff_table,
+        strict=strict,
+        policy=policy,
+        metric=metric,
+        # every pair is quadratic in configurations: only where they are shown (--compare, --json, --html)
+        comparisons=bool(with_compare or json_out or html_out),
     )
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:
@@ -445,7 +453,8 @@ main.add_command(export_predictions, "export-predictions")  # the same command u
     "review_model",
     metavar="MODEL",
     help="instead of you, this model reviews each resolved attempt it has not reviewed (sends the problem "
-    "and the patch; kept apart in RUN/model_reviews.jsonl, never counted as acceptance)",
+    "and the patch; kept apart in RUN/model_reviews.jsonl, never counted as acceptance unless a --policy "
+    "names the model: model_review: MODEL)",
 )
 @click.option("--base-url", default=None, help="--review-model: the model's endpoint (default: its provider's)")
 def review_cmd(run_dir, task_ids, reviewer, policy, review_model, base_url):

@@ -30,7 +30,19 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport, killed_by
+from .base import (
+    ERROR,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    STATUSES,
+    XFAIL,
+    XPASS,
+    ParserBase,
+    RunSetup,
+    TestReport,
+    killed_by,
+)
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
@@ -83,6 +95,8 @@ TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
 TOOLS_DIR = "/opt/wholeloop/python"  # grading's own Python packages (never in the agent's container)
+# wholeloop's own plugin: fails a test phase that outlasts the task's per-test limit (TEST_LIMIT_VAR)
+TEST_LIMIT_PLUGIN = "wholeloop_test_limit"
 REPORTLOG_MIN_PYTEST = (6, 0)  # pytest-reportlog's hooks (pytest_warning_recorded) need pytest 6
 # Run at the end of a task image build, with the environment's `python`: records the pytest11 entry
 # points the environment has (the plugins grading may load), pytest's version and the image's own
@@ -125,6 +139,23 @@ except Exception:
 print(json.dumps(out))
 WHOLELOOP_PY
 """.replace("TOOLS", repr(TOOLS_DIR))
+
+# An object's default repr in a parametrized id (`<pkg.Thing object at 0x7f84332ee990>`): its address
+# differs in every run, so no list could name the test. It is read as one token, `0xADDRESS`, in both
+# channels; tests whose ids then coincide are named in `merged_ids` (the check refuses such a task)
+# and their status is the worst of theirs (a failure wins), so none can hide a failure (docs/grading.md).
+_ADDRESS = re.compile(r"(?<=\bat 0x)[0-9a-fA-F]{6,}(?=>)")
+ADDRESS_TOKEN = "ADDRESS"
+
+
+def stable_id(node: str) -> str:
+    """A node id with every object address in it read as one token."""
+    return _ADDRESS.sub(ADDRESS_TOKEN, node) if "0x" in node else node
+
+
+def _merged(raw: dict[str, set[str]]) -> dict[str, int]:
+    return {node: len(ids) for node, ids in sorted(raw.items()) if len(ids) > 1}
+
 
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
@@ -194,6 +225,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
         starts = [i for i, line in enumerate(lines) if _HEADER.match(line.strip())][-1:]
         closing = next((i for i in range(len(lines) - 1, -1, -1) if _CLOSING.match(lines[i].strip())), None)
     listed = report.listed
+    raw_ids: dict[str, set[str]] = {}
     if starts:
         report.found_summary = True
         for line in lines[starts[0] + 1 :]:
@@ -207,7 +239,9 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
                 continue
             if status == SKIPPED:
                 continue  # "SKIPPED [1] file.py:12: reason" carries no node id
-            node = _node_id(rest)
+            raw_node = _node_id(rest)
+            node = stable_id(raw_node)
+            raw_ids.setdefault(node, set()).add(raw_node)
             report.listed_passed += status == PASSED
             if status == ERROR and "::" not in node:
                 report.collection_errors.append(node)
@@ -219,6 +253,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
             report.statuses[node] = status
             if status in (FAILED, ERROR) and (message := _message(rest, node)):
                 report.messages[node] = message
+    report.merged_ids = _merged(raw_ids)
     _messages_from_sections(lines, report)
     if closing is not None and (match := _CLOSING.match(lines[closing].strip())):  # (it matched: found so)
         for num, word in _COUNT.findall(match.group("body")):
@@ -274,8 +309,8 @@ def _messages_from_sections(lines: list[str], report: TestReport) -> None:
     seen: set[str] = set()  # the tests whose block this section has had (their header was pytest's)
     width = 0  # the length of the section's first header (pytest pads every header to the terminal's width)
 
-    def key_of(title: str) -> str:
-        return title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of ")
+    def key_of(title: str) -> str:  # a header's title as the failing node ids are keyed (addresses read as one token)
+        return stable_id(title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of "))
 
     def close() -> None:
         if name is None:
@@ -345,6 +380,7 @@ class ReportLog:
         self.exception_types: dict[str, str] = {}
         self.exit_status: int | None = None
         self.problem = ""
+        self.raw_ids: dict[str, set[str]] = {}
         for number, raw in enumerate(data.splitlines(), 1):
             if not raw.strip():
                 continue
@@ -381,7 +417,9 @@ class ReportLog:
             self._test(entry, sub=kind == "SubTestReport")
 
     def _test(self, entry: dict, *, sub: bool) -> None:
-        node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        raw_node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        node = stable_id(raw_node)
+        self.raw_ids.setdefault(node, set()).add(raw_node)
         xfail = "wasxfail" in entry
         if outcome == "failed":
             status = FAILED if when == "call" else ERROR
@@ -486,8 +524,9 @@ class PytestParser(ParserBase):
             path = f"/tmp/wholeloop-report-{token}/report.jsonl"
             own = any(str(p.get("value", "")).startswith("pytest_reportlog") for p in recorded)
             opts += ([] if own else ["-p", "pytest_reportlog.plugin"]) + [f"--report-log={path}"]
+            opts += ["-p", TEST_LIMIT_PLUGIN]  # the per-test time limit (TEST_LIMIT_VAR)
             setup.report_path, setup.anchor = path, f"generated report log file: {path}"
-            setup.files = _reportlog_files()
+            setup.files = {**_reportlog_files(), **_test_limit_files()}
         setup.env["PYTEST_ADDOPTS"] = shlex.join(opts)
         # PYTEST_PLUGINS loads modules even with autoload off: only the task's environment may name
         # them (grading passes its value on); nothing found at test time does
@@ -540,6 +579,7 @@ class PytestParser(ParserBase):
                 )
             return report
         log = ReportLog(results)
+        report.merged_ids = {**report.merged_ids, **_merged(log.raw_ids)}
         report.exception_types = log.exception_types
         report.skip_reasons, report.collection_messages = log.skip_reasons, log.collection_messages
         if log.exit_status is None and (signal := killed_by(exit_code)) is not None:
@@ -617,6 +657,12 @@ def _shown(text: str, limit: int = 200) -> str:
 
 def _disagree(report: TestReport, why: str) -> None:
     report.consistent, report.why, report.disagreement = False, why, why
+
+
+def _test_limit_files() -> dict[str, bytes]:
+    """wholeloop's per-test time limit plugin (harness/data/pytest), for TOOLS_DIR."""
+    source = resources.files("harness.data").joinpath(f"pytest/{TEST_LIMIT_PLUGIN}.py").read_bytes()
+    return {f"{TOOLS_DIR}/{TEST_LIMIT_PLUGIN}.py": source}
 
 
 def _reportlog_files() -> dict[str, bytes]:

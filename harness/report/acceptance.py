@@ -18,19 +18,22 @@ wholeloop.yaml or a suite's config can carry it)::
       debug_leftovers: true    # print / console.log / dbg! / breakpoint added (default true)
       own_checks: true         # findings the repository's own linters/type checkers did not have at base
       max_size_ratio: 10       # more than 10x gold's changed lines (default: no limit)
+      model_review: MODEL      # this model's reject (`review --review-model MODEL`) refuses the patch
+                               # (default: none; a model's verdict is never counted)
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..records import ResultRow
+from ..records import ModelReview, ResultRow, RunFolder
 from ..vocabulary import NOT_SCORED, Acceptance
-from .axes import AXES, NOT_RESOLVED, TOO_BIG, decide, new_findings
+from .axes import AXES, MODEL_REJECTS, MODEL_REVIEW, NOT_RESOLVED, TOO_BIG, decide, new_findings
 from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, trials_of, wilson
 
@@ -48,13 +51,16 @@ class Policy(BaseModel):
     debug_leftovers: bool = True
     own_checks: bool = True
     max_size_ratio: float | None = Field(None, gt=0)
+    # the model whose verdict counts (its reject refuses the patch); None: no model's verdict counts
+    model_review: str | None = Field(None, min_length=1)
     source: str = "default"
 
     def describe(self) -> str:
         rules = self.model_dump()
         counted = [AXES[k] for k in AXES if rules[k]]
         size = f"; at most {self.max_size_ratio:g}x gold's changed lines" if self.max_size_ratio else ""
-        return f"{self.source}: resolved, and no " + ", no ".join(counted) + size
+        model = f"; not rejected by {self.model_review}'s review" if self.model_review else ""
+        return f"{self.source}: resolved, and no " + ", no ".join(counted) + size + model
 
 
 DEFAULT_POLICY = Policy()
@@ -96,11 +102,43 @@ class Verdict:
         return self.acceptance is Acceptance.accepted
 
 
-def judge(row: ResultRow, policy: Policy = DEFAULT_POLICY) -> Verdict:
+# attempt key -> the counted model's current review of it (`model_reviews`)
+ModelVerdicts = Mapping[tuple[str, str, int, int], ModelReview]
+
+
+def model_reviews(run_dir: Path | str, rows: list[ResultRow], policy: Policy) -> dict:
+    """The current reviews (`RunFolder.current_model_reviews`) of `rows` by the model `policy`
+    counts, per attempt key; {} (and nothing read) when the policy counts none."""
+    if not policy.model_review:
+        return {}
+    folder = RunFolder(Path(run_dir))
+    if not folder.model_reviews_path.exists():
+        return {}
+    found = folder.current_model_reviews(rows)
+    return {key: by[policy.model_review] for key, by in found.items() if policy.model_review in by}
+
+
+def judge(row: ResultRow, policy: Policy = DEFAULT_POLICY, reviews: ModelVerdicts | None = None) -> Verdict:
     """The policy's verdict on one row: an unresolved row is not accepted ("not resolved"); a
     resolved row without axes is not measured; otherwise each counted axis with findings is a
-    reason (`axes.decide`, the one place this is decided)."""
-    acceptance, reasons, evidence = decide(bool(row.resolved), row.acceptance, policy.model_dump())
+    reason (`axes.decide`, the one place this is decided). `reviews`: the counted model's reviews
+    (`model_reviews`), read only when the policy counts a model: a row it has not reviewed is then
+    not measured."""
+    axes = row.acceptance
+    if policy.model_review and axes:
+        review = (reviews or {}).get(row.key())
+        axes = {
+            **axes,
+            MODEL_REVIEW: None
+            if review is None
+            else {
+                "model": review.model,
+                "verdict": str(review.verdict),
+                "reasoning": review.reasoning,
+                "readable": review.readable,
+            },
+        }
+    acceptance, reasons, evidence = decide(bool(row.resolved), axes, policy.model_dump())
     return Verdict(acceptance, reasons, evidence)
 
 
@@ -162,6 +200,7 @@ def config_acceptance(
 ) -> ConfigAcceptance:
     settings = settings or BootstrapSettings()
     scored = [t for t in trials_of(cfg.rows) if t.scored]
+    reviews = model_reviews(cfg.run_dir, cfg.rows, policy)
     agents = {r.agent for r in cfg.rows}
     out = ConfigAcceptance(
         config=cfg.name,
@@ -175,7 +214,7 @@ def config_acceptance(
         if final is None or not final.resolved:
             continue
         out.resolved += 1
-        verdict = judge(final, policy)
+        verdict = judge(final, policy, reviews)
         counts = out.task_counts.setdefault(final.task_id, [0, 0])
         counts[0] += verdict.accepted
         counts[1] += 1
@@ -196,8 +235,9 @@ def config_acceptance(
                     )
     out.resolve_rate = wilson(out.resolved, out.trials, settings.confidence_level)
     if out.not_measured:
+        unreviewed = f", or not reviewed by {policy.model_review}" if policy.model_review else ""
         out.accept_rate = Interval(
-            note=f"not measured: {out.not_measured} resolved trial(s) graded before grader 9, or its own checks could not run"
+            note=f"not measured: {out.not_measured} resolved trial(s) graded before grader 9, or its own checks could not run{unreviewed}"
         )
     else:
         out.accept_rate = wilson(out.accepted, out.trials, settings.confidence_level)
@@ -210,16 +250,21 @@ def acceptance_figures(
     return [config_acceptance(c, policy, settings) for c in configs]
 
 
-def as_accepted(rows: list[ResultRow], policy: Policy = DEFAULT_POLICY, *, where: str = "") -> list[ResultRow]:
+def as_accepted(
+    rows: list[ResultRow], policy: Policy = DEFAULT_POLICY, *, where: str = "", run_dir: Path | str | None = None
+) -> list[ResultRow]:
     """The rows with `resolved` meaning *accepted* under `policy` (their outcome kept): every rate,
     interval and paired statistic computed on them is the acceptance rate's (`--metric accept`).
-    Raises ReportInputError when a resolved row was never measured (no axes: graded before grader 9, or its own checks could not run)."""
+    `run_dir`: the run folder whose model reviews a policy that counts a model reads.
+    Raises ReportInputError when a resolved row was never measured (no axes: graded before grader 9,
+    or its own checks could not run, or the counted model has not reviewed it)."""
     out, unmeasured = [], []
+    reviews = model_reviews(run_dir, rows, policy) if run_dir else {}
     for row in rows:
         if row.outcome in NOT_SCORED or not row.resolved:
             out.append(row)
             continue
-        verdict = judge(row, policy)
+        verdict = judge(row, policy, reviews)
         if verdict.acceptance is Acceptance.not_measured:
             unmeasured.append(f"{row.task_id} (repeat {row.repeat})")
         out.append(row.model_copy(update={"resolved": verdict.accepted}))
@@ -228,6 +273,12 @@ def as_accepted(rows: list[ResultRow], policy: Policy = DEFAULT_POLICY, *, where
             f"acceptance is not measured for {len(unmeasured)} resolved attempt(s){' of ' + where if where else ''}: "
             + ", ".join(unmeasured[:5])
             + (" ..." if len(unmeasured) > 5 else "")
+            + (
+                f" (no axes, or no readable review by {policy.model_review}, whose verdict the policy counts: "
+                f"`wholeloop review RUN --review-model {policy.model_review}` reviews them)"
+                if policy.model_review
+                else ""
+            )
         )
     return out
 
@@ -235,7 +286,14 @@ def as_accepted(rows: list[ResultRow], policy: Policy = DEFAULT_POLICY, *, where
 def accept_configs(configs: list[ConfigRows], policy: Policy = DEFAULT_POLICY) -> list[ConfigRows]:
     """`as_accepted` over each configuration's rows (for `--metric accept`)."""
     return [
-        ConfigRows(c.name, c.label, c.run_dir, c.manifest, as_accepted(c.rows, policy, where=str(c.run_dir)), c.retried)
+        ConfigRows(
+            c.name,
+            c.label,
+            c.run_dir,
+            c.manifest,
+            as_accepted(c.rows, policy, where=str(c.run_dir), run_dir=c.run_dir),
+            c.retried,
+        )
         for c in configs
     ]
 
@@ -251,6 +309,7 @@ class NotMeasured(ReportInputError):
 
 __all__ = [
     "AXES",
+    "MODEL_REJECTS",
     "NOT_RESOLVED",
     "TOO_BIG",
     "new_findings",
@@ -267,6 +326,7 @@ __all__ = [
     "config_acceptance",
     "judge",
     "load_policy",
+    "model_reviews",
     "tell",
 ]
 
@@ -337,19 +397,25 @@ def cohen_kappa(a: int, b: int, c: int, d: int) -> tuple[float, tuple[float, flo
 
 
 def agreement(
-    rows: list[ResultRow], reviews: dict, policy: Policy = DEFAULT_POLICY, *, into: Agreement | None = None
+    rows: list[ResultRow],
+    reviews: dict,
+    policy: Policy = DEFAULT_POLICY,
+    *,
+    into: Agreement | None = None,
+    models: ModelVerdicts | None = None,
 ) -> Agreement:
     """The agreement of `policy` with the current human verdicts (`RunFolder.current_reviews()`)
     over `rows` (the latest rows): counts, Cohen's kappa from KAPPA_MIN_N verdicts on, and each
     disagreement (task, configuration, repeat, attempt, reviewer, both verdicts, the reason).
-    `into`: add to an earlier run folder's agreement (kappa is computed over all of them)."""
+    `into`: add to an earlier run folder's agreement (kappa is computed over all of them);
+    `models`: the counted model's reviews when the policy counts one (`model_reviews`)."""
     out = into or Agreement()
     for row in rows:
         for reviewer, review in sorted(reviews.get(row.key(), {}).items()):
             if review.verdict == "unsure":
                 out.unsure += 1
                 continue
-            auto = judge(row, policy)
+            auto = judge(row, policy, models)
             if auto.acceptance is Acceptance.not_measured:
                 out.not_measured += 1
                 continue

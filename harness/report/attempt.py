@@ -15,7 +15,7 @@ from typing import Any
 
 from ..records import Manifest, ResultRow
 from ..transcript import Event, read_transcript
-from .acceptance import DEFAULT_POLICY, Policy, judge, tell
+from .acceptance import DEFAULT_POLICY, Policy, judge, model_reviews, tell
 
 PASSING = ("PASSED", "XFAIL")
 
@@ -177,10 +177,11 @@ def attempt_data(
         "transcript_path": str(path),
         "attempts": [],
     }
+    reviews = model_reviews(run_dir, rows, policy)  # read only when the policy counts a model
     for row in rows:
         messages = failure_messages(run_dir, row, manifest)
         patch = run_dir / row.patch_path if row.patch_path else None
-        verdict = judge(row, policy)
+        verdict = judge(row, policy, reviews)
         out["attempts"].append(
             {
                 "row": row.model_dump(mode="json"),

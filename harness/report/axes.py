@@ -22,8 +22,14 @@ AXES = {
     "own_checks": "new findings of the repository's own checks",
 }
 TOO_BIG = "larger than allowed against gold"
-# the default policy's rules: every axis counts, no size limit (harness.report.acceptance.Policy())
-DEFAULT_RULES: dict[str, Any] = {**dict.fromkeys(AXES, True), "max_size_ratio": None}
+MODEL_REJECTS = "rejected by the model review"
+# the default policy's rules: every axis counts, no size limit, no model's verdict counted
+# (harness.report.acceptance.Policy())
+DEFAULT_RULES: dict[str, Any] = {**dict.fromkeys(AXES, True), "max_size_ratio": None, "model_review": None}
+# the key of the axes under which a report puts the counted model's review of the attempt's current
+# patch ({model, verdict, reasoning, readable}; None: that model has not reviewed it). Never recorded
+# by grading: the review is read from RUN/model_reviews.jsonl when the policy counts a model.
+MODEL_REVIEW = "model_review"
 
 
 def new_findings(axes: Mapping[str, Any]) -> list[dict]:
@@ -37,8 +43,9 @@ def decide(
 ) -> tuple[Acceptance, list[str], dict[str, Any]]:
     """(the verdict, its reasons, reason -> evidence) of one attempt under `rules` (a policy's
     fields): an unresolved attempt is not accepted ("not resolved"); a resolved one without axes,
-    or whose own checks were not measured when the rules count them, is not measured; otherwise
-    each counted axis with findings is a reason."""
+    or whose own checks were not measured when the rules count them, or that the counted model
+    (`rules["model_review"]`) has not reviewed readably (`axes["model_review"]`), is not measured;
+    otherwise each counted axis with findings is a reason, and the counted model's reject one."""
     if not resolved:
         return Acceptance.not_accepted, [NOT_RESOLVED], {}
     if not axes:
@@ -46,6 +53,10 @@ def decide(
     checks = axes.get("own_checks")
     if rules.get("own_checks") and (not isinstance(checks, dict) or checks.get("error")):
         return Acceptance.not_measured, [], {}  # graded before grader 9, or the checks could not run
+    model = rules.get("model_review")
+    review = axes.get(MODEL_REVIEW) if model else None
+    if model and (not isinstance(review, dict) or not review.get("readable", True)):
+        return Acceptance.not_measured, [], {}  # the model has not reviewed this patch, or gave no verdict
     reasons: list[str] = []
     evidence: dict[str, Any] = {}
     found = {**axes, "own_checks": new_findings(axes)}
@@ -60,4 +71,8 @@ def decide(
         evidence[TOO_BIG] = (
             f"{ratio:g}x gold's changed lines ({axes.get('lines_changed')} vs {axes.get('gold_lines_changed')})"
         )
+    if model and isinstance(review, dict) and review.get("verdict") == "reject":
+        reasons.append(MODEL_REJECTS)
+        said = " ".join(str(review.get("reasoning") or "no reasoning given").split())
+        evidence[MODEL_REJECTS] = f"{model}: {said[:300]}{'...' if len(said) > 300 else ''}"
     return (Acceptance.not_accepted if reasons else Acceptance.accepted), reasons, evidence

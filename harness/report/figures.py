@@ -53,6 +53,7 @@ from .acceptance import (
     load_policy,
     model_agreement,
     model_agreement_json,
+    model_reviews,
 )
 from .by_statement import StatementSplit, statement_figures
 from .compare import Comparison, compare_all
@@ -278,7 +279,7 @@ def compute_figures(
         )
     figures.acceptance = acceptance_figures(configs, policy, settings)
     figures.review = review_figures(configs, policy)
-    figures.model_reviews = model_review_figures(configs)
+    figures.model_reviews = model_review_figures(configs, policy)
     figures.metric = metric
     if metric == "accept":
         configs = accept_configs(configs, policy)
@@ -314,13 +315,14 @@ def review_figures(configs: list[ConfigRows], policy: Policy) -> dict | None:
         rows = [r for c in configs if c.run_dir == run_dir for r in c.rows]
         current = folder.current_reviews(rows)
         verdicts += sum(len(v) for v in current.values())
-        agreement(rows, current, policy, into=together)
+        agreement(rows, current, policy, into=together, models=model_reviews(run_dir, rows, policy))
     return dict(together.as_json(), verdicts=verdicts, said=together.tell()) if verdicts else None
 
 
-def model_review_figures(configs: list[ConfigRows]) -> list[dict]:
+def model_review_figures(configs: list[ConfigRows], policy: Policy = DEFAULT_POLICY) -> list[dict]:
     """Every run folder's current model reviews, per model, with their agreement with the current
-    human verdicts (never with the policy: a model's verdict is not an acceptance verdict)."""
+    human verdicts (never with the policy: a model's verdict is not an acceptance verdict unless
+    the policy counts that model, `counted` then true)."""
     together: dict = {}
     for run_dir in dict.fromkeys(c.run_dir for c in configs):
         folder = RunFolder(run_dir)
@@ -328,7 +330,7 @@ def model_review_figures(configs: list[ConfigRows]) -> list[dict]:
             continue
         rows = [r for c in configs if c.run_dir == run_dir for r in c.rows]
         model_agreement(rows, folder.current_reviews(rows), folder.current_model_reviews(rows), into=together)
-    return model_agreement_json(together)
+    return [dict(m, counted=m["model"] == policy.model_review) for m in model_agreement_json(together)]
 
 
 def _manifest(run_dir: Path) -> Manifest:

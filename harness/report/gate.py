@@ -365,8 +365,12 @@ def gate(
     `policy`: the acceptance policy of the `accept` metric (raises NotMeasured when a resolved row of
     either side has no acceptance axes)."""
     if metric == "accept":
-        baseline = replace(baseline, rows=as_accepted(baseline.rows, policy, where=baseline.name))
-        candidate = replace(candidate, rows=as_accepted(candidate.rows, policy, where=candidate.name))
+        baseline = replace(
+            baseline, rows=as_accepted(baseline.rows, policy, where=baseline.name, run_dir=baseline.run_dir or None)
+        )
+        candidate = replace(
+            candidate, rows=as_accepted(candidate.rows, policy, where=candidate.name, run_dir=candidate.run_dir or None)
+        )
     unfinished = unfinished_tasks(baseline.rows, candidate.rows)
     counted = strict and metric in RATES  # a task never finished is a failure; it has no cost or time
     out = _decide(

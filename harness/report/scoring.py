@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from ..records import ResultRow
 from ..vocabulary import NOT_SCORED, Acceptance, Outcome
-from .acceptance import DEFAULT_POLICY, Policy, judge
+from .acceptance import DEFAULT_POLICY, Policy, judge, model_reviews
 from .errors import ReportInputError
 from .stats import BootstrapSettings, ConfigRows, Interval, bootstrap_mean, by_task, trials_of
 
@@ -101,6 +101,7 @@ def config_score(
     cfg: ConfigRows, scoring: Scoring, settings: BootstrapSettings | None = None, policy: Policy = DEFAULT_POLICY
 ) -> ConfigScore:
     tasks = by_task([t for t in trials_of(cfg.rows) if t.scored])
+    reviews = model_reviews(cfg.run_dir, cfg.rows, policy) if scoring.not_accepted is not None else {}
     out = ConfigScore(config=cfg.name, tasks=len(tasks), trials=sum(len(v) for v in tasks.values()))
     per_task = []
     for trials in tasks.values():
@@ -109,7 +110,7 @@ def config_score(
             NOT_ACCEPTED_KEY
             if scoring.not_accepted is not None
             and f.resolved
-            and judge(f, policy).acceptance is Acceptance.not_accepted
+            and judge(f, policy, reviews).acceptance is Acceptance.not_accepted
             else f.outcome
             for f in finals
         ]

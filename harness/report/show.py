@@ -23,7 +23,7 @@ from rich.text import Text
 from ..records import Manifest, ResultRow, Review, open_run
 from ..transcript import read_transcript
 from ..vocabulary import Outcome, ReviewVerdict
-from .acceptance import DEFAULT_POLICY, Policy, judge, tell
+from .acceptance import DEFAULT_POLICY, ModelVerdicts, Policy, judge, model_reviews, tell
 from .attempt import PASSING, attempt_data, fail_to_pass, failing_tests, failure_messages, problem_statement
 from .format import seconds, status_label, tally, usd, visible, visible_value
 
@@ -115,7 +115,9 @@ def render_problem(console: Console, problem: str, full: bool) -> None:
         )
 
 
-def render_outcome(console: Console, row: ResultRow, policy: Policy = DEFAULT_POLICY) -> None:
+def render_outcome(
+    console: Console, row: ResultRow, policy: Policy = DEFAULT_POLICY, reviews: ModelVerdicts | None = None
+) -> None:
     colour = "green" if row.resolved else ("bold red" if row.outcome == Outcome.infra_error else "red")
     cost = usd(row.cost_usd)
     f2p = row.fail_to_pass or {}
@@ -131,7 +133,7 @@ def render_outcome(console: Console, row: ResultRow, policy: Policy = DEFAULT_PO
     if row.error:
         console.print(Text("error: ", style="bold red") + Text(row.error))
     if row.resolved:
-        verdict = judge(row, policy)
+        verdict = judge(row, policy, reviews)
         style = {"accepted": "green", "not_accepted": "bold yellow"}.get(verdict.acceptance.value, "dim")
         console.print(Text("acceptance: ", style="bold") + Text(visible(tell(verdict)), style=style))
     if row.note:
@@ -279,6 +281,7 @@ def render_attempt(
 ) -> None:
     """Every string from the run folder is made `visible` first (the agent's escape sequences are
     shown, never executed) and printed as text, never as rich markup."""
+    reviews = model_reviews(run_dir, [row], policy)  # read only when the policy counts a model
     row = _visible_row(row)
     console.print(
         Rule(f"[bold]{escape(row.task_id)}[/]  {escape(row.config)}  repeat {row.repeat}  attempt {row.attempt}")
@@ -288,7 +291,7 @@ def render_attempt(
     events = [event.model_copy(update=visible_value(event.model_dump())) for event in events]
     if row.attempt == 1:
         render_problem(console, visible(problem_statement(run_dir, row, events, manifest)), full)
-    render_outcome(console, row, policy)
+    render_outcome(console, row, policy, reviews)
     _grading_record(console, run_dir, row)
     render_failing(console, run_dir, row, full, manifest)
     if not events:

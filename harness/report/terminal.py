@@ -222,7 +222,13 @@ def acceptance_block(figures: Figures) -> Text:
             lines.append(f"      ... and {len(review['disagreements']) - 10} more disagreements (--json lists them)")
     for m in figures.model_reviews:
         lines.append(
-            f"  model review by {escape(m['model'])} (never counted as acceptance): {m['reviews']} reviewed, "
+            f"  model review by {escape(m['model'])} "
+            + (
+                "(counted by the policy: its reject refuses a patch)"
+                if m.get("counted")
+                else "(never counted as acceptance)"
+            )
+            + f": {m['reviews']} reviewed, "
             f"{m['accept']} accept, {m['reject']} reject, {m['unsure']} unsure"
             + (f" ({m['unreadable']} unreadable)" if m["unreadable"] else "")
             + f" · {escape(m['humans']['said'])}"
@@ -602,9 +608,10 @@ def print_figures(
 
         console.print(front_table(figures.front, width))
     if any(c.gold_size or c.tokens for c in figures.regimes.configs):
-        from .regimes import regimes_table
+        from .regimes import SIZE_REGIMES, regimes_table
 
         console.print(regimes_table(figures.regimes, width))
+        console.print(regimes_table(figures.regimes, width, SIZE_REGIMES, caption=False))
     for c in figures.configs:
         retried = (
             (
