@@ -232,6 +232,79 @@ def test_the_per_test_time_limit_fails_a_hanging_test_and_keeps_the_other_result
     assert quiet.returncode == 0, quiet.stdout[-2000:]
 
 
+OUTPUT_THAT_LOOKS_LIKE_PYTEST = """\
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_alpha():
+    assert 1 == 2, "alpha's own"
+
+
+def test_prints_a_header():
+    print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
+    print("E   AssertionError: printed, not alpha's")
+    print("_" * 34 + " test_alpha " + "_" * 34)  # ...padded as pytest pads, at the terminal's width
+    print("E   AssertionError: printed, not alpha's")
+    print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
+    print("E   AssertionError: printed, not omega's")
+    print("=" * 30 + " a rule of its own " + "=" * 30)
+    assert 3 == 4, "the printer's own"
+
+
+def test_runs_pytest_inside(pytester):
+    # a plugin's tests run pytest in pytest: the inner run's whole output is this test's output
+    pytester.makepyfile("def test_alpha():\\n    assert 7 == 8, 'the inner alpha'\\n")
+    print(pytester.runpytest("-rA").stdout.str())
+    assert 9 == 10, "the nesting test's own"
+
+
+class TestK:
+    def test_in_class(self):
+        print("=" * 30 + " FAILURES " + "=" * 30)
+        assert 5 == 6, "the class test's own"
+
+
+def test_omega():
+    assert 11 == 12, "omega's own"
+"""
+
+
+def test_output_that_looks_like_pytests_own_lines_is_the_tests_output(tmp_path):
+    """A test's captured output can hold lines shaped like pytest's block headers and rules: a
+    printed `____ test_alpha ____`, or a whole inner pytest run (pytester). They were read as pytest's:
+    test_alpha's panel showed the inner run's assertion, or the printed one, and the failures after
+    the inner run's closing rule kept only the summary's one-line message. Real pytest output."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_looks.py").write_text(OUTPUT_THAT_LOOKS_LIKE_PYTEST)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_looks.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+    ).stdout
+    assert "the inner alpha" in out and "printed, not alpha's" in out
+    report = parse_pytest(out)
+    own = {
+        "test_alpha": "alpha's own",
+        "test_prints_a_header": "the printer's own",
+        "test_runs_pytest_inside": "the nesting test's own",
+        "TestK::test_in_class": "the class test's own",
+        "test_omega": "omega's own",
+    }
+    for name, mine in own.items():
+        message = report.messages[f"test_looks.py::{name}"]
+        assert f"AssertionError: {mine}" in message, (name, message)  # from its block, not the summary line
+        others = [m for m in (*own.values(), "the inner alpha", "printed, not") if m != mine and m in message]
+        assert not others, (name, message)
+
+
 ADDRESS_IDS = """import pytest
 
 
@@ -328,72 +401,52 @@ def test_memory_addresses_in_test_ids_are_one_token_and_a_collision_keeps_the_fa
     assert alone.statuses[collided] == PASSED and alone.merged_ids == {} and alone.consistent
 
 
-OUTPUT_THAT_LOOKS_LIKE_PYTEST = """\
+SECTIONS_AFTER_PRINTED_OUTPUT = """\
+import warnings
+
 import pytest
 
-pytest_plugins = ["pytester"]
+
+@pytest.fixture
+def broken():
+    print("setting up, then failing")
+    raise RuntimeError("the setup's own")
 
 
-def test_alpha():
-    assert 1 == 2, "alpha's own"
+def test_needs_broken(broken):
+    pass
 
 
-def test_prints_a_header():
-    print("_" * 30 + " test_alpha " + "_" * 30)  # a header-shaped line in its captured output
-    print("E   AssertionError: printed, not alpha's")
-    print("_" * 30 + " test_omega " + "_" * 30)  # ...naming a test that fails later
-    print("E   AssertionError: printed, not omega's")
-    print("=" * 30 + " a rule of its own " + "=" * 30)
-    assert 3 == 4, "the printer's own"
+def test_fails():
+    print("some output of its own")
+    warnings.warn("a warning")
+    assert 1 == 2, "the failure's own"
 
 
-def test_runs_pytest_inside(pytester):
-    # a plugin's tests run pytest in pytest: the inner run's whole output is this test's output
-    pytester.makepyfile("def test_alpha():\\n    assert 7 == 8, 'the inner alpha'\\n")
-    print(pytester.runpytest("-rA").stdout.str())
-    assert 9 == 10, "the nesting test's own"
-
-
-class TestK:
-    def test_in_class(self):
-        print("=" * 30 + " FAILURES " + "=" * 30)
-        assert 5 == 6, "the class test's own"
-
-
-def test_omega():
-    assert 11 == 12, "omega's own"
+def test_passes():
+    print("passing output")
 """
 
 
-def test_output_that_looks_like_pytests_own_lines_is_the_tests_output(tmp_path):
-    """A test's captured output can hold lines shaped like pytest's block headers and rules: a
-    printed `____ test_alpha ____`, or a whole inner pytest run (pytester). They were read as pytest's:
-    test_alpha's panel showed the inner run's assertion, or the printed one, and the failures after
-    the inner run's closing rule kept only the summary's one-line message. Real pytest output."""
+def test_pytests_own_sections_still_end_a_block_that_ends_in_printed_output(tmp_path):
+    """The guard of the test above, the other way: after a block's printed output, pytest's own next
+    section (FAILURES after ERRORS, the warnings summary, PASSES) ends it. Real pytest output."""
     import os
     import subprocess
     import sys
 
-    (tmp_path / "test_looks.py").write_text(OUTPUT_THAT_LOOKS_LIKE_PYTEST)
+    (tmp_path / "test_err.py").write_text(SECTIONS_AFTER_PRINTED_OUTPUT)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_looks.py"],
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_err.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "80"},
         timeout=120,
     ).stdout
-    assert "the inner alpha" in out and "printed, not alpha's" in out
+    assert "Captured stdout setup" in out and "warnings summary" in out and "= PASSES =" in out
     report = parse_pytest(out)
-    own = {
-        "test_alpha": "alpha's own",
-        "test_prints_a_header": "the printer's own",
-        "test_runs_pytest_inside": "the nesting test's own",
-        "TestK::test_in_class": "the class test's own",
-        "test_omega": "omega's own",
-    }
-    for name, mine in own.items():
-        message = report.messages[f"test_looks.py::{name}"]
-        assert f"AssertionError: {mine}" in message, (name, message)  # from its block, not the summary line
-        others = [m for m in (*own.values(), "the inner alpha", "printed, not") if m != mine and m in message]
-        assert not others, (name, message)
+    assert report.messages["test_err.py::test_needs_broken"].endswith(
+        "RuntimeError: the setup's own\ntest_err.py:9: RuntimeError"
+    )
+    assert report.messages["test_err.py::test_fails"].endswith("assert 1 == 2\ntest_err.py:19: AssertionError")

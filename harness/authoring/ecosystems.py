@@ -229,7 +229,23 @@ def _debian_crates_setup(crates: list[str]) -> str:
     config = (
         f"[source.crates-io]\\nreplace-with = 'debian'\\n[source.debian]\\ndirectory = '{DEBIAN_CARGO_REGISTRY}'\\n"
     )
-    return _apt(*packages) + f' && mkdir -p /.cargo && printf "{config}" > /.cargo/config.toml'
+    # every crate Debian does not package named at once, with the way out, before installing any
+    # (apt would stop at the first one it cannot locate, saying nothing of what to do); short: a
+    # quarantine keeps 200 characters of the build's first line
+    pairs = " ".join(f"{c}={p}" for c, p in zip(crates, packages, strict=True))
+    check = (
+        f"missing=''; for pair in {pairs}; do apt-cache show \"${{pair#*=}}\" >/dev/null 2>&1 || "
+        'missing="${missing:+$missing, }${pair%%=*}"; done; if [ -n "$missing" ]; then echo "error: Debian '
+        f"packages no crate named $missing: vendor them (cargo vendor) or give {CONFIG_NAME} a setup that "
+        'provides them"; exit 1; fi'
+    )
+    return (
+        "apt-get update || exit 1; "  # (not an && list: under set -e its failure would not stop the shell)
+        + check
+        + " && "
+        + _apt(*packages).removeprefix("apt-get update && ")
+        + f' && mkdir -p /.cargo && printf "{config}" > /.cargo/config.toml'
+    )
 
 
 def _cargo_vendored(repo: GitRepo, commit: str) -> bool:

@@ -295,20 +295,21 @@ def _messages_from_sections(lines: list[str], report: TestReport) -> None:
 
     What a test printed (after pytest's `--- Captured stdout call ---`) is the test's: a line in it
     shaped like a header or a rule is pytest's only when it can be. A header is when it names a
-    failing test whose block has not come yet, or is padded as pytest pads the section's headers (a
-    header printed for a test already shown is text); a rule is when it is a section pytest prints
-    later; a whole pytest run in it (a plugin's tests, pytester) is text up to that run's closing line."""
+    failing test whose block has not come yet, or no failing test and is padded as pytest pads the
+    section's headers (a subtest's block); a header of a test already shown is text, however padded.
+    A rule is when it is a section pytest prints later; a whole pytest run in it (a plugin's tests,
+    pytester) is text up to that run's closing line."""
     failing = [n for n, s in report.statuses.items() if s in (FAILED, ERROR)]
     by_name: dict[str, list[str]] = {}
     for node in failing:
         by_name.setdefault(".".join(node.split("::")[1:]), []).append(node)
     section, name = "", None
     block: list[str] = []
-    captured = nested = provisional = False  # in printed output; in a pytest run it printed; a block begun there
-    seen: set[str] = set()  # the failing tests whose block this section has had
+    captured = nested = False  # in what a test printed; in a pytest run it printed
+    seen: set[str] = set()  # the tests whose block this section has had (their header was pytest's)
     width = 0  # the length of the section's first header (pytest pads every header to the terminal's width)
 
-    def key_of(title: str) -> str:
+    def key_of(title: str) -> str:  # a header's title as the failing node ids are keyed (addresses read as one token)
         return stable_id(title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of "))
 
     def close() -> None:
@@ -334,9 +335,9 @@ def _messages_from_sections(lines: list[str], report: TestReport) -> None:
         header = _BLOCK.match(text) if section else None
         rule = _RULE.match(text)
         real = header is not None and width > 0 and _padded(text, width)
-        if captured and header and not real:
+        if captured and header:
             key = key_of(header.group("name"))
-            if key not in by_name or (key in seen and not (provisional and name is not None and key_of(name) == key)):
+            if key in seen or (key not in by_name and not real):
                 header = None  # the test printed it: a header of a test already shown, or of none that failed
         if captured and rule:
             title = rule.group("title")
@@ -348,9 +349,10 @@ def _messages_from_sections(lines: list[str], report: TestReport) -> None:
         elif header:
             close()
             name, block = header.group("name"), []
-            seen.add(key_of(name))
             width = width or len(text)
-            captured = provisional = captured and not real  # found in printed output: printed output too
+            captured = captured and not real  # found in printed output: printed output too, until the real one
+            if not captured:
+                seen.add(key_of(name))
         elif rule:
             close()
             section, name, block, captured = "", None, [], False

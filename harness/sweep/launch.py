@@ -83,7 +83,9 @@ def run_sweep(
     runs: dict[str, CellRun] = {}
     for cell in planned.cells:
         launch = launches[cell.name]
-        runner = Runner(launch.tasks, launch.agent, launch.options, backend=backend, spec=launch.spec)
+        runner = Runner(
+            launch.tasks, launch.agent, launch.options, backend=backend, spec=launch.spec, executor=launch.executor
+        )
         hook = None
         if url is not None:
             from ..history.live import attach

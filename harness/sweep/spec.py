@@ -181,11 +181,6 @@ class SweepSpec(_Strict):
                 spec = RunSpec.of(data, f"cell {name}")
             except RunSpecError as exc:
                 raise SweepSpecError(str(exc), "a matrix path names a RunSpec field: see docs/sweeps.md") from None
-            if spec.executor.kind != "local":
-                raise SweepSpecError(
-                    f"cell {name}: executor {spec.executor.kind}: a sweep runs its units on this machine for now",
-                    "leave `executor` out of the sweep's base (docs/sweeps.md)",
-                )
             cells.append(Cell(name, spec, {p: v for p, (v, _) in chosen.items()}, [o.name for o in applied]))
         for kind, named in (("exclusion", excluded), ("override", overridden)):
             for rule, names in named.items():
