@@ -389,6 +389,9 @@ class ManifestTask(_Open):
     created_at: str | None = None
     statement_quality: str | None = None
     check: str | None = None
+    # its size, for the regimes (docs/sweeps.md); None: not recorded (an older run, an unreadable repository)
+    repo_files: int | None = None  # files in the repository's tree at the base commit
+    gold_files: int | None = None  # files the gold patch changes
 
 
 class Manifest(_Open):

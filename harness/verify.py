@@ -19,6 +19,11 @@ in the config, else a text reply). Then it checks, each a row of the verdict:
   one the config knows (`model` or `--model`, `models:`), by the wire's model-id rule;
 - run: the attempt ended submitted and its patch resolved the task (graded as any run's);
 - self-report (configs with `self_report:`): what the CLI says it spent is what was charged.
+
+A CLI whose edits are text in its replies (`tools.text_edits`, aider's SEARCH/REPLACE blocks) has no
+shell tool to drive: the provider replies with the fix as edit blocks in that format instead, and
+the tool-shapes check becomes the edit-format check: the blocks were recovered from its replies and
+classified as edits, the CLI reported no failed edit, and the fix is in the attempt's patch.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from .errors import UserError
 from .records import ResultRow
 from .run import Runner, RunOptions
 from .tasks import Task, load_task
-from .transcript import ExternalRun, ModelResponse, TestRun, ToolCallEvent, read_transcript
+from .transcript import ExternalRun, ModelResponse, TestRun, ToolCallEvent, ToolResultEvent, read_transcript
 from .usage import Usage
 from .vocabulary import Outcome, StopReason
 
@@ -308,6 +313,55 @@ class ScriptedPlan:
         )
 
 
+def _search_replace(files_before: dict[str, str], files_after: dict[str, str]) -> str:
+    """The fix as SEARCH/REPLACE blocks (aider's `diff` edit format): per file, the lines that
+    change, with one line of context before them."""
+    blocks = []
+    for path, after in files_after.items():
+        old, new = files_before[path].splitlines(), after.splitlines()
+        first = next(i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b)
+        last = next(i for i, (a, b) in enumerate(zip(reversed(old), reversed(new), strict=False)) if a != b)
+        start = max(first - 1, 0)
+        search, replace = old[start : len(old) - last], new[start : len(new) - last]
+        blocks.append(
+            f"{path}\n```python\n<<<<<<< SEARCH\n"
+            + "\n".join(search)
+            + "\n=======\n"
+            + "\n".join(replace)
+            + "\n>>>>>>> REPLACE\n```\n"
+        )
+    return "\n".join(blocks)
+
+
+@dataclass
+class EditPlan:
+    """The scripted provider's answers to a CLI whose edits are text (`tools.text_edits`): the fix as
+    edit blocks in that format to every request until the CLI's conversation holds that reply (aider
+    first asks to add the file a reply names, then sends the request again without the reply), then
+    a text reply that ends it."""
+
+    task: Task
+    text_edits: str  # the config's tools.text_edits (search_replace)
+    requests: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reply(self) -> str:
+        return "The fix: add() adds.\n\n" + _search_replace(_REPO_BEFORE, _FIX)
+
+    def __call__(self, request: Request) -> Reply | Error:
+        body = request.body if isinstance(request.body, dict) else {}
+        with self.lock:
+            self.requests += 1
+            n = self.requests
+        # whole hundreds: aider prints its own count rounded to 0.1k above 1,000; no cache reads: its
+        # report on the OpenAI wire counts none (measured: it said 0 of 3,000), which the self-report check compares
+        usage = Tokens(input=1800 + 100 * n, output=100 + n)
+        said = [m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]
+        if any(isinstance(text, str) and self.reply() in text for text in said):
+            return Reply(text="Done.", usage=usage)  # after the edit: a reply with no edit ends it
+        return Reply(text=self.reply(), usage=usage)
+
+
 # ---------------------------------------------------------------------------------------- the run
 
 
@@ -332,9 +386,12 @@ def verify_release(
     saved = os.environ.get(key_env)
     os.environ[key_env] = "wl-verify-" + secrets.token_urlsafe(16)  # the scripted provider's made-up key
     try:
-        plan = ScriptedPlan(
-            write_task(work / "task"), agent.config.tools.shell, config.verify.finish, agent.config.refuse_status
-        )
+        task = write_task(work / "task")
+        plan: ScriptedPlan | EditPlan
+        if not agent.config.tools.shell and agent.config.tools.text_edits:
+            plan = EditPlan(task, agent.config.tools.text_edits)
+        else:
+            plan = ScriptedPlan(task, agent.config.tools.shell, config.verify.finish, agent.config.refuse_status)
         with FakeLLM(responder=plan) as provider:
             limits = agent.config.limits.model_copy(
                 update={"max_steps": min(agent.config.limits.max_steps, MAX_STEPS), "max_wall_s": MAX_WALL_S}
@@ -347,11 +404,11 @@ def verify_release(
                 raise VerifyError(
                     "; ".join(problems), "the same checks `run` makes before any container starts (docs/agents.md)"
                 )
-            if not config.tools.shell:  # after the pairing: a pairing `run` refuses is said first, as run says it
+            if not config.tools.shell and not config.tools.text_edits:  # after the pairing, as run says it
                 raise VerifyError(
-                    f"{config.name}: its config names no shell tool (tools.shell), and agents verify drives a CLI "
-                    "through its shell tool",
-                    "a CLI whose edits are reply text (aider) is checked by the end-to-end tests only (docs/agents.md)",
+                    f"{config.name}: its config names no shell tool (tools.shell) and no edit format of its "
+                    "replies (tools.text_edits), and agents verify drives a CLI through one of them",
+                    "name the CLI's shell tool, or the format of the edits it writes in its replies (docs/agents.md)",
                 )
             log(f"installing {config.cli} {config.version} ({'; '.join(s.describe() for s in config.install)})")
             try:
@@ -391,7 +448,7 @@ def verify_release(
 def judge(
     agent: ExternalAgent,
     config: ExternalConfig,
-    plan: ScriptedPlan,
+    plan: ScriptedPlan | EditPlan,
     provider: FakeLLM,
     rows: list[ResultRow],
     out: Path,
@@ -407,7 +464,11 @@ def judge(
     ]
     row = next((r for r in rows if r.final), rows[-1] if rows else None)
     events = read_transcript(out / row.transcript_path) if row and row.transcript_path else []
-    checks.append(_tool_shapes(plan, events))
+    if isinstance(plan, EditPlan):
+        patch = out / row.dir / "patch.diff" if row and row.dir else None
+        checks.append(_edit_format(plan, events, patch.read_text() if patch and patch.is_file() else ""))
+    else:
+        checks.append(_tool_shapes(plan, events))
     checks.append(_tokens(agent, provider, out))
     checks.append(_model_ids(agent, config, provider, out))
     if row is None:
@@ -439,6 +500,28 @@ def _tool_shapes(plan: ScriptedPlan, events: list) -> Check:
     if greens != [False, True]:
         problems.append(f"test runs read {greens}, expected red then green")
     return Check("tool shapes", not problems, shape + ("; " + "; ".join(problems) if problems else "; red, then green"))
+
+
+def _edit_format(plan: EditPlan, events: list, patch: str) -> Check:
+    """The edit blocks the provider sent were recovered from the CLI's replies as edits, the CLI said
+    no edit failed, and the fix is in the attempt's patch (the CLI applied them)."""
+    calls = [e for e in events if isinstance(e, ToolCallEvent) and e.kind == "edit"]
+    failed = [e for e in events if isinstance(e, ToolResultEvent) and e.kind == "edit" and e.is_error]
+    fixed = _changed(patch) == _changed(plan.task.gold())  # the blocks' change, and nothing else
+    shape = f"{plan.text_edits}: {len(calls)} edit(s) recovered from {plan.requests} repl(ies)"
+    problems = []
+    if not calls:
+        problems.append(f"no edit recovered from its replies as tools.text_edits ({plan.text_edits}) reads them")
+    if failed:
+        problems.append("the CLI said an edit failed: " + " ".join(failed[0].output.split())[-300:])
+    if not fixed:
+        problems.append("the attempt's patch is not the edit blocks' change: the CLI did not apply them as written")
+    return Check("edit format", not problems, shape + ("; " + "; ".join(problems) if problems else "; applied"))
+
+
+def _changed(diff: str) -> list[str]:
+    """The lines a diff removes and adds, in order (its file headers aside)."""
+    return [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")) and line]
 
 
 def _transcripts(out: Path) -> list[Path]:

@@ -204,3 +204,12 @@ def demo(tmp_path_factory) -> dict:
     from support.redteam import prepare_demo
 
     return prepare_demo(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def demo_replay(tmp_path_factory) -> tuple[Path, str]:
+    """The README's first run (the demo replayed, on a terminal): (its run folder, what it drew).
+    Once per session, for the modules that only read it (tests/support/demo_replay.py)."""
+    from support.demo_replay import replay_demo
+
+    return replay_demo(tmp_path_factory.mktemp("demo-replay"))

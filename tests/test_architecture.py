@@ -26,6 +26,7 @@ FOREIGN_GETATTR = {
     "harness/registry.py": "plug-in objects from entry points",
     "harness/cli/__init__.py": "the `hint` of an error of any family (sandbox, tasks, models, agents)",
     "harness/run/executors/ray_node.py": "tarfile's data_filter (Python versions differ)",
+    "harness/data/pytest/wholeloop_test_limit.py": "the signal module of the task's Python (SIGRTMAX from 3.11 on)",
     "sandbox/docker/engine.py": "docker SDK errors",
     "sandbox/docker/exec_api.py": "the docker SDK's socket wrapper",
     "sandbox/docker/exec_fast.py": "the docker SDK's socket wrapper",

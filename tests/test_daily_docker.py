@@ -2,17 +2,15 @@
 the live display, `show` leading with why an attempt failed, `show --json`, the Inspect AI export
 read back by the real inspect_ai package, and a fixed cause being retried on resume.
 
-One replay run of the demo suite (about a minute) is shared by the module; it runs under a
-pseudo-terminal so the live display draws as it does for a person.
+One replay run of the demo suite (about a minute) is shared by the session (tests/support/demo_replay.py,
+test_interop_atif reads it too); it runs under a pseudo-terminal so the live display draws as it
+does for a person.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import time
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from support import ROOT
-from support.cli import DEMO, WHOLELOOP, wl
+from support.cli import DEMO, wl
 
 from harness.records import RunFolder, read_results
 
@@ -28,44 +26,11 @@ pytestmark = pytest.mark.docker
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
-def run_in_pty(argv: list[str], *, env: dict, cwd: Path, timeout: float = 600) -> tuple[int, str]:
-    """Run a command on a pseudo-terminal (as a person's terminal would); its exit code and output."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the command, with the pty as its terminal
-        os.chdir(cwd)
-        os.execve(argv[0], argv, env)
-    chunks, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1.0)
-        if not ready:
-            continue
-        try:
-            data = os.read(fd, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    else:
-        os.kill(pid, 9)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")
-
-
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """The README's first command (the demo, replayed), on a terminal: (run folder, what it drew)."""
-    run = tmp_path_factory.mktemp("daily") / "demo"
-    env = {k: v for k, v in os.environ.items() if not re.search(r"KEY|TOKEN|SECRET", k, re.I)}
-    env.update(COLUMNS="160", LINES="40", TERM="xterm-256color")
-    code, out = run_in_pty(
-        [WHOLELOOP, "run", str(DEMO), "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2", "--out", str(run)],
-        env=env,
-        cwd=ROOT,
-    )
-    assert code == 0, out[-3000:]
-    return run, ANSI.sub("", out)
+def demo_run(demo_replay):
+    """The README's first command (the demo, replayed), on a terminal: (run folder, what it drew).
+    One run per session (tests/support/demo_replay.py), read by test_interop_atif too."""
+    return demo_replay
 
 
 # ---------------------------------------------------------------------------- item 4: the live display

@@ -4,8 +4,10 @@ template to write. The polyglot demo repositories (repos/*.bundle) are mined wit
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from harness.authoring.ecosystems import ToolchainTooOld, UnsupportedRepository,
 from harness.authoring.environment import RepoConfig
 from harness.authoring.gitrepo import GitRepo
 from harness.authoring.mine import MineOptions, list_candidates
+from sandbox import ImageBuildError
+from sandbox.docker import EnvSpec, env_image
 
 
 def wholeloop(*args: str) -> subprocess.CompletedProcess:
@@ -129,6 +133,9 @@ def test_go_vendor_and_a_too_new_go_line(tmp_path):
     assert why == "go.mod (detected: go)"
     assert cfg.env["GOFLAGS"] == "-mod=vendor" and cfg.env["CGO_ENABLED"] == "0"
     assert cfg.setup and "golang-go" in cfg.setup[0]
+    # vet findings are not test results (test_polyglot_e2e.py: Debian's pflag): no vet gate at install
+    assert cfg.install == ["go build ./... && go test -vet=off -count=1 -run '^$' ./... >/dev/null"]
+    assert cfg.visible_test_command == "go test -vet=off ./..."
 
     # newer than bookworm's 1.19: the oldest of bookworm-backports' Go that is new enough
     newer = make_repo(tmp_path / "b", {"go.mod": GO_MOD.format(version="1.22.3"), "b.go": "package b\n"})
@@ -379,3 +386,26 @@ def test_a_crate_without_a_lock_file_gets_debian_crates_for_what_cargo_toml_need
     assert "replace-with = 'debian'" in cfg.setup[1] and "directory = '/usr/share/cargo/registry'" in cfg.setup[1]
     assert "local" not in cfg.setup[1]
     assert cfg.install == ["cargo test --offline --no-run"]
+
+
+@pytest.mark.docker
+def test_crates_debian_does_not_package_are_named_with_what_to_do(tmp_path, monkeypatch):
+    """Debian's librust-hex-dev names dev-dependencies bookworm (and its backports) do not package,
+    faster-hex and rustc-hex: its environment failed on apt's "Unable to locate package
+    librust-rustc-hex-dev", one of them, saying nothing of what to do. The setup now names every
+    crate it cannot get before installing any, and the way out."""
+    monkeypatch.setenv("WHOLELOOP_CACHE", str(tmp_path / "cache"))
+    odd = f"no_such_crate_{uuid.uuid4().hex[:8]}"  # a new image every time: nothing cached
+    toml = (
+        '[package]\nname = "hexish"\nversion = "0.1.0"\n\n[dev-dependencies]\nitoa = "1"\n'
+        f'{odd} = "0.5"\nrustc-hex = "2.1"\n'
+    )
+    repo = make_repo(tmp_path / "c", {"Cargo.toml": toml, "src/lib.rs": "\n"})
+    cfg, _ = complete(RepoConfig(), repo, repo.resolve("HEAD"), "cargo")
+    assert cfg.setup is not None
+    with pytest.raises(ImageBuildError) as caught:  # Debian's crates only: no toolchain to install
+        env_image(EnvSpec(setup=(cfg.setup[1],), network=True))
+    first = str(caught.value).splitlines()[0]
+    missing = re.search(r"packages no crate named (.*?): vendor them \(cargo vendor\) or give", first)
+    assert missing and missing.group(1) == f"{odd}, rustc-hex", first  # itoa is packaged
+    assert "a setup that provides them" in first[:200], first  # what a quarantine keeps of it

@@ -327,3 +327,50 @@ def test_a_project_that_builds_c_extensions_gets_a_c_compiler_in_its_environment
     assert not any("apt-get" in c for c in setup_commands(infer_environment(pure, pure_head, WHEN, RepoConfig()), []))
     # a setup of the team's own is not second-guessed
     assert setup_commands(infer_environment(repo, head, WHEN, RepoConfig(setup=["true"])), []) == ["true"]
+
+
+DUNAMAI_LIKE_TESTS = """import shutil
+import pytest
+
+
+@pytest.mark.skipif(shutil.which("hg") is None, reason="Requires Mercurial")
+def test_hg():
+    pass
+
+
+@pytest.mark.skipif(shutil.which('darcs') is None, reason="Requires Darcs")
+def test_darcs():
+    pass
+
+
+@pytest.mark.skipif(shutil.which("pijul") is None or shutil.which("git") is None, reason="Requires Pijul")
+def test_pijul():
+    pass
+
+
+@pytest.mark.skipif(shutil.which("not-a-program-anyone-ships") is None, reason="Requires it")
+def test_other():
+    pass
+"""
+
+
+def test_programs_the_tests_look_up_are_installed_from_debian(tmp_path):
+    # as dunamai: its tests skip "Requires Mercurial" (shutil.which("hg") is None); 6 of 27 skipped,
+    # so its environment was read unhealthy, and the hint asked for them as Python packages
+    repo, head = _project(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "demo"\nversion = "1"\n',
+            "demo.py": "",
+            "tests/test_vcs.py": DUNAMAI_LIKE_TESTS,
+        },
+    )
+    plan = infer_environment(repo, head, WHEN, RepoConfig())
+    assert plan.system == ["darcs", "mercurial"]  # pijul: no Debian package; git: in the base image; unknown: nothing
+    first = setup_commands(plan, [])[0]
+    assert "apt-get install" in first and "mercurial" in first and "darcs" in first
+    assert any("hg" in note and "mercurial" in note for note in plan.notes)
+    # what the config's system_packages names is added; a setup of the team's own is used as given
+    added = infer_environment(repo, head, WHEN, RepoConfig(system_packages=["fossil"]))
+    assert added.system == ["darcs", "fossil", "mercurial"]
+    assert setup_commands(infer_environment(repo, head, WHEN, RepoConfig(setup=["true"])), []) == ["true"]

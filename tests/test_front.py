@@ -4,6 +4,8 @@ best with Holm's correction; on a sweep of scripted models of known quality and 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from support.history import row, write_run
 from support.sweeps import run_quality_sweep
@@ -55,6 +57,17 @@ def test_the_front_of_a_scripted_sweep_is_what_its_qualities_and_prices_imply(sw
     assert set(front.time_front) == {_name("dear", "builtin", 1), _name("dear", "builtin", 2)}
 
 
+def test_the_external_cli_ran_its_two_tasks_only_and_the_front_says_so(swept):
+    """The done-when's sweep: the external CLI's cells on 2 of the 4 tasks (a named override of
+    their suite), every trial of theirs on those two; the front's notes say which cells ran fewer."""
+    ext = [p for p in swept.front.points if ",name=ext," in p.config]
+    assert len(ext) == 6 and all(p.trials == 2 * 2 for p in ext)  # 2 tasks x 2 repeats
+    assert all(p.trials == 4 * 2 for p in swept.front.points if ",name=builtin," in p.config)
+    for p in ext:
+        assert p.versus_best is None or p.versus_best.shared_tasks == 2
+    assert any("2 of the 4 tasks" in n and "name=ext" in n for n in swept.front.notes), swept.front.notes
+
+
 def test_each_extra_attempt_says_the_rate_it_buys_per_dollar(swept):
     steps = swept.front.point(_name("cheap", "builtin", 2)).attempts
     assert [(s.attempt, s.rate) for s in steps] == [(1, 0.25), (2, 0.5)]
@@ -69,8 +82,10 @@ def test_four_tasks_cannot_separate_anything_and_the_front_says_so(swept):
     assert front.min_p == 2 / 2**4
     assert set(front.not_separable) == {p.config for p in front.points}  # no p below 0.125 on 4 tasks
     assert any("smallest possible p is 0.125" in n for n in front.notes), front.notes
-    worst = front.point(_name("cheap", "ext", 1)).versus_best
+    worst = front.point(_name("cheap", "builtin", 1)).versus_best
     assert worst.differing_tasks == 4 and worst.p == 0.125 and not worst.separable
+    cli = front.point(_name("cheap", "ext", 1)).versus_best  # the CLI shares two tasks with the best
+    assert cli.differing_tasks == 2 and cli.p == 0.5 and not cli.separable
 
 
 def test_on_more_tasks_the_best_is_separated_from_the_worse_holm_corrected(tmp_path):
@@ -113,3 +128,30 @@ def test_past_sixteen_tasks_the_sign_flip_test_samples_and_stays_close_to_exact(
     # half up, half down: p near 1 either way
     assert sign_flip_p([1.0, -1.0] * 10) > 0.9
     assert sign_flip_p([1.0] * 16) == 2 / 2**16  # exact at the limit
+
+
+def test_the_report_computes_the_all_pairs_comparisons_only_where_it_shows_them(tmp_path, monkeypatch):
+    """Quadratic in configurations (most of a 12-cell report's time): the terminal report shows them
+    only with --compare, so without it they are not computed; --compare, --json and --html have them."""
+    from click.testing import CliRunner
+
+    import harness.report.figures as figures_module
+    from harness.cli import main
+
+    calls: list[int] = []
+    real = figures_module.compare_all
+    monkeypatch.setattr(
+        figures_module, "compare_all", lambda configs, *a, **k: calls.append(1) or real(configs, *a, **k)
+    )
+    runs = []
+    for label in ("a", "b", "c"):
+        write_run(tmp_path / label, [row(f"t{i}", label, cost=0.1) for i in range(3)])
+        runs.append(str(tmp_path / label))
+    plain = CliRunner().invoke(main, ["report", *runs])
+    assert plain.exit_code == 0, plain.output
+    assert calls == [] and "front" in plain.output.lower()
+    shown = CliRunner().invoke(main, ["report", *runs, "--compare"])
+    assert shown.exit_code == 0 and calls == [1], shown.output
+    out = tmp_path / "f.json"
+    assert CliRunner().invoke(main, ["report", *runs, "--json", str(out)]).exit_code == 0 and calls == [1, 1]
+    assert len(json.loads(out.read_text())["comparisons"]) == 3

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.cli import DEMO, wl
+from support.cli import wl
 
 from harness.records import RunFolder
 from harness.report.harbor_models import validate
@@ -17,12 +18,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """`wholeloop run tasks/demo --model replay:tasks/demo/recordings`: the README's first run."""
-    run = tmp_path_factory.mktemp("atif") / "demo"
-    out = wl("run", DEMO, "--model", f"replay:{DEMO / 'recordings'}", "--workers", "2", "--out", run, "--no-history")
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return run
+def demo_run(demo_replay):
+    """`wholeloop run tasks/demo --model replay:tasks/demo/recordings`: the README's first run, once
+    per session (test_daily_docker reads the same run folder; tests/support/demo_replay.py)."""
+    return demo_replay[0]
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +142,9 @@ def test_an_imported_trajectory_shows_the_same_steps_as_the_original(imported):
     original = {r.key(): r for r in RunFolder(run).latest()}
     rows = RunFolder(into).latest()
     assert {r.key() for r in rows} == set(original) and len(rows) == 7
+    keys = [(folder, r.task_id) for r in rows for folder in (run, into)]
+    with ThreadPoolExecutor(2) as pool:  # `show` of each task in both folders: 14 commands, two at a time
+        shown = dict(zip(keys, pool.map(lambda key: _steps(*key), keys), strict=True))
     for row in rows:
         assert row.outcome == "ungraded" and not row.resolved
         before = original[row.key()]
@@ -150,8 +152,8 @@ def test_an_imported_trajectory_shows_the_same_steps_as_the_original(imported):
         assert row.stop_reason == before.stop_reason
         if before.patch_path:
             assert (into / row.patch_path).read_text() == (run / before.patch_path).read_text()
-        shown_before, steps_before = _steps(run, row.task_id)
-        shown_after, steps_after = _steps(into, row.task_id)
+        shown_before, steps_before = shown[(run, row.task_id)]
+        shown_after, steps_after = shown[(into, row.task_id)]
         assert steps_after == steps_before and any(s[:-1] for s in steps_after)
         assert shown_after["problem_statement"].strip()
     report = wl("report", into, "--json", into.parent / "figures.json")

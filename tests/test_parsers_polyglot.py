@@ -723,9 +723,10 @@ def test_what_mining_asks_of_each_parser():
     `tasks check` use, per framework."""
     go, vitest, jest, cargo, junit = (get_parser(n) for n in ("go", "vitest", "jest", "cargo", "junit"))
     assert (
-        go.test_command(["semver/a_test.go", "semver/testdata/x", "b_test.go"]) == "go test -json -count=1 . ./semver"
+        go.test_command(["semver/a_test.go", "semver/testdata/x", "b_test.go"])
+        == "go test -json -count=1 -vet=off . ./semver"
     )
-    assert go.test_command(None) == go.test_command(["semver/testdata/x"]) == "go test -json -count=1 ./..."
+    assert go.test_command(None) == go.test_command(["semver/testdata/x"]) == "go test -json -count=1 -vet=off ./..."
     assert go.is_test_path("semver/testdata/x") and not go.is_test_module("semver/testdata/x")
     assert "go.mod" in go.config_files and go.test_file("example.org/m/p::TestA") is None
     assert vitest.test_command(["src/a.test.ts", "src/__mocks__/m.ts"]).endswith(

@@ -127,3 +127,23 @@ def test_mining_a_go_history_finds_the_authored_tasks_fix_with_the_same_tests(po
     fix = mined[authored.base_commit]  # the fix commit's parent is the authored task's base
     assert fix.quarantined is None and fix.hidden_tests.parser == "go", fix.quarantined
     assert fix.fail_to_pass == authored.fail_to_pass and sorted(fix.pass_to_pass) == sorted(authored.pass_to_pass)
+
+
+def test_a_vet_finding_is_not_a_test_result_the_go_command_grades_tests(polyglot_images, tmp_path):
+    """Debian's spf13/pflag (the realism corpus) never got a healthy environment: one line of its
+    flag_test.go (`fmt.Println("\\n" + got)`) is a finding of vet's printf check, and `go test` runs
+    that check before any test, so every test of the package was "[build failed]" with Go 1.19, 1.21,
+    1.22 and 1.23 alike. Vet findings are not test results: the Go command mining writes runs the
+    tests with -vet=off, and go vet stays an acceptance check (own_checks go-vet). Planted here: the
+    gold fix of verkit-001 plus a helper vet flags; before, the package did not build and the fix
+    was unresolved."""
+    task, image, base = polyglot_images["verkit-001"]
+    hidden = task.hidden_tests.model_copy(update={"command": get_parser("go").test_command(None)})
+    task = task.model_copy(update={"hidden_tests": hidden})
+    helper = 'package semver\n\nimport "fmt"\n\nfunc debugLine() { fmt.Println("version\\n") }\n'
+    patch = task.gold() + craft(task, {"semver/debug.go": helper})
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"polyglot-{tmp_path.name}"
+    )
+    assert result.outcome == "resolved" and result.consistent, (result.outcome, result.note, output[-2000:])
+    assert "[build failed]" not in output

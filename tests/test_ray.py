@@ -605,3 +605,80 @@ def _wait_for_owners_to_die(run_id: str, timeout: float = 30) -> None:
         if not alive:
             return
         time.sleep(0.5)
+
+
+@pytest.mark.docker
+@pytest.mark.slow  # about a minute: a sweep of two cells on the local Ray cluster, killed and resumed
+@pytest.mark.timeout(400)
+def test_a_sweep_runs_its_cells_on_ray_and_a_killed_one_resumes_with_no_unit_twice(ray_cluster, tmp_path):
+    """`wholeloop sweep --executor ray`: each cell's units go through the Ray executor (the rows come
+    back to the driver, each cell's manifest records the cluster); the driver SIGKILLed after some
+    units, the same command again finishes the sweep and no unit has two final rows."""
+    tasks = [DEMO / "inikit-001.yaml", DEMO / "inikit-002.yaml"]
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(
+        f"name: on-ray\nsuite: {{paths: [{tasks[0]}, {tasks[1]}]}}\nbase: {{history: {{enabled: false}}}}\n"
+        f"matrix: {{agent.name: [gold, noop]}}\nworkers: 2\nout: {tmp_path / 'sweep'}\n"
+    )
+    cmd = [sys.executable, "-m", "harness.cli", "sweep", str(sweep_file), "--executor", "ray"]
+    cmd += ["--ray-address", ray_cluster]
+    cells = tmp_path / "sweep" / "cells"
+    log = tmp_path / "first.log"
+    with open(log, "w") as fh:
+        first = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 200
+
+    def finals() -> list:
+        return [r for f in sorted(cells.glob("*/results.jsonl")) for r in read_results(f) if r.final and not r.retried]
+
+    while len(finals()) < 1:
+        assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+    first.kill()  # SIGKILL: no clean-up in the driver
+    first.wait()
+    before = finals()
+    assert 1 <= len(before) < 4, log.read_text()[-3000:]
+    for cell in cells.iterdir():
+        _wait_for_owners_to_die(cell.name)
+    second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    after = finals()
+    units = [(r.config, r.task_id, r.repeat) for r in after]
+    assert len(units) == len(set(units)) == 4  # every unit once
+    assert {tuple(u) for u in units} >= {(r.config, r.task_id, r.repeat) for r in before}
+    outcomes = {(r.config, r.task_id): r.outcome for r in after}
+    assert outcomes == {
+        ("name=gold", "inikit-001"): Outcome.resolved,
+        ("name=gold", "inikit-002"): Outcome.resolved,
+        ("name=noop", "inikit-001"): Outcome.empty_patch,
+        ("name=noop", "inikit-002"): Outcome.empty_patch,
+    }
+    assert all((r.model_extra or {}).get("node") == socket.gethostname() for r in after)  # run by a Ray node
+    for cell in ("name_gold", "name_noop"):
+        manifest = json.loads((cells / cell / "manifest.json").read_text())
+        assert manifest["executor"]["kind"] == "ray", manifest.get("executor")
+        assert manifest["recipe"]["executor"]["kind"] == "ray"
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert record["status"] == "finished" and all(c["status"] == "finished" for c in record["cells"])
+
+
+@pytest.mark.slow  # a few seconds: connects to the module's Ray head
+def test_a_sweeps_sibling_executors_ship_each_input_once(ray_cluster, tiny_task, tmp_path):
+    """A sweep's worker threads each run units through a sibling executor; their inputs (the
+    repository bundle, the patches, the images) go into the object store once, not once a unit."""
+    from harness.run.executors.ray import RayExecutor, unit_payloads
+
+    parent = RayExecutor(ray_cluster)
+    try:
+        a, b = parent.sibling(), parent.sibling()
+        assert a.shipping is not None and a.shipping is b.shipping
+        task = load_task(tiny_task["spec"])
+        runner = Runner([task], get_agent("gold"), RunOptions(out=tmp_path / "run"))
+        shipper = a.shipping[0]
+        unit_payloads(runner.view, [(task, 0)], shipper)
+        first = shipper.put_items
+        assert first >= 3  # the repository, the gold patch, the test patch
+        unit_payloads(runner.view, [(task, 1)], b.shipping[0])  # another thread's unit of the same task
+        assert shipper.put_items == first
+    finally:
+        parent.shutdown(cancel=False)

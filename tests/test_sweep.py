@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -162,13 +163,43 @@ def test_each_cell_of_a_sweep_is_a_run_spec_named_by_its_axes_and_exclusions_are
         ("matrix: {agent.name: [gold]}\nexclude: [{name: typo, where: {agent.name: glod}}]", "'typo' matches no cell"),
         ("matrix: {agent.name: [gold]}\nexclude: [{name: x, where: {agent.model: m}}]", "agent.model is not an axis"),
         ("base: {out: x}", r"base\.out"),
-        ("base: {agent: {name: gold}, executor: {kind: ray}}", "runs its units on this machine"),
+        ("base: {agent: {name: gold}}\nmatrix: {executor.kind: [local, ray]}", "share the sweep's workers"),
+        (
+            "matrix: {agent.name: [gold]}\noverrides: [{name: o, where: {agent.name: glod}, set: {agent.model: m}}]",
+            "'o' matches no",
+        ),
+        ("matrix: {agent.name: [gold]}\noverrides: [{name: o, where: {agent.name: gold}, set: {out: x}}]", r"o.*out"),
     ],
 )
 def test_a_sweep_file_that_is_wrong_says_where(tmp_path, text, error):
     path = _sweep_file(tmp_path, "suite: {paths: [tasks/demo]}\nbase: {agent: {name: gold}}\n" + text)
     with pytest.raises(SweepSpecError, match=error):
         SweepSpec.load(path).cells()
+
+
+def test_a_named_override_restricts_some_cells_to_a_subset_of_the_suite(tmp_path):
+    text = (
+        "suite: {paths: [tasks/demo]}\nbase: {agent: {name: default}}\n"
+        "matrix: {agent.name: {builtin: default, ext: 'external:mini-swe-agent'}, agent.model: [scripted/cheap]}\n"
+        "overrides: [{name: cli-on-two, where: {agent.name: ext},"
+        " set: {suite.paths: [tasks/demo/inikit-001.yaml, tasks/demo/inikit-002.yaml]}}]\n"
+    )
+    sweep = SweepSpec.load(_sweep_file(tmp_path, text))
+    sweep.out = str(tmp_path / "s")
+    cells, _ = sweep.cells()
+    assert cells[0].spec.suite.paths == ["tasks/demo"]
+    assert cells[1].spec.suite.paths == ["tasks/demo/inikit-001.yaml", "tasks/demo/inikit-002.yaml"]
+    assert cells[1].overrides == ["cli-on-two"] and cells[0].overrides == []
+    tasks = [t for t in load_tasks(DEMO) if t.id.startswith("inikit")]
+    planned = plan(sweep, tasks, estimator=Estimator([]))
+    assert [(c.total, [t.id for t, _ in c.todo]) for c in planned.cells] == [
+        (4, ["inikit-001", "inikit-002", "inikit-003", "inikit-004"]),
+        (2, ["inikit-001", "inikit-002"]),
+    ]
+    # a cell's own suite must stay inside the sweep's: tasks from elsewhere are refused
+    outside = SweepSpec.load(_sweep_file(tmp_path, text.replace("inikit-002.yaml", "ledgerly-001.yaml")))
+    with pytest.raises(SweepSpecError, match=r"cell .*ledgerly-001.* not in the sweep's suite"):
+        plan(outside, tasks, estimator=Estimator([]))
 
 
 def test_the_plan_counts_each_cells_units_and_estimates_them_from_the_history(tmp_path):
@@ -223,6 +254,21 @@ def test_sweep_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
     refused = wl("sweep", path, "--dry-run", "--max-cost", "1", env={"ANTHROPIC_API_KEY": "sk-ant-not-a-real-key-0000"})
     assert refused.returncode == 0, refused.stdout + refused.stderr  # both models are in the price map
     assert "budget: sweep $1.00" in refused.stdout
+
+
+def test_sweep_dry_run_plans_an_overridden_cell_on_its_own_tasks(tmp_path):
+    """Through the command's whole path (each cell prepared as a run, then planned): the gold cell on
+    the whole suite, the noop cell narrowed to two of its tasks."""
+    text = (
+        f"suite: {{paths: [{DEMO}]}}\nmatrix: {{agent.name: [gold, noop]}}\nout: {tmp_path / 's'}\n"
+        f"overrides: [{{name: two, where: {{agent.name: noop}}, "
+        f"set: {{suite.paths: [{DEMO / 'inikit-001.yaml'}, {DEMO / 'inikit-002.yaml'}]}}}}]\n"
+    )
+    out = wl("sweep", _sweep_file(tmp_path, text), "--dry-run")
+    assert out.returncode == 0, out.stdout + out.stderr
+    whole = len(load_tasks(DEMO))
+    assert f"2 cell(s), {whole + 2} unit(s) to run" in out.stdout, out.stdout
+    assert "override two on name=noop: suite.paths (2 task(s))" in out.stdout, out.stdout
 
 
 # ---------------------------------------------------------------------------- running a sweep
@@ -412,3 +458,68 @@ def test_a_bug_in_a_unit_leaves_the_record_saying_failed_not_running(tmp_path):
     with pytest.raises(RuntimeError, match="a bug of ours"):
         SweepRunner(planned, {c.name: Broken(c, []) for c in planned.cells}).run()
     assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.docker
+@pytest.mark.slow  # three sessions of a two-cell sweep on the tiny task (the image is built once)
+@pytest.mark.timeout(600)
+def test_a_sweep_killed_mid_attempt_counts_the_abandoned_trys_spend_once(tiny_task, tmp_path):
+    """The done-when's kill through a sweep with the real runner: the sweep's process SIGKILLed while
+    its first unit's second model call is in flight; the resumed sweep records that try once (an
+    abandoned row with what it spent) and counts it once in the cell's and the sweep's spend; a third
+    session with nothing left adds nothing."""
+    from support.fakellm import Call, FakeLLM, Reply, Tokens
+
+    seen, hold = threading.Event(), threading.Event()
+
+    def respond(req):
+        session = req.path.split("/")[1]
+        turns = sum(m.get("role") == "assistant" for m in req.body.get("messages", []))
+        if session == "s1":
+            if turns == 0:
+                return Reply(calls=[Call("bash", {"command": "ls"})], usage=Tokens(1000, 50))
+            seen.set()  # the second call is in flight: the sweep is killed now
+            hold.wait(120)
+            return Reply(text="too late", usage=Tokens(1, 1))
+        return Reply(text="I give up", usage=Tokens(10, 2))  # later sessions: one call, no patch
+
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(
+        f"name: killed\nsuite: {{paths: [{tiny_task['dir']}]}}\n"
+        "base: {agent: {name: default, model: openai/gpt-4o}, history: {enabled: false}}\n"
+        f"matrix: {{agent.settings.temperature: [0.0, 0.5]}}\nout: {tmp_path / 'sweep'}\n"
+    )
+
+    def launch(n: int, url: str) -> subprocess.Popen:
+        env = {**os.environ, "OPENAI_API_KEY": "sk-kill-spend-not-a-key", "OPENAI_BASE_URL": f"{url}/s{n}/v1"}
+        cmd = [sys.executable, "-m", "harness.cli", "sweep", str(sweep_file)]
+        log = open(tmp_path / f"s{n}.log", "w")
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    with FakeLLM(responder=respond) as srv:
+        first = launch(1, srv.base_url)
+        try:
+            assert seen.wait(500), (tmp_path / "s1.log").read_text()[-3000:]
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+            hold.set()
+        second = launch(2, srv.base_url)
+        assert second.wait(500) == 0, (tmp_path / "s2.log").read_text()[-3000:]
+        third = launch(3, srv.base_url)  # nothing left to do
+        assert third.wait(300) == 0, (tmp_path / "s3.log").read_text()[-3000:]
+        assert "0 unit(s) to run" in (tmp_path / "s3.log").read_text()
+    cells = sorted((tmp_path / "sweep" / "cells").iterdir())
+    rows = {c.name: RunFolder(c).rows() for c in cells}
+    abandoned = [r for rs in rows.values() for r in rs if r.retried]
+    assert len(abandoned) == 1, {k: [r.model_dump() for r in v] for k, v in rows.items()}  # once, in all sessions
+    gone = abandoned[0]
+    assert gone.usage.input_tokens == 1000 and gone.usage.output_tokens == 50 and (gone.cost_usd or 0) > 0
+    finals = [r for rs in rows.values() for r in rs if r.final]
+    assert len(finals) == 2 and len({r.config for r in finals}) == 2  # each cell's one unit, once
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    every = sum(r.cost_usd or 0.0 for rs in rows.values() for r in rs)
+    assert record["status"] == "finished" and record["spent_usd"] == pytest.approx(every, abs=1e-6)
+    killed = next(c for c in record["cells"] if c["label"] == gone.config)
+    mine = sum(r.cost_usd or 0.0 for r in rows[Path(killed["run"]).name])
+    assert killed["spent_usd"] == pytest.approx(mine, abs=1e-6) and mine > (gone.cost_usd or 0)

@@ -64,7 +64,7 @@ from ..parsers import ERROR, FAILED, MISSING, PASSED, SKIPPED, XFAIL, XPASS, Tes
 from ..run.images import build_task_images, existing_task_images
 from ..sandboxes import default_backend
 from ..tasks.spec import Task, TaskSpecError, dump_yaml, load_task
-from .testdeps import marker_excluded
+from .testdeps import PROGRAM_PACKAGES, marker_excluded
 
 # 1: before issue 20 (written as `format`); 2: per-run seeds, the environment's health at base.
 # 3: gold's acceptance axes, and those the default acceptance policy refuses (issue 25).
@@ -356,6 +356,7 @@ def _run_phases(
                     "no test results in the output",
                     f"{run.report.missing_hint} (exit {run.exit_code}): {_tail(run.output)}",
                 )
+            _no_merged_ids(run.report, "base")
             base_runs.append(_statuses(run.report.statuses))
             first_base = first_base or run.report
     verdict.seconds["base"] = round(time.monotonic() - t0, 3)
@@ -389,6 +390,7 @@ def _run_phases(
             raise Quarantine("no test results in the output", f"{hint}: {_tail(output)}")
         if not report.consistent:  # grading would never resolve this task, whatever its lists
             raise Quarantine("test results cannot be trusted", f"with the gold patch: {report.why}")
+        _no_merged_ids(report, "gold")
         gold_runs.append(_statuses(report.statuses))
         first_gold = first_gold or report
         if result.acceptance is not None and verdict.gold_acceptance is None:
@@ -398,6 +400,19 @@ def _run_phases(
     if first_base is not None and first_gold is not None:
         verdict.health = environment_health(first_base, first_gold, not_here)
     return base_runs, gold_runs
+
+
+def _no_merged_ids(report: TestReport, phase: str) -> None:
+    """Tests whose ids differ only by an object's address cannot be told apart by any list (the parser
+    reads the address as one token, parsers.pytest.stable_id): refused, naming them."""
+    if report.merged_ids:
+        shown = "; ".join(f"{t} ({n} tests)" for t, n in list(report.merged_ids.items())[:3])
+        raise Quarantine(
+            f"test ids hold memory addresses: {len(report.merged_ids)} id(s) of a {phase} run name several tests "
+            "once their addresses are read as one token",
+            "their ids differ only by an object's default repr (`<... object at 0x...>`), so no list can name one "
+            "of them: " + shown,
+        )
 
 
 _DECLARED = r"""
@@ -579,11 +594,7 @@ def environment_health(base: TestReport, gold: TestReport, not_here: set[str] | 
         if module := missing_module(text):
             modules[module] = modules.get(module, 0) + 1
     health.import_errors = dict(sorted(modules.items(), key=lambda kv: -kv[1]))
-    hint = (
-        " (add " + ", ".join(f"`{m}`" for m in health.import_errors) + " to extra_requirements?)"
-        if health.import_errors
-        else ""
-    )
+    hint = _hint(list(health.import_errors))
     limit = HEALTH_LIMIT * max(health.collected, 1)
     if stuck_files:
         shown = "; ".join(f"{f}: {health.collection_errors[f]}" for f in stuck_files[:3])
@@ -604,6 +615,22 @@ def environment_health(base: TestReport, gold: TestReport, not_here: set[str] | 
         health.healthy = False
         health.summary = "; ".join(parts) + hint
     return health
+
+
+def _hint(missing: list[str]) -> str:
+    """What to add for these missing names: programs Debian ships (testdeps.PROGRAM_PACKAGES) as
+    wholeloop.yaml's system_packages, the rest as Python packages (extra_requirements)."""
+    packages = sorted({p for m in missing if (p := PROGRAM_PACKAGES.get(m))})
+    programs = [m for m in missing if m in PROGRAM_PACKAGES]
+    modules = [m for m in missing if m not in PROGRAM_PACKAGES]
+    parts = []
+    if modules:
+        parts.append("add " + ", ".join(f"`{m}`" for m in modules) + " to extra_requirements?")
+    if packages:
+        parts.append(f"programs: add to wholeloop.yaml `system_packages: [{', '.join(packages)}]` (Debian packages)?")
+    if unpackaged := [m for m in programs if PROGRAM_PACKAGES[m] is None]:
+        parts.append(f"{', '.join(unpackaged)}: a program Debian does not ship (an image of your own: `image:`)")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _last_line(text: str) -> str:

@@ -46,10 +46,11 @@ from sandbox import DEFAULT_BASE, EnvSpec, Limits, cache_dir, env_like
 from sandbox import Backend as SandboxBackend
 
 from .. import pysyntax
+from ..parsers import get_parser
 from ..sandboxes import default_backend
 from .backends import HOOK_SCRIPT, Backend, read_backend, scm_version
 from .gitrepo import GitRepo, MineError, parse_date
-from .testdeps import addopts_plugins, pytest_config_addopts, read_tool_deps
+from .testdeps import TEST_SCAN_BYTES, addopts_plugins, programs_looked_up, pytest_config_addopts, read_tool_deps
 
 UV_PIN = "uv==0.9.5"  # the resolver and installer, from PyPI inside the image build
 HOOKS_PIN = "pyproject_hooks==1.2.0"  # how the resolver asks a build backend (as pip and build do)
@@ -71,6 +72,11 @@ class RepoConfig(BaseModel):
     test_requirements: list[str] | None = Field(None, description="replace the inferred test requirements")
     requirements: list[str] | None = Field(None, description="replace the inferred runtime requirements")
     extra_requirements: list[str] = Field(default_factory=list, description="added to whatever is resolved")
+    system_packages: list[str] = Field(
+        default_factory=list,
+        description="Debian packages installed first (programs the tests run: mercurial, subversion), added to "
+        "those inferred; not with setup, image or dockerfile (their own)",
+    )
     install: list[str] | None = Field(None, description="commands run in the repository (default: editable install)")
     dependency_files: list[str] | None = Field(
         None, description="files install needs alone (package.json, a lock file): one install per distinct set"
@@ -308,6 +314,18 @@ def builds_c(read: Callable[[str], str | None]) -> str | None:
     return None
 
 
+def _programs_of_tests(names: set[str], read: Callable[[str], str | None]) -> dict[str, str]:
+    """The programs the Python test files look up that Debian ships (testdeps.programs_looked_up)."""
+    parser = get_parser("pytest")
+    texts = []
+    for path in sorted(names):
+        if path.endswith(".py") and parser.is_test_path(path):
+            text = read(path)
+            if text and len(text) <= TEST_SCAN_BYTES and "which(" in text:
+                texts.append(text)
+    return programs_looked_up(texts)
+
+
 def _setup_py(text: str) -> tuple[list[str] | None, list[str], list[str]]:
     """(install_requires or None when not a literal, tests_require + test extras, setup_requires)."""
     try:
@@ -534,6 +552,16 @@ def infer_environment(
     if packaged and not own_image and (why := builds_c(read)):
         system = list(C_TOOLCHAIN)
         notes.append(f"{why}: Debian's {' and '.join(C_TOOLCHAIN)} are installed")
+    if not own_image:
+        programs = _programs_of_tests(names, read)
+        if programs:
+            system += [p for p in programs.values() if p not in system]
+            notes.append(
+                "the tests look up "
+                + ", ".join(f"`{name}` ({package})" for name, package in programs.items())
+                + ": Debian's packages are installed"
+            )
+        system = sorted(set(system + list(config.system_packages)))
     probe = None
     if config.install is not None:
         install = list(config.install)

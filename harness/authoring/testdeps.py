@@ -421,3 +421,37 @@ def marker_excluded(texts: dict[str, str], python: tuple[int, ...]) -> set[str]:
                 here = True  # not understood: counted as asked for
             holds[name] = holds.get(name, False) or here
     return {name for name, applies in holds.items() if not applies}
+
+
+# Programs a project's tests look up (`shutil.which("hg")`) or name in a skip reason ("Requires
+# Mercurial"), by the name they use, and the Debian (bookworm) package that ships each; None: Debian
+# ships none. Programs, not Python packages: the environment gets them from apt (EnvPlan.system),
+# never from pip. Only these: a name outside the table is not guessed at.
+PROGRAM_PACKAGES: dict[str, str | None] = {
+    "hg": "mercurial",
+    "mercurial": "mercurial",
+    "darcs": "darcs",
+    "svn": "subversion",
+    "subversion": "subversion",
+    "fossil": "fossil",
+    "bzr": "brz",
+    "brz": "brz",
+    "bazaar": "brz",
+    "pijul": None,
+    "git": "git",
+}
+IN_BASE_IMAGE = frozenset({"git"})  # wholeloop/base:bookworm has these already: nothing to install
+_WHICH = re.compile(r"""\bwhich\(\s*["']([\w.+-]+)["']""")
+TEST_SCAN_BYTES = 400_000  # test files larger than this are not read for programs
+
+
+def programs_looked_up(texts: list[str]) -> dict[str, str]:
+    """The programs these test sources look up with `shutil.which("NAME")` that Debian ships, as
+    {name: Debian package}."""
+    found: dict[str, str] = {}
+    for text in texts:
+        for name in _WHICH.findall(text):
+            package = PROGRAM_PACKAGES.get(name.lower())
+            if package and package not in IN_BASE_IMAGE:
+                found[name] = package
+    return dict(sorted(found.items()))

@@ -157,7 +157,15 @@ def report(
             raise click.BadParameter(f"{item!r}: {exc}", param_hint="--cutoff") from None
         overrides[model.strip()] = date.strip()
     figures = compute_figures(
-        list(runs), scoring, cutoffs=overrides, cutoff_table=cutoff_table, strict=strict, policy=policy, metric=metric
+        list(runs),
+        scoring,
+        cutoffs=overrides,
+        cutoff_table=cutoff_table,
+        strict=strict,
+        policy=policy,
+        metric=metric,
+        # every pair is quadratic in configurations: only where they are shown (--compare, --json, --html)
+        comparisons=bool(with_compare or json_out or html_out),
     )
     print_figures(figures, _rows(runs), out, per_task=per_task, comparisons=with_compare)
     if json_out:

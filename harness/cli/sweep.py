@@ -20,7 +20,19 @@ from . import console, main
     "--cell-max-cost", type=click.FloatRange(min=0, min_open=True), help="USD for each cell (over budget.per_cell)"
 )
 @click.option("--out", type=click.Path(path_type=Path), help="the sweep's folder (the same one again resumes)")
-def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out):
+@click.option(
+    "--executor",
+    "executor_name",
+    type=click.Choice(["local", "ray"]),
+    default=None,
+    help="where units run: threads here, or Ray tasks on a cluster (over the sweep file's base.executor)",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="with --executor ray: the cluster's HEAD:PORT (default: RAY_ADDRESS or the one started here)",
+)
+def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out, executor_name, ray_address):
     """Run the cells of SWEEP_FILE (a suite x a matrix over RunSpec fields; docs/sweeps.md).
 
     Each cell is a run with its own folder under the sweep's (cells/<cell>/) and the sweep's record
@@ -33,7 +45,11 @@ def sweep(sweep_file, dry_run, max_cost, cell_max_cost, out):
     from .exit_codes import INFRA, INTERRUPTED
 
     out_console = console()
+    if ray_address and executor_name != "ray":
+        raise click.UsageError("--ray-address needs --executor ray")
     spec = load_sweep(sweep_file, out=out, max_cost=max_cost, cell_max_cost=cell_max_cost)
+    if executor_name is not None:
+        spec.base["executor"] = {**spec.base.get("executor", {}), "kind": executor_name, "address": ray_address}
     planned, launches = prepare_sweep(spec, say=lambda line: out_console.print(line))
     print_plan(out_console, planned)
     if dry_run:
@@ -93,6 +109,16 @@ def print_plan(out, planned) -> None:
         )
     for name, cells in planned.excluded.items():
         out.print(f"  excluded by {escape(name)}: {escape(', '.join(cells))}", highlight=False)
+    for override in sweep.overrides:
+        hit = [c for c in planned.cells if override.name in c.cell.overrides]
+        fields = ", ".join(override.set)
+        counts = ", ".join(sorted({f"{c.total // max(1, c.cell.spec.settings.repeats)} task(s)" for c in hit}))
+        out.print(
+            f"  override {escape(override.name)} on {escape(', '.join(c.name for c in hit))}: {escape(fields)}"
+            + (f" ({counts})" if "suite.paths" in override.set else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     wall = planned.wall_seconds()
     total_cost = planned.cost_usd
     out.print(

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from sandbox import Backend, FileOpError, Limits, Sandbox, SandboxError
 
-from ..parsers import NOT_RUN, Parser, RunSetup, TestReport, parse_run
+from ..parsers import NOT_RUN, TEST_LIMIT_VAR, Parser, RunSetup, TestReport, parse_run
 from ..sandboxes import default_backend
 from ..tasks import Task
 from .acceptance import measure
@@ -356,6 +356,7 @@ def run_hidden_tests(sb: Sandbox, task: Task, prepared: HiddenTests, seed: int =
     if "PYTEST_PLUGINS" in env and task.environment.env.get("PYTEST_PLUGINS"):
         env["PYTEST_PLUGINS"] = task.environment.env["PYTEST_PLUGINS"]  # the task's own, never the patch's
     env[HASH_SEED_VAR] = hash_seed(task, seed)
+    env[TEST_LIMIT_VAR] = f"{task.timeouts.per_test_s():g}"  # read by pytest's plugin (parsers.pytest)
     seeds = {HASH_SEED_VAR: env[HASH_SEED_VAR]}
     seeds.update(
         {s.seed_var: " ".join(o.format(seed=seed) for o in s.seed_options) for s in prepared.setups if s.seed_options}

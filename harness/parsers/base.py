@@ -83,6 +83,9 @@ class TestReport:
     # framework never reports one): each makes the run inconsistent.
     problems: list[str] = field(default_factory=list)
     exception_types: dict[str, str] = field(default_factory=dict)  # test id -> the type of what it raised
+    # ids that several tests of this run share once read (pytest: an object's address in a parametrized
+    # id read as one token): id -> how many tests; their status is the worst of theirs (a failure wins)
+    merged_ids: dict[str, int] = field(default_factory=dict)
     # Why each skipped test (or module skipped whole at collection) was skipped, and what each file
     # that failed to load said, as the framework reported it (the environment's health: tasks check)
     skip_reasons: dict[str, str] = field(default_factory=dict)
@@ -137,6 +140,12 @@ class TestReport:
                     f"but {self.listed_passed} PASSED lines were found"
                 )
         return True, ""
+
+
+# Grading's per-test time limit (a task's `timeouts.test_s`), in seconds, set for every hidden test
+# run; pytest's plugin reads it (harness/data/pytest/wholeloop_test_limit.py); Jest, Vitest and Go
+# have per-test limits of their own.
+TEST_LIMIT_VAR = "WHOLELOOP_TEST_LIMIT_S"
 
 
 @dataclass

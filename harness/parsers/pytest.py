@@ -30,7 +30,19 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from .base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, XFAIL, XPASS, ParserBase, RunSetup, TestReport, killed_by
+from .base import (
+    ERROR,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    STATUSES,
+    XFAIL,
+    XPASS,
+    ParserBase,
+    RunSetup,
+    TestReport,
+    killed_by,
+)
 
 # Files pytest reads that an agent must not be able to plant or change to pass the grade: the
 # tests, pytest's configuration in every file and folder pytest looks for it (a planted
@@ -83,6 +95,8 @@ TEST_DIRS = ("tests", "test", "testing")
 TEST_MODULES = ("test_*.py", "*_test.py")
 COMMAND = "python -m pytest -rA -p no:cacheprovider"
 TOOLS_DIR = "/opt/wholeloop/python"  # grading's own Python packages (never in the agent's container)
+# wholeloop's own plugin: fails a test phase that outlasts the task's per-test limit (TEST_LIMIT_VAR)
+TEST_LIMIT_PLUGIN = "wholeloop_test_limit"
 REPORTLOG_MIN_PYTEST = (6, 0)  # pytest-reportlog's hooks (pytest_warning_recorded) need pytest 6
 # Run at the end of a task image build, with the environment's `python`: records the pytest11 entry
 # points the environment has (the plugins grading may load), pytest's version and the image's own
@@ -125,6 +139,23 @@ except Exception:
 print(json.dumps(out))
 WHOLELOOP_PY
 """.replace("TOOLS", repr(TOOLS_DIR))
+
+# An object's default repr in a parametrized id (`<pkg.Thing object at 0x7f84332ee990>`): its address
+# differs in every run, so no list could name the test. It is read as one token, `0xADDRESS`, in both
+# channels; tests whose ids then coincide are named in `merged_ids` (the check refuses such a task)
+# and their status is the worst of theirs (a failure wins), so none can hide a failure (docs/grading.md).
+_ADDRESS = re.compile(r"(?<=\bat 0x)[0-9a-fA-F]{6,}(?=>)")
+ADDRESS_TOKEN = "ADDRESS"
+
+
+def stable_id(node: str) -> str:
+    """A node id with every object address in it read as one token."""
+    return _ADDRESS.sub(ADDRESS_TOKEN, node) if "0x" in node else node
+
+
+def _merged(raw: dict[str, set[str]]) -> dict[str, int]:
+    return {node: len(ids) for node, ids in sorted(raw.items()) if len(ids) > 1}
+
 
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
@@ -194,6 +225,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
         starts = [i for i, line in enumerate(lines) if _HEADER.match(line.strip())][-1:]
         closing = next((i for i in range(len(lines) - 1, -1, -1) if _CLOSING.match(lines[i].strip())), None)
     listed = report.listed
+    raw_ids: dict[str, set[str]] = {}
     if starts:
         report.found_summary = True
         for line in lines[starts[0] + 1 :]:
@@ -207,7 +239,9 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
                 continue
             if status == SKIPPED:
                 continue  # "SKIPPED [1] file.py:12: reason" carries no node id
-            node = _node_id(rest)
+            raw_node = _node_id(rest)
+            node = stable_id(raw_node)
+            raw_ids.setdefault(node, set()).add(raw_node)
             report.listed_passed += status == PASSED
             if status == ERROR and "::" not in node:
                 report.collection_errors.append(node)
@@ -219,6 +253,7 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
             report.statuses[node] = status
             if status in (FAILED, ERROR) and (message := _message(rest, node)):
                 report.messages[node] = message
+    report.merged_ids = _merged(raw_ids)
     _messages_from_sections(lines, report)
     if closing is not None and (match := _CLOSING.match(lines[closing].strip())):  # (it matched: found so)
         for num, word in _COUNT.findall(match.group("body")):
@@ -232,49 +267,101 @@ _SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
 # is too long for the terminal's width (`_ test_x[a long id] _`); not pytest's `_ _ _ _` line
 # between a traceback's entries, whose "name" is underscores and spaces.
 _BLOCK = re.compile(r"^_+ (?P<name>.*[^_ ].*?) _+$")
-_RULE = re.compile(r"^=+ .* =+$")
+_RULE = re.compile(r"^=+ (?P<title>.*) =+$")
 _LOCATION = re.compile(r"^\S+:\d+: \w+")
+# The start of what a test printed (pytest's captured output), and of a whole pytest run inside it.
+_CAPTURED = re.compile(r"^-+ Captured (stdout|stderr|log) (setup|call|teardown) -+$")
+_SESSION = re.compile(r"^=+ test session starts =+$")
+# The sections pytest prints after ERRORS and FAILURES, by title: inside a test's printed output
+# only these (and, for ERRORS, FAILURES) end the section, not a rule the test printed.
+_LATER = ("warnings summary", "PASSES", "XFAILURES", "XPASSES", "rerun test summary info")
 MESSAGE_LINES = 40
 MESSAGE_CHARS = 4000
+
+
+def _padded(text: str, width: int) -> bool:
+    """`text` is a header line as pytest pads one to the terminal's `width`: the same run of
+    underscores each side (one more on the right when the width is odd), or one each side when
+    the name is too long."""
+    left, right = len(text) - len(text.lstrip("_")), len(text) - len(text.rstrip("_"))
+    return right - left in (0, 1) and (abs(len(text) - width) <= 1 or (left == 1 and len(text) > width))
 
 
 def _messages_from_sections(lines: list[str], report: TestReport) -> None:
     """Failure messages from the FAILURES / ERRORS sections (the `>` line, the `E` lines and the
     `file:line: Error` line of each block), which say far more than the summary line's cut message.
     A block is matched to a failing node id by its name (`test_x[p]`, `TestC.test_x`); a name two
-    failing nodes share keeps the summary message."""
+    failing nodes share keeps the summary message.
+
+    What a test printed (after pytest's `--- Captured stdout call ---`) is the test's: a line in it
+    shaped like a header or a rule is pytest's only when it can be. A header is when it names a
+    failing test whose block has not come yet, or no failing test and is padded as pytest pads the
+    section's headers (a subtest's block); a header of a test already shown is text, however padded.
+    A rule is when it is a section pytest prints later; a whole pytest run in it (a plugin's tests,
+    pytester) is text up to that run's closing line."""
     failing = [n for n, s in report.statuses.items() if s in (FAILED, ERROR)]
     by_name: dict[str, list[str]] = {}
     for node in failing:
         by_name.setdefault(".".join(node.split("::")[1:]), []).append(node)
-    section, name = False, None
+    section, name = "", None
     block: list[str] = []
+    captured = nested = False  # in what a test printed; in a pytest run it printed
+    seen: set[str] = set()  # the tests whose block this section has had (their header was pytest's)
+    width = 0  # the length of the section's first header (pytest pads every header to the terminal's width)
+
+    def key_of(title: str) -> str:  # a header's title as the failing node ids are keyed (addresses read as one token)
+        return stable_id(title.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of "))
 
     def close() -> None:
         if name is None:
             return
-        key = name.removeprefix("ERROR at setup of ").removeprefix("ERROR at teardown of ")
-        nodes = by_name.get(key, [])
+        nodes = by_name.get(key_of(name), [])
         if len(nodes) != 1:
             return
-        kept = [line for line in block if line.startswith(("E ", ">")) or _LOCATION.match(line)]
-        kept = kept or block[-15:]
+        # the traceback: what follows pytest's `--- Captured ... ---` lines is what the test printed
+        trace = next((block[:i] for i, line in enumerate(block) if _CAPTURED.match(line.strip())), block)
+        kept = [line for line in trace if line.startswith(("E ", ">")) or _LOCATION.match(line)]
+        kept = kept or trace[-15:] or block[-15:]
         text = "\n".join(line.rstrip() for line in kept[-MESSAGE_LINES:]).strip()
         if text:
             report.messages[nodes[0]] = text[-MESSAGE_CHARS:]
 
     for line in lines:
-        if _SECTION.match(line.strip()):
+        text = line.strip()
+        if nested:  # a pytest run the test printed: its lines, to its closing line, are the test's
+            nested = not (text.startswith("=") and _CLOSING.match(text))
+            block.append(line)
+            continue
+        header = _BLOCK.match(text) if section else None
+        rule = _RULE.match(text)
+        real = header is not None and width > 0 and _padded(text, width)
+        if captured and header:
+            key = key_of(header.group("name"))
+            if key in seen or (key not in by_name and not real):
+                header = None  # the test printed it: a header of a test already shown, or of none that failed
+        if captured and rule:
+            title = rule.group("title")
+            if not (title in _LATER or (section == "ERRORS" and title == "FAILURES")):
+                rule = None  # a rule the test printed (pytest's own ones after this section are kept)
+        if rule and (m := _SECTION.match(text)):
             close()
-            section, name, block = True, None, []
-        elif section and (m := _BLOCK.match(line.strip())):
+            section, name, block, captured, seen, width = m.group(1), None, [], False, set(), 0
+        elif header:
             close()
-            name, block = m.group("name"), []
-        elif section and _RULE.match(line.strip()):
+            name, block = header.group("name"), []
+            width = width or len(text)
+            captured = captured and not real  # found in printed output: printed output too, until the real one
+            if not captured:
+                seen.add(key_of(name))
+        elif rule:
             close()
-            section, name, block = False, None, []
+            section, name, block, captured = "", None, [], False
         elif name is not None:
             block.append(line)
+            if _CAPTURED.match(text):
+                captured = True
+            elif captured and _SESSION.match(text):
+                nested = True
     close()
 
 
@@ -293,6 +380,7 @@ class ReportLog:
         self.exception_types: dict[str, str] = {}
         self.exit_status: int | None = None
         self.problem = ""
+        self.raw_ids: dict[str, set[str]] = {}
         for number, raw in enumerate(data.splitlines(), 1):
             if not raw.strip():
                 continue
@@ -329,7 +417,9 @@ class ReportLog:
             self._test(entry, sub=kind == "SubTestReport")
 
     def _test(self, entry: dict, *, sub: bool) -> None:
-        node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        raw_node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
+        node = stable_id(raw_node)
+        self.raw_ids.setdefault(node, set()).add(raw_node)
         xfail = "wasxfail" in entry
         if outcome == "failed":
             status = FAILED if when == "call" else ERROR
@@ -434,8 +524,9 @@ class PytestParser(ParserBase):
             path = f"/tmp/wholeloop-report-{token}/report.jsonl"
             own = any(str(p.get("value", "")).startswith("pytest_reportlog") for p in recorded)
             opts += ([] if own else ["-p", "pytest_reportlog.plugin"]) + [f"--report-log={path}"]
+            opts += ["-p", TEST_LIMIT_PLUGIN]  # the per-test time limit (TEST_LIMIT_VAR)
             setup.report_path, setup.anchor = path, f"generated report log file: {path}"
-            setup.files = _reportlog_files()
+            setup.files = {**_reportlog_files(), **_test_limit_files()}
         setup.env["PYTEST_ADDOPTS"] = shlex.join(opts)
         # PYTEST_PLUGINS loads modules even with autoload off: only the task's environment may name
         # them (grading passes its value on); nothing found at test time does
@@ -488,6 +579,7 @@ class PytestParser(ParserBase):
                 )
             return report
         log = ReportLog(results)
+        report.merged_ids = {**report.merged_ids, **_merged(log.raw_ids)}
         report.exception_types = log.exception_types
         report.skip_reasons, report.collection_messages = log.skip_reasons, log.collection_messages
         if log.exit_status is None and (signal := killed_by(exit_code)) is not None:
@@ -565,6 +657,12 @@ def _shown(text: str, limit: int = 200) -> str:
 
 def _disagree(report: TestReport, why: str) -> None:
     report.consistent, report.why, report.disagreement = False, why, why
+
+
+def _test_limit_files() -> dict[str, bytes]:
+    """wholeloop's per-test time limit plugin (harness/data/pytest), for TOOLS_DIR."""
+    source = resources.files("harness.data").joinpath(f"pytest/{TEST_LIMIT_PLUGIN}.py").read_bytes()
+    return {f"{TOOLS_DIR}/{TEST_LIMIT_PLUGIN}.py": source}
 
 
 def _reportlog_files() -> dict[str, bytes]:

@@ -345,6 +345,13 @@ def compute_front(
                 f"{st.name}: {st.infra_errors} trial(s) ended in an infrastructure error and {st.incomplete} are "
                 "unfinished: left out of its figures and of its paired tasks (resume its run to redo them)"
             )
+    everyone = set().union(*(set(t.rate) for t in per.values())) if per else set()
+    for name, own in per.items():  # a cell narrowed to some tasks (a sweep's override): its figures are over those
+        if 0 < len(own.rate) < len(everyone):
+            out.notes.append(
+                f"{name} ran {len(own.rate)} of the {len(everyone)} tasks: its rates, cost and time are over those; "
+                "its paired comparisons use the tasks it shares"
+            )
     _versus_best(out, per, settings)
     return out
 

@@ -608,9 +608,10 @@ def print_figures(
 
         console.print(front_table(figures.front, width))
     if any(c.gold_size or c.tokens for c in figures.regimes.configs):
-        from .regimes import regimes_table
+        from .regimes import SIZE_REGIMES, regimes_table
 
         console.print(regimes_table(figures.regimes, width))
+        console.print(regimes_table(figures.regimes, width, SIZE_REGIMES, caption=False))
     for c in figures.configs:
         retried = (
             (

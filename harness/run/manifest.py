@@ -17,12 +17,14 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from sandbox import Backend
+from sandbox import Backend, SandboxError, find_commit
 
 from .. import __version__
+from ..grading.patching import parse_patch
 from ..records import MANIFEST_SCHEMA
 from ..redact import hide_url_passwords
 from ..sandboxes import default_backend
+from ..tasks import TaskSpecError
 
 _DEPENDENCIES = [
     "docker",
@@ -98,6 +100,38 @@ def _engine(backend: Backend | None) -> dict:
         return {"error": str(exc)}
 
 
+def task_sizes(tasks: list) -> dict[str, dict[str, int | None]]:
+    """Each task's size for the regimes (docs/sweeps.md), counted once when a run starts: the files
+    of its repository's tree at the base commit (`repo_files`) and the files its gold patch changes
+    (`gold_files`). None where it cannot be read (never guessed); one tree listing per repository
+    and commit. The repository is the one the preflight has just opened (a local clone, or the
+    cached mirror of a bundle or URL), so this reads no network."""
+    trees: dict[tuple[str, str], int | None] = {}
+    out: dict[str, dict[str, int | None]] = {}
+    for t in tasks:
+        try:
+            source = t.repo_source()
+            key = (source, t.base_commit)
+            if key not in trees:
+                repo, commit = find_commit(source, t.base_commit)
+                listing = repo.git.execute(
+                    ["git", f"--git-dir={repo.git_dir}", "ls-tree", "-r", "-z", "--name-only", commit.hexsha],
+                    strip_newline_in_stdout=False,
+                )
+                trees[key] = sum(1 for p in listing.split("\0") if p)
+            repo_files = trees[key]
+        except (SandboxError, TaskSpecError, OSError):  # a repository this run cannot read: unknown
+            repo_files = None
+        try:
+            gold = t.gold()
+            # one section per file changed (a rename is one file)
+            gold_files = len({s.new if s.new is not None else s.old for s in parse_patch(gold)[0]}) if gold else None
+        except (TaskSpecError, OSError):  # a gold patch that does not read: unknown
+            gold_files = None
+        out[t.id] = {"repo_files": repo_files, "gold_files": gold_files}
+    return out
+
+
 def build_manifest(
     *,
     run_id: str,
@@ -110,6 +144,7 @@ def build_manifest(
 ) -> dict:
     """A new run's manifest (schema 2); `recipe`: the RunSpec it was started from (`RunSpec.recipe()`),
     None for a run assembled in code without one; `backend`: the sandbox backend whose engine is recorded."""
+    sizes = task_sizes(tasks)
     return {
         "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
@@ -132,6 +167,7 @@ def build_manifest(
         "options": options,
         "tasks": {
             t.id: {
+                **sizes[t.id],
                 "content_hash": t.content_hash(),
                 "spec": str(t.spec_path),
                 "repo": t.repo,

@@ -35,7 +35,7 @@ from ..report.figures import Figures, compute_figures
 from ..report.format import pct, usd
 from ..report.front import ALPHA, Front
 from ..report.front_view import caption, front_markdown, front_svg, rows
-from ..report.regimes import spread_lines, table_rows
+from ..report.regimes import TABLES, spread_lines, table_rows
 from ..report.stats import BootstrapSettings
 
 SWEEP_RECORD = "sweep.json"  # as harness/sweep/plan.py names it (the one writer: scheduler.py)
@@ -350,12 +350,16 @@ def render_html(figures: Figures, decision: Decision, base: Path) -> str:
     for dated in _dating_rows(figures):
         parts.append("<tr>" + "".join(f"<td>{e(v)}</td>" for v in dated) + "</tr>")
     parts.append("</tbody></table>")
-    heads, regime_rows = table_rows(figures.regimes)
-    parts.append("<h2 id='regimes'>Regimes (rate by gold patch size and tokens per trial, 95% Wilson)</h2>")
-    parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>")
-    for regime in regime_rows:
-        parts.append("<tr>" + "".join(f"<td>{e(v)}</td>" for v in regime) + "</tr>")
-    parts.append("</tbody></table>")
+    parts.append(
+        "<h2 id='regimes'>Regimes (rate by gold patch size, tokens per trial, repository size and files "
+        "touched, 95% Wilson)</h2>"
+    )
+    for which in TABLES:
+        heads, regime_rows = table_rows(figures.regimes, which)
+        parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>")
+        for regime in regime_rows:
+            parts.append("<tr>" + "".join(f"<td>{e(v)}</td>" for v in regime) + "</tr>")
+        parts.append("</tbody></table>")
     spreads = spread_lines(figures.regimes) or ["no prompt variants of one agent and model to compare"]
     parts.append("".join(f"<p>{e(line)}</p>" for line in spreads))
     parts.append("<h2 id='candidates'>The candidates and their recipes</h2>")
@@ -407,9 +411,11 @@ def render_markdown(figures: Figures, decision: Decision, base: Path) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     out += ["| " + " | ".join(r) + " |" for r in _dating_rows(figures)]
-    heads, regime_rows = table_rows(figures.regimes)
-    out += ["", "## Regimes", "", "| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
-    out += ["| " + " | ".join(r) + " |" for r in regime_rows]
+    out += ["", "## Regimes"]
+    for which in TABLES:
+        heads, regime_rows = table_rows(figures.regimes, which)
+        out += ["", "| " + " | ".join(heads) + " |", "|" + " --- |" * len(heads)]
+        out += ["| " + " | ".join(r) + " |" for r in regime_rows]
     out += ["", *(spread_lines(figures.regimes) or ["no prompt variants of one agent and model to compare"])]
     out += ["", "## The candidates and their recipes", ""]
     for c in decision.candidates:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..launch import Launch, prepare
 from ..run.runner import Runner
+from ..tasks import load_tasks
 from .plan import SweepPlan, cell_out, plan, sweep_out
 from .scheduler import CellRun, RunnerCell, SweepResult, SweepRunner
 from .spec import Budget, SweepSpec
@@ -59,8 +60,11 @@ def prepare_sweep(sweep: SweepSpec, *, say: Say | None = None) -> tuple[SweepPla
             update["history"] = cell.spec.history.model_copy(update={"url": url})
         cell.spec = cell.spec.model_copy(update=update)
         launches[cell.name] = prepare(cell.spec, say=say if i == 0 else None)
-    tasks = next(iter(launches.values())).tasks if launches else []
-    planned = plan(sweep, tasks, history_url=url)
+    # the suite's tasks: a cell's whose suite no override narrowed (else the suite's specs as they are)
+    whole = [launch for launch in launches.values() if launch.spec.suite.paths == sweep.suite.paths]
+    tasks = whole[0].tasks if whole else load_tasks(list[str | Path](sweep.suite.paths))
+    cell_tasks = {name: launch.tasks for name, launch in launches.items()}
+    planned = plan(sweep, tasks, history_url=url, cell_tasks=cell_tasks)
     for planned_cell in planned.cells:  # the recipe as the cell's run stores it (its folder, its history)
         planned_cell.cell.spec = launches[planned_cell.name].spec
     return planned, launches
@@ -79,7 +83,9 @@ def run_sweep(
     runs: dict[str, CellRun] = {}
     for cell in planned.cells:
         launch = launches[cell.name]
-        runner = Runner(launch.tasks, launch.agent, launch.options, backend=backend, spec=launch.spec)
+        runner = Runner(
+            launch.tasks, launch.agent, launch.options, backend=backend, spec=launch.spec, executor=launch.executor
+        )
         hook = None
         if url is not None:
             from ..history.live import attach

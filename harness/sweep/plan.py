@@ -13,9 +13,9 @@ from pathlib import Path
 from ..errors import UserError
 from ..records import RunFolder, slug
 from ..run.runner import pending_units
-from ..tasks import Task
+from ..tasks import Task, load_tasks
 from .estimate import Config, Estimate, Estimator, price_of
-from .spec import Budget, Cell, SweepSpec
+from .spec import Budget, Cell, SweepSpec, SweepSpecError
 
 SWEEP_RECORD = "sweep.json"
 CELLS = "cells"
@@ -102,24 +102,45 @@ def plan(
     estimator: Estimator | None = None,
     history_url: str | None = None,
     budget: Budget | None = None,
+    cell_tasks: dict[str, list[Task]] | None = None,
 ) -> SweepPlan:
-    """The plan of `sweep` over `tasks` (the suite's, as a run selects them); nothing is written."""
+    """The plan of `sweep` over `tasks` (the suite's, as a run selects them); nothing is written.
+    A cell whose override narrows its suite runs the tasks of `cell_tasks[name]` (its launch's),
+    else those of its own suite paths; each must be one of `tasks` (SweepSpecError otherwise)."""
     cells, excluded = sweep.cells()
     out = sweep_out(sweep)
     if estimator is None:
         estimator = Estimator.from_history(history_url, [t.id for t in tasks], prices=sweep.prices or None)
     planned = []
     for cell in cells:
+        own = _cell_tasks(sweep, cell, tasks, (cell_tasks or {}).get(cell.name))
         folder = RunFolder(cell_out(out, cell))
         done = folder.finished_units() if folder.is_run() else set()
         repeats = cell.spec.settings.repeats
-        todo = pending_units(tasks, cell.label, repeats, done)
+        todo = pending_units(own, cell.label, repeats, done)
         config = Config(cell.label, cell.spec.agent.name, cell.spec.agent.model)
         estimate = estimator.units(config, [t.id for t, _ in todo])
-        planned.append(CellPlan(cell, folder.path, config, todo, len(tasks) * repeats, estimate))
+        planned.append(CellPlan(cell, folder.path, config, todo, len(own) * repeats, estimate))
     result = SweepPlan(sweep, out, planned, excluded, estimator, budget or sweep.budget)
     check_budget(result)
     return result
+
+
+def _cell_tasks(sweep: SweepSpec, cell: Cell, tasks: list[Task], given: list[Task] | None) -> list[Task]:
+    """The tasks a cell runs: the sweep's, unless an override narrowed its suite (then `given`, its
+    launch's, else its suite's specs loaded here); refused when one is not among the sweep's."""
+    if cell.spec.suite.paths == sweep.suite.paths:
+        return tasks
+    own = given if given is not None else load_tasks(list[str | Path](cell.spec.suite.paths))
+    known = {t.id for t in tasks}
+    outside = sorted(t.id for t in own if t.id not in known)
+    if outside:
+        raise SweepSpecError(
+            f"cell {cell.name}: {', '.join(outside)} not in the sweep's suite",
+            "an override's suite.paths names spec files of the sweep's suite (docs/sweeps.md)",
+        )
+    keep = {t.id for t in own}
+    return [t for t in tasks if t.id in keep]  # the sweep's own Task objects, in the suite's order
 
 
 def priced(cell: CellPlan, sweep: SweepSpec) -> bool:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..records import ResultRow, RunFolder, redo_on_resume, write_json
+from ..run.executors import LocalExecutor
 from ..run.runner import ENGINE_DOWN_AFTER, EngineDown
 from ..tasks import Task
 from ..vocabulary import Outcome
@@ -69,23 +70,47 @@ class CellRun(Protocol):
 
 
 class RunnerCell:
-    """A cell run by an ordinary `Runner` (and indexed into the run history as a run is)."""
+    """A cell run by an ordinary `Runner` (and indexed into the run history as a run is). With the
+    runner's executor local, a unit runs in the sweep's worker thread; otherwise (Ray) each unit
+    goes through the run's executor path (`run_units`: shipped, run on a node, its rows and files
+    handed back to the run folder), by an executor of the same kind per worker thread (`sibling`),
+    since one executor's state belongs to one caller at a time."""
 
     def __init__(self, runner: Any, hook: Any = None) -> None:
         self.runner, self.hook = runner, hook
         self.folder: RunFolder = runner.folder
+        self._elsewhere = not isinstance(runner.executor, LocalExecutor)
+        self._mine = threading.local()
+        self._siblings: list[Any] = []
+        self._guard = threading.Lock()
 
     def begin(self) -> None:
         self.runner.begin()
 
     def run_unit(self, task: Task, repeat: int) -> list[ResultRow]:
-        return self.runner.view.run_unit(task, repeat)
+        if not self._elsewhere:
+            return self.runner.view.run_unit(task, repeat)
+        executor = self._mine.__dict__.get("executor")
+        if executor is None:
+            executor = self._mine.executor = self.runner.executor.sibling()
+            with self._guard:
+                self._siblings.append(executor)
+        try:
+            return [row for rows in executor.run_units(self.runner.view, [(task, repeat)]) for row in rows]
+        finally:
+            executor.shutdown(cancel=False)  # its progress box goes; the connection stays (not its own)
 
     def cancel(self) -> None:
         self.runner.units.cancel.set()
+        with self._guard:
+            siblings = list(self._siblings)
+        for executor in siblings:
+            executor.shutdown(cancel=True)
 
     def end(self) -> None:
         self.runner.end()
+        if self._elsewhere:
+            self.runner.executor.shutdown(cancel=False)  # the one that connected closes the connection
         if self.hook is not None:
             self.hook.finish()
 
@@ -307,6 +332,7 @@ def sweep_record(
                 "name": c.plan.name,
                 "label": c.plan.cell.label,
                 "axes": c.plan.cell.axes,
+                "overrides": c.plan.cell.overrides,
                 "run": str(Path(c.plan.out).relative_to(plan.out)) if _under(c.plan.out, plan.out) else str(c.plan.out),
                 "recipe": c.plan.cell.spec.recipe(),
                 "units": c.plan.total,

@@ -12,6 +12,10 @@
     exclude:                            # named: the plan says which cells each one took out
       - name: haiku-is-greedy-only
         where: {agent.model: haiku, agent.settings.temperature: 0.7}   # a value or its name
+    overrides:                          # named: RunSpec fields set on the cells `where` matches
+      - name: cli-on-two-tasks          # e.g. a costly agent on a subset of the suite's tasks
+        where: {agent.name: ext}
+        set: {suite.paths: [tasks/demo/inikit-001.yaml, tasks/demo/inikit-002.yaml]}
     budget: {max_cost: 20.0, per_cell: 5.0}   # USD; --max-cost / --cell-max-cost override
     prices:                             # USD per token, for models the price map does not know
       openai/my-finetune: {input_cost_per_token: 3.0e-6, output_cost_per_token: 1.2e-5}
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +61,27 @@ class Exclusion(_Strict):
     where: dict[str, Any] = Field(min_length=1)
 
 
+class Override(_Strict):
+    """RunSpec fields (dotted paths -> values, as the matrix's) set on every cell whose axes all match
+    `where`, after the axes: e.g. `suite.paths` to run one agent's cells on a subset of the suite's
+    tasks (its spec files; the plan refuses a task outside the sweep's suite)."""
+
+    name: str = Field(min_length=1)
+    where: dict[str, Any] = Field(min_length=1)
+    set: dict[str, Any] = Field(min_length=1)
+
+    @field_validator("set")
+    @classmethod
+    def _settable(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for path in value:
+            root = path.split(".")[0]
+            if root in ("out", "schema_version") or root == "executor" or path.startswith("settings.workers"):
+                raise ValueError(f"{path}: a sweep has one {root} for every cell; an override cannot set it")
+            if path == "suite" or (root == "suite" and path != "suite.paths"):
+                raise ValueError(f"{path}: an override narrows a cell's tasks by `suite.paths` only")
+        return value
+
+
 class Budget(_Strict):
     """USD: the whole sweep's, and each cell's (None: no limit)."""
 
@@ -72,6 +97,7 @@ class SweepSpec(_Strict):
     base: dict[str, Any] = Field(default_factory=dict)
     matrix: dict[str, list[Any] | dict[str, Any]] = Field(default_factory=dict)
     exclude: list[Exclusion] = Field(default_factory=list)
+    overrides: list[Override] = Field(default_factory=list)
     budget: Budget = Field(default_factory=Budget)
     prices: dict[str, Price] = Field(default_factory=dict)
     workers: int = Field(1, ge=1, le=256)
@@ -128,6 +154,7 @@ class SweepSpec(_Strict):
         recipe, two cells with one name, or an exclusion that matches no cell (a misspelling)."""
         axes = [(path, _named(values)) for path, values in self.matrix.items()]
         excluded: dict[str, list[str]] = {e.name: [] for e in self.exclude}
+        overridden: dict[str, list[str]] = {o.name: [] for o in self.overrides}
         cells: list[Cell] = []
         for combo in itertools.product(*(values for _, values in axes)) if axes else [()]:
             chosen = {path: pair for (path, _), pair in zip(axes, combo, strict=True)}
@@ -145,22 +172,23 @@ class SweepSpec(_Strict):
                 data["settings"]["label"] = name
             data["settings"]["workers"] = self.workers
             data["suite"] = self.suite.model_dump(mode="json")
+            applied = [o for o in self.overrides if _matches(o, chosen)]
+            for override in applied:
+                overridden[override.name].append(name)
+                for path, value in override.set.items():
+                    _set(data, path.split("."), copy.deepcopy(value))
             try:
                 spec = RunSpec.of(data, f"cell {name}")
             except RunSpecError as exc:
                 raise SweepSpecError(str(exc), "a matrix path names a RunSpec field: see docs/sweeps.md") from None
-            if spec.executor.kind != "local":
-                raise SweepSpecError(
-                    f"cell {name}: executor {spec.executor.kind}: a sweep runs its units on this machine for now",
-                    "leave `executor` out of the sweep's base (docs/sweeps.md)",
-                )
-            cells.append(Cell(name, spec, {p: v for p, (v, _) in chosen.items()}))
-        for exclusion, names in excluded.items():
-            if not names:
-                raise SweepSpecError(
-                    f"exclusion {exclusion!r} matches no cell",
-                    "its `where` names matrix paths and their values (or value names)",
-                )
+            cells.append(Cell(name, spec, {p: v for p, (v, _) in chosen.items()}, [o.name for o in applied]))
+        for kind, named in (("exclusion", excluded), ("override", overridden)):
+            for rule, names in named.items():
+                if not names:
+                    raise SweepSpecError(
+                        f"{kind} {rule!r} matches no cell",
+                        "its `where` names matrix paths and their values (or value names)",
+                    )
         labels = [c.spec.settings.label for c in cells]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:
@@ -175,6 +203,7 @@ class Cell:
     name: str
     spec: RunSpec
     axes: dict[str, str]
+    overrides: list[str] = field(default_factory=list)  # the overrides that set some of its fields
 
     @property
     def label(self) -> str:
@@ -187,11 +216,12 @@ def _named(values: list[Any] | dict[str, Any]) -> list[tuple[str, Any]]:
     return [(str(value), value) for value in values]
 
 
-def _matches(exclusion: Exclusion, chosen: dict[str, tuple[str, Any]]) -> bool:
+def _matches(exclusion: Exclusion | Override, chosen: dict[str, tuple[str, Any]]) -> bool:
+    kind = "exclusion" if isinstance(exclusion, Exclusion) else "override"
     for path, wanted in exclusion.where.items():
         if path not in chosen:
             raise SweepSpecError(
-                f"exclusion {exclusion.name!r}: {path} is not an axis of the matrix",
+                f"{kind} {exclusion.name!r}: {path} is not an axis of the matrix",
                 f"the axes: {', '.join(chosen) or '(none)'}",
             )
         name, value = chosen[path]

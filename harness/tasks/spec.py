@@ -140,9 +140,22 @@ class LimitsSpec(_Strict):
         return base.with_(**self.model_dump())
 
 
+DEFAULT_TEST_S = 120.0  # a test hanging this long fails (docs/grading.md, "One test that hangs")
+
+
 class Timeouts(_Strict):
     agent_s: float = Field(1800, gt=0, description="wall time for the agent phase")
     tests_s: float = Field(900, gt=0, description="wall time for the hidden test command")
+    test_s: float | None = Field(
+        None,
+        gt=0,
+        description=f"wall time for one test (pytest: each of its setup, call and teardown), past which it "
+        f"fails and the run goes on; unset: {DEFAULT_TEST_S:g}",
+    )
+
+    def per_test_s(self) -> float:
+        """The per-test time limit grading applies (pytest's only: the JS runners have their own)."""
+        return self.test_s if self.test_s is not None else DEFAULT_TEST_S
 
 
 class Origin(_Strict):
@@ -406,6 +419,8 @@ class Task(_Strict):
                 holder.pop(key, None)
         if data.get("checks") is None:  # unset (inferred): the hash of a task written before the field
             data.pop("checks", None)
+        if data["timeouts"].get("test_s") is None:  # unset: the hash of a task written before the field existed
+            data["timeouts"].pop("test_s", None)
         if data["limits"].get("disk") is None:  # unset: the hash of a task written before the field existed
             data["limits"].pop("disk", None)
         data["protected_paths"] = self.protected()

@@ -156,9 +156,13 @@ class QualityCell(ScriptedCell):
         return rows
 
 
+#: the external CLI's cells run these two of the four inikit tasks (issue 29's done-when)
+CLI_TASKS = ("inikit-001", "inikit-002")
+
+
 def quality_sweep(tmp_path, repeats: int = 2):
-    """Three scripted models x the built-in agent and an external CLI x one or two attempts, on the
-    four inikit demo tasks, `repeats` each."""
+    """Three scripted models x the built-in agent and an external CLI (the latter on 2 tasks, CLI_TASKS)
+    x one or two attempts, on the four inikit demo tasks, `repeats` each."""
     sweep = SweepSpec.model_validate(
         {
             "name": "front",
@@ -169,6 +173,13 @@ def quality_sweep(tmp_path, repeats: int = 2):
                 "agent.name": {"builtin": "default", "ext": "external:mini-swe-agent"},
                 "settings.attempts": [1, 2],
             },
+            "overrides": [
+                {
+                    "name": "cli-on-two-tasks",
+                    "where": {"agent.name": "ext"},
+                    "set": {"suite.paths": [str(DEMO / f"{t}.yaml") for t in CLI_TASKS]},
+                }
+            ],
             "prices": {n: {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6} for n in QUALITY},
             "out": str(tmp_path / "sweep"),
         }

@@ -92,6 +92,11 @@ class Executor(Protocol):
         """Stop: with `cancel`, units not started are dropped and running ones are asked to stop."""
         ...
 
+    def sibling(self) -> Executor:
+        """Another executor of this kind on the same machines (and connection), with its own state:
+        for a caller that hands it units from several threads at once (a sweep's workers)."""
+        ...
+
 
 class LocalExecutor:
     """Units as threads of this process, at most `workers` at once."""
@@ -111,3 +116,6 @@ class LocalExecutor:
     def shutdown(self, *, cancel: bool) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=cancel)
+
+    def sibling(self) -> LocalExecutor:
+        return LocalExecutor(self.workers)

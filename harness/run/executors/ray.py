@@ -39,6 +39,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -108,6 +109,8 @@ class RayExecutor:
         self._tries: dict[tuple[str, int], str] = {}  # the try (an id made on its node) each unit is in
         self._open: set[tuple[str, int]] = set()  # the units of run_units not finished yet
         self._owns = False
+        #: the shipper (and its lock) siblings share (`sibling`); None: each run_units ships afresh
+        self.shipping: tuple[_Shipper, threading.Lock] | None = None
         self._record: dict = {}  # the manifest's executor record of the current run
         self._hosts: dict[str, list[str]] = {}  # the nodes each unit started on, in order
         self._known: set[str] = set()  # the nodes alive when run_units began (none before)
@@ -115,6 +118,23 @@ class RayExecutor:
         self._looked = 0.0
         self.ray = _import_ray()
         self._connect()
+
+    def sibling(self) -> RayExecutor:
+        """Another executor on this cluster, through the same connection (it never owns it: only
+        the executor that connected shuts it down), with its own units, tries and progress box; the
+        inputs it ships are shared with this one's other siblings (each put once, keyed by content:
+        a repository bundle or an image archive is not made again for every unit of a sweep)."""
+        if self.shipping is None:
+            self.shipping = (_Shipper(self.ray, self.max_ship_bytes), threading.Lock())
+        other = RayExecutor(
+            self.address,
+            max_in_flight=self.max_in_flight,
+            unit_cpus=self.unit_cpus,
+            max_ship_mb=self.max_ship_bytes / (1024 * 1024),
+            unit_memory_mb=None if self.unit_memory is None else self.unit_memory / 2**20,
+        )
+        other.shipping = self.shipping
+        return other
 
     # ------------------------------------------------------------------ connection
 
@@ -266,8 +286,13 @@ class RayExecutor:
                 run.progress(
                     "note", "", f"ray: node {node['host']} declares no {CONTAINERS} (others do): it runs no units"
                 )
-        shipper = _Shipper(self.ray, self.max_ship_bytes)
-        payloads = unit_payloads(run, units, shipper)
+        if self.shipping is None:
+            shipper = _Shipper(self.ray, self.max_ship_bytes)
+            payloads = unit_payloads(run, units, shipper)
+        else:  # a sibling's: one shipper for all of them, one at a time
+            shipper, lock = self.shipping
+            with lock:
+                payloads = unit_payloads(run, units, shipper)
         returned = 0  # bytes of the units' rows and files that came back
         self._record = {
             "kind": "ray",
