@@ -96,6 +96,24 @@ def test_a_module_named_like_the_time_limit_plugin_cannot_stand_in_for_it(tmp_pa
     ], out
 
 
+def _pytest_with_limit(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """Real pytest in `folder` with grading's time limit plugin (a 1 s limit), as grading loads it."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", TEST_LIMIT_PLUGIN, *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(PLUGIN_DIR),
+            "WHOLELOOP_TEST_LIMIT_S": "1",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTEST_ADDOPTS": "",
+        },
+        timeout=120,
+    )
+
+
 HANGS_UNDER_TEST = '''\
 import signal, threading, time
 
@@ -139,20 +157,7 @@ def test_code_under_test_that_silences_the_time_limit_cannot_make_a_failing_test
         )
     (tmp_path / "pkg_under_test.py").write_text(code)
     (tmp_path / "test_hidden.py").write_text(HIDDEN_TEST + "\n\ndef test_other():\n    assert True\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", TEST_LIMIT_PLUGIN],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(PLUGIN_DIR),
-            "WHOLELOOP_TEST_LIMIT_S": "1",
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-            "PYTEST_ADDOPTS": "",
-        },
-        timeout=120,
-    )
+    done = _pytest_with_limit(tmp_path)
     report = PytestParser().parse_output(done.stdout)
     assert report.statuses.get("test_hidden.py::test_answer") == "FAILED", done.stdout[-2000:]
     assert report.statuses.get("test_hidden.py::test_other") == "PASSED", done.stdout[-2000:]
@@ -275,3 +280,41 @@ def test_an_injection_in_the_patch_is_sent_as_data_and_a_reply_quoting_it_is_not
     assert opener not in attack and closer not in attack
     (review,) = RunFolder(folder.path).model_reviews()
     assert review.verdict is not ReviewVerdict.accept, review
+
+
+# A hidden test that treats any exception as the error path it expects (a bare `except:`, `except
+# BaseException`, `pytest.raises(BaseException)`): a non-fix that HANGS instead of raising would be
+# interrupted by wholeloop's TestTimeLimit (a BaseException) inside the test's own try, which takes
+# it for the expected error, and the test passes. Without the limit it would hang to the whole run's
+# limit, never resolved: the limit itself must not turn a hang into a pass.
+CATCHES_ANY = {
+    "bare except": "    try:\n        pkg_under_test.parse('bad')\n    except:  # noqa: E722\n        return\n"
+    "    raise AssertionError('no error')\n",
+    "except BaseException": "    try:\n        pkg_under_test.parse('bad')\n    except BaseException:\n        return\n"
+    "    raise AssertionError('no error')\n",
+    "pytest.raises(BaseException)": "    with pytest.raises(BaseException):\n        pkg_under_test.parse('bad')\n",
+    "caught, then skipped": "    try:\n        pkg_under_test.parse('bad')\n    except BaseException:\n"
+    "        pytest.skip('cannot tell')\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(CATCHES_ANY))
+def test_a_hang_interrupted_inside_a_test_that_catches_everything_is_a_failure(tmp_path, shape):
+    (tmp_path / "pkg_under_test.py").write_text(
+        "import time\n\ndef parse(text):\n    while True:  # the non-fix: it never raises, it hangs\n"
+        "        time.sleep(0.05)\n"
+    )
+    (tmp_path / "test_hidden.py").write_text(
+        "import pytest\nimport pkg_under_test\n\ndef test_rejects_bad_input():\n"
+        + CATCHES_ANY[shape]
+        + "\n\ndef test_other():\n    assert True\n"
+    )
+    log = tmp_path / "report.jsonl"
+    done = _pytest_with_limit(tmp_path, "--report-log", str(log), "-p", "pytest_reportlog.plugin")
+    report = PytestParser().parse(done.stdout, log.read_bytes())
+    hidden = "test_hidden.py::test_rejects_bad_input"
+    assert report.statuses.get(hidden) == "FAILED", done.stdout[-2000:]
+    assert report.statuses.get("test_hidden.py::test_other") == "PASSED", done.stdout[-2000:]
+    assert "per-test time limit" in report.messages.get(hidden, "") or "per-test time limit" in done.stdout
+    assert report.consistent, report.why
+    assert done.returncode == 1
