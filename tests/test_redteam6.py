@@ -164,6 +164,65 @@ def test_code_under_test_that_silences_the_time_limit_cannot_make_a_failing_test
     assert done.returncode == 1
 
 
+# ============================================================================= 2. addresses in test ids
+
+# The package under test builds the hidden test's cases (as annotated-types does) and the agent's
+# fix shapes their reprs: the case the non-fix still fails is given an address-like repr, and so is a
+# case that passes, at other (fixed) addresses. Read as one token, both name one id.
+SHAPED_CASES = """\
+class Case:
+    def __init__(self, value, at):
+        self.value, self.at = value, at
+
+    def __repr__(self):
+        return "<pkg_under_test.Case object at 0x%x>" % self.at
+
+CASES = [Case(1, 0x7F0000000010), Case(2, 0x7F0000000020), Case(3, 0x7F0000000030)]
+
+def double(x):
+    return x * 2 if x != 2 else 5  # the non-fix: still wrong for 2
+"""
+
+SHAPED_TEST = """\
+import pytest
+import pkg_under_test
+
+@pytest.mark.parametrize("case", pkg_under_test.CASES, ids=repr)
+def test_double(case):
+    assert pkg_under_test.double(case.value) == case.value * 2
+"""
+
+
+def test_a_failing_case_whose_id_is_shaped_to_coincide_with_a_passing_one_does_not_pass(tmp_path):
+    """At grading, not only at check time: the ids coincide once their addresses are one token, so
+    their shared id keeps the worst status (the failure), in both channels, and a task listing that
+    id is not resolved however the package orders or shapes its cases."""
+    from harness.grading.outcome import classify
+    from harness.tasks.spec import Task
+
+    (tmp_path / "pkg_under_test.py").write_text(SHAPED_CASES)
+    (tmp_path / "test_hidden.py").write_text(SHAPED_TEST)
+    log = tmp_path / "report.jsonl"
+    done = _pytest_with_limit(tmp_path, "--report-log", str(log), "-p", "pytest_reportlog.plugin")
+    report = PytestParser().parse(done.stdout, log.read_bytes())
+    shared = "test_hidden.py::test_double[<pkg_under_test.Case object at 0xADDRESS>]"
+    assert report.statuses == {shared: "FAILED"}, (report.statuses, done.stdout[-1500:])
+    assert report.merged_ids == {shared: 3} and report.consistent, report.why
+    task = Task.model_validate(
+        {
+            "id": "t",
+            "repo": ".",
+            "base_commit": "0" * 40,
+            "problem_statement": "x",
+            "hidden_tests": {"command": "python -m pytest -rA", "patch": ""},
+            "gold_patch": "x",
+            "FAIL_TO_PASS": [shared],
+            "PASS_TO_PASS": [],
+        }
+    )
+    assert not classify(task, report.statuses, done.returncode, report.consistent, report.why).resolved
+
+
 # ============================================================================= 3. the counted model review
 
 INJECTION = """\
