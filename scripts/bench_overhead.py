@@ -1224,8 +1224,11 @@ def bench_own_checks(tmp: Path, reps: int) -> list[Row]:
     applied, the base's config put back, the check), against the budgets of issue 25: linters
     <= +3 s, type checkers <= +10 s per resolved attempt; beside the same check run raw
     (`docker run --rm` of the layer, the same command), and mypy raw without the layer's cache.
-    Then the three in one layer, as grading runs the fixture's inferred checks. The layers' builds
-    and the inference of the checks from the base's config (once per image in a process) are shown."""
+    Then the three in one layer, as grading runs the fixture's inferred checks, and tsc on the
+    polyglot TypeScript task (timespan-001, its gold patch). Beside the wall times, the CPU seconds
+    of the checks themselves in the raw container (the shell's `times`): on a loaded machine the
+    wall time is mostly waiting for a core. The layers' builds and the inference of the checks from
+    the base's config (once per image in a process) are shown."""
     from harness.grading.own_checks import TOOLS, checks_of, layer, measure_own_checks, run_command, split
     from harness.sandboxes import default_backend
 
@@ -1248,8 +1251,10 @@ def bench_own_checks(tmp: Path, reps: int) -> list[Row]:
         Row(f"infer the checks from the base's config ({', '.join(inferred)})", (time.perf_counter() - t) * 1000)
     )
 
-    def side_by_side(checks: list[str], what: str, budget: float | None) -> None:
-        built = layer(backend, prepared.image, checks)
+    def side_by_side(
+        checks: list[str], what: str, budget: float | None, image: str = prepared.image, patch: str = patch
+    ) -> None:
+        built = layer(backend, image, checks)
         rows.append(
             Row(
                 f"checks layer of {' + '.join(checks)} ({'found' if built.cached else 'built: tools + base run'})",
@@ -1263,29 +1268,37 @@ def bench_own_checks(tmp: Path, reps: int) -> list[Row]:
             mine = [f for f in touched if f.endswith(tool.extensions)]
             commands.append(run_command(check, None if tool.whole else mine))
         raw_cmd = "cat > /tmp/p.diff && git apply /tmp/p.diff && " + " && ".join(f"( {c} )" for c in commands)
+        cpu: list[float] = []
 
-        def raw(tag: str = built.tag, cmd: str = raw_cmd) -> None:
-            """The same work, raw: `docker run --rm` of the layer, the patch on stdin, the same commands."""
-            subprocess.run(
-                ["docker", "run", "--rm", "-i", "--network", "none", tag, "sh", "-c", cmd],
+        def raw(tag: str = built.tag, cmd: str = raw_cmd, into: list[float] | None = cpu) -> None:
+            """The same work, raw: `docker run --rm` of the layer, the patch on stdin, the same
+            commands; then the shell's `times`: its children's user and system CPU seconds."""
+            done = subprocess.run(
+                ["docker", "run", "--rm", "-i", "--network", "none", tag, "sh", "-c", cmd + "\ntimes"],
                 input=patch,
                 text=True,
                 capture_output=True,
                 check=True,
             )
+            if into is not None:
+                user, system = (
+                    float(t.split("m")[0]) * 60 + float(t.split("m")[1].rstrip("s"))
+                    for t in done.stdout.split("\n")[-2].split()
+                )
+                into.append(user + system)
 
         def ours() -> None:
-            measure_own_checks(checks, patch, touched, prepared.image, backend, limits)
+            measure_own_checks(checks, patch, touched, image, backend, limits)
 
         pairs = {"ours": ours, "raw": raw}
         if checks == ["mypy==1.11.2"]:  # the same run without the cache the layer made at check time
 
             def uncached(tag: str = built.tag, cmd: str = raw_cmd.replace("cache/mypy", "no-cache")) -> None:
-                raw(tag, cmd)
+                raw(tag, cmd, None)
 
             pairs["uncached"] = uncached
         measured = interleaved(pairs, reps, 1)
-        result = measure_own_checks(checks, patch, touched, prepared.image, backend, limits)
+        result = measure_own_checks(checks, patch, touched, image, backend, limits)
         assert result.error is None and result.new == [], result
         median = statistics.median(measured["ours"])
         rows.append(
@@ -1298,6 +1311,7 @@ def bench_own_checks(tmp: Path, reps: int) -> list[Row]:
                 unit="s",
             )
         )
+        rows.append(Row("  CPU of the checks themselves (raw, in the container)", statistics.median(cpu), unit="s"))
         if "uncached" in measured:
             rows.append(
                 Row(
@@ -1309,6 +1323,16 @@ def bench_own_checks(tmp: Path, reps: int) -> list[Row]:
     side_by_side(["eslint==9.12.0"], "eslint 9.12.0 on the touched JavaScript file", 3.0)
     side_by_side(["mypy==1.11.2"], "mypy 1.11.2 on the whole tree, the layer's base cache", 10.0)
     side_by_side(list(inferred), "the three in one layer, as grading runs the fixture's checks", None)
+    ts = load_task(ROOT / "tasks" / "polyglot" / "timespan-001.yaml")
+    ts_runner = Runner([ts], get_agent("gold"), RunOptions(out=tmp / "ts-gold"))
+    touched = ["src/parse.ts"]
+    side_by_side(
+        checks_of(None, backend, (ts_image := ts_runner.prepare(ts_runner.tasks[0]).image), limits),
+        "tsc 5.6.3 on timespan-001's whole tree (polyglot; gold's patch)",
+        10.0,
+        image=ts_image,
+        patch=ts.gold(),
+    )
     return rows
 
 

@@ -468,11 +468,38 @@ def crafted_runs(demo) -> dict:
         "deleted": Script(writes({BUGGY_FILE: fixed}), "rm tests/test_config.py", name="deleted-test"),
         "debug": Script(writes({BUGGY_FILE: debug}), name="debug-print"),
     }
-    out = {}
-    for name, agent in agents.items():
-        where = demo["where"] / f"{RUN_PREFIX}accept-{name}"
-        out[name] = (run(TASK, agent, where)[demo["task"].id], where)
-    return out
+    # each agent its own task (a copy of the demo task's spec under its own id) of ONE run with two
+    # workers: a run per agent cost a Runner and its containers each, one after another
+    import yaml
+
+    copies = demo["where"] / "accept-specs"
+    copies.mkdir(exist_ok=True)
+    specs = []
+    for name in agents:
+        spec = yaml.safe_load(TASK.read_text())
+        spec["id"] = f"{spec['id']}-{name}"
+        spec["repo"] = str((TASK.parent / spec["repo"]).resolve())
+        spec["gold_patch_file"] = str(TASK.parent / spec["gold_patch_file"])
+        spec["hidden_tests"]["patch_file"] = str(TASK.parent / spec["hidden_tests"]["patch_file"])
+        specs.append(copies / f"{spec['id']}.yaml")
+        specs[-1].write_text(yaml.safe_dump(spec, sort_keys=False))
+    prefix = f"{demo['task'].id}-"
+
+    class ByTask:
+        """Each crafted task's Script, by the task's id."""
+
+        model = None
+        name = "crafted"
+
+        def run(self, ctx):
+            return agents[ctx.task.id.removeprefix(prefix)].run(ctx)
+
+        def describe(self) -> dict:
+            return {"agent": self.name, "by_task": {n: a.describe() for n, a in agents.items()}}
+
+    where = demo["where"] / f"{RUN_PREFIX}accept-crafted"
+    rows = run(specs, ByTask(), where, workers=2)
+    return {name: (rows[prefix + name], where) for name in agents}
 
 
 @pytest.mark.docker
@@ -505,8 +532,9 @@ def test_a_crafted_patch_that_resolves_is_not_accepted_and_show_html_and_json_sa
     figures, html = tmp_path / "f.json", tmp_path / "r.html"
     done = wl("report", where, "--json", figures, "--html", html, env={"COLUMNS": "300"})
     assert done.returncode == 0, done.stderr[-2000:]
-    [acc] = json.loads(figures.read_text())["acceptance"]
-    assert (acc["resolved"], acc["accepted"], acc["reasons"]) == (1, 0, {reason: 1})
+    [acc] = json.loads(figures.read_text())["acceptance"]  # the three crafted tasks: one reason each
+    assert (acc["resolved"], acc["accepted"], acc["reasons"][reason]) == (3, 0, 1), acc
+    assert acc["tasks_not_accepted"][row.task_id] == [reason], acc
     page = html.read_text()
     section = page[page.index('id="acceptance"') :]
     assert f"<b>{reason.replace(chr(39), '&#39;')}</b> 1" in section

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.fabricate import fabricate_run
 from support.fakellm import FakeLLM, Reply
 
@@ -181,19 +182,26 @@ def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_de
     """The policy key `model_review: MODEL` (default: none): the same run folder reads differently
     with and without it, no regrade; its reason names the model and its reasoning; an attempt the
     model has not reviewed readably is not measured (never false); a run folder without model
-    reviews reads as before under the default policy."""
+    reviews reads as before under the default policy. (Figures and show --json in process, the
+    screens, the HTML and the exit code through the CLI.)"""
+    from harness.report.acceptance import NotMeasured, load_policy
+    from harness.report.figures import compute_figures
+    from harness.report.show import show_json
+
     folder = _run(tmp_path)
     first, second, third = [r for r in folder.latest() if r.resolved]
-    policy = tmp_path / "wholeloop.yaml"
-    policy.write_text(f"acceptance:\n  model_review: {MODEL}\n")
+    policy_file = tmp_path / "wholeloop.yaml"
+    policy_file.write_text(f"acceptance:\n  model_review: {MODEL}\n")
+    policy = load_policy(policy_file)
+
+    def figures(rules=None, **options) -> dict:
+        return compute_figures([folder.path], policy=rules, comparisons=False, **options).model_dump(mode="json")
 
     # a run folder without model reviews: the default reads it as before; the key makes it not measured
-    _, old = _report(folder, tmp_path / "old.json")
+    old = figures()
     [a] = old["acceptance"]
     assert (a["accepted"], a["not_measured"], old["model_reviews"]) == (3, 0, [])
-    done = _cli("report", str(folder.path), "--policy", str(policy), "--json", str(tmp_path / "old-key.json"))
-    assert done.returncode == 0, done.stderr
-    [a] = json.loads((tmp_path / "old-key.json").read_text())["acceptance"]
+    [a] = figures(policy)["acceptance"]
     assert (a["accepted"], a["not_measured"], a["resolved_not_accepted"], a["accept_rate"]["value"]) == (0, 3, 0, None)
 
     _model(folder, first, "reject", "It only handles the case the test checks.")
@@ -202,10 +210,9 @@ def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_de
     _model(folder, third, "reject", "Another model's view.", model="openai/other")
 
     # without the key: a model's verdict is never counted
-    screen, without = _report(folder, tmp_path / "without.json")
+    without = figures()
     assert without["acceptance"] == old["acceptance"]
     assert [(m["model"], m["counted"]) for m in without["model_reviews"]] == [(MODEL, False), ("openai/other", False)]
-    assert f"model review by {MODEL} (never counted as acceptance)" in " ".join(screen.split())
 
     # with it: the first is refused by the model's reject, the second accepted, the third (no verdict
     # in the asked form) not measured; the other model's reject is not counted
@@ -213,7 +220,7 @@ def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_de
         "report",
         str(folder.path),
         "--policy",
-        str(policy),
+        str(policy_file),
         "--json",
         str(tmp_path / "with.json"),
         "--html",
@@ -231,27 +238,29 @@ def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_de
     assert [(m["model"], m["counted"]) for m in found["model_reviews"]] == [(MODEL, True), ("openai/other", False)]
     screen = " ".join(done.stdout.split())
     assert f"model review by {MODEL} (counted by the policy: its reject refuses a patch)" in screen
+    assert "model review by openai/other (never counted as acceptance)" in screen
     assert "(counted by the policy)" in (tmp_path / "with.html").read_text()
 
     # show names the reason; without the key the same attempt is accepted
-    shown = _cli("show", str(folder.path), first.task_id, "--json", "--policy", str(policy))
-    assert shown.returncode == 0, shown.stderr
-    [attempt] = json.loads(shown.stdout)["attempts"]
+    [unit] = show_json(folder.path, first.task_id, policy=policy)
+    [attempt] = unit["attempts"]
     assert attempt["acceptance"]["verdict"] == "not_accepted"
     assert attempt["acceptance"]["reasons"] == ["rejected by the model review"]
     assert MODEL in attempt["acceptance"]["said"] and "only handles the case" in attempt["acceptance"]["said"]
     assert "model_review" not in (attempt["row"]["acceptance"] or {})  # the record is not changed
-    plain = _cli("show", str(folder.path), first.task_id, "--json")
-    assert json.loads(plain.stdout)["attempts"][0]["acceptance"]["verdict"] == "accepted"
-    text = _cli("show", str(folder.path), first.task_id, "--policy", str(policy))
+    [plain] = show_json(folder.path, first.task_id)
+    assert plain["attempts"][0]["acceptance"]["verdict"] == "accepted"
+    text = _cli("show", str(folder.path), first.task_id, "--policy", str(policy_file))
     assert "acceptance: not accepted: rejected by the model review" in " ".join(text.stdout.split())
 
     # --metric accept: the attempt the model gave no verdict on refuses, with what to run
-    refused = _cli("report", str(folder.path), "--policy", str(policy), "--metric", "accept")
+    refused = _cli("report", str(folder.path), "--policy", str(policy_file), "--metric", "accept")
     assert refused.returncode == 2, refused.stdout
     said = " ".join((refused.stderr + refused.stdout).split())
     assert third.task_id in said and f"--review-model {MODEL}" in said
-    assert _cli("report", str(folder.path), "--metric", "accept").returncode == 0
+    with pytest.raises(NotMeasured):
+        figures(policy, metric="accept")
+    assert figures(metric="accept")["metric"] == "accept"
 
 
 def test_the_decision_counts_only_the_named_models_readable_verdict():

@@ -350,8 +350,9 @@ def agents():
 def agents_verify(agent_name, model, agent_config, allow_unknown_model, static, out):
     """Verify an external agent (external:NAME[@VERSION], or --agent-config FILE): install that
     version as `run` would, run it in a container on a small task against wholeloop's scripted
-    provider, and check that its tool calls are still classified, the tokens charged are the
-    provider's own count, and it asks for no model the config does not know. Exit 0 with a table
+    provider, and check that its tool calls (or, aider, the edit blocks of its replies) are still
+    read, the tokens charged are the provider's own count, and it asks for no model the config does
+    not know. Exit 0 with a table
     when all hold, 1 naming each that does not, 2 when it cannot be verified as asked. --static: only
     the pre-run checks (the wire the model needs, the proxy's endpoint and token handed, the key,
     the price); nothing is installed, started or sent."""
