@@ -377,3 +377,29 @@ def test_a_hang_interrupted_inside_a_test_that_catches_everything_is_a_failure(t
     assert "per-test time limit" in report.messages.get(hidden, "") or "per-test time limit" in done.stdout
     assert report.consistent, report.why
     assert done.returncode == 1
+
+
+# ============================================================================= 4. Go's -vet=off, Debian packages
+
+# What picks how `go test` builds and runs (GOFLAGS=-mod=vendor is chosen at image build from
+# vendor/modules.txt; go.work and go.mod can replace any module, the test files decide what runs):
+# a patch that changes any of them is put back. Debian packages for programs a test looks up are
+# installed at image build from the base's files; the patch never reaches that step (grading runs
+# with the network off, on the task's image).
+GO_PATHS = ("go.mod", "go.sum", "go.work", "go.work.sum", "sub/go.mod", "vendor/modules.txt", "x/y_test.go")
+
+
+@pytest.mark.parametrize("path", GO_PATHS)
+def test_a_go_file_that_picks_how_the_tests_build_is_put_back(path):
+    from harness.parsers.go import GoParser
+
+    assert is_protected_path(GoParser(), path), path
+
+
+def test_the_go_test_command_keeps_its_flags_whatever_the_patch():
+    """-vet=off and -count=1 are in the hidden command mining writes (the task spec), not read from
+    anything in the repository: a patch cannot turn vet on to fail the build, nor replay a cache."""
+    from harness.parsers.go import GoParser
+
+    command = GoParser().test_command(["pkg/x_test.go"])
+    assert command.startswith("go test -json -count=1 -vet=off ") and "./pkg" in command
