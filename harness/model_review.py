@@ -31,7 +31,7 @@ from .vocabulary import ReviewVerdict
 
 FEATURE = "--review-model"
 RUBRIC_VERSION = 2  # 2: the patch quoted between markers it cannot hold; a reply with two verdicts is unreadable
-PATCH_CHARS = 60_000  # of the patch sent (its head; the cut is said in the prompt)
+PATCH_CHARS = 60_000  # a longer patch is not sent: its review is recorded not readable (never accepted)
 PROBLEM_CHARS = 20_000
 MAX_TOKENS = 1200
 RUBRIC = """You review a patch for a software repository as one of its maintainers would before
@@ -173,7 +173,28 @@ def model_review(
     say(egress.announce())
     done = 0
     for row in todo:
-        prompt = review_prompt(problem_statement(folder.path, row, manifest=manifest), _patch(folder, row))
+        patch = _patch(folder, row)
+        if len(patch) > PATCH_CHARS:  # the model would see its head alone: it cannot vouch for the rest
+            folder.add_model_review(
+                ModelReview(
+                    task_id=row.task_id,
+                    config=row.config,
+                    repeat=row.repeat,
+                    attempt=row.attempt,
+                    patch_sha256=folder.patch_sha256(row),
+                    verdict=ReviewVerdict.unsure,
+                    reasoning=f"not reviewed: the patch is {len(patch):,} characters, over the {PATCH_CHARS:,} "
+                    "a model is sent; a part it never saw cannot be accepted",
+                    readable=False,
+                    model=model_spec,
+                    endpoint=egress.endpoint,
+                    rubric_version=RUBRIC_VERSION,
+                )
+            )
+            say(f"{row.task_id} {row.config} rep {row.repeat} attempt {row.attempt}: not reviewed (patch too long)")
+            done += 1
+            continue
+        prompt = review_prompt(problem_statement(folder.path, row, manifest=manifest), patch)
         try:
             turn = model.complete([UserMessage(role="user", content=prompt)], [], Settings(max_tokens=MAX_TOKENS))
         except ModelError as exc:

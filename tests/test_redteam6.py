@@ -403,3 +403,34 @@ def test_the_go_test_command_keeps_its_flags_whatever_the_patch():
 
     command = GoParser().test_command(["pkg/x_test.go"])
     assert command.startswith("go test -json -count=1 -vet=off ") and "./pkg" in command
+
+
+def test_a_patch_longer_than_what_the_model_is_sent_is_never_accepted_by_it(tmp_path, monkeypatch):
+    """The prompt holds the patch's head (PATCH_CHARS): a patch that puts 60,000 harmless
+    characters first and deletes a test after them is judged on the head alone, and an accept
+    would vouch for a part the model never saw. Such a patch is not sent; its review is recorded
+    not readable (not measured: never accepted), saying why."""
+    from harness.model_review import PATCH_CHARS
+
+    fabricate_run(tmp_path / "run", tasks=2, configs=["a"], repeats=1)
+    folder = RunFolder(tmp_path / "run")
+    lines = []
+    for i, r in enumerate(folder.rows()):
+        r.outcome, r.resolved = (Outcome.resolved, True) if i == 0 else (Outcome.unresolved, False)
+        lines.append(json.dumps(r.model_dump(mode="json")) + "\n")
+    folder.results_path.write_text("".join(lines))
+    row = [r for r in RunFolder(folder.path).latest() if r.resolved][0]
+    assert row.patch_path
+    padding = "".join(f"+# note {i:06d}: nothing to see\n" for i in range(PATCH_CHARS // 28 + 10))
+    tail = "diff --git a/tests/test_core.py b/tests/test_core.py\ndeleted file mode 100644\n"
+    long_patch = "diff --git a/pkg/notes.py b/pkg/notes.py\n--- /dev/null\n+++ b/pkg/notes.py\n" + padding + tail
+    assert len(long_patch) > PATCH_CHARS
+    (folder.path / row.patch_path).write_text(long_patch)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeLLM() as server:
+        server.script(Reply(text='{"verdict": "accept", "reasoning": "a tidy change"}'))
+        model_review(folder.path, [], "anthropic/claude-test", base_url=server.base_url, say=lambda s: None)
+        asked = len(server.requests)
+    (review,) = RunFolder(folder.path).model_reviews()
+    assert review.verdict is not ReviewVerdict.accept and not review.readable, review
+    assert asked == 0 and "characters" in review.reasoning
