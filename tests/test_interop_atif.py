@@ -14,7 +14,7 @@ from harness.records import RunFolder
 from harness.report.harbor_models import validate
 from harness.transcript import read_transcript
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]  # the demo replay runs on the engine
 
 
 @pytest.fixture(scope="module")

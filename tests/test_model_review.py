@@ -186,6 +186,7 @@ def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_de
     screens, the HTML and the exit code through the CLI.)"""
     from harness.report.acceptance import NotMeasured, load_policy
     from harness.report.figures import compute_figures
+    from harness.report.gate import SideRows, gate
     from harness.report.show import show_json
 
     folder = _run(tmp_path)
@@ -261,6 +262,13 @@ def test_a_policy_that_names_a_model_counts_its_reject_at_report_time_and_the_de
     with pytest.raises(NotMeasured):
         figures(policy, metric="accept")
     assert figures(metric="accept")["metric"] == "accept"
+    # the gate reads the same reviews from each side's run folder
+    side = SideRows(name="run", config="a", rows=folder.latest(), run_dir=str(folder.path))
+    with pytest.raises(NotMeasured, match="review-model"):
+        gate(side, side, metric="accept", policy=policy)
+    assert gate(side, side, metric="accept").candidate_value == pytest.approx(3 / 6)
+    _model(folder, third, "accept", "Fine on a second look.")  # the model's latest review counts
+    assert gate(side, side, metric="accept", policy=policy).candidate_value == pytest.approx(2 / 6)
 
 
 def test_the_decision_counts_only_the_named_models_readable_verdict():

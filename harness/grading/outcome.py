@@ -33,7 +33,11 @@ GRADE_SCHEMA = 1
 # scope against gold, size, tests deleted or weakened, top-level files, debug leftovers, binaries.
 # 9: a resolved grade records the repository's own checks on its files, diff-aware against the
 # base (`acceptance.own_checks`; issue 25, item 1).
-GRADER_VERSION = 9
+# 10: a pytest test that hangs fails at the per-test time limit (`timeouts.test_s`) whatever it does
+# with the interruption, and the run goes on (it ended "tests timed out"); an object's address in a
+# test id is read as one token, and where ids then coincide the failure wins; Go's tests run with
+# -vet=off (a vet finding is an acceptance check, not a test result). Issue 23, red team 6.
+GRADER_VERSION = 10
 
 
 class TestTally(BaseModel):
