@@ -10,13 +10,12 @@ randomiser) needs no engine.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-import yaml
 from support import git, write
+from support.shout import shout_task
 
-from harness.authoring.check import NOT_CHECKED, CheckOptions, check_task, read_verdict
+from harness.authoring.check import CheckOptions, check_task, read_verdict
 from harness.grading import grade
 from harness.grading.determinism import GRADING_SEED
 from harness.parsers import get_parser
@@ -57,48 +56,6 @@ def test_empty():
 """
 
 
-def _task(tmp_path: Path, name: str, hidden_test: str, setup: list[str]) -> Path:
-    """A repository (base: `shout` returns its argument; the fix upper-cases it), the hidden test
-    patch adding `hidden_test`, and a spec for them; returns the spec's path."""
-    repo = tmp_path / name
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(
-        repo,
-        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    write(repo, {"tests/test_shout.py": hidden_test})
-    git(repo, "add", "-A")
-    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
-    git(repo, "reset", "-q", "--hard")
-    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
-    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
-    gold = git(repo, "diff", "HEAD") + "\n"
-    git(repo, "checkout", "-q", ".")
-    spec = tmp_path / f"{name}.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": name,
-                "quarantined": NOT_CHECKED,
-                "repo": str(repo),
-                "base_commit": base,
-                "problem_statement": "shout() should upper-case its text",
-                "environment": {"setup": setup},
-                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
-                "gold_patch": gold,
-                "FAIL_TO_PASS": [],
-                "PASS_TO_PASS": [],
-            },
-            sort_keys=False,
-        )
-    )
-    return spec
-
-
 def test_randomisers_are_seeded_only_when_loaded():
     facts = {"pytest": "8.3.4", "tools_path": True, "pytest11": [{"name": "randomly", "value": "pytest_randomly"}]}
     setup = PYTEST.run_setup(facts, "t")
@@ -114,7 +71,7 @@ def test_randomisers_are_seeded_only_when_loaded():
 
 @pytest.mark.docker
 def test_test_ids_that_depend_on_the_hash_seed_quarantine_the_task(tmp_path):
-    spec = _task(tmp_path, "setids", SET_IDS_TEST, ["pip install pytest==8.3.4"])
+    spec = shout_task(tmp_path, "setids", SET_IDS_TEST, ["pip install pytest==8.3.4"])
     result = check_task(load_task(spec), CheckOptions(discover=True, repeats=2))
     verdict = read_verdict(spec)
     assert result.verdict is not None and verdict is not None
@@ -128,7 +85,7 @@ def test_test_ids_that_depend_on_the_hash_seed_quarantine_the_task(tmp_path):
 
 @pytest.mark.docker
 def test_grading_fixes_the_hash_seed_so_set_built_ids_are_the_same_every_time(tmp_path):
-    spec = _task(tmp_path, "setids2", SET_IDS_TEST, ["pip install pytest==8.3.4"])
+    spec = shout_task(tmp_path, "setids2", SET_IDS_TEST, ["pip install pytest==8.3.4"])
     task = load_task(spec)
     images = build_task_images(task)
     seen, grades = [], []
@@ -145,7 +102,7 @@ def test_grading_fixes_the_hash_seed_so_set_built_ids_are_the_same_every_time(tm
 
 @pytest.mark.docker
 def test_pytest_randomly_is_seeded_in_grading_and_varied_by_the_check(tmp_path):
-    spec = _task(tmp_path, "randomly", PLAIN_TEST, ["pip install pytest==8.3.4 pytest-randomly"])
+    spec = shout_task(tmp_path, "randomly", PLAIN_TEST, ["pip install pytest==8.3.4 pytest-randomly"])
     task = load_task(spec)
     images = build_task_images(task)
     result, output, _ = grade(task, task.gold(), images.task.tag, base=images.snapshot.commit, limits=Limits())

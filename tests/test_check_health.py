@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support import git, write
+from support.shout import shout_task
 
 from harness.authoring.check import (
     NOT_CHECKED,
@@ -229,48 +230,11 @@ def test_a_base_run_killed_by_a_signal_is_quarantined_as_killed_not_as_untrusted
     ends pytest: its structured report stops mid-run. That is the tests being killed, said so, not
     results that "cannot be trusted" (grading's word for suspected tampering). Here the test sends
     itself the killer's SIGKILL."""
-    repo = tmp_path / "killed"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(
-        repo,
-        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    write(
-        repo,
-        {
-            "tests/test_shout.py": (
-                "import os\nimport signal\n\nfrom pkg import shout\n\n\ndef test_shout():\n"
-                "    if shout('a') != 'A':\n        os.kill(os.getpid(), signal.SIGKILL)\n"
-            )
-        },
-    )
-    git(repo, "add", "-A")
-    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
-    git(repo, "reset", "-q", "--hard")
-    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
-    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
-    gold = git(repo, "diff", "HEAD") + "\n"
-    git(repo, "checkout", "-q", ".")
-    spec = tmp_path / "killed.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": "killed",
-                "quarantined": NOT_CHECKED,
-                "repo": str(repo),
-                "base_commit": base,
-                "problem_statement": "shout() should upper-case its text",
-                "environment": {"setup": ["pip install pytest==8.3.4"]},
-                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
-                "gold_patch": gold,
-                "FAIL_TO_PASS": [],
-                "PASS_TO_PASS": [],
-            }
-        )
+    spec = shout_task(
+        tmp_path,
+        "killed",
+        "import os\nimport signal\n\nfrom pkg import shout\n\n\ndef test_shout():\n"
+        "    if shout('a') != 'A':\n        os.kill(os.getpid(), signal.SIGKILL)\n",
     )
     check_task(load_task(spec), CheckOptions(discover=True, repeats=1))
     verdict = read_verdict(spec)
@@ -327,51 +291,13 @@ def test_test_ids_that_differ_by_a_memory_address_are_said_so():
 def _hanging_task(tmp_path: Path, timeouts: dict) -> Path:
     """A task whose new test loops forever at base (as cachetools 8.0.2's `test_ttl_iter_modify`,
     which inserts into the cache it iterates) and passes with gold; an old test passes throughout."""
-    repo = tmp_path / "hangs"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(
-        repo,
-        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
+    return shout_task(
+        tmp_path,
+        "hangs",
+        "from pkg import shout\n\n\ndef test_shout():\n    n = 0\n"
+        "    while shout('a') != 'A':\n        n += 1\n\n\ndef test_after():\n    assert shout('') == ''\n",
+        timeouts=timeouts,
     )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    write(
-        repo,
-        {
-            "tests/test_shout.py": (
-                "from pkg import shout\n\n\ndef test_shout():\n    n = 0\n"
-                "    while shout('a') != 'A':\n        n += 1\n\n\ndef test_after():\n    assert shout('') == ''\n"
-            )
-        },
-    )
-    git(repo, "add", "-A")
-    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
-    git(repo, "reset", "-q", "--hard")
-    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
-    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
-    gold = git(repo, "diff", "HEAD") + "\n"
-    git(repo, "checkout", "-q", ".")
-    spec = tmp_path / "hangs.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": "hangs",
-                "quarantined": NOT_CHECKED,
-                "repo": str(repo),
-                "base_commit": base,
-                "problem_statement": "shout() should upper-case its text",
-                "environment": {"setup": ["pip install pytest==8.3.4"]},
-                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
-                "gold_patch": gold,
-                "FAIL_TO_PASS": [],
-                "PASS_TO_PASS": [],
-                "timeouts": timeouts,
-            }
-        )
-    )
-    return spec
 
 
 @pytest.mark.docker
@@ -404,51 +330,13 @@ def test_a_skip_for_a_missing_program_names_its_debian_package_and_the_key_to_ad
 
 
 def _address_task(tmp_path: Path, name: str, cases: str) -> Path:
-    repo = tmp_path / name
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(
-        repo,
-        {"pkg/__init__.py": "def shout(text):\n    return text\n", "tests/test_old.py": "def test_old():\n    pass\n"},
+    return shout_task(
+        tmp_path,
+        name,
+        "import pytest\n\nfrom pkg import shout\n\n\nclass Case:\n    pass\n\n\n"
+        f"@pytest.mark.parametrize('case', [{cases}], ids=repr)\n"
+        "def test_shout(case):\n    assert shout('a') == 'A'\n",
     )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    write(
-        repo,
-        {
-            "tests/test_shout.py": (
-                "import pytest\n\nfrom pkg import shout\n\n\nclass Case:\n    pass\n\n\n"
-                f"@pytest.mark.parametrize('case', [{cases}], ids=repr)\n"
-                "def test_shout(case):\n    assert shout('a') == 'A'\n"
-            )
-        },
-    )
-    git(repo, "add", "-A")
-    test_patch = git(repo, "diff", "--cached", "HEAD") + "\n"
-    git(repo, "reset", "-q", "--hard")
-    (repo / "tests" / "test_shout.py").unlink(missing_ok=True)
-    write(repo, {"pkg/__init__.py": "def shout(text):\n    return text.upper()\n"})
-    gold = git(repo, "diff", "HEAD") + "\n"
-    git(repo, "checkout", "-q", ".")
-    spec = tmp_path / f"{name}.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": name,
-                "quarantined": NOT_CHECKED,
-                "repo": str(repo),
-                "base_commit": base,
-                "problem_statement": "shout() should upper-case its text",
-                "environment": {"setup": ["pip install pytest==8.3.4"]},
-                "hidden_tests": {"command": "python -m pytest -rA -p no:cacheprovider tests", "patch": test_patch},
-                "gold_patch": gold,
-                "FAIL_TO_PASS": [],
-                "PASS_TO_PASS": [],
-            }
-        )
-    )
-    return spec
 
 
 @pytest.mark.docker
