@@ -174,21 +174,21 @@ def model_review(
     done = 0
     for row in todo:
         patch = _patch(folder, row)
+        # what keys the review to this patch, and who made it under which rubric
+        key = {
+            **folder.review_key(row),
+            "model": model_spec,
+            "endpoint": egress.endpoint,
+            "rubric_version": RUBRIC_VERSION,
+        }
         if len(patch) > PATCH_CHARS:  # the model would see its head alone: it cannot vouch for the rest
             folder.add_model_review(
                 ModelReview(
-                    task_id=row.task_id,
-                    config=row.config,
-                    repeat=row.repeat,
-                    attempt=row.attempt,
-                    patch_sha256=folder.patch_sha256(row),
+                    **key,
                     verdict=ReviewVerdict.unsure,
                     reasoning=f"not reviewed: the patch is {len(patch):,} characters, over the {PATCH_CHARS:,} "
                     "a model is sent; a part it never saw cannot be accepted",
                     readable=False,
-                    model=model_spec,
-                    endpoint=egress.endpoint,
-                    rubric_version=RUBRIC_VERSION,
                 )
             )
             say(f"{row.task_id} {row.config} rep {row.repeat} attempt {row.attempt}: not reviewed (patch too long)")
@@ -205,17 +205,10 @@ def model_review(
         verdict, reasoning, readable = parse_reply(turn.text or "")
         folder.add_model_review(
             ModelReview(
-                task_id=row.task_id,
-                config=row.config,
-                repeat=row.repeat,
-                attempt=row.attempt,
-                patch_sha256=folder.patch_sha256(row),
+                **key,
                 verdict=verdict,
                 reasoning=reasoning,
                 readable=readable,
-                model=model_spec,
-                endpoint=egress.endpoint,
-                rubric_version=RUBRIC_VERSION,
                 prompt=prompt,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
                 reply=turn.text or "",

@@ -569,6 +569,17 @@ class RunFolder:
         data = path.read_bytes() if path is not None and path.is_file() else b""
         return hashlib.sha256(data).hexdigest()
 
+    def review_key(self, row: ResultRow) -> dict[str, str | int]:
+        """The fields that key a verdict (human or model) to one attempt's patch as it is now:
+        the unit, the attempt and the patch's sha256."""
+        return {
+            "task_id": row.task_id,
+            "config": row.config,
+            "repeat": row.repeat,
+            "attempt": row.attempt,
+            "patch_sha256": self.patch_sha256(row),
+        }
+
     def add_review(self, review: Review) -> None:
         """Append one verdict to reviews.jsonl: one whole line, under its own lock (a thread lock
         and an flock on RUN/.reviews.lock), since reviewers write after the run, beside any other

@@ -40,11 +40,7 @@ def _run(tmp_path: Path) -> RunFolder:
 def _human(folder: RunFolder, row, verdict: str, reason: str = "") -> None:
     folder.add_review(
         Review(
-            task_id=row.task_id,
-            config=row.config,
-            repeat=row.repeat,
-            attempt=row.attempt,
-            patch_sha256=folder.patch_sha256(row),
+            **folder.review_key(row),
             verdict=verdict,
             reason=reason,
             reviewer="ana",
@@ -165,11 +161,7 @@ def test_a_reply_is_read_from_its_json_object_and_anything_else_is_unsure():
 def _model(folder: RunFolder, row, verdict: str, reasoning: str, *, model: str = MODEL, readable: bool = True):
     folder.add_model_review(
         ModelReview(
-            task_id=row.task_id,
-            config=row.config,
-            repeat=row.repeat,
-            attempt=row.attempt,
-            patch_sha256=folder.patch_sha256(row),
+            **folder.review_key(row),
             verdict=verdict,
             reasoning=reasoning,
             readable=readable,

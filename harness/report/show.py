@@ -408,11 +408,7 @@ def review(
         reason = ask("reason").strip()
         folder.add_review(
             Review(
-                task_id=row.task_id,
-                config=row.config,
-                repeat=row.repeat,
-                attempt=row.attempt,
-                patch_sha256=folder.patch_sha256(row),
+                **folder.review_key(row),
                 verdict=REVIEW_KEYS[answer],
                 reason=reason,
                 reviewer=reviewer,
