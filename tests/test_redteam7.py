@@ -109,3 +109,121 @@ def test_a_failing_id_with_an_address_is_not_hidden_behind_a_passing_twin():
     key = stable_id(failing)
     assert key == stable_id(passing)
     assert log.statuses[key] == "FAILED" and text.statuses[key] == "FAILED"
+
+
+# ------------------------------------------------------------- pytest's per-test time limit
+
+INIT = "inikit/__init__.py"
+
+# Code under test that, when the test modules import the package, gives the time limit plugin's own
+# makereport hookwrapper a new body: every failed phase's report becomes a pass before pytest's
+# terminal, its exit status and pytest-reportlog read it (all three channels then agree).
+FORGE_THROUGH_THE_PLUGIN = """
+
+def _wholeloop_limit_forge():
+    import sys
+
+    plugin = sys.modules.get("wholeloop_test_limit")
+    if plugin is None:
+        return
+
+    def forged(item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed:
+            report.outcome, report.longrepr = "passed", None
+
+    plugin.pytest_runtest_makereport.__code__ = forged.__code__
+
+
+_wholeloop_limit_forge()
+"""
+
+# A top-level module named as grading's plugin: `-p wholeloop_test_limit` imports the repository's
+# (first on sys.path under `python -m pytest`), a pytest plugin of the agent's that passes everything.
+SHADOW_PLUGIN = """import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.outcome, report.longrepr = "passed", None
+"""
+
+# Code under test that hangs on every value holding a marker, takes the limit's interruption and
+# turns it into an imperative xfail (which the plugin leaves as the expected failure it exempts).
+HANG_THEN_XFAIL = """
+
+def _hang_then_xfail(parse):
+    import functools
+    import time
+
+    import pytest
+
+    @functools.wraps(parse)
+    def wrapped(text, *args, **kwargs):
+        if "#" in text or ";" in text:
+            try:
+                while True:
+                    time.sleep(0.05)
+            except BaseException:
+                pytest.xfail("interrupted")
+        return parse(text, *args, **kwargs)
+
+    return wrapped
+
+
+parse = _hang_then_xfail(parse)
+"""
+
+
+@pytest.fixture(scope="module")
+def limit_grades(demo):
+    """The three attacks on the time limit, graded at once (the task's per-test limit cut to 3 s)."""
+    from support.redteam import base_text, crafted, grade_all
+
+    fast = dict(demo)
+    task = demo["task"]
+    fast["task"] = task.model_copy(update={"timeouts": task.timeouts.model_copy(update={"test_s": 3.0})})
+    init = base_text(demo, INIT)
+    patches = {
+        "forge": crafted(demo, {INIT: init + FORGE_THROUGH_THE_PLUGIN}),
+        "shadow": crafted(demo, {"wholeloop_test_limit.py": SHADOW_PLUGIN}),
+        "xfail": crafted(demo, {INIT: init + HANG_THEN_XFAIL}),
+    }
+    return grade_all(fast, patches)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7: code under test replaced wholeloop_test_limit.pytest_runtest_makereport.__code__ "
+    "(the plugin is in sys.modules); failed reports become passed before the terminal, the exit status and "
+    "pytest-reportlog read them: all channels agree, resolved (pytest has no canary)",
+)
+def test_code_under_test_rewriting_the_limit_plugins_hook_is_not_resolved(limit_grades):
+    from support.redteam import assert_not_resolved
+
+    assert_not_resolved(*limit_grades["forge"])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_top_level_module_named_as_the_limit_plugin_is_not_loaded(limit_grades):
+    from support.redteam import assert_not_resolved
+
+    result, output = limit_grades["shadow"]
+    assert_not_resolved(result, output)
+    assert any(s.path == "wholeloop_test_limit.py" for s in result.stripped), result.stripped
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_interrupted_hang_turned_into_an_imperative_xfail_is_not_resolved(limit_grades):
+    from support.redteam import assert_not_resolved
+
+    result, output = limit_grades["xfail"]
+    assert_not_resolved(result, output)
