@@ -257,3 +257,103 @@ def test_the_model_is_shown_the_patch_as_grading_applies_it_carriage_returns_and
     shown = _patch(SimpleNamespace(path=tmp_path), SimpleNamespace(patch_path="patch.diff"))
     prompt = review_prompt("a problem", shown)
     assert "\n" + hidden not in prompt, "the hidden call is shown as a context line (the base's code)"
+
+
+# ------------------------------------------------------------------------------------- Go
+
+VERKIT = "verkit-001"
+
+
+def test_go_files_that_choose_what_go_test_builds_are_stripped_wherever_they_are():
+    """go.work, go.mod and vendor/ in a subfolder, a non-test file renamed to a test file's name
+    (and a test file renamed away), testdata: each is stripped, at any depth."""
+    from support import ROOT
+
+    from harness.grading.patching import decide, parse_patch
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "polyglot" / f"{VERKIT}.yaml")
+
+    def new(path: str) -> str:
+        return f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x\n"
+
+    def rename(old: str, to: str) -> str:
+        return f"diff --git a/{old} b/{to}\nsimilarity index 100%\nrename from {old}\nrename to {to}\n"
+
+    planted = ["cmd/go.work", "semver/go.mod", "cmd/vendor/modules.txt", "semver/testdata/x.json", "go.work.sum"]
+    patch = "".join(new(p) for p in planted) + rename("semver/sort.go", "semver/sort_test.go")
+    patch += rename("semver/compare_test.go", "semver/compare_cases.go")
+    decision = decide(task, parse_patch(patch)[0])
+    assert not decision.kept, [s.new for s in decision.kept]
+
+
+@pytest.fixture(scope="module")
+def verkit(tmp_path_factory):
+    """The Go demo task verkit-001, its image and snapshot base (built once per machine)."""
+    from support import ROOT
+
+    from harness.agents import get_agent
+    from harness.run import Runner, RunOptions
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "polyglot" / f"{VERKIT}.yaml")
+    runner = Runner([task], get_agent("noop"), RunOptions(out=tmp_path_factory.mktemp("verkit-prepare")))
+    prepared = runner.prepare(runner.tasks[0])
+    return task, prepared.image, prepared.base_commit
+
+
+# An init() of the package under test (a non-test file, not protected): the test binary runs itself
+# again, takes the real run's output, turns each `--- FAIL:` and the closing `FAIL` into passes,
+# prints it and exits 0 before any test of its own runs. Every id is real, every test reported once.
+GO_REPLAY = """package semver
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+func init() {
+	if !strings.HasSuffix(os.Args[0], ".test") || os.Getenv("WL_INNER") != "" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), "WL_INNER=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_ = cmd.Run()
+	lines := strings.Split(strings.ReplaceAll(out.String(), "--- FAIL:", "--- PASS:"), "\\n")
+	for i, line := range lines {
+		if line == "FAIL" {
+			lines[i] = "PASS"
+		}
+	}
+	os.Stdout.WriteString(strings.Join(lines, "\\n"))
+	os.Exit(0)
+}
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7: an init() in a non-test file re-runs the test binary, rewrites --- FAIL to --- PASS "
+    "and exits 0 before any test: real ids, each reported once, package pass, exit 0: resolved (go.py's "
+    "documented init limit, made practical without knowing any test name; Go has no canary)",
+)
+def test_a_go_init_that_replays_the_real_run_with_failures_turned_to_passes_is_not_resolved(verkit):
+    from support.hostile import RUN_PREFIX, remove_leftovers
+    from support.polyglot import craft
+
+    from harness.grading import grade
+    from sandbox import Limits
+
+    task, image, base = verkit
+    patch = craft(task, {"semver/zz_replay.go": GO_REPLAY})
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam7"
+    )
+    remove_leftovers()
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
