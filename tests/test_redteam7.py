@@ -17,6 +17,78 @@ from harness.vocabulary import Acceptance
 CLEAN = {"tests_deleted": [], "outside_scope": [], "size_ratio": 1.0, "own_checks": {"checks": [], "new": []}}
 MODEL = "anthropic/claude-test"
 
+# ------------------------------------------------------- addresses in ids, in a real pytest run
+
+# The hidden test names its cases by their repr, default reprs with addresses: the task lists one id,
+# `test_h.py::test_round_trip[<pkg.Case object at 0xADDRESS>]` (one case at base and gold: the check
+# finds no merged ids). The non-fix's package (the code under test) skips the case it cannot pass
+# and adds a passing twin whose repr is shaped like it: two raw ids, one stable id, skipped + passed.
+HIDDEN_BY_REPR = """import pytest
+import pkg
+
+
+@pytest.mark.parametrize("case", pkg.cases(), ids=repr)
+def test_round_trip(case):
+    assert case.check()
+"""
+NON_FIX_PKG = """import pytest
+
+
+class Case:
+    def check(self):
+        pytest.skip("not supported here")  # instead of the wrong answer
+
+
+class Twin(Case):
+    def __repr__(self):
+        return "<pkg.Case object at 0x%x>" % (id(self) + 0x1000)
+
+    def check(self):
+        return True
+
+
+def cases():
+    return [Case(), Twin()]
+"""
+F2P_BY_REPR = "test_h.py::test_round_trip[<pkg.Case object at 0xADDRESS>]"
+
+
+def _pytest_run(folder) -> tuple[str, bytes, int]:
+    import subprocess
+    import sys
+
+    report = folder / "report.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", "pytest_reportlog.plugin"]
+        + [f"--report-log={report}", "test_h.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    return done.stdout + "\n" + done.stderr, report.read_bytes(), done.returncode
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7: merged ids keep the worst status only for FAILED/ERROR: a case the code under test "
+    "skips (or pytest.xfail()s), then a passing twin whose repr it shaped like the case's, read PASSED in "
+    "both channels (SKIPPED lines carry no id; ReportLog lets a later pass overwrite a skip)",
+)
+def test_a_skipped_case_merged_with_a_passing_twin_by_its_address_does_not_read_passed(tmp_path):
+    from harness.parsers.base import RunSetup
+    from harness.parsers.pytest import PytestParser
+
+    (tmp_path / "test_h.py").write_text(HIDDEN_BY_REPR)
+    (tmp_path / "pkg.py").write_text(NON_FIX_PKG)
+    output, results, code = _pytest_run(tmp_path)
+    path = str(tmp_path / "report.jsonl")
+    setup = RunSetup(report_path=path, anchor=f"generated report log file: {path}")
+    report = PytestParser().parse(output, results, setup=setup, exit_code=code)
+    assert report.merged_ids == {F2P_BY_REPR: 2}, (report.merged_ids, output[-1500:])
+    assert report.statuses.get(F2P_BY_REPR) != "PASSED" or not report.consistent, (report.statuses, report.why)
+
+
 # ----------------------------------------------------------------------------- model review
 
 
