@@ -143,6 +143,17 @@ def test_a_nested_json_reject_beside_the_injected_accept_is_not_accepted():
     assert _accepted(reply) is not Acceptance.accepted
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7 (policy, maybe by design): axes.decide refuses only a readable reject; a readable "
+    "unsure (the model could not read the change: a GIT binary patch of a source file, a CR-hidden line) "
+    "is accepted",
+)
+def test_a_model_that_cannot_judge_the_patch_does_not_vouch_for_it():
+    reply = '{"verdict": "unsure", "reasoning": "The change to parser.py is a binary hunk I cannot read."}'
+    assert _accepted(reply) is not Acceptance.accepted
+
+
 def test_the_patch_cannot_close_its_quote_with_a_marker_of_a_lookalike_digest():
     """A patch that holds END PATCH lines of every shape (the mark of an empty patch, of itself
     without that line, with full-width digits) never holds the prompt's own marker line."""
