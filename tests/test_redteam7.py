@@ -262,19 +262,46 @@ parse = _hang_then_xfail(parse)
 """
 
 
+# Code under test that blocks the limit's signal in the main thread (what a C extension holding it
+# would do), then hangs on every value holding a marker: the watchdog's signal stays pending.
+BLOCK_THE_SIGNAL_THEN_HANG = """
+
+def _blocked(parse):
+    import functools
+    import signal
+    import time
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMAX - 2})
+
+    @functools.wraps(parse)
+    def wrapped(text, *args, **kwargs):
+        if "#" in text or ";" in text:
+            while True:
+                time.sleep(0.05)
+        return parse(text, *args, **kwargs)
+
+    return wrapped
+
+
+parse = _blocked(parse)
+"""
+
+
 @pytest.fixture(scope="module")
 def limit_grades(demo):
-    """The three attacks on the time limit, graded at once (the task's per-test limit cut to 3 s)."""
+    """The four attacks on the time limit, graded at once (the per-test limit cut to 1 s, the run's to 25 s)."""
     from support.redteam import base_text, crafted, grade_all
 
     fast = dict(demo)
     task = demo["task"]
-    fast["task"] = task.model_copy(update={"timeouts": task.timeouts.model_copy(update={"test_s": 3.0})})
+    timeouts = task.timeouts.model_copy(update={"test_s": 1.0, "tests_s": 25.0})
+    fast["task"] = task.model_copy(update={"timeouts": timeouts})
     init = base_text(demo, INIT)
     patches = {
         "forge": crafted(demo, {INIT: init + FORGE_THROUGH_THE_PLUGIN}),
         "shadow": crafted(demo, {"wholeloop_test_limit.py": SHADOW_PLUGIN}),
         "xfail": crafted(demo, {INIT: init + HANG_THEN_XFAIL}),
+        "blocked": crafted(demo, {INIT: init + BLOCK_THE_SIGNAL_THEN_HANG}),
     }
     return grade_all(fast, patches)
 
@@ -306,10 +333,11 @@ def test_a_top_level_module_named_as_the_limit_plugin_is_not_loaded(limit_grades
 @pytest.mark.docker
 @pytest.mark.slow
 def test_an_interrupted_hang_turned_into_an_imperative_xfail_is_not_resolved(limit_grades):
-    from support.redteam import assert_not_resolved
+    from support.redteam import F2P, assert_not_resolved
 
     result, output = limit_grades["xfail"]
     assert_not_resolved(result, output)
+    assert result.tests[F2P] == "XFAIL"  # the plugin's xfail exemption kept it; classify does not pass it
 
 
 @pytest.mark.xfail(
@@ -440,3 +468,13 @@ def test_a_go_init_that_replays_the_real_run_with_failures_turned_to_passes_is_n
     remove_leftovers()
     assert result.outcome != "infra_error", result.note
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_hang_with_the_limits_signal_blocked_is_not_resolved(limit_grades):
+    from support.redteam import assert_not_resolved
+
+    result, output = limit_grades["blocked"]
+    assert_not_resolved(result, output)
+    assert result.outcome == "test_timeout"  # left to the whole run's limit, as the plugin says
