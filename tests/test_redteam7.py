@@ -222,6 +222,27 @@ def _wholeloop_limit_forge():
 _wholeloop_limit_forge()
 """
 
+# The same forge without the limit plugin: pytest's own TestReport.from_item_and_call, which its
+# runner looks up at each call (so hiding the plugin from sys.modules would not be the fix).
+FORGE_THROUGH_PYTEST = """
+
+def _wholeloop_pytest_forge():
+    from _pytest.reports import TestReport
+
+    made = TestReport.from_item_and_call.__func__
+
+    def forged(cls, item, call):
+        report = made(cls, item, call)
+        if report.failed:
+            report.outcome, report.longrepr = "passed", None
+        return report
+
+    TestReport.from_item_and_call = classmethod(forged)
+
+
+_wholeloop_pytest_forge()
+"""
+
 # A top-level module named as grading's plugin: `-p wholeloop_test_limit` imports the repository's
 # (first on sys.path under `python -m pytest`), a pytest plugin of the agent's that passes everything.
 SHADOW_PLUGIN = """import pytest
@@ -289,7 +310,7 @@ parse = _blocked(parse)
 
 @pytest.fixture(scope="module")
 def limit_grades(demo):
-    """The four attacks on the time limit, graded at once (the per-test limit cut to 1 s, the run's to 25 s)."""
+    """The five attacks on the time limit, graded at once (the per-test limit cut to 1 s, the run's to 25 s)."""
     from support.redteam import base_text, crafted, grade_all
 
     fast = dict(demo)
@@ -300,6 +321,7 @@ def limit_grades(demo):
     patches = {
         "forge": crafted(demo, {INIT: init + FORGE_THROUGH_THE_PLUGIN}),
         "shadow": crafted(demo, {"wholeloop_test_limit.py": SHADOW_PLUGIN}),
+        "pytest-forge": crafted(demo, {INIT: init + FORGE_THROUGH_PYTEST}),
         "xfail": crafted(demo, {INIT: init + HANG_THEN_XFAIL}),
         "blocked": crafted(demo, {INIT: init + BLOCK_THE_SIGNAL_THEN_HANG}),
     }
@@ -318,6 +340,19 @@ def test_code_under_test_rewriting_the_limit_plugins_hook_is_not_resolved(limit_
     from support.redteam import assert_not_resolved
 
     assert_not_resolved(*limit_grades["forge"])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7: the same forge through pytest's TestReport.from_item_and_call (no plugin involved): "
+    "resolved; the root cause is in-process forging with no pytest canary, not the limit plugin",
+)
+def test_code_under_test_rewriting_pytests_own_reports_is_not_resolved(limit_grades):
+    from support.redteam import assert_not_resolved
+
+    assert_not_resolved(*limit_grades["pytest-forge"])
 
 
 @pytest.mark.docker
