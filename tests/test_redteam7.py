@@ -548,3 +548,48 @@ def test_a_hang_with_the_limits_signal_blocked_is_not_resolved(limit_grades):
     result, output = limit_grades["blocked"]
     assert_not_resolved(result, output)
     assert result.outcome == "test_timeout"  # left to the whole run's limit, as the plugin says
+
+
+# A TestMain in a non-test file of the package (go test looks for it in test files only) that would
+# end the binary with 0 before any test, and an init() that exits 0 printing nothing.
+GO_TESTMAIN_IN_PACKAGE = """package semver
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) { os.Exit(0) }
+"""
+GO_SILENT_EXIT = """package semver
+
+import (
+	"os"
+	"strings"
+)
+
+func init() {
+	if strings.HasSuffix(os.Args[0], ".test") {
+		os.Exit(0)
+	}
+}
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("source", [GO_TESTMAIN_IN_PACKAGE, GO_SILENT_EXIT], ids=["testmain-in-package", "silent-exit"])
+def test_a_go_package_file_ending_the_test_binary_early_is_not_resolved(verkit, source):
+    from support.hostile import RUN_PREFIX, remove_leftovers
+    from support.polyglot import craft
+
+    from harness.grading import grade
+    from sandbox import Limits
+
+    task, image, base = verkit
+    patch = craft(task, {"semver/zz_early.go": source})
+    result, output, _ = grade(
+        task, patch, image, base=base, limits=task.limits.apply(Limits()), run_id=f"{RUN_PREFIX}redteam7"
+    )
+    remove_leftovers()
+    assert result.outcome != "infra_error", result.note
+    assert not result.resolved, (result.outcome, result.note, output[-1500:])
