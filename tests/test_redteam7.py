@@ -345,7 +345,7 @@ parse = _blocked(parse)
 
 @pytest.fixture(scope="module")
 def limit_grades(demo):
-    """The five attacks on the time limit, graded at once (the per-test limit cut to 1 s, the run's to 25 s)."""
+    """The five attacks on the time limit and the CR-hidden print, graded at once (the per-test limit cut to 1 s, the run's to 25 s)."""
     from support.redteam import base_text, crafted, grade_all
 
     fast = dict(demo)
@@ -357,6 +357,7 @@ def limit_grades(demo):
         "forge": crafted(demo, {INIT: init + FORGE_THROUGH_THE_PLUGIN}),
         "shadow": crafted(demo, {"wholeloop_test_limit.py": SHADOW_PLUGIN}),
         "pytest-forge": crafted(demo, {INIT: init + FORGE_THROUGH_PYTEST}),
+        "cr-print": _cr_print_patch(task),
         "xfail": crafted(demo, {INIT: init + HANG_THEN_XFAIL}),
         "blocked": crafted(demo, {INIT: init + BLOCK_THE_SIGNAL_THEN_HANG}),
     }
@@ -438,6 +439,55 @@ def test_the_model_is_shown_the_patch_as_grading_applies_it_carriage_returns_and
     shown = _patch(SimpleNamespace(path=tmp_path), SimpleNamespace(patch_path="patch.diff"))
     prompt = review_prompt("a problem", shown)
     assert "\n" + hidden not in prompt, "the hidden call is shown as a context line (the base's code)"
+
+
+CR_PRINT = "+    _seen = value\r    print(value)\n"  # one added line to the patch reader, two to Python
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7: acceptance._debugging matches each ;-separated part of an added line from its start; "
+    "a print after a lone CR (a line end to Python) is never at a start: no debug leftover",
+)
+def test_a_debug_print_after_a_carriage_return_in_an_added_line_is_a_debug_leftover():
+    """Python ends a line at a lone CR; grading's patch reader and the debug_leftovers axis do not:
+    `x = 1\\rprint(x)` added to a source file is a print statement the axis must see."""
+    from support import ROOT
+
+    from harness.grading.acceptance import measure
+    from harness.tasks import load_task
+
+    task = load_task(ROOT / "tasks" / "demo" / "inikit-001.yaml")
+    axes = measure(task, _cr_print_patch(task))
+    compile("def f(value):\n" + CR_PRINT[1:] + "    return value\n", "parser.py", "exec")  # two statements
+    assert axes.debug_leftovers, axes
+
+
+def _cr_print_patch(task) -> str:
+    """Gold's fix with CR_PRINT added before its last added line (in the function body)."""
+    gold = task.gold() or ""
+    at = gold.rindex("\n+    return value") + 1
+    return _recount(gold[:at] + CR_PRINT + gold[at:])
+
+
+def _recount(patch: str) -> str:
+    """The patch with each hunk header's new-side count made right again (one line was added)."""
+    import re
+
+    out, lines = [], patch.split("\n")
+    for i, line in enumerate(lines):
+        m = re.match(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@(.*)$", line)
+        if m:
+            body = []
+            for nxt in lines[i + 1 :]:
+                if nxt.startswith(("@@", "diff --git")):
+                    break
+                body.append(nxt)
+            new = sum(1 for b in body if b[:1] in (" ", "+"))
+            old = sum(1 for b in body if b[:1] in (" ", "-"))
+            line = f"@@ -{m.group(1)},{old} +{m.group(3)},{new} @@{m.group(5)}"
+        out.append(line)
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------- Go
@@ -593,3 +643,20 @@ def test_a_go_package_file_ending_the_test_binary_early_is_not_resolved(verkit, 
     remove_leftovers()
     assert result.outcome != "infra_error", result.note
     assert not result.resolved, (result.outcome, result.note, output[-1500:])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="red team 7: graded for real, gold's fix with `_seen = value\\r    print(value)` added is resolved "
+    "(the print runs) and accepted under the default policy: no debug leftover found",
+)
+def test_a_cr_hidden_print_is_not_accepted_when_graded(limit_grades):
+    from harness.report.axes import DEFAULT_RULES
+
+    result, output = limit_grades["cr-print"]
+    assert result.outcome != "infra_error", result.note
+    axes = result.acceptance.model_dump(mode="json") if result.acceptance else None
+    verdict, reasons, _ = decide(result.resolved, axes, DEFAULT_RULES)
+    assert verdict is not Acceptance.accepted, (result.outcome, reasons, axes)
