@@ -80,7 +80,13 @@ def review_prompt(problem: str, patch: str) -> str:
     )
 
 
-_VERDICT = re.compile(r'"verdict"\s*:\s*"(accept|reject|unsure)"', re.I)
+# A verdict in any form a reply may give it: the asked JSON (anywhere, nested too), and outside the JSON
+# objects a reply holds, a Python dict's quotes or words ("Verdict: REJECT", "**Verdict** - reject", "my
+# verdict is reject"). Every form counts, so that a reply whose own verdict is in words cannot leave the
+# patch's quoted JSON accept as the only one found (red team 7); a JSON object's strings (its reasoning
+# quoting the patch) are not read for words.
+_VERDICT = re.compile(r'"verdict"\s*:\s*"(accept|reject|unsure)"', re.I)  # the asked form, anywhere (nested too)
+_SAID = re.compile(r"\bverdict\W{0,8}(?:is\W{1,4})?(accept|reject|unsure)", re.I)  # any form, outside JSON
 VERDICTS = ("accept", "reject", "unsure")
 
 
@@ -100,6 +106,7 @@ def parse_reply(text: str) -> tuple[ReviewVerdict, str, bool]:
     decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
     found: set[str] = {v.lower() for v in _VERDICT.findall(text)}
     objects: list[dict] = []
+    outside, last = [], 0  # the reply's text outside the JSON objects it holds
     at = text.find("{")
     while at >= 0:
         try:
@@ -107,10 +114,14 @@ def parse_reply(text: str) -> tuple[ReviewVerdict, str, bool]:
         except ValueError:
             at = text.find("{", at + 1)
             continue
+        outside.append(text[last:at])
+        last = end
         if isinstance(data, dict) and "verdict" in data:
             objects.append(data)
             found.add(str(data["verdict"]).strip().lower())
         at = text.find("{", end)
+    outside.append(text[last:])
+    found.update(v.lower() for v in _SAID.findall(" ".join(outside)))
     if len(found) == 1 and (verdict := found.pop()) in VERDICTS:
         reasoning = str(objects[0].get("reasoning", "")).strip() if len(objects) == 1 else text.strip()
         return ReviewVerdict(verdict), reasoning, True
@@ -223,5 +234,13 @@ def model_review(
 
 
 def _patch(folder: RunFolder, row: ResultRow) -> str:
+    """The attempt's patch as the model is shown it: its lines as grading reads them (split at "\n"
+    only), a CR inside a line written `\r` (to Python a line end, so what follows it would read as
+    another line: a context line, the base's code, to a reader; red team 7)."""
     path = folder.path / row.patch_path if row.patch_path else None
-    return path.read_text(errors="replace") if path is not None and path.is_file() else ""
+    if path is None or not path.is_file():
+        return ""
+    return _LONE_CR.sub(r"\\r", path.read_bytes().decode("utf-8", errors="replace"))
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")

@@ -40,7 +40,9 @@ from .own_checks import OwnChecks
 from .patching import TEST_DIR_NAMES, Section, parse_patch
 
 # bump when an axis is measured differently (recorded beside the axes)
-AXES_VERSION = 2  # 2: tests switched off and always-true assertions weaken; more debug forms
+# 2: tests switched off and always-true assertions weaken; more debug forms. 3: a debugging statement
+# after a CR inside an added line (red team 7)
+AXES_VERSION = 3
 EVIDENCE_LINES = 20  # lines kept per axis as evidence (the counts are whole)
 
 # test files of every ecosystem wholeloop grades (besides the task parsers' own test paths)
@@ -81,8 +83,9 @@ _DEBUG = re.compile(
 
 
 def _debugging(line: str) -> bool:
-    """A line with a debugging statement, also after a `;` (`x = 1; print(x)`)."""
-    return any(_DEBUG.match(part) for part in line.split(";"))
+    """A line with a debugging statement, also after a `;` (`x = 1; print(x)`) or a CR inside the
+    line (a line end to Python and to Go, though the patch holds one line: red team 7)."""
+    return any(_DEBUG.match(part) for piece in line.split("\r") for part in piece.split(";"))
 
 
 # the axes whose findings the default acceptance policy refuses (harness.report.acceptance's

@@ -37,7 +37,10 @@ GRADE_SCHEMA = 1
 # with the interruption, and the run goes on (it ended "tests timed out"); an object's address in a
 # test id is read as one token, and where ids then coincide the failure wins; Go's tests run with
 # -vet=off (a vet finding is an acceptance check, not a test result). Issue 23, red team 6.
-GRADER_VERSION = 10
+# 11: where tests share an id once addresses are read as one token, the id keeps the status furthest
+# from a pass of all of theirs (a skipped or xfailed twin too, not only a failure); the debug_leftovers
+# axis reads an added line's parts after a CR (axes version 3). Red team 7.
+GRADER_VERSION = 11
 
 
 class TestTally(BaseModel):

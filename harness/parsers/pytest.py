@@ -157,6 +157,23 @@ def _merged(raw: dict[str, set[str]]) -> dict[str, int]:
     return {node: len(ids) for node, ids in sorted(raw.items()) if len(ids) > 1}
 
 
+# How far from a pass each status is: where several tests share one id once their addresses are read
+# as one token, the id keeps the furthest of theirs. A skipped or xfailed twin is no more a pass than
+# a failing one (red team 7: a case the code under test skips, merged with a passing twin it shaped).
+_DISTANCE = {PASSED: 0, XPASS: 1, SKIPPED: 2, XFAIL: 2, FAILED: 3, ERROR: 3}
+
+
+def _merge_status(raw_ids: dict[str, set[str]], node: str, raw_node: str, old: str | None, new: str) -> str:
+    """The status `node` keeps when a report of `raw_node` says `new`: once another test shares the
+    id (a merge), no report moves it closer to a pass; a lone test's phases are the caller's."""
+    seen = raw_ids.setdefault(node, set())
+    seen.add(raw_node)
+    merge = old is not None and len(seen) > 1
+    if merge and old is not None and _DISTANCE.get(old, 3) > _DISTANCE.get(new, 3):
+        return old
+    return new
+
+
 _HEADER = re.compile(r"^=+ short test summary info =+$")
 # "==== 1 failed, 2 passed in 0.1s ====", "=== no tests ran in 0.01s ===", or without the rules under -q
 _CLOSING = re.compile(
@@ -241,12 +258,13 @@ def parse_pytest(output: str, anchor: str = "") -> TestReport:
                 continue  # "SKIPPED [1] file.py:12: reason" carries no node id
             raw_node = _node_id(rest)
             node = stable_id(raw_node)
-            raw_ids.setdefault(node, set()).add(raw_node)
             report.listed_passed += status == PASSED
             if status == ERROR and "::" not in node:
+                raw_ids.setdefault(node, set()).add(raw_node)
                 report.collection_errors.append(node)
                 continue
             listed.setdefault(node, set()).add(status)
+            status = _merge_status(raw_ids, node, raw_node, report.statuses.get(node), status)
             # a test reported twice (error in teardown, failed subtest): the failure wins
             if report.statuses.get(node) in (FAILED, ERROR):
                 continue
@@ -419,7 +437,6 @@ class ReportLog:
     def _test(self, entry: dict, *, sub: bool) -> None:
         raw_node, when, outcome = str(entry.get("nodeid", "")), entry.get("when"), entry.get("outcome")
         node = stable_id(raw_node)
-        self.raw_ids.setdefault(node, set()).add(raw_node)
         xfail = "wasxfail" in entry
         if outcome == "failed":
             status = FAILED if when == "call" else ERROR
@@ -428,6 +445,7 @@ class ReportLog:
         elif outcome == "passed" and when == "call":
             status = XPASS if xfail else PASSED
         else:
+            self.raw_ids.setdefault(node, set()).add(raw_node)
             return  # a setup or teardown that passed, or a rerun
         if sub:  # a subtest: only its failure shows, as its test's failure
             if status not in (FAILED, ERROR):
@@ -450,7 +468,7 @@ class ReportLog:
         elif not sub:
             self.skip_reasons[node] = _skip_reason(entry.get("longrepr"))
         if self.statuses.get(node) not in (FAILED, ERROR):  # the first failure wins
-            self.statuses[node] = status
+            self.statuses[node] = _merge_status(self.raw_ids, node, raw_node, self.statuses.get(node), status)
             if status in (FAILED, ERROR):
                 self.messages[node], self.exception_types[node] = _failure(entry.get("longrepr"))
 
